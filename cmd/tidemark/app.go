@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/ids"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore"
+)
+
+// app is what every subcommand shares: configuration from flags and the
+// environment, and the database, opened on first use.
+type app struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+
+	home, dbURL, storeURL, holder, logLevel string
+
+	clock clock.Clock
+	ids   ids.Source
+	db    *sqlstore.DB
+}
+
+func (a *app) close() {
+	if a.db != nil {
+		a.db.Close()
+	}
+}
+
+func (a *app) clk() clock.Clock {
+	if a.clock == nil {
+		a.clock = clock.System{}
+	}
+	return a.clock
+}
+
+// databaseURL is --db, or the embedded default under --home.
+func (a *app) databaseURL() string {
+	if a.dbURL != "" {
+		return a.dbURL
+	}
+	return "sqlite:" + filepath.Join(a.home, "tidemark.db")
+}
+
+// storeLocation is --store, or the embedded default under --home.
+func (a *app) storeLocation() string {
+	if a.storeURL != "" {
+		return a.storeURL
+	}
+	return filepath.Join(a.home, "wiki")
+}
+
+func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
+	if a.db != nil {
+		return a.db, nil
+	}
+	if a.ids == nil {
+		a.ids = ids.NewULIDs(a.clk(), rand.Reader)
+	}
+	db, err := sqlstore.Open(ctx, a.databaseURL(), sqlstore.Options{Clock: a.clk(), IDs: a.ids})
+	if err != nil {
+		return nil, err
+	}
+	a.db = db
+	return db, nil
+}
+
+func (a *app) holderID() string {
+	if a.holder != "" {
+		return a.holder
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// fetcherKinds holds a constructor per source kind; each kind's file adds
+// its own in init.
+var fetcherKinds = map[string]func(*app) tidemark.Fetcher{}
+
+func registerFetcher(kind string, f func(*app) tidemark.Fetcher) {
+	if _, dup := fetcherKinds[kind]; dup {
+		panic("duplicate fetcher kind " + kind)
+	}
+	fetcherKinds[kind] = f
+}
+
+func (a *app) fetchers() ingest.Fetchers {
+	fs := ingest.Fetchers{}
+	for kind, f := range fetcherKinds {
+		fs[kind] = f(a)
+	}
+	return fs
+}
+
+// ingestService opens the database and wires the ingest pipeline.
+func (a *app) ingestService(ctx context.Context) (*ingest.Service, error) {
+	db, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ingest.Service{
+		Store:    db.Ingest(),
+		Fetchers: a.fetchers(),
+		Clock:    a.clk(),
+		Rand:     ids.NewRand(uint64(os.Getpid())),
+		Holder:   a.holderID(),
+		Logger:   a.log,
+	}, nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+func init() { register(newRunCmd) }
+
+// afterRunOnce lets downstream pipelines (summaries, publication, outbox)
+// take their turn after an ingest pass of `run --once`; pipelines' files add
+// theirs. Each returns a line or two for the user.
+var afterRunOnce []func(a *app, cmd *cobra.Command) error
+
+// daemonLoops are the long-running loops `run` starts beside the ingest
+// scheduler (the publish sweeper, the outbox writer, …).
+var daemonLoops []func(a *app, cmd *cobra.Command) error
+
+func newRunCmd(a *app) *cobra.Command {
+	var (
+		once    bool
+		track   []string
+		workers int
+		lease   time.Duration
+		poll    time.Duration
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the pipeline: claim due sources and ingest them (daemon, or --once)",
+		Long: `Run the pipeline. Without --once it is a daemon: it claims due sources and
+runs them on a bounded pool of workers until SIGINT or SIGTERM, then stops
+claiming and lets runs in flight settle or fail. Any number of processes may
+share one PostgreSQL database.
+
+With --once it runs every source due now, once, and exits. --track PATH adds the
+git repository at PATH as a source first (if it is not already tracked).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			svc, err := a.ingestService(ctx)
+			if err != nil {
+				return err
+			}
+			svc.LeaseTTL = lease
+			for _, path := range track {
+				if err := a.trackRepo(cmd, path); err != nil {
+					return err
+				}
+			}
+			sc := &ingest.Scheduler{Service: svc, Workers: workers, Poll: poll, Logger: a.log}
+			if !once {
+				fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", svc.Holder, a.db.URL(), sc.Workers)
+				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
+				errc := make(chan error, len(daemonLoops))
+				for _, loop := range daemonLoops {
+					go func() { errc <- loop(a, cmd) }()
+				}
+				err := sc.Run(ctx)
+				for range daemonLoops {
+					if lerr := <-errc; lerr != nil && !errors.Is(lerr, ctx.Err()) {
+						err = errors.Join(err, lerr)
+					}
+				}
+				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
+				return err
+			}
+			reports, err := sc.RunOnce(ctx)
+			if asJSON {
+				if reports == nil {
+					reports = []ingest.Report{}
+				}
+				if jerr := writeJSON(a.stdout, reports); jerr != nil {
+					return jerr
+				}
+			} else {
+				if len(reports) == 0 {
+					fmt.Fprintln(a.stdout, "no source is due; `tidemark source list` shows when each is")
+				}
+				for _, r := range reports {
+					printReport(a, r, nil)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			for _, after := range afterRunOnce {
+				if err := after(a, cmd); err != nil {
+					return err
+				}
+			}
+			if !asJSON {
+				a.printRecentEvents(cmd, reports)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&once, "once", false, "run every due source once, then exit")
+	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
+	f.IntVar(&workers, "workers", 4, "runs in flight at most")
+	f.DurationVar(&lease, "lease", 2*time.Minute, "claim lease; heartbeats extend it while a fetch runs")
+	f.DurationVar(&poll, "poll", 5*time.Second, "longest pause between looks for due sources")
+	f.BoolVar(&asJSON, "json", false, "with --once: print the run reports as JSON")
+	return cmd
+}
+
+func printReport(a *app, r ingest.Report, err error) {
+	switch {
+	case r.Outcome == "" && err != nil:
+		fmt.Fprintf(a.stdout, "%-20s not run: %v\n", r.Source, err)
+	case r.Outcome.Advances():
+		fmt.Fprintf(a.stdout, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
+			r.EventsNew, r.EventsChanged, orDash(short(r.CursorBefore, 12)), orDash(short(r.CursorAfter, 12)))
+	default:
+		fmt.Fprintf(a.stdout, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, orDash(short(r.CursorBefore, 12)))
+	}
+}
+
+// trackRepo adds the git repository containing path as a source, unless a
+// source already tracks it.
+func (a *app) trackRepo(cmd *cobra.Command, path string) error {
+	ctx := cmd.Context()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", abs, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return tidemark.Invalidf("--track", path, "not inside a git repository (git rev-parse: %v)", err)
+	}
+	top := strings.TrimSpace(string(out))
+	db, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	srcs, err := db.Ingest().Sources(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		if s.Kind == "git" && s.Location == top {
+			return nil
+		}
+	}
+	name := filepath.Base(top)
+	for _, s := range srcs {
+		if s.Name == name {
+			name = name + "-" + fmt.Sprint(len(srcs))
+		}
+	}
+	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: top, Interval: 15 * time.Minute, RetryBudget: 5})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", top, src.Name)
+	return nil
+}
+
+// printRecentEvents shows the newest events of the sources just run, so the
+// user sees what was ingested.
+func (a *app) printRecentEvents(cmd *cobra.Command, reports []ingest.Report) {
+	st := a.db.Ingest()
+	for _, r := range reports {
+		if r.EventsNew+r.EventsChanged == 0 {
+			continue
+		}
+		evs, err := st.Events(cmd.Context(), ingest.EventFilter{SourceID: r.Source, Limit: 10})
+		if err != nil || len(evs) == 0 {
+			continue
+		}
+		fmt.Fprintf(a.stdout, "\nnewest events of %s:\n", r.Source)
+		printEvents(a.stdout, evs)
+	}
+	fmt.Fprintf(a.stdout, "\ndata: %s\n", a.db.URL())
+	_ = os.Stdout.Sync()
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+func init() { register(newSourceCmd) }
+
+// sourceSubcommands lets other files add subcommands under "source".
+var sourceSubcommands []func(*app) *cobra.Command
+
+func newSourceCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "source",
+		Short: "Add, list, inspect, pause, resume, retry and skip sources",
+	}
+	cmd.AddCommand(newSourceAddCmd(a), newSourceListCmd(a), newSourceShowCmd(a),
+		newSourceStateCmd(a, "pause", tidemark.SourcePaused), newSourceStateCmd(a, "resume", tidemark.SourceActive),
+		newSourceRetryCmd(a), newSourceSkipCmd(a))
+	for _, f := range sourceSubcommands {
+		cmd.AddCommand(f(a))
+	}
+	return cmd
+}
+
+// actor names the person behind an operator action, for the audit trail.
+func actor() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "operator"
+}
+
+// kindDetectors guess a source's kind from its location; kinds' files add
+// theirs. The first that answers wins.
+var kindDetectors []func(location string) (kind string, ok bool)
+
+func newSourceAddCmd(a *app) *cobra.Command {
+	var (
+		name, kind string
+		interval   time.Duration
+		budget     int
+		config     []string
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "add LOCATION",
+		Short: "Add a source (a git repository path or URL, …)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			loc := args[0]
+			if kind == "" {
+				for _, d := range kindDetectors {
+					if k, ok := d(loc); ok {
+						kind = k
+						break
+					}
+				}
+			}
+			if kind == "" {
+				return tidemark.Invalidf("location", loc, "cannot tell its kind; name it with --kind")
+			}
+			prep := sourcePreparers[kind]
+			if _, ok := fetcherKinds[kind]; !ok {
+				return tidemark.Invalidf("--kind", kind, "unknown kind (known: %s)", strings.Join(knownKinds(), ", "))
+			}
+			cfg := map[string]string{}
+			for _, kv := range config {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return tidemark.Invalidf("--config", kv, "want key=value")
+				}
+				cfg[k] = v
+			}
+			ns := ingest.NewSource{Name: name, Kind: kind, Location: loc, Config: cfg, Interval: interval, RetryBudget: budget}
+			if prep != nil {
+				var err error
+				if ns, err = prep(ctx, ns); err != nil {
+					return err
+				}
+			}
+			if ns.Name == "" {
+				ns.Name = defaultName(ns.Location)
+			}
+			if err := validateNewSource(ns); err != nil {
+				return err
+			}
+			db, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			src, err := db.Ingest().AddSource(ctx, ns)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, src)
+			}
+			fmt.Fprintf(a.stdout, "added %s source %q (%s), every %s\n", src.Kind, src.Name, src.Location, src.Interval)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "a unique name (default: derived from the location)")
+	f.StringVar(&kind, "kind", "", "the source kind (default: detected from the location)")
+	f.DurationVar(&interval, "interval", 15*time.Minute, "how often to fetch")
+	f.IntVar(&budget, "retry-budget", 5, "attempts at one window before it goes terminal")
+	f.StringArrayVar(&config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
+	f.BoolVar(&asJSON, "json", false, "print the added source as JSON")
+	return cmd
+}
+
+// sourcePreparers normalize and check a new source of their kind (resolve
+// a path, verify a repository); kinds' files add theirs.
+var sourcePreparers = map[string]func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error){}
+
+func knownKinds() []string {
+	var ks []string
+	for k := range fetcherKinds {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func validateNewSource(ns ingest.NewSource) error {
+	switch {
+	case strings.TrimSpace(ns.Name) == "":
+		return tidemark.Invalidf("--name", ns.Name, "must not be empty")
+	case ns.Interval < time.Second:
+		return tidemark.Invalidf("--interval", ns.Interval.String(), "must be at least 1s")
+	case ns.RetryBudget < 1 || ns.RetryBudget > 1000:
+		return tidemark.Invalidf("--retry-budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
+	}
+	return nil
+}
+
+func defaultName(loc string) string {
+	loc = strings.TrimRight(loc, "/")
+	loc = strings.TrimSuffix(loc, ".git")
+	if i := strings.LastIndexAny(loc, "/:"); i >= 0 && i < len(loc)-1 {
+		loc = loc[i+1:]
+	}
+	return loc
+}
+
+func newSourceListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sources with their cursor, window and last outcome",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			srcs, err := db.Ingest().Sources(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if srcs == nil {
+					srcs = []tidemark.Source{}
+				}
+				return writeJSON(a.stdout, srcs)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tWINDOW\tLAST OUTCOME\tCURSOR\tNEXT DUE")
+			for _, s := range srcs {
+				window := string(s.Window)
+				if s.Window == tidemark.WindowOpen {
+					window = fmt.Sprintf("open %d/%d", s.WindowAttempts, s.RetryBudget)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, window,
+					orDash(string(s.LastOutcome)), orDash(short(s.Cursor, 12)), s.NextDueAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array of sources; fields in the README)")
+	return cmd
+}
+
+func newSourceShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show one source, its recent runs and operator actions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			db, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			st := db.Ingest()
+			src, err := st.Source(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			runs, err := st.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Limit: 10})
+			if err != nil {
+				return err
+			}
+			actions, err := st.Actions(ctx, src.ID, 10)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if runs == nil {
+					runs = []tidemark.Run{}
+				}
+				if actions == nil {
+					actions = []ingest.Action{}
+				}
+				return writeJSON(a.stdout, struct {
+					tidemark.Source
+					Runs    []tidemark.Run  `json:"runs"`
+					Actions []ingest.Action `json:"actions"`
+				}{src, runs, actions})
+			}
+			w := a.stdout
+			fmt.Fprintf(w, "name:          %s\nkind:          %s\nlocation:      %s\n", src.Name, src.Kind, src.Location)
+			for k, v := range src.Config {
+				fmt.Fprintf(w, "config:        %s=%s\n", k, v)
+			}
+			fmt.Fprintf(w, "state:         %s\ncursor:        %s (version %d)\n", src.State, orDash(src.Cursor), src.CursorVersion)
+			fmt.Fprintf(w, "window:        %s, %d of %d attempts spent\n", src.Window, src.WindowAttempts, src.RetryBudget)
+			if src.TerminalReason != "" {
+				fmt.Fprintf(w, "terminal:      %s\n", src.TerminalReason)
+			}
+			fmt.Fprintf(w, "last outcome:  %s\n", orDash(string(src.LastOutcome)))
+			if src.LastError != "" {
+				fmt.Fprintf(w, "last error:    %s\n", src.LastError)
+			}
+			if src.ClaimHolder != "" {
+				fmt.Fprintf(w, "claimed by:    %s (run %s, lease until %s)\n", src.ClaimHolder, src.ClaimRunID, src.LeaseExpiresAt.Local().Format(time.DateTime))
+			}
+			fmt.Fprintf(w, "next due:      %s\n", src.NextDueAt.Local().Format(time.DateTime))
+			if len(runs) > 0 {
+				fmt.Fprintln(w, "\nrecent runs:")
+				printRuns(w, runs, false)
+			}
+			if len(actions) > 0 {
+				fmt.Fprintln(w, "\noperator actions:")
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				for _, ac := range actions {
+					fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", ac.At.Local().Format(time.DateTime), ac.Action, ac.Actor,
+						orDash(short(ac.CursorBefore, 12)), orDash(short(ac.CursorAfter, 12)), ac.Note)
+				}
+				tw.Flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the source with runs and actions)")
+	return cmd
+}
+
+func newSourceStateCmd(a *app, verb string, state tidemark.SourceState) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " NAME",
+		Short: strings.ToUpper(verb[:1]) + verb[1:] + " a source",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			src, err := db.Ingest().SetState(cmd.Context(), args[0], state, actor())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s is %s\n", src.Name, src.State)
+			return nil
+		},
+	}
+}
+
+func newSourceRetryCmd(a *app) *cobra.Command {
+	var note string
+	cmd := &cobra.Command{
+		Use:   "retry NAME",
+		Short: "Reopen a source's window with a fresh retry budget, due now",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			src, err := db.Ingest().Retry(cmd.Context(), args[0], actor(), note)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s: window reopened with a budget of %d, due now\n", src.Name, src.RetryBudget)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
+	return cmd
+}
+
+func newSourceSkipCmd(a *app) *cobra.Command {
+	var to, note string
+	cmd := &cobra.Command{
+		Use:   "skip NAME",
+		Short: "Move a source's cursor past a window it cannot read (audited)",
+		Long: `Move a source's cursor to an explicit position, recording the move and what
+was skipped. Without --to, the cursor moves to the source's current head (for
+kinds that have one, such as git). The window reopens with a fresh budget.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			svc, err := a.ingestService(ctx)
+			if err != nil {
+				return err
+			}
+			src, err := svc.Skip(ctx, args[0], to, actor(), note)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s: cursor moved to %s (version %d)\n", src.Name, src.Cursor, src.CursorVersion)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the cursor to move to (default: the source's head)")
+	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,116 @@
+package tidemark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Sentinel errors shared by every pipeline. Callers match them with
+// errors.Is; their text is for people, never for matching.
+var (
+	// ErrNotFound: the named thing does not exist.
+	ErrNotFound = errors.New("tidemark: not found")
+	// ErrInvalid: the caller's input is wrong; nothing was changed.
+	ErrInvalid = errors.New("tidemark: invalid input")
+	// ErrConflict: the request contradicts what is stored (a duplicate
+	// identity, a write based on an old version); nothing was changed.
+	ErrConflict = errors.New("tidemark: conflict")
+	// ErrStaleClaim: the token or cursor version presented is no longer the
+	// source's current claim; nothing was changed.
+	ErrStaleClaim = errors.New("tidemark: stale claim")
+	// ErrClaimHeld: another holder's lease on the source has not expired.
+	ErrClaimHeld = errors.New("tidemark: claim held by another worker")
+	// ErrNotClaimable: the source is paused, or its window is terminal and
+	// waits for an operator's retry or skip.
+	ErrNotClaimable = errors.New("tidemark: source not claimable")
+	// ErrShortRead: a fetch declared more results than it admitted; settling
+	// would move the cursor past results nobody read.
+	ErrShortRead = errors.New("tidemark: declared more results than admitted")
+	// ErrUnconfirmed: a write's effect could not be confirmed (rows affected
+	// or a read-back did not match); the transaction was rolled back.
+	ErrUnconfirmed = errors.New("tidemark: write not confirmed")
+	// ErrUnavailable: a backend (database, object store, provider) could
+	// not be reached.
+	ErrUnavailable = errors.New("tidemark: unavailable")
+)
+
+// InvalidError says which input was wrong and why. It matches ErrInvalid.
+type InvalidError struct {
+	Field  string // what was wrong: a flag, a field, a document path
+	Value  string // the offending value, possibly shortened
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalidf returns an *InvalidError for field with a formatted reason.
+func Invalidf(field, value, format string, args ...any) error {
+	if len(value) > 200 {
+		value = value[:200] + "…"
+	}
+	return &InvalidError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Exit codes of the tidemark binary, one per error kind.
+const (
+	ExitOK          = 0
+	ExitInternal    = 1
+	ExitInvalid     = 2
+	ExitNotFound    = 3
+	ExitConflict    = 4
+	ExitUnavailable = 5
+	ExitInterrupted = 130
+)
+
+// ExitCode maps an error to the binary's exit code. It is the one place
+// where error kinds become exit codes.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrShortRead):
+		return ExitInvalid
+	case errors.Is(err, ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrStaleClaim),
+		errors.Is(err, ErrClaimHeld), errors.Is(err, ErrNotClaimable):
+		return ExitConflict
+	case errors.Is(err, ErrUnavailable):
+		return ExitUnavailable
+	default:
+		return ExitInternal
+	}
+}
+
+// HTTPStatus maps an error to an HTTP status for the JSON API. It is the one
+// place where error kinds become statuses; an unexpected error is a 500 and
+// should be logged in full by the caller.
+func HTTPStatus(err error) int {
+	switch ExitCode(err) {
+	case ExitOK:
+		return http.StatusOK
+	case ExitInvalid:
+		return http.StatusBadRequest
+	case ExitNotFound:
+		return http.StatusNotFound
+	case ExitConflict:
+		return http.StatusConflict
+	case ExitUnavailable:
+		return http.StatusServiceUnavailable
+	case ExitInterrupted:
+		return 499
+	default:
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,245 @@
+// Package git fetches the commits of a git repository since a cursor
+// commit, using the git binary. Each commit becomes an item whose frozen
+// evidence is its metadata, message and diffstat in a canonical text form;
+// the cursor is the newest commit admitted, so a run that stops early (at
+// MaxCommits) never moves the cursor past a commit it did not read.
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Fetcher reads commits with the git binary.
+type Fetcher struct {
+	// Git is the git binary (default "git").
+	Git string
+	// MaxCommits bounds the commits admitted per run (default 500); the
+	// rest wait for the next run, ahead of the cursor.
+	MaxCommits int
+}
+
+// Config keys understood in a source's config.
+const (
+	// ConfigBranch selects the branch or ref to follow (default HEAD).
+	ConfigBranch = "branch"
+)
+
+func (f *Fetcher) git() string {
+	if f.Git == "" {
+		return "git"
+	}
+	return f.Git
+}
+
+func (f *Fetcher) max() int {
+	if f.MaxCommits <= 0 {
+		return 500
+	}
+	return f.MaxCommits
+}
+
+func (f *Fetcher) run(ctx context.Context, src tidemark.Source, stdin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, f.git(), append([]string{"-C", src.Location}, args...)...)
+	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if ctx.Err() != nil {
+			return nil, tidemark.Unreachable("git timed out", 0, ctx.Err())
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("run git: %w", err) // our own failure: no git binary
+		}
+		return nil, &gitError{args: args, msg: msg, err: err}
+	}
+	return out, nil
+}
+
+type gitError struct {
+	args []string
+	msg  string
+	err  error
+}
+
+func (e *gitError) Error() string {
+	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), e.msg)
+}
+func (e *gitError) Unwrap() error { return e.err }
+
+// Head returns the commit the source's branch points at.
+func (f *Fetcher) Head(ctx context.Context, src tidemark.Source) (string, error) {
+	ref := src.Config[ConfigBranch]
+	if ref == "" {
+		ref = "HEAD"
+	}
+	out, err := f.run(ctx, src, "", "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			if strings.Contains(ge.msg, "not a git repository") || strings.Contains(ge.msg, "cannot change to") {
+				return "", tidemark.Unreachable("repository not found at "+src.Location, 0, err)
+			}
+			return "", tidemark.Unusable("branch "+ref+" not found", err)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Fetch implements tidemark.Fetcher.
+func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	head, err := f.Head(ctx, src)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	if head == cursor {
+		return tidemark.FetchResult{Cursor: cursor}, nil
+	}
+	rangeArg := head
+	if cursor != "" {
+		rangeArg = cursor + ".." + head
+	}
+	out, err := f.run(ctx, src, "", "rev-list", "--reverse", "--topo-order", "--end-of-options", rangeArg)
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("cursor commit %.12s is not in the history of %s (rewritten history?); skip to move past it", cursor, head), err)
+		}
+		return tidemark.FetchResult{}, err
+	}
+	hashes := strings.Fields(string(out))
+	if len(hashes) == 0 {
+		// head is an ancestor of the cursor (a branch reset backwards):
+		// nothing new, and the cursor stays.
+		return tidemark.FetchResult{Cursor: cursor}, nil
+	}
+	if len(hashes) > f.max() {
+		hashes = hashes[:f.max()]
+	}
+	items, err := f.commits(ctx, src, hashes)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	if len(items) != len(hashes) {
+		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git log returned %d of %d commits", len(items), len(hashes)), nil)
+	}
+	return tidemark.FetchResult{Items: items, Cursor: hashes[len(hashes)-1], Declared: len(hashes)}, nil
+}
+
+// DescribeRange says which commits lie between two cursors.
+func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error) {
+	rangeArg := to
+	if from != "" {
+		rangeArg = from + ".." + to
+	}
+	out, err := f.run(ctx, src, "", "rev-list", "--count", "--end-of-options", rangeArg)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s commits (%s)", strings.TrimSpace(string(out)), rangeArg), nil
+}
+
+const (
+	recordSep = "\x1e"
+	fieldSep  = "\x1f"
+)
+
+// commits reads metadata, message and numstat of the given commits.
+func (f *Fetcher) commits(ctx context.Context, src tidemark.Source, hashes []string) ([]tidemark.Item, error) {
+	format := recordSep + strings.Join([]string{"%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B"}, fieldSep) + fieldSep
+	out, err := f.run(ctx, src, strings.Join(hashes, "\n")+"\n",
+		"log", "--no-walk=unsorted", "--stdin", "--numstat", "--no-renames", "--format="+format)
+	if err != nil {
+		return nil, err
+	}
+	var items []tidemark.Item
+	for _, rec := range strings.Split(string(out), recordSep) {
+		if strings.TrimSpace(rec) == "" {
+			continue
+		}
+		it, err := parseCommit(rec)
+		if err != nil {
+			return nil, tidemark.Unusable("unparseable git log output", err)
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+func parseCommit(rec string) (tidemark.Item, error) {
+	fields := strings.SplitN(rec, fieldSep, 10)
+	if len(fields) != 10 {
+		return tidemark.Item{}, fmt.Errorf("commit record has %d fields, want 10", len(fields))
+	}
+	hash, parents, an, ae, ad, cn, ce, cd, msg, stat := fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7], fields[8], fields[9]
+	committed, err := time.Parse(time.RFC3339, cd)
+	if err != nil {
+		return tidemark.Item{}, fmt.Errorf("commit %s: committer date %q: %w", hash, cd, err)
+	}
+	authored, err := time.Parse(time.RFC3339, ad)
+	if err != nil {
+		return tidemark.Item{}, fmt.Errorf("commit %s: author date %q: %w", hash, ad, err)
+	}
+	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n")
+	subject, _, _ := strings.Cut(msg, "\n")
+
+	// Canonical evidence: fixed field order, UTC times, normalized line
+	// endings, numstat lines sorted by path.
+	var b strings.Builder
+	fmt.Fprintf(&b, "commit %s\n", hash)
+	if parents != "" {
+		fmt.Fprintf(&b, "parents %s\n", parents)
+	}
+	fmt.Fprintf(&b, "author %s <%s> %s\n", an, ae, authored.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "committer %s <%s> %s\n\n", cn, ce, committed.UTC().Format(time.RFC3339))
+	for _, line := range strings.Split(msg, "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	var files []string
+	adds, dels := 0, 0
+	sc := bufio.NewScanner(strings.NewReader(stat))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var a, d int
+		fmt.Sscanf(parts[0], "%d", &a)
+		fmt.Sscanf(parts[1], "%d", &d)
+		adds, dels = adds+a, dels+d
+		files = append(files, fmt.Sprintf("%s\t%s\t%s", parts[0], parts[1], parts[2]))
+	}
+	sort.Strings(files)
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "\n%d files changed, %d insertions(+), %d deletions(-)\n", len(files), adds, dels)
+		for _, f := range files {
+			b.WriteString(f + "\n")
+		}
+	}
+	return tidemark.Item{
+		Key:        hash,
+		Title:      subject,
+		OccurredAt: committed.UTC(),
+		Evidence:   []byte(b.String()),
+	}, nil
+}

@@ -1,0 +1,311 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/failpoint"
+)
+
+var fpAfterFetch = failpoint.Register("ingest.run.after-fetch",
+	"the fetch has returned its items | the settling transaction begins")
+
+// Rand is the random source for jitter.
+type Rand interface{ Float64() float64 }
+
+// Backoff spaces out attempts at a failing window: exponential from Base,
+// capped at Max, with equal jitter, and never sooner than a Retry-After.
+type Backoff struct {
+	Base time.Duration
+	Max  time.Duration
+}
+
+// DefaultBackoff starts at 30 seconds and stops growing at one hour.
+var DefaultBackoff = Backoff{Base: 30 * time.Second, Max: time.Hour}
+
+// maxRetryAfter bounds how far an upstream's Retry-After may push a source.
+const maxRetryAfter = 24 * time.Hour
+
+// Delay returns how long to wait after the attempt-th failure (1-based).
+// r in [0, 1) picks the jitter: the delay is in [d/2, d).
+func (b Backoff) Delay(attempt int, r float64, retryAfter time.Duration) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := b.Max
+	if exp := float64(b.Base) * math.Pow(2, float64(attempt-1)); exp < float64(b.Max) {
+		d = time.Duration(exp)
+	}
+	d = d/2 + time.Duration(r*float64(d/2))
+	if retryAfter > maxRetryAfter {
+		retryAfter = maxRetryAfter
+	}
+	if retryAfter > d {
+		d = retryAfter
+	}
+	return d
+}
+
+// Fetchers maps a source kind to its fetcher.
+type Fetchers map[string]tidemark.Fetcher
+
+// Service runs claims: fetch, then settle or fail, heartbeating while the
+// fetch is in flight.
+type Service struct {
+	Store    Store
+	Fetchers Fetchers
+	Clock    clock.Clock
+	Rand     Rand
+	// Holder is this worker's identity. A restarted worker that keeps its
+	// identity re-enters its own runs without waiting for their leases.
+	Holder   string
+	LeaseTTL time.Duration
+	Backoff  Backoff
+	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
+	FetchTimeout time.Duration
+	Logger       *slog.Logger
+	// OnSettled, if set, is told about every settled run with events, after
+	// its commit (for downstream pipelines). Its error is logged; the run is
+	// already settled.
+	OnSettled func(ctx context.Context, src tidemark.Source, rep SettleReport) error
+}
+
+// Report is what one run did, for people and for --json.
+type Report struct {
+	RunID         string           `json:"run_id"`
+	Source        string           `json:"source"`
+	Outcome       tidemark.Outcome `json:"outcome"`
+	EventsNew     int              `json:"events_new"`
+	EventsChanged int              `json:"events_changed"`
+	CursorBefore  string           `json:"cursor_before"`
+	CursorAfter   string           `json:"cursor_after"`
+	Error         string           `json:"error,omitempty"`
+	Reentered     bool             `json:"reentered,omitempty"`
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+func (s *Service) leaseTTL() time.Duration {
+	if s.LeaseTTL <= 0 {
+		return 2 * time.Minute
+	}
+	return s.LeaseTTL
+}
+
+func (s *Service) backoff() Backoff {
+	if s.Backoff.Base <= 0 || s.Backoff.Max <= 0 {
+		return DefaultBackoff
+	}
+	return s.Backoff
+}
+
+// RunSource claims one source and runs it.
+func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
+	src, err := s.Store.Source(ctx, ref)
+	if err != nil {
+		return Report{}, err
+	}
+	c, err := s.Store.Claim(ctx, src.ID, s.Holder, s.leaseTTL())
+	if err != nil {
+		return Report{Source: src.Name}, err
+	}
+	return s.RunClaim(ctx, c)
+}
+
+// RunClaim runs a claim to its end: it fetches, then settles or fails the
+// run. A cancelled ctx interrupts the fetch; the run is then failed without
+// spending its budget, and the settlement or failure itself is never cut
+// short, so nothing is left half-written.
+func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error) {
+	rep := Report{RunID: c.RunID, CursorBefore: c.Cursor, CursorAfter: c.Cursor, Reentered: c.Reentered}
+	// Settlement and failure must finish even when ctx is cancelled.
+	finishCtx := context.WithoutCancel(ctx)
+	src, err := s.Store.Source(finishCtx, c.SourceID)
+	if err != nil {
+		return rep, err
+	}
+	rep.Source = src.Name
+	fetcher := s.Fetchers[src.Kind]
+	if fetcher == nil {
+		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, fmt.Sprintf("no fetcher for kind %q", src.Kind), 0, false)
+	}
+
+	fetchCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if s.FetchTimeout > 0 {
+		var stop context.CancelFunc
+		fetchCtx, stop = context.WithTimeout(fetchCtx, s.FetchTimeout)
+		defer stop()
+	}
+	var hbWG sync.WaitGroup
+	hbDone := make(chan struct{})
+	hbWG.Add(1)
+	go func() {
+		defer hbWG.Done()
+		s.heartbeat(fetchCtx, c, cancel, hbDone)
+	}()
+	res, ferr := fetcher.Fetch(fetchCtx, src, c.Cursor)
+	close(hbDone)
+	hbWG.Wait()
+	if errors.Is(context.Cause(fetchCtx), tidemark.ErrStaleClaim) {
+		return rep, fmt.Errorf("run %s on %s: lease lost while fetching: %w", c.RunID, src.Name, tidemark.ErrStaleClaim)
+	}
+	if ferr == nil {
+		ferr = fpAfterFetch.Hit(ctx)
+	}
+	if ferr != nil {
+		if ctx.Err() != nil {
+			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
+		}
+		outcome, reason, retryAfter := tidemark.Classify(ferr)
+		return s.fail(finishCtx, c, src, rep, outcome, reason, retryAfter, false)
+	}
+	if res.Declared > len(res.Items) {
+		reason := fmt.Sprintf("upstream declared %d results, %d were admitted; the cursor stays so none are hidden", res.Declared, len(res.Items))
+		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeInvalid, reason, 0, false)
+	}
+	now := s.Clock.Now()
+	settled, err := s.Store.Settle(finishCtx, c, Settlement{
+		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(src.Interval),
+	})
+	if err != nil {
+		if errors.Is(err, tidemark.ErrStaleClaim) {
+			return rep, err
+		}
+		// The settlement rolled back; record the failure if the claim is
+		// still ours (if the commit's outcome is unknown, Fail is stale).
+		rep2, ferr := s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "settle: "+err.Error(), 0, false)
+		if ferr != nil && !errors.Is(ferr, errRunFailed) {
+			return rep2, errors.Join(err, ferr)
+		}
+		return rep2, fmt.Errorf("settle run %s: %w", c.RunID, err)
+	}
+	rep.Outcome = settled.Run.Outcome
+	rep.EventsNew, rep.EventsChanged = settled.EventsNew, settled.EventsChanged
+	rep.CursorAfter = res.Cursor
+	s.logger().Info("run settled", "source", src.Name, "run", c.RunID, "outcome", rep.Outcome,
+		"new", rep.EventsNew, "changed", rep.EventsChanged)
+	if s.OnSettled != nil && len(settled.EventIDs) > 0 {
+		if err := s.OnSettled(finishCtx, src, settled); err != nil {
+			s.logger().Error("after settle", "source", src.Name, "run", c.RunID, "err", err)
+		}
+	}
+	return rep, nil
+}
+
+// errRunFailed marks the error RunClaim returns for a run it recorded as
+// failed: the run ended honestly, the source did not deliver.
+var errRunFailed = errors.New("run failed")
+
+// RunFailedError is returned by RunClaim when the run was recorded as
+// failed with a non-advancing outcome.
+type RunFailedError struct {
+	Outcome tidemark.Outcome
+	Reason  string
+}
+
+func (e *RunFailedError) Error() string        { return fmt.Sprintf("%s: %s", e.Outcome, e.Reason) }
+func (e *RunFailedError) Is(target error) bool { return target == errRunFailed }
+
+// IsRunFailed reports whether err says a run was recorded as failed (as
+// opposed to tidemark failing to record anything).
+func IsRunFailed(err error) bool { return errors.Is(err, errRunFailed) }
+
+func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report,
+	o tidemark.Outcome, reason string, retryAfter time.Duration, noCharge bool) (Report, error) {
+	now := s.Clock.Now()
+	r := 0.5
+	if s.Rand != nil {
+		r = s.Rand.Float64()
+	}
+	next := now.Add(s.backoff().Delay(c.Attempt, r, retryAfter))
+	if noCharge {
+		next = now
+	}
+	if _, err := s.Store.Fail(ctx, c, Failure{Outcome: o, Reason: reason, NextDueAt: next, NoCharge: noCharge}); err != nil {
+		return rep, fmt.Errorf("record %s failure of run %s: %w", o, c.RunID, err)
+	}
+	rep.Outcome, rep.Error = o, reason
+	s.logger().Warn("run failed", "source", src.Name, "run", c.RunID, "outcome", o, "reason", reason,
+		"attempt", c.Attempt, "budget", c.RetryBudget)
+	return rep, &RunFailedError{Outcome: o, Reason: reason}
+}
+
+// heartbeat extends the lease every third of its length until done. If the
+// claim has gone stale, it cancels the fetch: its results could not settle.
+func (s *Service) heartbeat(ctx context.Context, c tidemark.Claim, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	ttl := s.leaseTTL()
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			var err error
+			c, err = s.Store.Heartbeat(ctx, c, ttl)
+			if errors.Is(err, tidemark.ErrStaleClaim) {
+				cancel(tidemark.ErrStaleClaim)
+				return
+			}
+			if err != nil {
+				s.logger().Warn("heartbeat", "run", c.RunID, "err", err)
+			}
+		}
+	}
+}
+
+// Header is implemented by fetchers whose source has a current head (git:
+// the branch's commit), the default target of a skip.
+type Header interface {
+	Head(ctx context.Context, src tidemark.Source) (string, error)
+}
+
+// RangeDescriber is implemented by fetchers that can say what lies between
+// two cursors, so a skip records what it skipped.
+type RangeDescriber interface {
+	DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error)
+}
+
+// Skip moves a source's cursor to `to` (or, when empty, to the fetcher's
+// head), recording the move and, where the fetcher can say, what was
+// skipped.
+func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
+	src, err := s.Store.Source(ctx, ref)
+	if err != nil {
+		return src, err
+	}
+	f := s.Fetchers[src.Kind]
+	if to == "" {
+		h, ok := f.(Header)
+		if !ok {
+			return src, tidemark.Invalidf("--to", "", "kind %s has no head; name the cursor to skip to", src.Kind)
+		}
+		if to, err = h.Head(ctx, src); err != nil {
+			return src, fmt.Errorf("skip %s: find head: %w", src.Name, err)
+		}
+	}
+	if d, ok := f.(RangeDescriber); ok {
+		if desc, err := d.DescribeRange(ctx, src, src.Cursor, to); err == nil && desc != "" {
+			if note != "" {
+				note += "; "
+			}
+			note += "skipped " + desc
+		}
+	}
+	return s.Store.Skip(ctx, ref, to, actor, note)
+}

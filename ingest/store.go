@@ -1,0 +1,123 @@
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Store is what the ingest pipeline needs from storage. sqlstore implements
+// it for SQLite and PostgreSQL; storetest.Ingest is the conformance suite
+// every implementation passes.
+//
+// Every method that takes a Claim is fenced: it changes something only if
+// the source still holds the claim's token and cursor version, and returns
+// tidemark.ErrStaleClaim (changing nothing) otherwise.
+type Store interface {
+	AddSource(ctx context.Context, ns NewSource) (tidemark.Source, error)
+	// Source finds a source by ID or name.
+	Source(ctx context.Context, ref string) (tidemark.Source, error)
+	Sources(ctx context.Context) ([]tidemark.Source, error)
+	// SetState pauses or resumes a source; the change is audited.
+	SetState(ctx context.Context, ref string, state tidemark.SourceState, actor string) (tidemark.Source, error)
+
+	// Claim admits one active run for the source. A claim over an expired
+	// lease marks the old run lost (and may make the window terminal); the
+	// same holder re-enters its own run without waiting for the lease.
+	Claim(ctx context.Context, sourceID, holder string, leaseTTL time.Duration) (tidemark.Claim, error)
+	// ClaimDue claims up to limit due sources, passing over sources that
+	// other workers hold.
+	ClaimDue(ctx context.Context, holder string, leaseTTL time.Duration, limit int) ([]tidemark.Claim, error)
+	// Heartbeat extends the claim's lease.
+	Heartbeat(ctx context.Context, c tidemark.Claim, leaseTTL time.Duration) (tidemark.Claim, error)
+	// Settle records a successful run in one transaction: the events it
+	// read, the cursor advance, the run's outcome and its audit row.
+	Settle(ctx context.Context, c tidemark.Claim, s Settlement) (SettleReport, error)
+	// Fail records a failed run and releases the claim, leaving the cursor
+	// where it was.
+	Fail(ctx context.Context, c tidemark.Claim, f Failure) (tidemark.Run, error)
+
+	// Retry reopens a window with a fresh budget, due now.
+	Retry(ctx context.Context, ref, actor, note string) (tidemark.Source, error)
+	// Skip moves the cursor to an explicit position, recording what was
+	// skipped; the window reopens with a fresh budget.
+	Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error)
+	// Actions lists the operator actions taken on a source, newest first.
+	Actions(ctx context.Context, ref string, limit int) ([]Action, error)
+
+	Runs(ctx context.Context, f RunFilter) ([]tidemark.Run, error)
+	Events(ctx context.Context, f EventFilter) ([]tidemark.Event, error)
+	// Evidence returns an event's frozen evidence at a revision (0: the
+	// current one).
+	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+	// NextDue returns when the earliest claimable source is due; ok is
+	// false when none is.
+	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+}
+
+// NewSource describes a source to add.
+type NewSource struct {
+	Name        string
+	Kind        string
+	Location    string
+	Config      map[string]string
+	Interval    time.Duration
+	RetryBudget int
+}
+
+// Settlement is what a successful fetch admitted.
+type Settlement struct {
+	Items    []tidemark.Item
+	Cursor   string
+	Declared int
+	// NextDueAt is when the source should be fetched again.
+	NextDueAt time.Time
+}
+
+// Failure is why a run failed and when to try again.
+type Failure struct {
+	Outcome   tidemark.Outcome // unreachable, invalid or error
+	Reason    string
+	NextDueAt time.Time
+	// NoCharge releases the claim without spending the window's budget:
+	// the run was interrupted by our own shutdown, not failed by the source.
+	NoCharge bool
+}
+
+// SettleReport is what a settlement recorded.
+type SettleReport struct {
+	Run           tidemark.Run
+	EventsNew     int
+	EventsChanged int
+	// EventIDs are the events created or re-frozen, in item order.
+	EventIDs []string
+}
+
+// Action is an audited operator action on a source.
+type Action struct {
+	ID                  string    `json:"id"`
+	SourceID            string    `json:"source_id"`
+	Action              string    `json:"action"`
+	Actor               string    `json:"actor"`
+	CursorBefore        string    `json:"cursor_before"`
+	CursorAfter         string    `json:"cursor_after"`
+	CursorVersionBefore int64     `json:"cursor_version_before"`
+	CursorVersionAfter  int64     `json:"cursor_version_after"`
+	Note                string    `json:"note,omitempty"`
+	At                  time.Time `json:"at"`
+}
+
+// RunFilter narrows a run listing. Zero values mean no narrowing; Limit 0
+// means 100.
+type RunFilter struct {
+	SourceID string
+	Outcome  tidemark.Outcome
+	Limit    int
+}
+
+// EventFilter narrows an event listing, newest first; Limit 0 means 100.
+type EventFilter struct {
+	SourceID string
+	Limit    int
+}

@@ -1,0 +1,154 @@
+package tidemark
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// SourceState is an operator's switch: paused sources are never claimed.
+type SourceState string
+
+const (
+	SourceActive SourceState = "active"
+	SourcePaused SourceState = "paused"
+)
+
+// WindowState describes the range ahead of a source's cursor. A terminal
+// window is not claimed or offered again until an operator retries it with
+// a fresh budget or skips it.
+type WindowState string
+
+const (
+	WindowOpen     WindowState = "open"
+	WindowTerminal WindowState = "terminal"
+)
+
+// Source is something tidemark watches. Its cursor is an opaque value owned
+// by the source's fetcher; CursorVersion increases by one every time the
+// cursor is written, and fences every claim.
+type Source struct {
+	ID             string            `json:"id"`
+	Name           string            `json:"name"`
+	Kind           string            `json:"kind"`
+	Location       string            `json:"location"`
+	Config         map[string]string `json:"config,omitempty"`
+	State          SourceState       `json:"state"`
+	Interval       time.Duration     `json:"-"`
+	IntervalText   string            `json:"interval"`
+	RetryBudget    int               `json:"retry_budget"`
+	Cursor         string            `json:"cursor"`
+	CursorVersion  int64             `json:"cursor_version"`
+	Window         WindowState       `json:"window"`
+	WindowAttempts int               `json:"window_attempts"`
+	TerminalReason string            `json:"terminal_reason,omitempty"`
+	ClaimHolder    string            `json:"claim_holder,omitempty"`
+	ClaimRunID     string            `json:"claim_run_id,omitempty"`
+	LeaseExpiresAt *time.Time        `json:"lease_expires_at,omitempty"`
+	NextDueAt      time.Time         `json:"next_due_at"`
+	LastOutcome    Outcome           `json:"last_outcome,omitempty"`
+	LastError      string            `json:"last_error,omitempty"`
+	LastRunAt      *time.Time        `json:"last_run_at,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+}
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+const (
+	RunActive  RunStatus = "active"
+	RunSettled RunStatus = "settled"
+	RunFailed  RunStatus = "failed"
+)
+
+// Run is one ingest attempt over a source's window.
+type Run struct {
+	ID            string     `json:"id"`
+	SourceID      string     `json:"source_id"`
+	SourceName    string     `json:"source_name,omitempty"`
+	Holder        string     `json:"holder"`
+	Attempt       int        `json:"attempt"`
+	CursorVersion int64      `json:"cursor_version"`
+	CursorBefore  string     `json:"cursor_before"`
+	CursorAfter   string     `json:"cursor_after,omitempty"`
+	Status        RunStatus  `json:"status"`
+	Outcome       Outcome    `json:"outcome,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	Declared      int        `json:"declared"`
+	Admitted      int        `json:"admitted"`
+	EventsNew     int        `json:"events_new"`
+	EventsChanged int        `json:"events_changed"`
+	StartedAt     time.Time  `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+}
+
+// Claim is a holder's right to run a source's current window. Every write
+// it makes is conditional on Token and CursorVersion still being the
+// source's; a claim that is no longer current changes nothing.
+type Claim struct {
+	RunID          string    `json:"run_id"`
+	SourceID       string    `json:"source_id"`
+	Token          string    `json:"token"`
+	Holder         string    `json:"holder"`
+	CursorVersion  int64     `json:"cursor_version"`
+	Cursor         string    `json:"cursor"`
+	Attempt        int       `json:"attempt"` // 1 for the first attempt at this window
+	RetryBudget    int       `json:"retry_budget"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at"`
+	Reentered      bool      `json:"reentered"`
+}
+
+// Item is one upstream result a fetch admitted: an identity within the
+// source and the exact bytes it is judged on, already canonicalized.
+type Item struct {
+	Key        string    `json:"key"`
+	Title      string    `json:"title"`
+	URL        string    `json:"url,omitempty"`
+	OccurredAt time.Time `json:"occurred_at"`
+	Evidence   []byte    `json:"-"`
+}
+
+// EvidenceHash is the hex SHA-256 of the item's frozen evidence.
+func (it Item) EvidenceHash() string { return HashEvidence(it.Evidence) }
+
+// HashEvidence is the hex SHA-256 of canonical evidence bytes.
+func HashEvidence(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// FetchResult is what a fetcher read ahead of the cursor.
+type FetchResult struct {
+	Items []Item
+	// Cursor is the position after every admitted item. It is written only
+	// if the run settles.
+	Cursor string
+	// Declared is how many results the upstream said there were (0 when it
+	// does not say). More declared than admitted fails the run.
+	Declared int
+}
+
+// Fetcher reads what changed in a source since a cursor. Failures are
+// returned as *FetchError so the run is classified honestly; a fetcher
+// never moves the cursor itself.
+type Fetcher interface {
+	Fetch(ctx context.Context, src Source, cursor string) (FetchResult, error)
+}
+
+// Event is a detected change with its frozen evidence. Fresh evidence for
+// the same upstream item re-freezes the event: EvidenceHash moves and the
+// previous evidence is kept as an earlier revision.
+type Event struct {
+	ID           string    `json:"id"`
+	SourceID     string    `json:"source_id"`
+	ItemKey      string    `json:"item_key"`
+	Title        string    `json:"title"`
+	URL          string    `json:"url,omitempty"`
+	OccurredAt   time.Time `json:"occurred_at"`
+	EvidenceHash string    `json:"evidence_hash"`
+	Revision     int       `json:"revision"`
+	RunID        string    `json:"run_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}

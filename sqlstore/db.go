@@ -1,0 +1,237 @@
+// Package sqlstore implements tidemark's stores over database/sql, once, for
+// both SQLite (modernc.org/sqlite, pure Go, WAL, the write lock taken at
+// BEGIN) and PostgreSQL (pgx). The two differ only in a small Dialect; the
+// business rules live in the pipeline packages, and every fenced write here
+// states its condition in its WHERE clause and checks the rows it affected.
+//
+// Schema changes are versioned migrations in migrations/, applied at Open,
+// each in its own transaction.
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/ids"
+)
+
+// Dialect is everything that differs between the backends. Queries are
+// written once with $N placeholders, which both drivers accept.
+type Dialect struct {
+	Name string // "sqlite" or "postgres"
+	// LockRow is appended to a SELECT that must lock the rows it reads
+	// until commit. SQLite needs none: its write lock is taken at BEGIN.
+	LockRow string
+	// LockSkipLocked is appended to a SELECT that must lock rows and pass
+	// over rows another transaction holds.
+	LockSkipLocked string
+	// Bytes is the column type for raw bytes.
+	Bytes string
+}
+
+var (
+	SQLite   = Dialect{Name: "sqlite", Bytes: "BLOB"}
+	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA"}
+)
+
+// DB is an open tidemark database.
+type DB struct {
+	db      *sql.DB
+	Dialect Dialect
+	Clock   clock.Clock
+	IDs     ids.Source
+	url     string
+}
+
+// Options injects time and identity. Zero values mean the system clock and
+// ULIDs from crypto/rand.
+type Options struct {
+	Clock clock.Clock
+	IDs   ids.Source
+	// MaxOpenConns bounds the pool (0: the backend's default).
+	MaxOpenConns int
+}
+
+// Open opens the database named by url and applies pending migrations.
+//
+//	sqlite:PATH             a SQLite file (created with its directory)
+//	postgres://...          PostgreSQL (also postgresql://)
+func Open(ctx context.Context, url string, opt Options) (*DB, error) {
+	if opt.Clock == nil {
+		opt.Clock = clock.System{}
+	}
+	if opt.IDs == nil {
+		opt.IDs = ids.NewULIDs(opt.Clock, rand.Reader)
+	}
+	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url}
+	var err error
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		d.Dialect = Postgres
+		d.db, err = sql.Open("pgx", url)
+		if err == nil {
+			n := opt.MaxOpenConns
+			if n == 0 {
+				n = 20
+			}
+			d.db.SetMaxOpenConns(n)
+			d.db.SetMaxIdleConns(n)
+		}
+	case strings.HasPrefix(url, "sqlite:"):
+		d.Dialect = SQLite
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return nil, tidemark.Invalidf("database url", url, "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("sqlstore: create %s: %w", dir, err)
+			}
+		}
+		// _txlock=immediate takes the write lock at BEGIN, so two writers
+		// never both read and then race to upgrade; busy_timeout makes the
+		// second wait instead of failing.
+		dsn := "file:" + path + "?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+		d.db, err = sql.Open("sqlite", dsn)
+		if err == nil {
+			n := opt.MaxOpenConns
+			if n == 0 {
+				n = 8
+			}
+			d.db.SetMaxOpenConns(n)
+		}
+	default:
+		return nil, tidemark.Invalidf("database url", url, "want sqlite:PATH or postgres://…")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open: %w", err)
+	}
+	if err := d.db.PingContext(ctx); err != nil {
+		d.db.Close()
+		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact(url), tidemark.ErrUnavailable, err)
+	}
+	if err := d.migrate(ctx); err != nil {
+		d.db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// SQL returns the underlying pool, for packages that compose their own
+// statements inside tidemark's transactions.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Begin opens a transaction. On SQLite it holds the write lock until it ends.
+func (d *DB) Begin(ctx context.Context) (*sql.Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	return tx, nil
+}
+
+// URL returns the database URL with any password removed.
+func (d *DB) URL() string { return redact(d.url) }
+
+func redact(url string) string {
+	at := strings.LastIndexByte(url, '@')
+	scheme := strings.Index(url, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return url
+	}
+	userinfo := url[scheme+3 : at]
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return url[:scheme+3] + user + ":***" + url[at:]
+	}
+	return url
+}
+
+// ms converts a time to the stored form: Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts a stored time back.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+// Ms and FromMS are the stored time form, for packages composing their own
+// statements.
+func Ms(t time.Time) int64     { return ms(t) }
+func FromMS(v int64) time.Time { return fromMS(v) }
+
+// expectOne checks that a conditional write matched exactly one row. A
+// condition that matched nothing is the caller's named error; more than one
+// is a broken invariant.
+func expectOne(res sql.Result, err error, none error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%w: rows affected: %v", tidemark.ErrUnconfirmed, err)
+	}
+	switch n {
+	case 1:
+		return nil
+	case 0:
+		return none
+	default:
+		return fmt.Errorf("%w: %d rows affected, want 1", tidemark.ErrUnconfirmed, n)
+	}
+}
+
+// Execer runs statements: a *sql.DB or a *sql.Tx.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// exec1 runs a conditional write that must match exactly one row; none is
+// returned when it matched nothing.
+func exec1(ctx context.Context, q Execer, none error, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	return expectOne(res, err, none)
+}
+
+// Exec1 is exec1 for other packages' statements.
+func Exec1(ctx context.Context, q Execer, none error, query string, args ...any) error {
+	return exec1(ctx, q, none, query, args...)
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation on
+// either backend.
+func IsUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState() == "23505"
+	}
+	var sq interface{ Code() int }
+	if errors.As(err, &sq) {
+		// SQLITE_CONSTRAINT_UNIQUE (2067) and SQLITE_CONSTRAINT_PRIMARYKEY (1555)
+		return sq.Code() == 2067 || sq.Code() == 1555
+	}
+	return false
+}

@@ -1,0 +1,907 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// Failpoints of a settlement, in the order a settlement reaches them.
+var (
+	fpSettleAfterEvents = failpoint.Register("ingest.settle.after-events",
+		"the run's events are written in the settling transaction | the cursor advance, run outcome and audit row")
+	fpSettleBeforeCommit = failpoint.Register("ingest.settle.before-commit",
+		"everything of the settlement is written | the commit")
+	fpSettleAfterCommit = failpoint.Register("ingest.settle.after-commit",
+		"the settlement is committed | the call returns to the worker")
+	fpClaimAfterCommit = failpoint.Register("ingest.claim.after-commit",
+		"a claim is committed | the worker learns its token")
+	fpFailBeforeCommit = failpoint.Register("ingest.fail.before-commit",
+		"a failed run's outcome is written | the commit that releases the claim")
+)
+
+// IngestStore implements ingest.Store.
+type IngestStore struct{ db *DB }
+
+// Ingest returns the ingest store over d.
+func (d *DB) Ingest() *IngestStore { return &IngestStore{db: d} }
+
+var _ ingest.Store = (*IngestStore)(nil)
+
+const sourceColumns = `id, name, kind, location, config, state, interval_ms, retry_budget,
+	cursor, cursor_version, window_state, window_attempts, terminal_reason,
+	claim_token, claim_holder, claim_run_id, lease_expires_at, next_due_at,
+	last_outcome, last_error, last_run_at, created_at`
+
+// sourceRow is a source as stored, with its claim token, which never
+// leaves the store except inside a Claim.
+type sourceRow struct {
+	tidemark.Source
+	token sql.NullString
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanSource(s scanner) (sourceRow, error) {
+	var (
+		r                  sourceRow
+		config, state, win string
+		intervalMS         int64
+		holder, runID      sql.NullString
+		lease, lastRun     sql.NullInt64
+		nextDue, created   int64
+		lastOutcome        string
+	)
+	err := s.Scan(&r.ID, &r.Name, &r.Kind, &r.Location, &config, &state, &intervalMS, &r.RetryBudget,
+		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason,
+		&r.token, &holder, &runID, &lease, &nextDue,
+		&lastOutcome, &r.LastError, &lastRun, &created)
+	if err != nil {
+		return r, err
+	}
+	if config != "" && config != "{}" {
+		if err := json.Unmarshal([]byte(config), &r.Config); err != nil {
+			return r, fmt.Errorf("source %s: config: %w", r.ID, err)
+		}
+	}
+	r.State = tidemark.SourceState(state)
+	r.Window = tidemark.WindowState(win)
+	r.Interval = time.Duration(intervalMS) * time.Millisecond
+	r.IntervalText = r.Interval.String()
+	r.ClaimHolder = holder.String
+	r.ClaimRunID = runID.String
+	r.LeaseExpiresAt = fromNullMS(lease)
+	r.NextDueAt = fromMS(nextDue)
+	r.LastOutcome = tidemark.Outcome(lastOutcome)
+	r.LastRunAt = fromNullMS(lastRun)
+	r.CreatedAt = fromMS(created)
+	return r, nil
+}
+
+// AddSource implements ingest.Store.
+func (s *IngestStore) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
+	cfg := []byte("{}")
+	if len(ns.Config) > 0 {
+		var err error
+		if cfg, err = json.Marshal(ns.Config); err != nil {
+			return tidemark.Source{}, err
+		}
+	}
+	now := s.db.Clock.Now()
+	id := s.db.IDs.New()
+	_, err := s.db.db.ExecContext(ctx, `INSERT INTO sources
+		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now))
+	if IsUniqueViolation(err) {
+		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", ns.Name, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return tidemark.Source{}, fmt.Errorf("add source %q: %w", ns.Name, err)
+	}
+	return s.Source(ctx, id)
+}
+
+// Source implements ingest.Store.
+func (s *IngestStore) Source(ctx context.Context, ref string) (tidemark.Source, error) {
+	r, err := s.source(ctx, s.db.db, ref, false)
+	return r.Source, err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *IngestStore) source(ctx context.Context, q querier, ref string, lock bool) (sourceRow, error) {
+	query := `SELECT ` + sourceColumns + ` FROM sources WHERE id = $1 OR name = $1`
+	if lock {
+		query += s.db.Dialect.LockRow
+	}
+	r, err := scanSource(q.QueryRowContext(ctx, query, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("source %q: %w", ref, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("source %q: %w", ref, err)
+	}
+	return r, nil
+}
+
+// Sources implements ingest.Store.
+func (s *IngestStore) Sources(ctx context.Context) ([]tidemark.Source, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	defer rows.Close()
+	var out []tidemark.Source
+	for rows.Next() {
+		r, err := scanSource(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Source)
+	}
+	return out, rows.Err()
+}
+
+// SetState implements ingest.Store.
+func (s *IngestStore) SetState(ctx context.Context, ref string, state tidemark.SourceState, actor string) (tidemark.Source, error) {
+	if state != tidemark.SourceActive && state != tidemark.SourcePaused {
+		return tidemark.Source{}, tidemark.Invalidf("state", string(state), "want active or paused")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	now := s.db.Clock.Now()
+	if _, err := tx.ExecContext(ctx, `UPDATE sources SET state = $1, updated_at = $2 WHERE id = $3`, string(state), ms(now), r.ID); err != nil {
+		return tidemark.Source{}, err
+	}
+	action := "pause"
+	if state == tidemark.SourceActive {
+		action = "resume"
+	}
+	if err := s.insertAction(ctx, tx, r, action, actor, r.Cursor, r.CursorVersion, "", now); err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+// Claim implements ingest.Store.
+func (s *IngestStore) Claim(ctx context.Context, sourceID, holder string, ttl time.Duration) (tidemark.Claim, error) {
+	if holder == "" || ttl <= 0 {
+		return tidemark.Claim{}, tidemark.Invalidf("claim", holder, "needs a holder identity and a positive lease")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Claim{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, sourceID, true)
+	if err != nil {
+		return tidemark.Claim{}, err
+	}
+	c, err := s.claimLocked(ctx, tx, r, holder, ttl)
+	if err != nil && !errors.Is(err, errCommitThenFail) {
+		return tidemark.Claim{}, err
+	}
+	if cerr := tx.Commit(); cerr != nil {
+		return tidemark.Claim{}, fmt.Errorf("claim %s: commit: %w", r.Name, cerr)
+	}
+	if err != nil {
+		// The old run was marked lost and that is committed; the window is
+		// now terminal.
+		return tidemark.Claim{}, fmt.Errorf("claim %s: %w", r.Name, errors.Unwrap(err))
+	}
+	if err := fpClaimAfterCommit.Hit(ctx); err != nil {
+		return tidemark.Claim{}, err
+	}
+	return c, nil
+}
+
+// errCommitThenFail wraps an error whose transaction must still commit:
+// a claim that found a lost run records the loss even when it then refuses.
+var errCommitThenFail = errors.New("commit, then fail")
+
+type commitThenFail struct{ err error }
+
+func (e commitThenFail) Error() string        { return e.err.Error() }
+func (e commitThenFail) Unwrap() error        { return e.err }
+func (e commitThenFail) Is(target error) bool { return target == errCommitThenFail }
+
+// claimLocked claims a source row already locked by tx.
+func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, holder string, ttl time.Duration) (tidemark.Claim, error) {
+	now := s.db.Clock.Now()
+	if r.token.Valid {
+		switch {
+		case r.ClaimHolder == holder:
+			return s.reenter(ctx, tx, r, ttl, now)
+		case r.LeaseExpiresAt.After(now):
+			return tidemark.Claim{}, fmt.Errorf("source %s: held by %s until %s: %w",
+				r.Name, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
+		}
+		var err error
+		if r, err = s.loseRun(ctx, tx, r, now, true); err != nil {
+			return tidemark.Claim{}, err
+		}
+		if r.Window == tidemark.WindowTerminal {
+			return tidemark.Claim{}, commitThenFail{fmt.Errorf("its final worker never came back; window terminal: %w", tidemark.ErrNotClaimable)}
+		}
+	}
+	if r.State != tidemark.SourceActive {
+		return tidemark.Claim{}, fmt.Errorf("source %s is paused: %w", r.Name, tidemark.ErrNotClaimable)
+	}
+	if r.Window != tidemark.WindowOpen {
+		return tidemark.Claim{}, fmt.Errorf("source %s: window terminal (%s); retry or skip it: %w", r.Name, r.TerminalReason, tidemark.ErrNotClaimable)
+	}
+	c := tidemark.Claim{
+		RunID:          s.db.IDs.New(),
+		SourceID:       r.ID,
+		Token:          s.db.IDs.New(),
+		Holder:         holder,
+		CursorVersion:  r.CursorVersion,
+		Cursor:         r.Cursor,
+		Attempt:        r.WindowAttempts + 1,
+		RetryBudget:    r.RetryBudget,
+		LeaseExpiresAt: now.Add(ttl),
+	}
+	err := exec1(ctx, tx, fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
+		`UPDATE sources
+		SET claim_token = $1, claim_holder = $2, claim_run_id = $3, lease_expires_at = $4, updated_at = $5
+		WHERE id = $6 AND claim_token IS NULL AND cursor_version = $7 AND state = 'active' AND window_state = 'open'`,
+		c.Token, holder, c.RunID, ms(c.LeaseExpiresAt), ms(now), r.ID, r.CursorVersion)
+	if err != nil {
+		return tidemark.Claim{}, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO ingest_runs
+		(id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8, $9)`,
+		c.RunID, r.ID, c.Token, holder, c.Attempt, c.CursorVersion, c.Cursor, ms(now), ms(c.LeaseExpiresAt))
+	if IsUniqueViolation(err) {
+		return tidemark.Claim{}, fmt.Errorf("claim %s: another run is active: %w", r.Name, tidemark.ErrClaimHeld)
+	}
+	if err != nil {
+		return tidemark.Claim{}, fmt.Errorf("claim %s: insert run: %w", r.Name, err)
+	}
+	return c, nil
+}
+
+// reenter returns the holder's own run and token, extending its lease.
+func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl time.Duration, now time.Time) (tidemark.Claim, error) {
+	var attempt int
+	err := tx.QueryRowContext(ctx, `SELECT attempt FROM ingest_runs WHERE id = $1 AND token = $2 AND status = 'active'`,
+		r.ClaimRunID, r.token.String).Scan(&attempt)
+	if err != nil {
+		return tidemark.Claim{}, fmt.Errorf("re-enter %s: run %s: %w", r.Name, r.ClaimRunID, err)
+	}
+	lease := now.Add(ttl)
+	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
+		`UPDATE sources SET lease_expires_at = $1, updated_at = $2
+		WHERE id = $3 AND claim_token = $4 AND cursor_version = $5`,
+		ms(lease), ms(now), r.ID, r.token.String, r.CursorVersion)
+	if err != nil {
+		return tidemark.Claim{}, fmt.Errorf("re-enter %s: %w", r.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE ingest_runs SET heartbeat_at = $1, lease_expires_at = $2 WHERE id = $3`,
+		ms(now), ms(lease), r.ClaimRunID); err != nil {
+		return tidemark.Claim{}, err
+	}
+	return tidemark.Claim{
+		RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: r.ClaimHolder,
+		CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: attempt, RetryBudget: r.RetryBudget,
+		LeaseExpiresAt: lease, Reentered: true,
+	}, nil
+}
+
+// loseRun marks the run of an expired claim lost, writes its audit row and
+// releases the claim. With charge, the loss spends one attempt of the
+// window's budget, and a loss on the final attempt makes the window
+// terminal. It returns the source as it now is.
+func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now time.Time, charge bool) (sourceRow, error) {
+	reason := fmt.Sprintf("holder %s never came back (lease expired %s)", r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
+	err := exec1(ctx, tx, fmt.Errorf("lost run %s of %s is not active: %w", r.ClaimRunID, r.Name, tidemark.ErrUnconfirmed),
+		`UPDATE ingest_runs SET status = 'failed', outcome = 'lost', error = $1, finished_at = $2
+		WHERE id = $3 AND token = $4 AND status = 'active'`, reason, ms(now), r.ClaimRunID, r.token.String)
+	if err != nil {
+		return r, err
+	}
+	if err := s.insertAudit(ctx, tx, r.ClaimRunID, r, r.ClaimHolder, tidemark.OutcomeLost, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
+		return r, err
+	}
+	attempts := r.WindowAttempts
+	if charge {
+		attempts++
+	}
+	window, terminalReason := tidemark.WindowOpen, ""
+	if attempts >= r.RetryBudget {
+		window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("budget of %d attempts spent; last: lost: %s", r.RetryBudget, reason)
+	}
+	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
+		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
+		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3,
+		last_outcome = 'lost', last_error = $4, last_run_at = $5, updated_at = $5
+		WHERE id = $6 AND claim_token = $7 AND cursor_version = $8`,
+		attempts, string(window), terminalReason, reason, ms(now), r.ID, r.token.String, r.CursorVersion)
+	if err != nil {
+		return r, fmt.Errorf("release lost claim on %s: %w", r.Name, err)
+	}
+	r.token = sql.NullString{}
+	r.ClaimHolder, r.ClaimRunID, r.LeaseExpiresAt = "", "", nil
+	r.WindowAttempts, r.Window, r.TerminalReason = attempts, window, terminalReason
+	r.LastOutcome, r.LastError = tidemark.OutcomeLost, reason
+	return r, nil
+}
+
+// ClaimDue implements ingest.Store.
+func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
+	if holder == "" || ttl <= 0 || limit <= 0 {
+		return nil, tidemark.Invalidf("claim", holder, "needs a holder identity, a positive lease and a positive limit")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	now := ms(s.db.Clock.Now())
+	rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
+		  AND (claim_token IS NULL OR lease_expires_at <= $1)
+		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
+	}
+	var due []sourceRow
+	for rows.Next() {
+		r, err := scanSource(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		due = append(due, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var claims []tidemark.Claim
+	for _, r := range due {
+		c, err := s.claimLocked(ctx, tx, r, holder, ttl)
+		switch {
+		case err == nil:
+			claims = append(claims, c)
+		case errors.Is(err, errCommitThenFail), errors.Is(err, tidemark.ErrClaimHeld), errors.Is(err, tidemark.ErrNotClaimable):
+			// recorded or passed over; the others are still ours to claim
+		default:
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim due: commit: %w", err)
+	}
+	if len(claims) > 0 {
+		if err := fpClaimAfterCommit.Hit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return claims, nil
+}
+
+// Heartbeat implements ingest.Store.
+func (s *IngestStore) Heartbeat(ctx context.Context, c tidemark.Claim, ttl time.Duration) (tidemark.Claim, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return c, err
+	}
+	defer tx.Rollback()
+	now := s.db.Clock.Now()
+	lease := now.Add(ttl)
+	err = exec1(ctx, tx, fmt.Errorf("heartbeat run %s: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE sources SET lease_expires_at = $1, updated_at = $2
+		WHERE id = $3 AND claim_token = $4 AND cursor_version = $5`,
+		ms(lease), ms(now), c.SourceID, c.Token, c.CursorVersion)
+	if err != nil {
+		return c, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("heartbeat run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE ingest_runs SET heartbeat_at = $1, lease_expires_at = $2
+		WHERE id = $3 AND token = $4 AND status = 'active'`, ms(now), ms(lease), c.RunID, c.Token)
+	if err != nil {
+		return c, err
+	}
+	if err := tx.Commit(); err != nil {
+		return c, err
+	}
+	c.LeaseExpiresAt = lease
+	return c, nil
+}
+
+// checkFence locks the source row and confirms the claim is current.
+func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Claim) (sourceRow, error) {
+	r, err := s.source(ctx, tx, c.SourceID, true)
+	if err != nil {
+		return r, err
+	}
+	if !r.token.Valid || r.token.String != c.Token || r.CursorVersion != c.CursorVersion || r.ClaimRunID != c.RunID {
+		return r, fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, r.Name, c.CursorVersion, tidemark.ErrStaleClaim)
+	}
+	return r, nil
+}
+
+const upsertEvent = `INSERT INTO events
+	(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)
+	ON CONFLICT (source_id, item_key) DO UPDATE
+	SET title = excluded.title, url = excluded.url, occurred_at = excluded.occurred_at,
+	    evidence_hash = excluded.evidence_hash, revision = events.revision + 1,
+	    run_id = excluded.run_id, updated_at = excluded.updated_at
+	WHERE events.evidence_hash <> excluded.evidence_hash
+	RETURNING id, revision`
+
+const insertRevision = `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6)`
+
+// Settle implements ingest.Store.
+func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Settlement) (ingest.SettleReport, error) {
+	var rep ingest.SettleReport
+	if st.Declared > len(st.Items) {
+		return rep, fmt.Errorf("run %s: declared %d, admitted %d: %w", c.RunID, st.Declared, len(st.Items), tidemark.ErrShortRead)
+	}
+	for i, it := range st.Items {
+		if it.Key == "" {
+			return rep, tidemark.Invalidf("item", fmt.Sprint(i), "has no identity key")
+		}
+	}
+	outcome := tidemark.OutcomeEmpty
+	if len(st.Items) > 0 {
+		outcome = tidemark.OutcomeItems
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer tx.Rollback()
+	r, err := s.checkFence(ctx, tx, c)
+	if err != nil {
+		return rep, err
+	}
+	now := s.db.Clock.Now()
+	if rep, err = s.insertEvents(ctx, tx, c, st.Items, now); err != nil {
+		return rep, err
+	}
+	if err := fpSettleAfterEvents.Hit(ctx); err != nil {
+		return rep, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("settle run %s: cursor: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
+		claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
+		window_attempts = 0, next_due_at = $2, last_outcome = $3, last_error = '', last_run_at = $4, updated_at = $4
+		WHERE id = $5 AND claim_token = $6 AND cursor_version = $7`,
+		st.Cursor, ms(st.NextDueAt), string(outcome), ms(now), c.SourceID, c.Token, c.CursorVersion)
+	if err != nil {
+		return rep, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("settle run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE ingest_runs SET status = 'settled', outcome = $1, cursor_after = $2,
+		declared = $3, admitted = $4, events_new = $5, events_changed = $6, finished_at = $7
+		WHERE id = $8 AND token = $9 AND status = 'active'`,
+		string(outcome), st.Cursor, st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged, ms(now), c.RunID, c.Token)
+	if err != nil {
+		return rep, err
+	}
+	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, outcome, st.Cursor, c.CursorVersion+1, rep.EventsNew, rep.EventsChanged, now); err != nil {
+		return rep, err
+	}
+	if err := fpSettleBeforeCommit.Hit(ctx); err != nil {
+		return rep, err
+	}
+	if err := tx.Commit(); err != nil {
+		return rep, fmt.Errorf("settle run %s: commit: %w", c.RunID, err)
+	}
+	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
+		return rep, err
+	}
+	rep.Run, err = s.run(ctx, c.RunID)
+	return rep, err
+}
+
+func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
+	var rep ingest.SettleReport
+	if len(items) == 0 {
+		return rep, nil
+	}
+	up, err := tx.PrepareContext(ctx, upsertEvent)
+	if err != nil {
+		return rep, fmt.Errorf("prepare event upsert: %w", err)
+	}
+	defer up.Close()
+	rev, err := tx.PrepareContext(ctx, insertRevision)
+	if err != nil {
+		return rep, fmt.Errorf("prepare revision insert: %w", err)
+	}
+	defer rev.Close()
+	for _, it := range items {
+		hash := it.EvidenceHash()
+		occurred := it.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		var id string
+		var revision int
+		err := up.QueryRowContext(ctx, s.db.IDs.New(), c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)).Scan(&id, &revision)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the same evidence again: nothing changed upstream
+		}
+		if err != nil {
+			return rep, fmt.Errorf("event %q: %w", it.Key, err)
+		}
+		evidence := it.Evidence
+		if evidence == nil {
+			evidence = []byte{}
+		}
+		if _, err := rev.ExecContext(ctx, id, revision, hash, evidence, c.RunID, ms(now)); err != nil {
+			return rep, fmt.Errorf("event %q revision %d: %w", it.Key, revision, err)
+		}
+		if revision == 1 {
+			rep.EventsNew++
+		} else {
+			rep.EventsChanged++
+		}
+		rep.EventIDs = append(rep.EventIDs, id)
+	}
+	return rep, nil
+}
+
+func (s *IngestStore) insertAudit(ctx context.Context, tx *sql.Tx, runID string, r sourceRow, holder string, o tidemark.Outcome,
+	cursorAfter string, versionAfter int64, nNew, nChanged int, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO ingest_audit
+		(run_id, source_id, holder, outcome, cursor_before, cursor_after, cursor_version_before, cursor_version_after, events_new, events_changed, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		runID, r.ID, holder, string(o), r.Cursor, cursorAfter, r.CursorVersion, versionAfter, nNew, nChanged, ms(now))
+	if IsUniqueViolation(err) {
+		return fmt.Errorf("run %s already has its audit row: %w", runID, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("audit run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Fail implements ingest.Store.
+func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failure) (tidemark.Run, error) {
+	if f.Outcome.Advances() || f.Outcome == tidemark.OutcomeLost || !f.Outcome.Valid() {
+		return tidemark.Run{}, tidemark.Invalidf("failure outcome", string(f.Outcome), "want unreachable, invalid or error")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Run{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.checkFence(ctx, tx, c)
+	if err != nil {
+		return tidemark.Run{}, err
+	}
+	now := s.db.Clock.Now()
+	attempts := r.WindowAttempts
+	if !f.NoCharge {
+		attempts++
+	}
+	window, terminalReason := tidemark.WindowOpen, ""
+	if attempts >= r.RetryBudget {
+		window = tidemark.WindowTerminal
+		terminalReason = fmt.Sprintf("budget of %d attempts spent; last: %s: %s", r.RetryBudget, f.Outcome, f.Reason)
+	}
+	err = exec1(ctx, tx, fmt.Errorf("fail run %s: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
+		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3, next_due_at = $4,
+		last_outcome = $5, last_error = $6, last_run_at = $7, updated_at = $7
+		WHERE id = $8 AND claim_token = $9 AND cursor_version = $10`,
+		attempts, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, ms(now),
+		c.SourceID, c.Token, c.CursorVersion)
+	if err != nil {
+		return tidemark.Run{}, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("fail run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
+		`UPDATE ingest_runs SET status = 'failed', outcome = $1, error = $2, finished_at = $3
+		WHERE id = $4 AND token = $5 AND status = 'active'`, string(f.Outcome), f.Reason, ms(now), c.RunID, c.Token)
+	if err != nil {
+		return tidemark.Run{}, err
+	}
+	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, f.Outcome, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
+		return tidemark.Run{}, err
+	}
+	if err := fpFailBeforeCommit.Hit(ctx); err != nil {
+		return tidemark.Run{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Run{}, fmt.Errorf("fail run %s: commit: %w", c.RunID, err)
+	}
+	return s.run(ctx, c.RunID)
+}
+
+// releaseForOperator clears an expired claim (the run is lost, not charged:
+// the operator is about to reset the window) or refuses a live one.
+func (s *IngestStore) releaseForOperator(ctx context.Context, tx *sql.Tx, r sourceRow, now time.Time) (sourceRow, error) {
+	if !r.token.Valid {
+		return r, nil
+	}
+	if r.LeaseExpiresAt.After(now) {
+		return r, fmt.Errorf("source %s: run %s by %s is in progress until %s: %w",
+			r.Name, r.ClaimRunID, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
+	}
+	return s.loseRun(ctx, tx, r, now, false)
+}
+
+// Retry implements ingest.Store.
+func (s *IngestStore) Retry(ctx context.Context, ref, actor, note string) (tidemark.Source, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	now := s.db.Clock.Now()
+	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("retry %s: %w", r.Name, tidemark.ErrConflict),
+		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '',
+		next_due_at = $1, updated_at = $1 WHERE id = $2 AND claim_token IS NULL AND cursor_version = $3`,
+		ms(now), r.ID, r.CursorVersion)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := s.insertAction(ctx, tx, r, "retry", actor, r.Cursor, r.CursorVersion, note, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+// Skip implements ingest.Store.
+func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
+	if strings.TrimSpace(to) == "" {
+		return tidemark.Source{}, tidemark.Invalidf("skip target", to, "a skip needs an explicit cursor to move to")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if r.Cursor == to {
+		return tidemark.Source{}, tidemark.Invalidf("skip target", to, "source %s is already there", r.Name)
+	}
+	now := s.db.Clock.Now()
+	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("skip %s: %w", r.Name, tidemark.ErrConflict),
+		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
+		window_state = 'open', window_attempts = 0, terminal_reason = '', next_due_at = $2, updated_at = $2
+		WHERE id = $3 AND claim_token IS NULL AND cursor_version = $4`,
+		to, ms(now), r.ID, r.CursorVersion)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := s.insertAction(ctx, tx, r, "skip", actor, to, r.CursorVersion+1, note, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+func (s *IngestStore) insertAction(ctx context.Context, tx *sql.Tx, r sourceRow, action, actor, cursorAfter string, versionAfter int64, note string, now time.Time) error {
+	if actor == "" {
+		actor = "unknown"
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO source_actions
+		(id, source_id, action, actor, cursor_before, cursor_after, cursor_version_before, cursor_version_after, note, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.db.IDs.New(), r.ID, action, actor, r.Cursor, cursorAfter, r.CursorVersion, versionAfter, note, ms(now))
+	if err != nil {
+		return fmt.Errorf("audit %s on %s: %w", action, r.Name, err)
+	}
+	return nil
+}
+
+// Actions implements ingest.Store.
+func (s *IngestStore) Actions(ctx context.Context, ref string, limit int) ([]ingest.Action, error) {
+	src, err := s.Source(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.db.QueryContext(ctx, `SELECT id, source_id, action, actor, cursor_before, cursor_after,
+		cursor_version_before, cursor_version_after, note, at FROM source_actions
+		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, src.ID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ingest.Action
+	for rows.Next() {
+		var a ingest.Action
+		var at int64
+		if err := rows.Scan(&a.ID, &a.SourceID, &a.Action, &a.Actor, &a.CursorBefore, &a.CursorAfter,
+			&a.CursorVersionBefore, &a.CursorVersionAfter, &a.Note, &at); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,
+	r.status, r.outcome, r.error, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at`
+
+func scanRun(sc scanner) (tidemark.Run, error) {
+	var run tidemark.Run
+	var status, outcome string
+	var started int64
+	var finished sql.NullInt64
+	err := sc.Scan(&run.ID, &run.SourceID, &run.SourceName, &run.Holder, &run.Attempt, &run.CursorVersion,
+		&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Declared, &run.Admitted,
+		&run.EventsNew, &run.EventsChanged, &started, &finished)
+	run.Status, run.Outcome = tidemark.RunStatus(status), tidemark.Outcome(outcome)
+	run.StartedAt, run.FinishedAt = fromMS(started), fromNullMS(finished)
+	return run, err
+}
+
+func (s *IngestStore) run(ctx context.Context, id string) (tidemark.Run, error) {
+	run, err := scanRun(s.db.db.QueryRowContext(ctx, `SELECT `+runColumns+`
+		FROM ingest_runs r JOIN sources s ON s.id = r.source_id WHERE r.id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return run, fmt.Errorf("run %s: %w", id, tidemark.ErrNotFound)
+	}
+	return run, err
+}
+
+// Runs implements ingest.Store.
+func (s *IngestStore) Runs(ctx context.Context, f ingest.RunFilter) ([]tidemark.Run, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + runColumns + ` FROM ingest_runs r JOIN sources s ON s.id = r.source_id WHERE 1 = 1`
+	var args []any
+	if f.SourceID != "" {
+		src, err := s.Source(ctx, f.SourceID)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, src.ID)
+		q += fmt.Sprintf(` AND r.source_id = $%d`, len(args))
+	}
+	if f.Outcome != "" {
+		args = append(args, string(f.Outcome))
+		q += fmt.Sprintf(` AND r.outcome = $%d`, len(args))
+	}
+	args = append(args, f.Limit)
+	q += fmt.Sprintf(` ORDER BY r.started_at DESC, r.id DESC LIMIT $%d`, len(args))
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []tidemark.Run
+	for rows.Next() {
+		run, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, rows.Err()
+}
+
+const eventColumns = `id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at`
+
+// ScanEvent scans a row of eventColumns.
+func scanEvent(sc scanner) (tidemark.Event, error) {
+	var e tidemark.Event
+	var occurred, created, updated int64
+	err := sc.Scan(&e.ID, &e.SourceID, &e.ItemKey, &e.Title, &e.URL, &occurred, &e.EvidenceHash, &e.Revision, &e.RunID, &created, &updated)
+	e.OccurredAt, e.CreatedAt, e.UpdatedAt = fromMS(occurred), fromMS(created), fromMS(updated)
+	return e, err
+}
+
+// Events implements ingest.Store.
+func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidemark.Event, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + eventColumns + ` FROM events`
+	args := []any{}
+	if f.SourceID != "" {
+		src, err := s.Source(ctx, f.SourceID)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, src.ID)
+		q += ` WHERE source_id = $1`
+	}
+	args = append(args, f.Limit)
+	q += fmt.Sprintf(` ORDER BY occurred_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var out []tidemark.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Event returns one event by ID.
+func (s *IngestStore) Event(ctx context.Context, id string) (tidemark.Event, error) {
+	e, err := scanEvent(s.db.db.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("event %s: %w", id, tidemark.ErrNotFound)
+	}
+	return e, err
+}
+
+// Evidence implements ingest.Store.
+func (s *IngestStore) Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
+	q := `SELECT evidence, evidence_hash FROM event_revisions WHERE event_id = $1 AND revision = $2`
+	args := []any{eventID, revision}
+	if revision <= 0 {
+		q = `SELECT r.evidence, r.evidence_hash FROM event_revisions r JOIN events e
+			ON e.id = r.event_id AND e.revision = r.revision WHERE e.id = $1`
+		args = args[:1]
+	}
+	var b []byte
+	var hash string
+	err := s.db.db.QueryRowContext(ctx, q, args...).Scan(&b, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("event %s revision %d: %w", eventID, revision, tidemark.ErrNotFound)
+	}
+	return b, hash, err
+}
+
+// NextDue implements ingest.Store.
+func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var due sql.NullInt64
+	err := s.db.db.QueryRowContext(ctx, `SELECT MIN(CASE WHEN claim_token IS NULL THEN next_due_at
+		WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
+		FROM sources WHERE state = 'active' AND window_state = 'open'`).Scan(&due)
+	if err != nil || !due.Valid {
+		return time.Time{}, false, err
+	}
+	return fromMS(due.Int64), true, nil
+}
