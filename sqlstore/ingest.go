@@ -468,10 +468,6 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 			return rep, tidemark.Invalidf("item", fmt.Sprint(i), "has no identity key")
 		}
 	}
-	outcome := tidemark.OutcomeEmpty
-	if len(st.Items) > 0 {
-		outcome = tidemark.OutcomeItems
-	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return rep, err
@@ -484,6 +480,12 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	now := s.db.Clock.Now()
 	if rep, err = s.insertEvents(ctx, tx, c, st.Items, now); err != nil {
 		return rep, err
+	}
+	// items means new data was recorded; a fetch that re-read only what is
+	// already frozen found nothing new.
+	outcome := tidemark.OutcomeEmpty
+	if rep.EventsNew+rep.EventsChanged > 0 {
+		outcome = tidemark.OutcomeItems
 	}
 	if err := fpSettleAfterEvents.Hit(ctx); err != nil {
 		return rep, err
