@@ -113,10 +113,20 @@ func MustOpen(tb testing.TB, b Backend, env Env) *sqlstore.DB {
 // MustOpenURL opens url with env's clock and IDs and closes it at cleanup.
 func MustOpenURL(tb testing.TB, url string, env Env) *sqlstore.DB {
 	tb.Helper()
-	db, err := sqlstore.Open(context.Background(), url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs})
+	// A zero Env means the system clock and random IDs (tests whose
+	// processes share real time).
+	var opt sqlstore.Options
+	if env.Clock != nil {
+		opt.Clock = env.Clock
+	}
+	if env.IDs != nil {
+		opt.IDs = env.IDs
+	}
+	db, err := sqlstore.Open(context.Background(), url, opt)
 	if err != nil {
 		tb.Fatalf("open %s: %v", url, err)
 	}
 	tb.Cleanup(func() { db.Close() })
 	return db
 }
+

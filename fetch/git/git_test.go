@@ -1,0 +1,152 @@
+package git_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/git"
+)
+
+// mustRepo creates a repository with n commits and returns its path.
+func mustRepo(tb testing.TB, n int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	mustGit(tb, dir, "init", "-q", "-b", "main")
+	for i := 0; i < n; i++ {
+		mustCommit(tb, dir, i)
+	}
+	return dir
+}
+
+func mustCommit(tb testing.TB, dir string, i int) {
+	tb.Helper()
+	name := fmt.Sprintf("f%d.txt", i)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("line\n", i+1)), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	mustGit(tb, dir, "add", name)
+	mustGit(tb, dir, "commit", "-q", "-m", fmt.Sprintf("commit %d\n\nbody of %d", i, i))
+}
+
+func mustGit(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func src(dir string) tidemark.Source {
+	return tidemark.Source{Name: "repo", Kind: "git", Location: dir}
+}
+
+func TestFetchSinceCursor(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 3)
+	f := &git.Fetcher{}
+	res, err := f.Fetch(ctx, src(dir), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 3 || res.Cursor != mustGit(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("first fetch: %d items, cursor %s", len(res.Items), res.Cursor)
+	}
+	if res.Items[0].Title != "commit 0" || res.Items[2].Title != "commit 2" {
+		t.Fatalf("items out of order: %q … %q", res.Items[0].Title, res.Items[2].Title)
+	}
+	ev := string(res.Items[1].Evidence)
+	for _, want := range []string{"commit " + res.Items[1].Key, "author T <t@example.com> 2026-01-02T03:04:05Z", "    body of 1", "1 files changed, 2 insertions(+), 0 deletions(-)", "2\t0\tf1.txt"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, ev)
+		}
+	}
+	again, err := f.Fetch(ctx, src(dir), res.Cursor)
+	if err != nil || len(again.Items) != 0 || again.Cursor != res.Cursor {
+		t.Fatalf("fetch at head: %d items, cursor %s, %v", len(again.Items), again.Cursor, err)
+	}
+	mustCommit(t, dir, 3)
+	next, err := f.Fetch(ctx, src(dir), res.Cursor)
+	if err != nil || len(next.Items) != 1 || next.Items[0].Title != "commit 3" {
+		t.Fatalf("after one more commit: %+v %v", next.Items, err)
+	}
+	// The same commit read twice freezes to the same evidence.
+	re, _ := f.Fetch(ctx, src(dir), "")
+	if re.Items[1].EvidenceHash() != res.Items[1].EvidenceHash() {
+		t.Fatal("the same commit froze to two evidence hashes")
+	}
+}
+
+func TestFetchStopsAtLimitWithoutSkipping(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 5)
+	f := &git.Fetcher{MaxCommits: 2}
+	var seen []string
+	cursor := ""
+	for i := 0; i < 4; i++ {
+		res, err := f.Fetch(ctx, src(dir), cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Declared > len(res.Items) {
+			t.Fatalf("declared %d, admitted %d", res.Declared, len(res.Items))
+		}
+		for _, it := range res.Items {
+			seen = append(seen, it.Title)
+		}
+		cursor = res.Cursor
+	}
+	if got := strings.Join(seen, ","); got != "commit 0,commit 1,commit 2,commit 3,commit 4" {
+		t.Fatalf("read in pages of 2: %s", got)
+	}
+}
+
+func TestFetchFailuresAreClassified(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 1)
+	f := &git.Fetcher{}
+	cases := []struct {
+		name   string
+		src    tidemark.Source
+		cursor string
+		want   tidemark.Outcome
+	}{
+		{"missing repository", src(filepath.Join(dir, "nope")), "", tidemark.OutcomeUnreachable},
+		{"cursor not in history", src(dir), strings.Repeat("ab", 20), tidemark.OutcomeInvalid},
+		{"unknown branch", tidemark.Source{Location: dir, Config: map[string]string{git.ConfigBranch: "nope"}}, "", tidemark.OutcomeInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.Fetch(ctx, tc.src, tc.cursor)
+			var fe *tidemark.FetchError
+			if !errors.As(err, &fe) || fe.Outcome != tc.want {
+				t.Fatalf("got %v, want a %s FetchError", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBranchSelection(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 1)
+	mustGit(t, dir, "checkout", "-q", "-b", "side")
+	mustCommit(t, dir, 1)
+	mustGit(t, dir, "checkout", "-q", "main")
+	s := src(dir)
+	s.Config = map[string]string{git.ConfigBranch: "side"}
+	res, err := (&git.Fetcher{}).Fetch(ctx, s, "")
+	if err != nil || len(res.Items) != 2 || res.Items[1].Title != "commit 1" {
+		t.Fatalf("branch side: %+v %v", res.Items, err)
+	}
+}

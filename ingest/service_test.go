@@ -1,0 +1,191 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// fetchFunc adapts a function to tidemark.Fetcher.
+type fetchFunc func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error)
+
+func (f fetchFunc) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	return f(ctx, src, cursor)
+}
+
+type fixture struct {
+	svc *ingest.Service
+	env sqltest.Env
+	src tidemark.Source
+}
+
+func newFixture(t *testing.T, b sqltest.Backend, f fetchFunc) fixture {
+	t.Helper()
+	env := sqltest.NewEnv(7)
+	db := sqltest.MustOpen(t, b, env)
+	svc := &ingest.Service{
+		Store: db.Ingest(), Fetchers: ingest.Fetchers{"test": f}, Clock: env.Clock, Rand: env.Rand,
+		Holder: "w1", LeaseTTL: time.Minute, Backoff: ingest.Backoff{Base: time.Minute, Max: time.Hour},
+	}
+	src, err := svc.Store.AddSource(context.Background(), ingest.NewSource{Name: "s", Kind: "test", Location: "x", Interval: 10 * time.Minute, RetryBudget: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{svc, env, src}
+}
+
+func TestRunOutcomes(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		cases := []struct {
+			name    string
+			fetch   fetchFunc
+			outcome tidemark.Outcome
+			advance bool
+		}{
+			{"items", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{Items: []tidemark.Item{{Key: "a", Evidence: []byte("a")}}, Cursor: "c1", Declared: 1}, nil
+			}, tidemark.OutcomeItems, true},
+			{"empty", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{Cursor: "c1"}, nil
+			}, tidemark.OutcomeEmpty, true},
+			{"unreachable", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{}, tidemark.Unreachable("HTTP 503", 0, nil)
+			}, tidemark.OutcomeUnreachable, false},
+			{"invalid", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{}, tidemark.Unusable("empty body", nil)
+			}, tidemark.OutcomeInvalid, false},
+			{"our error", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{}, errors.New("disk full")
+			}, tidemark.OutcomeError, false},
+			{"declared more than admitted", func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				items := make([]tidemark.Item, 40)
+				for i := range items {
+					items[i] = tidemark.Item{Key: string(rune('A' + i)), Evidence: []byte{byte(i)}}
+				}
+				return tidemark.FetchResult{Items: items, Cursor: "c50", Declared: 50}, nil
+			}, tidemark.OutcomeInvalid, false},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				fx := newFixture(t, b, tc.fetch)
+				rep, err := fx.svc.RunSource(ctx, fx.src.Name)
+				if tc.advance != (err == nil) {
+					t.Fatalf("err = %v", err)
+				}
+				if err != nil && !ingest.IsRunFailed(err) {
+					t.Fatalf("a recorded failure should be a RunFailedError, got %v", err)
+				}
+				if rep.Outcome != tc.outcome {
+					t.Fatalf("outcome %s, want %s", rep.Outcome, tc.outcome)
+				}
+				s, _ := fx.svc.Store.Source(ctx, fx.src.ID)
+				moved := s.CursorVersion != 0
+				if moved != tc.advance {
+					t.Fatalf("cursor moved = %v (now %q v%d), want %v", moved, s.Cursor, s.CursorVersion, tc.advance)
+				}
+				if s.LastOutcome != tc.outcome {
+					t.Fatalf("source shows %s, want %s", s.LastOutcome, tc.outcome)
+				}
+				evs, _ := fx.svc.Store.Events(ctx, ingest.EventFilter{SourceID: fx.src.ID})
+				if !tc.advance && len(evs) != 0 {
+					t.Fatalf("a failed run stored %d events", len(evs))
+				}
+				if !tc.advance {
+					wait := s.NextDueAt.Sub(fx.env.Clock.Now())
+					if wait < 30*time.Second || wait >= time.Minute {
+						t.Fatalf("next attempt in %s, want within the first backoff step [30s, 1m)", wait)
+					}
+				}
+			})
+		}
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			return tidemark.FetchResult{}, tidemark.Unreachable("HTTP 429", 3*time.Hour, nil)
+		})
+		_, err := fx.svc.RunSource(context.Background(), "s")
+		if !ingest.IsRunFailed(err) {
+			t.Fatal(err)
+		}
+		s, _ := fx.svc.Store.Source(context.Background(), "s")
+		if got := s.NextDueAt.Sub(fx.env.Clock.Now()); got != 3*time.Hour {
+			t.Fatalf("next due in %s, want the upstream's Retry-After of 3h", got)
+		}
+	})
+}
+
+func TestShutdownDoesNotSpendBudget(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx, cancel := context.WithCancel(context.Background())
+		fx := newFixture(t, b, func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+			cancel() // the worker is told to stop while fetching
+			<-ctx.Done()
+			return tidemark.FetchResult{}, tidemark.Unreachable("interrupted", 0, ctx.Err())
+		})
+		_, err := fx.svc.RunSource(ctx, "s")
+		if !ingest.IsRunFailed(err) {
+			t.Fatalf("err = %v", err)
+		}
+		s, _ := fx.svc.Store.Source(context.Background(), "s")
+		if s.WindowAttempts != 0 || s.ClaimHolder != "" || s.CursorVersion != 0 {
+			t.Fatalf("after shutdown: attempts %d, holder %q, version %d", s.WindowAttempts, s.ClaimHolder, s.CursorVersion)
+		}
+		runs, _ := fx.svc.Store.Runs(context.Background(), ingest.RunFilter{})
+		if len(runs) != 1 || runs[0].Status != tidemark.RunFailed {
+			t.Fatalf("runs = %+v: the interrupted run must be ended, not left active", runs)
+		}
+	})
+}
+
+func TestBudgetGoesTerminalThroughService(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			return tidemark.FetchResult{}, tidemark.Unreachable("connection refused", 0, nil)
+		})
+		sc := &ingest.Scheduler{Service: fx.svc, Workers: 2}
+		for i := 0; i < 3; i++ {
+			if _, err := sc.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fx.env.Clock.Advance(2 * time.Hour)
+		}
+		s, _ := fx.svc.Store.Source(ctx, "s")
+		if s.Window != tidemark.WindowTerminal {
+			t.Fatalf("window %s after 3 failures with a budget of 3", s.Window)
+		}
+		reps, err := sc.RunOnce(ctx)
+		if err != nil || len(reps) != 0 {
+			t.Fatalf("a terminal window was run: %+v %v", reps, err)
+		}
+	})
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := ingest.Backoff{Base: time.Second, Max: time.Minute}
+	for attempt := 1; attempt <= 12; attempt++ {
+		full := time.Second << (attempt - 1)
+		if full > time.Minute {
+			full = time.Minute
+		}
+		lo, hi := b.Delay(attempt, 0, 0), b.Delay(attempt, 0.999999, 0)
+		if lo != full/2 || hi >= full || hi < lo {
+			t.Fatalf("attempt %d: delays [%s, %s], want [%s, %s)", attempt, lo, hi, full/2, full)
+		}
+	}
+	if got := b.Delay(1, 0.5, 10*time.Minute); got != 10*time.Minute {
+		t.Fatalf("Retry-After ignored: %s", got)
+	}
+	if got := b.Delay(1, 0.5, 1000*time.Hour); got != 24*time.Hour {
+		t.Fatalf("Retry-After not bounded: %s", got)
+	}
+}

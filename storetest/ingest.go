@@ -1,0 +1,599 @@
+// Package storetest is the conformance suite every implementation of the
+// pipelines' stores must pass, in the manner of testing/fstest: an
+// implementation's tests call Ingest with a way to open a fresh store.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// Harness is a fresh store and the fake clock it runs on.
+type Harness struct {
+	Store ingest.Store
+	Clock *clock.Fake
+	// AuditRows counts the audit rows of a run.
+	AuditRows func(t *testing.T, runID string) int
+	// ActiveRuns counts the source's runs with status active.
+	ActiveRuns func(t *testing.T, sourceID string) int
+}
+
+const ttl = time.Minute
+
+// Ingest runs the ingest store conformance suite. open returns a fresh,
+// empty store for each subtest.
+func Ingest(t *testing.T, open func(t *testing.T) Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"AddSourceDuplicateName", testAddSourceDuplicate},
+		{"ClaimAdmitsOneHolder", testClaimAdmitsOne},
+		{"ReentrySameHolder", testReentry},
+		{"ExpiredLeaseMarksLost", testExpiredLeaseLost},
+		{"StaleTokenChangesNothing", testStaleToken},
+		{"OlderCursorVersionChangesNothing", testOlderCursorVersion},
+		{"SettleAdvancesCursorAtomically", testSettle},
+		{"ReReadIsEmptyChangedIsRevision", testRevisions},
+		{"FailureLeavesCursor", testFailureLeavesCursor},
+		{"ShortReadRefused", testShortRead},
+		{"HeartbeatExtendsLease", testHeartbeat},
+		{"BudgetExhaustionTerminal", testBudgetTerminal},
+		{"LostFinalWorkerTerminal", testLostFinalTerminal},
+		{"SkipIsAuditedCursorMove", testSkip},
+		{"PauseRefusesClaims", testPause},
+		{"ClaimDueRespectsDueAndHeld", testClaimDue},
+		{"ConcurrentClaimersOneWins", testConcurrentClaim},
+		{"ConcurrentClaimDueNoDoubleClaim", testConcurrentClaimDue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
+	}
+}
+
+var ctx = context.Background()
+
+func mustAdd(t *testing.T, h Harness, name string, budget int) tidemark.Source {
+	t.Helper()
+	src, err := h.Store.AddSource(ctx, ingest.NewSource{Name: name, Kind: "test", Location: "mem://" + name, Interval: time.Minute, RetryBudget: budget})
+	if err != nil {
+		t.Fatalf("add source %s: %v", name, err)
+	}
+	return src
+}
+
+func mustClaim(t *testing.T, h Harness, src tidemark.Source, holder string) tidemark.Claim {
+	t.Helper()
+	c, err := h.Store.Claim(ctx, src.ID, holder, ttl)
+	if err != nil {
+		t.Fatalf("claim %s by %s: %v", src.Name, holder, err)
+	}
+	return c
+}
+
+func mustSource(t *testing.T, h Harness, ref string) tidemark.Source {
+	t.Helper()
+	s, err := h.Store.Source(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func item(key, evidence string) tidemark.Item {
+	return tidemark.Item{Key: key, Title: "item " + key, Evidence: []byte(evidence)}
+}
+
+func settle(t *testing.T, h Harness, c tidemark.Claim, cursor string, items ...tidemark.Item) ingest.SettleReport {
+	t.Helper()
+	rep, err := h.Store.Settle(ctx, c, ingest.Settlement{Items: items, Cursor: cursor, NextDueAt: h.Clock.Now()})
+	if err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	return rep
+}
+
+func failure(h Harness, o tidemark.Outcome) ingest.Failure {
+	return ingest.Failure{Outcome: o, Reason: "test " + string(o), NextDueAt: h.Clock.Now()}
+}
+
+func events(t *testing.T, h Harness, src tidemark.Source) []tidemark.Event {
+	t.Helper()
+	evs, err := h.Store.Events(ctx, ingest.EventFilter{SourceID: src.ID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func wantErr(t *testing.T, err, want error, what string) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got %v, want %v", what, err, want)
+	}
+}
+
+// assertUnmoved checks that a source's cursor value and version are exactly
+// as before.
+func assertUnmoved(t *testing.T, h Harness, before tidemark.Source) {
+	t.Helper()
+	after := mustSource(t, h, before.ID)
+	if after.Cursor != before.Cursor || after.CursorVersion != before.CursorVersion {
+		t.Fatalf("cursor moved: %q v%d → %q v%d", before.Cursor, before.CursorVersion, after.Cursor, after.CursorVersion)
+	}
+}
+
+func testAddSourceDuplicate(t *testing.T, h Harness) {
+	mustAdd(t, h, "a", 3)
+	_, err := h.Store.AddSource(ctx, ingest.NewSource{Name: "a", Kind: "test", Location: "x", Interval: time.Minute, RetryBudget: 3})
+	wantErr(t, err, tidemark.ErrConflict, "second source named a")
+	if srcs, _ := h.Store.Sources(ctx); len(srcs) != 1 {
+		t.Fatalf("%d sources, want 1", len(srcs))
+	}
+}
+
+func testClaimAdmitsOne(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w1")
+	if c.Token == "" || c.RunID == "" || c.Attempt != 1 || c.CursorVersion != 0 {
+		t.Fatalf("claim = %+v", c)
+	}
+	_, err := h.Store.Claim(ctx, src.ID, "w2", ttl)
+	wantErr(t, err, tidemark.ErrClaimHeld, "second holder")
+	if n := h.ActiveRuns(t, src.ID); n != 1 {
+		t.Fatalf("%d active runs, want 1", n)
+	}
+	s := mustSource(t, h, src.ID)
+	if s.ClaimHolder != "w1" || s.ClaimRunID != c.RunID || s.LeaseExpiresAt == nil || !s.LeaseExpiresAt.Equal(h.Clock.Now().Add(ttl)) {
+		t.Fatalf("source claim fields: holder %q run %q lease %v", s.ClaimHolder, s.ClaimRunID, s.LeaseExpiresAt)
+	}
+}
+
+func testReentry(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl / 2)
+	again := mustClaim(t, h, src, "w1")
+	if !again.Reentered || again.RunID != c.RunID || again.Token != c.Token {
+		t.Fatalf("re-entry returned %+v, want run %s token %s", again, c.RunID, c.Token)
+	}
+	if !again.LeaseExpiresAt.Equal(h.Clock.Now().Add(ttl)) {
+		t.Fatalf("re-entry lease %v, want extended to %v", again.LeaseExpiresAt, h.Clock.Now().Add(ttl))
+	}
+	_, err := h.Store.Claim(ctx, src.ID, "w2", ttl)
+	wantErr(t, err, tidemark.ErrClaimHeld, "another identity before the lease expires")
+	if n := h.ActiveRuns(t, src.ID); n != 1 {
+		t.Fatalf("%d active runs, want 1", n)
+	}
+	// The re-entered claim settles like the original.
+	settle(t, h, again, "c1", item("k", "e"))
+}
+
+func testExpiredLeaseLost(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	old := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl + time.Millisecond)
+	c := mustClaim(t, h, src, "w2")
+	if c.RunID == old.RunID || c.Attempt != 2 {
+		t.Fatalf("new claim %+v: want a new run at attempt 2", c)
+	}
+	runs, err := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost *tidemark.Run
+	for i := range runs {
+		if runs[i].ID == old.RunID {
+			lost = &runs[i]
+		}
+	}
+	if lost == nil || lost.Status != tidemark.RunFailed || lost.Outcome != tidemark.OutcomeLost {
+		t.Fatalf("old run = %+v, want failed/lost", lost)
+	}
+	if n := h.AuditRows(t, old.RunID); n != 1 {
+		t.Fatalf("lost run has %d audit rows, want 1", n)
+	}
+}
+
+func testStaleToken(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 5)
+	old := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl + time.Millisecond)
+	cur := mustClaim(t, h, src, "w2")
+	before := mustSource(t, h, src.ID)
+
+	_, err := h.Store.Settle(ctx, old, ingest.Settlement{Items: []tidemark.Item{item("k", "e")}, Cursor: "stale", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrStaleClaim, "settle with the old token")
+	_, err = h.Store.Fail(ctx, old, failure(h, tidemark.OutcomeUnreachable))
+	wantErr(t, err, tidemark.ErrStaleClaim, "fail with the old token")
+	_, err = h.Store.Heartbeat(ctx, old, ttl)
+	wantErr(t, err, tidemark.ErrStaleClaim, "heartbeat with the old token")
+
+	assertUnmoved(t, h, before)
+	if evs := events(t, h, src); len(evs) != 0 {
+		t.Fatalf("stale settle wrote %d events", len(evs))
+	}
+	after := mustSource(t, h, src.ID)
+	if after.ClaimRunID != cur.RunID || after.WindowAttempts != before.WindowAttempts || after.LastOutcome != before.LastOutcome {
+		t.Fatalf("stale calls changed the source: %+v", after)
+	}
+	// The current holder is unaffected.
+	settle(t, h, cur, "c1", item("k", "e"))
+	if n := h.AuditRows(t, cur.RunID); n != 1 {
+		t.Fatalf("%d audit rows, want 1", n)
+	}
+}
+
+func testOlderCursorVersion(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 5)
+	c := mustClaim(t, h, src, "w1")
+	forged := c
+	forged.CursorVersion--
+	before := mustSource(t, h, src.ID)
+	_, err := h.Store.Settle(ctx, forged, ingest.Settlement{Items: []tidemark.Item{item("k", "e")}, Cursor: "x", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrStaleClaim, "settle with an older cursor version")
+	_, err = h.Store.Fail(ctx, forged, failure(h, tidemark.OutcomeError))
+	wantErr(t, err, tidemark.ErrStaleClaim, "fail with an older cursor version")
+	_, err = h.Store.Heartbeat(ctx, forged, ttl)
+	wantErr(t, err, tidemark.ErrStaleClaim, "heartbeat with an older cursor version")
+	assertUnmoved(t, h, before)
+	settle(t, h, c, "c1")
+}
+
+func testSettle(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w1")
+	rep := settle(t, h, c, "c1", item("k1", "e1"), item("k2", "e2"))
+	if rep.Run.Outcome != tidemark.OutcomeItems || rep.Run.Status != tidemark.RunSettled || rep.EventsNew != 2 || len(rep.EventIDs) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	s := mustSource(t, h, src.ID)
+	if s.Cursor != "c1" || s.CursorVersion != 1 || s.ClaimHolder != "" || s.LastOutcome != tidemark.OutcomeItems {
+		t.Fatalf("source after settle: %+v", s)
+	}
+	if n := h.AuditRows(t, c.RunID); n != 1 {
+		t.Fatalf("%d audit rows, want 1", n)
+	}
+	// The claim is spent: settling it again changes nothing.
+	_, err := h.Store.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{item("k3", "e3")}, Cursor: "c2", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrStaleClaim, "second settle of one claim")
+	if n := h.AuditRows(t, c.RunID); n != 1 {
+		t.Fatalf("%d audit rows after a second settle, want 1", n)
+	}
+	if evs := events(t, h, src); len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+	ev, hash, err := h.Store.Evidence(ctx, rep.EventIDs[0], 0)
+	if err != nil || string(ev) != "e1" || hash != tidemark.HashEvidence([]byte("e1")) {
+		t.Fatalf("evidence = %q %s %v", ev, hash, err)
+	}
+}
+
+func testRevisions(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	settle(t, h, mustClaim(t, h, src, "w"), "c1", item("k", "v1"))
+	rep := settle(t, h, mustClaim(t, h, src, "w"), "c2", item("k", "v1"))
+	if rep.Run.Outcome != tidemark.OutcomeEmpty || rep.EventsNew+rep.EventsChanged != 0 {
+		t.Fatalf("re-reading the same evidence: %+v, want empty", rep)
+	}
+	rep = settle(t, h, mustClaim(t, h, src, "w"), "c3", item("k", "v2"))
+	if rep.Run.Outcome != tidemark.OutcomeItems || rep.EventsChanged != 1 || rep.EventsNew != 0 {
+		t.Fatalf("changed evidence: %+v, want one changed", rep)
+	}
+	evs := events(t, h, src)
+	if len(evs) != 1 || evs[0].Revision != 2 || evs[0].EvidenceHash != tidemark.HashEvidence([]byte("v2")) {
+		t.Fatalf("events = %+v, want one event at revision 2", evs)
+	}
+	old, _, err := h.Store.Evidence(ctx, evs[0].ID, 1)
+	if err != nil || string(old) != "v1" {
+		t.Fatalf("revision 1 evidence = %q, %v; the old evidence must be kept", old, err)
+	}
+	// Back to the first content: a change, frozen as revision 3.
+	settle(t, h, mustClaim(t, h, src, "w"), "c4", item("k", "v1"))
+	if evs := events(t, h, src); evs[0].Revision != 3 || evs[0].EvidenceHash != tidemark.HashEvidence([]byte("v1")) {
+		t.Fatalf("revert: %+v", evs[0])
+	}
+}
+
+func testFailureLeavesCursor(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 10)
+	settle(t, h, mustClaim(t, h, src, "w"), "c1", item("k", "v1"))
+	for _, o := range []tidemark.Outcome{tidemark.OutcomeUnreachable, tidemark.OutcomeInvalid, tidemark.OutcomeError} {
+		before := mustSource(t, h, src.ID)
+		c := mustClaim(t, h, src, "w")
+		run, err := h.Store.Fail(ctx, c, failure(h, o))
+		if err != nil {
+			t.Fatalf("fail %s: %v", o, err)
+		}
+		assertUnmoved(t, h, before)
+		after := mustSource(t, h, src.ID)
+		if run.Outcome != o || run.Status != tidemark.RunFailed || after.LastOutcome != o {
+			t.Fatalf("%s recorded as run %s/%s, source %s", o, run.Status, run.Outcome, after.LastOutcome)
+		}
+		if after.WindowAttempts != before.WindowAttempts+1 {
+			t.Fatalf("%s: attempts %d → %d", o, before.WindowAttempts, after.WindowAttempts)
+		}
+		if n := h.AuditRows(t, c.RunID); n != 1 {
+			t.Fatalf("%d audit rows", n)
+		}
+	}
+	// Unreachable is never recorded as empty, and empty never as unreachable.
+	runs, _ := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeEmpty})
+	if len(runs) != 0 {
+		t.Fatalf("a failure was recorded as empty: %+v", runs)
+	}
+	rep := settle(t, h, mustClaim(t, h, src, "w"), "c1")
+	if rep.Run.Outcome != tidemark.OutcomeEmpty {
+		t.Fatalf("a reached source with nothing new recorded as %s", rep.Run.Outcome)
+	}
+	unreach, _ := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeUnreachable})
+	if len(unreach) != 1 {
+		t.Fatalf("%d unreachable runs, want exactly the one that was", len(unreach))
+	}
+	// A failure may not claim a success outcome.
+	c := mustClaim(t, h, src, "w")
+	_, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeEmpty))
+	wantErr(t, err, tidemark.ErrInvalid, "failing with outcome empty")
+	_, err = h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeLost))
+	wantErr(t, err, tidemark.ErrInvalid, "failing with outcome lost")
+}
+
+func testShortRead(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w")
+	before := mustSource(t, h, src.ID)
+	_, err := h.Store.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{item("k", "e")}, Declared: 50, Cursor: "far", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrShortRead, "40 of 50")
+	assertUnmoved(t, h, before)
+	if evs := events(t, h, src); len(evs) != 0 {
+		t.Fatalf("short read wrote %d events", len(evs))
+	}
+	// The claim is still held and can fail honestly.
+	if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeInvalid)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testHeartbeat(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl - time.Second)
+	c, err := h.Store.Heartbeat(ctx, c, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Advance(ttl - time.Second) // past the original lease, within the extended one
+	_, err = h.Store.Claim(ctx, src.ID, "w2", ttl)
+	wantErr(t, err, tidemark.ErrClaimHeld, "claim over a heartbeated lease")
+	settle(t, h, c, "c1")
+}
+
+func testBudgetTerminal(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 2)
+	for i := 0; i < 2; i++ {
+		if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowTerminal || s.TerminalReason == "" {
+		t.Fatalf("after the budget: window %s (%q)", s.Window, s.TerminalReason)
+	}
+	h.Clock.Advance(24 * time.Hour)
+	_, err := h.Store.Claim(ctx, src.ID, "w", ttl)
+	wantErr(t, err, tidemark.ErrNotClaimable, "claim of a terminal window")
+	if cs, err := h.Store.ClaimDue(ctx, "w", ttl, 10); err != nil || len(cs) != 0 {
+		t.Fatalf("ClaimDue offered a terminal window: %v %v", cs, err)
+	}
+	if _, ok, _ := h.Store.NextDue(ctx); ok {
+		t.Fatal("a terminal window counts as due")
+	}
+	if _, err := h.Store.Retry(ctx, src.Name, "op", "upstream fixed"); err != nil {
+		t.Fatal(err)
+	}
+	s = mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowOpen || s.WindowAttempts != 0 {
+		t.Fatalf("after retry: %s %d", s.Window, s.WindowAttempts)
+	}
+	settle(t, h, mustClaim(t, h, src, "w"), "c1")
+	acts, err := h.Store.Actions(ctx, src.ID, 10)
+	if err != nil || len(acts) != 1 || acts[0].Action != "retry" || acts[0].Actor != "op" {
+		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+func testLostFinalTerminal(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 1)
+	c := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl + time.Millisecond)
+	_, err := h.Store.Claim(ctx, src.ID, "w2", ttl)
+	wantErr(t, err, tidemark.ErrNotClaimable, "claim after the final worker was lost")
+	s := mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowTerminal || s.LastOutcome != tidemark.OutcomeLost || s.ClaimHolder != "" {
+		t.Fatalf("source %+v: want terminal, lost, unclaimed", s)
+	}
+	if n := h.AuditRows(t, c.RunID); n != 1 {
+		t.Fatalf("lost run: %d audit rows", n)
+	}
+	if n := h.ActiveRuns(t, src.ID); n != 0 {
+		t.Fatalf("%d active runs", n)
+	}
+}
+
+func testSkip(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 1)
+	settle(t, h, mustClaim(t, h, src, "w"), "c1", item("k", "v"))
+	c := mustClaim(t, h, src, "w")
+	_, err := h.Store.Skip(ctx, src.ID, "c9", "op", "")
+	wantErr(t, err, tidemark.ErrClaimHeld, "skip under a live claim")
+	if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeInvalid)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Store.Skip(ctx, src.ID, "", "op", "")
+	wantErr(t, err, tidemark.ErrInvalid, "skip without a target")
+	s, err := h.Store.Skip(ctx, src.ID, "c9", "op", "poison commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cursor != "c9" || s.CursorVersion != 2 || s.Window != tidemark.WindowOpen {
+		t.Fatalf("after skip: %+v", s)
+	}
+	// The stale claim from before the skip cannot settle over it.
+	_, err = h.Store.Settle(ctx, c, ingest.Settlement{Cursor: "c2", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrStaleClaim, "settle after skip")
+	acts, _ := h.Store.Actions(ctx, src.ID, 10)
+	if len(acts) != 1 || acts[0].Action != "skip" || acts[0].CursorBefore != "c1" || acts[0].CursorAfter != "c9" || acts[0].Note != "poison commit" {
+		t.Fatalf("skip audit = %+v", acts)
+	}
+}
+
+func testPause(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	if _, err := h.Store.SetState(ctx, src.Name, tidemark.SourcePaused, "op"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Store.Claim(ctx, src.ID, "w", ttl)
+	wantErr(t, err, tidemark.ErrNotClaimable, "claim of a paused source")
+	if cs, _ := h.Store.ClaimDue(ctx, "w", ttl, 5); len(cs) != 0 {
+		t.Fatal("ClaimDue offered a paused source")
+	}
+	if _, err := h.Store.SetState(ctx, src.Name, tidemark.SourceActive, "op"); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, h, src, "w")
+}
+
+func testClaimDue(t *testing.T, h Harness) {
+	a := mustAdd(t, h, "a", 3)
+	b := mustAdd(t, h, "b", 3)
+	mustAdd(t, h, "c", 3)
+	held := mustClaim(t, h, a, "other")
+	settle(t, h, mustClaim(t, h, b, "w"), "c1") // next due = now, by settle's helper
+	h.Clock.Advance(time.Second)
+	cs, err := h.Store.ClaimDue(ctx, "w", ttl, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 {
+		t.Fatalf("ClaimDue claimed %d, want b and c", len(cs))
+	}
+	for _, c := range cs {
+		if c.SourceID == a.ID {
+			t.Fatal("ClaimDue took a source held under a live lease")
+		}
+	}
+	h.Clock.Advance(ttl)
+	cs, err = h.Store.ClaimDue(ctx, "w", ttl, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's lease expired: it is claimed anew and its old run is lost; b and
+	// c's leases expired too (their holder is w itself: re-entered).
+	var gotA bool
+	for _, c := range cs {
+		if c.SourceID == a.ID {
+			gotA = true
+			if c.RunID == held.RunID {
+				t.Fatal("claim over an expired lease reused the old run")
+			}
+		}
+	}
+	if !gotA {
+		t.Fatalf("expired source not claimed: %+v", cs)
+	}
+}
+
+func testConcurrentClaim(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	const n = 16
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins []tidemark.Claim
+		errs = map[string]int{}
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := h.Store.Claim(ctx, src.ID, fmt.Sprintf("w%d", i), ttl)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				wins = append(wins, c)
+				return
+			}
+			if !errors.Is(err, tidemark.ErrClaimHeld) {
+				errs[err.Error()]++
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("unexpected errors: %v", errs)
+	}
+	if len(wins) != 1 {
+		t.Fatalf("%d claimers won, want exactly 1", len(wins))
+	}
+	if n := h.ActiveRuns(t, src.ID); n != 1 {
+		t.Fatalf("%d active runs, want 1", n)
+	}
+}
+
+func testConcurrentClaimDue(t *testing.T, h Harness) {
+	const sources, workers = 40, 8
+	for i := 0; i < sources; i++ {
+		mustAdd(t, h, fmt.Sprintf("s%02d", i), 3)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		claimed = map[string]string{}
+		dup     []string
+		errs    []error
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			holder := fmt.Sprintf("w%d", w)
+			for {
+				cs, err := h.Store.ClaimDue(ctx, holder, ttl, 3)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				for _, c := range cs {
+					if prev, ok := claimed[c.SourceID]; ok {
+						dup = append(dup, c.SourceID+" by "+prev+" and "+holder)
+					}
+					claimed[c.SourceID] = holder
+				}
+				mu.Unlock()
+				if len(cs) == 0 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if len(dup) > 0 {
+		t.Fatalf("sources claimed twice: %v", dup)
+	}
+	if len(claimed) != sources {
+		t.Fatalf("%d of %d sources claimed", len(claimed), sources)
+	}
+}
