@@ -444,15 +444,15 @@ func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Cla
 	return r, nil
 }
 
-const upsertEvent = `INSERT INTO events
+const insertEvent = `INSERT INTO events
 	(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)
-	ON CONFLICT (source_id, item_key) DO UPDATE
-	SET title = excluded.title, url = excluded.url, occurred_at = excluded.occurred_at,
-	    evidence_hash = excluded.evidence_hash, revision = events.revision + 1,
-	    run_id = excluded.run_id, updated_at = excluded.updated_at
-	WHERE events.evidence_hash <> excluded.evidence_hash
-	RETURNING id, revision`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)`
+
+// refreezeEvent moves an event to fresh evidence; it is conditional on the
+// evidence it was read with.
+const refreezeEvent = `UPDATE events SET title = $1, url = $2, occurred_at = $3, evidence_hash = $4,
+	revision = revision + 1, run_id = $5, updated_at = $6
+	WHERE id = $7 AND evidence_hash = $8 AND revision = $9`
 
 const insertRevision = `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6)`
@@ -523,51 +523,120 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	return rep, err
 }
 
+// frozen is an event's identity and current evidence, as read before a
+// settlement writes.
+type frozen struct {
+	id       string
+	hash     string
+	revision int
+}
+
+// insertEvents freezes the items of a settlement: a new item is a new event
+// at revision 1, an item whose evidence changed is re-frozen at the next
+// revision (the old evidence stays in event_revisions), and an item whose
+// evidence is already frozen is left alone. The caller holds the source's
+// lock, so the events read here cannot change before the writes.
 func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
 	var rep ingest.SettleReport
 	if len(items) == 0 {
 		return rep, nil
 	}
-	up, err := tx.PrepareContext(ctx, upsertEvent)
+	known, err := s.frozenEvents(ctx, tx, c.SourceID, items)
 	if err != nil {
-		return rep, fmt.Errorf("prepare event upsert: %w", err)
+		return rep, err
 	}
-	defer up.Close()
+	ins, err := tx.PrepareContext(ctx, insertEvent)
+	if err != nil {
+		return rep, fmt.Errorf("prepare event insert: %w", err)
+	}
+	defer ins.Close()
 	rev, err := tx.PrepareContext(ctx, insertRevision)
 	if err != nil {
 		return rep, fmt.Errorf("prepare revision insert: %w", err)
 	}
 	defer rev.Close()
+	var refreeze *sql.Stmt
 	for _, it := range items {
 		hash := it.EvidenceHash()
 		occurred := it.OccurredAt
 		if occurred.IsZero() {
 			occurred = now
 		}
-		var id string
-		var revision int
-		err := up.QueryRowContext(ctx, s.db.IDs.New(), c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)).Scan(&id, &revision)
-		if errors.Is(err, sql.ErrNoRows) {
+		cur, ok := known[it.Key]
+		switch {
+		case ok && cur.hash == hash:
 			continue // the same evidence again: nothing changed upstream
+		case ok:
+			if refreeze == nil {
+				if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
+					return rep, fmt.Errorf("prepare event refreeze: %w", err)
+				}
+				defer refreeze.Close()
+			}
+			res, err := refreeze.ExecContext(ctx, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now), cur.id, cur.hash, cur.revision)
+			if err := expectOne(res, err, fmt.Errorf("event %q changed under the source lock: %w", it.Key, tidemark.ErrUnconfirmed)); err != nil {
+				return rep, err
+			}
+			cur = frozen{id: cur.id, hash: hash, revision: cur.revision + 1}
+			rep.EventsChanged++
+		default:
+			cur = frozen{id: s.db.IDs.New(), hash: hash, revision: 1}
+			if _, err := ins.ExecContext(ctx, cur.id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)); err != nil {
+				return rep, fmt.Errorf("event %q: %w", it.Key, err)
+			}
+			rep.EventsNew++
 		}
-		if err != nil {
-			return rep, fmt.Errorf("event %q: %w", it.Key, err)
-		}
+		known[it.Key] = cur
 		evidence := it.Evidence
 		if evidence == nil {
 			evidence = []byte{}
 		}
-		if _, err := rev.ExecContext(ctx, id, revision, hash, evidence, c.RunID, ms(now)); err != nil {
-			return rep, fmt.Errorf("event %q revision %d: %w", it.Key, revision, err)
+		if _, err := rev.ExecContext(ctx, cur.id, cur.revision, hash, evidence, c.RunID, ms(now)); err != nil {
+			return rep, fmt.Errorf("event %q revision %d: %w", it.Key, cur.revision, err)
 		}
-		if revision == 1 {
-			rep.EventsNew++
-		} else {
-			rep.EventsChanged++
-		}
-		rep.EventIDs = append(rep.EventIDs, id)
+		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
 	return rep, nil
+}
+
+// frozenEvents reads the current evidence of the events the items name, in
+// chunks that stay under both backends' parameter limits.
+func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
+	const chunk = 500
+	known := make(map[string]frozen, len(items))
+	for start := 0; start < len(items); start += chunk {
+		end := min(start+chunk, len(items))
+		args := make([]any, 0, end-start+1)
+		args = append(args, sourceID)
+		var q strings.Builder
+		q.WriteString(`SELECT item_key, id, evidence_hash, revision FROM events WHERE source_id = $1 AND item_key IN (`)
+		for i, it := range items[start:end] {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			args = append(args, it.Key)
+			fmt.Fprintf(&q, "$%d", len(args))
+		}
+		q.WriteByte(')')
+		rows, err := tx.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("read frozen events: %w", err)
+		}
+		for rows.Next() {
+			var key string
+			var f frozen
+			if err := rows.Scan(&key, &f.id, &f.hash, &f.revision); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			known[key] = f
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return known, nil
 }
 
 func (s *IngestStore) insertAudit(ctx context.Context, tx *sql.Tx, runID string, r sourceRow, holder string, o tidemark.Outcome,

@@ -129,4 +129,3 @@ func MustOpenURL(tb testing.TB, url string, env Env) *sqlstore.DB {
 	tb.Cleanup(func() { db.Close() })
 	return db
 }
-
