@@ -1,0 +1,267 @@
+// Package web serves tidemark's JSON API and the operator's status pages:
+// sources with their health, and the run history. Pages are plain HTML,
+// readable without JavaScript; every error kind maps to an HTTP status in
+// one place (tidemark.HTTPStatus), and an unexpected error is logged in full
+// and shown as an internal error.
+package web
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var funcs = template.FuncMap{
+	"ago": func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return "never"
+		}
+		return t.Local().Format(time.DateTime)
+	},
+	"when":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
+	"short": func(s string) string { return shorten(s, 12) },
+	"clip":  func(s string) string { return shorten(s, 160) },
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+var pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+
+// Server serves the API and status pages over an ingest store.
+type Server struct {
+	Ingest ingest.Store
+	Logger *slog.Logger
+}
+
+// Handler returns the routes:
+//
+//	GET /status                 sources and their health, recent runs (HTML)
+//	GET /status/sources/{name}  one source: claim, window, runs, actions (HTML)
+//	GET /api/sources            []source
+//	GET /api/sources/{name}     source with runs and actions
+//	GET /api/runs               []run  (?source=&outcome=&limit=)
+//	GET /api/events             []event (?source=&limit=)
+//	GET /healthz                200 when the database answers
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", s.status)
+	mux.HandleFunc("GET /status/sources/{name}", s.sourcePage)
+	mux.HandleFunc("GET /api/sources", s.apiSources)
+	mux.HandleFunc("GET /api/sources/{name}", s.apiSource)
+	mux.HandleFunc("GET /api/runs", s.apiRuns)
+	mux.HandleFunc("GET /api/events", s.apiEvents)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	return mux
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+// fail writes err with the status its kind maps to. Internal errors are
+// logged in full and shown without detail.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := tidemark.HTTPStatus(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error"
+	}
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func limitParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, tidemark.Invalidf("limit", v, "want a whole number from 1 to 1000")
+	}
+	return n, nil
+}
+
+func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
+	srcs, err := s.Ingest.Sources(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if srcs == nil {
+		srcs = []tidemark.Source{}
+	}
+	writeJSON(w, http.StatusOK, srcs)
+}
+
+type sourceDetail struct {
+	tidemark.Source
+	Runs    []tidemark.Run  `json:"runs"`
+	Actions []ingest.Action `json:"actions"`
+}
+
+func (s *Server) detail(r *http.Request, name string) (sourceDetail, error) {
+	src, err := s.Ingest.Source(r.Context(), name)
+	if err != nil {
+		return sourceDetail{}, err
+	}
+	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: src.ID, Limit: 50})
+	if err != nil {
+		return sourceDetail{}, err
+	}
+	actions, err := s.Ingest.Actions(r.Context(), src.ID, 50)
+	if err != nil {
+		return sourceDetail{}, err
+	}
+	if runs == nil {
+		runs = []tidemark.Run{}
+	}
+	if actions == nil {
+		actions = []ingest.Action{}
+	}
+	return sourceDetail{src, runs, actions}, nil
+}
+
+func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
+	d, err := s.detail(r, r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	outcome := tidemark.Outcome(r.URL.Query().Get("outcome"))
+	if outcome != "" && !outcome.Valid() {
+		s.fail(w, r, tidemark.Invalidf("outcome", string(outcome), "want items, empty, unreachable, invalid, error or lost"))
+		return
+	}
+	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: r.URL.Query().Get("source"), Outcome: outcome, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if runs == nil {
+		runs = []tidemark.Run{}
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: r.URL.Query().Get("source"), Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if evs == nil {
+		evs = []tidemark.Event{}
+	}
+	writeJSON(w, http.StatusOK, evs)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if _, _, err := s.Ingest.NextDue(r.Context()); err != nil {
+		s.fail(w, r, errors.Join(tidemark.ErrUnavailable, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// health is a source's one-word state for people.
+func health(src tidemark.Source) string {
+	switch {
+	case src.State == tidemark.SourcePaused:
+		return "paused"
+	case src.Window == tidemark.WindowTerminal:
+		return "terminal"
+	case src.LastOutcome == "":
+		return "new"
+	case src.LastOutcome.Advances():
+		return "ok"
+	default:
+		return "failing"
+	}
+}
+
+type sourceRow struct {
+	tidemark.Source
+	Health string
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	srcs, err := s.Ingest.Sources(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{Limit: 50})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rows := make([]sourceRow, len(srcs))
+	counts := map[string]int{}
+	for i, src := range srcs {
+		rows[i] = sourceRow{src, health(src)}
+		counts[rows[i].Health]++
+	}
+	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts})
+}
+
+func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
+	d, err := s.detail(r, r.PathValue("name"))
+	if err != nil {
+		if errors.Is(err, tidemark.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "source.html", map[string]any{"S": d, "Health": health(d.Source)})
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+		s.logger().Error("render", "page", name, "err", err)
+	}
+}

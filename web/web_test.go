@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/web"
+)
+
+func TestAPIAndStatus(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		env := sqltest.NewEnv(5)
+		db := sqltest.MustOpen(t, b, env)
+		st := db.Ingest()
+		for _, name := range []string{"good", "down"} {
+			if _, err := st.AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: "/x/" + name, Interval: time.Minute, RetryBudget: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := st.Claim(ctx, "good", "w", time.Minute)
+		if _, err := st.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "k", Title: "<script>x</script>", Evidence: []byte("e")}}, Cursor: "c1", NextDueAt: env.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		c, _ = st.Claim(ctx, "down", "w", time.Minute)
+		if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused", NextDueAt: env.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer((&web.Server{Ingest: st}).Handler())
+		defer srv.Close()
+
+		get := func(path string) (int, string) {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		code, body := get("/status")
+		if code != 200 || !strings.Contains(body, `class="h-ok">ok`) || !strings.Contains(body, `class="h-terminal">terminal`) || !strings.Contains(body, "connection refused") {
+			t.Fatalf("status page %d:\n%s", code, body)
+		}
+		code, body = get("/api/sources")
+		var srcs []tidemark.Source
+		if code != 200 || json.Unmarshal([]byte(body), &srcs) != nil || len(srcs) != 2 {
+			t.Fatalf("/api/sources %d %s", code, body)
+		}
+		code, body = get("/api/events?source=good")
+		if code != 200 || !strings.Contains(body, `\u003cscript\u003e`) {
+			t.Fatalf("/api/events %d %s", code, body)
+		}
+		for path, want := range map[string]int{
+			"/api/sources/nope":      404,
+			"/api/runs?limit=abc":    400,
+			"/api/runs?outcome=fine": 400,
+			"/status/sources/nope":   404,
+			"/status/sources/down":   200,
+			"/healthz":               200,
+		} {
+			if code, body := get(path); code != want {
+				t.Errorf("%s: %d, want %d: %s", path, code, want, body)
+			}
+		}
+	})
+}
