@@ -103,7 +103,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		// _txlock=immediate takes the write lock at BEGIN, so two writers
 		// never both read and then race to upgrade; busy_timeout makes the
 		// second wait instead of failing.
-		dsn := "file:" + path + "?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+		dsn := "file:" + uriPath(path) + "?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 		d.db, err = sql.Open("sqlite", dsn)
 		if err == nil {
 			n := opt.MaxOpenConns
@@ -143,6 +143,12 @@ func (d *DB) Begin(ctx context.Context) (*sql.Tx, error) {
 		return nil, fmt.Errorf("sqlstore: begin: %w", err)
 	}
 	return tx, nil
+}
+
+// uriPath escapes the characters that end or escape a path in a SQLite
+// URI filename, so a file named "a#b?c" opens as itself.
+func uriPath(p string) string {
+	return strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(p)
 }
 
 // URL returns the database URL with any password removed.

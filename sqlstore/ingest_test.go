@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"github.com/tidemark/tidemark/ingest"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/storetest"
@@ -33,4 +35,19 @@ func TestIngestConformance(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A path with URI metacharacters opens the file it names, not a prefix
+// of it.
+func TestOpenOddPath(t *testing.T) {
+	dir := t.TempDir()
+	env := sqltest.NewEnv(1)
+	a := sqltest.MustOpenURL(t, "sqlite:"+dir+"/a#1?x=y%20.db", env)
+	b := sqltest.MustOpenURL(t, "sqlite:"+dir+"/a", env)
+	if _, err := a.Ingest().AddSource(context.Background(), ingest.NewSource{Name: "s", Kind: "git", Location: "x", Interval: time.Minute, RetryBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if srcs, _ := b.Ingest().Sources(context.Background()); len(srcs) != 0 {
+		t.Fatal("two different paths opened the same database")
+	}
 }

@@ -234,7 +234,11 @@ func testStaleToken(t *testing.T, h Harness) {
 
 func testOlderCursorVersion(t *testing.T, h Harness) {
 	src := mustAdd(t, h, "a", 5)
+	settle(t, h, mustClaim(t, h, src, "w1"), "c0")
 	c := mustClaim(t, h, src, "w1")
+	if c.CursorVersion != 1 {
+		t.Fatalf("cursor version %d after one settlement, want 1", c.CursorVersion)
+	}
 	forged := c
 	forged.CursorVersion--
 	before := mustSource(t, h, src.ID)
