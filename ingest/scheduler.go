@@ -78,8 +78,8 @@ func (sc *Scheduler) RunOnce(ctx context.Context) ([]Report, error) {
 			}
 			mu.Lock()
 			reports[i] = r
+			sc.report(r, err) // serialized, so a printer needs no lock of its own
 			mu.Unlock()
-			sc.report(r, err)
 		}()
 	}
 	wg.Wait()

@@ -266,3 +266,49 @@ func TestFailpointsListed(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonStopsGracefully starts the daemon, waits for its first run to
+// settle, sends SIGTERM, and checks that it exits cleanly with no run left
+// active.
+func TestDaemonStopsGracefully(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		repo := mustRepo(t, 2)
+		db := b.NewURL(t)
+		mustOK(t, tm(t, nil, "--db", db, "source", "add", repo, "--name", "repo"))
+		cmd := exec.Command(binary, "--db", db, "run", "--poll", "50ms", "--workers", "2")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		var out strings.Builder
+		for !strings.Contains(out.String(), "2 new") {
+			n, err := stdout.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatalf("daemon output ended before its first run: %v\n%s\n%s", err, out.String(), stderr.String())
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "every run in flight settled or failed") {
+			t.Fatalf("no shutdown message:\n%s", stderr.String())
+		}
+		s := showSource(t, db, "repo")
+		for _, r := range s.Runs {
+			if r.Status == "active" {
+				t.Fatalf("active run after shutdown: %+v", s.Runs)
+			}
+		}
+	})
+}

@@ -75,6 +75,10 @@ git repository at PATH as a source first (if it is not already tracked).`,
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
 				return err
 			}
+			if !asJSON {
+				// Each run's line is printed as it ends: the progress of a pass.
+				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
+			}
 			reports, err := sc.RunOnce(ctx)
 			if asJSON {
 				if reports == nil {
@@ -86,9 +90,6 @@ git repository at PATH as a source first (if it is not already tracked).`,
 			} else {
 				if len(reports) == 0 {
 					fmt.Fprintln(a.stdout, "no source is due; `tidemark source list` shows when each is")
-				}
-				for _, r := range reports {
-					printReport(a, r, nil)
 				}
 			}
 			if err != nil {
