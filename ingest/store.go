@@ -51,6 +51,8 @@ type Store interface {
 	// Evidence returns an event's frozen evidence at a revision (0: the
 	// current one).
 	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+	// OutcomeCounts counts finished runs by outcome, over all sources.
+	OutcomeCounts(ctx context.Context) (map[tidemark.Outcome]int64, error)
 	// NextDue returns when the earliest claimable source is due; ok is
 	// false when none is.
 	NextDue(ctx context.Context) (at time.Time, ok bool, err error)

@@ -965,6 +965,25 @@ func (s *IngestStore) Evidence(ctx context.Context, eventID string, revision int
 	return b, hash, err
 }
 
+// OutcomeCounts implements ingest.Store.
+func (s *IngestStore) OutcomeCounts(ctx context.Context) (map[tidemark.Outcome]int64, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT outcome, COUNT(*) FROM ingest_runs WHERE status <> 'active' GROUP BY outcome`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[tidemark.Outcome]int64{}
+	for rows.Next() {
+		var o string
+		var n int64
+		if err := rows.Scan(&o, &n); err != nil {
+			return nil, err
+		}
+		out[tidemark.Outcome(o)] = n
+	}
+	return out, rows.Err()
+}
+
 // NextDue implements ingest.Store.
 func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var due sql.NullInt64

@@ -58,6 +58,7 @@ type Server struct {
 //	GET /api/runs               []run  (?source=&outcome=&limit=)
 //	GET /api/events             []event (?source=&limit=)
 //	GET /healthz                200 when the database answers
+//	GET /metrics                Prometheus metrics, read from the database
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", s.status)
@@ -67,6 +68,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/runs", s.apiRuns)
 	mux.HandleFunc("GET /api/events", s.apiEvents)
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", s.metricsHandler())
 	return mux
 }
 

@@ -60,6 +60,13 @@ func TestAPIAndStatus(t *testing.T) {
 		if code != 200 || !strings.Contains(body, `\u003cscript\u003e`) {
 			t.Fatalf("/api/events %d %s", code, body)
 		}
+		code, body = get("/metrics")
+		for _, want := range []string{`tidemark_runs_total{outcome="unreachable"} 1`, `tidemark_runs_total{outcome="items"} 1`,
+			`tidemark_source_health{health="terminal",kind="git",source="down"} 1`, "tidemark_database_up 1"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s:\n%s", want, body)
+			}
+		}
 		for path, want := range map[string]int{
 			"/api/sources/nope":      404,
 			"/api/runs?limit=abc":    400,
