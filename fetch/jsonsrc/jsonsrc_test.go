@@ -23,7 +23,11 @@ type api struct {
 	body   string
 }
 
-func (a *api) set(status int, body string) { a.mu.Lock(); a.status, a.body = status, body; a.mu.Unlock() }
+func (a *api) set(status int, body string) {
+	a.mu.Lock()
+	a.status, a.body = status, body
+	a.mu.Unlock()
+}
 
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
