@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -201,14 +200,3 @@ func prepareDir(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, err
 	}
 	return ns, nil
 }
-
-// webKinds lists the kinds this file adds, for help texts.
-func webKinds() string {
-	ks := make([]string, 0, len(configKeys))
-	for k := range configKeys {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
-}
-
