@@ -358,7 +358,10 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	if resp.ContentLength > limit {
 		return nil, tidemark.Unusable(fmt.Sprintf("body of %d bytes is over the limit of %d", resp.ContentLength, limit), nil)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	body, err := readLimited(resp.Body, limit, resp.ContentLength)
+	if errors.Is(err, errOverLimit) {
+		return nil, tidemark.Unusable(fmt.Sprintf("body is over the limit of %d bytes", limit), nil)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, c.classify(ctx, err)
@@ -508,4 +511,57 @@ func maxAge(h http.Header) time.Duration {
 		return shared
 	}
 	return max(age, 0)
+}
+
+var errOverLimit = errors.New("httpx: body over the limit")
+
+// readChunk is the unit in which a body of unknown length is read.
+const readChunk = 256 << 10
+
+// readLimited reads at most limit+1 bytes of r. A body of known length is
+// read into one buffer of that size; one of unknown length is read in
+// fixed chunks joined once at the end, so a body over the limit costs about
+// the limit in memory, never a doubling buffer's slack.
+func readLimited(r io.Reader, limit, length int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	if length >= 0 && length <= limit {
+		buf := make([]byte, length+1)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == io.ErrUnexpectedEOF && int64(n) < length:
+			return nil, err // fewer bytes than declared: truncated
+		case err == io.ErrUnexpectedEOF, err == io.EOF && length == 0:
+			return buf[:n], nil
+		case err != nil:
+			return nil, err
+		}
+		return buf[:n], nil // more than declared; the caller sees the size
+	}
+	var chunks [][]byte
+	total := 0
+	for {
+		c := make([]byte, readChunk)
+		n, err := io.ReadFull(r, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if int64(total) > limit {
+		return nil, errOverLimit // refused before the chunks are joined
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
 }
