@@ -43,9 +43,10 @@ const (
 	ConfigMaxBytes = "max_bytes"
 )
 
-// MaxCursorText bounds the previous text kept in the cursor; a longer text
-// is diffed as "not kept".
-const MaxCursorText = 256 << 10
+// MaxCursorText bounds the previous text kept in the cursor (which every
+// run row copies); a longer text is diffed as "not kept" but still hashed,
+// so changes are still detected.
+const MaxCursorText = 64 << 10
 
 // Fetcher watches pages through an httpx.Client.
 type Fetcher struct {
