@@ -147,3 +147,14 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("dry run added sources: %s", list)
 	}
 }
+
+func FuzzParseOPML(f *testing.F) {
+	f.Add([]byte(`<opml version="2.0"><body><outline text="a" xmlUrl="https://e.org/f"/></body></opml>`))
+	f.Add([]byte(`<opml><body><outline><outline><outline xmlUrl="x"/></outline></outline></body></opml>`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		feeds, err := parseOPML(bytes.NewReader(b))
+		if err == nil && len(feeds) > maxOPMLOutlines {
+			t.Fatalf("%d feeds", len(feeds))
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/fetch/detect"
@@ -53,4 +54,21 @@ func TestNameAndCheckURL(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add([]byte(`<html><head><link rel="alternate" type="application/rss+xml" href="/f"></head></html>`), "text/html")
+	f.Add([]byte(`{"a":1}`), "application/json")
+	f.Add([]byte(`<rss><channel></channel></rss>`), "")
+	f.Fuzz(func(t *testing.T, body []byte, ctype string) {
+		r := detect.Classify(body, ctype, "https://example.org/x/")
+		switch r.Kind {
+		case "feed", "json", "page":
+		default:
+			t.Fatalf("kind %q", r.Kind)
+		}
+		if r.Discovered && !strings.HasPrefix(r.Location, "http") {
+			t.Fatalf("discovered a non-http feed %q", r.Location)
+		}
+	})
 }

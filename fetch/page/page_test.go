@@ -196,3 +196,25 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+func TestPageLongTextIsStillTrackedByHash(t *testing.T) {
+	long := strings.Repeat("a line of text that makes the page long\n", 2000) // > MaxCursorText
+	s := &site{ctype: "text/plain"}
+	s.set(long + "v1\n")
+	srv, client := fetchtest.MustServe(t, s)
+	f := &page.Fetcher{Client: client}
+	src := tidemark.Source{Name: "p", Kind: "page", Location: srv.URL}
+	r1, err := f.Fetch(context.Background(), src, "")
+	if err != nil || len(r1.Items) != 1 || len(r1.Cursor) > page.MaxCursorText {
+		t.Fatalf("first fetch: %v, cursor %d bytes", err, len(r1.Cursor))
+	}
+	s.set(long + "v2\n")
+	r2, err := f.Fetch(context.Background(), src, r1.Cursor)
+	if err != nil || len(r2.Items) != 1 || !strings.Contains(string(r2.Items[0].Evidence), "was not kept") {
+		t.Fatalf("change of a long page: %v %d", err, len(r2.Items))
+	}
+	r3, err := f.Fetch(context.Background(), src, r2.Cursor)
+	if err != nil || len(r3.Items) != 0 {
+		t.Fatalf("unchanged long page: %v %d items", err, len(r3.Items))
+	}
+}
