@@ -129,9 +129,9 @@ was unreachable, 2 when its answer was unusable.`,
 			case tidemark.OutcomeItems, tidemark.OutcomeEmpty:
 				return nil
 			case tidemark.OutcomeUnreachable:
-				return fmt.Errorf("%s is unreachable: %s: %w", src.Location, rep.Error, tidemark.ErrUnavailable)
+				return &outcomeError{outcome: rep.Outcome, kind: tidemark.ErrUnavailable}
 			case tidemark.OutcomeInvalid:
-				return fmt.Errorf("%s answered with something unusable: %s: %w", src.Location, rep.Error, tidemark.ErrInvalid)
+				return &outcomeError{outcome: rep.Outcome, kind: tidemark.ErrInvalid}
 			default:
 				return errors.New(rep.Error)
 			}
@@ -146,6 +146,16 @@ was unreachable, 2 when its answer was unusable.`,
 	f.BoolVar(&allowPrivateFlag, "allow-private", false, "allow private, loopback and link-local addresses (env "+AllowPrivateEnv+")")
 	return cmd
 }
+
+// outcomeError is a test fetch that failed; the reason is already printed,
+// the exit code follows the outcome.
+type outcomeError struct {
+	outcome tidemark.Outcome
+	kind    error
+}
+
+func (e *outcomeError) Error() string        { return "source test: outcome " + string(e.outcome) }
+func (e *outcomeError) Is(target error) bool { return target == e.kind }
 
 func parseConfig(kvs []string) (map[string]string, error) {
 	cfg := map[string]string{}
@@ -168,7 +178,7 @@ func printTestReport(a *app, rep testReport) {
 	case tidemark.OutcomeEmpty:
 		fmt.Fprintln(w, "outcome:   empty — reached, nothing new")
 	default:
-		fmt.Fprintf(w, "outcome:   %s — %s\n", rep.Outcome, rep.Error)
+		fmt.Fprintf(w, "outcome:   %s — %s\n", rep.Outcome, strings.TrimPrefix(rep.Error, string(rep.Outcome)+": "))
 		if rep.RetryAfterSeconds > 0 {
 			fmt.Fprintf(w, "retry after: %s\n", time.Duration(rep.RetryAfterSeconds*float64(time.Second)))
 		}

@@ -162,7 +162,7 @@ type AddrError struct {
 }
 
 func (e *AddrError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: %s address (allow private addresses to fetch it)", e.Addr, e.Reason)
+	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only when explicitly enabled)", e.Addr, e.Reason)
 }
 
 type redirectError struct{ n int }
@@ -425,7 +425,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	var recErr tls.RecordHeaderError
 	switch {
 	case errors.As(err, &ae):
-		return tidemark.Unusable(ae.Error(), err)
+		return tidemark.Unusable("network safety", ae)
 	case errors.As(err, &re):
 		return tidemark.Unusable("too many redirects", err)
 	case errors.As(err, &se):
