@@ -127,6 +127,10 @@ type FetchResult struct {
 	// Declared is how many results the upstream said there were (0 when it
 	// does not say). More declared than admitted fails the run.
 	Declared int
+	// NotBefore, when longer than the source's interval, is how long the
+	// upstream asked not to be fetched again (HTTP Cache-Control max-age).
+	// The ingest service bounds it.
+	NotBefore time.Duration
 }
 
 // Fetcher reads what changed in a source since a cursor. Failures are

@@ -177,8 +177,12 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeInvalid, reason, 0, false)
 	}
 	now := s.Clock.Now()
+	next := src.Interval
+	if nb := min(res.NotBefore, maxRetryAfter); nb > next {
+		next = nb // the upstream asked us to come back later (Cache-Control)
+	}
 	settled, err := s.Store.Settle(finishCtx, c, Settlement{
-		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(src.Interval),
+		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(next),
 	})
 	if err != nil {
 		if errors.Is(err, tidemark.ErrStaleClaim) {

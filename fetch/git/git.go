@@ -1,5 +1,10 @@
 // Package git fetches the commits of a git repository since a cursor
-// commit, using the git binary. Each commit becomes an item whose frozen
+// commit, using the git binary. The repository is a local path, or a
+// remote URL reachable by git (https://, ssh://, git://, file://, or
+// user@host:path), kept as a bare mirror under the fetcher's cache
+// directory and fetched at the start of every run; a remote that cannot be
+// reached is unreachable, never an empty run. Config "branch" selects the
+// branch to follow. Each commit becomes an item whose frozen
 // evidence is its metadata, message and diffstat in a canonical text form;
 // the cursor is the newest commit admitted, so a run that stops early (at
 // MaxCommits) never moves the cursor past a commit it did not read.
@@ -9,11 +14,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -26,6 +36,12 @@ type Fetcher struct {
 	// MaxCommits bounds the commits admitted per run (default 500); the
 	// rest wait for the next run, ahead of the cursor.
 	MaxCommits int
+	// CacheDir holds the bare mirrors of remote repositories (default:
+	// the user's cache directory, under tidemark/git).
+	CacheDir string
+
+	mu      sync.Mutex
+	mirrors map[string]*sync.Mutex
 }
 
 // Config keys understood in a source's config.
@@ -48,9 +64,17 @@ func (f *Fetcher) max() int {
 	return f.MaxCommits
 }
 
-func (f *Fetcher) run(ctx context.Context, src tidemark.Source, stdin string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, f.git(), append([]string{"-C", src.Location}, args...)...)
-	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+// allowedProtocols are the transports git may use for a source: never
+// ext:: (which runs commands) or anything else exotic.
+const allowedProtocols = "file:git:http:https:ssh"
+
+func (f *Fetcher) run(ctx context.Context, dir string, stdin string, args ...string) ([]byte, error) {
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	cmd := exec.CommandContext(ctx, f.git(), args...)
+	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_ALLOW_PROTOCOL="+allowedProtocols,
+		"GIT_SSH_COMMAND=ssh -o BatchMode=yes")
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -60,6 +84,9 @@ func (f *Fetcher) run(ctx context.Context, src tidemark.Source, stdin string, ar
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if ctx.Err() != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, ctx.Err()
+			}
 			return nil, tidemark.Unreachable("git timed out", 0, ctx.Err())
 		}
 		var ee *exec.ExitError
@@ -69,6 +96,98 @@ func (f *Fetcher) run(ctx context.Context, src tidemark.Source, stdin string, ar
 		return nil, &gitError{args: args, msg: msg, err: err}
 	}
 	return out, nil
+}
+
+// IsRemote reports whether a location is a URL for git rather than a
+// local path.
+func IsRemote(loc string) bool {
+	if strings.Contains(loc, "://") {
+		return true
+	}
+	// scp-like syntax: [user@]host:path, with no slash before the colon.
+	i := strings.Index(loc, ":")
+	return i > 1 && !strings.Contains(loc[:i], "/")
+}
+
+func (f *Fetcher) cacheDir() (string, error) {
+	if f.CacheDir != "" {
+		return f.CacheDir, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("git: no cache directory for mirrors: %w", err)
+	}
+	return filepath.Join(d, "tidemark", "git"), nil
+}
+
+// repo returns the directory to read the source's history from: the
+// location itself, or the remote's bare mirror, brought up to date.
+func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error) {
+	if !IsRemote(src.Location) {
+		return src.Location, nil
+	}
+	base, err := f.cacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(src.Location))
+	dir := filepath.Join(base, hex.EncodeToString(sum[:12])+".git")
+	lock := f.mirrorLock(dir)
+	lock.Lock()
+	defer lock.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		if _, err := f.run(ctx, dir, "", "fetch", "--prune", "--quiet", "origin"); err != nil {
+			return "", reach(src.Location, err)
+		}
+		return dir, nil
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", fmt.Errorf("git: mirror cache: %w", err)
+	}
+	tmp, err := os.MkdirTemp(base, "clone-")
+	if err != nil {
+		return "", fmt.Errorf("git: mirror cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := f.run(ctx, "", "", "clone", "--mirror", "--quiet", "--", src.Location, filepath.Join(tmp, "m.git")); err != nil {
+		return "", reach(src.Location, err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "m.git"), dir); err != nil {
+		return "", fmt.Errorf("git: mirror cache: %w", err)
+	}
+	return dir, nil
+}
+
+// reach classifies a failed clone or fetch: the remote could not be
+// reached (or refused us), which a later run may get past.
+func reach(loc string, err error) error {
+	var ge *gitError
+	if errors.As(err, &ge) {
+		return tidemark.Unreachable("git could not fetch "+loc+": "+lastLine(ge.msg), 0, err)
+	}
+	return err
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+func (f *Fetcher) mirrorLock(dir string) *sync.Mutex {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mirrors == nil {
+		f.mirrors = map[string]*sync.Mutex{}
+	}
+	m := f.mirrors[dir]
+	if m == nil {
+		m = &sync.Mutex{}
+		f.mirrors[dir] = m
+	}
+	return m
 }
 
 type gitError struct {
@@ -82,13 +201,22 @@ func (e *gitError) Error() string {
 }
 func (e *gitError) Unwrap() error { return e.err }
 
-// Head returns the commit the source's branch points at.
+// Head returns the commit the source's branch points at (for a remote,
+// after fetching it).
 func (f *Fetcher) Head(ctx context.Context, src tidemark.Source) (string, error) {
+	dir, err := f.repo(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	return f.head(ctx, src, dir)
+}
+
+func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (string, error) {
 	ref := src.Config[ConfigBranch]
 	if ref == "" {
 		ref = "HEAD"
 	}
-	out, err := f.run(ctx, src, "", "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	out, err := f.run(ctx, dir, "", "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
@@ -104,7 +232,11 @@ func (f *Fetcher) Head(ctx context.Context, src tidemark.Source) (string, error)
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
-	head, err := f.Head(ctx, src)
+	dir, err := f.repo(ctx, src)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	head, err := f.head(ctx, src, dir)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -115,7 +247,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if cursor != "" {
 		rangeArg = cursor + ".." + head
 	}
-	out, err := f.run(ctx, src, "", "rev-list", "--reverse", "--topo-order", "--end-of-options", rangeArg)
+	out, err := f.run(ctx, dir, "", "rev-list", "--reverse", "--topo-order", "--end-of-options", rangeArg)
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
@@ -132,7 +264,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if len(hashes) > f.max() {
 		hashes = hashes[:f.max()]
 	}
-	items, err := f.commits(ctx, src, hashes)
+	items, err := f.commits(ctx, dir, hashes)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -144,11 +276,15 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 
 // DescribeRange says which commits lie between two cursors.
 func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error) {
+	dir, err := f.repo(ctx, src)
+	if err != nil {
+		return "", err
+	}
 	rangeArg := to
 	if from != "" {
 		rangeArg = from + ".." + to
 	}
-	out, err := f.run(ctx, src, "", "rev-list", "--count", "--end-of-options", rangeArg)
+	out, err := f.run(ctx, dir, "", "rev-list", "--count", "--end-of-options", rangeArg)
 	if err != nil {
 		return "", err
 	}
@@ -161,9 +297,9 @@ const (
 )
 
 // commits reads metadata, message and numstat of the given commits.
-func (f *Fetcher) commits(ctx context.Context, src tidemark.Source, hashes []string) ([]tidemark.Item, error) {
+func (f *Fetcher) commits(ctx context.Context, dir string, hashes []string) ([]tidemark.Item, error) {
 	format := recordSep + strings.Join([]string{"%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B"}, fieldSep) + fieldSep
-	out, err := f.run(ctx, src, strings.Join(hashes, "\n")+"\n",
+	out, err := f.run(ctx, dir, strings.Join(hashes, "\n")+"\n",
 		"log", "--no-walk=unsorted", "--stdin", "--numstat", "--no-renames", "--format="+format)
 	if err != nil {
 		return nil, err

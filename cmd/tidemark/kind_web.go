@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/detect"
+	"github.com/tidemark/tidemark/fetch/dir"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/fetch/jsonsrc"
+	"github.com/tidemark/tidemark/fetch/page"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// The web kinds (feed, page, json) share one HTTP client per process, so
+// the per-host limits hold across every source; dir reads local files.
+func init() {
+	registerFetcher("feed", func(a *app) tidemark.Fetcher { return &feed.Fetcher{Client: webClient()} })
+	registerFetcher("page", func(a *app) tidemark.Fetcher { return &page.Fetcher{Client: webClient()} })
+	registerFetcher("json", func(a *app) tidemark.Fetcher { return &jsonsrc.Fetcher{Client: webClient()} })
+	registerFetcher("dir", func(a *app) tidemark.Fetcher { return &dir.Fetcher{} })
+	kindDetectors = append(kindDetectors, detectWeb, detectDir)
+	sourcePreparers["feed"] = prepareWeb("feed")
+	sourcePreparers["page"] = prepareWeb("page")
+	sourcePreparers["json"] = prepareWeb("json")
+	sourcePreparers["dir"] = prepareDir
+}
+
+// AllowPrivateEnv names the variable that lets web sources fetch private,
+// loopback and link-local addresses (for local use; off by default).
+const AllowPrivateEnv = "TIDEMARK_ALLOW_PRIVATE"
+
+var (
+	webMu sync.Mutex
+	// webShared holds the process's clients, one per allow-private setting.
+	webShared = map[bool]*httpx.Client{}
+	// allowPrivateFlag is set by the --allow-private flag of the commands
+	// that have one.
+	allowPrivateFlag bool
+	// probes remembers what detection found, so the preparer that follows
+	// does not ask the upstream again.
+	probes = map[probeKey]detect.Result{}
+)
+
+func allowPrivate() bool {
+	switch strings.ToLower(os.Getenv(AllowPrivateEnv)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return allowPrivateFlag
+}
+
+// webClient returns the process's shared HTTP client.
+func webClient() *httpx.Client {
+	allow := allowPrivate()
+	webMu.Lock()
+	defer webMu.Unlock()
+	c := webShared[allow]
+	if c == nil {
+		c = httpx.New(httpx.Options{AllowPrivate: allow})
+		webShared[allow] = c
+	}
+	return c
+}
+
+type probeKey struct {
+	allow bool
+	loc   string
+}
+
+func isHTTP(loc string) bool {
+	return strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://")
+}
+
+// probe asks a URL once what it is; the answer is remembered for the
+// preparer.
+func probe(ctx context.Context, loc string) (detect.Result, error) {
+	key := probeKey{allowPrivate(), loc}
+	webMu.Lock()
+	r, ok := probes[key]
+	webMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
+	defer cancel()
+	r, err := detect.Probe(ctx, webClient(), loc)
+	if err != nil {
+		return r, err
+	}
+	webMu.Lock()
+	probes[key] = r
+	webMu.Unlock()
+	return r, nil
+}
+
+func detectWeb(loc string) (string, bool) {
+	if !isHTTP(loc) {
+		return "", false
+	}
+	r, err := probe(context.Background(), loc)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tidemark: could not probe %s to tell its kind: %v\n", loc, err)
+		return "", false
+	}
+	return r.Kind, true
+}
+
+func detectDir(loc string) (string, bool) {
+	if fi, err := os.Stat(loc); err == nil && fi.IsDir() {
+		return "dir", true
+	}
+	return "", false
+}
+
+// configKeys are the config keys each kind understands; others are refused
+// so a typo does not pass silently.
+var configKeys = map[string][]string{
+	"feed": {feed.ConfigMaxBytes, feed.ConfigMaxItems},
+	"page": {page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes},
+	"json": {jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes},
+	"dir":  {dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles},
+}
+
+func checkConfig(kind string, cfg map[string]string) error {
+	known := configKeys[kind]
+	for k, v := range cfg {
+		ok := false
+		for _, kk := range known {
+			ok = ok || k == kk
+		}
+		if !ok {
+			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, strings.Join(known, ", "))
+		}
+		if strings.HasPrefix(k, "max_") {
+			if _, err := feed.IntConfig(tidemark.Source{Name: "new source", Config: map[string]string{k: v}}, k, 1); err != nil {
+				return tidemark.Invalidf("--config", k+"="+v, "want a positive integer")
+			}
+		}
+	}
+	return nil
+}
+
+func prepareWeb(kind string) func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	return func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+		if err := detect.CheckURL(ns.Location); err != nil {
+			return ns, err
+		}
+		if err := checkConfig(kind, ns.Config); err != nil {
+			return ns, err
+		}
+		switch kind {
+		case "feed":
+			// An HTML page named as a feed: follow its announced feed. A
+			// feed that cannot be probed now is added as given.
+			if r, err := probe(ctx, ns.Location); err == nil && r.Kind == "feed" && r.Discovered {
+				ns.Location = r.Location
+			}
+		case "page":
+			for _, k := range []string{page.ConfigSelector, page.ConfigIgnore} {
+				if sel := ns.Config[k]; sel != "" {
+					if err := page.CheckSelector(sel); err != nil {
+						return ns, tidemark.Invalidf("--config", k+"="+sel, "not a CSS selector: %v", err)
+					}
+				}
+			}
+		case "json":
+			if _, err := jsonsrc.NewSelector(ns.Config, 0); err != nil {
+				return ns, err
+			}
+		}
+		if ns.Name == "" {
+			ns.Name = detect.Name(ns.Location)
+		}
+		return ns, nil
+	}
+}
+
+func prepareDir(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	if err := checkConfig("dir", ns.Config); err != nil {
+		return ns, err
+	}
+	abs, err := filepath.Abs(ns.Location)
+	if err != nil {
+		return ns, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return ns, tidemark.Invalidf("location", ns.Location, "not a directory")
+	}
+	ns.Location = abs
+	if ns.Name == "" {
+		ns.Name = filepath.Base(abs)
+	}
+	return ns, nil
+}

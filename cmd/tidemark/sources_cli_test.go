@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+)
+
+// mustTidemark runs the CLI in-process and fails unless it exits with want.
+func mustTidemark(tb testing.TB, want int, args ...string) string {
+	tb.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != want {
+		tb.Fatalf("tidemark %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func newBlog(tb testing.TB) *httptest.Server {
+	tb.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/blog/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><html><head><title>My blog</title><link rel="alternate" type="application/rss+xml" href="/blog/rss.xml"></head><body><p>posts</p></body></html>`)
+	})
+	mux.HandleFunc("/blog/rss.xml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>My blog</title>
+<item><guid>p1</guid><title>Post one</title><description>one</description></item>
+<item><guid>p2</guid><title>Post two</title><description>two</description></item></channel></rss>`)
+	})
+	mux.HandleFunc("/api", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"releases":[{"tag":"v1","body":"x"}]}`)
+	})
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func TestSourceAddDetectsAndDiscoversFeeds(t *testing.T) {
+	t.Setenv(AllowPrivateEnv, "1")
+	srv := newBlog(t)
+	home := t.TempDir()
+	out := mustTidemark(t, 0, "--home", home, "source", "add", srv.URL+"/blog/", "--json")
+	var src tidemark.Source
+	if err := json.Unmarshal([]byte(out), &src); err != nil {
+		t.Fatal(err)
+	}
+	if src.Kind != "feed" || src.Location != srv.URL+"/blog/rss.xml" || src.Name != "127.0.0.1-blog" {
+		t.Fatalf("added %+v", src)
+	}
+	mustTidemark(t, 0, "--home", home, "source", "add", srv.URL+"/api", "--config", "items=.releases[]", "--config", "id=tag", "--name", "api")
+	mustTidemark(t, 2, "--home", home, "source", "add", srv.URL+"/api", "--kind", "json", "--config", "items=.[", "--name", "api2")
+	mustTidemark(t, 2, "--home", home, "source", "add", srv.URL+"/api", "--kind", "page", "--config", "colour=blue", "--name", "api3")
+	docs := t.TempDir()
+	mustTidemark(t, 0, "--home", home, "source", "add", docs)
+	list := mustTidemark(t, 0, "--home", home, "source", "list", "--json")
+	var srcs []tidemark.Source
+	if err := json.Unmarshal([]byte(list), &srcs); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, s := range srcs {
+		kinds[s.Name] = s.Kind
+	}
+	if kinds["api"] != "json" || kinds[filepath.Base(docs)] != "dir" || len(srcs) != 3 {
+		t.Fatalf("sources: %v", kinds)
+	}
+
+	out = mustTidemark(t, 0, "--home", home, "run", "--once", "--json")
+	if !strings.Contains(out, `"outcome": "items"`) {
+		t.Fatalf("run: %s", out)
+	}
+}
+
+func TestSourceTestShowsWithoutStoring(t *testing.T) {
+	srv := newBlog(t)
+	home := t.TempDir()
+	// Without the allow setting the loopback server is refused at dial time.
+	mustTidemark(t, 2, "--home", home, "source", "test", srv.URL+"/blog/rss.xml", "--kind", "feed")
+
+	out := mustTidemark(t, 0, "--home", home, "source", "test", srv.URL+"/blog/rss.xml", "--allow-private", "--json", "--evidence")
+	var rep testReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Kind != "feed" || rep.Outcome != tidemark.OutcomeItems || len(rep.Items) != 2 || rep.Items[0].Key != "p1" ||
+		!strings.Contains(rep.Items[1].Evidence, `"description":"two\n"`) || rep.Items[0].EvidenceSHA256 == "" {
+		t.Fatalf("report: %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(home, "tidemark.db")); err == nil {
+		t.Fatal("source test opened the database")
+	}
+	out = mustTidemark(t, 2, "--home", home, "source", "test", srv.URL+"/nowhere", "--kind", "page", "--allow-private")
+	if !strings.Contains(out, "outcome:   invalid — ") || !strings.Contains(out, "HTTP 404") {
+		t.Fatalf("404: %s", out)
+	}
+}
+
+func TestOPMLImportExportRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	opml := filepath.Join(t.TempDir(), "subs.opml")
+	err := os.WriteFile(opml, []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<opml version="1.0"><head><title>subs</title></head><body>
+<outline text="Tech"><outline type="rss" text="Go Blog" xmlUrl="https://go.dev/blog/feed.atom" htmlUrl="https://go.dev/blog"/>
+<outline type="rss" text="Go Blog" xmlUrl="https://example.org/other.xml"/></outline>
+<outline type="rss" text="Bad" xmlUrl="ftp://example.org/feed"/>
+</body></opml>`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := mustTidemark(t, 0, "--home", home, "source", "import-opml", opml, "--json")
+	var rep struct {
+		Added, Skipped []opmlFeed
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Added) != 2 || rep.Added[0].Name != "go-blog" || rep.Added[1].Name != "go-blog-2" || len(rep.Skipped) != 1 {
+		t.Fatalf("import: %+v", rep)
+	}
+	// A second import adds nothing.
+	out = mustTidemark(t, 0, "--home", home, "source", "import-opml", opml)
+	if !strings.Contains(out, "0 added, 3 skipped") {
+		t.Fatalf("re-import: %s", out)
+	}
+	exported := mustTidemark(t, 0, "--home", home, "source", "export-opml")
+	feeds, err := parseOPML(strings.NewReader(exported))
+	if err != nil || len(feeds) != 2 || feeds[0].Location != "https://go.dev/blog/feed.atom" {
+		t.Fatalf("export: %v %+v\n%s", err, feeds, exported)
+	}
+	home2 := t.TempDir()
+	out = mustTidemark(t, 0, "--home", home2, "source", "import-opml", opml, "--dry-run")
+	if !strings.Contains(out, "2 would add, 1 skipped") {
+		t.Fatalf("dry run: %s", out)
+	}
+	if list := mustTidemark(t, 0, "--home", home2, "source", "list", "--json"); strings.TrimSpace(list) != "[]" {
+		t.Fatalf("dry run added sources: %s", list)
+	}
+}
+
+func FuzzParseOPML(f *testing.F) {
+	f.Add([]byte(`<opml version="2.0"><body><outline text="a" xmlUrl="https://e.org/f"/></body></opml>`))
+	f.Add([]byte(`<opml><body><outline><outline><outline xmlUrl="x"/></outline></outline></body></opml>`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		feeds, err := parseOPML(bytes.NewReader(b))
+		if err == nil && len(feeds) > maxOPMLOutlines {
+			t.Fatalf("%d feeds", len(feeds))
+		}
+	})
+}

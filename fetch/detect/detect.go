@@ -1,0 +1,146 @@
+// Package detect tells which kind of source a URL is, by asking it once:
+// a feed (RSS, Atom, JSON Feed — directly, or discovered from an HTML
+// page's <link rel="alternate">), a JSON endpoint, or a page.
+package detect
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/canon"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/httpx"
+)
+
+// Result is what a probe found.
+type Result struct {
+	// Kind is feed, json or page.
+	Kind string `json:"kind"`
+	// Location is what to watch: the URL itself, or the feed an HTML page
+	// links to.
+	Location string `json:"location"`
+	// Title is the document's own title, when it has one.
+	Title string `json:"title,omitempty"`
+	// Discovered is true when Location is a feed found on an HTML page.
+	Discovered bool `json:"discovered,omitempty"`
+}
+
+// feedTypes are the media types of feeds announced by <link rel=alternate>.
+var feedTypes = map[string]bool{
+	"application/rss+xml": true, "application/atom+xml": true, "application/feed+json": true,
+	"application/rdf+xml": true, "application/x-rss+xml": true,
+}
+
+// Probe fetches rawURL once and classifies it. Fetch failures are returned
+// classified, as httpx returns them.
+func Probe(ctx context.Context, c *httpx.Client, rawURL string) (Result, error) {
+	resp, err := c.Get(ctx, httpx.Request{URL: rawURL, Accept: feed.Accept + ", text/html;q=0.8"})
+	if err != nil {
+		return Result{}, err
+	}
+	return Classify(resp.Body, resp.ContentType(), resp.URL), nil
+}
+
+// Classify decides a kind from a body, its content type and its URL.
+func Classify(body []byte, contentType, base string) Result {
+	r := Result{Location: base}
+	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
+	isFeedType := strings.Contains(contentType, "rss") || strings.Contains(contentType, "atom") || contentType == "application/feed+json"
+	if _, err := feed.Parse(body, base, 0); err == nil || isFeedType {
+		r.Kind = "feed"
+		return r
+	}
+	switch {
+	case strings.Contains(contentType, "json") || (len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')):
+		if _, err := canon.Decode(body); err == nil {
+			r.Kind = "json"
+			return r
+		}
+	}
+	if contentType == "text/html" || contentType == "application/xhtml+xml" || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<!doctype html")) || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<html")) {
+		title, feeds := Discover(body, base)
+		r.Title = title
+		if len(feeds) > 0 {
+			return Result{Kind: "feed", Location: feeds[0], Title: title, Discovered: true}
+		}
+	}
+	r.Kind = "page"
+	return r
+}
+
+// Discover returns an HTML page's title and the feeds it announces with
+// <link rel="alternate" type="application/rss+xml" href="…"> (and Atom,
+// JSON Feed), as absolute URLs in document order.
+func Discover(body []byte, base string) (title string, feeds []string) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return "", nil
+	}
+	title = canon.Line(doc.Find("title").First().Text())
+	baseURL, _ := url.Parse(base)
+	if href, ok := doc.Find("base[href]").First().Attr("href"); ok && baseURL != nil {
+		if u, err := baseURL.Parse(href); err == nil {
+			baseURL = u
+		}
+	}
+	seen := map[string]bool{}
+	doc.Find("link[href]").Each(func(_ int, s *goquery.Selection) {
+		rel := strings.Fields(strings.ToLower(s.AttrOr("rel", "")))
+		alternate := false
+		for _, r := range rel {
+			alternate = alternate || r == "alternate"
+		}
+		typ := strings.ToLower(strings.TrimSpace(s.AttrOr("type", "")))
+		if !alternate || !feedTypes[typ] {
+			return
+		}
+		href := strings.TrimSpace(s.AttrOr("href", ""))
+		if baseURL != nil {
+			u, err := baseURL.Parse(href)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+				return
+			}
+			href = u.String()
+		}
+		if href != "" && !seen[href] {
+			seen[href] = true
+			feeds = append(feeds, href)
+		}
+	})
+	return title, feeds
+}
+
+// CheckURL refuses a location that is not an absolute http(s) URL.
+func CheckURL(loc string) error {
+	u, err := url.Parse(loc)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return tidemark.Invalidf("location", loc, "want an absolute http:// or https:// URL")
+	}
+	if u.User != nil {
+		return tidemark.Invalidf("location", loc, "credentials in the URL would be stored in plain text")
+	}
+	return nil
+}
+
+// Name derives a source name from a URL: host and path, slug-like.
+func Name(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || u.Host == "" {
+		return loc
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimPrefix(u.Hostname(), "www."))
+	for _, part := range strings.Split(strings.Trim(u.Path, "/"), "/") {
+		part = strings.TrimSuffix(part, ".xml")
+		if part == "" || part == "feed" || part == "rss" || part == "atom" || part == "index.html" {
+			continue
+		}
+		b.WriteString("-" + part)
+	}
+	return b.String()
+}

@@ -1,0 +1,268 @@
+// Package dir watches the files under a local directory. Each file is an
+// item keyed by its slash-separated path relative to the directory; a file
+// that is added, changed or removed freezes new evidence (its path, the
+// change, its SHA-256 and size, and its text when it is small and UTF-8),
+// so each change is an event or a new revision of the file's event.
+//
+// The cursor is the manifest (path → content hash) of the last settled
+// run. The manifest is bounded: a directory with more files than the limit
+// is invalid with a clear reason, never half-read. Symbolic links are not
+// followed.
+package dir
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/canon"
+	"github.com/tidemark/tidemark/fetch/feed"
+)
+
+// Config keys understood in a dir source's config.
+const (
+	// ConfigInclude lists glob patterns (comma-separated); only files whose
+	// relative path or base name matches one are watched (default: all).
+	ConfigInclude = "include"
+	// ConfigExclude lists glob patterns of files and directories to skip.
+	ConfigExclude = "exclude"
+	// ConfigHidden set to "true" watches dot-files and dot-directories
+	// (skipped by default).
+	ConfigHidden = "hidden"
+	// ConfigMaxFiles bounds the manifest (default 10000).
+	ConfigMaxFiles = "max_files"
+)
+
+// DefaultMaxFiles is the default bound on watched files.
+const DefaultMaxFiles = 10000
+
+// MaxInlineBytes bounds the text of a file kept in its evidence.
+const MaxInlineBytes = 64 << 10
+
+// Fetcher watches directories.
+type Fetcher struct{}
+
+// Manifest is the dir kind's cursor: content hashes by relative path.
+type Manifest struct {
+	Files map[string]string `json:"files"`
+}
+
+// DecodeManifest reads a cursor; an empty cursor is an empty manifest.
+func DecodeManifest(s string) (Manifest, error) {
+	m := Manifest{Files: map[string]string{}}
+	if s == "" {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return m, fmt.Errorf("dir: unreadable cursor: %w", err)
+	}
+	if m.Files == nil {
+		m.Files = map[string]string{}
+	}
+	return m, nil
+}
+
+// Fetch implements tidemark.Fetcher.
+func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	maxFiles, err := feed.IntConfig(src, ConfigMaxFiles, DefaultMaxFiles)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	prev, err := DecodeManifest(cursor)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	root := src.Location
+	fi, err := os.Stat(root)
+	switch {
+	case err != nil:
+		return tidemark.FetchResult{}, tidemark.Unreachable("directory not available", 0, err)
+	case !fi.IsDir():
+		return tidemark.FetchResult{}, tidemark.Unusable(root+" is not a directory", nil)
+	}
+	filter := newFilter(src.Config)
+	cur := Manifest{Files: map[string]string{}}
+	var items []tidemark.Item
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if filter.skipDir(rel) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !filter.keep(rel) {
+			return nil // symlinks, devices, sockets: not followed, not watched
+		}
+		if len(cur.Files) >= int(maxFiles) {
+			return errTooMany
+		}
+		sum, size, text, mtime, err := read(p)
+		if err != nil {
+			return err
+		}
+		cur.Files[rel] = sum
+		old, had := prev.Files[rel]
+		switch {
+		case !had:
+			items = append(items, fileItem(root, rel, "added", sum, "", size, text, mtime))
+		case old != sum:
+			items = append(items, fileItem(root, rel, "changed", sum, old, size, text, mtime))
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTooMany):
+		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("more than %d files under %s; raise config %s or narrow with %s", maxFiles, root, ConfigMaxFiles, ConfigInclude), err)
+	case err != nil && ctx.Err() != nil:
+		return tidemark.FetchResult{}, ctx.Err()
+	case err != nil:
+		return tidemark.FetchResult{}, tidemark.Unreachable("reading the directory", 0, err)
+	}
+	var removed []string
+	for rel := range prev.Files {
+		if _, ok := cur.Files[rel]; !ok {
+			removed = append(removed, rel)
+		}
+	}
+	sort.Strings(removed)
+	for _, rel := range removed {
+		items = append(items, fileItem(root, rel, "removed", "", prev.Files[rel], 0, "", time.Time{}))
+	}
+	b, err := json.Marshal(cur) // map keys are sorted: a stable cursor
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	return tidemark.FetchResult{Items: items, Cursor: string(b)}, nil
+}
+
+var errTooMany = errors.New("dir: too many files")
+
+// read hashes a file in one pass and keeps its text when it is small and
+// valid UTF-8 without NUL bytes.
+func read(p string) (sum string, size int64, text string, mtime time.Time, err error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return "", 0, "", time.Time{}, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return "", 0, "", time.Time{}, err
+	}
+	h := sha256.New()
+	var head bytes.Buffer
+	n, err := io.Copy(h, io.TeeReader(fh, &limitedWriter{w: &head, n: MaxInlineBytes + 1}))
+	if err != nil {
+		return "", 0, "", time.Time{}, err
+	}
+	if b := head.Bytes(); n <= MaxInlineBytes && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		text = canon.Text(string(b))
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, text, st.ModTime().UTC(), nil
+}
+
+type limitedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(int64(len(p)), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
+
+// Evidence is a file change's frozen evidence; it depends only on its
+// arguments.
+func Evidence(rel, change, sum, previous string, size int64, text string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "file %s\nchange %s\n", rel, change)
+	if sum != "" {
+		fmt.Fprintf(&b, "sha256 %s\nsize %s\n", sum, strconv.FormatInt(size, 10))
+	}
+	if previous != "" {
+		fmt.Fprintf(&b, "previous %s\n", previous)
+	}
+	if text != "" {
+		b.WriteString("\n")
+		b.WriteString(text)
+	}
+	return []byte(b.String())
+}
+
+func fileItem(root, rel, change, sum, previous string, size int64, text string, mtime time.Time) tidemark.Item {
+	return tidemark.Item{
+		Key:        rel,
+		Title:      change + " " + rel,
+		URL:        "file://" + filepath.ToSlash(filepath.Join(root, filepath.FromSlash(rel))),
+		OccurredAt: mtime,
+		Evidence:   Evidence(rel, change, sum, previous, size, text),
+	}
+}
+
+type filter struct {
+	include, exclude []string
+	hidden           bool
+}
+
+func newFilter(cfg map[string]string) filter {
+	return filter{include: canon.SplitList(cfg[ConfigInclude]), exclude: canon.SplitList(cfg[ConfigExclude]), hidden: cfg[ConfigHidden] == "true"}
+}
+
+func match(patterns []string, rel string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, rel); ok {
+			return true
+		}
+		if ok, _ := path.Match(p, path.Base(rel)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (f filter) skipDir(rel string) bool {
+	return (!f.hidden && strings.HasPrefix(path.Base(rel), ".")) || match(f.exclude, rel)
+}
+
+func (f filter) keep(rel string) bool {
+	if !f.hidden && strings.HasPrefix(path.Base(rel), ".") {
+		return false
+	}
+	if match(f.exclude, rel) {
+		return false
+	}
+	return len(f.include) == 0 || match(f.include, rel)
+}

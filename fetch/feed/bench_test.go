@@ -1,0 +1,154 @@
+package feed_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mmcdole/gofeed"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// bigFeed is an RSS document of n items of realistic size.
+func bigFeed(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Bench</title><link>https://example.org/</link>` + "\n")
+	for i := range n {
+		fmt.Fprintf(&b, `<item><guid>https://example.org/posts/%d</guid><title>Post number %d</title><link>https://example.org/posts/%d</link>`+
+			`<pubDate>Mon, 02 Jan 2026 15:04:05 GMT</pubDate><category>bench</category>`+
+			`<description>&lt;p&gt;Paragraph %d of the benchmark feed, with some text to hash and store.&lt;/p&gt;</description></item>`+"\n", i, i, i, i)
+	}
+	b.WriteString("</channel></rss>\n")
+	return b.Bytes()
+}
+
+// BenchmarkFeedIngest measures items per second through the whole path —
+// local HTTP server → fetch → parse → canonicalize → hash → settle on
+// SQLite — against parsing the same feed alone, and reports the ratio.
+func BenchmarkFeedIngest(b *testing.B) {
+	const n = 10000
+	body := bigFeed(n)
+	srv, client := fetchtest.MustServe(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write(body)
+	}))
+	var parseTime, fullTime time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		fd, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+		if err != nil || len(fd.Items) != n {
+			b.Fatalf("parse: %v", err)
+		}
+		parseTime += time.Since(t0)
+
+		b.StopTimer()
+		h := fetchtest.MustHarness(b, sqltest.Backends()[0], "feed", srv.URL, nil, &feed.Fetcher{Client: client})
+		b.StartTimer()
+		t1 := time.Now()
+		rep := h.Run(b)
+		fullTime += time.Since(t1)
+		if rep.Outcome != tidemark.OutcomeItems || rep.EventsNew != n {
+			b.Fatalf("run: %+v", rep)
+		}
+	}
+	iters := float64(b.N)
+	full := n * iters / fullTime.Seconds()
+	parse := n * iters / parseTime.Seconds()
+	b.ReportMetric(full, "items/s")
+	b.ReportMetric(parse, "parse-items/s")
+	b.ReportMetric(full/parse, "x/baseline")
+}
+
+// peakHeap runs f while sampling the live heap, and returns the peak
+// above the heap in use before f started.
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	base := read()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(200 * time.Microsecond)
+		defer t.Stop()
+		for {
+			if v := read(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	if v := read(); v > peak.Load() {
+		peak.Store(v)
+	}
+	if p := peak.Load(); p > base {
+		return p - base
+	}
+	return 0
+}
+
+// BenchmarkFeedMemory reports the peak heap growth while a 50 MB body is
+// rejected by the size limit (default 20 MiB) and while a 10,000-item feed
+// is accepted and settled, and the first against the limit.
+func BenchmarkFeedMemory(b *testing.B) {
+	chunk := []byte(strings.Repeat("<item><title>x</title></item>\n", 1<<15)) // ~1 MB
+	huge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write([]byte(`<?xml version="1.0"?><rss version="2.0"><channel>`))
+		for written := 0; written < 50<<20; written += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client stopped reading at its limit
+			}
+		}
+		w.Write([]byte("</channel></rss>"))
+	})
+	srvHuge, clientHuge := fetchtest.MustServe(b, huge)
+	body := bigFeed(10000)
+	srvBig, clientBig := fetchtest.MustServe(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(body)
+	}))
+	var rejectedPeak, acceptedPeak uint64
+	for b.Loop() {
+		p := peakHeap(func() {
+			_, err := (&feed.Fetcher{Client: clientHuge}).Fetch(context.Background(), tidemark.Source{Location: srvHuge.URL}, "")
+			if o, _, _ := tidemark.Classify(err); o != tidemark.OutcomeInvalid {
+				b.Fatalf("50 MB body: %v", err)
+			}
+		})
+		rejectedPeak = max(rejectedPeak, p)
+		b.StopTimer()
+		h := fetchtest.MustHarness(b, sqltest.Backends()[0], "feed", srvBig.URL, nil, &feed.Fetcher{Client: clientBig})
+		b.StartTimer()
+		p = peakHeap(func() {
+			if rep := h.Run(b); rep.EventsNew != 10000 {
+				b.Fatalf("10k feed: %+v", rep)
+			}
+		})
+		acceptedPeak = max(acceptedPeak, p)
+	}
+	const mb = 1 << 20
+	b.ReportMetric(float64(rejectedPeak)/mb, "peak-MB-50MB-rejected")
+	b.ReportMetric(float64(acceptedPeak)/mb, "peak-MB-10k-accepted")
+	b.ReportMetric(float64(rejectedPeak)/float64(20<<20), "x/limit-rejected")
+	b.ReportMetric(float64(len(body))/mb, "feed-MB-10k")
+}

@@ -1,0 +1,294 @@
+package feed_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// upstream is a feed server whose answer the test changes between runs.
+type upstream struct {
+	mu       sync.Mutex
+	status   int
+	body     string
+	etag     string
+	header   map[string]string
+	lastINM  string
+	requests int
+}
+
+func (u *upstream) set(status int, body, etag string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.status, u.body, u.etag = status, body, etag
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.requests++
+	u.lastINM = r.Header.Get("If-None-Match")
+	for k, v := range u.header {
+		w.Header().Set(k, v)
+	}
+	if u.etag != "" {
+		w.Header().Set("ETag", u.etag)
+		if u.lastINM == u.etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/rss+xml")
+	w.WriteHeader(u.status)
+	fmt.Fprint(w, u.body)
+}
+
+func rss(items ...string) string {
+	return `<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>T</title><link>https://example.org/</link>
+` + strings.Join(items, "\n") + `
+</channel></rss>`
+}
+
+func rssItem(guid, title, desc string) string {
+	return fmt.Sprintf(`<item><guid>%s</guid><title>%s</title><link>https://example.org/%s</link><description>%s</description><pubDate>Mon, 02 Jan 2026 15:04:05 GMT</pubDate></item>`, guid, title, guid, desc)
+}
+
+func mustFeedHarness(t *testing.T, b sqltest.Backend, u *upstream) *fetchtest.Harness {
+	t.Helper()
+	srv, client := fetchtest.MustServe(t, u)
+	return fetchtest.MustHarness(t, b, "feed", srv.URL+"/feed.xml", nil, &feed.Fetcher{Client: client})
+}
+
+func TestEditedItemBecomesOneNewRevision(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := &upstream{}
+		u.set(200, rss(rssItem("a", "First", "one"), rssItem("b", "Second", "two")), "")
+		h := mustFeedHarness(t, b, u)
+
+		rep := h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 2 || rep.EventsChanged != 0 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		// The same document again: nothing new.
+		rep = h.MustRun(t, tidemark.OutcomeEmpty)
+		if rep.EventsNew+rep.EventsChanged != 0 {
+			t.Fatalf("second run: %+v", rep)
+		}
+		before := h.Events(t)
+
+		u.set(200, rss(rssItem("a", "First", "one, edited"), rssItem("b", "Second", "two")), "")
+		rep = h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 0 || rep.EventsChanged != 1 {
+			t.Fatalf("edit run: %+v", rep)
+		}
+		after := h.Events(t)
+		if len(after) != 2 {
+			t.Fatalf("%d events after an edit, want 2", len(after))
+		}
+		a := after["a"]
+		if a.Revision != 2 || a.ID != before["a"].ID || a.EvidenceHash == before["a"].EvidenceHash {
+			t.Fatalf("edited item: %+v (was %+v)", a, before["a"])
+		}
+		if after["b"].Revision != 1 || after["b"].EvidenceHash != before["b"].EvidenceHash {
+			t.Fatalf("untouched item moved: %+v", after["b"])
+		}
+		if ev := h.Evidence(t, a.ID, 1); !strings.Contains(ev, `"description":"one\n"`) {
+			t.Fatalf("revision 1 evidence lost: %s", ev)
+		}
+		if ev := h.Evidence(t, a.ID, 0); !strings.Contains(ev, "one, edited") {
+			t.Fatalf("current evidence: %s", ev)
+		}
+	})
+}
+
+func TestNotModifiedSettlesEmptyAndKeepsValidators(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := &upstream{header: map[string]string{"Last-Modified": "Mon, 02 Jan 2026 15:04:05 GMT"}}
+		u.set(200, rss(rssItem("a", "First", "one")), `"v1"`)
+		h := mustFeedHarness(t, b, u)
+		h.MustRun(t, tidemark.OutcomeItems)
+		cur := h.Current(t)
+		if c := feed.DecodeCursor(cur.Cursor); c.ETag != `"v1"` || c.LastModified == "" {
+			t.Fatalf("validators not stored with the cursor: %q", cur.Cursor)
+		}
+		rep := h.MustRun(t, tidemark.OutcomeEmpty)
+		if u.lastINM != `"v1"` {
+			t.Fatalf("If-None-Match sent %q", u.lastINM)
+		}
+		after := h.Current(t)
+		if after.Cursor != cur.Cursor || rep.CursorAfter != cur.Cursor {
+			t.Fatalf("validators moved on 304: %q -> %q", cur.Cursor, after.Cursor)
+		}
+		if len(h.Events(t)) != 1 {
+			t.Fatal("a 304 changed the events")
+		}
+	})
+}
+
+func TestFailedRunLeavesCursorThenNextRunIngestsEverything(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := &upstream{}
+		u.set(500, "oops", "")
+		h := mustFeedHarness(t, b, u)
+		rep := h.MustRun(t, tidemark.OutcomeUnreachable)
+		src := h.Current(t)
+		if src.Cursor != "" || src.CursorVersion != 0 || len(h.Events(t)) != 0 {
+			t.Fatalf("unreachable run moved something: cursor %q v%d", src.Cursor, src.CursorVersion)
+		}
+		if src.LastOutcome != tidemark.OutcomeUnreachable || !strings.Contains(src.LastError, "HTTP 500") {
+			t.Fatalf("reason not on the source: %s %q", src.LastOutcome, src.LastError)
+		}
+		_ = rep
+
+		// A 200 with new validators but a broken body: the validators must
+		// not advance either, or the next run would get a 304 and never
+		// read the entries.
+		u.set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"))[:120], `"v2"`)
+		h.MustRun(t, tidemark.OutcomeInvalid)
+		if c := h.Current(t).Cursor; c != "" {
+			t.Fatalf("invalid run moved the cursor to %q", c)
+		}
+
+		u.set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"), rssItem("c", "C", "z")), `"v2"`)
+		rep = h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 3 {
+			t.Fatalf("recovery run: %+v", rep)
+		}
+		if c := feed.DecodeCursor(h.Current(t).Cursor); c.ETag != `"v2"` {
+			t.Fatalf("cursor after recovery: %+v", c)
+		}
+	})
+}
+
+func TestUnusableAnswersAreInvalid(t *testing.T) {
+	full := rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"))
+	cases := map[string]string{
+		"empty body":  "",
+		"blank body":  "  \n ",
+		"truncated":   full[:len(full)-40],
+		"cut in item": full[:strings.Index(full, "<item>")+30],
+		"malformed":   "<rss><channel><item><title>x</title></item>",
+		"not a feed":  `{"hello": "world"}`,
+		"html":        "<!doctype html><html><body><p>hi</p></body></html>",
+		"garbage":     "\x00\x01\x02 not xml at all",
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := &upstream{}
+			u.set(200, body, "")
+			h := mustFeedHarness(t, sqltest.Backends()[0], u)
+			rep := h.MustRun(t, tidemark.OutcomeInvalid)
+			if h.Current(t).Cursor != "" || len(h.Events(t)) != 0 {
+				t.Fatalf("invalid run wrote something (%s)", rep.Error)
+			}
+		})
+	}
+}
+
+func TestRedirectToPrivateAddressIsRefused(t *testing.T) {
+	var hits atomic.Int32
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, rss(rssItem("secret", "Secret", "internal")))
+	}))
+	defer private.Close()
+	for _, target := range []string{private.URL + "/feed.xml", "http://192.168.0.1/feed.xml", "http://169.254.169.254/"} {
+		t.Run(target, func(t *testing.T) {
+			srv, client := fetchtest.MustServe(t, http.RedirectHandler(target, http.StatusFound))
+			h := fetchtest.MustHarness(t, sqltest.Backends()[0], "feed", srv.URL, nil, &feed.Fetcher{Client: client})
+			rep := h.MustRun(t, tidemark.OutcomeInvalid)
+			if !strings.Contains(rep.Error, "refused to connect") || len(h.Events(t)) != 0 {
+				t.Fatalf("got %q", rep.Error)
+			}
+		})
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the private server was reached %d times", hits.Load())
+	}
+}
+
+func TestUpstreamSchedulingHints(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := &upstream{header: map[string]string{"Cache-Control": "max-age=3600"}}
+		u.set(200, rss(rssItem("a", "A", "x")), "")
+		h := mustFeedHarness(t, b, u)
+		h.MustRun(t, tidemark.OutcomeItems)
+		now := h.Env.Clock.Now()
+		if due := h.Current(t).NextDueAt; !due.Equal(now.Add(time.Hour)) {
+			t.Fatalf("next due %s, want max-age (1h) after %s", due, now)
+		}
+		u.header = map[string]string{"Retry-After": "7200"}
+		u.set(429, "slow down", "")
+		h.MustRun(t, tidemark.OutcomeUnreachable)
+		if due := h.Current(t).NextDueAt; due.Before(now.Add(2 * time.Hour)) {
+			t.Fatalf("next due %s ignores Retry-After of 2h", due)
+		}
+	})
+}
+
+func TestSameContentFreezesToSameHash(t *testing.T) {
+	a := rss(rssItem("a", "Title", "Body text"))
+	// The same content with other line endings, indentation and tag order
+	// of categories.
+	b := strings.ReplaceAll(rss(rssItem("a", "  Title ", "Body text  \r\n")), "\n", "\r\n")
+	ia, err := feed.Parse([]byte(a), "https://example.org/feed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := feed.Parse([]byte(b), "https://example.org/feed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ia) != 1 || len(ib) != 1 || ia[0].EvidenceHash() != ib[0].EvidenceHash() {
+		t.Fatalf("evidence differs:\n%s\n%s", ia[0].Evidence, ib[0].Evidence)
+	}
+	ia2, _ := feed.Parse([]byte(a), "https://example.org/feed", 0)
+	if ia2[0].EvidenceHash() != ia[0].EvidenceHash() {
+		t.Fatal("the same bytes hashed differently")
+	}
+}
+
+func TestIdentityFallbacksAndFormats(t *testing.T) {
+	doc := rss(
+		`<item><title>No guid</title><link>/posts/1</link><description>d</description></item>`,
+		`<item><title>Nothing</title><description>just text</description></item>`,
+		`<item><guid>dup</guid><title>first</title></item>`,
+		`<item><guid>dup</guid><title>second</title></item>`,
+	)
+	items, err := feed.Parse([]byte(doc), "https://example.org/feed.xml", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3 (a duplicate identity is dropped)", len(items))
+	}
+	if items[0].Key != "https://example.org/posts/1" || !strings.HasPrefix(items[1].Key, "sha256:") || items[2].Title != "first" {
+		t.Fatalf("keys: %q %q %q", items[0].Key, items[1].Key, items[2].Title)
+	}
+
+	atom := `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>
+<entry><id>urn:1</id><title>Atom entry</title><updated>2026-01-02T03:04:05Z</updated><content type="html">&lt;p&gt;hi&lt;/p&gt;</content></entry></feed>`
+	items, err = feed.Parse([]byte(atom), "", 0)
+	if err != nil || len(items) != 1 || items[0].Key != "urn:1" || items[0].OccurredAt.IsZero() {
+		t.Fatalf("atom: %v %+v", err, items)
+	}
+	jf := `{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"7","title":"JSON entry","content_text":"hello"}]}`
+	items, err = feed.Parse([]byte(jf), "", 0)
+	if err != nil || len(items) != 1 || items[0].Key != "7" || !strings.Contains(string(items[0].Evidence), "hello") {
+		t.Fatalf("json feed: %v %+v", err, items)
+	}
+	if _, err := feed.Parse([]byte(rss(rssItem("a", "A", ""), rssItem("b", "B", ""))), "", 1); err == nil {
+		t.Fatal("a feed over max_items was accepted")
+	}
+}

@@ -1,0 +1,106 @@
+package git_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/git"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+func mustCommitFile(tb testing.TB, work, file, msg string) {
+	tb.Helper()
+	if err := os.WriteFile(filepath.Join(work, file), []byte(msg+"\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	mustGit(tb, work, "add", file)
+	mustGit(tb, work, "commit", "-q", "-m", msg)
+}
+
+func TestRemoteRepositoryAndBranch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		tmp := t.TempDir()
+		work, bare := filepath.Join(tmp, "work"), filepath.Join(tmp, "remote.git")
+		mustGit(t, tmp, "init", "-q", "-b", "main", work)
+		mustCommitFile(t, work, "a.txt", "on main")
+		mustGit(t, work, "checkout", "-q", "-b", "dev")
+		mustCommitFile(t, work, "b.txt", "on dev 1")
+		mustGit(t, tmp, "clone", "-q", "--bare", work, bare)
+
+		f := &git.Fetcher{CacheDir: filepath.Join(tmp, "cache")}
+		h := fetchtest.MustHarness(t, b, "git", "file://"+bare, map[string]string{git.ConfigBranch: "dev"}, f)
+		rep := h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 2 {
+			t.Fatalf("first run on dev: %+v", rep)
+		}
+		h.MustRun(t, tidemark.OutcomeEmpty)
+
+		// A new commit on dev reaches the remote; main moves too but is not
+		// followed.
+		mustCommitFile(t, work, "c.txt", "on dev 2")
+		mustGit(t, work, "push", "-q", bare, "dev")
+		mustGit(t, work, "checkout", "-q", "main")
+		mustCommitFile(t, work, "d.txt", "on main 2")
+		mustGit(t, work, "push", "-q", bare, "main")
+		rep = h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 1 {
+			t.Fatalf("second run: %+v", rep)
+		}
+		titles := map[string]bool{}
+		for _, e := range h.Events(t) {
+			titles[e.Title] = true
+		}
+		if !titles["on dev 2"] || titles["on main 2"] {
+			t.Fatalf("events: %v", titles)
+		}
+
+		// The remote disappears: unreachable, cursor unmoved.
+		cur := h.Current(t).Cursor
+		if err := os.Rename(bare, bare+".gone"); err != nil {
+			t.Fatal(err)
+		}
+		h.MustRun(t, tidemark.OutcomeUnreachable)
+		if h.Current(t).Cursor != cur {
+			t.Fatal("cursor moved on an unreachable remote")
+		}
+	})
+}
+
+func TestRemoteFailures(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	tmp := t.TempDir()
+	work, bare := filepath.Join(tmp, "work"), filepath.Join(tmp, "remote.git")
+	mustGit(t, tmp, "init", "-q", "-b", "main", work)
+	mustCommitFile(t, work, "a.txt", "one")
+	mustGit(t, tmp, "clone", "-q", "--bare", work, bare)
+	f := &git.Fetcher{CacheDir: filepath.Join(tmp, "cache")}
+	be := sqltest.Backends()[0]
+
+	h := fetchtest.MustHarness(t, be, "git", "file://"+filepath.Join(tmp, "nowhere.git"), nil, f)
+	h.MustRun(t, tidemark.OutcomeUnreachable)
+
+	h = fetchtest.MustHarness(t, be, "git", "file://"+bare, map[string]string{git.ConfigBranch: "nope"}, f)
+	h.MustRun(t, tidemark.OutcomeInvalid)
+
+	// ext:: runs commands; it is never allowed.
+	h = fetchtest.MustHarness(t, be, "git", "ext::sh -c touch% "+filepath.Join(tmp, "pwned"), nil, f)
+	h.Run(t)
+	if _, err := os.Stat(filepath.Join(tmp, "pwned")); err == nil {
+		t.Fatal("ext:: transport ran a command")
+	}
+
+	for loc, want := range map[string]bool{"https://example.org/r.git": true, "git@example.org:o/r.git": true, "/srv/repo": false, "./repo": false, "C:/x": false} {
+		if git.IsRemote(loc) != want {
+			t.Errorf("IsRemote(%q) = %v", loc, !want)
+		}
+	}
+}

@@ -1,0 +1,567 @@
+// Package httpx is the one HTTP layer every web source kind fetches
+// through. It guarantees:
+//
+//   - honesty: an identifying User-Agent, conditional GETs with the
+//     validators the caller kept;
+//   - limits: a request timeout, a body size limit enforced while reading
+//     (a body is never buffered past the limit), a redirect limit;
+//   - politeness: a per-host limit on requests in flight and a minimum
+//     interval between requests to the same host;
+//   - safety: a guard at dial time that refuses private, loopback,
+//     link-local, unspecified and multicast addresses unless allowed, so
+//     neither a redirect nor a DNS answer can bypass it; environment proxies
+//     are never used (a proxy would dial for us);
+//   - honest classification: DNS, connect, TLS, timeout, 5xx, 408 and 429
+//     are tidemark.Unreachable (with Retry-After); a reached server whose
+//     answer is unusable (other 4xx, an empty or oversized or truncated
+//     body, too many redirects, a refused address) is tidemark.Unusable.
+package httpx
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+)
+
+// UserAgent is the honest User-Agent every request carries.
+const UserAgent = "tidemark/0.1 (+https://github.com/tidemark/tidemark)"
+
+// Defaults of Options.
+const (
+	DefaultTimeout            = 30 * time.Second
+	DefaultMaxBodyBytes int64 = 20 << 20
+	DefaultMaxRedirects       = 5
+	DefaultPerHost            = 2
+	DefaultMinInterval        = time.Second
+	// MaxHonouredAge bounds how far Cache-Control or Retry-After may push a
+	// source's next fetch.
+	MaxHonouredAge = 24 * time.Hour
+)
+
+// Options configure a Client. Zero values take the defaults.
+type Options struct {
+	UserAgent    string
+	Timeout      time.Duration // one request, including reading the body
+	MaxBodyBytes int64
+	MaxRedirects int
+	// PerHost bounds requests in flight to one host.
+	PerHost int
+	// MinInterval is the least time between the starts of two requests to
+	// one host. Negative: no interval.
+	MinInterval time.Duration
+	// AllowPrivate lets the client dial private, loopback, link-local and
+	// other non-public addresses. Off by default.
+	AllowPrivate bool
+	// AllowAddrs lets the client dial exactly these addresses (ip:port)
+	// even when AllowPrivate is off: tests allow their own server and
+	// nothing else.
+	AllowAddrs []string
+	Clock      clock.Clock
+	// Sleep waits for d or until ctx ends (default: a timer). Tests inject
+	// one that advances a fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Transport, if set, replaces the guarded transport (tests only; it
+	// bypasses the address guard).
+	Transport http.RoundTripper
+}
+
+// Client fetches over HTTP with the guarantees of the package. It is safe
+// for concurrent use; share one per process so per-host limits hold.
+type Client struct {
+	opt   Options
+	hc    *http.Client
+	mu    sync.Mutex
+	hosts map[string]*hostState
+}
+
+type hostState struct {
+	slots chan struct{}
+	mu    sync.Mutex
+	next  time.Time // earliest start of the next request
+}
+
+// New returns a Client.
+func New(opt Options) *Client {
+	if opt.UserAgent == "" {
+		opt.UserAgent = UserAgent
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.MaxRedirects <= 0 {
+		opt.MaxRedirects = DefaultMaxRedirects
+	}
+	if opt.PerHost <= 0 {
+		opt.PerHost = DefaultPerHost
+	}
+	if opt.MinInterval == 0 {
+		opt.MinInterval = DefaultMinInterval
+	}
+	if opt.Clock == nil {
+		opt.Clock = clock.System{}
+	}
+	if opt.Sleep == nil {
+		opt.Sleep = sleep
+	}
+	c := &Client{opt: opt, hosts: map[string]*hostState{}}
+	rt := opt.Transport
+	if rt == nil {
+		rt = c.transport()
+	}
+	c.hc = &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > opt.MaxRedirects {
+				return &redirectError{n: len(via)}
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return &schemeError{scheme: req.URL.Scheme}
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+// Options returns the client's effective options.
+func (c *Client) Options() Options { return c.opt }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// AddrError is the guard's refusal of an address.
+type AddrError struct {
+	Addr   string
+	Reason string
+}
+
+func (e *AddrError) Error() string {
+	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only when explicitly enabled)", e.Addr, e.Reason)
+}
+
+type redirectError struct{ n int }
+
+func (e *redirectError) Error() string { return fmt.Sprintf("stopped after %d redirects", e.n-1) }
+
+type schemeError struct{ scheme string }
+
+func (e *schemeError) Error() string {
+	return fmt.Sprintf("redirect to unsupported scheme %q", e.scheme)
+}
+
+// Check reports why addr (ip:port) may not be dialled, or nil.
+func (c *Client) Check(addr string) error {
+	if c.opt.AllowPrivate {
+		return nil
+	}
+	for _, a := range c.opt.AllowAddrs {
+		if a == addr {
+			return nil
+		}
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return &AddrError{Addr: addr, Reason: "unparseable"}
+	}
+	if reason := nonPublic(ap.Addr()); reason != "" {
+		return &AddrError{Addr: addr, Reason: reason}
+	}
+	return nil
+}
+
+// nonPublic names why ip is not a public unicast address, or "".
+func nonPublic(ip netip.Addr) string {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.IsPrivate():
+		return "private"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return "link-local"
+	case ip.IsUnspecified():
+		return "unspecified"
+	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+		return "multicast"
+	}
+	// Carrier-grade NAT (100.64.0.0/10) and the IPv4 "this network" and
+	// benchmarking ranges are not the public internet either.
+	for _, p := range reserved {
+		if p.Contains(ip) {
+			return "reserved"
+		}
+	}
+	return ""
+}
+
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// transport is the guarded transport: the guard runs in the dialer's
+// Control hook, after DNS resolution and before the socket connects, so
+// every connection — the first, each redirect's, each DNS answer's — passes
+// through it.
+func (c *Client) transport() *http.Transport {
+	d := &net.Dialer{
+		Timeout:   c.opt.Timeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			return c.Check(address)
+		},
+	}
+	return &http.Transport{
+		Proxy:                 nil, // a proxy would dial on our behalf, past the guard
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxConnsPerHost:       c.opt.PerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   c.opt.Timeout,
+		ResponseHeaderTimeout: c.opt.Timeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Request is one conditional GET.
+type Request struct {
+	URL string
+	// Accept is the Accept header (default */*).
+	Accept string
+	// ETag and LastModified are the validators of the last successful
+	// fetch, sent as If-None-Match and If-Modified-Since.
+	ETag         string
+	LastModified string
+	// MaxBodyBytes overrides the client's limit when > 0.
+	MaxBodyBytes int64
+	// AllowEmpty accepts a 200 with an empty body (default: invalid).
+	AllowEmpty bool
+}
+
+// Response is a usable answer.
+type Response struct {
+	Status int
+	// URL is the final URL after redirects.
+	URL    string
+	Header http.Header
+	Body   []byte
+	// NotModified: the server answered 304; Body is empty and the
+	// caller's validators still hold.
+	NotModified bool
+	// ETag and LastModified are the validators to keep for the next fetch
+	// (the request's own when the answer was 304 without new ones).
+	ETag         string
+	LastModified string
+	// MaxAge is the Cache-Control max-age (or s-maxage), bounded by
+	// MaxHonouredAge; 0 when absent, no-cache or no-store.
+	MaxAge time.Duration
+}
+
+// ContentType returns the response's media type, lower-cased, without
+// parameters.
+func (r *Response) ContentType() string {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// Get performs a conditional GET and classifies every failure.
+func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, tidemark.Unusable("not an http(s) URL: "+r.URL, err)
+	}
+	limit := c.opt.MaxBodyBytes
+	if r.MaxBodyBytes > 0 {
+		limit = r.MaxBodyBytes
+	}
+	release, err := c.acquire(ctx, u.Host)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, tidemark.Unusable("bad request URL", err)
+	}
+	req.Header.Set("User-Agent", c.opt.UserAgent)
+	accept := r.Accept
+	if accept == "" {
+		accept = "*/*"
+	}
+	req.Header.Set("Accept", accept)
+	if r.ETag != "" {
+		req.Header.Set("If-None-Match", r.ETag)
+	}
+	if r.LastModified != "" {
+		req.Header.Set("If-Modified-Since", r.LastModified)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	out := &Response{
+		Status: resp.StatusCode, URL: resp.Request.URL.String(), Header: resp.Header,
+		ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"),
+		MaxAge: maxAge(resp.Header),
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotModified:
+		out.NotModified = true
+		if out.ETag == "" {
+			out.ETag = r.ETag
+		}
+		if out.LastModified == "" {
+			out.LastModified = r.LastModified
+		}
+		return out, nil
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
+		ra := RetryAfter(resp.Header.Get("Retry-After"), c.opt.Clock.Now())
+		return nil, tidemark.Unreachable(fmt.Sprintf("HTTP %d from %s", resp.StatusCode, u.Host), ra, nil)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, tidemark.Unusable(fmt.Sprintf("HTTP %d from %s", resp.StatusCode, u.Host), nil)
+	}
+	if resp.ContentLength > limit {
+		return nil, tidemark.Unusable(fmt.Sprintf("body of %d bytes is over the limit of %d", resp.ContentLength, limit), nil)
+	}
+	body, err := readLimited(resp.Body, limit, resp.ContentLength)
+	if errors.Is(err, errOverLimit) {
+		return nil, tidemark.Unusable(fmt.Sprintf("body is over the limit of %d bytes", limit), nil)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, c.classify(ctx, err)
+		}
+		return nil, tidemark.Unusable("truncated body", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, tidemark.Unusable(fmt.Sprintf("body is over the limit of %d bytes", limit), nil)
+	}
+	if len(body) == 0 && !r.AllowEmpty {
+		return nil, tidemark.Unusable(fmt.Sprintf("empty body (HTTP %d)", resp.StatusCode), nil)
+	}
+	out.Body = body
+	return out, nil
+}
+
+// acquire waits for a slot for host and for its minimum interval.
+func (c *Client) acquire(ctx context.Context, host string) (func(), error) {
+	c.mu.Lock()
+	h := c.hosts[host]
+	if h == nil {
+		h = &hostState{slots: make(chan struct{}, c.opt.PerHost)}
+		c.hosts[host] = h
+	}
+	c.mu.Unlock()
+	select {
+	case h.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	release := func() { <-h.slots }
+	if c.opt.MinInterval > 0 {
+		h.mu.Lock()
+		now := c.opt.Clock.Now()
+		start := now
+		if h.next.After(now) {
+			start = h.next
+		}
+		h.next = start.Add(c.opt.MinInterval)
+		h.mu.Unlock()
+		if wait := start.Sub(now); wait > 0 {
+			if err := c.opt.Sleep(ctx, wait); err != nil {
+				release()
+				return nil, err
+			}
+		}
+	}
+	return release, nil
+}
+
+// classify turns a transport error into an outcome. A context cancelled by
+// our caller (shutdown) is returned as is: it is not the source's fault.
+func (c *Client) classify(ctx context.Context, err error) error {
+	var ae *AddrError
+	var re *redirectError
+	var se *schemeError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var uaErr x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var recErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &ae):
+		return tidemark.Unusable("network safety", ae)
+	case errors.As(err, &re):
+		return tidemark.Unusable("too many redirects", err)
+	case errors.As(err, &se):
+		return tidemark.Unusable(se.Error(), err)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) {
+			return err
+		}
+		return tidemark.Unreachable(fmt.Sprintf("timed out after %s", c.opt.Timeout), 0, err)
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &dnsErr):
+		return tidemark.Unreachable("DNS: "+dnsErr.Err, 0, err)
+	case errors.As(err, &certErr), errors.As(err, &uaErr), errors.As(err, &hostErr), errors.As(err, &recErr):
+		return tidemark.Unreachable("TLS", 0, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return tidemark.Unreachable("timed out", 0, err)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return tidemark.Unreachable("connect: "+oe.Op, 0, err)
+	}
+	// Anything else on the way there (a reset, a closed connection, a
+	// protocol error before the status line) means we did not get an
+	// answer.
+	return tidemark.Unreachable("connection failed", 0, err)
+}
+
+// RetryAfter parses a Retry-After header (seconds or an HTTP date),
+// bounded by MaxHonouredAge; 0 when absent or unreadable.
+func RetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n > int64(MaxHonouredAge/time.Second) {
+			return MaxHonouredAge
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxHonouredAge)
+}
+
+// maxAge reads Cache-Control's s-maxage or max-age; no-store and no-cache
+// ask for no delay.
+func maxAge(h http.Header) time.Duration {
+	var age, shared time.Duration = -1, -1
+	for _, line := range h.Values("Cache-Control") {
+		for _, dir := range strings.Split(line, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			k = strings.ToLower(strings.TrimSpace(k))
+			v = strings.Trim(strings.TrimSpace(v), `"`)
+			switch k {
+			case "no-store", "no-cache":
+				return 0
+			case "max-age", "s-maxage":
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 {
+					continue
+				}
+				d := MaxHonouredAge
+				if n < int64(MaxHonouredAge/time.Second) {
+					d = time.Duration(n) * time.Second
+				}
+				if k == "max-age" {
+					age = d
+				} else {
+					shared = d
+				}
+			}
+		}
+	}
+	if shared >= 0 {
+		return shared
+	}
+	return max(age, 0)
+}
+
+var errOverLimit = errors.New("httpx: body over the limit")
+
+// readChunk is the unit in which a body of unknown length is read.
+const readChunk = 256 << 10
+
+// readLimited reads at most limit+1 bytes of r. A body of known length is
+// read into one buffer of that size; one of unknown length is read in
+// fixed chunks joined once at the end, so a body over the limit costs about
+// the limit in memory, never a doubling buffer's slack.
+func readLimited(r io.Reader, limit, length int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	if length >= 0 && length <= limit {
+		buf := make([]byte, length+1)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == io.ErrUnexpectedEOF && int64(n) < length:
+			return nil, err // fewer bytes than declared: truncated
+		case err == io.ErrUnexpectedEOF, err == io.EOF && length == 0:
+			return buf[:n], nil
+		case err != nil:
+			return nil, err
+		}
+		return buf[:n], nil // more than declared; the caller sees the size
+	}
+	var chunks [][]byte
+	total := 0
+	for {
+		c := make([]byte, readChunk)
+		n, err := io.ReadFull(r, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if int64(total) > limit {
+		return nil, errOverLimit // refused before the chunks are joined
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
+}

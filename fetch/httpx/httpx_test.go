@@ -1,0 +1,354 @@
+package httpx_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/fetch/httpx"
+)
+
+// mustServe starts a test server on 127.0.0.1 and a client allowed to dial
+// exactly that server (and no other private address).
+func mustServe(tb testing.TB, h http.HandlerFunc, opt httpx.Options) (*httptest.Server, *httpx.Client) {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	opt.AllowAddrs = append(opt.AllowAddrs, srv.Listener.Addr().String())
+	if opt.MinInterval == 0 {
+		opt.MinInterval = -1
+	}
+	return srv, httpx.New(opt)
+}
+
+func outcomeOf(err error) tidemark.Outcome {
+	o, _, _ := tidemark.Classify(err)
+	return o
+}
+
+func TestGetSendsHonestHeadersAndValidators(t *testing.T) {
+	var got http.Header
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
+		w.Header().Set("Cache-Control", "public, max-age=600")
+		fmt.Fprint(w, "hello")
+	}, httpx.Options{})
+	ctx := context.Background()
+	r, err := c.Get(ctx, httpx.Request{URL: srv.URL, Accept: "text/plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Get("User-Agent") != httpx.UserAgent || got.Get("Accept") != "text/plain" {
+		t.Fatalf("headers sent: %v", got)
+	}
+	if string(r.Body) != "hello" || r.ETag != `"v1"` || r.MaxAge != 10*time.Minute {
+		t.Fatalf("response: %+v", r)
+	}
+	r2, err := c.Get(ctx, httpx.Request{URL: srv.URL, ETag: r.ETag, LastModified: r.LastModified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Get("If-Modified-Since") != r.LastModified {
+		t.Fatalf("If-Modified-Since not sent: %v", got)
+	}
+	if !r2.NotModified || r2.ETag != `"v1"` || r2.LastModified != r.LastModified || len(r2.Body) != 0 {
+		t.Fatalf("304 response: %+v", r2)
+	}
+}
+
+func TestGetClassifiesStatuses(t *testing.T) {
+	cases := []struct {
+		status     int
+		header     string
+		body       string
+		want       tidemark.Outcome
+		retryAfter time.Duration
+	}{
+		{500, "", "boom", tidemark.OutcomeUnreachable, 0},
+		{503, "120", "", tidemark.OutcomeUnreachable, 2 * time.Minute},
+		{429, "7", "", tidemark.OutcomeUnreachable, 7 * time.Second},
+		{408, "", "", tidemark.OutcomeUnreachable, 0},
+		{404, "", "no", tidemark.OutcomeInvalid, 0},
+		{403, "", "no", tidemark.OutcomeInvalid, 0},
+		{200, "", "", tidemark.OutcomeInvalid, 0}, // empty body
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.header != "" {
+					w.Header().Set("Retry-After", tc.header)
+				}
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}, httpx.Options{})
+			_, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+			o, reason, ra := tidemark.Classify(err)
+			if o != tc.want || ra != tc.retryAfter {
+				t.Fatalf("got %s (%s) retry-after %s, want %s retry-after %s", o, reason, ra, tc.want, tc.retryAfter)
+			}
+		})
+	}
+}
+
+func TestGetRefusesBodiesOverTheLimit(t *testing.T) {
+	big := strings.Repeat("x", 4096)
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+				if !chunked {
+					w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+				}
+				for i := 0; i < len(big); i += 512 {
+					fmt.Fprint(w, big[i:i+512])
+					w.(http.Flusher).Flush()
+				}
+			}, httpx.Options{MaxBodyBytes: 1000})
+			_, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+			if outcomeOf(err) != tidemark.OutcomeInvalid || !strings.Contains(err.Error(), "over the limit") {
+				t.Fatalf("got %v, want invalid over the limit", err)
+			}
+			// Exactly the limit is fine.
+			if _, err := c.Get(context.Background(), httpx.Request{URL: srv.URL, MaxBodyBytes: int64(len(big))}); err != nil {
+				t.Fatalf("body at the limit: %v", err)
+			}
+		})
+	}
+}
+
+func TestGetTruncatedBodyIsInvalid(t *testing.T) {
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/rss+xml\r\nContent-Length: 1000\r\n\r\n<rss><channel>")
+		buf.Flush()
+	}, httpx.Options{})
+	_, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+	if outcomeOf(err) != tidemark.OutcomeInvalid || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("got %v, want invalid truncated", err)
+	}
+}
+
+func TestGuardRefusesPrivateAddressesAtDialTime(t *testing.T) {
+	var hits atomic.Int32
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "secret")
+	}))
+	defer private.Close()
+
+	t.Run("direct", func(t *testing.T) {
+		c := httpx.New(httpx.Options{MinInterval: -1})
+		_, err := c.Get(context.Background(), httpx.Request{URL: private.URL})
+		var ae *httpx.AddrError
+		if outcomeOf(err) != tidemark.OutcomeInvalid || !errors.As(err, &ae) {
+			t.Fatalf("got %v, want a refused address", err)
+		}
+	})
+	t.Run("hostname resolving to loopback", func(t *testing.T) {
+		c := httpx.New(httpx.Options{MinInterval: -1})
+		_, port, _ := net.SplitHostPort(private.Listener.Addr().String())
+		_, err := c.Get(context.Background(), httpx.Request{URL: "http://localhost:" + port + "/"})
+		var ae *httpx.AddrError
+		if !errors.As(err, &ae) {
+			t.Fatalf("got %v, want a refused address", err)
+		}
+	})
+	for _, target := range []string{private.URL + "/x", "http://10.255.255.1:81/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:9/"} {
+		t.Run("redirect to "+target, func(t *testing.T) {
+			srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target, http.StatusFound)
+			}, httpx.Options{})
+			_, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+			var ae *httpx.AddrError
+			if outcomeOf(err) != tidemark.OutcomeInvalid || !errors.As(err, &ae) {
+				t.Fatalf("got %v, want a refused address", err)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the private server was reached %d times", n)
+	}
+	t.Run("allowed", func(t *testing.T) {
+		c := httpx.New(httpx.Options{MinInterval: -1, AllowPrivate: true})
+		r, err := c.Get(context.Background(), httpx.Request{URL: private.URL})
+		if err != nil || string(r.Body) != "secret" {
+			t.Fatalf("with AllowPrivate: %v", err)
+		}
+	})
+}
+
+func TestGetRedirectLimitAndFinalURL(t *testing.T) {
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscanf(r.URL.Path, "/%d", &n)
+		if n > 0 {
+			http.Redirect(w, r, fmt.Sprintf("/%d", n-1), http.StatusMovedPermanently)
+			return
+		}
+		fmt.Fprint(w, "done")
+	}, httpx.Options{MaxRedirects: 3})
+	r, err := c.Get(context.Background(), httpx.Request{URL: srv.URL + "/3"})
+	if err != nil || r.URL != srv.URL+"/0" {
+		t.Fatalf("3 redirects: %v %+v", err, r)
+	}
+	_, err = c.Get(context.Background(), httpx.Request{URL: srv.URL + "/4"})
+	if outcomeOf(err) != tidemark.OutcomeInvalid || !strings.Contains(err.Error(), "redirects") {
+		t.Fatalf("4 redirects: got %v, want invalid", err)
+	}
+}
+
+func TestGetConnectFailureAndTimeoutAreUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := httpx.New(httpx.Options{MinInterval: -1, AllowAddrs: []string{addr}})
+	_, err = c.Get(context.Background(), httpx.Request{URL: "http://" + addr + "/"})
+	if outcomeOf(err) != tidemark.OutcomeUnreachable {
+		t.Fatalf("closed port: got %v, want unreachable", err)
+	}
+
+	release := make(chan struct{})
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}, httpx.Options{Timeout: 50 * time.Millisecond})
+	defer close(release)
+	_, err = c.Get(context.Background(), httpx.Request{URL: srv.URL})
+	if outcomeOf(err) != tidemark.OutcomeUnreachable || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("slow server: got %v, want unreachable timed out", err)
+	}
+
+	// Our own cancellation is not the source's fault.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Get(ctx, httpx.Request{URL: srv.URL})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: got %v, want context.Canceled", err)
+	}
+}
+
+func TestGetSpacesRequestsToOneHost(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var waits []time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		clk.Advance(d)
+		return nil
+	}
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") },
+		httpx.Options{MinInterval: 2 * time.Second, Clock: clk, Sleep: sleep})
+	for range 3 {
+		if _, err := c.Get(context.Background(), httpx.Request{URL: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(waits) != "[2s 2s]" {
+		t.Fatalf("waits %v, want [2s 2s]", waits)
+	}
+	clk.Advance(time.Minute)
+	if _, err := c.Get(context.Background(), httpx.Request{URL: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 2 {
+		t.Fatalf("a request after a quiet minute waited: %v", waits)
+	}
+}
+
+func TestGetBoundsRequestsInFlightPerHost(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	entered := make(chan struct{}, 8)
+	release := make(chan struct{})
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		entered <- struct{}{}
+		<-release
+		inFlight.Add(-1)
+		fmt.Fprint(w, "ok")
+	}, httpx.Options{PerHost: 2})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Get(context.Background(), httpx.Request{URL: srv.URL}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	<-entered
+	<-entered
+	close(release)
+	wg.Wait()
+	if p := peak.Load(); p > 2 {
+		t.Fatalf("peak in flight %d, want at most 2", p)
+	}
+}
+
+func TestRetryAfterAndMaxAge(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cases := map[string]time.Duration{
+		"":                              0,
+		"30":                            30 * time.Second,
+		"-5":                            0,
+		"soon":                          0,
+		"99999999":                      httpx.MaxHonouredAge,
+		"Thu, 01 Jan 2026 12:05:00 GMT": 5 * time.Minute,
+		"Thu, 01 Jan 2026 11:00:00 GMT": 0,
+	}
+	for in, want := range cases {
+		if got := httpx.RetryAfter(in, now); got != want {
+			t.Errorf("RetryAfter(%q) = %s, want %s", in, got, want)
+		}
+	}
+	ages := map[string]time.Duration{
+		"max-age=60":                       time.Minute,
+		"public, max-age=60, s-maxage=120": 2 * time.Minute,
+		"no-cache, max-age=60":             0,
+		"max-age=oops":                     0,
+		"max-age=999999999":                httpx.MaxHonouredAge,
+	}
+	for in, want := range ages {
+		srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Cache-Control", in)
+			fmt.Fprint(w, "x")
+		}, httpx.Options{})
+		r, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.MaxAge != want {
+			t.Errorf("Cache-Control %q: max-age %s, want %s", in, r.MaxAge, want)
+		}
+	}
+}

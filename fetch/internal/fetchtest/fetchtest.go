@@ -1,0 +1,112 @@
+// Package fetchtest drives a fetcher through the real ingest service and
+// SQL store, so source kinds' tests assert what a user would see: runs,
+// outcomes, cursors, events and their revisions.
+package fetchtest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// Harness is one database, one source and the service that runs it.
+type Harness struct {
+	DB      *sqlstore.DB
+	Store   *sqlstore.IngestStore
+	Service *ingest.Service
+	Env     sqltest.Env
+	Source  tidemark.Source
+}
+
+// MustHarness opens a fresh database on b and adds a source of kind at
+// location, run by fetcher.
+func MustHarness(tb testing.TB, b sqltest.Backend, kind, location string, config map[string]string, fetcher tidemark.Fetcher) *Harness {
+	tb.Helper()
+	env := sqltest.NewEnv(7)
+	db := sqltest.MustOpen(tb, b, env)
+	st := db.Ingest()
+	src, err := st.AddSource(context.Background(), ingest.NewSource{
+		Name: "src", Kind: kind, Location: location, Config: config, Interval: time.Minute, RetryBudget: 10,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Harness{
+		DB: db, Store: st, Env: env, Source: src,
+		Service: &ingest.Service{
+			Store: st, Fetchers: ingest.Fetchers{kind: fetcher}, Clock: env.Clock, Rand: env.Rand, Holder: "test",
+		},
+	}
+}
+
+// Run runs the source once and returns the report; a run recorded as
+// failed is not an error here (its report says how it failed).
+func (h *Harness) Run(tb testing.TB) ingest.Report {
+	tb.Helper()
+	rep, err := h.Service.RunSource(context.Background(), h.Source.ID)
+	if err != nil && !ingest.IsRunFailed(err) {
+		tb.Fatalf("run: %v", err)
+	}
+	return rep
+}
+
+// MustRun runs the source and fails unless the outcome is want.
+func (h *Harness) MustRun(tb testing.TB, want tidemark.Outcome) ingest.Report {
+	tb.Helper()
+	rep := h.Run(tb)
+	if rep.Outcome != want {
+		tb.Fatalf("outcome %s (%s), want %s", rep.Outcome, rep.Error, want)
+	}
+	return rep
+}
+
+// Current re-reads the source.
+func (h *Harness) Current(tb testing.TB) tidemark.Source {
+	tb.Helper()
+	src, err := h.Store.Source(context.Background(), h.Source.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}
+
+// Events lists the source's events by item key.
+func (h *Harness) Events(tb testing.TB) map[string]tidemark.Event {
+	tb.Helper()
+	evs, err := h.Store.Events(context.Background(), ingest.EventFilter{SourceID: h.Source.ID, Limit: 100000})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make(map[string]tidemark.Event, len(evs))
+	for _, e := range evs {
+		out[e.ItemKey] = e
+	}
+	return out
+}
+
+// Evidence returns an event's evidence at a revision (0: current).
+func (h *Harness) Evidence(tb testing.TB, eventID string, revision int) string {
+	tb.Helper()
+	b, _, err := h.Store.Evidence(context.Background(), eventID, revision)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// MustServe starts a test server on 127.0.0.1 and returns it with a client
+// allowed to dial that server and no other private address.
+func MustServe(tb testing.TB, h http.Handler) (*httptest.Server, *httpx.Client) {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv, httpx.New(httpx.Options{MinInterval: -1, AllowAddrs: []string{srv.Listener.Addr().String()}})
+}

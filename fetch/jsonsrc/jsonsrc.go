@@ -1,0 +1,227 @@
+// Package jsonsrc watches a JSON endpoint. A jq expression (through gojq)
+// selects the items; each selected value is an item whose identity is a
+// configured field and whose evidence is its canonical JSON (sorted keys,
+// numbers as written) with the volatile fields the source names removed.
+// An item whose content changed re-freezes as a new revision of its event.
+//
+// The cursor holds the HTTP validators; they advance only when the run
+// settles.
+package jsonsrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/canon"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/httpx"
+)
+
+// Config keys understood in a json source's config.
+const (
+	// ConfigItems is the jq expression selecting items (default ".[]").
+	ConfigItems = "items"
+	// ConfigID names each item's identity: a field name, or a jq
+	// expression when it starts with "." (default "id").
+	ConfigID = "id"
+	// ConfigTitle and ConfigURL are field names or jq expressions for the
+	// event's title and link (defaults: title or name; url, html_url or
+	// link).
+	ConfigTitle = "title"
+	ConfigURL   = "url"
+	// ConfigIgnore lists volatile fields (comma-separated dotted paths,
+	// "*" for every key) removed before hashing.
+	ConfigIgnore = "ignore"
+	// ConfigMaxItems bounds the items of one answer (default 20000).
+	ConfigMaxItems = "max_items"
+	// ConfigMaxBytes bounds the body size.
+	ConfigMaxBytes = "max_bytes"
+)
+
+// Fetcher watches JSON endpoints through an httpx.Client.
+type Fetcher struct {
+	Client *httpx.Client
+}
+
+// Fetch implements tidemark.Fetcher.
+func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	maxBytes, err := feed.IntConfig(src, ConfigMaxBytes, 0)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	maxItems, err := feed.IntConfig(src, ConfigMaxItems, feed.DefaultMaxItems)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	sel, err := NewSelector(src.Config, int(maxItems))
+	if err != nil {
+		return tidemark.FetchResult{}, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	cur := feed.DecodeCursor(cursor)
+	resp, err := f.Client.Get(ctx, httpx.Request{
+		URL: src.Location, Accept: "application/json, application/*+json;q=0.9, */*;q=0.1",
+		ETag: cur.ETag, LastModified: cur.LastModified, MaxBodyBytes: maxBytes,
+	})
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	if resp.NotModified {
+		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
+	}
+	items, err := sel.Select(ctx, resp.Body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return tidemark.FetchResult{}, ctx.Err()
+		}
+		if ct := resp.ContentType(); ct != "" && !strings.Contains(ct, "json") && errors.Is(err, ErrNotJSON) {
+			return tidemark.FetchResult{}, tidemark.Unusable("served "+ct+", not JSON", err)
+		}
+		return tidemark.FetchResult{}, tidemark.Unusable("unusable JSON", err)
+	}
+	next := feed.Cursor{ETag: resp.ETag, LastModified: resp.LastModified}
+	return tidemark.FetchResult{Items: items, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
+}
+
+// Selector turns a JSON document into items.
+type Selector struct {
+	items, id, title, url *gojq.Code
+	ignore                []string
+	maxItems              int
+}
+
+// ErrNotJSON: the body is not a JSON document.
+var ErrNotJSON = errors.New("jsonsrc: not JSON")
+
+// NewSelector compiles a source's config. A bad expression is an
+// *InvalidError naming the key.
+func NewSelector(cfg map[string]string, maxItems int) (*Selector, error) {
+	s := &Selector{ignore: canon.SplitList(cfg[ConfigIgnore]), maxItems: maxItems}
+	var err error
+	if s.items, err = compile(ConfigItems, cfg[ConfigItems], ".[]"); err != nil {
+		return nil, err
+	}
+	if s.id, err = compile(ConfigID, field(cfg[ConfigID]), ".id"); err != nil {
+		return nil, err
+	}
+	if s.title, err = compile(ConfigTitle, field(cfg[ConfigTitle]), ".title? // .name? // empty"); err != nil {
+		return nil, err
+	}
+	if s.url, err = compile(ConfigURL, field(cfg[ConfigURL]), ".url? // .html_url? // .link? // empty"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// field turns a bare field name into a jq path; expressions pass through.
+func field(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.HasPrefix(v, ".") || strings.ContainsAny(v, "|()[]$ ") {
+		return v
+	}
+	return ".[" + quote(v) + "]"
+}
+
+func quote(s string) string {
+	b, _ := canon.Value(s)
+	return string(b)
+}
+
+func compile(key, expr, def string) (*gojq.Code, error) {
+	if strings.TrimSpace(expr) == "" {
+		expr = def
+	}
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, tidemark.Invalidf("config "+key, expr, "not a jq expression: %v", err)
+	}
+	// No environment: a source's expression must not read the worker's
+	// variables into evidence.
+	c, err := gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
+	if err != nil {
+		return nil, tidemark.Invalidf("config "+key, expr, "%v", err)
+	}
+	return c, nil
+}
+
+// maxKeyBytes bounds an item key; longer identities are hashed.
+const maxKeyBytes = 512
+
+// Select decodes body and returns one item per value the items
+// expression yields, in order. An item without an identity, or an answer
+// with more than maxItems items, is an error; a repeated identity keeps
+// the first item.
+func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, error) {
+	doc, err := canon.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	var items []tidemark.Item
+	seen := map[string]bool{}
+	iter := s.items.RunWithContext(ctx, doc)
+	for n := 0; ; n++ {
+		v, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, ok := v.(error); ok {
+			return nil, fmt.Errorf("items expression: %w", err)
+		}
+		if s.maxItems > 0 && n >= s.maxItems {
+			return nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
+		}
+		key, err := s.first(ctx, s.id, v)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: identity: %w", n, err)
+		}
+		if key == "" {
+			return nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
+		}
+		if len(key) > maxKeyBytes {
+			key = "sha256:" + tidemark.HashEvidence([]byte(key))
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		title, _ := s.first(ctx, s.title, v)
+		link, _ := s.first(ctx, s.url, v)
+		ev, err := canon.Value(canon.Drop(v, s.ignore))
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", n, err)
+		}
+		if title == "" {
+			title = key
+		}
+		items = append(items, tidemark.Item{Key: key, Title: canon.Line(title), URL: link, Evidence: ev, OccurredAt: time.Time{}})
+	}
+	return items, nil
+}
+
+// first runs code on v and returns its first output as a string: strings
+// as they are, numbers as written, booleans as true/false; null or no
+// output is "". Objects and arrays are an error.
+func (s *Selector) first(ctx context.Context, code *gojq.Code, v any) (string, error) {
+	out, ok := code.RunWithContext(ctx, v).Next()
+	if !ok || out == nil {
+		return "", nil
+	}
+	switch x := out.(type) {
+	case error:
+		return "", x
+	case string:
+		return canon.Line(x), nil
+	case bool, int, float64, *big.Int:
+		return fmt.Sprint(x), nil
+	case fmt.Stringer: // json.Number
+		return x.String(), nil
+	default:
+		return "", fmt.Errorf("is a %T, want a string or number", out)
+	}
+}

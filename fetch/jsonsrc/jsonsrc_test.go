@@ -1,0 +1,163 @@
+package jsonsrc_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/fetch/jsonsrc"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+type api struct {
+	mu     sync.Mutex
+	status int
+	body   string
+}
+
+func (a *api) set(status int, body string) {
+	a.mu.Lock()
+	a.status, a.body = status, body
+	a.mu.Unlock()
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.status)
+	fmt.Fprint(w, a.body)
+}
+
+const doc1 = `{"meta":{"page":1},"data":{"releases":[
+  {"uid": 1, "name": "v1.0", "notes": "first", "seen_at": "10:00", "url": "https://example.org/1"},
+  {"uid": 2, "name": "v1.1", "notes": "second", "seen_at": "10:00"}]}}`
+
+func TestJSONItemsFreezeCanonicallyAndReviseOnChange(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		a := &api{}
+		a.set(200, doc1)
+		srv, client := fetchtest.MustServe(t, a)
+		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{
+			jsonsrc.ConfigItems: ".data.releases[]", jsonsrc.ConfigID: "uid", jsonsrc.ConfigIgnore: "seen_at",
+		}, &jsonsrc.Fetcher{Client: client})
+		rep := h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 2 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		evs := h.Events(t)
+		if evs["1"].Title != "v1.0" || evs["1"].URL != "https://example.org/1" || evs["2"].Title != "v1.1" {
+			t.Fatalf("events: %+v", evs)
+		}
+		if ev := h.Evidence(t, evs["1"].ID, 0); ev != `{"name":"v1.0","notes":"first","uid":1,"url":"https://example.org/1"}` {
+			t.Fatalf("evidence %s", ev)
+		}
+
+		// Other key order, other whitespace, another volatile value: the
+		// same content.
+		a.set(200, `{"data":{"releases":[{"seen_at":"11:00","url":"https://example.org/1","notes":"first","name":"v1.0","uid":1},
+			{"notes":"second","name":"v1.1","uid":2,"seen_at":"11:00"}]}}`)
+		h.MustRun(t, tidemark.OutcomeEmpty)
+
+		a.set(200, strings.Replace(doc1, `"second"`, `"second, amended"`, 1))
+		rep = h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 0 || rep.EventsChanged != 1 || h.Events(t)["2"].Revision != 2 {
+			t.Fatalf("amend run: %+v", rep)
+		}
+
+		a.set(503, `{"error":"maintenance"}`)
+		h.MustRun(t, tidemark.OutcomeUnreachable)
+	})
+}
+
+func TestJSONUnusableAnswers(t *testing.T) {
+	cases := map[string]string{
+		"empty":        "",
+		"not json":     "<html>oops</html>",
+		"truncated":    doc1[:60],
+		"trailing":     `[{"id":1}] [{"id":2}]`,
+		"no identity":  `[{"id":1},{"name":"anonymous"}]`,
+		"object id":    `[{"id":{"a":1}}]`,
+		"not iterable": `"just a string"`,
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := &api{}
+			a.set(200, body)
+			srv, client := fetchtest.MustServe(t, a)
+			h := fetchtest.MustHarness(t, sqltest.Backends()[0], "json", srv.URL, nil, &jsonsrc.Fetcher{Client: client})
+			rep := h.MustRun(t, tidemark.OutcomeInvalid)
+			if h.Current(t).Cursor != "" || len(h.Events(t)) != 0 {
+				t.Fatalf("invalid run wrote something: %s", rep.Error)
+			}
+		})
+	}
+}
+
+func TestSelectorConfig(t *testing.T) {
+	if _, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".[] |"}, 0); err == nil {
+		t.Fatal("a broken jq expression was accepted")
+	}
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".items[] | select(.ok)", jsonsrc.ConfigID: ".ref.sha", jsonsrc.ConfigTitle: "label"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"abc"},"label":"A"},{"ok":false,"ref":{"sha":"def"}}]}`))
+	if err != nil || len(items) != 1 || items[0].Key != "abc" || items[0].Title != "A" {
+		t.Fatalf("%v %+v", err, items)
+	}
+	if _, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"1"}},{"ok":true,"ref":{"sha":"2"}},{"ok":true,"ref":{"sha":"3"}}]}`)); err == nil {
+		t.Fatal("more than max_items accepted")
+	}
+	// The worker's environment is not readable from an expression.
+	t.Setenv("TIDEMARK_SECRET", "hunter2")
+	s, err = jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: "[{id: 1, env: $ENV.TIDEMARK_SECRET}][]"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err = s.Select(context.Background(), []byte(`{}`))
+	if err != nil || strings.Contains(string(items[0].Evidence), "hunter2") {
+		t.Fatalf("environment leaked: %v %s", err, items[0].Evidence)
+	}
+}
+
+func FuzzSelect(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/seed/*.json")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, ".[]", "id")
+	}
+	f.Add([]byte(doc1), ".data.releases[]", "uid")
+	f.Add([]byte(`[1,2,3]`), ".[]", ".")
+	f.Add([]byte(`{"a":[{"id":"x"}]}`), ".a[] | select(.id)", ".id")
+	f.Fuzz(func(t *testing.T, body []byte, items, id string) {
+		s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: items, jsonsrc.ConfigID: id}, 100)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		got, err := s.Select(ctx, body)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, it := range got {
+			if it.Key == "" || seen[it.Key] {
+				t.Fatalf("empty or repeated key %q", it.Key)
+			}
+			seen[it.Key] = true
+		}
+	})
+}

@@ -1,0 +1,220 @@
+package page_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/fetch/page"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+type site struct {
+	mu    sync.Mutex
+	ctype string
+	body  string
+}
+
+func (s *site) set(body string) { s.mu.Lock(); s.body = body; s.mu.Unlock() }
+
+func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ct := s.ctype
+	if ct == "" {
+		ct = "text/html; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	fmt.Fprint(w, s.body)
+}
+
+func html(price, stamp string) string {
+	return `<!doctype html><html><head><title> Pricing  page </title><style>p{}</style></head><body>
+<nav>Home | About</nav>
+<div id="prices"><h2>Plans</h2><p>Basic: ` + price + `</p><p>Pro: 20 EUR</p><span class="stamp">rendered ` + stamp + `</span></div>
+<footer>© 2026</footer><script>var x = 1;</script></body></html>`
+}
+
+func TestPageChangesBecomeRevisionsWithDiffs(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		s := &site{}
+		s.set(html("10 EUR", "09:00"))
+		srv, client := fetchtest.MustServe(t, s)
+		h := fetchtest.MustHarness(t, b, "page", srv.URL+"/pricing",
+			map[string]string{page.ConfigSelector: "#prices", page.ConfigIgnore: ".stamp"}, &page.Fetcher{Client: client})
+
+		rep := h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsNew != 1 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		ev := h.Events(t)[srv.URL+"/pricing"]
+		if ev.Title != "Pricing page" {
+			t.Fatalf("title %q", ev.Title)
+		}
+		first := h.Evidence(t, ev.ID, 0)
+		if !strings.Contains(first, "Plans\nBasic: 10 EUR\nPro: 20 EUR\n") || !strings.Contains(first, "(first capture)") ||
+			strings.Contains(first, "Home") || strings.Contains(first, "rendered") {
+			t.Fatalf("first evidence:\n%s", first)
+		}
+
+		// Only the ignored timestamp and things outside the selector move.
+		s.set(strings.Replace(html("10 EUR", "09:05"), "© 2026", "© 2027", 1))
+		h.MustRun(t, tidemark.OutcomeEmpty)
+
+		s.set(html("12 EUR", "09:10"))
+		rep = h.MustRun(t, tidemark.OutcomeItems)
+		if rep.EventsChanged != 1 || rep.EventsNew != 0 {
+			t.Fatalf("change run: %+v", rep)
+		}
+		ev2 := h.Events(t)[srv.URL+"/pricing"]
+		second := h.Evidence(t, ev2.ID, 0)
+		if ev2.ID != ev.ID || ev2.Revision != 2 || !strings.Contains(second, "-Basic: 10 EUR\n+Basic: 12 EUR\n") {
+			t.Fatalf("revision %d evidence:\n%s", ev2.Revision, second)
+		}
+		if h.Evidence(t, ev.ID, 1) != first {
+			t.Fatal("revision 1 evidence changed")
+		}
+
+		// The selector stops matching: invalid, and the cursor stays.
+		cur := h.Current(t).Cursor
+		s.set(strings.Replace(html("12 EUR", "x"), `id="prices"`, `id="tariffs"`, 1))
+		rep = h.MustRun(t, tidemark.OutcomeInvalid)
+		if !strings.Contains(rep.Error, "it matched on the last run") || h.Current(t).Cursor != cur {
+			t.Fatalf("lost selector: %q", rep.Error)
+		}
+	})
+}
+
+func TestPageEvidenceIsDeterministicOnReplay(t *testing.T) {
+	s := &site{}
+	s.set(html("10 EUR", "1"))
+	srv, client := fetchtest.MustServe(t, s)
+	f := &page.Fetcher{Client: client}
+	src := tidemark.Source{Name: "p", Kind: "page", Location: srv.URL, Config: map[string]string{page.ConfigSelector: "#prices"}}
+	r1, err := f.Fetch(context.Background(), src, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.set(html("11 EUR", "2"))
+	a, err := f.Fetch(context.Background(), src, r1.Cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash before settling: the next run replays from the same cursor.
+	b, err := f.Fetch(context.Background(), src, r1.Cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Items) != 1 || len(b.Items) != 1 || a.Items[0].EvidenceHash() != b.Items[0].EvidenceHash() || a.Cursor != b.Cursor {
+		t.Fatal("replay froze different evidence")
+	}
+	// Unchanged since the settled cursor: no item.
+	c, err := f.Fetch(context.Background(), src, a.Cursor)
+	if err != nil || len(c.Items) != 0 {
+		t.Fatalf("unchanged page returned %d items (%v)", len(c.Items), err)
+	}
+}
+
+func TestPageUnusableAnswers(t *testing.T) {
+	cases := []struct {
+		name, ctype, body, selector string
+	}{
+		{"empty body", "", "", ""},
+		{"never matching selector", "", html("1", "1"), "#nowhere"},
+		{"bad selector", "", html("1", "1"), "div[["},
+		{"not a page", "application/pdf", "%PDF-1.4 binary", ""},
+		{"no text", "", "<html><body><script>render()</script></body></html>", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &site{ctype: tc.ctype}
+			s.set(tc.body)
+			srv, client := fetchtest.MustServe(t, s)
+			h := fetchtest.MustHarness(t, sqltest.Backends()[0], "page", srv.URL,
+				map[string]string{page.ConfigSelector: tc.selector}, &page.Fetcher{Client: client})
+			h.MustRun(t, tidemark.OutcomeInvalid)
+			if h.Current(t).Cursor != "" {
+				t.Fatal("cursor moved")
+			}
+		})
+	}
+}
+
+func TestExtractReadableText(t *testing.T) {
+	doc := `<html><head><title>T</title></head><body><h1>Title</h1><p>Hello <b>world</b>!
+   again</p><ul><li>a</li><li>b</li></ul><table><tr><td>x</td><td>1</td></tr></table><pre>  keep
+    this</pre><img alt="logo"><!-- hidden --></body></html>`
+	title, text, err := page.Extract([]byte(doc), "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Title\nHello world! again\na\nb\n\tx\t1\n  keep\n    this\n[logo]\n"
+	if title != "T" || text != want {
+		t.Fatalf("title %q text %q, want %q", title, text, want)
+	}
+	_, plain, err := page.Extract([]byte("a\r\nb  \n"), "text/plain", "", "")
+	if err != nil || plain != "a\nb\n" {
+		t.Fatalf("plain: %q %v", plain, err)
+	}
+}
+
+func FuzzExtract(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/seed/*")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "#main", ".ad")
+	}
+	f.Add([]byte(html("1", "2")), "#prices", ".stamp")
+	f.Add([]byte("<p>x"), "", "")
+	f.Add([]byte("<pre><pre><pre>"), "pre", "p")
+	f.Fuzz(func(t *testing.T, body []byte, selector, ignore string) {
+		_, text, err := page.Extract(body, "text/html", selector, ignore)
+		if err != nil {
+			return
+		}
+		if text == "" || !utf8.ValidString(text) {
+			t.Fatalf("accepted unusable text %q", text)
+		}
+		_, again, _ := page.Extract(body, "text/html", selector, ignore)
+		if again != text {
+			t.Fatal("extraction is not deterministic")
+		}
+		ev := page.Evidence("u", selector, page.Cursor{Hash: "x", Text: "old\n"}, text)
+		if !utf8.Valid(ev) && utf8.ValidString(selector) {
+			t.Fatal("evidence is not valid UTF-8")
+		}
+	})
+}
+
+func TestPageLongTextIsStillTrackedByHash(t *testing.T) {
+	long := strings.Repeat("a line of text that makes the page long\n", 2000) // > MaxCursorText
+	s := &site{ctype: "text/plain"}
+	s.set(long + "v1\n")
+	srv, client := fetchtest.MustServe(t, s)
+	f := &page.Fetcher{Client: client}
+	src := tidemark.Source{Name: "p", Kind: "page", Location: srv.URL}
+	r1, err := f.Fetch(context.Background(), src, "")
+	if err != nil || len(r1.Items) != 1 || len(r1.Cursor) > page.MaxCursorText {
+		t.Fatalf("first fetch: %v, cursor %d bytes", err, len(r1.Cursor))
+	}
+	s.set(long + "v2\n")
+	r2, err := f.Fetch(context.Background(), src, r1.Cursor)
+	if err != nil || len(r2.Items) != 1 || !strings.Contains(string(r2.Items[0].Evidence), "was not kept") {
+		t.Fatalf("change of a long page: %v %d", err, len(r2.Items))
+	}
+	r3, err := f.Fetch(context.Background(), src, r2.Cursor)
+	if err != nil || len(r3.Items) != 0 {
+		t.Fatalf("unchanged long page: %v %d items", err, len(r3.Items))
+	}
+}
