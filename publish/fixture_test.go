@@ -169,3 +169,8 @@ func isAny(err error, targets ...error) bool {
 type sqlTx = sql.Tx
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+type (
+	publishHook        = tidemark.PublishHook
+	publishPublication = tidemark.Publication
+)
