@@ -233,3 +233,6 @@ func (s *Store) CreateBucket(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Prefix is the key prefix the store writes under ("" or ending in "/").
+func (s *Store) Prefix() string { return s.prefix }
