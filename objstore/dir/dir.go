@@ -215,6 +215,10 @@ func (s *Store) writeTemp(dir string, b []byte) (string, error) {
 		return "", fmt.Errorf("objstore/dir: %w", err)
 	}
 	_, err = f.Write(b)
+	if err == nil {
+		// Servable as it stands: readable by a web server's user.
+		err = f.Chmod(0o644)
+	}
 	if err == nil && !s.NoSync {
 		err = f.Sync()
 	}
