@@ -28,10 +28,10 @@ const summaryColumns = `id, event_id, evidence_hash, prompt_version, model, text
 
 func scanSummary(s scanner) (publish.Summary, error) {
 	var (
-		r                           publish.Summary
-		current                     int
+		r                          publish.Summary
+		current                    int
 		rejected, published, retir sql.NullInt64
-		created                     int64
+		created                    int64
 	)
 	err := s.Scan(&r.ID, &r.EventID, &r.EvidenceHash, &r.PromptVersion, &r.Model, &r.Text, &r.TextHash, &current,
 		&r.RejectedReason, &rejected, &published, &r.PublishedGeneration, &retir, &created)

@@ -390,4 +390,3 @@ func newRejectCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return cmd
 }
-
