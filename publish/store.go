@@ -112,6 +112,9 @@ type PageEntry struct {
 type SourceEntry struct {
 	SourceInfo
 	Pages int
+	// Stamp changes whenever a page of the source is published, republished
+	// or withdrawn.
+	Stamp string
 }
 
 // WikiObject is a listing object's bookkeeping.
@@ -123,6 +126,7 @@ type WikiObject struct {
 	WrittenGeneration int64
 	ETag              string
 	ContentHash       string
+	Stamp             string
 }
 
 // Store is what the publish pipeline needs from storage. sqlstore
@@ -179,7 +183,7 @@ type Store interface {
 	AllocateObject(ctx context.Context, key, kind, sourceID string) (int64, error)
 	// RecordObject records a listing object's write if no newer one is
 	// recorded.
-	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash string) error
+	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash, stamp string) error
 	// ForgetObject removes a listing object's row.
 	ForgetObject(ctx context.Context, key string) error
 }

@@ -21,7 +21,7 @@ type ListingReport struct {
 
 // writeListing allocates a generation and writes a listing object with the
 // store's compare-and-swap. A newer generation already stored wins.
-func (s *Service) writeListing(ctx context.Context, key, kind, sourceID string, render func(int64) ([]byte, error)) (bool, error) {
+func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp string, render func(int64) ([]byte, error)) (bool, error) {
 	plain, err := render(0)
 	if err != nil {
 		return false, err
@@ -42,7 +42,7 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID string, 
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", key, err)
 	}
-	return true, s.Store.RecordObject(ctx, key, gen, info.ETag, contentHash)
+	return true, s.Store.RecordObject(ctx, key, gen, info.ETag, contentHash, stamp)
 }
 
 func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
@@ -50,7 +50,9 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return s.writeListing(ctx, CardKey(src.ID), "card", src.ID, render)
+	// No stamp: a card written ahead of its first page is refreshed by the
+	// next RefreshListings.
+	return s.writeListing(ctx, CardKey(src.ID), "card", src.ID, "", render)
 }
 
 // RefreshListings rewrites the index and the source cards whose listing
@@ -79,40 +81,52 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 	} else if !errors.Is(err, objstore.ErrNotFound) {
 		return rep, err
 	}
-	refresh := func(key, kind, sourceID string, render func(int64) ([]byte, error)) error {
+	// refresh rewrites a listing unless the store holds the recorded object
+	// and the pages it lists are unchanged (same stamp: nothing to render)
+	// or render to the same content.
+	refresh := func(key, kind, sourceID, stamp string, renderer func() (func(int64) ([]byte, error), error)) error {
+		rec, ok := recorded[key]
+		st, sok := stored[key]
+		current := ok && sok && rec.ETag == st.ETag
+		if current && stamp != "" && rec.Stamp == stamp {
+			rep.Unchanged++
+			return nil
+		}
+		render, err := renderer()
+		if err != nil {
+			return err
+		}
 		plain, err := render(0)
 		if err != nil {
 			return err
 		}
-		rec, ok := recorded[key]
-		st, sok := stored[key]
-		if ok && sok && rec.ContentHash == tidemark.HashEvidence(plain) && rec.ETag == st.ETag {
+		if current && rec.ContentHash == tidemark.HashEvidence(plain) && rec.Stamp == stamp {
 			rep.Unchanged++
 			return nil
 		}
-		wrote, err := s.writeListing(ctx, key, kind, sourceID, render)
+		wrote, err := s.writeListing(ctx, key, kind, sourceID, stamp, render)
 		if wrote {
 			rep.Written++
 		}
 		return err
 	}
 	live := map[string]bool{}
+	var indexStamp strings.Builder
 	for _, src := range sources {
 		key := CardKey(src.ID)
 		live[key] = true
-		render, err := s.renderCard(ctx, src.SourceInfo)
+		fmt.Fprintf(&indexStamp, "%s=%s/%s;", src.ID, src.Name, src.Stamp)
+		err := refresh(key, "card", src.ID, src.Stamp+"|"+src.Name+"|"+src.Location, func() (func(int64) ([]byte, error), error) {
+			return s.renderCard(ctx, src.SourceInfo)
+		})
 		if err != nil {
 			return rep, err
 		}
-		if err := refresh(key, "card", src.ID, render); err != nil {
-			return rep, err
-		}
 	}
-	render, err := s.renderIndex(ctx, sources)
+	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() (func(int64) ([]byte, error), error) {
+		return s.renderIndex(ctx, sources)
+	})
 	if err != nil {
-		return rep, err
-	}
-	if err := refresh(IndexKey, "index", "", render); err != nil {
 		return rep, err
 	}
 	// Collect cards attached to nothing: in the store or in the books.

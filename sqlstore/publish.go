@@ -439,7 +439,8 @@ func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error
 
 // Sources implements publish.Store.
 func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.location, COUNT(p.id)
+	rows, err := s.db.db.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.location, COUNT(p.id),
+		MAX(p.published_at), SUM(p.published_generation)
 		FROM sources s JOIN pages p ON p.source_id = s.id AND p.published_summary_id IS NOT NULL
 		GROUP BY s.id, s.name, s.kind, s.location ORDER BY s.name`)
 	if err != nil {
@@ -449,9 +450,11 @@ func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, erro
 	var out []publish.SourceEntry
 	for rows.Next() {
 		var e publish.SourceEntry
-		if err := rows.Scan(&e.ID, &e.Name, &e.Kind, &e.Location, &e.Pages); err != nil {
+		var newest, gens int64
+		if err := rows.Scan(&e.ID, &e.Name, &e.Kind, &e.Location, &e.Pages, &newest, &gens); err != nil {
 			return nil, err
 		}
+		e.Stamp = fmt.Sprintf("%d:%d:%d", e.Pages, newest, gens)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -499,7 +502,7 @@ func (s *PublishStore) PublishedCount(ctx context.Context) (int, error) {
 
 // WikiObjects implements publish.Store.
 func (s *PublishStore) WikiObjects(ctx context.Context) ([]publish.WikiObject, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash
+	rows, err := s.db.db.QueryContext(ctx, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash, stamp
 		FROM wiki_objects ORDER BY key`)
 	if err != nil {
 		return nil, fmt.Errorf("wiki objects: %w", err)
@@ -509,7 +512,7 @@ func (s *PublishStore) WikiObjects(ctx context.Context) ([]publish.WikiObject, e
 	for rows.Next() {
 		var o publish.WikiObject
 		var src sql.NullString
-		if err := rows.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash); err != nil {
+		if err := rows.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash, &o.Stamp); err != nil {
 			return nil, err
 		}
 		o.SourceID = src.String
@@ -536,9 +539,10 @@ func (s *PublishStore) AllocateObject(ctx context.Context, key, kind, sourceID s
 }
 
 // RecordObject implements publish.Store.
-func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, etag, contentHash string) error {
-	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET written_generation = $1, etag = $2, content_hash = $3, updated_at = $4
-		WHERE key = $5 AND written_generation < $1`, gen, etag, contentHash, ms(s.db.Clock.Now()), key)
+func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, etag, contentHash, stamp string) error {
+	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET written_generation = $1, etag = $2, content_hash = $3,
+		stamp = $4, updated_at = $5
+		WHERE key = $6 AND written_generation < $1`, gen, etag, contentHash, stamp, ms(s.db.Clock.Now()), key)
 	return err
 }
 

@@ -51,7 +51,9 @@ CREATE INDEX pages_source ON pages (source_id, published_at);
 -- The wiki's listing objects: a card per source ("sources/ID.html") and
 -- the index ("index.html"). content_hash is the hash of the listing as
 -- rendered without its generation, so an unchanged listing is not
--- rewritten.
+-- rewritten; stamp summarizes the published pages it was rendered from
+-- (count, newest mark, sum of generations), so an unchanged listing is not
+-- even rendered.
 CREATE TABLE wiki_objects (
     key          TEXT PRIMARY KEY,
     kind         TEXT NOT NULL CHECK (kind IN ('card', 'index')),
@@ -60,5 +62,6 @@ CREATE TABLE wiki_objects (
     etag         TEXT NOT NULL DEFAULT '',
     content_hash TEXT NOT NULL DEFAULT '',
     written_generation BIGINT NOT NULL DEFAULT 0,
+    stamp        TEXT NOT NULL DEFAULT '',
     updated_at   BIGINT NOT NULL
 );
