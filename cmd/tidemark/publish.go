@@ -1,0 +1,392 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/objstore/s3"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/summarize"
+	"github.com/tidemark/tidemark/summarize/extractive"
+	"github.com/tidemark/tidemark/summarize/openai"
+)
+
+func init() {
+	register(newPublishCmd)
+	afterRunOnce = append(afterRunOnce, publishAfterRunOnce)
+	daemonLoops = append(daemonLoops, publishLoop)
+}
+
+// publishHooks are registered by other pipelines (the outbox) to run inside
+// the mark-published transaction.
+var publishHooks []func(a *app) tidemark.PublishHook
+
+// pageOverrides, when set by another pipeline (documents), supplies page
+// title and notes overrides.
+var pageOverrides func(a *app) publish.PageOverrides
+
+// objectStore opens --store: a directory, or s3://bucket/prefix.
+func (a *app) objectStore() (objstore.Store, error) {
+	loc := a.storeLocation()
+	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return nil, tidemark.Invalidf("--store", loc, "want s3://BUCKET[/PREFIX]")
+		}
+		endpoint := os.Getenv("TIDEMARK_S3_ENDPOINT")
+		pathStyle := endpoint != ""
+		if v := os.Getenv("TIDEMARK_S3_PATH_STYLE"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, tidemark.Invalidf("TIDEMARK_S3_PATH_STYLE", v, "want true or false")
+			}
+			pathStyle = b
+		}
+		return s3.New(s3.Config{
+			Bucket: bucket, Prefix: prefix, Endpoint: endpoint, PathStyle: pathStyle,
+			Region:    envOr("TIDEMARK_S3_REGION", envOr("AWS_REGION", "us-east-1")),
+			AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		})
+	}
+	if strings.Contains(loc, "://") {
+		return nil, tidemark.Invalidf("--store", loc, "want a directory or s3://BUCKET[/PREFIX]")
+	}
+	return dir.Open(loc)
+}
+
+// indexLocation is where a user finds the wiki's index.
+func (a *app) indexLocation() string {
+	loc := a.storeLocation()
+	if strings.HasPrefix(loc, "s3://") {
+		return strings.TrimRight(loc, "/") + "/" + publish.IndexKey
+	}
+	if abs, err := filepath.Abs(loc); err == nil {
+		loc = abs
+	}
+	return filepath.Join(loc, publish.IndexKey)
+}
+
+func (a *app) publishService(ctx context.Context) (*publish.Service, error) {
+	db, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := a.objectStore()
+	if err != nil {
+		return nil, err
+	}
+	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log}
+	for _, h := range publishHooks {
+		svc.Hooks = append(svc.Hooks, h(a))
+	}
+	if pageOverrides != nil {
+		svc.Overrides = pageOverrides(a)
+	}
+	return svc, nil
+}
+
+// summarizer builds the configured summarizer: --summarizer or
+// TIDEMARK_SUMMARIZER (extractive by default, or openai).
+func (a *app) summarizer(name string) (summarize.Summarizer, error) {
+	if name == "" {
+		name = envOr("TIDEMARK_SUMMARIZER", "extractive")
+	}
+	switch name {
+	case "extractive":
+		return extractive.Summarizer{}, nil
+	case "openai":
+		key := os.Getenv("TIDEMARK_OPENAI_API_KEY")
+		if key == "" {
+			key = os.Getenv("OPENAI_API_KEY")
+		}
+		cfg := openai.Config{
+			BaseURL:       envOr("TIDEMARK_OPENAI_BASE_URL", "https://api.openai.com/v1"),
+			APIKey:        key,
+			Model:         os.Getenv("TIDEMARK_OPENAI_MODEL"),
+			PromptVersion: os.Getenv("TIDEMARK_OPENAI_PROMPT_VERSION"),
+		}
+		if path := os.Getenv("TIDEMARK_OPENAI_PROMPT_FILE"); path != "" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, tidemark.Invalidf("TIDEMARK_OPENAI_PROMPT_FILE", path, "%v", err)
+			}
+			cfg.Prompt = string(b)
+		}
+		return openai.New(cfg)
+	default:
+		return nil, tidemark.Invalidf("--summarizer", name, "want extractive or openai")
+	}
+}
+
+// publishRound summarizes what is new, publishes what is pending and
+// refreshes the listings.
+type publishRound struct {
+	Summarized publish.SummarizeReport `json:"summarized"`
+	Published  publish.PublishReport   `json:"published"`
+	Index      string                  `json:"index"`
+}
+
+func (a *app) publishRound(ctx context.Context, summarizer string, limit int) (publishRound, error) {
+	var r publishRound
+	svc, err := a.publishService(ctx)
+	if err != nil {
+		return r, err
+	}
+	sum, err := a.summarizer(summarizer)
+	if err != nil {
+		return r, err
+	}
+	if r.Summarized, err = svc.Summarize(ctx, sum, limit); err != nil {
+		return r, err
+	}
+	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
+		return r, err
+	}
+	r.Index = a.indexLocation()
+	return r, nil
+}
+
+func printRound(a *app, r publishRound) {
+	s, p := r.Summarized, r.Published
+	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", s.Accepted, s.Unchanged, s.Failed)
+	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", p.Published, p.Failed, p.Pages)
+	for _, e := range append(s.Errors, p.Errors...) {
+		fmt.Fprintf(a.stdout, "  %s\n", e)
+	}
+	fmt.Fprintf(a.stdout, "wiki:      %s\n", r.Index)
+}
+
+func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
+	r, err := a.publishRound(cmd.Context(), "", 1000)
+	if err != nil {
+		return err
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", r.Published.Published, r.Published.Pages, r.Index)
+		return nil
+	}
+	fmt.Fprintln(a.stdout)
+	printRound(a, r)
+	return nil
+}
+
+// publishLoop summarizes, publishes and sweeps periodically inside
+// `tidemark run` (every TIDEMARK_SWEEP_INTERVAL, default 1m).
+func publishLoop(a *app, cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	every := time.Minute
+	if v := os.Getenv("TIDEMARK_SWEEP_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
+		}
+		every = d
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		r, err := a.publishRound(ctx, "", 1000)
+		if err != nil {
+			a.log.Error("publish round failed", "err", err)
+			continue
+		}
+		svc, err := a.publishService(ctx)
+		if err != nil {
+			a.log.Error("publish sweep failed", "err", err)
+			continue
+		}
+		rep, err := svc.Sweep(ctx)
+		if err != nil {
+			a.log.Error("publish sweep failed", "err", err)
+			continue
+		}
+		a.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
+			"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
+	}
+}
+
+func newPublishCmd(a *app) *cobra.Command {
+	var (
+		summarizer string
+		limit      int
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "publish [SUMMARY_ID]",
+		Short: "Summarize new events and publish their wiki pages (or publish one summary)",
+		Long: `Without an argument: summarize every event that has no summary of its current
+evidence under the configured summarizer, publish every current summary whose
+page does not show it yet, and refresh the index and source cards.
+
+With SUMMARY_ID: publish that summary alone (refused unless it is the event's
+current, unrejected summary of its current evidence).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(args) == 1 {
+				svc, err := a.publishService(ctx)
+				if err != nil {
+					return err
+				}
+				res, err := svc.Publish(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if _, err := svc.RefreshListings(ctx); err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(a.stdout, res)
+				}
+				fmt.Fprintf(a.stdout, "published summary %s on page %s (%s, generation %d)\n", res.SummaryID, res.PageID, res.Key, res.Generation)
+				return nil
+			}
+			r, err := a.publishRound(ctx, summarizer, limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, r)
+			}
+			printRound(a, r)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&summarizer, "summarizer", "", "extractive or openai (env TIDEMARK_SUMMARIZER; default extractive)")
+	f.IntVar(&limit, "limit", 1000, "events to summarize and summaries to publish, at most")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a))
+	return cmd
+}
+
+func newSweepCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Converge every page to its current published summary; collect orphans",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := a.publishService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep, err := svc.Sweep(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, rep)
+			}
+			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d failed\n",
+				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Failed)
+			fmt.Fprintf(a.stdout, "listings: %d written, %d unchanged, %d source cards collected\n",
+				rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
+			for _, e := range rep.Errors {
+				fmt.Fprintf(a.stdout, "  %s\n", e)
+			}
+			if rep.Failed > 0 {
+				return fmt.Errorf("sweep: %d pages failed to converge: %w", rep.Failed, tidemark.ErrUnconfirmed)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func newSummariesCmd(a *app) *cobra.Command {
+	var (
+		event  string
+		limit  int
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "summaries",
+		Short: "List summaries, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			sums, err := db.Publish().Summaries(cmd.Context(), publish.SummaryFilter{EventID: event, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if sums == nil {
+					sums = []publish.Summary{}
+				}
+				return writeJSON(a.stdout, sums)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tEVENT\tMODEL\tPROMPT\tSTATE\tTEXT")
+			for _, s := range sums {
+				state := "retired"
+				switch {
+				case s.Rejected():
+					state = "rejected"
+				case s.Current && s.PublishedAt != nil:
+					state = "published"
+				case s.Current:
+					state = "current"
+				}
+				text, _, _ := strings.Cut(s.Text, "\n")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.EventID, s.Model, s.PromptVersion, state, short(text, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&event, "event", "", "only this event's summaries")
+	f.IntVar(&limit, "limit", 50, "at most this many")
+	f.BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func newRejectCmd(a *app) *cobra.Command {
+	var (
+		reason string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reject SUMMARY_ID --reason TEXT",
+		Short: "Reject a summary: it is never published; its page is withdrawn by the next sweep",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := db.Publish().Reject(cmd.Context(), args[0], reason)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, s)
+			}
+			fmt.Fprintf(a.stdout, "rejected summary %s of event %s: %s\n", s.ID, s.EventID, s.RejectedReason)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/objstore/dir"
+)
+
+func mustGitRepo(t *testing.T) string {
+	t.Helper()
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	for i, msg := range []string{"parser: read <feeds>\n\nThe parser reads RSS and Atom.", "cursor: never move past unread data"} {
+		if err := os.WriteFile(filepath.Join(repo, "f"+string(rune('a'+i))+".txt"), []byte(msg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", ".")
+		git("commit", "-q", "-m", msg)
+	}
+	return repo
+}
+
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String() + errb.String(), code
+}
+
+// The README's first command ends with a browsable wiki of real
+// summaries; a sweep then finds nothing to do; serve serves it.
+func TestRunOnceBuildsWiki(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	repo := mustGitRepo(t)
+	home := t.TempDir()
+	out, code := runCLI(t, "--home", home, "run", "--once", "--track", repo)
+	if code != 0 {
+		t.Fatalf("run --once: exit %d\n%s", code, out)
+	}
+	index := filepath.Join(home, "wiki", "index.html")
+	if !strings.Contains(out, "2 published now") || !strings.Contains(out, index) {
+		t.Fatalf("run --once output lacks the pages and the index:\n%s", out)
+	}
+	b, err := os.ReadFile(index)
+	if err != nil || !strings.Contains(string(b), "parser: read &lt;feeds&gt;") {
+		t.Fatalf("index: %v\n%s", err, b)
+	}
+
+	out, code = runCLI(t, "--home", home, "publish", "sweep", "--json")
+	if code != 0 {
+		t.Fatalf("sweep: exit %d\n%s", code, out)
+	}
+	var rep struct {
+		Pages, Republished int
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Pages != 2 || rep.Republished != 0 {
+		t.Fatalf("sweep report %+v (%v):\n%s", rep, err, out)
+	}
+
+	out, code = runCLI(t, "--home", home, "publish", "summaries", "--json")
+	var sums []struct {
+		ID, Text, Model string
+		Current         bool
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sums) != nil || len(sums) != 2 || sums[0].Model != "extractive" {
+		t.Fatalf("summaries: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(sums[1].Text+sums[0].Text, "The parser reads RSS and Atom.") {
+		t.Fatalf("summaries lack the commit body: %+v", sums)
+	}
+	out, code = runCLI(t, "--home", home, "publish", "reject", sums[0].ID)
+	if code != 2 {
+		t.Fatalf("reject without a reason: exit %d\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish", "reject", sums[0].ID, "--reason", "wrong"); code != 0 {
+		t.Fatalf("reject: exit %d\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish", sums[0].ID); code != 4 {
+		t.Fatalf("publish a rejected summary: exit %d, want 4 (conflict)\n%s", code, out)
+	}
+	out, code = runCLI(t, "--home", home, "publish", "sweep", "--json")
+	if code != 0 || !strings.Contains(out, `"withdrawn": 1`) {
+		t.Fatalf("sweep after rejection: exit %d\n%s", code, out)
+	}
+
+	// serve: the store as it stands, hidden sidecars never served.
+	objs, err := dir.Open(filepath.Join(home, "wiki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(storeHandler(objs))
+	defer srv.Close()
+	for path, want := range map[string]int{"/": 200, "/index.html": 200, "/.index.html.meta": 404, "/../tidemark.db": 404, "/changes/nope.html": 404} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+// Package dir is an object store in a local directory that can be served
+// as it stands: the object "changes/x.html" is the file ROOT/changes/x.html.
+//
+// Each object's generation and ETag live in a hidden sidecar beside it
+// (".x.html.meta"). Writes are durable and atomic: temp file → fsync →
+// close → rename → fsync the directory. Conditional writes decide and
+// write under an exclusive flock on one of a fixed set of lock files
+// (ROOT/.tidemark-locks/NN, chosen by the key), so two processes sharing
+// the directory cannot both win a compare-and-swap.
+//
+// The sidecar is renamed into place before the body. A crash between the
+// two leaves a sidecar that claims the new version over the old body: the
+// store then over-reports the newer generation (so no older writer can slip
+// in) and Get reports the ETag of the bytes actually read, which differs
+// from the sidecar's, so a sweeper comparing ETags republishes the page.
+package dir
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/tidemark/tidemark/objstore"
+)
+
+const (
+	lockDir   = ".tidemark-locks"
+	lockFiles = 64
+)
+
+// Store is a directory object store.
+type Store struct {
+	root string
+	// NoSync skips fsync (for benchmarks of the protocol's other costs;
+	// never in production).
+	NoSync bool
+}
+
+var _ objstore.Store = (*Store)(nil)
+
+// Open returns a store rooted at dir, creating it.
+func Open(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, lockDir), 0o755); err != nil {
+		return nil, fmt.Errorf("objstore/dir: %w", err)
+	}
+	return &Store{root: abs}, nil
+}
+
+// Root is the directory the store writes to.
+func (s *Store) Root() string { return s.root }
+
+type meta struct {
+	Generation int64  `json:"generation"`
+	ETag       string `json:"etag"`
+	Size       int64  `json:"size"`
+}
+
+func etag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+func (s *Store) paths(key string) (body, side string, err error) {
+	if err := objstore.CheckKey(key); err != nil {
+		return "", "", err
+	}
+	body = filepath.Join(s.root, filepath.FromSlash(key))
+	return body, filepath.Join(filepath.Dir(body), "."+filepath.Base(body)+".meta"), nil
+}
+
+func readMeta(side string) (meta, error) {
+	var m meta
+	b, err := os.ReadFile(side)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, objstore.ErrNotFound
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("objstore/dir: sidecar %s: %w", side, err)
+	}
+	return m, nil
+}
+
+// Get implements objstore.Store.
+func (s *Store) Get(ctx context.Context, key string) (objstore.Object, error) {
+	bodyPath, side, err := s.paths(key)
+	if err != nil {
+		return objstore.Object{}, err
+	}
+	m, err := readMeta(side)
+	if err != nil {
+		return objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	b, err := os.ReadFile(bodyPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return objstore.Object{}, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
+	}
+	if err != nil {
+		return objstore.Object{}, err
+	}
+	// The ETag of the bytes read, not the sidecar's claim: a torn write
+	// shows up as a mismatch.
+	return objstore.Object{Info: objstore.Info{Key: key, ETag: etag(b), Generation: m.Generation, Size: int64(len(b))}, Body: b}, nil
+}
+
+// Head implements objstore.Store.
+func (s *Store) Head(ctx context.Context, key string) (objstore.Info, error) {
+	_, side, err := s.paths(key)
+	if err != nil {
+		return objstore.Info{}, err
+	}
+	m, err := readMeta(side)
+	if err != nil {
+		return objstore.Info{}, fmt.Errorf("head %s: %w", key, err)
+	}
+	return objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size}, nil
+}
+
+// lock takes the exclusive lock that guards key's compare-and-swap.
+func (s *Store) lock(key string) (unlock func(), err error) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	name := filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("objstore/dir: lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("objstore/dir: flock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// Put implements objstore.Store.
+func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.PutOptions) (objstore.Info, error) {
+	bodyPath, side, err := s.paths(key)
+	if err != nil {
+		return objstore.Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return objstore.Info{}, err
+	}
+	dir := filepath.Dir(bodyPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	}
+	unlock, err := s.lock(key)
+	if err != nil {
+		return objstore.Info{}, err
+	}
+	defer unlock()
+	cur, err := readMeta(side)
+	exists := err == nil
+	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
+		return objstore.Info{}, err
+	}
+	if opt.Cond.IfNoneMatch && exists || opt.Cond.IfMatch != "" && (!exists || cur.ETag != opt.Cond.IfMatch) {
+		return objstore.Info{}, fmt.Errorf("put %s: %w", key, objstore.ErrPrecondition)
+	}
+	m := meta{Generation: opt.Generation, ETag: etag(body), Size: int64(len(body))}
+	mb, _ := json.Marshal(m)
+	tmpMeta, err := s.writeTemp(dir, mb)
+	if err != nil {
+		return objstore.Info{}, err
+	}
+	tmpBody, err := s.writeTemp(dir, body)
+	if err != nil {
+		os.Remove(tmpMeta)
+		return objstore.Info{}, err
+	}
+	if err := os.Rename(tmpMeta, side); err != nil {
+		os.Remove(tmpMeta)
+		os.Remove(tmpBody)
+		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	}
+	if err := os.Rename(tmpBody, bodyPath); err != nil {
+		os.Remove(tmpBody)
+		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	}
+	if err := s.syncDir(dir); err != nil {
+		return objstore.Info{}, err
+	}
+	return objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size}, nil
+}
+
+func (s *Store) writeTemp(dir string, b []byte) (string, error) {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("objstore/dir: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		// Servable as it stands: readable by a web server's user.
+		err = f.Chmod(0o644)
+	}
+	if err == nil && !s.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("objstore/dir: write %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
+}
+
+func (s *Store) syncDir(dir string) error {
+	if s.NoSync {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("objstore/dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("objstore/dir: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Delete implements objstore.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	bodyPath, side, err := s.paths(key)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Body first, sidecar last: a crash in between leaves a sidecar whose
+	// body is missing, which Get reports as not found.
+	if err := os.Remove(bodyPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("objstore/dir: %w", err)
+	}
+	if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("objstore/dir: %w", err)
+	}
+	return s.syncDir(filepath.Dir(bodyPath))
+}
+
+// List implements objstore.Store. It reads each object's sidecar, not its
+// body.
+func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Info) error) error {
+	// Walk the deepest directory the prefix names completely.
+	base := ""
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		base = prefix[:i]
+	}
+	start := filepath.Join(s.root, filepath.FromSlash(base))
+	var infos []objstore.Info
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == start {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		name := d.Name()
+		if strings.HasPrefix(name, ".") {
+			if d.IsDir() && p != start {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		m, err := readMeta(filepath.Join(filepath.Dir(p), "."+name+".meta"))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil // a body without a sidecar was never fully written
+		}
+		if err != nil {
+			return err
+		}
+		infos = append(infos, objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size})
+		return ctx.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("objstore/dir: list %s: %w", prefix, err)
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Key < infos[j].Key })
+	for _, in := range infos {
+		if err := fn(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}

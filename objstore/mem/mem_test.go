@@ -1,0 +1,13 @@
+package mem_test
+
+import (
+	"testing"
+
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
+)
+
+func TestConformance(t *testing.T) {
+	objstoretest.Run(t, func(t *testing.T) objstore.Store { return mem.New() })
+}

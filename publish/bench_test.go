@@ -1,0 +1,193 @@
+package publish_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize"
+)
+
+var sweepPages = flag.Int("publish.sweep-pages", 100000, "pages in BenchmarkSweepNothingToRepair")
+
+// BenchmarkPublish measures whole publications (pre-check, card, body
+// write with compare-and-swap, read-back, conditional mark) against raw
+// unconditional puts of the same bodies to the same store, measured in the
+// same run: x/baseline is publications per second over raw puts per second.
+func BenchmarkPublish(b *testing.B) {
+	b.Run("dir", func(b *testing.B) {
+		s, err := dir.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchPublish(b, s)
+	})
+	b.Run("s3", func(b *testing.B) { benchPublish(b, mustS3(b)) })
+}
+
+func benchPublish(b *testing.B, objs objstore.Store) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(1)
+	db := sqltest.MustOpenURL(b, sqltest.NewSQLiteURL(b), env)
+	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	items := make([]tidemark.Item, n)
+	for i := range items {
+		items[i] = tidemark.Item{Key: fmt.Sprintf("c%07d", i), Title: fmt.Sprintf("change %d", i), OccurredAt: env.Clock.Now(),
+			Evidence: []byte(fmt.Sprintf("commit c%07d\n\n    change %d\n", i, i))}
+	}
+	c, err := db.Ingest().Claim(ctx, src.ID, "bench", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Items: items, Cursor: "end", NextDueAt: env.Clock.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := db.Publish()
+	ids := make([]string, n)
+	for i, evID := range rep.EventIDs {
+		s, _, err := st.Accept(ctx, publish.NewSummary{EventID: evID, EvidenceHash: items[i].EvidenceHash(),
+			Draft: summarize.Draft{Text: fmt.Sprintf("Change %d does a thing.\n\nIt matters because of reasons.", i), Model: "m", PromptVersion: "p"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = s.ID
+	}
+	svc := &publish.Service{Store: st, Objects: objs}
+	// Publications and raw puts alternate, so both see the same machine
+	// (fsync latency drifts with whatever else runs).
+	var published, raw time.Duration
+	b.ResetTimer()
+	for i, id := range ids {
+		start := time.Now()
+		res, err := svc.Publish(ctx, id)
+		published += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		o, err := objs.Get(ctx, res.Key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if _, err := objs.Put(ctx, fmt.Sprintf("raw/%d.html", i), o.Body, objstore.PutOptions{Generation: 1}); err != nil {
+			b.Fatal(err)
+		}
+		raw += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	pagesPerSec := float64(n) / published.Seconds()
+	rawPerSec := float64(n) / raw.Seconds()
+	b.ReportMetric(pagesPerSec, "pages/s")
+	b.ReportMetric(rawPerSec, "rawputs/s")
+	b.ReportMetric(pagesPerSec/rawPerSec, "x/baseline")
+}
+
+// BenchmarkSweepNothingToRepair measures a sweep over -publish.sweep-pages
+// published pages (100,000 by default) that are all as they should be,
+// against a naive sweep that reads every body and compares its hash, in
+// the same run: x/baseline is the sweep's time over the naive sweep's.
+func BenchmarkSweepNothingToRepair(b *testing.B) {
+	b.Run("mem", func(b *testing.B) { benchSweep(b, mem.New()) })
+	b.Run("dir", func(b *testing.B) {
+		s, err := dir.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.NoSync = true // setup speed only; a sweep never writes
+		benchSweep(b, s)
+	})
+}
+
+func benchSweep(b *testing.B, objs objstore.Store) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(1)
+	db := sqltest.MustOpenURL(b, sqltest.NewSQLiteURL(b), env)
+	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := *sweepPages
+	hashes := make(map[string]string, n)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := env.Clock.Now().UnixMilli()
+	for i := range n {
+		evID, sumID, pageID := fmt.Sprintf("e%07d", i), fmt.Sprintf("s%07d", i), fmt.Sprintf("p%07d", i)
+		ev := tidemark.HashEvidence([]byte(evID))
+		body := []byte(fmt.Sprintf("<!doctype html><title>change %d</title><p>Change %d does a thing.</p>", i, i))
+		info, err := objs.Put(ctx, publish.PageKey(pageID), body, objstore.PutOptions{Generation: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hashes[pageID] = tidemark.HashEvidence(body)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO events (id, source_id, item_key, title, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, 1, 'r', $5, $5)`, []any{evID, src.ID, evID, "change " + evID, now + int64(i), ev}},
+			{`INSERT INTO summaries (id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current, published_at, published_generation, created_at)
+				VALUES ($1, $2, $3, 'p', 'm', 'text', 'h', 1, $4, 1, $4)`, []any{sumID, evID, ev, now}},
+			{`INSERT INTO pages (id, event_id, source_id, summary_id, evidence_hash, generation, published_summary_id,
+				published_generation, published_etag, published_hash, published_at, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, 1, $4, 1, $6, $7, $8, $8, $8)`, []any{pageID, evID, src.ID, sumID, ev, info.ETag, hashes[pageID], now}},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	svc := &publish.Service{Store: db.Publish(), Objects: objs}
+	if _, err := svc.RefreshListings(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if os.Getenv("TIDEMARK_BENCH_VERBOSE") != "" {
+		b.Logf("%d pages set up", n)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		rep, err := svc.Sweep(ctx)
+		if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Failed+rep.Listings.Written != 0 || rep.Pages != n {
+			b.Fatalf("sweep with nothing to repair: %+v %v", rep, err)
+		}
+	}
+	sweep := time.Since(start) / time.Duration(b.N)
+	b.StopTimer()
+
+	// The naive sweep: read every body and compare its hash with the books.
+	start = time.Now()
+	for pageID, want := range hashes {
+		o, err := objs.Get(ctx, publish.PageKey(pageID))
+		if err != nil || tidemark.HashEvidence(o.Body) != want {
+			b.Fatalf("naive sweep: %s: %v", pageID, err)
+		}
+	}
+	naive := time.Since(start)
+	b.ReportMetric(float64(n), "pages")
+	b.ReportMetric(sweep.Seconds(), "s/sweep")
+	b.ReportMetric(naive.Seconds(), "s/naive")
+	b.ReportMetric(sweep.Seconds()/naive.Seconds(), "x/baseline")
+}

@@ -1,0 +1,268 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/summarize"
+)
+
+// Failpoints of a publication, in the order a publication reaches them.
+var (
+	fpAfterPrecheck = failpoint.Register("publish.after-precheck",
+		"the pre-checks passed and a generation is allocated | the source card upsert")
+	fpAfterCard = failpoint.Register("publish.after-card",
+		"the source card is written | the page body write")
+	fpAfterObjectWrite = failpoint.Register("publish.after-object-write",
+		"the page body is written to the object store | the read-back and the mark")
+	fpAfterReadBack = failpoint.Register("publish.after-read-back",
+		"the read-back matched | the conditional mark")
+	fpBeforeRepair = failpoint.Register("publish.before-repair",
+		"the mark lost the race | the repair republishes the current summary")
+)
+
+// PageOverrides lets page documents (edited elsewhere) override what a
+// change page shows. Nil means no overrides.
+type PageOverrides interface {
+	PageOverride(ctx context.Context, pageID string) (Override, bool, error)
+}
+
+// Override replaces a page's title and adds notes.
+type Override struct {
+	Title string
+	Notes string
+}
+
+// Service publishes summaries.
+type Service struct {
+	Store   Store
+	Objects objstore.Store
+	// Hooks run inside the mark-published transaction (the outbox drafts
+	// its intents there).
+	Hooks     []tidemark.PublishHook
+	Overrides PageOverrides
+	Logger    *slog.Logger
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// Result is what one publication did.
+type Result struct {
+	SummaryID  string `json:"summary_id"`
+	PageID     string `json:"page_id"`
+	Key        string `json:"key"`
+	Generation int64  `json:"generation"`
+	ETag       string `json:"etag"`
+	// Repaired is set when this attempt lost the race and republished the
+	// current summary onto its page.
+	Repaired *Result `json:"repaired,omitempty"`
+}
+
+// PageKey is the object key of a page.
+func PageKey(pageID string) string { return "changes/" + pageID + ".html" }
+
+// CardKey is the object key of a source's card.
+func CardKey(sourceID string) string { return "sources/" + sourceID + ".html" }
+
+// IndexKey is the wiki's index.
+const IndexKey = "index.html"
+
+const contentType = "text/html; charset=utf-8"
+
+// Publish publishes a summary on its event's page. When the final mark
+// loses to a newer summary it repairs the page (one level) and returns an
+// error matching ErrLostRace, whatever the repair's outcome.
+func (s *Service) Publish(ctx context.Context, summaryID string) (Result, error) {
+	return s.publish(ctx, summaryID, true)
+}
+
+func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (Result, error) {
+	res := Result{SummaryID: summaryID}
+	// 1. Pre-checks, before anything is written.
+	plan, err := s.Store.Prepare(ctx, summaryID)
+	if err != nil {
+		return res, err
+	}
+	res.PageID, res.Key, res.Generation = plan.PageID, PageKey(plan.PageID), plan.Generation
+	if err := fpAfterPrecheck.Hit(ctx); err != nil {
+		return res, err
+	}
+	// 2. Source card (so the page never links to a missing card), body,
+	// read-back.
+	if err := s.ensureCard(ctx, plan.Source); err != nil {
+		return res, err
+	}
+	if err := fpAfterCard.Hit(ctx); err != nil {
+		return res, err
+	}
+	body, err := s.renderPage(ctx, plan)
+	if err != nil {
+		return res, err
+	}
+	info, err := objstore.PutGeneration(ctx, s.Objects, res.Key, body, plan.Generation, contentType)
+	if err != nil {
+		// ErrNewerGeneration: a newer publication owns the page.
+		return res, fmt.Errorf("publish %s: write %s: %w", summaryID, res.Key, err)
+	}
+	if err := fpAfterObjectWrite.Hit(ctx); err != nil {
+		return res, err
+	}
+	got, err := s.Objects.Get(ctx, res.Key)
+	if err != nil {
+		return res, fmt.Errorf("publish %s: read back %s: %w", summaryID, res.Key, err)
+	}
+	if got.Generation > plan.Generation {
+		return res, fmt.Errorf("publish %s: read back %s: generation %d replaced ours (%d): %w",
+			summaryID, res.Key, got.Generation, plan.Generation, objstore.ErrNewerGeneration)
+	}
+	bodyHash := tidemark.HashEvidence(body)
+	if !bytes.Equal(got.Body, body) || tidemark.HashEvidence(got.Body) != bodyHash || got.Generation != plan.Generation {
+		return res, fmt.Errorf("publish %s: %s generation %d: %w", summaryID, res.Key, plan.Generation, ErrReadBack)
+	}
+	res.ETag = info.ETag
+	if err := fpAfterReadBack.Hit(ctx); err != nil {
+		return res, err
+	}
+	// 3. The conditional mark.
+	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag, BodyHash: bodyHash}, s.Hooks)
+	if err == nil {
+		return res, nil
+	}
+	if !errors.Is(err, ErrLostRace) || !repair {
+		return res, err
+	}
+	// 4. Lost: repair the page with the current summary, one level only,
+	// and still report this attempt as failed.
+	s.log().Warn("publish: lost the race; repairing the page", "summary", summaryID, "page", plan.PageID)
+	if ferr := fpBeforeRepair.Hit(ctx); ferr != nil {
+		return res, errors.Join(err, fmt.Errorf("repair of page %s: %w", plan.PageID, ferr))
+	}
+	current, cerr := s.Store.CurrentSummary(ctx, plan.Event.ID)
+	switch {
+	case cerr != nil:
+		return res, errors.Join(err, fmt.Errorf("repair of page %s: %w", plan.PageID, cerr))
+	case current == "":
+		return res, err // nothing current to publish; the sweeper withdraws the page
+	}
+	rep, rerr := s.publish(ctx, current, false)
+	res.Repaired = &rep
+	if rerr != nil {
+		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
+	}
+	return res, err
+}
+
+// ensureCard writes the source's card if it has never been written, so a
+// page never links to a missing card. Its listing is refreshed by
+// RefreshListings.
+func (s *Service) ensureCard(ctx context.Context, src SourceInfo) error {
+	key := CardKey(src.ID)
+	if _, err := s.Objects.Head(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("card %s: %w", key, err)
+	}
+	_, err := s.writeCard(ctx, src)
+	return err
+}
+
+// SummarizeReport counts what Summarize did.
+type SummarizeReport struct {
+	Considered int      `json:"considered"`
+	Accepted   int      `json:"accepted"`
+	Unchanged  int      `json:"unchanged"`
+	Failed     int      `json:"failed"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// Summarize summarizes up to limit events that have no summary of their
+// current evidence under sum's model and prompt version, and accepts the
+// drafts. A failing event is counted and passed over.
+func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit int) (SummarizeReport, error) {
+	var rep SummarizeReport
+	model, prompt := sum.Identity()
+	evs, err := s.Store.Unsummarized(ctx, model, prompt, limit)
+	if err != nil {
+		return rep, err
+	}
+	for _, ev := range evs {
+		rep.Considered++
+		evidence, hash, err := s.Store.Evidence(ctx, ev.ID)
+		if err == nil && hash != ev.EvidenceHash {
+			err = fmt.Errorf("event %s re-frozen while summarizing: %w", ev.ID, ErrEvidenceMismatch)
+		}
+		var d summarize.Draft
+		if err == nil {
+			d, err = sum.Summarize(ctx, ev, evidence)
+		}
+		var created bool
+		if err == nil {
+			_, created, err = s.Store.Accept(ctx, NewSummary{EventID: ev.ID, EvidenceHash: hash, Draft: d})
+		}
+		switch {
+		case ctx.Err() != nil:
+			return rep, ctx.Err()
+		case err != nil:
+			rep.Failed++
+			if len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
+			}
+			s.log().Warn("summarize failed", "event", ev.ID, "err", err)
+		case created:
+			rep.Accepted++
+		default:
+			rep.Unchanged++
+		}
+	}
+	return rep, nil
+}
+
+// PublishReport counts what PublishPending did.
+type PublishReport struct {
+	Published int      `json:"published"`
+	Failed    int      `json:"failed"`
+	Errors    []string `json:"errors,omitempty"`
+	// Listings is what RefreshListings wrote.
+	Listings ListingReport `json:"listings"`
+	// Pages is how many pages are published in all.
+	Pages int `json:"pages"`
+}
+
+// PublishPending publishes up to limit current summaries whose pages do not
+// show them yet, then refreshes the index and the source cards.
+func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport, error) {
+	var rep PublishReport
+	ids, err := s.Store.Unpublished(ctx, limit)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		if _, err := s.Publish(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			rep.Failed++
+			if len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, err.Error())
+			}
+			continue
+		}
+		rep.Published++
+	}
+	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
+		return rep, err
+	}
+	rep.Pages, err = s.Store.PublishedCount(ctx)
+	return rep, err
+}

@@ -1,0 +1,253 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// A newer summary is accepted in the middle of the older publish's page
+// write. The older publish must fail, and the page must end up showing the
+// newer summary, which alone is published and current.
+func TestRaceNewerAcceptedInsideObjectWrite(t *testing.T) {
+	for _, variant := range []string{"accepted", "accepted-and-published"} {
+		t.Run(variant, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				ctx := context.Background()
+				objs := mem.New()
+				f := mustFixture(t, b, objs)
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s1 := f.mustAccept(t, ev, "Older summary.", "m1")
+				var s2ID string
+				var fired atomic.Bool
+				objs.SetHooks(mem.Hooks{BeforePut: func(ctx context.Context, key string, body []byte, opt objstore.PutOptions) error {
+					if !strings.HasPrefix(key, "changes/") || !strings.Contains(string(body), "Older summary.") || !fired.CompareAndSwap(false, true) {
+						return nil
+					}
+					s2 := f.mustAccept(t, ev, "Newer summary.", "m2")
+					s2ID = s2.ID
+					if variant == "accepted-and-published" {
+						if _, err := f.svc.Publish(ctx, s2.ID); err != nil {
+							t.Errorf("publish newer inside the older write: %v", err)
+						}
+					}
+					return nil
+				}})
+				res, err := f.svc.Publish(ctx, s1.ID)
+				if !fired.Load() {
+					t.Fatal("hook never fired")
+				}
+				if err == nil {
+					t.Fatal("the older publish succeeded")
+				}
+				if !isAny(err, publish.ErrLostRace, objstore.ErrNewerGeneration) {
+					t.Fatalf("older publish: %v, want ErrLostRace or ErrNewerGeneration", err)
+				}
+				if variant == "accepted" && (res.Repaired == nil || res.Repaired.SummaryID != s2ID) {
+					t.Fatalf("no repair with the newer summary: %+v", res)
+				}
+				f.mustPageShows(t, res.PageID, "Newer summary.", "Older summary.")
+				old, newer := f.mustSummary(t, s1.ID), f.mustSummary(t, s2ID)
+				mustPublished(t, old, false)
+				mustPublished(t, newer, true)
+				if old.Current || !newer.Current {
+					t.Fatalf("current: old %v newer %v", old.Current, newer.Current)
+				}
+				// Nothing is left for the sweeper.
+				rep, err := f.svc.Sweep(ctx)
+				if err != nil || rep.Republished != 0 || rep.Failed != 0 {
+					t.Fatalf("sweep after the race: %+v %v", rep, err)
+				}
+			})
+		})
+	}
+}
+
+// generationLog wraps a store and records the generation of every
+// successful page write, to prove generations only move forward.
+type generationLog struct {
+	objstore.Store
+	mu   sync.Mutex
+	gens []int64
+}
+
+func (g *generationLog) Put(ctx context.Context, key string, body []byte, opt objstore.PutOptions) (objstore.Info, error) {
+	info, err := g.Store.Put(ctx, key, body, opt)
+	if err == nil && strings.HasPrefix(key, "changes/") {
+		g.mu.Lock()
+		g.gens = append(g.gens, opt.Generation)
+		g.mu.Unlock()
+	}
+	return info, err
+}
+
+// Two publishers race on one page through the stores' conditional writes:
+// the older summary (pre-checked before the newer was accepted) and the
+// newer. Every order of their store operations is tried: the older body
+// never replaces the newer, and the page ends on the newer summary.
+func TestConditionalWriteRaceEveryOrder(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStore := range stores(t) {
+			t.Run(name, func(t *testing.T) {
+				schedules := objstoretest.Schedules(2, 3, 2)
+				if name == "s3" || b.Name == "postgres" {
+					schedules = everyNth(schedules, 4)
+				}
+				for _, sched := range schedules {
+					t.Run(fmt.Sprint(sched), func(t *testing.T) { raceOnce(t, b, newStore(t), sched) })
+				}
+			})
+		}
+	})
+}
+
+func everyNth[T any](xs []T, n int) []T {
+	var out []T
+	for i := 0; i < len(xs); i += n {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+func raceOnce(t *testing.T, b sqltest.Backend, store objstore.Store, sched []int) {
+	ctx := context.Background()
+	log := &generationLog{Store: store}
+	f := mustFixture(t, b, log)
+	// A published page of another event, so the source card exists and the
+	// race is about the page alone.
+	other := f.mustEvent(t, "c0", "other", "other evidence")
+	if _, err := f.svc.Publish(ctx, f.mustAccept(t, other, "Other.", "m1").ID); err != nil {
+		t.Fatal(err)
+	}
+	ev := f.mustEvent(t, "c1", "change", "evidence")
+	s1 := f.mustAccept(t, ev, "Older summary.", "m1")
+	log.gens = nil
+
+	prepared := make(chan struct{})
+	var once sync.Once
+	var s2ID string
+	errs := objstoretest.RunSchedule(t, log, sched,
+		func(ctx context.Context, s objstore.Store) error {
+			svc := *f.svc
+			svc.Objects = &signalFirst{Store: s, first: func() { once.Do(func() { close(prepared) }) }}
+			_, err := svc.Publish(ctx, s1.ID)
+			once.Do(func() { close(prepared) })
+			return err
+		},
+		func(ctx context.Context, s objstore.Store) error {
+			<-prepared // the older summary passed its pre-checks
+			s2 := f.mustAccept(t, ev, "Newer summary.", "m2")
+			s2ID = s2.ID
+			svc := *f.svc
+			svc.Objects = s
+			_, err := svc.Publish(ctx, s2.ID)
+			return err
+		})
+	if errs[0] == nil {
+		t.Fatal("the older publish succeeded")
+	}
+	if errs[1] != nil && !isAny(errs[1], objstore.ErrNewerGeneration, publish.ErrNewerPublished) {
+		t.Fatalf("newer publish: %v", errs[1])
+	}
+	for i := 1; i < len(log.gens); i++ {
+		if log.gens[i] <= log.gens[i-1] {
+			t.Fatalf("page generations written out of order: %v", log.gens)
+		}
+	}
+	page, _ := f.st.CurrentSummary(ctx, ev.ID)
+	if page != s2ID {
+		t.Fatalf("pointer %s, want %s", page, s2ID)
+	}
+	sum := f.mustSummary(t, s2ID)
+	mustPublished(t, sum, true)
+	mustPublished(t, f.mustSummary(t, s1.ID), false)
+	var pageID string
+	_ = f.st.PageStates(ctx, func(ps publish.PageState) error {
+		if ps.EventID == ev.ID {
+			pageID = ps.PageID
+		}
+		return nil
+	})
+	f.mustPageShows(t, pageID, "Newer summary.", "Older summary.")
+}
+
+// signalFirst calls first before the first store operation.
+type signalFirst struct {
+	objstore.Store
+	first func()
+}
+
+func (s *signalFirst) Head(ctx context.Context, key string) (objstore.Info, error) {
+	s.first()
+	return s.Store.Head(ctx, key)
+}
+
+// A repair that fails leaves a stale page; one sweep converges it.
+func TestFailedRepairConvergesAfterOneSweep(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStore := range stores(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				f := mustFixture(t, b, newStore(t))
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s1 := f.mustAccept(t, ev, "Older summary.", "m1")
+				var s2ID string
+				// The newer summary is accepted between the older one's
+				// object write and its mark; the repair then fails.
+				f.svc.Hooks = nil
+				t.Cleanup(failpoint.Reset)
+				if err := failpoint.Arm("publish.before-repair=error"); err != nil {
+					t.Fatal(err)
+				}
+				f.svc.Store = &acceptBeforeMark{Store: f.st, accept: func() { s2ID = f.mustAccept(t, ev, "Newer summary.", "m2").ID }}
+				res, err := f.svc.Publish(ctx, s1.ID)
+				var fpErr *failpoint.Error
+				if !errors.Is(err, publish.ErrLostRace) || !errors.As(err, &fpErr) {
+					t.Fatalf("publish: %v, want ErrLostRace and the repair's injected error", err)
+				}
+				failpoint.Reset()
+				f.svc.Store = f.st
+				// Stale: the page shows the older summary, nothing is published.
+				f.mustPageShows(t, res.PageID, "Older summary.", "")
+				mustPublished(t, f.mustSummary(t, s2ID), false)
+
+				rep, err := f.svc.Sweep(ctx)
+				if err != nil || rep.Republished != 1 || rep.Failed != 0 {
+					t.Fatalf("sweep: %+v %v", rep, err)
+				}
+				f.mustPageShows(t, res.PageID, "Newer summary.", "Older summary.")
+				mustPublished(t, f.mustSummary(t, s2ID), true)
+				mustPublished(t, f.mustSummary(t, s1.ID), false)
+				if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 0 || rep.Listings.Written != 0 {
+					t.Fatalf("second sweep did work: %+v %v", rep, err)
+				}
+			})
+		}
+	})
+}
+
+// acceptBeforeMark runs accept once, just before the first Mark.
+type acceptBeforeMark struct {
+	publish.Store
+	accept func()
+	done   bool
+}
+
+func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []publishHook) (publishPublication, error) {
+	if !a.done {
+		a.done = true
+		a.accept()
+	}
+	return a.Store.Mark(ctx, p, w, hooks)
+}

@@ -1,0 +1,195 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize"
+)
+
+// Errors of the publish pipeline. Each matches tidemark.ErrConflict (or
+// ErrNotFound), so the binary maps them to exit codes in one place.
+var (
+	// ErrEvidenceMismatch: a summary was offered for evidence that is not
+	// the event's current frozen evidence.
+	ErrEvidenceMismatch = fmt.Errorf("publish: evidence hash is not the event's current one: %w", tidemark.ErrConflict)
+	// ErrIdentityConflict: a summary with the same identity and different
+	// content is already stored.
+	ErrIdentityConflict = fmt.Errorf("publish: same identity, different content: %w", tidemark.ErrConflict)
+	// ErrRejected: the summary was rejected and is never published.
+	ErrRejected = fmt.Errorf("publish: summary rejected: %w", tidemark.ErrConflict)
+	// ErrSuperseded: the summary is no longer the event's current one (or
+	// the event's evidence moved); refused before anything was written.
+	ErrSuperseded = fmt.Errorf("publish: summary superseded: %w", tidemark.ErrConflict)
+	// ErrLostRace: the conditional mark matched nothing: a newer summary
+	// became current while this one was being written.
+	ErrLostRace = fmt.Errorf("publish: lost the race to a newer summary: %w", tidemark.ErrConflict)
+	// ErrNewerPublished: a newer generation of the page is already marked.
+	ErrNewerPublished = fmt.Errorf("publish: a newer generation of the page is published: %w", tidemark.ErrConflict)
+	// ErrReadBack: the body read back is not the body written.
+	ErrReadBack = fmt.Errorf("publish: read-back differs from the body written: %w", tidemark.ErrUnconfirmed)
+)
+
+// Summary is an accepted (or rejected) summary of an event.
+type Summary struct {
+	ID                  string     `json:"id"`
+	EventID             string     `json:"event_id"`
+	EvidenceHash        string     `json:"evidence_hash"`
+	PromptVersion       string     `json:"prompt_version"`
+	Model               string     `json:"model"`
+	Text                string     `json:"text"`
+	TextHash            string     `json:"text_hash"`
+	Current             bool       `json:"current"`
+	RejectedReason      string     `json:"rejected_reason,omitempty"`
+	RejectedAt          *time.Time `json:"rejected_at,omitempty"`
+	PublishedAt         *time.Time `json:"published_at,omitempty"`
+	PublishedGeneration int64      `json:"published_generation"`
+	RetiredAt           *time.Time `json:"retired_at,omitempty"`
+	CreatedAt           time.Time  `json:"created_at"`
+}
+
+// Rejected reports whether the summary was rejected.
+func (s Summary) Rejected() bool { return s.RejectedReason != "" }
+
+// NewSummary is a draft offered for acceptance against the evidence hash
+// it was made from.
+type NewSummary struct {
+	EventID      string
+	EvidenceHash string
+	summarize.Draft
+}
+
+// SourceInfo is what a page shows of its source.
+type SourceInfo struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Location string `json:"location"`
+}
+
+// Plan is a publication that passed its pre-checks: the page, the
+// generation allocated for this write, and everything the page shows.
+type Plan struct {
+	PageID     string
+	Generation int64
+	Event      tidemark.Event
+	Source     SourceInfo
+	Summary    Summary
+}
+
+// Written is what the object store confirmed.
+type Written struct {
+	ETag     string
+	BodyHash string
+}
+
+// PageState is a page's bookkeeping, for the sweeper.
+type PageState struct {
+	PageID   string
+	EventID  string
+	SourceID string
+	// SummaryID is the event's pointer ("" when the event has no current
+	// summary); PointerFresh says its evidence hash is the event's current.
+	SummaryID           string
+	PointerFresh        bool
+	PublishedSummaryID  string
+	PublishedGeneration int64
+	PublishedETag       string
+}
+
+// PageEntry is a published page in a listing.
+type PageEntry struct {
+	PageID     string
+	EventID    string
+	SourceID   string
+	Title      string
+	OccurredAt time.Time
+}
+
+// SourceEntry is a source with published pages, for the index.
+type SourceEntry struct {
+	SourceInfo
+	Pages int
+	// Stamp changes whenever a page of the source is published, republished
+	// or withdrawn.
+	Stamp string
+}
+
+// WikiObject is a listing object's bookkeeping.
+type WikiObject struct {
+	Key               string
+	Kind              string // "card" or "index"
+	SourceID          string
+	Generation        int64
+	WrittenGeneration int64
+	ETag              string
+	ContentHash       string
+	Stamp             string
+}
+
+// Store is what the publish pipeline needs from storage. sqlstore
+// implements it for SQLite and PostgreSQL.
+type Store interface {
+	// Accept stores a summary if its evidence hash is the event's current
+	// one. The same identity with the same text returns the stored summary
+	// (created false); with different text, ErrIdentityConflict. A new
+	// summary becomes current, retires the previous one and moves the
+	// event's pointer, in one transaction.
+	Accept(ctx context.Context, ns NewSummary) (s Summary, created bool, err error)
+	// Reject marks a summary rejected with a reason; if it was current the
+	// event's pointer is cleared and the page is withdrawn by the sweeper.
+	Reject(ctx context.Context, summaryID, reason string) (Summary, error)
+	Summary(ctx context.Context, id string) (Summary, error)
+	Summaries(ctx context.Context, f SummaryFilter) ([]Summary, error)
+	// Unsummarized lists events with no summary of their current evidence
+	// under model and promptVersion, oldest first.
+	Unsummarized(ctx context.Context, model, promptVersion string, limit int) ([]tidemark.Event, error)
+	// Evidence is an event's current frozen evidence and its hash.
+	Evidence(ctx context.Context, eventID string) ([]byte, string, error)
+	// Unpublished lists current summaries whose page does not have them
+	// marked published.
+	Unpublished(ctx context.Context, limit int) ([]string, error)
+
+	// Prepare runs the pre-checks (not rejected, current, the event points
+	// at it, the evidence hash unchanged) and allocates the page's next
+	// generation; ErrRejected or ErrSuperseded otherwise.
+	Prepare(ctx context.Context, summaryID string) (Plan, error)
+	// Mark marks the plan's summary published if it is still current, the
+	// event still points at it with the same evidence hash, and no newer
+	// generation is marked; hooks run inside that transaction. ErrLostRace
+	// when the summary lost.
+	Mark(ctx context.Context, p Plan, w Written, hooks []tidemark.PublishHook) (tidemark.Publication, error)
+	// CurrentSummary is the summary the event points at ("" when none).
+	CurrentSummary(ctx context.Context, eventID string) (string, error)
+
+	// PageStates calls fn for every page, in page ID order.
+	PageStates(ctx context.Context, fn func(PageState) error) error
+	// Withdraw clears a page's published state if the event still has no
+	// current summary; it reports whether it did.
+	Withdraw(ctx context.Context, pageID string) (bool, error)
+
+	// Listing data for the index and the source cards.
+	Sources(ctx context.Context) ([]SourceEntry, error)
+	Source(ctx context.Context, id string) (SourceInfo, error)
+	PagesOf(ctx context.Context, sourceID string, limit int) ([]PageEntry, error)
+	Recent(ctx context.Context, limit int) ([]PageEntry, error)
+	PublishedCount(ctx context.Context) (int, error)
+	// WikiObjects lists the listing objects' bookkeeping.
+	WikiObjects(ctx context.Context) ([]WikiObject, error)
+	// AllocateObject allocates the next generation of a listing object,
+	// creating its row.
+	AllocateObject(ctx context.Context, key, kind, sourceID string) (int64, error)
+	// RecordObject records a listing object's write if no newer one is
+	// recorded.
+	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash, stamp string) error
+	// ForgetObject removes a listing object's row.
+	ForgetObject(ctx context.Context, key string) error
+}
+
+// SummaryFilter narrows a listing; Limit 0 means 100.
+type SummaryFilter struct {
+	EventID string
+	Limit   int
+}

@@ -1,0 +1,156 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// A fault at any step boundary fails the publication, leaves the summary
+// unpublished, and one sweep converges the page.
+func TestFaultAtEachBoundaryConvergesAfterOneSweep(t *testing.T) {
+	points := []string{"publish.after-precheck", "publish.after-card", "publish.after-object-write",
+		"publish.after-read-back", "publish.mark.before-commit"}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for _, point := range points {
+			t.Run(point, func(t *testing.T) {
+				ctx := context.Background()
+				f := mustFixture(t, b, mem.New())
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s := f.mustAccept(t, ev, "The summary.", "m1")
+				t.Cleanup(failpoint.Reset)
+				if err := failpoint.Arm(point + "=error"); err != nil {
+					t.Fatal(err)
+				}
+				_, err := f.svc.Publish(ctx, s.ID)
+				var fp *failpoint.Error
+				if !errors.As(err, &fp) || fp.Name != point {
+					t.Fatalf("publish: %v, want the injected error at %s", err, point)
+				}
+				failpoint.Reset()
+				mustPublished(t, f.mustSummary(t, s.ID), false)
+				rep, err := f.svc.Sweep(ctx)
+				if err != nil || rep.Republished != 1 || rep.Failed != 0 {
+					t.Fatalf("sweep: %+v %v", rep, err)
+				}
+				mustPublished(t, f.mustSummary(t, s.ID), true)
+			})
+		}
+	})
+}
+
+// tamperGet returns a different body than the one stored, once.
+type tamperGet struct {
+	objstore.Store
+	armed bool
+}
+
+func (s *tamperGet) Get(ctx context.Context, key string) (objstore.Object, error) {
+	o, err := s.Store.Get(ctx, key)
+	if err == nil && s.armed {
+		s.armed = false
+		o.Body = append(o.Body, "<!-- torn -->"...)
+	}
+	return o, err
+}
+
+func TestReadBackMismatchIsNotPublished(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		s := f.mustAccept(t, ev, "The summary.", "m1")
+		f.svc.Objects = &tamperGet{Store: f.objs, armed: true}
+		if _, err := f.svc.Publish(ctx, s.ID); !errors.Is(err, publish.ErrReadBack) || !errors.Is(err, tidemark.ErrUnconfirmed) {
+			t.Fatalf("publish: %v, want ErrReadBack", err)
+		}
+		mustPublished(t, f.mustSummary(t, s.ID), false)
+	})
+}
+
+// The sweeper repairs what happened to the store behind the books' back,
+// withdraws rejected pages, deletes orphans and collects cards attached to
+// nothing.
+func TestSweepRepairsTheStore(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStore := range stores(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				f := mustFixture(t, b, newStore(t))
+				var pages []string
+				var sums []publish.Summary
+				for i, key := range []string{"c1", "c2", "c3"} {
+					ev := f.mustEvent(t, key, "change "+key, "evidence "+key)
+					s := f.mustAccept(t, ev, "Summary of "+key+".", "m1")
+					res, err := f.svc.Publish(ctx, s.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pages, sums = append(pages, res.PageID), append(sums, s)
+					_ = i
+				}
+				if _, err := f.svc.RefreshListings(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// Behind the books' back: one page deleted, one overwritten,
+				// an orphan page and a card of a source with no pages.
+				if err := f.objs.Delete(ctx, publish.PageKey(pages[0])); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.objs.Put(ctx, publish.PageKey(pages[1]), []byte("defaced"), objstore.PutOptions{Generation: 1}); err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{"changes/nobody.html", "sources/gone.html"} {
+					if _, err := f.objs.Put(ctx, k, []byte("x"), objstore.PutOptions{Generation: 1}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := f.st.Reject(ctx, sums[2].ID, "wrong"); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := f.svc.Sweep(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Pages != 3 || rep.Republished != 2 || rep.Withdrawn != 1 || rep.Orphans != 1 || rep.Listings.Collected != 1 || rep.Failed != 0 {
+					t.Fatalf("sweep: %+v", rep)
+				}
+				f.mustPageShows(t, pages[0], "Summary of c1.", "")
+				f.mustPageShows(t, pages[1], "Summary of c2.", "defaced")
+				for _, k := range []string{publish.PageKey(pages[2]), "changes/nobody.html", "sources/gone.html"} {
+					if _, err := f.objs.Head(ctx, k); !errors.Is(err, objstore.ErrNotFound) {
+						t.Fatalf("%s survived the sweep: %v", k, err)
+					}
+				}
+				idx, err := f.objs.Get(ctx, publish.IndexKey)
+				if err != nil || contains(idx.Body, pages[2]) || !contains(idx.Body, pages[0]) {
+					t.Fatalf("index after the sweep: %v\n%s", err, idx.Body)
+				}
+				rep, err = f.svc.Sweep(ctx)
+				if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Listings.Written+rep.Listings.Collected != 0 {
+					t.Fatalf("second sweep did work: %+v %v", rep, err)
+				}
+				// Every page withdrawn: the source's card is collected too.
+				for _, s := range sums[:2] {
+					if _, err := f.st.Reject(ctx, s.ID, "wrong"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rep, err = f.svc.Sweep(ctx)
+				if err != nil || rep.Withdrawn != 2 || rep.Listings.Collected != 1 {
+					t.Fatalf("sweep after rejecting all: %+v %v", rep, err)
+				}
+				if _, err := f.objs.Head(ctx, publish.CardKey(f.src.ID)); !errors.Is(err, objstore.ErrNotFound) {
+					t.Fatalf("card of a source with no pages survived: %v", err)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,553 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/publish"
+)
+
+var fpMarkBeforeCommit = failpoint.Register("publish.mark.before-commit",
+	"the summary and page are marked published and the hooks ran | the commit")
+
+// PublishStore implements publish.Store.
+type PublishStore struct{ db *DB }
+
+// Publish returns the publish store over d.
+func (d *DB) Publish() *PublishStore { return &PublishStore{db: d} }
+
+var _ publish.Store = (*PublishStore)(nil)
+
+const summaryColumns = `id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current,
+	rejected_reason, rejected_at, published_at, published_generation, retired_at, created_at`
+
+func scanSummary(s scanner) (publish.Summary, error) {
+	var (
+		r                          publish.Summary
+		current                    int
+		rejected, published, retir sql.NullInt64
+		created                    int64
+	)
+	err := s.Scan(&r.ID, &r.EventID, &r.EvidenceHash, &r.PromptVersion, &r.Model, &r.Text, &r.TextHash, &current,
+		&r.RejectedReason, &rejected, &published, &r.PublishedGeneration, &retir, &created)
+	if err != nil {
+		return r, err
+	}
+	r.Current = current == 1
+	r.RejectedAt, r.PublishedAt, r.RetiredAt = fromNullMS(rejected), fromNullMS(published), fromNullMS(retir)
+	r.CreatedAt = fromMS(created)
+	return r, nil
+}
+
+func (s *PublishStore) summary(ctx context.Context, q querier, id string) (publish.Summary, error) {
+	r, err := scanSummary(q.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("summary %s: %w", id, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("summary %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Summary implements publish.Store.
+func (s *PublishStore) Summary(ctx context.Context, id string) (publish.Summary, error) {
+	return s.summary(ctx, s.db.db, id)
+}
+
+// Summaries implements publish.Store.
+func (s *PublishStore) Summaries(ctx context.Context, f publish.SummaryFilter) ([]publish.Summary, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + summaryColumns + ` FROM summaries`
+	args := []any{}
+	if f.EventID != "" {
+		q += ` WHERE event_id = $1`
+		args = append(args, f.EventID)
+	}
+	args = append(args, f.Limit)
+	q += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list summaries: %w", err)
+	}
+	defer rows.Close()
+	var out []publish.Summary
+	for rows.Next() {
+		r, err := scanSummary(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// lockEvent reads an event's current evidence hash and source, locking the
+// event row so its evidence cannot move until the transaction ends.
+func (s *PublishStore) lockEvent(ctx context.Context, tx *sql.Tx, eventID string) (hash, sourceID string, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT evidence_hash, source_id FROM events WHERE id = $1`+s.db.Dialect.LockRow, eventID).Scan(&hash, &sourceID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("event %s: %w", eventID, tidemark.ErrNotFound)
+	}
+	return hash, sourceID, err
+}
+
+// Accept implements publish.Store.
+func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publish.Summary, bool, error) {
+	switch {
+	case ns.EventID == "":
+		return publish.Summary{}, false, tidemark.Invalidf("summary event", "", "is required")
+	case strings.TrimSpace(ns.Text) == "":
+		return publish.Summary{}, false, tidemark.Invalidf("summary text", "", "is empty")
+	case ns.Model == "" || ns.PromptVersion == "":
+		return publish.Summary{}, false, tidemark.Invalidf("summary identity", ns.Model+"/"+ns.PromptVersion, "needs a model and a prompt version")
+	case ns.EvidenceHash == "":
+		return publish.Summary{}, false, tidemark.Invalidf("summary evidence hash", "", "is required")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return publish.Summary{}, false, err
+	}
+	defer tx.Rollback()
+	current, sourceID, err := s.lockEvent(ctx, tx, ns.EventID)
+	if err != nil {
+		return publish.Summary{}, false, err
+	}
+	if current != ns.EvidenceHash {
+		return publish.Summary{}, false, fmt.Errorf("summary of event %s for evidence %.12s (current %.12s): %w",
+			ns.EventID, ns.EvidenceHash, current, publish.ErrEvidenceMismatch)
+	}
+	textHash := tidemark.HashEvidence([]byte(ns.Text))
+	existing, err := scanSummary(tx.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
+		WHERE event_id = $1 AND evidence_hash = $2 AND prompt_version = $3 AND model = $4`,
+		ns.EventID, ns.EvidenceHash, ns.PromptVersion, ns.Model))
+	switch {
+	case err == nil && existing.TextHash == textHash:
+		return existing, false, nil // harmless replay
+	case err == nil:
+		return publish.Summary{}, false, fmt.Errorf("summary %s of event %s (%s, %s): %w",
+			existing.ID, ns.EventID, ns.Model, ns.PromptVersion, publish.ErrIdentityConflict)
+	case !errors.Is(err, sql.ErrNoRows):
+		return publish.Summary{}, false, err
+	}
+	now := ms(s.db.Clock.Now())
+	pageID, err := s.ensurePage(ctx, tx, ns.EventID, sourceID, now)
+	if err != nil {
+		return publish.Summary{}, false, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE summaries SET is_current = 0, retired_at = $1
+		WHERE event_id = $2 AND is_current = 1`, now, ns.EventID); err != nil {
+		return publish.Summary{}, false, fmt.Errorf("retire summary of %s: %w", ns.EventID, err)
+	}
+	id := s.db.IDs.New()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO summaries
+		(id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8)`,
+		id, ns.EventID, ns.EvidenceHash, ns.PromptVersion, ns.Model, ns.Text, textHash, now); err != nil {
+		if IsUniqueViolation(err) {
+			return publish.Summary{}, false, fmt.Errorf("summary of %s: accepted concurrently: %w", ns.EventID, tidemark.ErrConflict)
+		}
+		return publish.Summary{}, false, fmt.Errorf("insert summary: %w", err)
+	}
+	err = exec1(ctx, tx, fmt.Errorf("page %s vanished: %w", pageID, tidemark.ErrUnconfirmed),
+		`UPDATE pages SET summary_id = $1, evidence_hash = $2, updated_at = $3 WHERE id = $4`,
+		id, ns.EvidenceHash, now, pageID)
+	if err != nil {
+		return publish.Summary{}, false, err
+	}
+	sum, err := s.summary(ctx, tx, id)
+	if err != nil {
+		return sum, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return publish.Summary{}, false, fmt.Errorf("accept summary: commit: %w", err)
+	}
+	return sum, true, nil
+}
+
+// ensurePage creates the event's page row (its ID is stable from then on)
+// and returns its ID, locked.
+func (s *PublishStore) ensurePage(ctx context.Context, tx *sql.Tx, eventID, sourceID string, now int64) (string, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pages (id, event_id, source_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $4) ON CONFLICT (event_id) DO NOTHING`, s.db.IDs.New(), eventID, sourceID, now); err != nil {
+		return "", fmt.Errorf("page of %s: %w", eventID, err)
+	}
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM pages WHERE event_id = $1`+s.db.Dialect.LockRow, eventID).Scan(&id)
+	return id, err
+}
+
+// Reject implements publish.Store.
+func (s *PublishStore) Reject(ctx context.Context, id, reason string) (publish.Summary, error) {
+	if strings.TrimSpace(reason) == "" {
+		return publish.Summary{}, tidemark.Invalidf("reason", "", "a rejection needs a reason")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return publish.Summary{}, err
+	}
+	defer tx.Rollback()
+	sum, err := s.summary(ctx, tx, id)
+	if err != nil {
+		return sum, err
+	}
+	if _, _, err := s.lockEvent(ctx, tx, sum.EventID); err != nil {
+		return sum, err
+	}
+	if sum.Rejected() {
+		return sum, nil
+	}
+	now := ms(s.db.Clock.Now())
+	err = exec1(ctx, tx, fmt.Errorf("reject summary %s: %w", id, tidemark.ErrUnconfirmed),
+		`UPDATE summaries SET rejected_reason = $1, rejected_at = $2, is_current = 0,
+		retired_at = CASE WHEN is_current = 1 THEN $2 ELSE retired_at END
+		WHERE id = $3 AND rejected_reason = ''`, reason, now, id)
+	if err != nil {
+		return sum, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE pages SET summary_id = NULL, evidence_hash = '', updated_at = $1
+		WHERE summary_id = $2`, now, id); err != nil {
+		return sum, err
+	}
+	if sum, err = s.summary(ctx, tx, id); err != nil {
+		return sum, err
+	}
+	return sum, tx.Commit()
+}
+
+// Unsummarized implements publish.Store.
+func (s *PublishStore) Unsummarized(ctx context.Context, model, promptVersion string, limit int) ([]tidemark.Event, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.db.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e
+		WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.event_id = e.id
+			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2)
+		ORDER BY e.occurred_at, e.id LIMIT $3`, model, promptVersion, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unsummarized events: %w", err)
+	}
+	defer rows.Close()
+	var out []tidemark.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Evidence implements publish.Store.
+func (s *PublishStore) Evidence(ctx context.Context, eventID string) ([]byte, string, error) {
+	return s.db.Ingest().Evidence(ctx, eventID, 0)
+}
+
+// Unpublished implements publish.Store.
+func (s *PublishStore) Unpublished(ctx context.Context, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.db.QueryContext(ctx, `SELECT p.summary_id FROM pages p JOIN events e ON e.id = p.event_id
+		WHERE p.summary_id IS NOT NULL AND p.evidence_hash = e.evidence_hash
+		  AND (p.published_summary_id IS NULL OR p.published_summary_id <> p.summary_id)
+		ORDER BY p.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unpublished summaries: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Prepare implements publish.Store.
+func (s *PublishStore) Prepare(ctx context.Context, summaryID string) (publish.Plan, error) {
+	var p publish.Plan
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return p, err
+	}
+	defer tx.Rollback()
+	sum, err := s.summary(ctx, tx, summaryID)
+	if err != nil {
+		return p, err
+	}
+	eventHash, _, err := s.lockEvent(ctx, tx, sum.EventID)
+	if err != nil {
+		return p, err
+	}
+	var pointer sql.NullString
+	var pointerHash string
+	err = tx.QueryRowContext(ctx, `SELECT id, summary_id, evidence_hash FROM pages WHERE event_id = $1`+s.db.Dialect.LockRow,
+		sum.EventID).Scan(&p.PageID, &pointer, &pointerHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("summary %s: event %s has no page: %w", summaryID, sum.EventID, publish.ErrSuperseded)
+	}
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case sum.Rejected():
+		return p, fmt.Errorf("summary %s (%s): %w", summaryID, sum.RejectedReason, publish.ErrRejected)
+	case !sum.Current:
+		return p, fmt.Errorf("summary %s is retired: %w", summaryID, publish.ErrSuperseded)
+	case pointer.String != summaryID || pointerHash != sum.EvidenceHash:
+		return p, fmt.Errorf("summary %s: event %s points at %q: %w", summaryID, sum.EventID, pointer.String, publish.ErrSuperseded)
+	case eventHash != sum.EvidenceHash:
+		return p, fmt.Errorf("summary %s: event %s was re-frozen (evidence %.12s, summary's %.12s): %w",
+			summaryID, sum.EventID, eventHash, sum.EvidenceHash, publish.ErrSuperseded)
+	}
+	err = tx.QueryRowContext(ctx, `UPDATE pages SET generation = generation + 1, updated_at = $1 WHERE id = $2 RETURNING generation`,
+		ms(s.db.Clock.Now()), p.PageID).Scan(&p.Generation)
+	if err != nil {
+		return p, fmt.Errorf("allocate generation of page %s: %w", p.PageID, err)
+	}
+	if p.Event, err = scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = $1`, sum.EventID)); err != nil {
+		return p, err
+	}
+	if p.Source, err = s.source(ctx, tx, p.Event.SourceID); err != nil {
+		return p, err
+	}
+	p.Summary = sum
+	return p, tx.Commit()
+}
+
+func (s *PublishStore) source(ctx context.Context, q querier, id string) (publish.SourceInfo, error) {
+	var si publish.SourceInfo
+	err := q.QueryRowContext(ctx, `SELECT id, name, kind, location FROM sources WHERE id = $1`, id).
+		Scan(&si.ID, &si.Name, &si.Kind, &si.Location)
+	if errors.Is(err, sql.ErrNoRows) {
+		return si, fmt.Errorf("source %s: %w", id, tidemark.ErrNotFound)
+	}
+	return si, err
+}
+
+// Source implements publish.Store.
+func (s *PublishStore) Source(ctx context.Context, id string) (publish.SourceInfo, error) {
+	return s.source(ctx, s.db.db, id)
+}
+
+// Mark implements publish.Store.
+func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
+	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
+		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return pub, err
+	}
+	defer tx.Rollback()
+	// Lock the event, as Accept does, so the condition below is decided
+	// against a settled pointer.
+	if _, _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
+		return pub, err
+	}
+	now := ms(s.db.Clock.Now())
+	err = exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
+		`UPDATE summaries SET published_at = $1, published_generation = $2
+		WHERE id = $3 AND is_current = 1 AND rejected_reason = '' AND evidence_hash = $4
+		  AND evidence_hash = (SELECT evidence_hash FROM events WHERE id = $5)
+		  AND EXISTS (SELECT 1 FROM pages WHERE id = $6 AND event_id = $5 AND summary_id = $3 AND evidence_hash = $4)`,
+		now, p.Generation, p.Summary.ID, p.Summary.EvidenceHash, p.Event.ID, p.PageID)
+	if err != nil {
+		return pub, err
+	}
+	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
+		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
+		published_hash = $4, published_at = $5, updated_at = $5
+		WHERE id = $6 AND published_generation < $2`,
+		p.Summary.ID, p.Generation, w.ETag, w.BodyHash, now, p.PageID)
+	if err != nil {
+		return pub, err
+	}
+	for _, h := range hooks {
+		if err := h(ctx, tx, pub); err != nil {
+			return pub, fmt.Errorf("publish hook on page %s: %w", p.PageID, err)
+		}
+	}
+	if err := fpMarkBeforeCommit.Hit(ctx); err != nil {
+		return pub, err
+	}
+	if err := tx.Commit(); err != nil {
+		return pub, fmt.Errorf("mark page %s: commit: %w", p.PageID, err)
+	}
+	return pub, nil
+}
+
+// CurrentSummary implements publish.Store.
+func (s *PublishStore) CurrentSummary(ctx context.Context, eventID string) (string, error) {
+	var id sql.NullString
+	err := s.db.db.QueryRowContext(ctx, `SELECT summary_id FROM pages WHERE event_id = $1`, eventID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id.String, err
+}
+
+// PageStates implements publish.Store.
+func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.source_id, p.summary_id,
+		CASE WHEN p.evidence_hash = e.evidence_hash THEN 1 ELSE 0 END,
+		p.published_summary_id, p.published_generation, p.published_etag
+		FROM pages p JOIN events e ON e.id = p.event_id ORDER BY p.id`)
+	if err != nil {
+		return fmt.Errorf("page states: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			ps             publish.PageState
+			ptr, published sql.NullString
+			fresh          int
+		)
+		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedGeneration, &ps.PublishedETag); err != nil {
+			return err
+		}
+		ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
+		if err := fn(ps); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Withdraw implements publish.Store.
+func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error) {
+	res, err := s.db.db.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
+		published_hash = '', published_at = NULL, updated_at = $1
+		WHERE id = $2 AND summary_id IS NULL AND published_summary_id IS NOT NULL`, ms(s.db.Clock.Now()), pageID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Sources implements publish.Store.
+func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.location, COUNT(p.id),
+		MAX(p.published_at), SUM(p.published_generation)
+		FROM sources s JOIN pages p ON p.source_id = s.id AND p.published_summary_id IS NOT NULL
+		GROUP BY s.id, s.name, s.kind, s.location ORDER BY s.name`)
+	if err != nil {
+		return nil, fmt.Errorf("sources with pages: %w", err)
+	}
+	defer rows.Close()
+	var out []publish.SourceEntry
+	for rows.Next() {
+		var e publish.SourceEntry
+		var newest, gens int64
+		if err := rows.Scan(&e.ID, &e.Name, &e.Kind, &e.Location, &e.Pages, &newest, &gens); err != nil {
+			return nil, err
+		}
+		e.Stamp = fmt.Sprintf("%d:%d:%d", e.Pages, newest, gens)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurred_at
+	FROM pages p JOIN events e ON e.id = p.event_id
+	WHERE p.published_summary_id IS NOT NULL`
+
+func (s *PublishStore) pageEntries(ctx context.Context, q string, args ...any) ([]publish.PageEntry, error) {
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("page listing: %w", err)
+	}
+	defer rows.Close()
+	var out []publish.PageEntry
+	for rows.Next() {
+		var e publish.PageEntry
+		var at int64
+		if err := rows.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at); err != nil {
+			return nil, err
+		}
+		e.OccurredAt = fromMS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PagesOf implements publish.Store.
+func (s *PublishStore) PagesOf(ctx context.Context, sourceID string, limit int) ([]publish.PageEntry, error) {
+	return s.pageEntries(ctx, pageEntryQuery+` AND p.source_id = $1 ORDER BY e.occurred_at DESC, p.id DESC LIMIT $2`, sourceID, limit)
+}
+
+// Recent implements publish.Store.
+func (s *PublishStore) Recent(ctx context.Context, limit int) ([]publish.PageEntry, error) {
+	return s.pageEntries(ctx, pageEntryQuery+` ORDER BY e.occurred_at DESC, p.id DESC LIMIT $1`, limit)
+}
+
+// PublishedCount implements publish.Store.
+func (s *PublishStore) PublishedCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pages WHERE published_summary_id IS NOT NULL`).Scan(&n)
+	return n, err
+}
+
+// WikiObjects implements publish.Store.
+func (s *PublishStore) WikiObjects(ctx context.Context) ([]publish.WikiObject, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash, stamp
+		FROM wiki_objects ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("wiki objects: %w", err)
+	}
+	defer rows.Close()
+	var out []publish.WikiObject
+	for rows.Next() {
+		var o publish.WikiObject
+		var src sql.NullString
+		if err := rows.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash, &o.Stamp); err != nil {
+			return nil, err
+		}
+		o.SourceID = src.String
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// AllocateObject implements publish.Store.
+func (s *PublishStore) AllocateObject(ctx context.Context, key, kind, sourceID string) (int64, error) {
+	var src any
+	if sourceID != "" {
+		src = sourceID
+	}
+	var gen int64
+	err := s.db.db.QueryRowContext(ctx, `INSERT INTO wiki_objects (key, kind, source_id, generation, updated_at)
+		VALUES ($1, $2, $3, 1, $4)
+		ON CONFLICT (key) DO UPDATE SET generation = wiki_objects.generation + 1, updated_at = excluded.updated_at
+		RETURNING generation`, key, kind, src, ms(s.db.Clock.Now())).Scan(&gen)
+	if err != nil {
+		return 0, fmt.Errorf("allocate generation of %s: %w", key, err)
+	}
+	return gen, nil
+}
+
+// RecordObject implements publish.Store.
+func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, etag, contentHash, stamp string) error {
+	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET written_generation = $1, etag = $2, content_hash = $3,
+		stamp = $4, updated_at = $5
+		WHERE key = $6 AND written_generation < $1`, gen, etag, contentHash, stamp, ms(s.db.Clock.Now()), key)
+	return err
+}
+
+// ForgetObject implements publish.Store.
+func (s *PublishStore) ForgetObject(ctx context.Context, key string) error {
+	_, err := s.db.db.ExecContext(ctx, `DELETE FROM wiki_objects WHERE key = $1`, key)
+	return err
+}

@@ -1,0 +1,138 @@
+// Package openai summarizes through an OpenAI-compatible chat-completions
+// endpoint: OpenAI itself, or a local server such as llama.cpp's or
+// Ollama's. The base URL, model and prompt version are configured; each
+// draft records the model and prompt version, so changing either makes new
+// summaries that supersede the old rather than conflict with them.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize"
+)
+
+// DefaultPromptVersion names the built-in prompt.
+const DefaultPromptVersion = "chat-v1"
+
+// DefaultPrompt is the system prompt of DefaultPromptVersion.
+const DefaultPrompt = `You summarize one change for a changelog wiki. You are given the change's
+title and its evidence (for a git commit: metadata, message and diffstat).
+Write two to four plain sentences for a reader who did not see the change:
+what changed and why, naming the most important files or components. No
+markdown, no headings, no preamble.`
+
+// maxEvidenceBytes bounds what is sent to the endpoint.
+const maxEvidenceBytes = 24 << 10
+
+// Config configures the summarizer.
+type Config struct {
+	// BaseURL is the endpoint's base, e.g. https://api.openai.com/v1 or
+	// http://127.0.0.1:11434/v1 (Ollama).
+	BaseURL string
+	APIKey  string
+	Model   string
+	// PromptVersion names Prompt; change it whenever Prompt changes.
+	PromptVersion string
+	Prompt        string
+	MaxTokens     int
+	HTTPClient    *http.Client
+}
+
+// Summarizer calls a chat-completions endpoint.
+type Summarizer struct {
+	cfg    Config
+	client *goopenai.Client
+}
+
+var _ summarize.Summarizer = (*Summarizer)(nil)
+
+// New returns a summarizer for cfg.
+func New(cfg Config) (*Summarizer, error) {
+	if cfg.BaseURL == "" {
+		return nil, tidemark.Invalidf("openai base url", "", "is required (e.g. https://api.openai.com/v1)")
+	}
+	if cfg.Model == "" {
+		return nil, tidemark.Invalidf("openai model", "", "is required")
+	}
+	if cfg.Prompt == "" {
+		cfg.Prompt = DefaultPrompt
+		if cfg.PromptVersion == "" {
+			cfg.PromptVersion = DefaultPromptVersion
+		}
+	}
+	if cfg.PromptVersion == "" {
+		return nil, tidemark.Invalidf("openai prompt version", "", "is required with a custom prompt")
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 300
+	}
+	cc := goopenai.DefaultConfig(cfg.APIKey)
+	cc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.HTTPClient != nil {
+		cc.HTTPClient = cfg.HTTPClient
+	}
+	return &Summarizer{cfg: cfg, client: goopenai.NewClientWithConfig(cc)}, nil
+}
+
+// Identity implements summarize.Summarizer.
+func (s *Summarizer) Identity() (string, string) { return s.cfg.Model, s.cfg.PromptVersion }
+
+// Summarize implements summarize.Summarizer.
+func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (summarize.Draft, error) {
+	body := string(evidence)
+	if len(body) > maxEvidenceBytes {
+		cut := maxEvidenceBytes
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = body[:cut] + "\n[evidence truncated]"
+	}
+	resp, err := s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{
+		Model:       s.cfg.Model,
+		Temperature: 0,
+		MaxTokens:   s.cfg.MaxTokens,
+		Messages: []goopenai.ChatCompletionMessage{
+			{Role: goopenai.ChatMessageRoleSystem, Content: s.cfg.Prompt},
+			{Role: goopenai.ChatMessageRoleUser, Content: "Title: " + ev.Title + "\n\nEvidence:\n" + body},
+		},
+	})
+	if err != nil {
+		var apiErr *goopenai.APIError
+		var reqErr *goopenai.RequestError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode >= 500 || apiErr.HTTPStatusCode == http.StatusTooManyRequests),
+			errors.As(err, &reqErr) && (reqErr.HTTPStatusCode >= 500 || reqErr.HTTPStatusCode == http.StatusTooManyRequests):
+			return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID, tidemark.ErrUnavailable, err)
+		case errors.As(err, &apiErr), errors.As(err, &reqErr), ctx.Err() != nil:
+			return summarize.Draft{}, fmt.Errorf("summarize %s: %w", ev.ID, err)
+		default: // could not connect
+			return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID, tidemark.ErrUnavailable, err)
+		}
+	}
+	if len(resp.Choices) == 0 {
+		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned no choices: %w", ev.ID, tidemark.ErrUnconfirmed)
+	}
+	text := strings.TrimSpace(resp.Choices[0].Message.Content)
+	if text == "" {
+		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned an empty summary: %w", ev.ID, tidemark.ErrUnconfirmed)
+	}
+	if len(text) > summarize.MaxTextBytes {
+		cut := summarize.MaxTextBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	// The draft records the model the caller configured: it is part of
+	// the identity and must be stable across calls; a server's own
+	// response model name may vary (aliases, quantization tags).
+	return summarize.Draft{Text: text, Model: s.cfg.Model, PromptVersion: s.cfg.PromptVersion}, nil
+}

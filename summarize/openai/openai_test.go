@@ -1,0 +1,100 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize/openai"
+)
+
+// chatServer speaks the chat-completions JSON and records what it was sent.
+func chatServer(t *testing.T, status int, reply string) (*httptest.Server, *map[string]any) {
+	t.Helper()
+	var got map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+			t.Errorf("request %s %s", r.Method, r.URL.Path)
+		}
+		if r.Header.Get("Authorization") != "Bearer test-key" {
+			t.Errorf("Authorization = %q", r.Header.Get("Authorization"))
+		}
+		if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+			t.Error(err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status != http.StatusOK {
+			_, _ = w.Write([]byte(`{"error":{"message":"overloaded","type":"server_error"}}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "model": "served-model-q4",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": reply}}},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+func TestSummarize(t *testing.T) {
+	srv, got := chatServer(t, http.StatusOK, "  Adds the publish pipeline.  ")
+	s, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "llama-3.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := tidemark.Event{ID: "ev1", Title: "publish: add pipeline"}
+	d, err := s.Summarize(context.Background(), ev, []byte("commit abc\n    publish: add pipeline\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Text != "Adds the publish pipeline." || d.Model != "llama-3.2" || d.PromptVersion != openai.DefaultPromptVersion {
+		t.Fatalf("draft %+v", d)
+	}
+	if (*got)["model"] != "llama-3.2" {
+		t.Fatalf("request model %v", (*got)["model"])
+	}
+	msgs, _ := (*got)["messages"].([]any)
+	if len(msgs) != 2 {
+		t.Fatalf("messages %v", msgs)
+	}
+	user, _ := msgs[1].(map[string]any)
+	if c, _ := user["content"].(string); !strings.Contains(c, "publish: add pipeline") || !strings.Contains(c, "commit abc") {
+		t.Fatalf("user message %q lacks the title and evidence", c)
+	}
+}
+
+func TestServerErrorIsUnavailable(t *testing.T) {
+	srv, _ := chatServer(t, http.StatusServiceUnavailable, "")
+	s, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m", PromptVersion: "p1", Prompt: "be brief"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x"))
+	if !errors.Is(err, tidemark.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestEmptyReplyRefused(t *testing.T) {
+	srv, _ := chatServer(t, http.StatusOK, "   ")
+	s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
+	if _, err := s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x")); !errors.Is(err, tidemark.ErrUnconfirmed) {
+		t.Fatalf("err = %v, want ErrUnconfirmed", err)
+	}
+}
+
+func TestConfigRequired(t *testing.T) {
+	if _, err := openai.New(openai.Config{Model: "m"}); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("no base url: %v", err)
+	}
+	if _, err := openai.New(openai.Config{BaseURL: "http://x/v1", Model: "m", Prompt: "custom"}); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("custom prompt without version: %v", err)
+	}
+}

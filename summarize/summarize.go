@@ -1,0 +1,30 @@
+// Package summarize turns an event's frozen evidence into a summary draft.
+// Summarizers are deterministic where they can be, and every draft records
+// the model and prompt version that produced it: with the event and its
+// evidence hash they are the summary's identity.
+package summarize
+
+import (
+	"context"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Draft is a summarizer's output, not yet accepted.
+type Draft struct {
+	Text          string `json:"text"`
+	Model         string `json:"model"`
+	PromptVersion string `json:"prompt_version"`
+}
+
+// Summarizer summarizes one event from its frozen evidence.
+type Summarizer interface {
+	Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (Draft, error)
+	// Identity is the model and prompt version this summarizer's drafts
+	// carry, known before any call, so a caller can tell which events it
+	// has already summarized.
+	Identity() (model, promptVersion string)
+}
+
+// MaxTextBytes bounds a summary's text.
+const MaxTextBytes = 16 << 10
