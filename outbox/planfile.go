@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -175,4 +176,43 @@ func eachLine(r io.Reader, name string, fn func(n int, line []byte) error) error
 		return tidemark.Invalidf(name, "", "read: %v", err)
 	}
 	return nil
+}
+
+// PlanFiles reads exported intents, own writes and (when unexecPath is not
+// "") unexecutable ids, and plans from them. It is the offline planner
+// behind `tidemark outbox plan`.
+func PlanFiles(intentsPath, ownPath, unexecPath string) (*Plan, error) {
+	var in PlanInput
+	err := withFile(intentsPath, "--intents", func(r io.Reader) (err error) {
+		in.Intents, err = ReadIntents(r, intentsPath)
+		return err
+	})
+	if err == nil {
+		err = withFile(ownPath, "--own-writes", func(r io.Reader) (err error) {
+			in.OwnWrites, err = ReadOwnWrites(r, ownPath)
+			return err
+		})
+	}
+	if err == nil && unexecPath != "" {
+		err = withFile(unexecPath, "--unexecutable", func(r io.Reader) (err error) {
+			in.Unexecutable, err = ReadIDs(r, unexecPath)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return MakePlan(in)
+}
+
+func withFile(path, flag string, fn func(io.Reader) error) error {
+	if path == "" {
+		return tidemark.Invalidf(flag, "", "required")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return tidemark.Invalidf(flag, path, "%v", err)
+	}
+	defer f.Close()
+	return fn(f)
 }
