@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -178,4 +179,54 @@ func RetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return d, true
 	}
 	return 0, false
+}
+
+// Fingerprinter is implemented by providers whose listing cannot return
+// the body exactly as sent (Mastodon renders it to HTML): OwnWrite's
+// BodySHA256 is then Fingerprint of the body, and the outbox joins intents
+// on Fingerprint of theirs.
+type Fingerprinter interface {
+	Fingerprint(body []byte) string
+}
+
+// Settings reads a lane's settings with defaults.
+type Settings map[string]string
+
+// Get returns the setting or def.
+func (s Settings) Get(key, def string) string {
+	if v, ok := s[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Token reads the secret named by the setting key (an environment variable
+// name, default def); secrets never live in the database.
+func (s Settings) Token(key, def string, getenv func(string) string) (string, error) {
+	name := s.Get(key, def)
+	v := getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s (setting %s) is empty: %w", name, key, ErrNoSecret)
+	}
+	return v, nil
+}
+
+// ErrNoSecret: the environment variable holding a lane's secret is empty.
+var ErrNoSecret = errors.New("provider: secret not set")
+
+// NextLink returns the rel="next" URL of an RFC 8288 Link header.
+func NextLink(h http.Header) string {
+	for _, part := range strings.Split(h.Get("Link"), ",") {
+		segs := strings.Split(part, ";")
+		if len(segs) < 2 {
+			continue
+		}
+		u := strings.Trim(strings.TrimSpace(segs[0]), "<>")
+		for _, p := range segs[1:] {
+			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="next"` {
+				return u
+			}
+		}
+	}
+	return ""
 }
