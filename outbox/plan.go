@@ -237,11 +237,20 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		Unexecutable: []string{}, ReplayAlreadyLanded: []string{}, UnmatchedOwnWrites: []string{},
 		LandedAs: map[string]OwnWrite{},
 	}
+	// Freshness before existence: a listing assembled before an attempt
+	// began can say nothing about it, neither that it landed nor that it
+	// did not.
+	stale := func(it PlanIntent) bool {
+		return it.KnownRemoteID == "" && it.AttemptStartedAt != nil && in.ListedAt != nil && !in.ListedAt.After(*it.AttemptStartedAt)
+	}
 	landed := make([]bool, len(intents))
 	for _, w := range in.OwnWrites {
 		i, ok := keyed[joinKey(join, w.Target, w.Parent, w.BodySHA256)]
 		if !ok {
 			p.UnmatchedOwnWrites = append(p.UnmatchedOwnWrites, w.RemoteID)
+			continue
+		}
+		if stale(intents[i]) {
 			continue
 		}
 		id := intents[i].ID
@@ -289,9 +298,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			p.Landed = append(p.Landed, it.ID)
 		case unexec[it.ID]:
 			p.Unexecutable = append(p.Unexecutable, it.ID)
-		case it.AttemptStartedAt != nil && in.ListedAt != nil && !in.ListedAt.After(*it.AttemptStartedAt):
-			// The listing was assembled before this attempt began: its
-			// silence says nothing about it.
+		case stale(it):
 			p.Unresolved = append(p.Unresolved, it.ID)
 		case i > markAt:
 			p.Untouched = append(p.Untouched, it.ID)

@@ -100,7 +100,9 @@ var (
 // Fingerprint is the SHA-256 of a text's visible words: HTML tags dropped,
 // entities decoded, whitespace collapsed. A body as sent and the HTML
 // Mastodon renders from it have the same fingerprint.
-func (p *Provider) Fingerprint(body []byte) string { return provider.BodySHA256([]byte(visible(string(body), false))) }
+func (p *Provider) Fingerprint(body []byte) string {
+	return provider.BodySHA256([]byte(visible(string(body), false)))
+}
 
 func visible(s string, isHTML bool) string {
 	if isHTML {
