@@ -299,44 +299,12 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 	}
 	step := Step{Kind: StepReconciled}
 	// One ordered read of our own writes, paginated.
-	var (
-		own      []OwnWrite
-		listedAt *time.Time
-		listed   = true
-		evidence string
-	)
-	cursor := ""
-	for page := 0; ; page++ {
-		if page >= maxListPages {
-			return Step{}, fmt.Errorf("outbox: lane %s: more than %d pages of own writes", d.Lane, maxListPages)
-		}
-		p, err := d.Provider.ListOwn(ctx, cursor)
-		if errors.Is(err, provider.ErrUnsupported) {
-			listed = false
-			break
-		}
-		if err != nil {
-			return Step{}, fmt.Errorf("outbox: lane %s: list own writes: %w", d.Lane, err)
-		}
-		step.Requests++
-		// The listing is as old as its oldest page.
-		f := Fresh(p.Meta.Date, p.Meta.Age, p.Meta.RequestTime, time.Time{}, lane.Skew)
-		snap := time.Time{} // an age that cannot be told: older than any attempt
-		if f.SnapshotAt != nil {
-			snap = *f.SnapshotAt
-		}
-		if listedAt == nil || snap.Before(*listedAt) {
-			listedAt = &snap
-			evidence = fmt.Sprintf("listing page %d: request %s, Date %q, Age %q: %s", page, p.Meta.RequestTime.UTC().Format(time.RFC3339Nano), p.Meta.Date, p.Meta.Age, f.Reason)
-		}
-		for _, w := range p.Writes {
-			own = append(own, OwnWrite{RemoteID: w.RemoteID, CreatedAt: w.CreatedAt, Target: w.Target, Parent: w.Parent, HasParent: w.HasParent, BodySHA256: w.BodySHA256})
-		}
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
+	ls, err := ReadOwn(ctx, d.Provider, lane.Skew)
+	if err != nil {
+		return Step{}, fmt.Errorf("outbox: lane %s: %w", d.Lane, err)
 	}
+	step.Requests += ls.Requests
+	own, listedAt, listed, evidence := ls.Writes, ls.ListedAt, ls.Supported, ls.Evidence
 	if err := fpMidReconcile.Hit(ctx); err != nil {
 		return Step{}, err
 	}
@@ -479,4 +447,63 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 	}
 	step.Plan = plan
 	return step, nil
+}
+
+// Listing is the result of one ordered read of a lane's own writes.
+type Listing struct {
+	Writes []OwnWrite
+	// ListedAt is the snapshot time of the oldest page (the zero time when
+	// a page's age could not be told).
+	ListedAt *time.Time
+	// Requests is the number of pages read.
+	Requests int
+	// Supported is false when the provider cannot list own writes.
+	Supported bool
+	// Evidence describes the oldest page's age headers.
+	Evidence string
+}
+
+// ReadOwn reads every page of the provider's listing of our own writes, in
+// its stable order. The listing is as old as its oldest page.
+func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration) (Listing, error) {
+	ls := Listing{Supported: true}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page >= maxListPages {
+			return ls, fmt.Errorf("more than %d pages of own writes", maxListPages)
+		}
+		pg, err := p.ListOwn(ctx, cursor)
+		if errors.Is(err, provider.ErrUnsupported) && page == 0 {
+			ls.Supported = false
+			return ls, nil
+		}
+		if err != nil {
+			return ls, fmt.Errorf("list own writes: %w", err)
+		}
+		ls.Requests++
+		f := Fresh(pg.Meta.Date, pg.Meta.Age, pg.Meta.RequestTime, time.Time{}, skew)
+		snap := time.Time{} // an age that cannot be told: older than any attempt
+		if f.SnapshotAt != nil {
+			snap = *f.SnapshotAt
+		}
+		if ls.ListedAt == nil || snap.Before(*ls.ListedAt) {
+			ls.ListedAt = &snap
+			ls.Evidence = fmt.Sprintf("listing page %d: request %s, Date %q, Age %q: %s", page,
+				pg.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pg.Meta.Date, pg.Meta.Age, f.Reason)
+		}
+		if ls.Writes == nil {
+			ls.Writes = make([]OwnWrite, 0, len(pg.Writes))
+		}
+		for _, w := range pg.Writes {
+			ls.Writes = append(ls.Writes, OwnWrite{RemoteID: w.RemoteID, CreatedAt: w.CreatedAt, Target: w.Target,
+				Parent: w.Parent, HasParent: w.HasParent, BodySHA256: w.BodySHA256})
+		}
+		if pg.Next == "" {
+			return ls, nil
+		}
+		if pg.Next == cursor {
+			return ls, fmt.Errorf("list own writes: page %d repeats cursor %q", page, cursor)
+		}
+		cursor = pg.Next
+	}
 }

@@ -171,14 +171,18 @@ func ChooseJoin(intents []PlanIntent, own []OwnWrite) JoinKey {
 	}
 }
 
-func joinKey(j JoinKey, target, parent, body string) string {
+// joinKeyOf is the join key of one record: the fields the join uses, the
+// others left empty. A struct key spares building a string per record.
+type joinKeyOf struct{ target, parent, body string }
+
+func joinKey(j JoinKey, target, parent, body string) joinKeyOf {
 	switch j {
 	case JoinTargetParentBody:
-		return target + "\x00" + parent + "\x00" + body
+		return joinKeyOf{target, parent, body}
 	case JoinTargetParent:
-		return target + "\x00" + parent
+		return joinKeyOf{target: target, parent: parent}
 	default:
-		return target
+		return joinKeyOf{target: target}
 	}
 }
 
@@ -223,7 +227,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	}
 
 	join := ChooseJoin(intents, in.OwnWrites)
-	keyed := make(map[string]int, len(intents))
+	keyed := make(map[joinKeyOf]int, len(intents))
 	for i, it := range intents {
 		k := joinKey(join, it.Target, it.Parent, it.BodySHA256)
 		if j, dup := keyed[k]; dup {

@@ -31,7 +31,7 @@ type fakeGitHub struct {
 	mu       sync.Mutex
 	base     string
 	comments map[string][]ghComment // by repo
-	locked   map[string]bool       // "repo#n"
+	locked   map[string]bool        // "repo#n"
 	next     int64
 }
 
