@@ -18,7 +18,7 @@ var (
 	fpAfterJournal = failpoint.Register("outbox.send.after-journal",
 		"the attempt row is committed | the provider is called")
 	fpAfterSend = failpoint.Register("outbox.send.after-send",
-		"the provider accepted the write | its result is recorded")
+		"the provider call has returned | its result is recorded")
 	fpMidReconcile = failpoint.Register("outbox.reconcile.after-read",
 		"the ordered read of own writes is done | the plan is recorded")
 )
