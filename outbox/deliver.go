@@ -52,6 +52,7 @@ const (
 	StepSent       StepKind = "sent"       // one attempt made
 	StepBucketed   StepKind = "bucketed"   // a target could not accept its write
 	StepReconciled StepKind = "reconciled" // the lane was reconciled
+	StepSkipped    StepKind = "skipped"    // the intent changed under us; nothing was journaled
 )
 
 // Step is what one call to Step did.
@@ -195,7 +196,9 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	}
 	if !w.OK {
 		check := Check{At: d.Clock.Now(), Verdict: "unexecutable", Evidence: "target refuses writes: " + w.Reason}
-		if err := d.Store.Bucket(ctx, l, in.ID, w.Reason, check); err != nil {
+		if err := d.Store.Bucket(ctx, l, in.ID, w.Reason, check); errors.Is(err, tidemark.ErrConflict) {
+			return Step{Kind: StepSkipped, IntentID: in.ID}, nil
+		} else if err != nil {
 			return Step{}, err
 		}
 		return Step{Kind: StepBucketed, IntentID: in.ID}, nil
@@ -211,6 +214,11 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 		var gate *GateClosedError
 		if errors.As(err, &gate) {
 			return Step{Kind: StepWait, IntentID: in.ID, Until: &gate.Until}, nil
+		}
+		if errors.Is(err, tidemark.ErrConflict) {
+			// An operator retired it since it was picked: nothing was
+			// journaled; the next step picks again.
+			return Step{Kind: StepSkipped, IntentID: in.ID}, nil
 		}
 		return Step{}, err
 	}

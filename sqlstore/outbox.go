@@ -581,6 +581,12 @@ func (s *OutboxStore) Finish(ctx context.Context, l outbox.Lease, a outbox.Attem
 	case outbox.OutcomeUnexecutable:
 		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unexecutable', state_reason = $2, updated_at = $3
 			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
+		if err == nil {
+			err = s.addCheck(ctx, tx, a.IntentID, outbox.Check{At: now, Verdict: "unexecutable", Evidence: "the provider refused the write: " + r.Error})
+		}
+		if err == nil {
+			err = s.scheduleRecheck(ctx, tx, l.Lane, now, false)
+		}
 	case outbox.OutcomeUnknown:
 		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unresolved', state_reason = $2, updated_at = $3
 			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
