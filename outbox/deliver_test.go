@@ -371,3 +371,37 @@ func TestOlderTokenRefusedBeforeItCanSend(t *testing.T) {
 		h.assertExactlyOnce([]outbox.Intent{in})
 	})
 }
+
+// doublePoster makes every write land twice, as a provider that retried
+// behind our back would.
+type doublePoster struct{ provider.Provider }
+
+func (p doublePoster) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	if _, err := p.Provider.Post(ctx, w); err != nil {
+		return provider.Posted{}, err
+	}
+	return p.Provider.Post(ctx, w)
+}
+
+func TestVerifyBySubtraction(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		a, c := h.draft("t1", "one"), h.draft("t1", "two")
+		d := h.deliverer("w1")
+		// The answer is lost, but the counter moved by one: landed, no
+		// reconciliation needed.
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.Outcome != outbox.OutcomeLanded {
+			t.Fatalf("lost answer, counter +1: %+v", s)
+		}
+		if got := h.intent(a.ID); got.State != outbox.StateLanded || got.StateReason != string(outbox.CountLandedOnce) {
+			t.Fatalf("intent %+v", got)
+		}
+		// The counter moved by two: a duplicate alert.
+		d.Provider = doublePoster{d.Provider}
+		s := h.step(d)
+		if s.Alert == "" || h.intent(c.ID).StateReason != string(outbox.CountDuplicate) {
+			t.Fatalf("counter +2 raised no alert: %+v", s)
+		}
+	})
+}
