@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newOutboxCmd) }
+
+func newOutboxCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "outbox",
+		Short: "Deliver outbound writes: lanes, channels, intents, delivery, reconciliation, plans",
+		Long: `The outbox delivers outbound writes (webhooks, Mastodon statuses, GitHub
+comments) to systems tidemark does not own, once each, across crashes.
+
+Each lane is one provider account with a single fenced writer and a pacing
+gate. Publishing a page drafts intents for its source's channels in the same
+transaction. After a crash a lane is reconciled with one ordered read of its
+own writes. See docs/outbox.md.`,
+	}
+	cmd.AddCommand(newOutboxPlanCmd(a))
+	for _, f := range outboxSubcommands {
+		cmd.AddCommand(f(a))
+	}
+	return cmd
+}
+
+// outboxSubcommands are the outbox's other subcommands, one file each.
+var outboxSubcommands []func(*app) *cobra.Command

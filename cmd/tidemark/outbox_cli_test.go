@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/outbox/providertest"
+)
+
+func mustRun(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("tidemark %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.Bytes()
+}
+
+// TestOutboxCLIEndToEnd drives a webhook lane from the command line
+// against the local test provider: add, draft, deliver, list, reconcile,
+// gaps, retire, revive.
+func TestOutboxCLIEndToEnd(t *testing.T) {
+	t.Setenv("TM_CLI_SECRET", "k")
+	srv := providertest.New(t, clock.System{}, []byte("k"))
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	base := []string{"--db", db}
+	cmd := func(args ...string) []byte { return mustRun(t, append(append([]string(nil), base...), args...)...) }
+	add := []string{"outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s", "--setting", "secret_env=TM_CLI_SECRET"}
+	for k, v := range srv.Settings() {
+		add = append(add, "--setting", k+"="+v)
+	}
+	cmd(add...)
+	cmd("outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
+	cmd("outbox", "intents", "draft", "--lane", "hook", "--target", "locked", "--body", "hi")
+	srv.Moderate("locked", "moderated")
+	var out, errb bytes.Buffer
+	if code := run(append(base, "outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello"), &out, &errb); code != 4 {
+		t.Fatalf("duplicate draft: exit %d (%s), want 4 (conflict)", code, errb.String())
+	}
+
+	var reports []struct {
+		Lane  string `json:"lane"`
+		Steps []struct {
+			Kind    string `json:"kind"`
+			Outcome string `json:"outcome"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(cmd("outbox", "deliver", "--once", "--json"), &reports); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || len(reports[0].Steps) != 2 || reports[0].Steps[0].Outcome != "landed" || reports[0].Steps[1].Kind != "bucketed" {
+		t.Fatalf("deliver report %+v", reports)
+	}
+	var intents []struct {
+		ID       string `json:"id"`
+		State    string `json:"state"`
+		RemoteID string `json:"remote_id"`
+	}
+	if err := json.Unmarshal(cmd("outbox", "intents", "list", "--json"), &intents); err != nil {
+		t.Fatal(err)
+	}
+	if len(intents) != 2 || intents[0].State != "landed" || intents[0].RemoteID == "" || intents[1].State != "unexecutable" {
+		t.Fatalf("intents %+v", intents)
+	}
+	var plan struct {
+		Landed     []string `json:"landed"`
+		Accounting struct {
+			Balanced bool `json:"balanced"`
+		} `json:"accounting"`
+	}
+	if err := json.Unmarshal(cmd("outbox", "reconcile", "hook", "--json"), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Landed) != 1 || !plan.Accounting.Balanced {
+		t.Fatalf("reconcile plan %+v", plan)
+	}
+	var gaps []struct {
+		Lane  string `json:"lane"`
+		Count int    `json:"count"`
+	}
+	if err := json.Unmarshal(cmd("outbox", "gaps", "--json"), &gaps); err != nil || len(gaps) != 1 || gaps[0].Lane != "hook" {
+		t.Fatalf("gaps %+v %v", gaps, err)
+	}
+	cmd("outbox", "intents", "retire", intents[1].ID, "--reason", "thread is gone")
+	var shown struct {
+		State   string            `json:"state"`
+		Checks  []json.RawMessage `json:"checks"`
+		Actions []json.RawMessage `json:"actions"`
+	}
+	if err := json.Unmarshal(cmd("outbox", "intents", "show", intents[1].ID, "--json"), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.State != "retired" || len(shown.Checks) == 0 || len(shown.Actions) != 1 {
+		t.Fatalf("shown %+v", shown)
+	}
+	cmd("outbox", "intents", "revive", intents[1].ID, "--reason", "try again")
+	if srv.Count() != 1 || len(srv.Duplicates()) != 0 {
+		t.Fatalf("provider holds %d writes", srv.Count())
+	}
+	for _, c := range [][]string{{"outbox", "lanes"}, {"outbox", "lanes", "--json"}, {"outbox", "lane", "show", "hook"}, {"outbox", "intents", "list"}, {"outbox", "gaps"}, {"outbox", "channel", "list", "--json"}} {
+		cmd(c...)
+	}
+}

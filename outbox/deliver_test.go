@@ -1,0 +1,407 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+func TestDraftRefusesDuplicateIdentity(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		a := h.draft("t1", "hello")
+		c := h.draft("t1", "hello again")
+		if c.Rank <= a.Rank {
+			t.Fatalf("ranks %d then %d: drafts must rank in order", a.Rank, c.Rank)
+		}
+		_, err := h.st.Draft(context.Background(), outbox.Draft{Lane: h.lane, Target: "t1", Body: "hello"})
+		if !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("duplicate identity: err = %v, want ErrConflict", err)
+		}
+		if a.IdempotencyKey != outbox.IdempotencyKey(h.lane, a.Identity()) || a.IdempotencyKey == c.IdempotencyKey {
+			t.Fatalf("idempotency keys %q %q are not derived from the intents", a.IdempotencyKey, c.IdempotencyKey)
+		}
+		if _, err := h.st.Draft(context.Background(), outbox.Draft{Lane: "nope", Target: "t", Body: "x"}); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("unknown lane: %v", err)
+		}
+	})
+}
+
+func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		ctx := context.Background()
+		src, err := h.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: time.Hour, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.st.AddChannel(ctx, "docs", h.lane, "room-1", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.st.AddChannel(ctx, src.ID, h.lane, "room-2", "thread-9"); err != nil {
+			t.Fatal(err)
+		}
+		hook := h.st.PublishHook()
+		publish := func(p tidemark.Publication, commit bool) {
+			t.Helper()
+			tx, err := h.db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if err := hook(ctx, tx, p); err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		count := func() int {
+			t.Helper()
+			ins, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ins)
+		}
+		p1 := tidemark.Publication{PageID: "page-1", SourceID: src.ID, Title: "v2 released", Summary: "Breaking change.", PageURL: "https://wiki/p1"}
+		publish(p1, false)
+		if n := count(); n != 0 {
+			t.Fatalf("a rolled-back publication left %d intents", n)
+		}
+		publish(p1, true)
+		ins, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 2 || ins[0].Target != "room-1" || ins[1].Parent != "thread-9" || ins[0].PageID != "page-1" ||
+			ins[0].Body != "v2 released\n\nBreaking change.\n\nhttps://wiki/p1" {
+			t.Fatalf("intents after publishing: %+v", ins)
+		}
+		publish(p1, true) // republished as it stands: nothing new
+		if n := count(); n != 2 {
+			t.Fatalf("republishing the same page drafted again: %d intents", n)
+		}
+		p2 := p1
+		p2.Summary, p2.Generation = "Breaking change, revised.", 2
+		publish(p2, true)
+		if n := count(); n != 4 {
+			t.Fatalf("a new summary drafted %d intents in all, want 4", n)
+		}
+		// A different page whose body collides with an intent is refused,
+		// and the refusal rolls the mark back with it.
+		tx, _ := h.db.Begin(ctx)
+		defer tx.Rollback()
+		p3 := p1
+		p3.PageID = "page-3"
+		if err := hook(ctx, tx, p3); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("colliding page: err = %v, want ErrConflict", err)
+		}
+	})
+}
+
+func TestDeliverInRankOrderThroughThePacingGate(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{minGap: 10 * time.Second, skew: time.Second})
+		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("t2", "two"), h.draft("t1", "three")}
+		d := h.deliverer("w1")
+		if s := h.step(d); s.Kind != outbox.StepSent || s.IntentID != ins[0].ID || s.Outcome != outbox.OutcomeLanded {
+			t.Fatalf("first step %+v", s)
+		}
+		s := h.step(d)
+		if s.Kind != outbox.StepWait || !s.Until.Equal(sqltest.Epoch.Add(10*time.Second)) {
+			t.Fatalf("second step %+v: want the gate closed for 10s", s)
+		}
+		if h.srv.Posts() != 1 {
+			t.Fatalf("the gate let %d posts through", h.srv.Posts())
+		}
+		h.env.Clock.Advance(10 * time.Second)
+		h.step(d)
+		h.env.Clock.Advance(15 * time.Second)
+		h.step(d)
+		if s := h.step(d); s.Kind != outbox.StepIdle {
+			t.Fatalf("after three sends: %+v", s)
+		}
+		h.assertExactlyOnce(ins)
+		ws := h.srv.Writes()
+		for i, w := range ws {
+			if w.BodySHA256 != ins[i].BodySHA256 {
+				t.Fatalf("write %d is %s, want rank order", i, w.ID)
+			}
+		}
+		if got := h.intent(ins[0].ID); got.RemoteID != ws[0].ID || got.StateReason != string(outbox.CountLandedOnce) {
+			t.Fatalf("landed intent %+v: want remote id %s verified by the counter", got, ws[0].ID)
+		}
+		gaps, err := h.st.Gaps(context.Background(), h.lane)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := gaps[0]
+		if g.Count != 2 || g.MinMS != 10_000 || g.MedianMS != 12_500 || g.ThresholdMS != 10_000 || g.BelowThreshold != 0 || !g.OK {
+			t.Fatalf("gaps %+v", g)
+		}
+	})
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{minGap: time.Second})
+		in := h.draft("t1", "one")
+		h.srv.RetryAfterNext(30 * time.Second)
+		d := h.deliverer("w1")
+		if s := h.step(d); s.Outcome != outbox.OutcomeDeferred {
+			t.Fatalf("step %+v, want deferred", s)
+		}
+		if s := h.step(d); s.Kind != outbox.StepWait || !s.Until.Equal(sqltest.Epoch.Add(30*time.Second)) {
+			t.Fatalf("step %+v, want to wait out Retry-After", s)
+		}
+		h.env.Clock.Advance(30 * time.Second)
+		if s := h.step(d); s.Outcome != outbox.OutcomeLanded {
+			t.Fatalf("step %+v", s)
+		}
+		h.assertExactlyOnce([]outbox.Intent{in})
+	})
+}
+
+func TestModeratedTargetIsBucketedReversibly(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{retire: outbox.RetirementPolicy{Checks: 0, Spacing: time.Hour}})
+		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("locked", "two"), h.draft("t3", "three")}
+		h.srv.Moderate("locked", "thread locked by a moderator")
+		d := h.deliverer("w1")
+		h.runOnce(d)
+		if got := h.intent(ins[1].ID); got.State != outbox.StateUnexecutable || !strings.Contains(got.StateReason, "locked") {
+			t.Fatalf("moderated intent %+v", got)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: the moderated target was written to", h.srv.Posts())
+		}
+		h.assertExactlyOnce(ins)
+		// Lifted: the next spaced check revives it and it is sent.
+		h.srv.Moderate("locked", "")
+		h.env.Clock.Advance(2 * time.Hour)
+		h.runOnce(d)
+		if got := h.intent(ins[1].ID); got.State != outbox.StateLanded {
+			t.Fatalf("after the target reopened: %+v", got)
+		}
+		h.assertExactlyOnce(ins)
+		checks, _ := h.st.Checks(context.Background(), ins[1].ID)
+		if len(checks) != 2 || checks[0].Verdict != "unexecutable" || checks[1].Verdict != "pending" {
+			t.Fatalf("checks %+v", checks)
+		}
+	})
+}
+
+// A write whose answer was lost, checked against a cache that serves a
+// copy assembled before the attempt: whatever that copy says, it resolves
+// nothing, and nothing is sent again; a fresh answer resolves it.
+func TestStaleAnswersNeverResolveFreshOnesDo(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: time.Second})
+		a, c := h.draft("t1", "one"), h.draft("t1", "two")
+		d := h.deliverer("w1")
+		h.step(d) // a lands
+		h.srv.Freeze()
+		h.env.Clock.Advance(10 * time.Second)
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		// The stale copy says c is not there; believing it would send c twice.
+		pr, err := h.provider().Probe(context.Background(), provider.Write{Target: c.Target, Body: []byte(c.Body)})
+		if err != nil || pr.Found || pr.Meta.Age != "10" {
+			t.Fatalf("stale probe %+v %v", pr, err)
+		}
+		s := h.step(d)
+		if s.Kind != outbox.StepReconciled || !slices.Equal(s.Plan.Unresolved, []string{c.ID}) {
+			t.Fatalf("reconcile over a stale listing: %+v", s.Plan)
+		}
+		if got := h.intent(c.ID); got.State != outbox.StateUnresolved {
+			t.Fatalf("c is %s after a stale answer", got.State)
+		}
+		if s := h.step(d); s.Kind != outbox.StepIdle {
+			t.Fatalf("with c unresolved and its recheck not due: %+v", s)
+		}
+		// No Age header is no proof of freshness either.
+		h.srv.Thaw()
+		h.srv.OmitAge(true)
+		h.env.Clock.Advance(2 * time.Minute)
+		if s := h.step(d); s.Kind != outbox.StepReconciled || len(s.Plan.Unresolved) != 1 {
+			t.Fatalf("reconcile without Age: %+v", s.Plan)
+		}
+		// An unreadable Date neither.
+		h.srv.OmitAge(false)
+		h.srv.BadDate(true)
+		h.env.Clock.Advance(2 * time.Minute)
+		if s := h.step(d); len(s.Plan.Unresolved) != 1 {
+			t.Fatalf("reconcile with a bad Date: %+v", s.Plan)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: an unresolved intent was sent again", h.srv.Posts())
+		}
+		h.srv.BadDate(false)
+		h.env.Clock.Advance(2 * time.Minute)
+		if s := h.step(d); s.Kind != outbox.StepReconciled || !slices.Contains(s.Plan.Landed, c.ID) {
+			t.Fatalf("fresh reconcile: %+v", s.Plan)
+		}
+		h.assertExactlyOnce([]outbox.Intent{a, c})
+		checks, _ := h.st.Checks(context.Background(), c.ID)
+		if len(checks) != 3 || !strings.Contains(checks[0].Evidence, `Age "10"`) {
+			t.Fatalf("checks kept as evidence: %+v", checks)
+		}
+	})
+}
+
+func TestRetirementPolicyAndOperators(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, retire: outbox.RetirementPolicy{Checks: 2, Spacing: time.Hour}})
+		ctx := context.Background()
+		a := h.draft("t1", "one")
+		h.srv.OmitAge(true) // no answer is ever fresh
+		h.srv.LoseAnswers(1)
+		d := h.deliverer("w1")
+		h.step(d)
+		h.step(d) // first check: unresolved
+		h.env.Clock.Advance(10 * time.Minute)
+		h.step(d)
+		if got := h.intent(a.ID); got.State != outbox.StateUnresolved {
+			t.Fatalf("retired before the checks were spaced: %+v", got)
+		}
+		h.env.Clock.Advance(2 * time.Hour)
+		h.step(d)
+		if got := h.intent(a.ID); got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "policy") {
+			t.Fatalf("after spaced checks: %+v", got)
+		}
+		// Revived, it goes back to unresolved (never straight to sending).
+		got, err := h.st.Revive(ctx, a.ID, "ops", "look again")
+		if err != nil || got.State != outbox.StateUnresolved {
+			t.Fatalf("revive: %+v %v", got, err)
+		}
+		h.srv.OmitAge(false)
+		h.env.Clock.Advance(time.Minute)
+		h.step(d)
+		h.assertExactlyOnce([]outbox.Intent{a})
+		if h.srv.Posts() != 1 {
+			t.Fatalf("%d posts", h.srv.Posts())
+		}
+		// Operators retire a pending intent, and cannot retire a landed one.
+		p := h.draft("t2", "two")
+		if got, err := h.st.Retire(ctx, p.ID, "ops", "not wanted"); err != nil || got.State != outbox.StateRetired {
+			t.Fatalf("retire: %+v %v", got, err)
+		}
+		if _, err := h.st.Retire(ctx, a.ID, "ops", "x"); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("retire landed: %v", err)
+		}
+		acts, _ := h.st.Actions(ctx, a.ID)
+		if len(acts) != 2 || acts[0].Actor != "policy" || acts[1].Action != "revive" {
+			t.Fatalf("audit trail %+v", acts)
+		}
+	})
+}
+
+// takeover lets a second writer take the lane in the instant after the
+// first writer's attempt is journaled and before it sends.
+type takeover struct {
+	outbox.Store
+	after func()
+}
+
+func (s takeover) Begin(ctx context.Context, l outbox.Lease, id string, before *int64) (outbox.Attempt, error) {
+	a, err := s.Store.Begin(ctx, l, id, before)
+	if err == nil && s.after != nil {
+		s.after()
+	}
+	return a, err
+}
+
+func TestOlderTokenRefusedBeforeItCanSend(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		ctx := context.Background()
+		in := h.draft("t1", "one")
+		var second outbox.Lease
+		first := h.deliverer("first")
+		first.Store = takeover{Store: h.st, after: func() {
+			if _, err := h.st.Acquire(ctx, h.lane, "second", time.Minute); !errors.Is(err, tidemark.ErrClaimHeld) {
+				t.Errorf("acquire while held: %v", err)
+			}
+			h.env.Clock.Advance(2 * time.Minute) // the first writer's lease runs out
+			var err error
+			if second, err = h.st.Acquire(ctx, h.lane, "second", time.Minute); err != nil {
+				t.Error(err)
+			}
+		}}
+		_, err := first.Step(ctx)
+		if !errors.Is(err, tidemark.ErrStaleClaim) {
+			t.Fatalf("first writer: err = %v, want ErrStaleClaim", err)
+		}
+		if h.srv.Posts() != 0 {
+			t.Fatal("the writer with the older token sent")
+		}
+		// Every journal transition with the old token changes nothing.
+		old := outbox.Lease{Lane: h.lane, Holder: "first", Token: second.Token - 1, ExpiresAt: h.env.Clock.Now().Add(time.Hour)}
+		if _, err := h.st.Begin(ctx, old, in.ID, nil); !errors.Is(err, tidemark.ErrStaleClaim) {
+			t.Fatalf("begin with the old token: %v", err)
+		}
+		if err := h.st.Bucket(ctx, old, in.ID, "x", outbox.Check{}); !errors.Is(err, tidemark.ErrStaleClaim) {
+			t.Fatalf("bucket with the old token: %v", err)
+		}
+		if second.Token <= old.Token {
+			t.Fatalf("tokens %d then %d do not grow", old.Token, second.Token)
+		}
+		// The second writer finds the journaled attempt, reconciles (the
+		// write never left) and sends it once.
+		d2 := h.deliverer("second")
+		steps := h.runOnce(d2)
+		if steps[0].Kind != outbox.StepReconciled || !slices.Equal(steps[0].Plan.Replay, []string{in.ID}) {
+			t.Fatalf("second writer's first step %+v", steps[0])
+		}
+		h.assertExactlyOnce([]outbox.Intent{in})
+	})
+}
+
+// doublePoster makes every write land twice, as a provider that retried
+// behind our back would.
+type doublePoster struct{ provider.Provider }
+
+func (p doublePoster) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	if _, err := p.Provider.Post(ctx, w); err != nil {
+		return provider.Posted{}, err
+	}
+	return p.Provider.Post(ctx, w)
+}
+
+func TestVerifyBySubtraction(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		a, c := h.draft("t1", "one"), h.draft("t1", "two")
+		d := h.deliverer("w1")
+		// The answer is lost, but the counter moved by one: landed, no
+		// reconciliation needed.
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.Outcome != outbox.OutcomeLanded {
+			t.Fatalf("lost answer, counter +1: %+v", s)
+		}
+		if got := h.intent(a.ID); got.State != outbox.StateLanded || got.StateReason != string(outbox.CountLandedOnce) {
+			t.Fatalf("intent %+v", got)
+		}
+		// The counter moved by two: a duplicate alert.
+		d.Provider = doublePoster{d.Provider}
+		s := h.step(d)
+		if s.Alert == "" || h.intent(c.ID).StateReason != string(outbox.CountDuplicate) {
+			t.Fatalf("counter +2 raised no alert: %+v", s)
+		}
+	})
+}

@@ -1,0 +1,83 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// MaxResponseBytes bounds every response body a provider reads.
+const MaxResponseBytes = 8 << 20
+
+// GetJSON sends req, checks for a 2xx, decodes the JSON body into v and
+// returns the response's age headers. Transport failures are
+// tidemark.ErrUnavailable.
+func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request, v any) (Meta, *http.Response, error) {
+	req = req.WithContext(ctx)
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	at := now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return Meta{}, nil, fmt.Errorf("%s %s: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	if err != nil {
+		return Meta{}, resp, fmt.Errorf("%s %s: read: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		snippet := string(body)
+		if len(snippet) > 200 {
+			snippet = snippet[:200]
+		}
+		return MetaOf(at, resp), resp, &StatusError{Method: req.Method, URL: req.URL.Redacted(), Status: resp.StatusCode, Body: snippet}
+	}
+	if v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			return Meta{}, resp, fmt.Errorf("%s %s: decode: %w", req.Method, req.URL.Redacted(), err)
+		}
+	}
+	return MetaOf(at, resp), resp, nil
+}
+
+// StatusError is a non-2xx answer to a read.
+type StatusError struct {
+	Method, URL string
+	Status      int
+	Body        string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: status %d: %s", e.Method, e.URL, e.Status, e.Body)
+}
+
+// Is makes 5xx and 429 unavailability.
+func (e *StatusError) Is(target error) bool {
+	return target == tidemark.ErrUnavailable && (e.Status >= 500 || e.Status == http.StatusTooManyRequests)
+}
+
+// DoPost sends a write request and classifies the answer: a transport
+// failure after the request may have been sent is an *UnknownError; a non-2xx
+// goes through ClassifyPost. On success it returns the body.
+func DoPost(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request) ([]byte, error) {
+	resp, err := c.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, &UnknownError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	if err != nil {
+		return nil, &UnknownError{Err: fmt.Errorf("read answer: %w", err)}
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, ClassifyPost(resp, body, now())
+	}
+	return body, nil
+}

@@ -1,0 +1,232 @@
+// Package provider is the small interface the outbox writes through, one
+// implementation per kind of system in a package of its own (webhook,
+// mastodon, github), and the errors that tell the outbox what a failed call
+// means: definitely not landed, not writable, come back later, or unknown.
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Write is one outbound write.
+type Write struct {
+	Target string
+	Parent string
+	Body   []byte
+	// IdempotencyKey is derived from the intent; providers that accept a
+	// key send it, others ignore it.
+	IdempotencyKey string
+}
+
+// Posted is a write the provider accepted.
+type Posted struct {
+	RemoteID  string
+	CreatedAt time.Time
+}
+
+// OwnWrite is one of our own writes as the provider lists it.
+type OwnWrite struct {
+	RemoteID  string
+	CreatedAt time.Time
+	Target    string
+	Parent    string
+	HasParent bool
+	// BodySHA256 is "" when the provider does not return the body as sent.
+	BodySHA256 string
+}
+
+// Meta is how old an answer is: our clock when the request went out, and
+// the response's Date and Age headers verbatim.
+type Meta struct {
+	RequestTime time.Time
+	Date        string
+	Age         string
+}
+
+// Page is one page of our own writes, in the provider's stable order.
+type Page struct {
+	Writes []OwnWrite
+	// Next is the cursor of the following page, "" after the last.
+	Next string
+	Meta Meta
+}
+
+// Probed is the answer to a probe of one target for one write.
+type Probed struct {
+	Found    bool
+	RemoteID string
+	Meta     Meta
+}
+
+// Writable says whether a target can accept a write now.
+type Writable struct {
+	OK     bool
+	Reason string // why not: deleted, locked, moderated, …
+}
+
+// Provider is a system tidemark writes to, seen through one account.
+type Provider interface {
+	// Post makes one write.
+	Post(ctx context.Context, w Write) (Posted, error)
+	// ListOwn returns a page of the account's own writes, from cursor ("":
+	// the first page), in a stable order.
+	ListOwn(ctx context.Context, cursor string) (Page, error)
+	// Probe looks for one write at its target.
+	Probe(ctx context.Context, w Write) (Probed, error)
+	// Count returns the account's counter of writes (ErrUnsupported when
+	// the provider has none).
+	Count(ctx context.Context) (int64, error)
+	// CanWrite checks whether the target can accept a write.
+	CanWrite(ctx context.Context, target, parent string) (Writable, error)
+}
+
+var (
+	// ErrUnsupported: the provider cannot do this (no counter, no listing).
+	ErrUnsupported = errors.New("provider: not supported")
+	// ErrUnexecutable: the target cannot accept the write (deleted, locked,
+	// moderated); the write did not land.
+	ErrUnexecutable = errors.New("provider: target cannot accept a write")
+)
+
+// RetryAfterError: the provider refused the write for now (429, 503) and
+// said when to come back. The write did not land.
+type RetryAfterError struct {
+	Status int
+	After  time.Duration
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("provider: status %d, retry after %s", e.Status, e.After)
+}
+
+// RejectedError: the provider answered and refused the write (a 4xx other
+// than the above). The write did not land.
+type RejectedError struct {
+	Status int
+	Body   string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("provider: rejected with status %d: %s", e.Status, e.Body)
+}
+
+// UnknownError: the call's outcome is unknown (the connection broke, a 5xx
+// after the request was sent, a timeout): the write may or may not have
+// landed, and only reconciliation can tell.
+type UnknownError struct{ Err error }
+
+func (e *UnknownError) Error() string { return "provider: outcome unknown: " + e.Err.Error() }
+func (e *UnknownError) Unwrap() error { return e.Err }
+
+// BodySHA256 returns the lowercase hex SHA-256 of body.
+func BodySHA256(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
+}
+
+// MetaOf reads the age headers of a response.
+func MetaOf(requestTime time.Time, resp *http.Response) Meta {
+	return Meta{RequestTime: requestTime, Date: resp.Header.Get("Date"), Age: resp.Header.Get("Age")}
+}
+
+// ClassifyPost turns a non-2xx answer to a write into the error that says
+// what it means for the outbox. Status 404, 410 and 403 mean the target
+// cannot take the write; 429 and 503 with a Retry-After mean later.
+func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
+	snippet := string(body)
+	if len(snippet) > 300 {
+		snippet = snippet[:300]
+	}
+	switch s := resp.StatusCode; {
+	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
+		if d, ok := RetryAfter(resp.Header.Get("Retry-After"), now); ok {
+			return &RetryAfterError{Status: s, After: d}
+		}
+		if s == http.StatusTooManyRequests {
+			return &RetryAfterError{Status: s, After: time.Minute}
+		}
+		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
+	case s == http.StatusForbidden || s == http.StatusNotFound || s == http.StatusGone:
+		return fmt.Errorf("%w: status %d: %s", ErrUnexecutable, s, snippet)
+	case s >= 400 && s < 500:
+		return &RejectedError{Status: s, Body: snippet}
+	default:
+		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
+	}
+}
+
+// RetryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func RetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+// Fingerprinter is implemented by providers whose listing cannot return
+// the body exactly as sent (Mastodon renders it to HTML): OwnWrite's
+// BodySHA256 is then Fingerprint of the body, and the outbox joins intents
+// on Fingerprint of theirs.
+type Fingerprinter interface {
+	Fingerprint(body []byte) string
+}
+
+// Settings reads a lane's settings with defaults.
+type Settings map[string]string
+
+// Get returns the setting or def.
+func (s Settings) Get(key, def string) string {
+	if v, ok := s[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Token reads the secret named by the setting key (an environment variable
+// name, default def); secrets never live in the database.
+func (s Settings) Token(key, def string, getenv func(string) string) (string, error) {
+	name := s.Get(key, def)
+	v := getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s (setting %s) is empty: %w", name, key, ErrNoSecret)
+	}
+	return v, nil
+}
+
+// ErrNoSecret: the environment variable holding a lane's secret is empty.
+var ErrNoSecret = errors.New("provider: secret not set")
+
+// NextLink returns the rel="next" URL of an RFC 8288 Link header.
+func NextLink(h http.Header) string {
+	for _, part := range strings.Split(h.Get("Link"), ",") {
+		segs := strings.Split(part, ";")
+		if len(segs) < 2 {
+			continue
+		}
+		u := strings.Trim(strings.TrimSpace(segs[0]), "<>")
+		for _, p := range segs[1:] {
+			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="next"` {
+				return u
+			}
+		}
+	}
+	return ""
+}

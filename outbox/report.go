@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// maxReportIDs bounds how many ids a readable report lists per bucket.
+const maxReportIDs = 20
+
+// WriteText writes the plan as a readable report: the same content as its
+// JSON form, for people.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "join on:      %s\n", p.Join)
+	if p.Mark == nil {
+		fmt.Fprintf(&b, "mark:         none (no intent landed)\n")
+	} else {
+		at := "time unknown"
+		if p.Mark.CreatedAt != nil {
+			at = p.Mark.CreatedAt.Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(&b, "mark:         %s (remote %s, %s): the highest-ranked landed intent\n", p.Mark.Intent, p.Mark.RemoteID, at)
+	}
+	for _, row := range []struct {
+		name string
+		ids  []string
+		why  string
+	}{
+		{"landed", p.Landed, ""},
+		{"untouched", p.Untouched, "ranked above the mark, never attempted"},
+		{"holes", p.Holes, "ranked below the mark, did not land"},
+		{"replay", p.Replay, "to send, in rank order"},
+		{"unexecutable", p.Unexecutable, "targets cannot accept a write; bucketed, not queued"},
+		{"unresolved", p.Unresolved, "the listing is too old to say"},
+		{"replay already landed", p.ReplayAlreadyLanded, "must be empty"},
+		{"unmatched own writes", p.UnmatchedOwnWrites, "remote ids no intent matches"},
+		{"duplicate own writes", p.DuplicateOwnWrites, "remote ids repeating a landed intent: duplicates to find"},
+	} {
+		if row.name == "unresolved" && len(row.ids) == 0 || row.name == "duplicate own writes" && len(row.ids) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%-22s %d", row.name+":", len(row.ids))
+		if row.why != "" {
+			fmt.Fprintf(&b, " (%s)", row.why)
+		}
+		b.WriteString("\n")
+		if len(row.ids) > 0 {
+			shown := row.ids
+			if len(shown) > maxReportIDs {
+				shown = shown[:maxReportIDs]
+			}
+			fmt.Fprintf(&b, "    %s", strings.Join(shown, " "))
+			if len(row.ids) > len(shown) {
+				fmt.Fprintf(&b, " … and %d more", len(row.ids)-len(shown))
+			}
+			b.WriteString("\n")
+		}
+	}
+	a := p.Accounting
+	verdict := "balanced"
+	if !a.Balanced {
+		verdict = "DOES NOT BALANCE: plan refused"
+	}
+	fmt.Fprintf(&b, "accounting:   total %d = landed %d + replay %d + unexecutable %d + unresolved %d: %s\n",
+		a.Total, a.Landed, a.Replay, a.Unexecutable, a.Unresolved, verdict)
+	_, err := io.WriteString(w, b.String())
+	return err
+}

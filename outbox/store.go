@@ -1,0 +1,194 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// State is where an intent is in its life.
+type State string
+
+const (
+	// StatePending: queued, to be sent in rank order.
+	StatePending State = "pending"
+	// StateSending: journaled; the provider may have been called.
+	StateSending State = "sending"
+	// StateLanded: verified landed, exactly once.
+	StateLanded State = "landed"
+	// StateUnresolved: an attempt's outcome is unknown and no fresh answer
+	// has decided it yet.
+	StateUnresolved State = "unresolved"
+	// StateUnexecutable: the target cannot accept a write (reversible).
+	StateUnexecutable State = "unexecutable"
+	// StateRetired: given up by policy or by an operator (reversible).
+	StateRetired State = "retired"
+)
+
+// Intent is one outbound write to make, once.
+type Intent struct {
+	ID             string     `json:"id"`
+	Lane           string     `json:"lane"`
+	Rank           int64      `json:"rank"`
+	Target         string     `json:"target"`
+	Parent         string     `json:"parent"`
+	Body           string     `json:"body"`
+	BodySHA256     string     `json:"body_sha256"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	State          State      `json:"state"`
+	StateReason    string     `json:"state_reason"`
+	RemoteID       string     `json:"remote_id"`
+	SourceID       string     `json:"source_id,omitempty"`
+	PageID         string     `json:"page_id,omitempty"`
+	Attempts       int        `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	LandedAt       *time.Time `json:"landed_at"`
+	// LastAttemptAt is the start of the latest attempt, if any.
+	LastAttemptAt *time.Time `json:"last_attempt_at"`
+}
+
+// Identity returns the intent's identity.
+func (in Intent) Identity() Identity {
+	return Identity{Target: in.Target, Parent: in.Parent, BodySHA256: in.BodySHA256}
+}
+
+// Draft is an intent to be drafted.
+type Draft struct {
+	Lane     string
+	Target   string
+	Parent   string
+	Body     string
+	SourceID string
+	PageID   string
+}
+
+// Lane is one provider account with its writer's lease and pacing gate.
+type Lane struct {
+	Name     string            `json:"name"`
+	Provider string            `json:"provider"`
+	Settings map[string]string `json:"settings"`
+	// MinGap is the least time between two writes.
+	MinGap time.Duration `json:"-"`
+	// Skew is the clock difference allowed for in the freshness rule.
+	Skew       time.Duration    `json:"-"`
+	Retirement RetirementPolicy `json:"-"`
+
+	MinGapText     string        `json:"min_gap"`
+	SkewText       string        `json:"skew"`
+	RetireChecks   int           `json:"retire_checks"`
+	RetireSpacing  string        `json:"retire_spacing"`
+	LeaseToken     int64         `json:"lease_token"`
+	LeaseHolder    string        `json:"lease_holder"`
+	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
+	NextSendAt     time.Time     `json:"next_send_at"`
+	LastSendAt     *time.Time    `json:"last_send_at"`
+	NeedsReconcile bool          `json:"needs_reconcile"`
+	InFlight       string        `json:"in_flight"`
+	Counts         map[State]int `json:"counts"`
+}
+
+// Lease is a writer's fence on a lane. Token only grows; a transition that
+// presents an older token changes nothing.
+type Lease struct {
+	Lane      string
+	Holder    string
+	Token     int64
+	ExpiresAt time.Time
+}
+
+// Attempt is one journaled try at an intent.
+type Attempt struct {
+	ID          string
+	IntentID    string
+	Lane        string
+	Token       int64
+	StartedAt   time.Time
+	CountBefore *int64
+}
+
+// Outcome is what an attempt came to.
+type Outcome string
+
+const (
+	OutcomeLanded       Outcome = "landed"
+	OutcomeNotLanded    Outcome = "not_landed"
+	OutcomeDeferred     Outcome = "deferred"
+	OutcomeUnexecutable Outcome = "unexecutable"
+	OutcomeUnknown      Outcome = "unknown"
+)
+
+// Result is an attempt's outcome, as recorded.
+type Result struct {
+	Outcome      Outcome
+	RemoteID     string
+	SentAt       time.Time // when the provider was called; zero if it was not
+	CountAfter   *int64
+	CountVerdict CountVerdict
+	Error        string
+	// RetryAfter pushes the lane's gate (Retry-After).
+	RetryAfter time.Duration
+}
+
+// Reconciliation is what a reconciliation decided, recorded in one
+// transaction by Store.Apply.
+type Reconciliation struct {
+	Plan *Plan
+	// Checks are the evidence of each check of an unresolved or
+	// unexecutable intent, keyed by intent id.
+	Checks map[string]Check
+	// Retire names intents the retirement policy retires, with why.
+	Retire map[string]string
+	// Revive names unexecutable intents whose target accepts writes again.
+	Revive []string
+}
+
+// Store is the outbox's storage. Every method that changes a lane's
+// journal takes the writer's Lease and fails with tidemark.ErrStaleClaim,
+// changing nothing, when its token is no longer current.
+type Store interface {
+	Lane(ctx context.Context, name string) (Lane, error)
+	// Draft drafts an intent at the end of its lane (tidemark.ErrConflict
+	// for a duplicate identity).
+	Draft(ctx context.Context, d Draft) (Intent, error)
+	// Acquire takes the lane's lease with a new, higher token
+	// (tidemark.ErrClaimHeld while another holder's lease runs).
+	Acquire(ctx context.Context, lane, holder string, ttl time.Duration) (Lease, error)
+	// Renew extends a lease that is still current.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	Release(ctx context.Context, l Lease) error
+	// CheckLease confirms the lease is current, right before a send.
+	CheckLease(ctx context.Context, l Lease) error
+	// NextPending returns the lowest-ranked pending intent (ok false: none).
+	NextPending(ctx context.Context, l Lease) (Intent, bool, error)
+	// InDoubt reports whether the lane must reconcile before sending again:
+	// an attempt is open (its process died), an outcome was unknown, or
+	// unresolved and unexecutable intents are due for another check.
+	InDoubt(ctx context.Context, l Lease) (bool, error)
+	// Begin journals an attempt and commits it, through the pacing gate:
+	// ErrGateClosed until the lane's next send time, and one attempt in
+	// flight per lane.
+	Begin(ctx context.Context, l Lease, intentID string, countBefore *int64) (Attempt, error)
+	// Finish records an attempt's result and moves the gate.
+	Finish(ctx context.Context, l Lease, a Attempt, r Result) error
+	// Bucket moves a pending intent to unexecutable without an attempt.
+	Bucket(ctx context.Context, l Lease, intentID, reason string, check Check) error
+	// Intents returns the lane's intents that are not retired, in rank order.
+	Intents(ctx context.Context, l Lease) ([]Intent, error)
+	// LastChecks returns each intent's recorded checks, oldest first.
+	Checks(ctx context.Context, intentID string) ([]Check, error)
+	// Apply records a reconciliation in one transaction.
+	Apply(ctx context.Context, l Lease, r Reconciliation) error
+}
+
+// GateClosedError: the lane's pacing gate opens at Until.
+type GateClosedError struct{ Until time.Time }
+
+func (e *GateClosedError) Error() string {
+	return "outbox: pacing gate closed until " + e.Until.UTC().Format(time.RFC3339Nano)
+}
+
+// ErrGateClosed matches *GateClosedError.
+var ErrGateClosed = errors.New("outbox: pacing gate closed")
+
+func (e *GateClosedError) Is(target error) bool { return target == ErrGateClosed }

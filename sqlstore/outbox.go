@@ -1,0 +1,960 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
+)
+
+// OutboxStore implements outbox.Store, and the operators' side of the
+// outbox: lanes, channels, intents, gaps.
+type OutboxStore struct{ db *DB }
+
+// Outbox returns the outbox store over d.
+func (d *DB) Outbox() *OutboxStore { return &OutboxStore{db: d} }
+
+var _ outbox.Store = (*OutboxStore)(nil)
+
+// minRecheck bounds how soon an unresolved or unexecutable intent is
+// looked at again when the lane's policy names no spacing.
+const minRecheck = time.Minute
+
+// NewLane configures a lane.
+type NewLane struct {
+	Name       string
+	Provider   string
+	Settings   map[string]string
+	MinGap     time.Duration
+	Skew       time.Duration
+	Retirement outbox.RetirementPolicy
+}
+
+// AddLane adds a lane.
+func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, error) {
+	if strings.TrimSpace(nl.Name) == "" {
+		return outbox.Lane{}, tidemark.Invalidf("lane name", nl.Name, "required")
+	}
+	if nl.MinGap < 0 || nl.Skew < 0 || nl.Retirement.Checks < 0 || nl.Retirement.Spacing < 0 {
+		return outbox.Lane{}, tidemark.Invalidf("lane", nl.Name, "gap, skew and retirement settings cannot be negative")
+	}
+	settings, err := json.Marshal(nl.Settings)
+	if err != nil {
+		return outbox.Lane{}, err
+	}
+	if nl.Settings == nil {
+		settings = []byte("{}")
+	}
+	now := ms(s.db.Clock.Now())
+	_, err = s.db.db.ExecContext(ctx, `INSERT INTO outbox_lanes
+		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+		nl.Name, nl.Provider, string(settings), nl.MinGap.Milliseconds(), nl.Skew.Milliseconds(),
+		nl.Retirement.Checks, nl.Retirement.Spacing.Milliseconds(), now)
+	if IsUniqueViolation(err) {
+		return outbox.Lane{}, fmt.Errorf("lane %q already exists: %w", nl.Name, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return outbox.Lane{}, fmt.Errorf("add lane %q: %w", nl.Name, err)
+	}
+	return s.Lane(ctx, nl.Name)
+}
+
+const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,
+	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile`
+
+func scanLane(sc scanner) (outbox.Lane, error) {
+	var (
+		l                        outbox.Lane
+		settings                 string
+		gap, skew, spacing, next int64
+		holder                   sql.NullString
+		expires, last            sql.NullInt64
+		needs                    int
+	)
+	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.RetireChecks, &spacing,
+		&l.LeaseToken, &holder, &expires, &next, &last, &needs); err != nil {
+		return l, err
+	}
+	if err := json.Unmarshal([]byte(settings), &l.Settings); err != nil {
+		return l, fmt.Errorf("lane %s: settings: %w", l.Name, err)
+	}
+	l.MinGap = time.Duration(gap) * time.Millisecond
+	l.Skew = time.Duration(skew) * time.Millisecond
+	l.Retirement = outbox.RetirementPolicy{Checks: l.RetireChecks, Spacing: time.Duration(spacing) * time.Millisecond}
+	l.MinGapText, l.SkewText, l.RetireSpacing = l.MinGap.String(), l.Skew.String(), l.Retirement.Spacing.String()
+	l.LeaseHolder = holder.String
+	l.LeaseExpiresAt = fromNullMS(expires)
+	l.NextSendAt = fromMS(next)
+	l.LastSendAt = fromNullMS(last)
+	l.NeedsReconcile = needs != 0
+	return l, nil
+}
+
+// Lane implements outbox.Store: the lane with its counts by state and the
+// intent in flight.
+func (s *OutboxStore) Lane(ctx context.Context, name string) (outbox.Lane, error) {
+	l, err := scanLane(s.db.db.QueryRowContext(ctx, `SELECT `+laneColumns+` FROM outbox_lanes WHERE name = $1`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return l, err
+	}
+	return l, s.laneDetail(ctx, &l)
+}
+
+func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
+	l.Counts = map[outbox.State]int{}
+	rows, err := s.db.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM outbox_intents WHERE lane = $1 GROUP BY state`, l.Name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return err
+		}
+		l.Counts[outbox.State(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	err = s.db.db.QueryRowContext(ctx, `SELECT intent_id FROM outbox_attempts WHERE lane = $1 AND finished_at IS NULL`, l.Name).Scan(&l.InFlight)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return err
+}
+
+// Lanes returns every lane, by name.
+func (s *OutboxStore) Lanes(ctx context.Context) ([]outbox.Lane, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT `+laneColumns+` FROM outbox_lanes ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	var out []outbox.Lane
+	for rows.Next() {
+		l, err := scanLane(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if err := s.laneDetail(ctx, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Channel delivers a source's published pages to a target on a lane.
+type Channel struct {
+	ID        string    `json:"id"`
+	SourceID  string    `json:"source_id"`
+	Source    string    `json:"source"`
+	Lane      string    `json:"lane"`
+	Target    string    `json:"target"`
+	Parent    string    `json:"parent"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// AddChannel configures a source (by id or name) to draft an intent on
+// lane for target (and parent) each time one of its pages is published.
+func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, parent string) (Channel, error) {
+	if strings.TrimSpace(target) == "" {
+		return Channel{}, tidemark.Invalidf("--target", target, "required")
+	}
+	var c Channel
+	err := s.db.db.QueryRowContext(ctx, `SELECT id, name FROM sources WHERE id = $1 OR name = $1`, sourceRef).Scan(&c.SourceID, &c.Source)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("source %q: %w", sourceRef, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return c, err
+	}
+	if _, err := s.Lane(ctx, lane); err != nil {
+		return c, err
+	}
+	c.ID, c.Lane, c.Target, c.Parent, c.CreatedAt = s.db.IDs.New(), lane, target, parent, s.db.Clock.Now().UTC().Truncate(time.Millisecond)
+	_, err = s.db.db.ExecContext(ctx, `INSERT INTO outbox_channels (id, source_id, lane, target, parent, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, c.ID, c.SourceID, lane, target, parent, ms(c.CreatedAt))
+	if IsUniqueViolation(err) {
+		return c, fmt.Errorf("source %s already delivers to %s on lane %s: %w", c.Source, target, lane, tidemark.ErrConflict)
+	}
+	return c, err
+}
+
+// Channels returns every channel.
+func (s *OutboxStore) Channels(ctx context.Context) ([]Channel, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at
+		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Channel
+	for rows.Next() {
+		var c Channel
+		var at int64
+		if err := rows.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at); err != nil {
+			return nil, err
+		}
+		c.CreatedAt = fromMS(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Draft implements outbox.Store.
+func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return outbox.Intent{}, err
+	}
+	defer tx.Rollback()
+	in, err := s.draft(ctx, tx, d, false)
+	if err != nil {
+		return in, err
+	}
+	return in, tx.Commit()
+}
+
+// PublishHook returns the hook the publish pipeline runs inside the
+// transaction that marks a page published: it drafts one intent per
+// channel of the page's source, so a published page always has its intents
+// and an unpublished one never does. Publishing the same page with the same
+// body again drafts nothing new.
+func (s *OutboxStore) PublishHook() tidemark.PublishHook {
+	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
+		rows, err := tx.QueryContext(ctx, `SELECT lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
+		if err != nil {
+			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
+		}
+		var drafts []outbox.Draft
+		body := outbox.PublicationBody(p)
+		for rows.Next() {
+			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID}
+			if err := rows.Scan(&d.Lane, &d.Target, &d.Parent); err != nil {
+				rows.Close()
+				return err
+			}
+			drafts = append(drafts, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, d := range drafts {
+			if _, err := s.draft(ctx, tx, d, true); err != nil {
+				return fmt.Errorf("outbox: draft for page %s on lane %s: %w", p.PageID, d.Lane, err)
+			}
+		}
+		return nil
+	}
+}
+
+// draft inserts an intent at the end of its lane. A duplicate identity is
+// tidemark.ErrConflict, except that with samePageOK a duplicate drafted
+// for the same page is the intent already there.
+func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft, samePageOK bool) (outbox.Intent, error) {
+	if d.Body == "" {
+		return outbox.Intent{}, tidemark.Invalidf("body", "", "an intent needs a body")
+	}
+	id := outbox.NewIdentity(d.Target, d.Parent, []byte(d.Body))
+	if err := id.Validate(); err != nil {
+		return outbox.Intent{}, err
+	}
+	var rank int64
+	err := tx.QueryRowContext(ctx, `UPDATE outbox_lanes SET next_rank = next_rank + 1 WHERE name = $1 RETURNING next_rank`, d.Lane).Scan(&rank)
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.Intent{}, fmt.Errorf("lane %q: %w", d.Lane, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return outbox.Intent{}, err
+	}
+	now := ms(s.db.Clock.Now())
+	intentID := s.db.IDs.New()
+	res, err := tx.ExecContext(ctx, `INSERT INTO outbox_intents
+		(id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $11)
+		ON CONFLICT (lane, target, parent, body_sha256) DO NOTHING`,
+		intentID, d.Lane, rank, d.Target, d.Parent, d.Body, id.BodySHA256, outbox.IdempotencyKey(d.Lane, id),
+		nullString(d.SourceID), nullString(d.PageID), now)
+	if err != nil {
+		return outbox.Intent{}, fmt.Errorf("draft intent: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return outbox.Intent{}, err
+	} else if n == 1 {
+		return s.intent(ctx, tx, intentID)
+	}
+	existing, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4`, d.Lane, d.Target, d.Parent, id.BodySHA256)
+	if err != nil {
+		return outbox.Intent{}, err
+	}
+	if samePageOK && d.PageID != "" && existing.PageID == d.PageID {
+		return existing, nil
+	}
+	return outbox.Intent{}, fmt.Errorf("intent %s on lane %s already has this identity (target %q, parent %q, body %s…): %w",
+		existing.ID, d.Lane, d.Target, d.Parent, id.BodySHA256[:12], tidemark.ErrConflict)
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+const intentColumns = `id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason,
+	remote_id, source_id, page_id, attempts, last_attempt_at, landed_at, created_at, updated_at`
+
+func scanIntent(sc scanner) (outbox.Intent, error) {
+	var (
+		in               outbox.Intent
+		state            string
+		src, page        sql.NullString
+		lastAt, landed   sql.NullInt64
+		created, updated int64
+	)
+	err := sc.Scan(&in.ID, &in.Lane, &in.Rank, &in.Target, &in.Parent, &in.Body, &in.BodySHA256, &in.IdempotencyKey,
+		&state, &in.StateReason, &in.RemoteID, &src, &page, &in.Attempts, &lastAt, &landed, &created, &updated)
+	in.State = outbox.State(state)
+	in.SourceID, in.PageID = src.String, page.String
+	in.LastAttemptAt, in.LandedAt = fromNullMS(lastAt), fromNullMS(landed)
+	in.CreatedAt, in.UpdatedAt = fromMS(created), fromMS(updated)
+	return in, err
+}
+
+func (s *OutboxStore) intent(ctx context.Context, q querier, id string) (outbox.Intent, error) {
+	return s.intentBy(ctx, q, `id = $1`, id)
+}
+
+func (s *OutboxStore) intentBy(ctx context.Context, q querier, where string, args ...any) (outbox.Intent, error) {
+	in, err := scanIntent(q.QueryRowContext(ctx, `SELECT `+intentColumns+` FROM outbox_intents WHERE `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return in, fmt.Errorf("intent: %w", tidemark.ErrNotFound)
+	}
+	return in, err
+}
+
+// Intent returns one intent.
+func (s *OutboxStore) Intent(ctx context.Context, id string) (outbox.Intent, error) {
+	in, err := s.intent(ctx, s.db.db, id)
+	if errors.Is(err, tidemark.ErrNotFound) {
+		return in, fmt.Errorf("intent %q: %w", id, tidemark.ErrNotFound)
+	}
+	return in, err
+}
+
+// IntentFilter selects intents to list.
+type IntentFilter struct {
+	Lane  string
+	State outbox.State
+	Limit int
+}
+
+// ListIntents lists intents by lane and rank.
+func (s *OutboxStore) ListIntents(ctx context.Context, f IntentFilter) ([]outbox.Intent, error) {
+	q := `SELECT ` + intentColumns + ` FROM outbox_intents WHERE ($1 = '' OR lane = $1) AND ($2 = '' OR state = $2) ORDER BY lane, rank`
+	if f.Limit <= 0 || f.Limit > 100_000 {
+		f.Limit = 1000
+	}
+	q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	return s.queryIntents(ctx, q, f.Lane, string(f.State))
+}
+
+func (s *OutboxStore) queryIntents(ctx context.Context, q string, args ...any) ([]outbox.Intent, error) {
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []outbox.Intent
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// Acquire implements outbox.Store.
+func (s *OutboxStore) Acquire(ctx context.Context, lane, holder string, ttl time.Duration) (outbox.Lease, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return outbox.Lease{}, err
+	}
+	defer tx.Rollback()
+	var (
+		token   int64
+		cur     sql.NullString
+		expires sql.NullInt64
+	)
+	err = tx.QueryRowContext(ctx, `SELECT lease_token, lease_holder, lease_expires_at FROM outbox_lanes WHERE name = $1`+s.db.Dialect.LockRow, lane).
+		Scan(&token, &cur, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.Lease{}, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return outbox.Lease{}, err
+	}
+	now := s.db.Clock.Now()
+	if cur.Valid && cur.String != holder && expires.Int64 > ms(now) {
+		return outbox.Lease{}, fmt.Errorf("lane %s is held by %s until %s: %w", lane, cur.String,
+			fromMS(expires.Int64).Format(time.RFC3339), tidemark.ErrClaimHeld)
+	}
+	l := outbox.Lease{Lane: lane, Holder: holder, Token: token + 1, ExpiresAt: now.Add(ttl)}
+	if err := exec1(ctx, tx, fmt.Errorf("lane %s: lease taken meanwhile: %w", lane, tidemark.ErrClaimHeld),
+		`UPDATE outbox_lanes SET lease_token = $2, lease_holder = $3, lease_expires_at = $4, updated_at = $5
+		WHERE name = $1 AND lease_token = $6`, lane, l.Token, holder, ms(l.ExpiresAt), ms(now), token); err != nil {
+		return outbox.Lease{}, err
+	}
+	return l, tx.Commit()
+}
+
+func staleLease(l outbox.Lease) error {
+	return fmt.Errorf("lane %s: lease token %d of %s is no longer current: %w", l.Lane, l.Token, l.Holder, tidemark.ErrStaleClaim)
+}
+
+// Renew implements outbox.Store.
+func (s *OutboxStore) Renew(ctx context.Context, l outbox.Lease, ttl time.Duration) (outbox.Lease, error) {
+	now := s.db.Clock.Now()
+	exp := now.Add(ttl)
+	err := exec1(ctx, s.db.db, staleLease(l), `UPDATE outbox_lanes SET lease_expires_at = $4, updated_at = $5
+		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3 AND lease_expires_at > $5`,
+		l.Lane, l.Token, l.Holder, ms(exp), ms(now))
+	if err != nil {
+		return l, err
+	}
+	l.ExpiresAt = exp
+	return l, nil
+}
+
+// Release implements outbox.Store. Releasing a lease already lost is not
+// an error: there is nothing left to give up.
+func (s *OutboxStore) Release(ctx context.Context, l outbox.Lease) error {
+	_, err := s.db.db.ExecContext(ctx, `UPDATE outbox_lanes SET lease_holder = NULL, lease_expires_at = NULL, updated_at = $4
+		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3`, l.Lane, l.Token, l.Holder, ms(s.db.Clock.Now()))
+	return err
+}
+
+// CheckLease implements outbox.Store.
+func (s *OutboxStore) CheckLease(ctx context.Context, l outbox.Lease) error {
+	var n int
+	err := s.db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_lanes
+		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3 AND lease_expires_at > $4`,
+		l.Lane, l.Token, l.Holder, ms(s.db.Clock.Now())).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return staleLease(l)
+	}
+	return nil
+}
+
+// fence makes a transaction conditional on the lease: it touches the lane
+// row only if the token is current and unexpired (locking the row on
+// PostgreSQL until commit), else ErrStaleClaim.
+func (s *OutboxStore) fence(ctx context.Context, tx *sql.Tx, l outbox.Lease) error {
+	now := ms(s.db.Clock.Now())
+	return exec1(ctx, tx, staleLease(l), `UPDATE outbox_lanes SET updated_at = $4
+		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3 AND lease_expires_at > $4`,
+		l.Lane, l.Token, l.Holder, now)
+}
+
+// NextPending implements outbox.Store.
+func (s *OutboxStore) NextPending(ctx context.Context, l outbox.Lease) (outbox.Intent, bool, error) {
+	in, err := s.intentBy(ctx, s.db.db, `lane = $1 AND state = 'pending' ORDER BY rank LIMIT 1`, l.Lane)
+	if errors.Is(err, tidemark.ErrNotFound) {
+		return in, false, nil
+	}
+	return in, err == nil, err
+}
+
+// InDoubt implements outbox.Store.
+func (s *OutboxStore) InDoubt(ctx context.Context, l outbox.Lease) (bool, error) {
+	var (
+		needs, open, waiting int
+		recheck              sql.NullInt64
+	)
+	err := s.db.db.QueryRowContext(ctx, `SELECT needs_reconcile, recheck_at,
+		(SELECT COUNT(*) FROM outbox_attempts WHERE lane = $1 AND finished_at IS NULL),
+		(SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('sending', 'unresolved', 'unexecutable'))
+		FROM outbox_lanes WHERE name = $1`, l.Lane).Scan(&needs, &recheck, &open, &waiting)
+	if err != nil {
+		return false, err
+	}
+	due := !recheck.Valid || recheck.Int64 <= ms(s.db.Clock.Now())
+	return needs != 0 || open > 0 || waiting > 0 && due, nil
+}
+
+// Begin implements outbox.Store: the write-ahead journal. The attempt row
+// commits before the provider is called.
+func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string, countBefore *int64) (outbox.Attempt, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return outbox.Attempt{}, err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return outbox.Attempt{}, err
+	}
+	now := s.db.Clock.Now()
+	var next int64
+	if err := tx.QueryRowContext(ctx, `SELECT next_send_at FROM outbox_lanes WHERE name = $1`, l.Lane).Scan(&next); err != nil {
+		return outbox.Attempt{}, err
+	}
+	if ms(now) < next {
+		return outbox.Attempt{}, &outbox.GateClosedError{Until: fromMS(next)}
+	}
+	var key string
+	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3
+		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now)).Scan(&key); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return outbox.Attempt{}, fmt.Errorf("intent %s is not pending on lane %s: %w", intentID, l.Lane, tidemark.ErrConflict)
+		}
+		return outbox.Attempt{}, err
+	}
+	a := outbox.Attempt{ID: s.db.IDs.New(), IntentID: intentID, Lane: l.Lane, Token: l.Token, StartedAt: now, CountBefore: countBefore}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, count_before)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, intentID, l.Lane, l.Token, l.Holder, key, ms(now), nullInt(countBefore))
+	if IsUniqueViolation(err) {
+		return outbox.Attempt{}, fmt.Errorf("lane %s already has a write in flight: %w", l.Lane, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return outbox.Attempt{}, err
+	}
+	return a, tx.Commit()
+}
+
+func nullInt(p *int64) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: *p, Valid: true}
+}
+
+// Finish implements outbox.Store.
+func (s *OutboxStore) Finish(ctx context.Context, l outbox.Lease, a outbox.Attempt, r outbox.Result) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	now := s.db.Clock.Now()
+	var sent sql.NullInt64
+	if !r.SentAt.IsZero() {
+		sent = sql.NullInt64{Int64: ms(r.SentAt), Valid: true}
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("attempt %s is no longer open for token %d: %w", a.ID, l.Token, tidemark.ErrStaleClaim),
+		`UPDATE outbox_attempts SET finished_at = $3, outcome = $4, sent_at = $5, remote_id = $6, count_after = $7, count_verdict = $8, error = $9
+		WHERE id = $1 AND token = $2 AND finished_at IS NULL`,
+		a.ID, l.Token, ms(now), string(r.Outcome), sent, r.RemoteID, nullInt(r.CountAfter), string(r.CountVerdict), r.Error); err != nil {
+		return err
+	}
+	notSending := fmt.Errorf("intent %s is no longer sending: %w", a.IntentID, tidemark.ErrConflict)
+	switch r.Outcome {
+	case outbox.OutcomeLanded:
+		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'landed', state_reason = $2, remote_id = $3, landed_at = $4, updated_at = $4
+			WHERE id = $1 AND state = 'sending'`, a.IntentID, string(r.CountVerdict), r.RemoteID, ms(now))
+	case outbox.OutcomeNotLanded, outbox.OutcomeDeferred:
+		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'pending', state_reason = $2, updated_at = $3
+			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
+	case outbox.OutcomeUnexecutable:
+		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unexecutable', state_reason = $2, updated_at = $3
+			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
+		if err == nil {
+			err = s.addCheck(ctx, tx, a.IntentID, outbox.Check{At: now, Verdict: "unexecutable", Evidence: "the provider refused the write: " + r.Error})
+		}
+		if err == nil {
+			err = s.scheduleRecheck(ctx, tx, l.Lane, now, false)
+		}
+	case outbox.OutcomeUnknown:
+		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unresolved', state_reason = $2, updated_at = $3
+			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 1 WHERE name = $1`, l.Lane)
+		}
+	default:
+		err = fmt.Errorf("outbox: unknown outcome %q", r.Outcome)
+	}
+	if err != nil {
+		return err
+	}
+	if sent.Valid {
+		if err := s.moveGate(ctx, tx, l, a, r, now); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// moveGate records the achieved gap since the lane's previous send and
+// sets the next send time: the minimum gap after this send, or later if
+// the provider asked (Retry-After).
+func (s *OutboxStore) moveGate(ctx context.Context, tx *sql.Tx, l outbox.Lease, a outbox.Attempt, r outbox.Result, now time.Time) error {
+	var (
+		last sql.NullInt64
+		gap  int64
+	)
+	if err := tx.QueryRowContext(ctx, `SELECT last_send_at, min_gap_ms FROM outbox_lanes WHERE name = $1`, l.Lane).Scan(&last, &gap); err != nil {
+		return err
+	}
+	if last.Valid {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_gaps (attempt_id, lane, sent_at, gap_ms, min_gap_ms) VALUES ($1, $2, $3, $4, $5)`,
+			a.ID, l.Lane, ms(r.SentAt), ms(r.SentAt)-last.Int64, gap); err != nil {
+			return err
+		}
+	}
+	next := ms(r.SentAt) + gap
+	if r.RetryAfter > 0 {
+		next = max(next, ms(now.Add(r.RetryAfter)))
+	}
+	return exec1(ctx, tx, staleLease(l), `UPDATE outbox_lanes SET last_send_at = $3, next_send_at = $4 WHERE name = $1 AND lease_token = $2`,
+		l.Lane, l.Token, ms(r.SentAt), next)
+}
+
+// Bucket implements outbox.Store.
+func (s *OutboxStore) Bucket(ctx context.Context, l outbox.Lease, intentID, reason string, check outbox.Check) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	now := s.db.Clock.Now()
+	if err := exec1(ctx, tx, fmt.Errorf("intent %s is not pending: %w", intentID, tidemark.ErrConflict),
+		`UPDATE outbox_intents SET state = 'unexecutable', state_reason = $3, updated_at = $4 WHERE id = $1 AND lane = $2 AND state = 'pending'`,
+		intentID, l.Lane, reason, ms(now)); err != nil {
+		return err
+	}
+	if err := s.addCheck(ctx, tx, intentID, check); err != nil {
+		return err
+	}
+	if err := s.scheduleRecheck(ctx, tx, l.Lane, now, false); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *OutboxStore) addCheck(ctx context.Context, tx *sql.Tx, intentID string, c outbox.Check) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox_checks (id, intent_id, checked_at, verdict, evidence) VALUES ($1, $2, $3, $4, $5)`,
+		s.db.IDs.New(), intentID, ms(c.At), c.Verdict, c.Evidence)
+	return err
+}
+
+// scheduleRecheck sets when the lane's unresolved and unexecutable intents
+// are looked at again: the policy's spacing from now. Unless replace, an
+// earlier time already set stands.
+func (s *OutboxStore) scheduleRecheck(ctx context.Context, tx *sql.Tx, lane string, now time.Time, replace bool) error {
+	var spacing int64
+	if err := tx.QueryRowContext(ctx, `SELECT retire_spacing_ms FROM outbox_lanes WHERE name = $1`, lane).Scan(&spacing); err != nil {
+		return err
+	}
+	at := ms(now) + max(spacing, minRecheck.Milliseconds())
+	q := `UPDATE outbox_lanes SET recheck_at = COALESCE(recheck_at, $2) WHERE name = $1`
+	if replace {
+		q = `UPDATE outbox_lanes SET recheck_at = $2 WHERE name = $1`
+	}
+	_, err := tx.ExecContext(ctx, q, lane, at)
+	return err
+}
+
+// Intents implements outbox.Store.
+func (s *OutboxStore) Intents(ctx context.Context, l outbox.Lease) ([]outbox.Intent, error) {
+	return s.queryIntents(ctx, `SELECT `+intentColumns+` FROM outbox_intents WHERE lane = $1 AND state <> 'retired' ORDER BY rank`, l.Lane)
+}
+
+// Checks implements outbox.Store.
+func (s *OutboxStore) Checks(ctx context.Context, intentID string) ([]outbox.Check, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT checked_at, verdict, evidence FROM outbox_checks WHERE intent_id = $1 ORDER BY checked_at, id`, intentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []outbox.Check
+	for rows.Next() {
+		var c outbox.Check
+		var at int64
+		if err := rows.Scan(&at, &c.Verdict, &c.Evidence); err != nil {
+			return nil, err
+		}
+		c.At = fromMS(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Apply implements outbox.Store: a reconciliation, in one transaction
+// conditional on the lease.
+func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconciliation) error {
+	p := r.Plan
+	if p == nil || !p.Accounting.Balanced || len(p.ReplayAlreadyLanded) > 0 {
+		return fmt.Errorf("outbox: refusing to apply a plan that does not balance: %w", outbox.ErrUnbalanced)
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	now := ms(s.db.Clock.Now())
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_attempts SET finished_at = $2, outcome = 'reconciled', error = $3
+		WHERE lane = $1 AND finished_at IS NULL`, l.Lane, now, fmt.Sprintf("closed by reconciliation under token %d", l.Token)); err != nil {
+		return err
+	}
+	for _, id := range p.Landed {
+		w := p.LandedAs[id]
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'landed', state_reason = 'reconciled', remote_id = $2,
+			landed_at = COALESCE(landed_at, $3), updated_at = $3 WHERE id = $1 AND lane = $4 AND state <> 'landed'`,
+			id, strings.TrimPrefix(strings.TrimPrefix(w.RemoteID, "(landed)"), "(probed)"), now, l.Lane); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.Replay {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'pending', state_reason = 'reconciled: not landed', updated_at = $2
+			WHERE id = $1 AND lane = $3 AND state IN ('sending', 'unresolved')`, id, now, l.Lane); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.Unresolved {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'unresolved', state_reason = 'no fresh answer yet', updated_at = $2
+			WHERE id = $1 AND lane = $3 AND state IN ('sending', 'unresolved')`, id, now, l.Lane); err != nil {
+			return err
+		}
+	}
+	for _, id := range r.Revive {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'pending', state_reason = 'target accepts writes again', updated_at = $2
+			WHERE id = $1 AND lane = $3 AND state = 'unexecutable'`, id, now, l.Lane); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, 0, len(r.Checks))
+	for id := range r.Checks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := s.addCheck(ctx, tx, id, r.Checks[id]); err != nil {
+			return err
+		}
+	}
+	ids = ids[:0]
+	for id := range r.Retire {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := s.transition(ctx, tx, id, "retire", "policy", r.Retire[id], []string{"unresolved", "unexecutable"}, func(string) string { return "retired" }); err != nil {
+			return err
+		}
+	}
+	var waiting int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('unresolved', 'unexecutable')`, l.Lane).Scan(&waiting); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 0, recheck_at = NULL WHERE name = $1`, l.Lane); err != nil {
+		return err
+	}
+	if waiting > 0 {
+		if err := s.scheduleRecheck(ctx, tx, l.Lane, s.db.Clock.Now(), true); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// transition moves an intent between states for retire and revive, with an
+// audit row. from lists the states it may leave; to maps the old state to
+// the new one.
+func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, id, action, actor, reason string, from []string, to func(string) string) error {
+	var state, retiredFrom, lane string
+	err := tx.QueryRowContext(ctx, `SELECT state, retired_from, lane FROM outbox_intents WHERE id = $1`+s.db.Dialect.LockRow, id).Scan(&state, &retiredFrom, &lane)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("intent %q: %w", id, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	ok := false
+	for _, f := range from {
+		ok = ok || f == state
+	}
+	if !ok {
+		return fmt.Errorf("intent %s is %s; %s applies to %s: %w", id, state, action, strings.Join(from, " or "), tidemark.ErrConflict)
+	}
+	source := state
+	if action == "revive" && state == "retired" {
+		source = retiredFrom
+	}
+	next := to(source)
+	now := ms(s.db.Clock.Now())
+	newRetiredFrom := ""
+	if next == "retired" {
+		newRetiredFrom = state
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("intent %s changed meanwhile: %w", id, tidemark.ErrConflict),
+		`UPDATE outbox_intents SET state = $2, retired_from = $3, state_reason = $4, updated_at = $5 WHERE id = $1 AND state = $6`,
+		id, next, newRetiredFrom, action+": "+reason, now, state); err != nil {
+		return err
+	}
+	if next == "unresolved" {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 1 WHERE name = $1`, lane); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_actions (id, intent_id, action, actor, reason, from_state, to_state, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, s.db.IDs.New(), id, action, actor, reason, state, next, now)
+	return err
+}
+
+// Retire gives up an unresolved or unexecutable intent (or a pending one
+// an operator no longer wants sent), with an audit row.
+func (s *OutboxStore) Retire(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	return s.operate(ctx, id, "retire", actor, reason, []string{"pending", "unresolved", "unexecutable"}, func(string) string { return "retired" })
+}
+
+// Revive brings back a retired or unexecutable intent. One retired while
+// unresolved goes back to unresolved, so a fresh answer decides before it
+// is ever sent again; the rest go back to pending.
+func (s *OutboxStore) Revive(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	return s.operate(ctx, id, "revive", actor, reason, []string{"retired", "unexecutable"}, func(from string) string {
+		if from == "unresolved" {
+			return "unresolved"
+		}
+		return "pending"
+	})
+}
+
+func (s *OutboxStore) operate(ctx context.Context, id, action, actor, reason string, from []string, to func(string) string) (outbox.Intent, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return outbox.Intent{}, err
+	}
+	defer tx.Rollback()
+	if err := s.transition(ctx, tx, id, action, actor, reason, from, to); err != nil {
+		return outbox.Intent{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return outbox.Intent{}, err
+	}
+	return s.Intent(ctx, id)
+}
+
+// Action is an operator's (or the policy's) retire or revive.
+type Action struct {
+	IntentID string    `json:"intent_id"`
+	Action   string    `json:"action"`
+	Actor    string    `json:"actor"`
+	Reason   string    `json:"reason"`
+	From     string    `json:"from_state"`
+	To       string    `json:"to_state"`
+	At       time.Time `json:"at"`
+}
+
+// Actions returns an intent's audit trail, oldest first.
+func (s *OutboxStore) Actions(ctx context.Context, intentID string) ([]Action, error) {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT intent_id, action, actor, reason, from_state, to_state, at FROM outbox_actions
+		WHERE intent_id = $1 ORDER BY at, id`, intentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Action
+	for rows.Next() {
+		var a Action
+		var at int64
+		if err := rows.Scan(&a.IntentID, &a.Action, &a.Actor, &a.Reason, &a.From, &a.To, &at); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// GapReport is what the pacing gate achieved on a lane.
+type GapReport struct {
+	Lane string `json:"lane"`
+	// Count is the number of gaps recorded (sends after the first).
+	Count int `json:"count"`
+	// MinMS and MedianMS are the smallest and median achieved gaps.
+	MinMS    int64 `json:"min_ms"`
+	MedianMS int64 `json:"median_ms"`
+	// ThresholdMS is the lane's configured minimum gap; BelowThreshold
+	// counts gaps shorter than the threshold in force when they were made.
+	ThresholdMS    int64 `json:"threshold_ms"`
+	BelowThreshold int   `json:"below_threshold"`
+	OK             bool  `json:"ok"`
+}
+
+// Gaps reports each lane's achieved gaps (lane "": every lane).
+func (s *OutboxStore) Gaps(ctx context.Context, lane string) ([]GapReport, error) {
+	lanes, err := s.Lanes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []GapReport
+	for _, l := range lanes {
+		if lane != "" && l.Name != lane {
+			continue
+		}
+		r := GapReport{Lane: l.Name, ThresholdMS: l.MinGap.Milliseconds()}
+		rows, err := s.db.db.QueryContext(ctx, `SELECT gap_ms, min_gap_ms FROM outbox_gaps WHERE lane = $1 ORDER BY gap_ms`, l.Name)
+		if err != nil {
+			return nil, err
+		}
+		var gaps []int64
+		for rows.Next() {
+			var g, th int64
+			if err := rows.Scan(&g, &th); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			gaps = append(gaps, g)
+			if g < th {
+				r.BelowThreshold++
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		r.Count = len(gaps)
+		if len(gaps) > 0 {
+			r.MinMS = gaps[0]
+			r.MedianMS = gaps[len(gaps)/2]
+			if len(gaps)%2 == 0 {
+				r.MedianMS = (gaps[len(gaps)/2-1] + gaps[len(gaps)/2]) / 2
+			}
+		}
+		r.OK = r.BelowThreshold == 0
+		out = append(out, r)
+	}
+	if lane != "" && len(out) == 0 {
+		return nil, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
+	}
+	return out, nil
+}
