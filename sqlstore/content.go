@@ -201,6 +201,12 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 		encoded[i] = string(b)
 		docs[i] = content.Document{Collection: collection, ID: w.ID, Version: w.Base + 1, Fields: w.Fields, UpdatedAt: now, CreatedAt: now}
 	}
+	if s.db.Dialect.Name == "sqlite" {
+		if err := s.writeEach(ctx, tx, collection, ws, encoded, now); err != nil {
+			return nil, err
+		}
+		ws = nil
+	}
 	for start := 0; start < len(ws); start += maxRowsPerStatement {
 		end := min(start+maxRowsPerStatement, len(ws))
 		if err := s.writeLive(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
@@ -217,6 +223,61 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 	}
 	return docs, nil
 }
+
+// writeEach is writeLive and insertSnapshots one row at a time through
+// statements prepared once: on SQLite, where a statement costs no round
+// trip, parsing one long multi-row statement costs more than it saves.
+func (s *ContentStore) writeEach(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite, encoded []string, now time.Time) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO documents (collection, id, version, fields, created_at, updated_at) VALUES ($1, $2, 1, $3, $4, $4)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	upd, err := tx.PrepareContext(ctx, `UPDATE documents SET version = version + 1, fields = $1, updated_at = $2
+		WHERE collection = $3 AND id = $4 AND version = $5`)
+	if err != nil {
+		return err
+	}
+	defer upd.Close()
+	snap, err := tx.PrepareContext(ctx, `INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	for i, w := range ws {
+		if w.Base == 0 {
+			_, err := ins.ExecContext(ctx, collection, w.ID, encoded[i], ms(now))
+			if IsUniqueViolation(err) {
+				return fmt.Errorf("document %s/%s already exists (a write based on version 0): %w", collection, w.ID, tidemark.ErrConflict)
+			}
+			if err != nil {
+				return fmt.Errorf("create document %s/%s: %w", collection, w.ID, err)
+			}
+		} else if res, err := upd.ExecContext(ctx, encoded[i], ms(now), collection, w.ID, w.Base); expectOne(res, err, errNone) != nil {
+			if err = expectOne(res, err, errNone); errors.Is(err, errNone) {
+				return s.staleWrite(ctx, tx, collection, ws[i:i+1])
+			}
+			return err
+		}
+		var run any
+		if w.RunID != "" {
+			run = w.RunID
+		}
+		_, err := snap.ExecContext(ctx, collection, w.ID, w.Base+1, encoded[i], w.Reason, run, ms(now))
+		if IsUniqueViolation(err) {
+			return fmt.Errorf("%w: a version snapshot of %s/%s already exists (a second write of one version, or a second conversion by one run)", tidemark.ErrConflict, collection, w.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot document %s/%s: %w", collection, w.ID, err)
+		}
+	}
+	return nil
+}
+
+var errNone = errors.New("no row matched")
 
 // writeLive creates the new documents of a chunk and moves the others on
 // from their base version, each kind in one statement.
