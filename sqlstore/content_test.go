@@ -299,3 +299,54 @@ func TestMigrationErrorAtEveryBoundary(t *testing.T) {
 		}
 	})
 }
+
+// Two workers never step one run: the second is refused while the lease
+// lives, takes over once it expired, and the first then moves nothing.
+func TestMigrationClaimFence(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		env := sqltest.NewEnv(4)
+		db := sqltest.MustOpen(t, b, env)
+		st := db.Content()
+		seed(t, st, "things", 10)
+		run, err := (&content.Migrator{Store: st, Holder: "w1"}).Start(ctx, "things", "v", content.Number, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := content.DefaultLeaseTTL
+		c1, err := st.ClaimRun(ctx, run.ID, "w1", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := st.Step(ctx, c1, ttl); err != nil || r.Cursor == "" || r.Converted != 3 {
+			t.Fatalf("first step: %+v %v", r, err)
+		}
+		if _, err := st.ClaimRun(ctx, run.ID, "w2", ttl); !errors.Is(err, tidemark.ErrClaimHeld) {
+			t.Fatalf("claim under a live lease: %v", err)
+		}
+		env.Clock.Advance(ttl + 1)
+		c2, err := st.ClaimRun(ctx, run.ID, "w2", ttl)
+		if err != nil {
+			t.Fatalf("claim after the lease expired: %v", err)
+		}
+		if _, err := st.Step(ctx, c1, ttl); !errors.Is(err, tidemark.ErrStaleClaim) {
+			t.Fatalf("the first worker's step after losing the claim: %v", err)
+		}
+		r, err := st.Run(ctx, run.ID)
+		if err != nil || r.Converted != 3 || r.Holder != "w2" {
+			t.Fatalf("after the stale step: %+v %v", r, err)
+		}
+		// The same holder re-enters its own run without waiting.
+		c2b, err := st.ClaimRun(ctx, run.ID, "w2", ttl)
+		if err != nil || c2b.Token == c2.Token {
+			t.Fatalf("re-entry: %+v %v", c2b, err)
+		}
+		if _, err := st.Step(ctx, c2, ttl); !errors.Is(err, tidemark.ErrStaleClaim) {
+			t.Fatalf("step with the token re-entry replaced: %v", err)
+		}
+		m := &content.Migrator{Store: st, Holder: "w2"}
+		if r, err := m.Drive(ctx, run.ID); err != nil || r.Status != content.RunDone || r.Converted != 10 {
+			t.Fatalf("drive: %+v %v", r, err)
+		}
+	})
+}
