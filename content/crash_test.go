@@ -66,7 +66,9 @@ type result struct {
 func runTidemark(tb testing.TB, dbURL, failpoints string, args ...string) result {
 	tb.Helper()
 	cmd := exec.Command(mustBinary(tb), args...)
-	cmd.Env = append(os.Environ(), "TIDEMARK_DB="+dbURL, "TIDEMARK_HOLDER=crash-test", "TIDEMARK_FAILPOINTS="+failpoints)
+	home := tb.TempDir()
+	cmd.Dir = home
+	cmd.Env = append(os.Environ(), "TIDEMARK_HOME="+home, "TIDEMARK_DB="+dbURL, "TIDEMARK_HOLDER=crash-test", "TIDEMARK_FAILPOINTS="+failpoints)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -317,6 +319,17 @@ func TestMigrationFailFixResumeAbortCLI(t *testing.T) {
 		_ = json.Unmarshal([]byte(mustRun("docs", "collection", "show", "things", "--json").stdout), &coll)
 		if len(coll.Fields) != 2 || coll.Fields[0].Type != content.Number || coll.Fields[1].Type != content.Text {
 			t.Fatalf("fields after abort: %+v", coll.Fields)
+		}
+
+		// --detach only records the run; `tidemark run` carries it out.
+		_ = json.Unmarshal([]byte(mustRun("docs", "field", "set-type", "things", "flag", "richtext", "--detach", "--json").stdout), &run)
+		if run.Status != content.RunRunning || run.Walked != 0 {
+			t.Fatalf("detached run: %+v", run)
+		}
+		mustRun("run", "--once")
+		_ = json.Unmarshal([]byte(mustRun("migrate", "show", run.ID, "--json").stdout), &shown)
+		if shown.Status != content.RunDone || shown.Converted != 12 {
+			t.Fatalf("detached run after run --once: %+v", shown)
 		}
 	})
 }
