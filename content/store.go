@@ -58,7 +58,7 @@ type Put struct {
 	ID          string `json:"id,omitempty"`
 	BaseVersion int64  `json:"base_version"`
 	Set         Fields `json:"set,omitempty"`
-	Unset       []string
+	Unset       []string `json:"unset,omitempty"`
 }
 
 // RunStatus is where a migration run is in its life.
