@@ -55,9 +55,9 @@ type Store interface {
 // Put is one document write. Set values are validated against the field's
 // declared type; Unset removes fields.
 type Put struct {
-	ID          string `json:"id,omitempty"`
-	BaseVersion int64  `json:"base_version"`
-	Set         Fields `json:"set,omitempty"`
+	ID          string   `json:"id,omitempty"`
+	BaseVersion int64    `json:"base_version"`
+	Set         Fields   `json:"set,omitempty"`
 	Unset       []string `json:"unset,omitempty"`
 }
 
