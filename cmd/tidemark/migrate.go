@@ -1,0 +1,355 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+)
+
+func init() {
+	register(newMigrateCmd)
+	daemonLoops = append(daemonLoops, migrationLoop)
+	afterRunOnce = append(afterRunOnce, resumePendingMigrations)
+}
+
+// migrationPoll is how often the daemon looks for pending migration runs.
+const migrationPoll = 5 * time.Second
+
+func (a *app) migrator(cmd *cobra.Command) (*content.Migrator, error) {
+	st, err := a.content(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &content.Migrator{Store: st, Holder: a.holderID()}, nil
+}
+
+// progress returns a progress reporter for a run: a bar on stderr when
+// stderr is a terminal, nothing otherwise (so scripts and --json stay clean).
+func (a *app) progress(r content.Run) (func(content.Run), func()) {
+	f, ok := a.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, func() {}
+	}
+	total := r.Total
+	desc := fmt.Sprintf("%s.%s %s→%s", r.Collection, r.Field, r.From, r.To)
+	done := r.Walked
+	if r.Status == content.RunAborting {
+		total, done, desc = r.Converted, r.Restored, "aborting "+desc
+	}
+	bar := progressbar.NewOptions64(max(total, 1),
+		progressbar.OptionSetWriter(f),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("docs"),
+		progressbar.OptionShowIts(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	_ = bar.Set64(done)
+	return func(r content.Run) {
+			n := r.Walked
+			if r.Status == content.RunAborting || r.Status == content.RunAborted {
+				n = r.Restored
+			}
+			if n > bar.GetMax64() {
+				bar.ChangeMax64(n)
+			}
+			_ = bar.Set64(n)
+		}, func() {
+			_ = bar.Finish()
+		}
+}
+
+// drive runs fn (Drive or Abort) in the foreground with a progress bar and
+// prints the run as it ends.
+func (a *app) drive(cmd *cobra.Command, m *content.Migrator, r content.Run, asJSON bool, fn func() (content.Run, error)) error {
+	report, finish := a.progress(r)
+	m.Progress = report
+	out, err := fn()
+	finish()
+	var failed *content.FailedError
+	if errors.As(err, &failed) {
+		out = failed.Run
+	}
+	if out.ID == "" {
+		return err
+	}
+	if asJSON {
+		if jerr := writeJSON(a.stdout, out); jerr != nil {
+			return jerr
+		}
+	} else {
+		printRun(a, out)
+	}
+	return err
+}
+
+func printRun(a *app, r content.Run) {
+	switch r.Status {
+	case content.RunDone:
+		fmt.Fprintf(a.stdout, "migration %s done: %s.%s is now %s (%d documents walked, %d converted, %d batches)\n",
+			r.ID, r.Collection, r.Field, r.To, r.Walked, r.Converted, r.Batches)
+	case content.RunAborted:
+		fmt.Fprintf(a.stdout, "migration %s aborted: %s.%s stays %s (%d documents restored)\n", r.ID, r.Collection, r.Field, r.From, r.Restored)
+	case content.RunFailed:
+		fmt.Fprintf(a.stdout, "migration %s failed at document %s (value %s): %s\n", r.ID, r.FailedDocumentID, r.FailedValue, r.Error)
+	default:
+		fmt.Fprintf(a.stdout, "migration %s is %s: %s.%s %s→%s, %d of %d walked\n", r.ID, r.Status, r.Collection, r.Field, r.From, r.To, r.Walked, r.Total)
+	}
+}
+
+func newSetTypeCmd(a *app) *cobra.Command {
+	var (
+		batch  int
+		detach bool
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set-type NAME FIELD TYPE",
+		Short: "Change a field's type: a migration run converts every document, then flips the type",
+		Long: `Change a field's type. A migration run walks the collection in ID order;
+each batch's conversions, their version snapshots and the run's cursor commit
+in one transaction, and the type flips with the last document. The run runs
+here in the foreground (a progress bar on a terminal); --detach only records
+it for ` + "`tidemark run`" + ` to carry out. A value its rule refuses fails the
+run: fix the document (docs put) and ` + "`tidemark migrate resume ID`" + `, or
+` + "`tidemark migrate abort ID`" + `.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			to, err := content.ParseType(args[2])
+			if err != nil {
+				return err
+			}
+			m, err := a.migrator(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := m.Start(cmd.Context(), args[0], args[1], to, batch)
+			if err != nil {
+				return err
+			}
+			if detach {
+				if asJSON {
+					return writeJSON(a.stdout, r)
+				}
+				fmt.Fprintf(a.stdout, "migration %s recorded: %s.%s %s→%s over %d documents; `tidemark run` carries it out\n",
+					r.ID, r.Collection, r.Field, r.From, r.To, r.Total)
+				return nil
+			}
+			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) { return m.Drive(cmd.Context(), r.ID) })
+		},
+	}
+	cmd.Flags().IntVar(&batch, "batch", content.DefaultBatch, fmt.Sprintf("documents per transaction (1 to %d)", content.MaxBatch))
+	cmd.Flags().BoolVar(&detach, "detach", false, "record the run and leave it to `tidemark run`")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
+	return cmd
+}
+
+func newMigrateCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "migrate", Short: "Inspect, resume and abort field migration runs"}
+	cmd.AddCommand(newMigrateListCmd(a), newMigrateShowCmd(a), newMigrateResumeCmd(a), newMigrateAbortCmd(a))
+	return cmd
+}
+
+func newMigrateListCmd(a *app) *cobra.Command {
+	var (
+		collection string
+		pending    bool
+		limit      int
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List migration runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.content(cmd)
+			if err != nil {
+				return err
+			}
+			runs, err := st.Runs(cmd.Context(), content.RunFilter{Collection: collection, Pending: pending, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, runs)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tFIELD\tCHANGE\tSTATUS\tWALKED\tCONVERTED\tRESTORED\tHOLDER\tERROR")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s.%s\t%s→%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\n", r.ID, r.Collection, r.Field, r.From, r.To, r.Status,
+					r.Walked, r.Total, r.Converted, r.Restored, orDash(r.Holder), short(r.Error, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&collection, "collection", "", "only this collection")
+	f.BoolVar(&pending, "pending", false, "only runs a worker could take now (running or aborting, unclaimed or lease expired)")
+	f.IntVar(&limit, "limit", 50, "at most this many")
+	f.BoolVar(&asJSON, "json", false, "print JSON: an array of runs")
+	return cmd
+}
+
+func newMigrateShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a migration run: its cursor, counts, claim and any failure",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.content(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := st.Run(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, r)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+			row("run", r.ID)
+			row("field", r.Collection+"."+r.Field)
+			row("change", string(r.From)+"→"+string(r.To))
+			row("status", string(r.Status))
+			row("batch size", fmt.Sprint(r.BatchSize))
+			row("cursor", orDash(r.Cursor))
+			row("walked", fmt.Sprintf("%d of %d (at start)", r.Walked, r.Total))
+			row("converted", fmt.Sprint(r.Converted))
+			row("batches", fmt.Sprint(r.Batches))
+			if r.Status == content.RunAborting || r.Status == content.RunAborted {
+				row("undo cursor", orDash(r.UndoCursor))
+				row("restored", fmt.Sprint(r.Restored))
+			}
+			if r.Holder != "" {
+				row("holder", fmt.Sprintf("%s until %s", r.Holder, r.LeaseExpiresAt.Local().Format(time.DateTime)))
+			}
+			if r.Error != "" {
+				row("failed at", r.FailedDocumentID)
+				row("value", r.FailedValue)
+				row("error", r.Error)
+			}
+			row("created", r.CreatedAt.Local().Format(time.DateTime))
+			if r.FinishedAt != nil {
+				row("finished", r.FinishedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return cmd
+}
+
+func newMigrateResumeCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Carry a run on from its cursor (a failed run after its document is fixed; a crashed or detached run)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := a.migrator(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := m.Store.Run(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if !r.Status.Open() {
+				return fmt.Errorf("migration run %s is %s; nothing to resume: %w", r.ID, r.Status, tidemark.ErrConflict)
+			}
+			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) {
+				if r.Status == content.RunAborting {
+					return m.Abort(cmd.Context(), r.ID)
+				}
+				return m.Drive(cmd.Context(), r.ID)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
+	return cmd
+}
+
+func newMigrateAbortCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "abort RUN",
+		Short: "Abort a run: restore every converted document from its snapshot; the type stays as it was",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := a.migrator(cmd)
+			if err != nil {
+				return err
+			}
+			r, err := m.Store.Run(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			r.Status = content.RunAborting
+			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) { return m.Abort(cmd.Context(), r.ID) })
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
+	return cmd
+}
+
+// migrationLoop is the daemon's share of migrations: it carries on every
+// pending run (detached, or left by a worker that died) until stopped.
+func migrationLoop(a *app, cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	m, err := a.migrator(cmd)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(migrationPoll)
+	defer t.Stop()
+	for {
+		n, err := m.ResumePending(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			a.log.Error("migration runs", "err", err)
+		} else if n > 0 {
+			a.log.Info("migration runs finished", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// resumePendingMigrations lets `run --once` carry detached runs out too. A
+// run that fails is reported on stderr and left for an operator; it does
+// not fail the ingest pass.
+func resumePendingMigrations(a *app, cmd *cobra.Command) error {
+	m, err := a.migrator(cmd)
+	if err != nil {
+		return err
+	}
+	n, err := m.ResumePending(cmd.Context())
+	if n > 0 {
+		fmt.Fprintf(a.stderr, "tidemark: %d migration run(s) finished\n", n)
+	}
+	if err != nil {
+		if cmd.Context().Err() != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "tidemark: %v\n", err)
+	}
+	return nil
+}

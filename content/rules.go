@@ -1,0 +1,381 @@
+package content
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Block is one block of rich text, in the style of Portable Text:
+//
+//	{"_type":"block","children":[{"_type":"span","text":"…"}]}
+//
+// Other keys (_key, style, markDefs, marks) are allowed and kept in stored
+// values; Block carries only what flattening needs.
+type Block struct {
+	Type     string `json:"_type"`
+	Children []Span `json:"children"`
+}
+
+// Span is a run of text inside a block.
+type Span struct {
+	Type string `json:"_type"`
+	Text string `json:"text"`
+}
+
+// ValueError says why a value is not valid for a type, or why a rule
+// refused it. The caller adds the document and field (see Invalid).
+type ValueError struct {
+	Type   FieldType
+	Value  string
+	Reason string
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("%s for %s: %s", shorten(e.Value), e.Type, e.Reason)
+}
+
+func valueErr(t FieldType, v json.RawMessage, format string, args ...any) *ValueError {
+	return &ValueError{Type: t, Value: string(v), Reason: fmt.Sprintf(format, args...)}
+}
+
+func shorten(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// IsNull reports whether v is absent or JSON null.
+func IsNull(v json.RawMessage) bool {
+	return len(bytes.TrimSpace(v)) == 0 || string(bytes.TrimSpace(v)) == "null"
+}
+
+// Normalize checks that v is a valid value of type t and returns its
+// canonical form (compact JSON; numbers as Go formats a float64; datetimes
+// as RFC 3339 with their own offset). Null is valid for every type.
+func Normalize(t FieldType, v json.RawMessage) (json.RawMessage, error) {
+	if IsNull(v) {
+		return json.RawMessage("null"), nil
+	}
+	if len(v) > MaxValueBytes {
+		return nil, valueErr(t, v[:120], "value is %d bytes, at most %d", len(v), MaxValueBytes)
+	}
+	switch t {
+	case Text:
+		s, err := asString(t, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(s), nil
+	case Number:
+		f, err := asNumber(t, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(f), nil
+	case Boolean:
+		b, err := asBool(t, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(b), nil
+	case RichText:
+		if _, err := asRichText(t, v); err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, valueErr(t, v, "not JSON: %v", err)
+		}
+		return buf.Bytes(), nil
+	case DateTime:
+		s, err := asString(t, v)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, valueErr(t, v, "not an RFC 3339 date-time (2026-01-02T15:04:05Z)")
+		}
+		return marshal(ts.Format(time.RFC3339Nano)), nil
+	}
+	return nil, valueErr(t, v, "unknown type")
+}
+
+func marshal(x any) json.RawMessage {
+	b, err := json.Marshal(x)
+	if err != nil {
+		panic("content: marshal " + fmt.Sprint(x) + ": " + err.Error())
+	}
+	return b
+}
+
+func asString(t FieldType, v json.RawMessage) (string, error) {
+	var s string
+	if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		return "", valueErr(t, v, "not a JSON string")
+	}
+	return s, nil
+}
+
+func asNumber(t FieldType, v json.RawMessage) (float64, error) {
+	var n json.Number
+	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) || json.Unmarshal(v, &n) != nil {
+		return 0, valueErr(t, v, "not a JSON number")
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, valueErr(t, v, "not a finite number")
+	}
+	return f, nil
+}
+
+func asBool(t FieldType, v json.RawMessage) (bool, error) {
+	switch string(v) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, valueErr(t, v, "not a JSON boolean")
+}
+
+func asRichText(t FieldType, v json.RawMessage) ([]Block, error) {
+	if len(v) == 0 || v[0] != '[' {
+		return nil, valueErr(t, v, `not a block array ([{"_type":"block","children":[{"_type":"span","text":"…"}]}])`)
+	}
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return nil, valueErr(t, v, "not a block array: %v", err)
+	}
+	blocks := make([]Block, 0, len(raw))
+	for i, rb := range raw {
+		var b Block
+		if err := json.Unmarshal(rb["_type"], &b.Type); err != nil || b.Type != "block" {
+			return nil, valueErr(t, v, `block %d: _type must be "block"`, i)
+		}
+		var children []map[string]json.RawMessage
+		if err := json.Unmarshal(rb["children"], &children); err != nil || rb["children"] == nil {
+			return nil, valueErr(t, v, "block %d: children must be an array of spans", i)
+		}
+		for j, c := range children {
+			var sp Span
+			if err := json.Unmarshal(c["_type"], &sp.Type); err != nil || sp.Type != "span" {
+				return nil, valueErr(t, v, `block %d, child %d: _type must be "span"`, i, j)
+			}
+			if err := json.Unmarshal(c["text"], &sp.Text); err != nil || c["text"] == nil || c["text"][0] != '"' {
+				return nil, valueErr(t, v, "block %d, child %d: text must be a string", i, j)
+			}
+			b.Children = append(b.Children, sp)
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
+}
+
+// Rule converts a value of one type to another. Rules are honest, and
+// deliberately not idempotent where the domain is not: a rule refuses a
+// value that is not of its source type, so running it on its own output
+// fails instead of silently double-converting.
+type Rule struct {
+	From, To FieldType
+	// Says is the rule in a few words, for errors and documentation.
+	Says    string
+	convert func(v json.RawMessage) (json.RawMessage, error)
+}
+
+// Name is "from→to".
+func (r Rule) Name() string { return string(r.From) + "→" + string(r.To) }
+
+// Apply converts v. Null converts to null without calling the rule.
+func (r Rule) Apply(v json.RawMessage) (json.RawMessage, error) {
+	if IsNull(v) {
+		return json.RawMessage("null"), nil
+	}
+	out, err := r.convert(v)
+	if err != nil {
+		return nil, &RuleError{Rule: r.Name(), Value: shorten(string(v)), Err: err}
+	}
+	return out, nil
+}
+
+// RuleError is a conversion a rule refused.
+type RuleError struct {
+	Rule  string
+	Value string
+	Err   error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("rule %s refused %s: %v", e.Rule, e.Value, e.Err)
+}
+func (e *RuleError) Unwrap() error { return e.Err }
+
+var rules = map[[2]FieldType]Rule{}
+
+func addRule(from, to FieldType, says string, f func(v json.RawMessage) (json.RawMessage, error)) {
+	rules[[2]FieldType{from, to}] = Rule{From: from, To: to, Says: says, convert: f}
+}
+
+// RuleFor returns the rule converting from into to; ok is false for an
+// unsupported pair, which a migration refuses before it starts.
+func RuleFor(from, to FieldType) (Rule, bool) {
+	r, ok := rules[[2]FieldType{from, to}]
+	return r, ok
+}
+
+// Rules lists every supported conversion in a stable order.
+func Rules() []Rule {
+	var out []Rule
+	for _, from := range FieldTypes {
+		for _, to := range FieldTypes {
+			if r, ok := RuleFor(from, to); ok {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// paragraphSep separates blocks when rich text is flattened, and splits
+// text into blocks when it is wrapped.
+const paragraphSep = "\n\n"
+
+func init() {
+	addRule(Text, Number, "parses a decimal number; fails on anything else", func(v json.RawMessage) (json.RawMessage, error) {
+		s, err := asString(Text, v)
+		if err != nil {
+			return nil, err
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("%q is not a finite decimal number", s)
+		}
+		return marshal(f), nil
+	})
+	addRule(Number, Text, "writes the number in decimal", func(v json.RawMessage) (json.RawMessage, error) {
+		f, err := asNumber(Number, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(strconv.FormatFloat(f, 'f', -1, 64)), nil
+	})
+	addRule(Text, RichText, "wraps each paragraph (split on a blank line) in a block with one span", func(v json.RawMessage) (json.RawMessage, error) {
+		s, err := asString(Text, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(Wrap(s)), nil
+	})
+	addRule(RichText, Text, "flattens: a block's spans joined, blocks separated by a blank line", func(v json.RawMessage) (json.RawMessage, error) {
+		blocks, err := asRichText(RichText, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(Flatten(blocks)), nil
+	})
+	addRule(Boolean, Number, "false→0, true→1", func(v json.RawMessage) (json.RawMessage, error) {
+		b, err := asBool(Boolean, v)
+		if err != nil {
+			return nil, err
+		}
+		if b {
+			return json.RawMessage("1"), nil
+		}
+		return json.RawMessage("0"), nil
+	})
+	addRule(Number, Boolean, "0→false, 1→true; fails on any other number", func(v json.RawMessage) (json.RawMessage, error) {
+		f, err := asNumber(Number, v)
+		if err != nil {
+			return nil, err
+		}
+		switch f {
+		case 0:
+			return json.RawMessage("false"), nil
+		case 1:
+			return json.RawMessage("true"), nil
+		}
+		return nil, fmt.Errorf("only 0 and 1 are booleans, not %s", string(v))
+	})
+	addRule(Text, Boolean, `"true"→true, "false"→false; fails on anything else`, func(v json.RawMessage) (json.RawMessage, error) {
+		s, err := asString(Text, v)
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "true":
+			return json.RawMessage("true"), nil
+		case "false":
+			return json.RawMessage("false"), nil
+		}
+		return nil, fmt.Errorf(`%q is neither "true" nor "false"`, s)
+	})
+	addRule(Boolean, Text, `true→"true", false→"false"`, func(v json.RawMessage) (json.RawMessage, error) {
+		b, err := asBool(Boolean, v)
+		if err != nil {
+			return nil, err
+		}
+		return marshal(strconv.FormatBool(b)), nil
+	})
+	addRule(Text, DateTime, "parses RFC 3339; fails on anything else", func(v json.RawMessage) (json.RawMessage, error) {
+		s, err := asString(Text, v)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an RFC 3339 date-time (2026-01-02T15:04:05Z)", s)
+		}
+		return marshal(ts.Format(time.RFC3339Nano)), nil
+	})
+	addRule(DateTime, Text, "the RFC 3339 text", func(v json.RawMessage) (json.RawMessage, error) {
+		s, err := asString(DateTime, v)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return nil, fmt.Errorf("%q is not an RFC 3339 date-time", s)
+		}
+		return marshal(s), nil
+	})
+}
+
+// Wrap turns text into rich text: one block per paragraph (paragraphs are
+// separated by a blank line), each with one span. Empty text is no blocks.
+func Wrap(s string) []Block {
+	blocks := []Block{}
+	if s == "" {
+		return blocks
+	}
+	for _, p := range strings.Split(s, paragraphSep) {
+		blocks = append(blocks, Block{Type: "block", Children: []Span{{Type: "span", Text: p}}})
+	}
+	return blocks
+}
+
+// Flatten turns rich text into text: each block's spans joined, blocks
+// separated by a blank line. Flatten(Wrap(s)) == s.
+func Flatten(blocks []Block) string {
+	parts := make([]string, len(blocks))
+	for i, b := range blocks {
+		var sb strings.Builder
+		for _, sp := range b.Children {
+			sb.WriteString(sp.Text)
+		}
+		parts[i] = sb.String()
+	}
+	return strings.Join(parts, paragraphSep)
+}
+
+// ParseRichText decodes a valid rich-text value.
+func ParseRichText(v json.RawMessage) ([]Block, error) {
+	if IsNull(v) {
+		return nil, nil
+	}
+	return asRichText(RichText, v)
+}

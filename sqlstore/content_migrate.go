@@ -1,0 +1,462 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+)
+
+const migrationRunColumns = `id, collection, field, from_type, to_type, status, batch_size, cursor, undo_cursor,
+	total, walked, converted, restored, batches, error, failed_document_id, failed_value,
+	claim_token, claim_holder, lease_expires_at, created_at, updated_at, finished_at`
+
+type runRow struct {
+	content.Run
+	token sql.NullString
+}
+
+func scanRunRow(sc scanner) (runRow, error) {
+	var (
+		r                runRow
+		holder           sql.NullString
+		lease, finished  sql.NullInt64
+		created, updated int64
+		from, to, status string
+	)
+	err := sc.Scan(&r.ID, &r.Collection, &r.Field, &from, &to, &status, &r.BatchSize, &r.Cursor, &r.UndoCursor,
+		&r.Total, &r.Walked, &r.Converted, &r.Restored, &r.Batches, &r.Error, &r.FailedDocumentID, &r.FailedValue,
+		&r.token, &holder, &lease, &created, &updated, &finished)
+	if err != nil {
+		return r, err
+	}
+	r.From, r.To, r.Status = content.FieldType(from), content.FieldType(to), content.RunStatus(status)
+	r.Holder = holder.String
+	r.LeaseExpiresAt = fromNullMS(lease)
+	r.CreatedAt, r.UpdatedAt = fromMS(created), fromMS(updated)
+	r.FinishedAt = fromNullMS(finished)
+	return r, nil
+}
+
+func (s *ContentStore) run(ctx context.Context, q queryer, id, lock string) (runRow, error) {
+	r, err := scanRunRow(q.QueryRowContext(ctx, `SELECT `+migrationRunColumns+` FROM field_migrations WHERE id = $1`+lock, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("migration run %q: %w", id, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("migration run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Run implements content.Store.
+func (s *ContentStore) Run(ctx context.Context, id string) (content.Run, error) {
+	r, err := s.run(ctx, s.db.db, id, "")
+	return r.Run, err
+}
+
+// Runs implements content.Store.
+func (s *ContentStore) Runs(ctx context.Context, f content.RunFilter) ([]content.Run, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + migrationRunColumns + ` FROM field_migrations WHERE ($1 = '' OR collection = $1)`
+	args := []any{f.Collection}
+	if f.Pending {
+		q += ` AND status IN ('running', 'aborting') AND (claim_token IS NULL OR lease_expires_at <= $3) ORDER BY created_at, id LIMIT $2`
+		args = append(args, f.Limit, ms(s.db.Clock.Now()))
+	} else {
+		q += ` ORDER BY created_at DESC, id DESC LIMIT $2`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list migration runs: %w", err)
+	}
+	defer rows.Close()
+	out := []content.Run{}
+	for rows.Next() {
+		r, err := scanRunRow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Run)
+	}
+	return out, rows.Err()
+}
+
+// StartRun implements content.Store.
+func (s *ContentStore) StartRun(ctx context.Context, collection, field string, to content.FieldType, batch int) (content.Run, error) {
+	if batch < 1 || batch > content.MaxBatch {
+		return content.Run{}, tidemark.Invalidf("batch size", fmt.Sprint(batch), "want 1 to %d", content.MaxBatch)
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return content.Run{}, err
+	}
+	defer tx.Rollback()
+	c, err := s.collection(ctx, tx, collection, s.db.Dialect.LockRow)
+	if err != nil {
+		return content.Run{}, err
+	}
+	if err := content.CheckChange(c, field, to); err != nil {
+		return content.Run{}, err
+	}
+	f, _ := c.Field(field)
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM documents WHERE collection = $1`, collection).Scan(&total); err != nil {
+		return content.Run{}, err
+	}
+	now := s.db.Clock.Now()
+	id := s.db.IDs.New()
+	_, err = tx.ExecContext(ctx, `INSERT INTO field_migrations (id, collection, field, from_type, to_type, status, batch_size, total, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $8)`, id, collection, field, string(f.Type), string(to), batch, total, ms(now))
+	if IsUniqueViolation(err) {
+		open, _ := s.openRuns(ctx, tx, collection)
+		return content.Run{}, fmt.Errorf("field %s.%s already has an unfinished migration run %s (%s); resume or abort it first: %w",
+			collection, field, open[field].ID, open[field].Status, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return content.Run{}, fmt.Errorf("start migration of %s.%s: %w", collection, field, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return content.Run{}, err
+	}
+	if err := fpMigrateStartAfterCommit.Hit(ctx); err != nil {
+		return content.Run{}, err
+	}
+	return s.Run(ctx, id)
+}
+
+// ClaimRun implements content.Store.
+func (s *ContentStore) ClaimRun(ctx context.Context, runID, holder string, ttl time.Duration) (content.RunClaim, error) {
+	return s.claim(ctx, runID, holder, ttl, false)
+}
+
+// AbortRun implements content.Store.
+func (s *ContentStore) AbortRun(ctx context.Context, runID, holder string, ttl time.Duration) (content.RunClaim, error) {
+	return s.claim(ctx, runID, holder, ttl, true)
+}
+
+// claim admits holder to the run: a running or aborting run keeps its
+// status, a failed run is resumed (running) or, when abort is set, any open
+// run becomes aborting. The update states the fence in its WHERE clause:
+// no claim, an expired lease, or the same holder re-entering.
+func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time.Duration, abort bool) (content.RunClaim, error) {
+	if holder == "" || ttl <= 0 {
+		return content.RunClaim{}, tidemark.Invalidf("claim", holder, "needs a holder identity and a positive lease")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return content.RunClaim{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.run(ctx, tx, runID, s.db.Dialect.LockRow)
+	if err != nil {
+		return content.RunClaim{}, err
+	}
+	if !r.Status.Open() {
+		return content.RunClaim{}, fmt.Errorf("migration run %s is %s; nothing to resume or abort: %w", r.ID, r.Status, tidemark.ErrConflict)
+	}
+	now := s.db.Clock.Now()
+	if r.token.Valid && r.Holder != holder && r.LeaseExpiresAt.After(now) {
+		return content.RunClaim{}, fmt.Errorf("migration run %s is held by %s until %s (pass --holder %s if that worker is gone): %w",
+			r.ID, r.Holder, r.LeaseExpiresAt.Format(time.RFC3339), r.Holder, tidemark.ErrClaimHeld)
+	}
+	status := r.Status
+	switch {
+	case abort:
+		status = content.RunAborting
+	case r.Status == content.RunFailed:
+		status = content.RunRunning
+	}
+	c := content.RunClaim{RunID: r.ID, Token: s.db.IDs.New(), Holder: holder, LeaseExpiresAt: now.Add(ttl)}
+	err = exec1(ctx, tx, fmt.Errorf("migration run %s changed hands while being claimed: %w", r.ID, tidemark.ErrClaimHeld),
+		`UPDATE field_migrations SET status = $1, claim_token = $2, claim_holder = $3, lease_expires_at = $4, updated_at = $5,
+			error = CASE WHEN $1 = 'running' THEN '' ELSE error END,
+			failed_document_id = CASE WHEN $1 = 'running' THEN '' ELSE failed_document_id END,
+			failed_value = CASE WHEN $1 = 'running' THEN '' ELSE failed_value END
+		WHERE id = $6 AND status = $7 AND (claim_token IS NULL OR claim_holder = $3 OR lease_expires_at <= $5)`,
+		string(status), c.Token, holder, ms(c.LeaseExpiresAt), ms(now), r.ID, string(r.Status))
+	if err != nil {
+		return content.RunClaim{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return content.RunClaim{}, fmt.Errorf("claim migration run %s: commit: %w", r.ID, err)
+	}
+	if err := fpMigrateClaimAfterCommit.Hit(ctx); err != nil {
+		return content.RunClaim{}, err
+	}
+	return c, nil
+}
+
+// ReleaseRun implements content.Store.
+func (s *ContentStore) ReleaseRun(ctx context.Context, c content.RunClaim) error {
+	_, err := s.db.db.ExecContext(ctx, `UPDATE field_migrations SET claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL, updated_at = $1
+		WHERE id = $2 AND claim_token = $3`, ms(s.db.Clock.Now()), c.RunID, c.Token)
+	return err
+}
+
+// Step implements content.Store.
+func (s *ContentStore) Step(ctx context.Context, c content.RunClaim, ttl time.Duration) (content.Run, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return content.Run{}, err
+	}
+	defer tx.Rollback()
+	// Lock order, as every document write: the collection, then the run.
+	// A batch takes the collection alone, so no write interleaves with it.
+	var collection string
+	if err := tx.QueryRowContext(ctx, `SELECT collection FROM field_migrations WHERE id = $1`, c.RunID).Scan(&collection); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return content.Run{}, fmt.Errorf("migration run %q: %w", c.RunID, tidemark.ErrNotFound)
+		}
+		return content.Run{}, err
+	}
+	coll, err := s.collection(ctx, tx, collection, s.db.Dialect.LockRow)
+	if err != nil {
+		return content.Run{}, err
+	}
+	r, err := s.run(ctx, tx, c.RunID, s.db.Dialect.LockRow)
+	if err != nil {
+		return content.Run{}, err
+	}
+	if !r.token.Valid || r.token.String != c.Token || !(r.Status == content.RunRunning || r.Status == content.RunAborting) {
+		return content.Run{}, fmt.Errorf("migration run %s: the claim of %s is no longer current (run %s, held by %q): %w",
+			r.ID, c.Holder, r.Status, r.Holder, tidemark.ErrStaleClaim)
+	}
+	now := s.db.Clock.Now()
+	lease := now.Add(ttl)
+	if r.Status == content.RunAborting {
+		err = s.restoreBatch(ctx, tx, coll, r, now, lease)
+	} else {
+		err = s.convertBatch(ctx, tx, coll, r, now, lease)
+	}
+	if err != nil {
+		return content.Run{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return content.Run{}, fmt.Errorf("migration run %s: commit batch: %w", r.ID, err)
+	}
+	if err := fpMigrateAfterCommit.Hit(ctx); err != nil {
+		return content.Run{}, err
+	}
+	return s.Run(ctx, c.RunID)
+}
+
+// batchDoc is a document a batch read.
+type batchDoc struct {
+	id      string
+	version int64
+	fields  content.Fields
+}
+
+func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]batchDoc, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []batchDoc
+	for rows.Next() {
+		var d batchDoc
+		var fields string
+		if err := rows.Scan(&d.id, &d.version, &fields); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
+			return nil, fmt.Errorf("document %s: stored fields: %w", d.id, err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// convertBatch converts the next batch of documents after the run's
+// cursor. The conversions, their snapshots, the cursor's advance to the
+// last document converted and — when no document is left — the type flip
+// are written in tx, together. A value the rule refuses ends the batch
+// there: the documents before it commit with the cursor just before it, and
+// the run fails, naming the document, the value and the rule.
+func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll content.Collection, r runRow, now, lease time.Time) error {
+	rule, ok := content.RuleFor(r.From, r.To)
+	if !ok {
+		return fmt.Errorf("migration run %s: no rule %s→%s: %w", r.ID, r.From, r.To, tidemark.ErrInvalid)
+	}
+	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
+		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
+	}
+	docs, err := s.readBatch(ctx, tx, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`+s.db.Dialect.LockRow,
+		coll.Name, r.Cursor, r.BatchSize)
+	if err != nil {
+		return fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	var (
+		ws      []docWrite
+		cursor  = r.Cursor
+		walked  int64
+		failure *content.RuleError
+		failed  string
+	)
+	for _, d := range docs {
+		v, has := d.fields[r.Field]
+		if !has || content.IsNull(v) {
+			walked++
+			cursor = d.id
+			continue
+		}
+		out, err := rule.Apply(v)
+		if err != nil {
+			if !errors.As(err, &failure) {
+				return err
+			}
+			failed = d.id
+			break
+		}
+		fields := make(content.Fields, len(d.fields))
+		for k, x := range d.fields {
+			fields[k] = x
+		}
+		fields[r.Field] = out
+		ws = append(ws, docWrite{ID: d.id, Base: d.version, Fields: fields, Reason: content.ReasonMigrate, RunID: r.ID})
+		walked++
+		cursor = d.id
+	}
+	advance := func(ctx context.Context, tx *sql.Tx) error {
+		if err := fpMigrateAfterConvert.Hit(ctx); err != nil {
+			return err
+		}
+		// The fence: this run, this claim, and the cursor this batch read.
+		return exec1(ctx, tx, fmt.Errorf("migration run %s: cursor or claim moved under the batch: %w", r.ID, tidemark.ErrStaleClaim),
+			`UPDATE field_migrations SET cursor = $1, walked = walked + $2, converted = converted + $3, batches = batches + 1,
+				lease_expires_at = $4, updated_at = $5
+			WHERE id = $6 AND claim_token = $7 AND cursor = $8 AND status = 'running'`,
+			cursor, walked, int64(len(ws)), ms(lease), ms(now), r.ID, r.token.String, r.Cursor)
+	}
+	finish := func(ctx context.Context, tx *sql.Tx) error {
+		if failure != nil {
+			return exec1(ctx, tx, fmt.Errorf("%w: migration run %s: mark failed", tidemark.ErrUnconfirmed, r.ID),
+				`UPDATE field_migrations SET status = 'failed', error = $1, failed_document_id = $2, failed_value = $3,
+					claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL, updated_at = $4
+				WHERE id = $5 AND status = 'running'`,
+				fmt.Sprintf("document %s: %v", failed, failure), failed, failure.Value, ms(now), r.ID)
+		}
+		var next string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT 1`, coll.Name, cursor).Scan(&next)
+		if err == nil {
+			return nil // more to do
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// The last document is converted in this transaction: flip the type
+		// here, once.
+		if err := fpMigrateBeforeFlip.Hit(ctx); err != nil {
+			return err
+		}
+		if err := exec1(ctx, tx, fmt.Errorf("%w: migration run %s: field %s.%s is no longer %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, r.From),
+			`UPDATE collection_fields SET type = $1 WHERE collection = $2 AND name = $3 AND type = $4`,
+			string(r.To), coll.Name, r.Field, string(r.From)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO field_type_changes (run_id, collection, field, from_type, to_type, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			r.ID, coll.Name, r.Field, string(r.From), string(r.To), ms(now)); err != nil {
+			return fmt.Errorf("migration run %s: record type change: %w", r.ID, err)
+		}
+		return exec1(ctx, tx, fmt.Errorf("%w: migration run %s: mark done", tidemark.ErrUnconfirmed, r.ID),
+			`UPDATE field_migrations SET status = 'done', claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL,
+				updated_at = $1, finished_at = $1
+			WHERE id = $2 AND status = 'running'`, ms(now), r.ID)
+	}
+	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateBeforeCommit.Hit(ctx) }
+	_, err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
+	return err
+}
+
+// restoreBatch restores the next batch of documents the run converted,
+// each from the snapshot written just before its conversion, and advances
+// the undo cursor with them. When none is left the run is aborted; the
+// type never flipped, so it stays as it was.
+func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll content.Collection, r runRow, now, lease time.Time) error {
+	type conv struct {
+		id      string
+		version int64
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT document_id, version FROM document_versions
+		WHERE run_id = $1 AND reason = 'migrate' AND document_id > $2 ORDER BY document_id LIMIT $3`, r.ID, r.UndoCursor, r.BatchSize)
+	if err != nil {
+		return fmt.Errorf("migration run %s: read conversions: %w", r.ID, err)
+	}
+	var convs []conv
+	for rows.Next() {
+		var c conv
+		if err := rows.Scan(&c.id, &c.version); err != nil {
+			rows.Close()
+			return err
+		}
+		convs = append(convs, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	ws := make([]docWrite, 0, len(convs))
+	undo := r.UndoCursor
+	for _, c := range convs {
+		var before string
+		if err := tx.QueryRowContext(ctx, `SELECT fields FROM document_versions WHERE collection = $1 AND document_id = $2 AND version = $3`,
+			coll.Name, c.id, c.version-1).Scan(&before); err != nil {
+			return fmt.Errorf("migration run %s: snapshot before converting %s: %w", r.ID, c.id, err)
+		}
+		var prior content.Fields
+		if err := json.Unmarshal([]byte(before), &prior); err != nil {
+			return err
+		}
+		d, err := s.document(ctx, tx, coll.Name, c.id, s.db.Dialect.LockRow)
+		if err != nil {
+			return err
+		}
+		fields := make(content.Fields, len(d.Fields))
+		for k, x := range d.Fields {
+			fields[k] = x
+		}
+		if v, ok := prior[r.Field]; ok {
+			fields[r.Field] = v
+		} else {
+			delete(fields, r.Field)
+		}
+		ws = append(ws, docWrite{ID: c.id, Base: d.Version, Fields: fields, Reason: content.ReasonRestore, RunID: r.ID})
+		undo = c.id
+	}
+	advance := func(ctx context.Context, tx *sql.Tx) error {
+		return exec1(ctx, tx, fmt.Errorf("migration run %s: undo cursor or claim moved under the batch: %w", r.ID, tidemark.ErrStaleClaim),
+			`UPDATE field_migrations SET undo_cursor = $1, restored = restored + $2, batches = batches + 1, lease_expires_at = $3, updated_at = $4
+			WHERE id = $5 AND claim_token = $6 AND undo_cursor = $7 AND status = 'aborting'`,
+			undo, int64(len(ws)), ms(lease), ms(now), r.ID, r.token.String, r.UndoCursor)
+	}
+	finish := func(ctx context.Context, tx *sql.Tx) error {
+		if len(convs) == r.BatchSize {
+			var next string
+			err := tx.QueryRowContext(ctx, `SELECT document_id FROM document_versions WHERE run_id = $1 AND reason = 'migrate' AND document_id > $2
+				ORDER BY document_id LIMIT 1`, r.ID, undo).Scan(&next)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		return exec1(ctx, tx, fmt.Errorf("%w: migration run %s: mark aborted", tidemark.ErrUnconfirmed, r.ID),
+			`UPDATE field_migrations SET status = 'aborted', claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL,
+				updated_at = $1, finished_at = $1
+			WHERE id = $2 AND status = 'aborting'`, ms(now), r.ID)
+	}
+	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateRestoreBeforeCommit.Hit(ctx) }
+	_, err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
+	return err
+}
