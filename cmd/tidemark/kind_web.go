@@ -124,7 +124,7 @@ func detectDir(loc string) (string, bool) {
 var configKeys = map[string][]string{
 	"feed": {feed.ConfigMaxBytes, feed.ConfigMaxItems},
 	"page": {page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes},
-	"json": {jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes},
+	"json": {jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes},
 	"dir":  {dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles},
 }
 

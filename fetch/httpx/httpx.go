@@ -210,6 +210,13 @@ func nonPublic(ip netip.Addr) string {
 	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
 		return "multicast"
 	}
+	// NAT64 addresses embed an IPv4 address, which must pass on its own.
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		if reason := nonPublic(netip.AddrFrom4([4]byte(b[12:16]))); reason != "" {
+			return reason
+		}
+	}
 	// Carrier-grade NAT (100.64.0.0/10) and the IPv4 "this network" and
 	// benchmarking ranges are not the public internet either.
 	for _, p := range reserved {
@@ -219,6 +226,8 @@ func nonPublic(ip netip.Addr) string {
 	}
 	return ""
 }
+
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),

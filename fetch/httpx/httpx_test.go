@@ -352,3 +352,20 @@ func TestRetryAfterAndMaxAge(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckClassifiesAddresses(t *testing.T) {
+	c := httpx.New(httpx.Options{AllowAddrs: []string{"127.0.0.1:8080"}})
+	refused := []string{"127.0.0.1:80", "10.1.2.3:443", "172.16.0.1:80", "192.168.1.1:80", "169.254.169.254:80",
+		"0.0.0.0:80", "224.0.0.1:80", "100.64.0.1:80", "[::1]:80", "[fe80::1]:80", "[fc00::1]:80",
+		"[::ffff:10.0.0.1]:80", "[64:ff9b::a00:1]:80", "[::]:80"}
+	for _, a := range refused {
+		if c.Check(a) == nil {
+			t.Errorf("%s allowed", a)
+		}
+	}
+	for _, a := range []string{"93.184.216.34:443", "[2606:2800:220:1::1]:443", "127.0.0.1:8080", "[64:ff9b::5db8:d822]:80"} {
+		if err := c.Check(a); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
+	}
+}

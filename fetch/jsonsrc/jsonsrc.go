@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ const (
 	// ConfigIgnore lists volatile fields (comma-separated dotted paths,
 	// "*" for every key) removed before hashing.
 	ConfigIgnore = "ignore"
+	// ConfigDeclared is a jq expression for how many items the answer says
+	// it holds (".total_count"); more declared than admitted fails the run
+	// instead of settling past items that did not arrive.
+	ConfigDeclared = "declared"
 	// ConfigMaxItems bounds the items of one answer (default 20000).
 	ConfigMaxItems = "max_items"
 	// ConfigMaxBytes bounds the body size.
@@ -75,7 +80,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if resp.NotModified {
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
-	items, err := sel.Select(ctx, resp.Body)
+	items, declared, err := sel.Select(ctx, resp.Body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tidemark.FetchResult{}, ctx.Err()
@@ -86,12 +91,13 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable JSON", err)
 	}
 	next := feed.Cursor{ETag: resp.ETag, LastModified: resp.LastModified}
-	return tidemark.FetchResult{Items: items, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
+	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
 // Selector turns a JSON document into items.
 type Selector struct {
 	items, id, title, url *gojq.Code
+	declared              *gojq.Code // nil: the answer declares nothing
 	ignore                []string
 	maxItems              int
 }
@@ -115,6 +121,11 @@ func NewSelector(cfg map[string]string, maxItems int) (*Selector, error) {
 	}
 	if s.url, err = compile(ConfigURL, field(cfg[ConfigURL]), ".url? // .html_url? // .link? // empty"); err != nil {
 		return nil, err
+	}
+	if d := cfg[ConfigDeclared]; strings.TrimSpace(d) != "" {
+		if s.declared, err = compile(ConfigDeclared, field(d), ""); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -154,14 +165,32 @@ func compile(key, expr, def string) (*gojq.Code, error) {
 const maxKeyBytes = 512
 
 // Select decodes body and returns one item per value the items
-// expression yields, in order. An item without an identity, or an answer
-// with more than maxItems items, is an error; a repeated identity keeps
-// the first item.
-func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, error) {
+// expression yields, in order, and the count the answer declares (0 when
+// not configured). An item without an identity, or an answer with more
+// than maxItems items, is an error; a repeated identity keeps the first
+// item.
+func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, int, error) {
 	doc, err := canon.Decode(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
+	declared := 0
+	if s.declared != nil {
+		v, err := s.first(ctx, s.declared, doc)
+		if err != nil {
+			return nil, 0, fmt.Errorf("declared count: %w", err)
+		}
+		n, err := strconv.Atoi(v)
+		if v != "" && (err != nil || n < 0) {
+			return nil, 0, fmt.Errorf("declared count %q is not a whole number", v)
+		}
+		declared = n
+	}
+	items, err := s.selectItems(ctx, doc)
+	return items, declared, err
+}
+
+func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, error) {
 	var items []tidemark.Item
 	seen := map[string]bool{}
 	iter := s.items.RunWithContext(ctx, doc)

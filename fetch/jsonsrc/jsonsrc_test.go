@@ -110,11 +110,11 @@ func TestSelectorConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"abc"},"label":"A"},{"ok":false,"ref":{"sha":"def"}}]}`))
+	items, _, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"abc"},"label":"A"},{"ok":false,"ref":{"sha":"def"}}]}`))
 	if err != nil || len(items) != 1 || items[0].Key != "abc" || items[0].Title != "A" {
 		t.Fatalf("%v %+v", err, items)
 	}
-	if _, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"1"}},{"ok":true,"ref":{"sha":"2"}},{"ok":true,"ref":{"sha":"3"}}]}`)); err == nil {
+	if _, _, err := s.Select(context.Background(), []byte(`{"items":[{"ok":true,"ref":{"sha":"1"}},{"ok":true,"ref":{"sha":"2"}},{"ok":true,"ref":{"sha":"3"}}]}`)); err == nil {
 		t.Fatal("more than max_items accepted")
 	}
 	// The worker's environment is not readable from an expression.
@@ -123,7 +123,7 @@ func TestSelectorConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items, err = s.Select(context.Background(), []byte(`{}`))
+	items, _, err = s.Select(context.Background(), []byte(`{}`))
 	if err != nil || strings.Contains(string(items[0].Evidence), "hunter2") {
 		t.Fatalf("environment leaked: %v %s", err, items[0].Evidence)
 	}
@@ -148,7 +148,7 @@ func FuzzSelect(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		got, err := s.Select(ctx, body)
+		got, _, err := s.Select(ctx, body)
 		if err != nil {
 			return
 		}
@@ -158,6 +158,25 @@ func FuzzSelect(f *testing.F) {
 				t.Fatalf("empty or repeated key %q", it.Key)
 			}
 			seen[it.Key] = true
+		}
+	})
+}
+
+func TestDeclaredMoreThanAdmittedFailsTheRun(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		a := &api{}
+		a.set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}]}`)
+		srv, client := fetchtest.MustServe(t, a)
+		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{
+			jsonsrc.ConfigItems: ".items[]", jsonsrc.ConfigDeclared: "total_count",
+		}, &jsonsrc.Fetcher{Client: client})
+		rep := h.MustRun(t, tidemark.OutcomeInvalid)
+		if !strings.Contains(rep.Error, "declared 3 results, 2 were admitted") || len(h.Events(t)) != 0 {
+			t.Fatalf("short read: %q", rep.Error)
+		}
+		a.set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}, {"id": 3}]}`)
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 3 {
+			t.Fatalf("complete answer: %+v", rep)
 		}
 	})
 }
