@@ -67,6 +67,8 @@ type Result struct {
 	// Repaired is set when this attempt lost the race and republished the
 	// current summary onto its page.
 	Repaired *Result `json:"repaired,omitempty"`
+	// RepairErr is why the repair failed, if it did.
+	RepairErr error `json:"-"`
 }
 
 // PageKey is the object key of a page.
@@ -156,7 +158,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, err // nothing current to publish; the sweeper withdraws the page
 	}
 	rep, rerr := s.publish(ctx, current, false)
-	res.Repaired = &rep
+	res.Repaired, res.RepairErr = &rep, rerr
 	if rerr != nil {
 		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
 	}

@@ -294,8 +294,8 @@ func newSweepCmd(a *app) *cobra.Command {
 			if asJSON {
 				return writeJSON(a.stdout, rep)
 			}
-			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d failed\n",
-				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Failed)
+			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
+				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
 			fmt.Fprintf(a.stdout, "listings: %d written, %d unchanged, %d source cards collected\n",
 				rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
 			for _, e := range rep.Errors {
