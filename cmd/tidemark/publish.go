@@ -195,11 +195,13 @@ func publishLoop(a *app, cmd *cobra.Command) error {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 		r, err := a.publishRound(ctx, "", 1000)
 		if err != nil {
