@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
@@ -47,7 +48,10 @@ type Service struct {
 	// its intents there).
 	Hooks     []tidemark.PublishHook
 	Overrides PageOverrides
-	Logger    *slog.Logger
+	// BaseURL, if set, is where the wiki is served ("https://wiki.example/");
+	// publications carry BaseURL + key as their page URL.
+	BaseURL string
+	Logger  *slog.Logger
 }
 
 func (s *Service) log() *slog.Logger {
@@ -137,6 +141,9 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, err
 	}
 	// 3. The conditional mark.
+	if s.BaseURL != "" {
+		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
+	}
 	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag, BodyHash: bodyHash}, s.Hooks)
 	if err == nil {
 		return res, nil

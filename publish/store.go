@@ -77,6 +77,9 @@ type Plan struct {
 	Event      tidemark.Event
 	Source     SourceInfo
 	Summary    Summary
+	// PageURL is where readers find the page, when the service knows
+	// (Service.BaseURL); hooks receive it.
+	PageURL string
 }
 
 // Written is what the object store confirmed.

@@ -345,7 +345,7 @@ func (s *PublishStore) Source(ctx context.Context, id string) (publish.SourceInf
 // Mark implements publish.Store.
 func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
 	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
-		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text}
+		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text, PageURL: p.PageURL}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return pub, err

@@ -86,7 +86,7 @@ func (a *app) publishService(ctx context.Context) (*publish.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log}
+	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log, BaseURL: os.Getenv("TIDEMARK_WIKI_URL")}
 	for _, h := range publishHooks {
 		svc.Hooks = append(svc.Hooks, h(a))
 	}
