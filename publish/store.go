@@ -187,7 +187,8 @@ type Store interface {
 	// RecordObject records a listing object's write if no newer one is
 	// recorded.
 	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash, stamp string) error
-	// ForgetObject removes a listing object's row.
+	// ForgetObject forgets a collected listing object's recorded version;
+	// its generation counter is kept, so generations never restart.
 	ForgetObject(ctx context.Context, key string) error
 }
 

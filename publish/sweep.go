@@ -139,7 +139,7 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		}
 	}
 	for key, o := range recorded {
-		if o.Kind == "card" && !live[key] {
+		if o.Kind == "card" && !live[key] && o.ETag != "" {
 			if err := s.Store.ForgetObject(ctx, key); err != nil {
 				return rep, err
 			}
