@@ -162,3 +162,28 @@ func TestPublishWithOpenAICompatibleEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// The same command against an S3-compatible server: --store s3://bucket/prefix.
+func TestRunOnceOnS3(t *testing.T) {
+	ep := os.Getenv("TIDEMARK_TEST_S3_ENDPOINT")
+	if ep == "" {
+		t.Skip("TIDEMARK_TEST_S3_ENDPOINT not set (.ci/s3.sh starts a server)")
+	}
+	t.Setenv("TIDEMARK_S3_ENDPOINT", ep)
+	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("TIDEMARK_TEST_S3_ACCESS_KEY"))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("TIDEMARK_TEST_S3_SECRET_KEY"))
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	store := "s3://" + os.Getenv("TIDEMARK_TEST_S3_BUCKET") + "/cli-" + filepath.Base(t.TempDir())
+	home := t.TempDir()
+	out, code := runCLI(t, "--home", home, "--store", store, "run", "--once", "--track", mustGitRepo(t))
+	if code != 0 || !strings.Contains(out, "2 published now") || !strings.Contains(out, store+"/index.html") {
+		t.Fatalf("run --once on S3: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, "--home", home, "--store", store, "publish", "sweep", "--json")
+	if code != 0 || !strings.Contains(out, `"republished": 0`) || !strings.Contains(out, `"pages": 2`) {
+		t.Fatalf("sweep on S3: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "--home", home, "--store", "ftp://x", "publish", "sweep"); code != 2 {
+		t.Fatalf("bad store URL: exit %d\n%s", code, out)
+	}
+}
