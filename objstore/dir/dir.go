@@ -149,8 +149,14 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 		return objstore.Info{}, err
 	}
 	dir := filepath.Dir(bodyPath)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+		}
+		// A new directory's entry must be durable too.
+		if err := s.syncDir(filepath.Dir(dir)); err != nil {
+			return objstore.Info{}, err
+		}
 	}
 	unlock, err := s.lock(key)
 	if err != nil {
