@@ -189,7 +189,9 @@ func publishLoop(a *app, cmd *cobra.Command) error {
 	if v := os.Getenv("TIDEMARK_SWEEP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
+			err := tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
+			a.log.Error("publish loop not started", "err", err)
+			return err
 		}
 		every = d
 	}
