@@ -29,7 +29,12 @@ tidemark_s3_setup() {
 	mkdir -p "$state" || return 1
 	local pid=""
 	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
-	if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null || ! curl -s -o /dev/null "$endpoint/"; then
+	# A recorded pid counts only while it is still our versitygw (pids are
+	# reused across reboots and sessions).
+	if [ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$bin"; then
+		pid=""
+	fi
+	if [ -z "$pid" ] || ! curl -s -o /dev/null "$endpoint/"; then
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
 		local root
 		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-s3.XXXXXX")" || return 1

@@ -144,6 +144,7 @@ func TestPublishAndHooks(t *testing.T) {
 				mustPublished(t, f.mustSummary(t, s.ID), false)
 
 				var seen []tidemark.Publication
+				f.svc.BaseURL = "https://wiki.example/"
 				f.svc.Hooks = []tidemark.PublishHook{func(ctx context.Context, tx *sqlTx, p tidemark.Publication) error {
 					// The hook sees the mark inside the transaction.
 					var at *int64
@@ -157,7 +158,8 @@ func TestPublishAndHooks(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(seen) != 1 || seen[0].SummaryID != s.ID || seen[0].Generation != res.Generation || seen[0].PageID != res.PageID {
+				if len(seen) != 1 || seen[0].SummaryID != s.ID || seen[0].Generation != res.Generation || seen[0].PageID != res.PageID ||
+					seen[0].PageURL != "https://wiki.example/changes/"+res.PageID+".html" || seen[0].Summary != s.Text {
 					t.Fatalf("hook saw %+v, result %+v", seen, res)
 				}
 				mustPublished(t, f.mustSummary(t, s.ID), true)

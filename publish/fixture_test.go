@@ -174,3 +174,7 @@ type (
 	publishHook        = tidemark.PublishHook
 	publishPublication = tidemark.Publication
 )
+
+func draft(text, model string) summarize.Draft {
+	return summarize.Draft{Text: text, Model: model, PromptVersion: "p1"}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
@@ -47,7 +48,10 @@ type Service struct {
 	// its intents there).
 	Hooks     []tidemark.PublishHook
 	Overrides PageOverrides
-	Logger    *slog.Logger
+	// BaseURL, if set, is where the wiki is served ("https://wiki.example/");
+	// publications carry BaseURL + key as their page URL.
+	BaseURL string
+	Logger  *slog.Logger
 }
 
 func (s *Service) log() *slog.Logger {
@@ -67,6 +71,8 @@ type Result struct {
 	// Repaired is set when this attempt lost the race and republished the
 	// current summary onto its page.
 	Repaired *Result `json:"repaired,omitempty"`
+	// RepairErr is why the repair failed, if it did.
+	RepairErr error `json:"-"`
 }
 
 // PageKey is the object key of a page.
@@ -135,6 +141,9 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, err
 	}
 	// 3. The conditional mark.
+	if s.BaseURL != "" {
+		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
+	}
 	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag, BodyHash: bodyHash}, s.Hooks)
 	if err == nil {
 		return res, nil
@@ -156,7 +165,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, err // nothing current to publish; the sweeper withdraws the page
 	}
 	rep, rerr := s.publish(ctx, current, false)
-	res.Repaired = &rep
+	res.Repaired, res.RepairErr = &rep, rerr
 	if rerr != nil {
 		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
 	}

@@ -77,6 +77,9 @@ type Plan struct {
 	Event      tidemark.Event
 	Source     SourceInfo
 	Summary    Summary
+	// PageURL is where readers find the page, when the service knows
+	// (Service.BaseURL); hooks receive it.
+	PageURL string
 }
 
 // Written is what the object store confirmed.
@@ -184,7 +187,8 @@ type Store interface {
 	// RecordObject records a listing object's write if no newer one is
 	// recorded.
 	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash, stamp string) error
-	// ForgetObject removes a listing object's row.
+	// ForgetObject forgets a collected listing object's recorded version;
+	// its generation counter is kept, so generations never restart.
 	ForgetObject(ctx context.Context, key string) error
 }
 

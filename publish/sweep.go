@@ -139,7 +139,7 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		}
 	}
 	for key, o := range recorded {
-		if o.Kind == "card" && !live[key] {
+		if o.Kind == "card" && !live[key] && o.ETag != "" {
 			if err := s.Store.ForgetObject(ctx, key); err != nil {
 				return rep, err
 			}
@@ -161,10 +161,14 @@ type SweepReport struct {
 	Orphans int `json:"orphans"`
 	// Awaiting pages show a summary of older evidence; their event waits to
 	// be summarized again.
-	Awaiting int           `json:"awaiting"`
-	Failed   int           `json:"failed"`
-	Errors   []string      `json:"errors,omitempty"`
-	Listings ListingReport `json:"listings"`
+	Awaiting int `json:"awaiting"`
+	// Superseded pages were overtaken while the sweep ran (a newer summary
+	// accepted, or a newer generation written by another publisher); the
+	// publisher that overtook them owns the page, and the next sweep checks.
+	Superseded int           `json:"superseded"`
+	Failed     int           `json:"failed"`
+	Errors     []string      `json:"errors,omitempty"`
+	Listings   ListingReport `json:"listings"`
 }
 
 // Sweep converges every page to its current published summary. It compares
@@ -206,10 +210,19 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 	for _, id := range republish {
-		if _, err := s.Publish(ctx, id); err != nil {
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
+		res, err := s.Publish(ctx, id)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return rep, ctx.Err()
+		case errors.Is(err, ErrLostRace) && res.Repaired != nil && res.RepairErr == nil:
+			rep.Superseded++
+			continue
+		case errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
+			errors.Is(err, objstore.ErrNewerGeneration), errors.Is(err, ErrNewerPublished):
+			rep.Superseded++
+			continue
+		default:
 			fail(err)
 			continue
 		}

@@ -345,7 +345,7 @@ func (s *PublishStore) Source(ctx context.Context, id string) (publish.SourceInf
 // Mark implements publish.Store.
 func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
 	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
-		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text}
+		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text, PageURL: p.PageURL}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return pub, err
@@ -546,8 +546,10 @@ func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, 
 	return err
 }
 
-// ForgetObject implements publish.Store.
+// ForgetObject implements publish.Store. The row stays, so the key's
+// generations keep increasing if the object is written again.
 func (s *PublishStore) ForgetObject(ctx context.Context, key string) error {
-	_, err := s.db.db.ExecContext(ctx, `DELETE FROM wiki_objects WHERE key = $1`, key)
+	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET etag = '', content_hash = '', stamp = '', updated_at = $1
+		WHERE key = $2`, ms(s.db.Clock.Now()), key)
 	return err
 }

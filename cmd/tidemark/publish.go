@@ -86,7 +86,7 @@ func (a *app) publishService(ctx context.Context) (*publish.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log}
+	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log, BaseURL: os.Getenv("TIDEMARK_WIKI_URL")}
 	for _, h := range publishHooks {
 		svc.Hooks = append(svc.Hooks, h(a))
 	}
@@ -189,17 +189,21 @@ func publishLoop(a *app, cmd *cobra.Command) error {
 	if v := os.Getenv("TIDEMARK_SWEEP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
+			err := tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
+			a.log.Error("publish loop not started", "err", err)
+			return err
 		}
 		every = d
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
 		r, err := a.publishRound(ctx, "", 1000)
 		if err != nil {
@@ -294,8 +298,8 @@ func newSweepCmd(a *app) *cobra.Command {
 			if asJSON {
 				return writeJSON(a.stdout, rep)
 			}
-			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d failed\n",
-				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Failed)
+			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
+				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
 			fmt.Fprintf(a.stdout, "listings: %d written, %d unchanged, %d source cards collected\n",
 				rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
 			for _, e := range rep.Errors {

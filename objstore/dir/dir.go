@@ -6,7 +6,8 @@
 // close → rename → fsync the directory. Conditional writes decide and
 // write under an exclusive flock on one of a fixed set of lock files
 // (ROOT/.tidemark-locks/NN, chosen by the key), so two processes sharing
-// the directory cannot both win a compare-and-swap.
+// the directory cannot both win a compare-and-swap. (Where flock does not
+// exist, the lock excludes writers of one process only.)
 //
 // The sidecar is renamed into place before the body. A crash between the
 // two leaves a sidecar that claims the new version over the old body: the
@@ -28,7 +29,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/tidemark/tidemark/objstore"
 )
@@ -136,25 +136,7 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Info, error) {
 func (s *Store) lock(key string) (unlock func(), err error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	name := filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles))
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("objstore/dir: lock: %w", err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("objstore/dir: flock: %w", err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return lockFile(filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles)))
 }
 
 // Put implements objstore.Store.
@@ -167,8 +149,14 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 		return objstore.Info{}, err
 	}
 	dir := filepath.Dir(bodyPath)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+		}
+		// A new directory's entry must be durable too.
+		if err := s.syncDir(filepath.Dir(dir)); err != nil {
+			return objstore.Info{}, err
+		}
 	}
 	unlock, err := s.lock(key)
 	if err != nil {
