@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -418,6 +419,54 @@ func TestMigrationWithConcurrentWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 			edits[id]++
+		}
+	})
+}
+
+// The versioned-write helper itself refuses a stale base in its own
+// conditional update (not only in Put's read), names the document, and
+// rolls back everything written with it, extra statements included.
+func TestWriteVersionsHelper(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		db := sqltest.MustOpen(t, b, sqltest.NewEnv(6))
+		st := db.Content()
+		ids := seed(t, st, "things", 3)
+		f := func(s string) content.Fields { return content.Fields{"v": str(s), "keep": str("k")} }
+		extraRan := 0
+		extra := func() error { extraRan++; return nil }
+		// Two good writes and one based on version 0 of an existing one.
+		err := st.WriteVersionsForTest(ctx, "things", ids, []int64{1, 1, 2}, []content.Fields{f("a"), f("b"), f("c")}, extra)
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), ids[2]) {
+			t.Fatalf("stale base: %v", err)
+		}
+		if extraRan != 0 {
+			t.Fatal("extra statements ran after a refused write")
+		}
+		for i, id := range ids {
+			d, _ := st.Document(ctx, "things", id)
+			vs, _ := st.Versions(ctx, "things", id)
+			if d.Version != 1 || len(vs) != 1 || string(d.Fields["v"]) != string(str(fmt.Sprint(i))) {
+				t.Fatalf("doc %d after a refused batch: version %d, %d snapshots, %s", i, d.Version, len(vs), d.Fields)
+			}
+		}
+		// An error from an extra statement rolls back the documents.
+		boom := errors.New("boom")
+		if err := st.WriteVersionsForTest(ctx, "things", ids[:1], []int64{1}, []content.Fields{f("x")}, func() error { return boom }); !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if d, _ := st.Document(ctx, "things", ids[0]); d.Version != 1 {
+			t.Fatalf("documents kept after the extra statement failed: %+v", d)
+		}
+		// Good writes move every document on by one, with one snapshot each.
+		if err := st.WriteVersionsForTest(ctx, "things", ids, []int64{1, 1, 1}, []content.Fields{f("a"), f("b"), f("c")}, extra); err != nil || extraRan != 1 {
+			t.Fatalf("good batch: %v (extra ran %d)", err, extraRan)
+		}
+		for _, id := range ids {
+			vs, _ := st.Versions(ctx, "things", id)
+			if len(vs) != 2 || vs[1].Version != 2 || vs[1].Reason != content.ReasonPut {
+				t.Fatalf("versions of %s: %+v", id, vs)
+			}
 		}
 	})
 }
