@@ -205,15 +205,15 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 		if err := s.writeEach(ctx, tx, collection, ws, encoded, now); err != nil {
 			return nil, err
 		}
-		ws = nil
-	}
-	for start := 0; start < len(ws); start += maxRowsPerStatement {
-		end := min(start+maxRowsPerStatement, len(ws))
-		if err := s.writeLive(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-			return nil, err
-		}
-		if err := s.insertSnapshots(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-			return nil, err
+	} else {
+		for start := 0; start < len(ws); start += maxRowsPerStatement {
+			end := min(start+maxRowsPerStatement, len(ws))
+			if err := s.writeLive(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
+				return nil, err
+			}
+			if err := s.insertSnapshots(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, f := range extra {
@@ -256,11 +256,13 @@ func (s *ContentStore) writeEach(ctx context.Context, tx *sql.Tx, collection str
 			if err != nil {
 				return fmt.Errorf("create document %s/%s: %w", collection, w.ID, err)
 			}
-		} else if res, err := upd.ExecContext(ctx, encoded[i], ms(now), collection, w.ID, w.Base); expectOne(res, err, errNone) != nil {
-			if err = expectOne(res, err, errNone); errors.Is(err, errNone) {
+		} else {
+			res, err := upd.ExecContext(ctx, encoded[i], ms(now), collection, w.ID, w.Base)
+			if err := expectOne(res, err, errNone); errors.Is(err, errNone) {
 				return s.staleWrite(ctx, tx, collection, ws[i:i+1])
+			} else if err != nil {
+				return fmt.Errorf("update document %s/%s: %w", collection, w.ID, err)
 			}
-			return err
 		}
 		var run any
 		if w.RunID != "" {
@@ -277,6 +279,7 @@ func (s *ContentStore) writeEach(ctx context.Context, tx *sql.Tx, collection str
 	return nil
 }
 
+// errNone marks a conditional update that matched no row.
 var errNone = errors.New("no row matched")
 
 // writeLive creates the new documents of a chunk and moves the others on
@@ -315,25 +318,41 @@ func (s *ContentStore) writeLive(ctx context.Context, tx *sql.Tx, collection str
 		}
 	}
 	if nUpd > 0 {
-		res, err := tx.ExecContext(ctx, `UPDATE documents SET version = v.column2 + 1, fields = v.column3, updated_at = $2
+		rows, err := tx.QueryContext(ctx, `UPDATE documents SET version = v.column2 + 1, fields = v.column3, updated_at = $2
 			FROM (VALUES `+upd.String()+`) AS v
-			WHERE documents.collection = $1 AND documents.id = v.column1 AND documents.version = v.column2`, updArgs...)
+			WHERE documents.collection = $1 AND documents.id = v.column1 AND documents.version = v.column2
+			RETURNING documents.id`, updArgs...)
 		if err != nil {
 			return fmt.Errorf("update documents in %s: %w", collection, err)
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("%w: rows affected: %v", tidemark.ErrUnconfirmed, err)
+		updated := make(map[string]bool, nUpd)
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			updated[id] = true
 		}
-		if n != int64(nUpd) {
-			return s.staleWrite(ctx, tx, collection, ws)
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("update documents in %s: %w", collection, err)
+		}
+		if len(updated) != nUpd {
+			var missed []docWrite
+			for _, w := range ws {
+				if w.Base != 0 && !updated[w.ID] {
+					missed = append(missed, w)
+				}
+			}
+			return s.staleWrite(ctx, tx, collection, missed)
 		}
 	}
 	return nil
 }
 
-// staleWrite names the first write whose base version is no longer the
-// document's.
+// staleWrite names the first of the writes whose conditional update
+// matched nothing: its base version is no longer the document's.
 func (s *ContentStore) staleWrite(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite) error {
 	for _, w := range ws {
 		if w.Base == 0 {

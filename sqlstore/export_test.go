@@ -1,0 +1,30 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/tidemark/tidemark/content"
+)
+
+// WriteVersionsForTest runs the versioned-write helper on its own, in one
+// transaction, with extra statements after the documents.
+func (s *ContentStore) WriteVersionsForTest(ctx context.Context, collection string, ids []string, bases []int64, fields []content.Fields, extra func() error) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	ws := make([]docWrite, len(ids))
+	for i := range ids {
+		ws[i] = docWrite{ID: ids[i], Base: bases[i], Fields: fields[i], Reason: content.ReasonPut}
+		if bases[i] == 0 {
+			ws[i].Reason = content.ReasonCreate
+		}
+	}
+	x := func(context.Context, *sql.Tx) error { return extra() }
+	if _, err := s.writeVersions(ctx, tx, collection, ws, s.db.Clock.Now(), x); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
