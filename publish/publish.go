@@ -29,9 +29,10 @@ var (
 )
 
 // PageOverrides lets page documents (edited elsewhere) override what a
-// change page shows. Nil means no overrides.
+// change page shows. A page document is keyed by the ID of the event its
+// page shows. Nil means no overrides.
 type PageOverrides interface {
-	PageOverride(ctx context.Context, pageID string) (Override, bool, error)
+	PageOverride(ctx context.Context, eventID string) (Override, bool, error)
 }
 
 // Override replaces a page's title and adds notes.

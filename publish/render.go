@@ -128,7 +128,7 @@ func (s *Service) renderPage(ctx context.Context, p Plan) ([]byte, error) {
 	}
 	var notes string
 	if s.Overrides != nil {
-		o, ok, err := s.Overrides.PageOverride(ctx, p.PageID)
+		o, ok, err := s.Overrides.PageOverride(ctx, p.Event.ID)
 		if err != nil {
 			return nil, fmt.Errorf("page %s overrides: %w", p.PageID, err)
 		}

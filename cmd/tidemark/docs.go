@@ -366,6 +366,10 @@ func newDocsListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// afterDocPut runs after a document write (the wiki republishes a page
+// whose page document changed).
+var afterDocPut []func(a *app, cmd *cobra.Command, d content.Document) error
+
 func newDocsPutCmd(a *app) *cobra.Command {
 	var (
 		jsonFields, textFields, unset []string
@@ -420,6 +424,11 @@ notes='[{"_type":"block","children":[{"_type":"span","text":"…"}]}]');
 			d, err := st.Put(cmd.Context(), args[0], p)
 			if err != nil {
 				return err
+			}
+			for _, after := range afterDocPut {
+				if err := after(a, cmd, d); err != nil {
+					return fmt.Errorf("%s/%s is at version %d, but: %w", d.Collection, d.ID, d.Version, err)
+				}
 			}
 			if asJSON {
 				return writeJSON(a.stdout, d)

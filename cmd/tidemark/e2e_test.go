@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -35,6 +36,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+var (
+	homesMu sync.Mutex
+	homes   = map[testing.TB]string{}
+)
+
+// homeFor gives each test its own --home, so nothing a test runs writes
+// into the source tree.
+func homeFor(t testing.TB) string {
+	homesMu.Lock()
+	defer homesMu.Unlock()
+	if h, ok := homes[t]; ok {
+		return h
+	}
+	h := t.TempDir()
+	homes[t] = h
+	return h
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -45,7 +64,7 @@ type result struct {
 func tm(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "TIDEMARK_HOME="+homeFor(t)), env...)
 	var so, se strings.Builder
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -276,6 +295,7 @@ func TestDaemonStopsGracefully(t *testing.T) {
 		db := b.NewURL(t)
 		mustOK(t, tm(t, nil, "--db", db, "source", "add", repo, "--name", "repo"))
 		cmd := exec.Command(binary, "--db", db, "run", "--poll", "50ms", "--workers", "2")
+		cmd.Env = append(os.Environ(), "TIDEMARK_HOME="+homeFor(t))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

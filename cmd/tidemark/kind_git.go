@@ -13,7 +13,15 @@ import (
 )
 
 func init() {
-	registerFetcher("git", func(*app) tidemark.Fetcher { return &git.Fetcher{} })
+	// Mirrors of remote repositories live under --home, with the rest of
+	// this worker's data.
+	registerFetcher("git", func(a *app) tidemark.Fetcher {
+		cache, err := filepath.Abs(filepath.Join(a.home, "git"))
+		if err != nil {
+			cache = filepath.Join(a.home, "git")
+		}
+		return &git.Fetcher{CacheDir: cache}
+	})
 	kindDetectors = append(kindDetectors, func(loc string) (string, bool) {
 		if strings.HasSuffix(loc, ".git") {
 			return "git", true

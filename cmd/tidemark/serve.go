@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/web"
 )
 
 func init() { register(newServeCmd) }
@@ -57,19 +58,30 @@ func newServeCmd(a *app) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the wiki from the object store over HTTP (read-only, no JavaScript)",
+		Short: "Serve the wiki, the status pages and the JSON API over HTTP (read-only, no JavaScript)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			objs, err := a.objectStore()
 			if err != nil {
 				return err
 			}
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			// The operator's pages and the JSON API beside the wiki.
+			api := (&web.Server{Ingest: db.Ingest(), Logger: a.log}).Handler()
+			mux := http.NewServeMux()
+			for _, p := range []string{"/status", "/status/", "/api/", "/healthz", "/metrics"} {
+				mux.Handle(p, api)
+			}
+			mux.Handle("/", storeHandler(objs))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: storeHandler(objs), ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(a.stderr, "tidemark: serving %s on http://%s/ ; Ctrl-C to stop\n", a.storeLocation(), ln.Addr())
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.storeLocation(), ln.Addr(), ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
 				_ = srv.Close()
