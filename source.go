@@ -96,6 +96,7 @@ type Claim struct {
 	Attempt        int       `json:"attempt"` // 1 for the first attempt at this window
 	RetryBudget    int       `json:"retry_budget"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at"`
+	StartedAt      time.Time `json:"started_at"`
 	Reentered      bool      `json:"reentered"`
 }
 

@@ -81,13 +81,15 @@ func plainInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []
 		return err
 	}
 	defer tx.Rollback()
+	// The same statements the settlement runs for new events, with the
+	// same parameters bound.
 	ev, err := tx.PrepareContext(ctx, `INSERT INTO events (id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, '', $5, $6, 1, 'plain', $5, $5)`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)`)
 	if err != nil {
 		return err
 	}
 	defer ev.Close()
-	rev, err := tx.PrepareContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at) VALUES ($1, 1, $2, $3, 'plain', $4)`)
+	rev, err := tx.PrepareContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)`)
 	if err != nil {
 		return err
 	}
@@ -96,10 +98,10 @@ func plainInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []
 	for _, it := range items {
 		id := env.IDs.New()
 		hash := it.EvidenceHash()
-		if _, err := ev.ExecContext(ctx, id, sourceID, it.Key, it.Title, now, hash); err != nil {
+		if _, err := ev.ExecContext(ctx, id, sourceID, it.Key, it.Title, it.URL, now, hash, "plain", now); err != nil {
 			return err
 		}
-		if _, err := rev.ExecContext(ctx, id, hash, it.Evidence, now); err != nil {
+		if _, err := rev.ExecContext(ctx, id, 1, hash, it.Evidence, "plain", now); err != nil {
 			return err
 		}
 	}

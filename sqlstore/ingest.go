@@ -261,6 +261,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		Attempt:        r.WindowAttempts + 1,
 		RetryBudget:    r.RetryBudget,
 		LeaseExpiresAt: now.Add(ttl),
+		StartedAt:      now,
 	}
 	err := exec1(ctx, tx, fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources
@@ -286,8 +287,9 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 // reenter returns the holder's own run and token, extending its lease.
 func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl time.Duration, now time.Time) (tidemark.Claim, error) {
 	var attempt int
-	err := tx.QueryRowContext(ctx, `SELECT attempt FROM ingest_runs WHERE id = $1 AND token = $2 AND status = 'active'`,
-		r.ClaimRunID, r.token.String).Scan(&attempt)
+	var started int64
+	err := tx.QueryRowContext(ctx, `SELECT attempt, started_at FROM ingest_runs WHERE id = $1 AND token = $2 AND status = 'active'`,
+		r.ClaimRunID, r.token.String).Scan(&attempt, &started)
 	if err != nil {
 		return tidemark.Claim{}, fmt.Errorf("re-enter %s: run %s: %w", r.Name, r.ClaimRunID, err)
 	}
@@ -306,7 +308,7 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 	return tidemark.Claim{
 		RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: r.ClaimHolder,
 		CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: attempt, RetryBudget: r.RetryBudget,
-		LeaseExpiresAt: lease, Reentered: true,
+		LeaseExpiresAt: lease, StartedAt: fromMS(started), Reentered: true,
 	}, nil
 }
 
@@ -434,10 +436,20 @@ func (s *IngestStore) Heartbeat(ctx context.Context, c tidemark.Claim, ttl time.
 
 // checkFence locks the source row and confirms the claim is current.
 func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Claim) (sourceRow, error) {
-	r, err := s.source(ctx, tx, c.SourceID, true)
-	if err != nil {
-		return r, err
+	// Only what a settlement or failure needs: the fence, and the window's
+	// state for its audit row and budget.
+	var r sourceRow
+	var runID sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget
+		FROM sources WHERE id = $1`+s.db.Dialect.LockRow, c.SourceID).Scan(
+		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("source %q: %w", c.SourceID, tidemark.ErrNotFound)
 	}
+	if err != nil {
+		return r, fmt.Errorf("source %q: %w", c.SourceID, err)
+	}
+	r.ClaimRunID = runID.String
 	if !r.token.Valid || r.token.String != c.Token || r.CursorVersion != c.CursorVersion || r.ClaimRunID != c.RunID {
 		return r, fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, r.Name, c.CursorVersion, tidemark.ErrStaleClaim)
 	}
@@ -519,8 +531,16 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
 		return rep, err
 	}
-	rep.Run, err = s.run(ctx, c.RunID)
-	return rep, err
+	// Every write above was confirmed by its rows affected; the run is what
+	// they wrote.
+	finished := fromMS(ms(now)) // as stored
+	rep.Run = tidemark.Run{
+		ID: c.RunID, SourceID: c.SourceID, SourceName: r.Name, Holder: c.Holder, Attempt: c.Attempt,
+		CursorVersion: c.CursorVersion, CursorBefore: r.Cursor, CursorAfter: st.Cursor,
+		Status: tidemark.RunSettled, Outcome: outcome, Declared: st.Declared, Admitted: len(st.Items),
+		EventsNew: rep.EventsNew, EventsChanged: rep.EventsChanged, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
+	}
+	return rep, nil
 }
 
 // frozen is an event's identity and current evidence, as read before a

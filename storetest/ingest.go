@@ -263,11 +263,24 @@ func testSettle(t *testing.T, h Harness) {
 	if s.Cursor != "c1" || s.CursorVersion != 1 || s.ClaimHolder != "" || s.LastOutcome != tidemark.OutcomeItems {
 		t.Fatalf("source after settle: %+v", s)
 	}
+	// The settlement's report is what the store holds.
+	runs, err := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %+v %v", runs, err)
+	}
+	stored := runs[0]
+	if stored.FinishedAt == nil || rep.Run.FinishedAt == nil || !stored.FinishedAt.Equal(*rep.Run.FinishedAt) || !stored.StartedAt.Equal(rep.Run.StartedAt) {
+		t.Fatalf("reported times %v–%v, stored %v–%v", rep.Run.StartedAt, rep.Run.FinishedAt, stored.StartedAt, stored.FinishedAt)
+	}
+	rep.Run.FinishedAt, stored.FinishedAt = nil, nil
+	if rep.Run != stored {
+		t.Fatalf("reported run\n%+v\nstored run\n%+v", rep.Run, stored)
+	}
 	if n := h.AuditRows(t, c.RunID); n != 1 {
 		t.Fatalf("%d audit rows, want 1", n)
 	}
 	// The claim is spent: settling it again changes nothing.
-	_, err := h.Store.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{item("k3", "e3")}, Cursor: "c2", NextDueAt: h.Clock.Now()})
+	_, err = h.Store.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{item("k3", "e3")}, Cursor: "c2", NextDueAt: h.Clock.Now()})
 	wantErr(t, err, tidemark.ErrStaleClaim, "second settle of one claim")
 	if n := h.AuditRows(t, c.RunID); n != 1 {
 		t.Fatalf("%d audit rows after a second settle, want 1", n)
