@@ -622,6 +622,9 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 // frozenEvents reads the current evidence of the events the items name, in
 // chunks that stay under both backends' parameter limits.
 func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
+	if s.db.Dialect.Name == Postgres.Name {
+		return s.frozenEventsPG(ctx, tx, sourceID, items)
+	}
 	const chunk = 500
 	known := make(map[string]frozen, len(items))
 	for start := 0; start < len(items); start += chunk {
@@ -1002,6 +1005,42 @@ func (s *IngestStore) OutcomeCounts(ctx context.Context) (map[tidemark.Outcome]i
 		out[tidemark.Outcome(o)] = n
 	}
 	return out, rows.Err()
+}
+
+// frozenEventsPG is frozenEvents for PostgreSQL: the keys go as one array
+// parameter and are joined to events through the (source_id, item_key)
+// index one by one. An IN list is filtered over all of the source's events
+// instead whenever the statistics are stale (right after a large first
+// ingest), which makes each lookup cost the size of the source.
+func (s *IngestStore) frozenEventsPG(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
+	const chunk = 5000
+	known := make(map[string]frozen, len(items))
+	for start := 0; start < len(items); start += chunk {
+		keys := make([]string, 0, min(chunk, len(items)-start))
+		for _, it := range items[start:min(start+chunk, len(items))] {
+			keys = append(keys, it.Key)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT e.item_key, e.id, e.evidence_hash, e.revision
+			FROM unnest($2::text[]) AS k(item_key)
+			JOIN events e ON e.source_id = $1 AND e.item_key = k.item_key`, sourceID, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read frozen events: %w", err)
+		}
+		for rows.Next() {
+			var key string
+			var f frozen
+			if err := rows.Scan(&key, &f.id, &f.hash, &f.revision); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			known[key] = f
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return known, nil
 }
 
 // NextDue implements ingest.Store.
