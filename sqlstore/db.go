@@ -224,6 +224,29 @@ func Exec1(ctx context.Context, q Execer, none error, query string, args ...any)
 	return exec1(ctx, q, none, query, args...)
 }
 
+// rowsQueryer runs queries: a *sql.DB or a *sql.Tx.
+type rowsQueryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryAll runs query and scans every row with scan.
+func queryAll[T any](ctx context.Context, q rowsQueryer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint violation on
 // either backend.
 func IsUniqueViolation(err error) bool {

@@ -137,20 +137,10 @@ func (s *IngestStore) source(ctx context.Context, q querier, ref string, lock bo
 
 // Sources implements ingest.Store.
 func (s *IngestStore) Sources(ctx context.Context) ([]tidemark.Source, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list sources: %w", err)
-	}
-	defer rows.Close()
-	var out []tidemark.Source
-	for rows.Next() {
-		r, err := scanSource(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r.Source)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db.db, func(sc scanner) (tidemark.Source, error) {
+		r, err := scanSource(sc)
+		return r.Source, err
+	}, `SELECT `+sourceColumns+` FROM sources ORDER BY name`)
 }
 
 // SetState implements ingest.Store.
@@ -641,21 +631,7 @@ func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID str
 			fmt.Fprintf(&q, "$%d", len(args))
 		}
 		q.WriteByte(')')
-		rows, err := tx.QueryContext(ctx, q.String(), args...)
-		if err != nil {
-			return nil, fmt.Errorf("read frozen events: %w", err)
-		}
-		for rows.Next() {
-			var key string
-			var f frozen
-			if err := rows.Scan(&key, &f.id, &f.hash, &f.revision); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			known[key] = f
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := readFrozen(ctx, tx, known, q.String(), args...); err != nil {
 			return nil, err
 		}
 	}
@@ -901,20 +877,11 @@ func (s *IngestStore) Runs(ctx context.Context, f ingest.RunFilter) ([]tidemark.
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY r.started_at DESC, r.id DESC LIMIT $%d`, len(args))
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	runs, err := queryAll(ctx, s.db.db, scanRun, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
-	var out []tidemark.Run
-	for rows.Next() {
-		run, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, run)
-	}
-	return out, rows.Err()
+	return runs, nil
 }
 
 const eventColumns = `id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at`
@@ -945,20 +912,11 @@ func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidem
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY occurred_at DESC, id DESC LIMIT $%d`, len(args))
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	evs, err := queryAll(ctx, s.db.db, scanEvent, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	defer rows.Close()
-	var out []tidemark.Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return evs, nil
 }
 
 // Event returns one event by ID.
@@ -1020,27 +978,35 @@ func (s *IngestStore) frozenEventsPG(ctx context.Context, tx *sql.Tx, sourceID s
 		for _, it := range items[start:min(start+chunk, len(items))] {
 			keys = append(keys, it.Key)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT e.item_key, e.id, e.evidence_hash, e.revision
+		err := readFrozen(ctx, tx, known, `SELECT e.item_key, e.id, e.evidence_hash, e.revision
 			FROM unnest($2::text[]) AS k(item_key)
 			JOIN events e ON e.source_id = $1 AND e.item_key = k.item_key`, sourceID, keys)
 		if err != nil {
-			return nil, fmt.Errorf("read frozen events: %w", err)
-		}
-		for rows.Next() {
-			var key string
-			var f frozen
-			if err := rows.Scan(&key, &f.id, &f.hash, &f.revision); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			known[key] = f
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	}
 	return known, nil
+}
+
+// readFrozen adds the rows of a (item_key, id, evidence_hash, revision)
+// query to known.
+func readFrozen(ctx context.Context, tx *sql.Tx, known map[string]frozen, query string, args ...any) error {
+	type keyed struct {
+		key string
+		f   frozen
+	}
+	rows, err := queryAll(ctx, tx, func(sc scanner) (keyed, error) {
+		var k keyed
+		err := sc.Scan(&k.key, &k.f.id, &k.f.hash, &k.f.revision)
+		return k, err
+	}, query, args...)
+	if err != nil {
+		return fmt.Errorf("read frozen events: %w", err)
+	}
+	for _, k := range rows {
+		known[k.key] = k.f
+	}
+	return nil
 }
 
 // NextDue implements ingest.Store.
