@@ -84,28 +84,9 @@ does).`,
 			if !once {
 				return deliverLoop(a, ctx, lane, ttl)
 			}
-			names, err := a.laneNames(ctx, lane)
-			if err != nil {
-				return err
-			}
-			var reports []deliverReport
-			var errs []error
-			for _, name := range names {
-				r := deliverReport{Lane: name, Steps: []outbox.Step{}}
-				d, err := a.deliverer(ctx, name, ttl)
-				if err == nil {
-					var steps []outbox.Step
-					steps, err = d.RunOnce(ctx, nil)
-					r.Steps = append(r.Steps, steps...)
-					if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
-						err = rerr
-					}
-				}
-				if err != nil {
-					r.Error = err.Error()
-					errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
-				}
-				reports = append(reports, r)
+			reports, derr := deliverOnce(a, ctx, lane, ttl)
+			if reports == nil && derr != nil {
+				return derr
 			}
 			if asJSON {
 				if reports == nil {
@@ -119,7 +100,7 @@ does).`,
 					printDeliver(a, r)
 				}
 			}
-			return errors.Join(errs...)
+			return derr
 		},
 	}
 	f := cmd.Flags()
@@ -128,6 +109,35 @@ does).`,
 	f.DurationVar(&ttl, "lease", time.Minute, "the lane lease; renewed at every step")
 	f.BoolVar(&asJSON, "json", false, "with --once: print each lane's steps as JSON")
 	return cmd
+}
+
+// deliverOnce delivers what is pending on every lane (or only one), each
+// under its lane's lease, and reports each lane's steps.
+func deliverOnce(a *app, ctx context.Context, lane string, ttl time.Duration) ([]deliverReport, error) {
+	names, err := a.laneNames(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	var reports []deliverReport
+	var errs []error
+	for _, name := range names {
+		r := deliverReport{Lane: name, Steps: []outbox.Step{}}
+		d, err := a.deliverer(ctx, name, ttl)
+		if err == nil {
+			var steps []outbox.Step
+			steps, err = d.RunOnce(ctx, nil)
+			r.Steps = append(r.Steps, steps...)
+			if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
+				err = rerr
+			}
+		}
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
+		}
+		reports = append(reports, r)
+	}
+	return reports, errors.Join(errs...)
 }
 
 func printDeliver(a *app, r deliverReport) {

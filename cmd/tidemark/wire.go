@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,20 @@ func init() {
 	publishHooks = append(publishHooks, func(a *app) tidemark.PublishHook { return a.db.Outbox().PublishHook() })
 	pageOverrides = func(a *app) publish.PageOverrides { return pageDocuments{a.db.Content()} }
 	afterDocPut = append(afterDocPut, republishEditedPage)
+	// After publication (publish.go's step runs first: files initialize in
+	// name order), deliver what the new pages drafted, so `run --once`
+	// carries a change all the way out.
+	afterRunOnce = append(afterRunOnce, deliverAfterRunOnce)
+}
+
+// deliverAfterRunOnce delivers the intents pending on every lane, if there
+// are lanes.
+func deliverAfterRunOnce(a *app, cmd *cobra.Command) error {
+	reports, err := deliverOnce(a, cmd.Context(), "", time.Minute)
+	for _, r := range reports {
+		printDeliver(a, r)
+	}
+	return err
 }
 
 // republishEditedPage republishes the page of an edited page document, so
