@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
 )
 
 //go:embed templates/*.html
@@ -32,6 +33,7 @@ var funcs = template.FuncMap{
 	"when":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
 	"short": func(s string) string { return shorten(s, 12) },
 	"clip":  func(s string) string { return shorten(s, 160) },
+	"count": func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 }
 
 func shorten(s string, n int) string {
@@ -43,10 +45,13 @@ func shorten(s string, n int) string {
 
 var pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 
-// Server serves the API and status pages over an ingest store.
+// Server serves the API and status pages. Ingest is required; the outbox
+// and migration views are shown when set.
 type Server struct {
-	Ingest ingest.Store
-	Logger *slog.Logger
+	Ingest     ingest.Store
+	Outbox     OutboxView
+	Migrations MigrationView
+	Logger     *slog.Logger
 }
 
 // Handler returns the routes:
@@ -57,6 +62,10 @@ type Server struct {
 //	GET /api/sources/{name}     source with runs and actions
 //	GET /api/runs               []run  (?source=&outcome=&limit=)
 //	GET /api/events             []event (?source=&limit=)
+//	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
+//	GET /api/outbox/lanes       []lane with its intent counts and gaps
+//	GET /api/outbox/intents     []intent (?lane=&state=&limit=)
+//	GET /api/migrations         []migration run (?limit=)
 //	GET /healthz                200 when the database answers
 //	GET /metrics                Prometheus metrics, read from the database
 func (s *Server) Handler() http.Handler {
@@ -67,6 +76,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/sources/{name}", s.apiSource)
 	mux.HandleFunc("GET /api/runs", s.apiRuns)
 	mux.HandleFunc("GET /api/events", s.apiEvents)
+	mux.HandleFunc("GET /status/lanes/{name}", s.lanePage)
+	mux.HandleFunc("GET /api/outbox/lanes", s.apiLanes)
+	mux.HandleFunc("GET /api/outbox/intents", s.apiIntents)
+	mux.HandleFunc("GET /api/migrations", s.apiMigrations)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	return mux
@@ -245,7 +258,19 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		rows[i] = sourceRow{src, health(src)}
 		counts[rows[i].Health]++
 	}
-	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts})
+	lanes, err := s.lanes(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	migrations, err := s.migrations(r.Context(), 20)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts,
+		"Lanes": lanes, "ShowOutbox": s.Outbox != nil, "States": intentStates,
+		"Migrations": migrations, "ShowMigrations": s.Migrations != nil})
 }
 
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/web"
 )
@@ -35,7 +38,19 @@ func TestAPIAndStatus(t *testing.T) {
 		if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused", NextDueAt: env.Clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer((&web.Server{Ingest: st}).Handler())
+		if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "hooks", Target: "chat", Body: "<b>hello</b>"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "score", Type: content.Text}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Content().StartRun(ctx, "notes", "score", content.Number, 10); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer((&web.Server{Ingest: st, Outbox: db.Outbox(), Migrations: db.Content()}).Handler())
 		defer srv.Close()
 
 		get := func(path string) (int, string) {
@@ -50,6 +65,23 @@ func TestAPIAndStatus(t *testing.T) {
 		code, body := get("/status")
 		if code != 200 || !strings.Contains(body, `class="h-ok">ok`) || !strings.Contains(body, `class="h-terminal">terminal`) || !strings.Contains(body, "connection refused") {
 			t.Fatalf("status page %d:\n%s", code, body)
+		}
+		for _, want := range []string{`<a href="/status/lanes/hooks">hooks</a>`, "notes.score", "text → number", `class="m-running">running`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("status page lacks %s", want)
+			}
+		}
+		code, body = get("/status/lanes/hooks")
+		if code != 200 || !strings.Contains(body, "&lt;b&gt;hello&lt;/b&gt;") || !strings.Contains(body, "pending") {
+			t.Fatalf("lane page %d:\n%s", code, body)
+		}
+		code, body = get("/api/outbox/intents?lane=hooks&state=pending")
+		if code != 200 || !strings.Contains(body, `"target": "chat"`) {
+			t.Fatalf("/api/outbox/intents %d %s", code, body)
+		}
+		code, body = get("/api/migrations")
+		if code != 200 || !strings.Contains(body, `"field": "score"`) {
+			t.Fatalf("/api/migrations %d %s", code, body)
 		}
 		code, body = get("/api/sources")
 		var srcs []tidemark.Source
@@ -68,12 +100,15 @@ func TestAPIAndStatus(t *testing.T) {
 			}
 		}
 		for path, want := range map[string]int{
-			"/api/sources/nope":      404,
-			"/api/runs?limit=abc":    400,
-			"/api/runs?outcome=fine": 400,
-			"/status/sources/nope":   404,
-			"/status/sources/down":   200,
-			"/healthz":               200,
+			"/api/sources/nope":              404,
+			"/api/runs?limit=abc":            400,
+			"/api/runs?outcome=fine":         400,
+			"/status/sources/nope":           404,
+			"/status/sources/down":           200,
+			"/healthz":                       200,
+			"/status/lanes/nope":             404,
+			"/api/outbox/intents?state=lost": 400,
+			"/api/outbox/lanes":              200,
 		} {
 			if code, body := get(path); code != want {
 				t.Errorf("%s: %d, want %d: %s", path, code, want, body)

@@ -70,7 +70,7 @@ func newServeCmd(a *app) *cobra.Command {
 				return err
 			}
 			// The operator's pages and the JSON API beside the wiki.
-			api := (&web.Server{Ingest: db.Ingest(), Logger: a.log}).Handler()
+			api := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log}).Handler()
 			mux := http.NewServeMux()
 			for _, p := range []string{"/status", "/status/", "/api/", "/healthz", "/metrics"} {
 				mux.Handle(p, api)

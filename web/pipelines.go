@@ -1,0 +1,154 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/sqlstore"
+)
+
+// OutboxView is what the status pages read of the outbox.
+type OutboxView interface {
+	Lanes(ctx context.Context) ([]outbox.Lane, error)
+	Gaps(ctx context.Context, lane string) ([]sqlstore.GapReport, error)
+	ListIntents(ctx context.Context, f sqlstore.IntentFilter) ([]outbox.Intent, error)
+}
+
+// MigrationView is what the status pages read of field migrations.
+type MigrationView interface {
+	Runs(ctx context.Context, f content.RunFilter) ([]content.Run, error)
+}
+
+// intentStates are the outbox states in the order the pages show them.
+var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outbox.StateLanded,
+	outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired}
+
+type laneRow struct {
+	outbox.Lane
+	Gaps *sqlstore.GapReport
+}
+
+func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
+	if s.Outbox == nil {
+		return nil, nil
+	}
+	lanes, err := s.Outbox.Lanes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gaps, err := s.Outbox.Gaps(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byLane := map[string]*sqlstore.GapReport{}
+	for i := range gaps {
+		byLane[gaps[i].Lane] = &gaps[i]
+	}
+	rows := make([]laneRow, len(lanes))
+	for i, l := range lanes {
+		rows[i] = laneRow{l, byLane[l.Name]}
+	}
+	return rows, nil
+}
+
+func (s *Server) migrations(ctx context.Context, limit int) ([]content.Run, error) {
+	if s.Migrations == nil {
+		return nil, nil
+	}
+	return s.Migrations.Runs(ctx, content.RunFilter{Limit: limit})
+}
+
+func (s *Server) apiLanes(w http.ResponseWriter, r *http.Request) {
+	rows, err := s.lanes(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if rows == nil {
+		rows = []laneRow{}
+	}
+	writeJSON(w, http.StatusOK, rows)
+}
+
+func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
+	if s.Outbox == nil {
+		writeJSON(w, http.StatusOK, []outbox.Intent{})
+		return
+	}
+	limit, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	state := outbox.State(r.URL.Query().Get("state"))
+	if state != "" && !validState(state) {
+		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable or retired"))
+		return
+	}
+	ins, err := s.Outbox.ListIntents(r.Context(), sqlstore.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state, Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ins == nil {
+		ins = []outbox.Intent{}
+	}
+	writeJSON(w, http.StatusOK, ins)
+}
+
+func validState(st outbox.State) bool {
+	for _, x := range intentStates {
+		if st == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) apiMigrations(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	runs, err := s.migrations(r.Context(), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if runs == nil {
+		runs = []content.Run{}
+	}
+	writeJSON(w, http.StatusOK, runs)
+}
+
+func (s *Server) lanePage(w http.ResponseWriter, r *http.Request) {
+	if s.Outbox == nil {
+		http.NotFound(w, r)
+		return
+	}
+	rows, err := s.lanes(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var lane *laneRow
+	for i := range rows {
+		if rows[i].Name == r.PathValue("name") {
+			lane = &rows[i]
+		}
+	}
+	if lane == nil {
+		http.NotFound(w, r)
+		return
+	}
+	ins, err := s.Outbox.ListIntents(r.Context(), sqlstore.IntentFilter{Lane: lane.Name, Limit: 200})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "lane.html", map[string]any{"L": lane, "Intents": ins, "States": intentStates})
+}
