@@ -37,14 +37,17 @@ func newRunCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the pipeline: claim due sources and ingest them (daemon, or --once)",
+		Short: "Run the pipeline: ingest due sources, publish, deliver (daemon, or --once)",
 		Long: `Run the pipeline. Without --once it is a daemon: it claims due sources and
-runs them on a bounded pool of workers until SIGINT or SIGTERM, then stops
-claiming and lets runs in flight settle or fail. Any number of processes may
-share one PostgreSQL database.
+runs them on a bounded pool of workers, summarizes, publishes and sweeps the
+wiki, delivers every outbox lane and resumes pending field migrations, until
+SIGINT or SIGTERM; then it stops claiming and lets runs in flight settle or
+fail. Any number of processes may share one PostgreSQL database.
 
-With --once it runs every source due now, once, and exits. --track PATH adds the
-git repository at PATH as a source first (if it is not already tracked).`,
+With --once it runs every source due now, once, finishes detached migrations,
+publishes what changed, delivers what publication drafted, and exits.
+--track PATH adds the git repository at PATH as a source first (if it is not
+already tracked).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
