@@ -450,6 +450,8 @@ const insertEvent = `INSERT INTO events
 	(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)`
 
+const lookupEvent = `SELECT id, evidence_hash, revision FROM events WHERE source_id = $1 AND item_key = $2`
+
 // refreezeEvent moves an event to fresh evidence; it is conditional on the
 // evidence it was read with.
 const refreezeEvent = `UPDATE events SET title = $1, url = $2, occurred_at = $3, evidence_hash = $4,
@@ -551,11 +553,28 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 	if len(items) == 0 {
 		return rep, nil
 	}
-	known, err := s.frozenEvents(ctx, tx, c.SourceID, items)
-	if err != nil {
-		return rep, err
+	// PostgreSQL reads every named event in one indexed query up front. On
+	// SQLite, where a statement costs little but a large query's planning
+	// does, a new event is inserted straight away and only an item that
+	// turns out to exist is looked up.
+	lazy := s.db.Dialect.Name == SQLite.Name
+	known := map[string]frozen{}
+	insertQuery := insertEvent
+	var lookup *sql.Stmt
+	if lazy {
+		insertQuery += ` ON CONFLICT (source_id, item_key) DO NOTHING`
+		var err error
+		if lookup, err = tx.PrepareContext(ctx, lookupEvent); err != nil {
+			return rep, fmt.Errorf("prepare event lookup: %w", err)
+		}
+		defer lookup.Close()
+	} else {
+		var err error
+		if known, err = s.frozenEvents(ctx, tx, c.SourceID, items); err != nil {
+			return rep, err
+		}
 	}
-	ins, err := tx.PrepareContext(ctx, insertEvent)
+	ins, err := tx.PrepareContext(ctx, insertQuery)
 	if err != nil {
 		return rep, fmt.Errorf("prepare event insert: %w", err)
 	}
@@ -573,6 +592,32 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			occurred = now
 		}
 		cur, ok := known[it.Key]
+		if !ok && lazy {
+			id := s.db.IDs.New()
+			res, err := ins.ExecContext(ctx, id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now))
+			if err != nil {
+				return rep, fmt.Errorf("event %q: %w", it.Key, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return rep, fmt.Errorf("%w: event %q: rows affected: %v", tidemark.ErrUnconfirmed, it.Key, err)
+			}
+			if n == 1 {
+				cur = frozen{id: id, hash: hash, revision: 1}
+				known[it.Key] = cur
+				rep.EventsNew++
+				if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+					return rep, err
+				}
+				rep.EventIDs = append(rep.EventIDs, cur.id)
+				continue
+			}
+			// It exists: read what it is frozen at.
+			if err := lookup.QueryRowContext(ctx, c.SourceID, it.Key).Scan(&cur.id, &cur.hash, &cur.revision); err != nil {
+				return rep, fmt.Errorf("event %q: read frozen evidence: %w", it.Key, err)
+			}
+			ok = true
+		}
 		switch {
 		case ok && cur.hash == hash:
 			continue // the same evidence again: nothing changed upstream
@@ -597,16 +642,24 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			rep.EventsNew++
 		}
 		known[it.Key] = cur
-		evidence := it.Evidence
-		if evidence == nil {
-			evidence = []byte{}
-		}
-		if _, err := rev.ExecContext(ctx, cur.id, cur.revision, hash, evidence, c.RunID, ms(now)); err != nil {
-			return rep, fmt.Errorf("event %q revision %d: %w", it.Key, cur.revision, err)
+		if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+			return rep, err
 		}
 		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
 	return rep, nil
+}
+
+// insertRevision keeps an item's evidence as its event's revision cur.
+func (s *IngestStore) insertRevision(ctx context.Context, rev *sql.Stmt, cur frozen, it tidemark.Item, c tidemark.Claim, now time.Time) error {
+	evidence := it.Evidence
+	if evidence == nil {
+		evidence = []byte{}
+	}
+	if _, err := rev.ExecContext(ctx, cur.id, cur.revision, cur.hash, evidence, c.RunID, ms(now)); err != nil {
+		return fmt.Errorf("event %q revision %d: %w", it.Key, cur.revision, err)
+	}
+	return nil
 }
 
 // frozenEvents reads the current evidence of the events the items name, in

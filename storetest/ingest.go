@@ -313,10 +313,27 @@ func testRevisions(t *testing.T, h Harness) {
 	if err != nil || string(old) != "v1" {
 		t.Fatalf("revision 1 evidence = %q, %v; the old evidence must be kept", old, err)
 	}
+	// One fetch naming an item twice: the same evidence once, other
+	// evidence as a further revision.
+	rep = settle(t, h, mustClaim(t, h, src, "w"), "c3b", item("dup", "d1"), item("dup", "d1"), item("dup2", "x1"), item("dup2", "x2"))
+	if rep.EventsNew != 2 || rep.EventsChanged != 1 {
+		t.Fatalf("duplicates in one fetch: %+v", rep)
+	}
+	for _, e := range events(t, h, src) {
+		if (e.ItemKey == "dup" && e.Revision != 1) || (e.ItemKey == "dup2" && (e.Revision != 2 || e.EvidenceHash != tidemark.HashEvidence([]byte("x2")))) {
+			t.Fatalf("duplicates in one fetch froze %s at revision %d", e.ItemKey, e.Revision)
+		}
+	}
 	// Back to the first content: a change, frozen as revision 3.
 	settle(t, h, mustClaim(t, h, src, "w"), "c4", item("k", "v1"))
-	if evs := events(t, h, src); evs[0].Revision != 3 || evs[0].EvidenceHash != tidemark.HashEvidence([]byte("v1")) {
-		t.Fatalf("revert: %+v", evs[0])
+	var k tidemark.Event
+	for _, e := range events(t, h, src) {
+		if e.ItemKey == "k" {
+			k = e
+		}
+	}
+	if k.Revision != 3 || k.EvidenceHash != tidemark.HashEvidence([]byte("v1")) {
+		t.Fatalf("revert: %+v", k)
 	}
 }
 
