@@ -73,20 +73,11 @@ func (s *PublishStore) Summaries(ctx context.Context, f publish.SummaryFilter) (
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	out, err := queryAll(ctx, s.db.db, scanSummary, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
 	}
-	defer rows.Close()
-	var out []publish.Summary
-	for rows.Next() {
-		r, err := scanSummary(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // lockEvent reads an event's current evidence hash and source, locking the
@@ -227,23 +218,14 @@ func (s *PublishStore) Unsummarized(ctx context.Context, model, promptVersion st
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e
+	out, err := queryAll(ctx, s.db.db, scanEvent, `SELECT `+eventColumns+` FROM events e
 		WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.event_id = e.id
 			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2)
 		ORDER BY e.occurred_at, e.id LIMIT $3`, model, promptVersion, limit)
 	if err != nil {
 		return nil, fmt.Errorf("unsummarized events: %w", err)
 	}
-	defer rows.Close()
-	var out []tidemark.Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Evidence implements publish.Store.
@@ -256,23 +238,15 @@ func (s *PublishStore) Unpublished(ctx context.Context, limit int) ([]string, er
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT p.summary_id FROM pages p JOIN events e ON e.id = p.event_id
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (id string, err error) { return id, sc.Scan(&id) },
+		`SELECT p.summary_id FROM pages p JOIN events e ON e.id = p.event_id
 		WHERE p.summary_id IS NOT NULL AND p.evidence_hash = e.evidence_hash
 		  AND (p.published_summary_id IS NULL OR p.published_summary_id <> p.summary_id)
 		ORDER BY p.id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("unpublished summaries: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Prepare implements publish.Store.
@@ -439,25 +413,20 @@ func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error
 
 // Sources implements publish.Store.
 func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.location, COUNT(p.id),
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.SourceEntry, error) {
+		var e publish.SourceEntry
+		var newest, gens int64
+		err := sc.Scan(&e.ID, &e.Name, &e.Kind, &e.Location, &e.Pages, &newest, &gens)
+		e.Stamp = fmt.Sprintf("%d:%d:%d", e.Pages, newest, gens)
+		return e, err
+	}, `SELECT s.id, s.name, s.kind, s.location, COUNT(p.id),
 		MAX(p.published_at), SUM(p.published_generation)
 		FROM sources s JOIN pages p ON p.source_id = s.id AND p.published_summary_id IS NOT NULL
 		GROUP BY s.id, s.name, s.kind, s.location ORDER BY s.name`)
 	if err != nil {
 		return nil, fmt.Errorf("sources with pages: %w", err)
 	}
-	defer rows.Close()
-	var out []publish.SourceEntry
-	for rows.Next() {
-		var e publish.SourceEntry
-		var newest, gens int64
-		if err := rows.Scan(&e.ID, &e.Name, &e.Kind, &e.Location, &e.Pages, &newest, &gens); err != nil {
-			return nil, err
-		}
-		e.Stamp = fmt.Sprintf("%d:%d:%d", e.Pages, newest, gens)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurred_at
@@ -465,22 +434,17 @@ const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurre
 	WHERE p.published_summary_id IS NOT NULL`
 
 func (s *PublishStore) pageEntries(ctx context.Context, q string, args ...any) ([]publish.PageEntry, error) {
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.PageEntry, error) {
+		var e publish.PageEntry
+		var at int64
+		err := sc.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at)
+		e.OccurredAt = fromMS(at)
+		return e, err
+	}, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("page listing: %w", err)
 	}
-	defer rows.Close()
-	var out []publish.PageEntry
-	for rows.Next() {
-		var e publish.PageEntry
-		var at int64
-		if err := rows.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at); err != nil {
-			return nil, err
-		}
-		e.OccurredAt = fromMS(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PagesOf implements publish.Store.
@@ -502,23 +466,18 @@ func (s *PublishStore) PublishedCount(ctx context.Context) (int, error) {
 
 // WikiObjects implements publish.Store.
 func (s *PublishStore) WikiObjects(ctx context.Context) ([]publish.WikiObject, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash, stamp
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.WikiObject, error) {
+		var o publish.WikiObject
+		var src sql.NullString
+		err := sc.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash, &o.Stamp)
+		o.SourceID = src.String
+		return o, err
+	}, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash, stamp
 		FROM wiki_objects ORDER BY key`)
 	if err != nil {
 		return nil, fmt.Errorf("wiki objects: %w", err)
 	}
-	defer rows.Close()
-	var out []publish.WikiObject
-	for rows.Next() {
-		var o publish.WikiObject
-		var src sql.NullString
-		if err := rows.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash, &o.Stamp); err != nil {
-			return nil, err
-		}
-		o.SourceID = src.String
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // AllocateObject implements publish.Store.
