@@ -112,22 +112,19 @@ func (s *OutboxStore) Lane(ctx context.Context, name string) (outbox.Lane, error
 }
 
 func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
-	l.Counts = map[outbox.State]int{}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM outbox_intents WHERE lane = $1 GROUP BY state`, l.Name)
+	type stateCount struct {
+		state string
+		n     int
+	}
+	counts, err := queryAll(ctx, s.db.db, func(sc scanner) (c stateCount, err error) {
+		return c, sc.Scan(&c.state, &c.n)
+	}, `SELECT state, COUNT(*) FROM outbox_intents WHERE lane = $1 GROUP BY state`, l.Name)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return err
-		}
-		l.Counts[outbox.State(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return err
+	l.Counts = make(map[outbox.State]int, len(counts))
+	for _, c := range counts {
+		l.Counts[outbox.State(c.state)] = c.n
 	}
 	err = s.db.db.QueryRowContext(ctx, `SELECT intent_id FROM outbox_attempts WHERE lane = $1 AND finished_at IS NULL`, l.Name).Scan(&l.InFlight)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -138,21 +135,8 @@ func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
 
 // Lanes returns every lane, by name.
 func (s *OutboxStore) Lanes(ctx context.Context) ([]outbox.Lane, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT `+laneColumns+` FROM outbox_lanes ORDER BY name`)
+	out, err := queryAll(ctx, s.db.db, scanLane, `SELECT `+laneColumns+` FROM outbox_lanes ORDER BY name`)
 	if err != nil {
-		return nil, err
-	}
-	var out []outbox.Lane
-	for rows.Next() {
-		l, err := scanLane(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for i := range out {
@@ -202,23 +186,13 @@ func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, p
 
 // Channels returns every channel.
 func (s *OutboxStore) Channels(ctx context.Context) ([]Channel, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at
-		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Channel
-	for rows.Next() {
-		var c Channel
+	return queryAll(ctx, s.db.db, func(sc scanner) (c Channel, err error) {
 		var at int64
-		if err := rows.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at); err != nil {
-			return nil, err
-		}
+		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at)
 		c.CreatedAt = fromMS(at)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	}, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at
+		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
 }
 
 // Draft implements outbox.Store.
@@ -242,23 +216,13 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // body again drafts nothing new.
 func (s *OutboxStore) PublishHook() tidemark.PublishHook {
 	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
-		rows, err := tx.QueryContext(ctx, `SELECT lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
+		body := outbox.PublicationBody(p)
+		drafts, err := queryAll(ctx, tx, func(sc scanner) (outbox.Draft, error) {
+			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID}
+			return d, sc.Scan(&d.Lane, &d.Target, &d.Parent)
+		}, `SELECT lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
 		if err != nil {
 			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
-		}
-		var drafts []outbox.Draft
-		body := outbox.PublicationBody(p)
-		for rows.Next() {
-			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID}
-			if err := rows.Scan(&d.Lane, &d.Target, &d.Parent); err != nil {
-				rows.Close()
-				return err
-			}
-			drafts = append(drafts, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		for _, d := range drafts {
 			if _, err := s.draft(ctx, tx, d, true); err != nil {
@@ -372,24 +336,7 @@ func (s *OutboxStore) ListIntents(ctx context.Context, f IntentFilter) ([]outbox
 		f.Limit = 1000
 	}
 	q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	return s.queryIntents(ctx, q, f.Lane, string(f.State))
-}
-
-func (s *OutboxStore) queryIntents(ctx context.Context, q string, args ...any) ([]outbox.Intent, error) {
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []outbox.Intent
-	for rows.Next() {
-		in, err := scanIntent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db.db, scanIntent, q, f.Lane, string(f.State))
 }
 
 // Acquire implements outbox.Store.
@@ -682,27 +629,17 @@ func (s *OutboxStore) scheduleRecheck(ctx context.Context, tx *sql.Tx, lane stri
 
 // Intents implements outbox.Store.
 func (s *OutboxStore) Intents(ctx context.Context, l outbox.Lease) ([]outbox.Intent, error) {
-	return s.queryIntents(ctx, `SELECT `+intentColumns+` FROM outbox_intents WHERE lane = $1 AND state <> 'retired' ORDER BY rank`, l.Lane)
+	return queryAll(ctx, s.db.db, scanIntent, `SELECT `+intentColumns+` FROM outbox_intents WHERE lane = $1 AND state <> 'retired' ORDER BY rank`, l.Lane)
 }
 
 // Checks implements outbox.Store.
 func (s *OutboxStore) Checks(ctx context.Context, intentID string) ([]outbox.Check, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT checked_at, verdict, evidence FROM outbox_checks WHERE intent_id = $1 ORDER BY checked_at, id`, intentID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []outbox.Check
-	for rows.Next() {
-		var c outbox.Check
+	return queryAll(ctx, s.db.db, func(sc scanner) (c outbox.Check, err error) {
 		var at int64
-		if err := rows.Scan(&at, &c.Verdict, &c.Evidence); err != nil {
-			return nil, err
-		}
+		err = sc.Scan(&at, &c.Verdict, &c.Evidence)
 		c.At = fromMS(at)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	}, `SELECT checked_at, verdict, evidence FROM outbox_checks WHERE intent_id = $1 ORDER BY checked_at, id`, intentID)
 }
 
 // Apply implements outbox.Store: a reconciliation, in one transaction
@@ -876,23 +813,13 @@ type Action struct {
 
 // Actions returns an intent's audit trail, oldest first.
 func (s *OutboxStore) Actions(ctx context.Context, intentID string) ([]Action, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT intent_id, action, actor, reason, from_state, to_state, at FROM outbox_actions
-		WHERE intent_id = $1 ORDER BY at, id`, intentID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Action
-	for rows.Next() {
-		var a Action
+	return queryAll(ctx, s.db.db, func(sc scanner) (a Action, err error) {
 		var at int64
-		if err := rows.Scan(&a.IntentID, &a.Action, &a.Actor, &a.Reason, &a.From, &a.To, &at); err != nil {
-			return nil, err
-		}
+		err = sc.Scan(&a.IntentID, &a.Action, &a.Actor, &a.Reason, &a.From, &a.To, &at)
 		a.At = fromMS(at)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, err
+	}, `SELECT intent_id, action, actor, reason, from_state, to_state, at FROM outbox_actions
+		WHERE intent_id = $1 ORDER BY at, id`, intentID)
 }
 
 // GapReport is what the pacing gate achieved on a lane.
@@ -912,49 +839,38 @@ type GapReport struct {
 
 // Gaps reports each lane's achieved gaps (lane "": every lane).
 func (s *OutboxStore) Gaps(ctx context.Context, lane string) ([]GapReport, error) {
-	lanes, err := s.Lanes(ctx)
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (r GapReport, err error) {
+		return r, sc.Scan(&r.Lane, &r.ThresholdMS)
+	}, `SELECT name, min_gap_ms FROM outbox_lanes WHERE $1 = '' OR name = $1 ORDER BY name`, lane)
 	if err != nil {
 		return nil, err
 	}
-	var out []GapReport
-	for _, l := range lanes {
-		if lane != "" && l.Name != lane {
-			continue
-		}
-		r := GapReport{Lane: l.Name, ThresholdMS: l.MinGap.Milliseconds()}
-		rows, err := s.db.db.QueryContext(ctx, `SELECT gap_ms, min_gap_ms FROM outbox_gaps WHERE lane = $1 ORDER BY gap_ms`, l.Name)
+	if lane != "" && len(out) == 0 {
+		return nil, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
+	}
+	type gap struct{ ms, threshold int64 }
+	for i := range out {
+		r := &out[i]
+		gaps, err := queryAll(ctx, s.db.db, func(sc scanner) (g gap, err error) {
+			return g, sc.Scan(&g.ms, &g.threshold)
+		}, `SELECT gap_ms, min_gap_ms FROM outbox_gaps WHERE lane = $1 ORDER BY gap_ms`, r.Lane)
 		if err != nil {
 			return nil, err
 		}
-		var gaps []int64
-		for rows.Next() {
-			var g, th int64
-			if err := rows.Scan(&g, &th); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			gaps = append(gaps, g)
-			if g < th {
+		for _, g := range gaps {
+			if g.ms < g.threshold {
 				r.BelowThreshold++
 			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
 		r.Count = len(gaps)
-		if len(gaps) > 0 {
-			r.MinMS = gaps[0]
-			r.MedianMS = gaps[len(gaps)/2]
-			if len(gaps)%2 == 0 {
-				r.MedianMS = (gaps[len(gaps)/2-1] + gaps[len(gaps)/2]) / 2
+		if n := len(gaps); n > 0 {
+			r.MinMS = gaps[0].ms
+			r.MedianMS = gaps[n/2].ms
+			if n%2 == 0 {
+				r.MedianMS = (gaps[n/2-1].ms + gaps[n/2].ms) / 2
 			}
 		}
 		r.OK = r.BelowThreshold == 0
-		out = append(out, r)
-	}
-	if lane != "" && len(out) == 0 {
-		return nil, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
 	}
 	return out, nil
 }
