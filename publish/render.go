@@ -27,18 +27,7 @@ var (
 		"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 		"shortHash": func(s string) string { return short(s, 12) },
 	}
-	pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="tidemark">{{if .Generation}}
-<meta name="tidemark-generation" content="{{.Generation}}">{{end}}
-<title>{{.Title}} · {{.Source.Name}}</title>
-<style>` + style + `</style>
-</head>
-<body>
-<nav><a href="../index.html">tidemark</a> › <a href="../sources/{{.Source.ID}}.html">{{.Source.Name}}</a></nav>
+	pageTmpl = wikiTemplate("page", `{{.Title}} · {{.Source.Name}}`, `<nav><a href="../index.html">tidemark</a> › <a href="../sources/{{.Source.ID}}.html">{{.Source.Name}}</a></nav>
 <main>
 <h1>{{.Title}}</h1>
 <p class="meta">{{date .Event.OccurredAt}} UTC · <code>{{shortHash .Event.ItemKey}}</code>{{if .Event.URL}} · <a href="{{.Event.URL}}" rel="nofollow noopener">upstream</a>{{end}}</p>
@@ -48,21 +37,8 @@ var (
 {{if .Notes}}<aside><p>{{.Notes}}</p></aside>
 {{end}}</main>
 <footer>Summary {{.Summary.ID}} by {{.Summary.Model}} (prompt {{.Summary.PromptVersion}}) of evidence sha256:{{.Summary.EvidenceHash}}, revision {{.Event.Revision}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
-</body>
-</html>
-`))
-	cardTmpl = template.Must(template.New("card").Funcs(funcs).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="tidemark">{{if .Generation}}
-<meta name="tidemark-generation" content="{{.Generation}}">{{end}}
-<title>{{.Source.Name}} · tidemark</title>
-<style>` + style + `</style>
-</head>
-<body>
-<nav><a href="../index.html">tidemark</a> › {{.Source.Name}}</nav>
+`)
+	cardTmpl = wikiTemplate("card", `{{.Source.Name}} · tidemark`, `<nav><a href="../index.html">tidemark</a> › {{.Source.Name}}</nav>
 <main>
 <h1>{{.Source.Name}}</h1>
 <p class="meta">{{.Source.Kind}} source · <code>{{.Source.Location}}</code></p>
@@ -72,21 +48,8 @@ var (
 <p class="meta">Showing the newest {{len .Pages}} changes.</p>{{end}}
 {{else}}<p>No published changes yet.</p>
 {{end}}</main>
-</body>
-</html>
-`))
-	indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="tidemark">{{if .Generation}}
-<meta name="tidemark-generation" content="{{.Generation}}">{{end}}
-<title>tidemark</title>
-<style>` + style + `</style>
-</head>
-<body>
-<main>
+`)
+	indexTmpl = wikiTemplate("index", `tidemark`, `<main>
 <h1>tidemark</h1>
 <h2>Sources</h2>
 {{if .Sources}}<table>
@@ -98,10 +61,27 @@ var (
 {{range .Recent}}<tr><td class="when">{{date .OccurredAt}}</td><td><a href="changes/{{.PageID}}.html">{{.Title}}</a></td><td>{{index $.SourceNames .SourceID}}</td></tr>
 {{end}}</table>
 </main>
-</body>
+`)
+)
+
+// wikiTemplate wraps a body in the document every wiki object shares: the
+// head (with the publication generation, when there is one) and the style.
+func wikiTemplate(name, title, body string) *template.Template {
+	return template.Must(template.New(name).Funcs(funcs).Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="tidemark">{{if .Generation}}
+<meta name="tidemark-generation" content="{{.Generation}}">{{end}}
+<title>` + title + `</title>
+<style>` + style + `</style>
+</head>
+<body>
+` + body + `</body>
 </html>
 `))
-)
+}
 
 func short(s string, n int) string {
 	if len(s) <= n {
