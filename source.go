@@ -35,8 +35,7 @@ type Source struct {
 	Location       string            `json:"location"`
 	Config         map[string]string `json:"config,omitempty"`
 	State          SourceState       `json:"state"`
-	Interval       time.Duration     `json:"-"`
-	IntervalText   string            `json:"interval"`
+	Interval       Duration          `json:"interval"`
 	RetryBudget    int               `json:"retry_budget"`
 	Cursor         string            `json:"cursor"`
 	CursorVersion  int64             `json:"cursor_version"`

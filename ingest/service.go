@@ -71,10 +71,6 @@ type Service struct {
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
-	// OnSettled, if set, is told about every settled run with events, after
-	// its commit (for downstream pipelines). Its error is logged; the run is
-	// already settled.
-	OnSettled func(ctx context.Context, src tidemark.Source, rep SettleReport) error
 }
 
 // Report is what one run did, for people and for --json.
@@ -169,6 +165,11 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 		if ctx.Err() != nil {
 			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
 		}
+		if errors.Is(fetchCtx.Err(), context.DeadlineExceeded) {
+			// Whatever the fetcher made of it, the upstream did not answer in time.
+			reason := fmt.Sprintf("fetch timed out after %s: %v", s.FetchTimeout, ferr)
+			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeUnreachable, reason, 0, false)
+		}
 		outcome, reason, retryAfter := tidemark.Classify(ferr)
 		return s.fail(finishCtx, c, src, rep, outcome, reason, retryAfter, false)
 	}
@@ -177,7 +178,7 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeInvalid, reason, 0, false)
 	}
 	now := s.Clock.Now()
-	next := src.Interval
+	next := src.Interval.Std()
 	if nb := min(res.NotBefore, maxRetryAfter); nb > next {
 		next = nb // the upstream asked us to come back later (Cache-Control)
 	}
@@ -191,7 +192,7 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 		// The settlement rolled back; record the failure if the claim is
 		// still ours (if the commit's outcome is unknown, Fail is stale).
 		rep2, ferr := s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "settle: "+err.Error(), 0, false)
-		if ferr != nil && !errors.Is(ferr, errRunFailed) {
+		if ferr != nil && !IsRunFailed(ferr) {
 			return rep2, errors.Join(err, ferr)
 		}
 		return rep2, fmt.Errorf("settle run %s: %w", c.RunID, err)
@@ -201,17 +202,8 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	rep.CursorAfter = res.Cursor
 	s.logger().Info("run settled", "source", src.Name, "run", c.RunID, "outcome", rep.Outcome,
 		"new", rep.EventsNew, "changed", rep.EventsChanged)
-	if s.OnSettled != nil && len(settled.EventIDs) > 0 {
-		if err := s.OnSettled(finishCtx, src, settled); err != nil {
-			s.logger().Error("after settle", "source", src.Name, "run", c.RunID, "err", err)
-		}
-	}
 	return rep, nil
 }
-
-// errRunFailed marks the error RunClaim returns for a run it recorded as
-// failed: the run ended honestly, the source did not deliver.
-var errRunFailed = errors.New("run failed")
 
 // RunFailedError is returned by RunClaim when the run was recorded as
 // failed with a non-advancing outcome.
@@ -220,12 +212,14 @@ type RunFailedError struct {
 	Reason  string
 }
 
-func (e *RunFailedError) Error() string        { return fmt.Sprintf("%s: %s", e.Outcome, e.Reason) }
-func (e *RunFailedError) Is(target error) bool { return target == errRunFailed }
+func (e *RunFailedError) Error() string { return fmt.Sprintf("%s: %s", e.Outcome, e.Reason) }
 
 // IsRunFailed reports whether err says a run was recorded as failed (as
 // opposed to tidemark failing to record anything).
-func IsRunFailed(err error) bool { return errors.Is(err, errRunFailed) }
+func IsRunFailed(err error) bool {
+	var rf *RunFailedError
+	return errors.As(err, &rf)
+}
 
 func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report,
 	o tidemark.Outcome, reason string, retryAfter time.Duration, noCharge bool) (Report, error) {

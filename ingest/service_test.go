@@ -189,3 +189,21 @@ func TestBackoffDelay(t *testing.T) {
 		t.Fatalf("Retry-After not bounded: %s", got)
 	}
 }
+
+func TestFetchTimeoutIsUnreachable(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+			<-ctx.Done() // an upstream that never answers
+			return tidemark.FetchResult{}, ctx.Err()
+		})
+		fx.svc.FetchTimeout = time.Millisecond
+		rep, err := fx.svc.RunSource(context.Background(), "s")
+		if !ingest.IsRunFailed(err) || rep.Outcome != tidemark.OutcomeUnreachable {
+			t.Fatalf("a fetch past its timeout: outcome %s, err %v; want unreachable", rep.Outcome, err)
+		}
+		s, _ := fx.svc.Store.Source(context.Background(), "s")
+		if s.CursorVersion != 0 || s.WindowAttempts != 1 {
+			t.Fatalf("after a timeout: version %d, attempts %d", s.CursorVersion, s.WindowAttempts)
+		}
+	})
+}

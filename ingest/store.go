@@ -123,3 +123,29 @@ type EventFilter struct {
 	SourceID string
 	Limit    int
 }
+
+// Detail is a source with its recent runs and operator actions: what
+// `source show` and the API's source page present.
+type Detail struct {
+	tidemark.Source
+	Runs    []tidemark.Run `json:"runs"`
+	Actions []Action       `json:"actions"`
+}
+
+// SourceDetail reads a source with up to limit of its newest runs and
+// operator actions.
+func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail, error) {
+	src, err := st.Source(ctx, ref)
+	if err != nil {
+		return Detail{}, err
+	}
+	runs, err := st.Runs(ctx, RunFilter{SourceID: src.ID, Limit: limit})
+	if err != nil {
+		return Detail{}, err
+	}
+	actions, err := st.Actions(ctx, src.ID, limit)
+	if err != nil {
+		return Detail{}, err
+	}
+	return Detail{Source: src, Runs: runs, Actions: actions}, nil
+}

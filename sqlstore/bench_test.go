@@ -94,7 +94,7 @@ func plainInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []
 		return err
 	}
 	defer rev.Close()
-	now := sqlstore.Ms(env.Clock.Now())
+	now := env.Clock.Now().UnixMilli()
 	for _, it := range items {
 		id := env.IDs.New()
 		hash := it.EvidenceHash()

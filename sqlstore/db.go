@@ -181,11 +181,6 @@ func fromNullMS(v sql.NullInt64) *time.Time {
 	return &t
 }
 
-// Ms and FromMS are the stored time form, for packages composing their own
-// statements.
-func Ms(t time.Time) int64     { return ms(t) }
-func FromMS(v int64) time.Time { return fromMS(v) }
-
 // expectOne checks that a conditional write matched exactly one row. A
 // condition that matched nothing is the caller's named error; more than one
 // is a broken invariant.
@@ -207,21 +202,16 @@ func expectOne(res sql.Result, err error, none error) error {
 	}
 }
 
-// Execer runs statements: a *sql.DB or a *sql.Tx.
-type Execer interface {
+// execer runs statements: a *sql.DB or a *sql.Tx.
+type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // exec1 runs a conditional write that must match exactly one row; none is
 // returned when it matched nothing.
-func exec1(ctx context.Context, q Execer, none error, query string, args ...any) error {
+func exec1(ctx context.Context, q execer, none error, query string, args ...any) error {
 	res, err := q.ExecContext(ctx, query, args...)
 	return expectOne(res, err, none)
-}
-
-// Exec1 is exec1 for other packages' statements.
-func Exec1(ctx context.Context, q Execer, none error, query string, args ...any) error {
-	return exec1(ctx, q, none, query, args...)
 }
 
 // rowsQueryer runs queries: a *sql.DB or a *sql.Tx.
@@ -229,14 +219,15 @@ type rowsQueryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// queryAll runs query and scans every row with scan.
+// queryAll runs query and scans every row with scan. No rows is an empty,
+// non-nil slice, so a listing encodes as [] rather than null.
 func queryAll[T any](ctx context.Context, q rowsQueryer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []T
+	out := []T{}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

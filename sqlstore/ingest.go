@@ -74,8 +74,7 @@ func scanSource(s scanner) (sourceRow, error) {
 	}
 	r.State = tidemark.SourceState(state)
 	r.Window = tidemark.WindowState(win)
-	r.Interval = time.Duration(intervalMS) * time.Millisecond
-	r.IntervalText = r.Interval.String()
+	r.Interval = tidemark.Duration(time.Duration(intervalMS) * time.Millisecond)
 	r.ClaimHolder = holder.String
 	r.ClaimRunID = runID.String
 	r.LeaseExpiresAt = fromNullMS(lease)
@@ -863,25 +862,16 @@ func (s *IngestStore) Actions(ctx context.Context, ref string, limit int) ([]ing
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT id, source_id, action, actor, cursor_before, cursor_after,
-		cursor_version_before, cursor_version_after, note, at FROM source_actions
-		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, src.ID, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ingest.Action
-	for rows.Next() {
+	return queryAll(ctx, s.db.db, func(sc scanner) (ingest.Action, error) {
 		var a ingest.Action
 		var at int64
-		if err := rows.Scan(&a.ID, &a.SourceID, &a.Action, &a.Actor, &a.CursorBefore, &a.CursorAfter,
-			&a.CursorVersionBefore, &a.CursorVersionAfter, &a.Note, &at); err != nil {
-			return nil, err
-		}
+		err := sc.Scan(&a.ID, &a.SourceID, &a.Action, &a.Actor, &a.CursorBefore, &a.CursorAfter,
+			&a.CursorVersionBefore, &a.CursorVersionAfter, &a.Note, &at)
 		a.At = fromMS(at)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, err
+	}, `SELECT id, source_id, action, actor, cursor_before, cursor_after,
+		cursor_version_before, cursor_version_after, note, at FROM source_actions
+		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, src.ID, limit)
 }
 
 const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,

@@ -130,42 +130,11 @@ func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if srcs == nil {
-		srcs = []tidemark.Source{}
-	}
 	writeJSON(w, http.StatusOK, srcs)
 }
 
-type sourceDetail struct {
-	tidemark.Source
-	Runs    []tidemark.Run  `json:"runs"`
-	Actions []ingest.Action `json:"actions"`
-}
-
-func (s *Server) detail(r *http.Request, name string) (sourceDetail, error) {
-	src, err := s.Ingest.Source(r.Context(), name)
-	if err != nil {
-		return sourceDetail{}, err
-	}
-	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: src.ID, Limit: 50})
-	if err != nil {
-		return sourceDetail{}, err
-	}
-	actions, err := s.Ingest.Actions(r.Context(), src.ID, 50)
-	if err != nil {
-		return sourceDetail{}, err
-	}
-	if runs == nil {
-		runs = []tidemark.Run{}
-	}
-	if actions == nil {
-		actions = []ingest.Action{}
-	}
-	return sourceDetail{src, runs, actions}, nil
-}
-
 func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
-	d, err := s.detail(r, r.PathValue("name"))
+	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -189,9 +158,6 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if runs == nil {
-		runs = []tidemark.Run{}
-	}
 	writeJSON(w, http.StatusOK, runs)
 }
 
@@ -205,9 +171,6 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	if evs == nil {
-		evs = []tidemark.Event{}
 	}
 	writeJSON(w, http.StatusOK, evs)
 }
@@ -274,7 +237,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
-	d, err := s.detail(r, r.PathValue("name"))
+	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
 	if err != nil {
 		if errors.Is(err, tidemark.ErrNotFound) {
 			http.NotFound(w, r)

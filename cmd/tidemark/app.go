@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -115,6 +116,10 @@ func (a *app) ingestService(ctx context.Context) (*ingest.Service, error) {
 		Clock:    a.clk(),
 		Rand:     ids.NewRand(uint64(os.Getpid())),
 		Holder:   a.holderID(),
-		Logger:   a.log,
+		// Every fetch ends: a hung upstream (a git remote that never
+		// answers) is unreachable after this, not a run held forever by
+		// its heartbeats.
+		FetchTimeout: 10 * time.Minute,
+		Logger:       a.log,
 	}, nil
 }

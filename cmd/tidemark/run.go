@@ -84,9 +84,6 @@ already tracked).`,
 			}
 			reports, err := sc.RunOnce(ctx)
 			if asJSON {
-				if reports == nil {
-					reports = []ingest.Report{}
-				}
 				if jerr := writeJSON(a.stdout, reports); jerr != nil {
 					return jerr
 				}

@@ -38,9 +38,6 @@ func newRunsCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if runs == nil {
-					runs = []tidemark.Run{}
-				}
 				return writeJSON(a.stdout, runs)
 			}
 			printRuns(a.stdout, runs, true)
@@ -93,9 +90,6 @@ func newEventsCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if evs == nil {
-					evs = []tidemark.Event{}
-				}
 				return writeJSON(a.stdout, evs)
 			}
 			printEvents(a.stdout, evs)

@@ -108,7 +108,7 @@ func newSourceAddCmd(a *app) *cobra.Command {
 			if asJSON {
 				return writeJSON(a.stdout, src)
 			}
-			fmt.Fprintf(a.stdout, "added %s source %q (%s), every %s\n", src.Kind, src.Name, src.Location, src.Interval)
+			fmt.Fprintf(a.stdout, "added %s source %q (%s), every %s\n", src.Kind, src.Name, src.Location, src.Interval.Std())
 			return nil
 		},
 	}
@@ -172,9 +172,6 @@ func newSourceListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if srcs == nil {
-					srcs = []tidemark.Source{}
-				}
 				return writeJSON(a.stdout, srcs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -206,32 +203,14 @@ func newSourceShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := db.Ingest()
-			src, err := st.Source(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			runs, err := st.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Limit: 10})
-			if err != nil {
-				return err
-			}
-			actions, err := st.Actions(ctx, src.ID, 10)
+			d, err := ingest.SourceDetail(ctx, db.Ingest(), args[0], 10)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if runs == nil {
-					runs = []tidemark.Run{}
-				}
-				if actions == nil {
-					actions = []ingest.Action{}
-				}
-				return writeJSON(a.stdout, struct {
-					tidemark.Source
-					Runs    []tidemark.Run  `json:"runs"`
-					Actions []ingest.Action `json:"actions"`
-				}{src, runs, actions})
+				return writeJSON(a.stdout, d)
 			}
+			src, runs, actions := d.Source, d.Runs, d.Actions
 			w := a.stdout
 			fmt.Fprintf(w, "name:          %s\nkind:          %s\nlocation:      %s\n", src.Name, src.Kind, src.Location)
 			for k, v := range src.Config {
