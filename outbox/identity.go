@@ -22,10 +22,7 @@ func (id Identity) Key() string {
 }
 
 // BodySHA256 returns the lowercase hex SHA-256 of body.
-func BodySHA256(body []byte) string {
-	h := sha256.Sum256(body)
-	return hex.EncodeToString(h[:])
-}
+func BodySHA256(body []byte) string { return tidemark.HashEvidence(body) }
 
 // NewIdentity returns the identity of a write of body to target under parent.
 func NewIdentity(target, parent string, body []byte) Identity {

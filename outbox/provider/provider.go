@@ -6,14 +6,14 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 // Write is one outbound write.
@@ -127,10 +127,7 @@ func (e *UnknownError) Error() string { return "provider: outcome unknown: " + e
 func (e *UnknownError) Unwrap() error { return e.Err }
 
 // BodySHA256 returns the lowercase hex SHA-256 of body.
-func BodySHA256(body []byte) string {
-	h := sha256.Sum256(body)
-	return hex.EncodeToString(h[:])
-}
+func BodySHA256(body []byte) string { return tidemark.HashEvidence(body) }
 
 // MetaOf reads the age headers of a response.
 func MetaOf(requestTime time.Time, resp *http.Response) Meta {
@@ -154,13 +151,30 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 			return &RetryAfterError{Status: s, After: time.Minute}
 		}
 		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
-	case s == http.StatusForbidden || s == http.StatusNotFound || s == http.StatusGone:
+	case closedStatus(s):
 		return fmt.Errorf("%w: status %d: %s", ErrUnexecutable, s, snippet)
 	case s >= 400 && s < 500:
 		return &RejectedError{Status: s, Body: snippet}
 	default:
 		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
 	}
+}
+
+// closedStatus reports whether a status says the target is gone or closed
+// to us: 403, 404, 410.
+func closedStatus(s int) bool {
+	return s == http.StatusForbidden || s == http.StatusNotFound || s == http.StatusGone
+}
+
+// Closed reports whether err is a read's answer saying the target is gone
+// or closed to us (403, 404, 410), and the status: a target that cannot
+// accept a write.
+func Closed(err error) (status int, ok bool) {
+	var se *StatusError
+	if errors.As(err, &se) && closedStatus(se.Status) {
+		return se.Status, true
+	}
+	return 0, false
 }
 
 // RetryAfter parses a Retry-After header: delay-seconds or an HTTP date.
@@ -201,18 +215,16 @@ func (s Settings) Get(key, def string) string {
 }
 
 // Token reads the secret named by the setting key (an environment variable
-// name, default def); secrets never live in the database.
+// name, default def); secrets never live in the database. An empty variable
+// is an invalid setting.
 func (s Settings) Token(key, def string, getenv func(string) string) (string, error) {
 	name := s.Get(key, def)
 	v := getenv(name)
 	if v == "" {
-		return "", fmt.Errorf("environment variable %s (setting %s) is empty: %w", name, key, ErrNoSecret)
+		return "", tidemark.Invalidf("setting "+key, name, "the environment variable holding the lane's secret is empty")
 	}
 	return v, nil
 }
-
-// ErrNoSecret: the environment variable holding a lane's secret is empty.
-var ErrNoSecret = errors.New("provider: secret not set")
 
 // NextLink returns the rel="next" URL of an RFC 8288 Link header.
 func NextLink(h http.Header) string {

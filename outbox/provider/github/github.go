@@ -45,7 +45,7 @@ func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
 	tok, err := st.Token("token_env", "GITHUB_TOKEN", os.Getenv)
 	if err != nil {
-		return Config{}, tidemark.Invalidf("setting token_env", st.Get("token_env", "GITHUB_TOKEN"), "%v", err)
+		return Config{}, err
 	}
 	c := Config{APIURL: st.Get("api_url", "https://api.github.com"), Token: tok, Login: st.Get("login", ""), Since: st.Get("since", "")}
 	for _, r := range strings.Split(st.Get("repos", ""), ",") {
@@ -309,9 +309,8 @@ func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provide
 		Locked bool `json:"locked"`
 	}
 	_, _, err = provider.GetJSON(ctx, p.c.Client, p.c.Clock.Now, req, &issue)
-	var se *provider.StatusError
-	if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusGone || se.Status == http.StatusForbidden) {
-		return provider.Writable{Reason: fmt.Sprintf("issue %s answered %d", target, se.Status)}, nil
+	if status, closed := provider.Closed(err); closed {
+		return provider.Writable{Reason: fmt.Sprintf("issue %s answered %d", target, status)}, nil
 	}
 	if err != nil {
 		return provider.Writable{}, err

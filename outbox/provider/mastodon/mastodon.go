@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -47,7 +46,7 @@ func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
 	tok, err := st.Token("token_env", "MASTODON_TOKEN", os.Getenv)
 	if err != nil {
-		return Config{}, tidemark.Invalidf("setting token_env", st.Get("token_env", "MASTODON_TOKEN"), "%v", err)
+		return Config{}, err
 	}
 	return Config{BaseURL: st.Get("base_url", ""), Token: tok, Visibility: st.Get("visibility", "unlisted"),
 		Target: st.Get("target", "timeline"), AccountID: st.Get("account_id", "")}, nil
@@ -275,9 +274,8 @@ func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provide
 		return provider.Writable{}, err
 	}
 	_, _, err = provider.GetJSON(ctx, p.c.Client, p.c.Clock.Now, req, nil)
-	var se *provider.StatusError
-	if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusGone || se.Status == http.StatusForbidden) {
-		return provider.Writable{Reason: fmt.Sprintf("status %s answered %d", parent, se.Status)}, nil
+	if status, closed := provider.Closed(err); closed {
+		return provider.Writable{Reason: fmt.Sprintf("status %s answered %d", parent, status)}, nil
 	}
 	if err != nil {
 		return provider.Writable{}, err

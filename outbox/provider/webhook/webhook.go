@@ -47,12 +47,11 @@ type Config struct {
 // environment variable holding the secret), list_url, probe_url, count_url,
 // target_url, page_size, timeout.
 func FromSettings(s map[string]string) (Config, error) {
-	c := Config{URL: s["url"], ListURL: s["list_url"], ProbeURL: s["probe_url"], CountURL: s["count_url"], TargetURL: s["target_url"]}
-	env := s["secret_env"]
-	if env == "" {
-		env = "TIDEMARK_WEBHOOK_SECRET"
+	secret, err := provider.Settings(s).Token("secret_env", "TIDEMARK_WEBHOOK_SECRET", os.Getenv)
+	if err != nil {
+		return Config{}, err
 	}
-	c.Secret = []byte(os.Getenv(env))
+	c := Config{URL: s["url"], Secret: []byte(secret), ListURL: s["list_url"], ProbeURL: s["probe_url"], CountURL: s["count_url"], TargetURL: s["target_url"]}
 	if n, err := strconv.Atoi(s["page_size"]); err == nil {
 		c.PageSize = n
 	}
@@ -65,9 +64,6 @@ func FromSettings(s map[string]string) (Config, error) {
 		timeout = d
 	}
 	c.Client = &http.Client{Timeout: timeout}
-	if len(c.Secret) == 0 {
-		return c, tidemark.Invalidf("setting secret_env", env, "the environment variable holding the webhook secret is empty")
-	}
 	return c, nil
 }
 
