@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/detect"
 	"github.com/tidemark/tidemark/fetch/dir"
 	"github.com/tidemark/tidemark/fetch/feed"
@@ -139,7 +140,7 @@ func checkConfig(kind string, cfg map[string]string) error {
 			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, strings.Join(known, ", "))
 		}
 		if strings.HasPrefix(k, "max_") {
-			if _, err := feed.IntConfig(tidemark.Source{Name: "new source", Config: map[string]string{k: v}}, k, 1); err != nil {
+			if _, err := fetch.IntConfig(cfg, k, 1); err != nil {
 				return tidemark.Invalidf("--config", k+"="+v, "want a positive integer")
 			}
 		}

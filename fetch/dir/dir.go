@@ -30,8 +30,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/canon"
-	"github.com/tidemark/tidemark/fetch/feed"
 )
 
 // Config keys understood in a dir source's config.
@@ -79,7 +79,7 @@ func DecodeManifest(s string) (Manifest, error) {
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
-	maxFiles, err := feed.IntConfig(src, ConfigMaxFiles, DefaultMaxFiles)
+	maxFiles, err := fetch.IntConfig(src.Config, ConfigMaxFiles, DefaultMaxFiles)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}

@@ -5,7 +5,7 @@
 // event) while an untouched one hashes the same and is a no-op.
 //
 // The cursor holds the HTTP validators (ETag, Last-Modified) as a small
-// JSON object: they advance only when the run settles, never on a failed
+// JSON object (httpx.Validators): they advance only when the run settles, never on a failed
 // run, and a 304 Not Modified settles empty with them unchanged.
 package feed
 
@@ -17,13 +17,13 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mmcdole/gofeed"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/canon"
 	"github.com/tidemark/tidemark/fetch/httpx"
 )
@@ -32,13 +32,11 @@ import (
 const (
 	// ConfigMaxBytes bounds the body size (default: the client's limit).
 	ConfigMaxBytes = "max_bytes"
-	// ConfigMaxItems bounds the entries of one document (default 20000);
-	// a larger feed is invalid rather than half-read.
+	// ConfigMaxItems bounds the entries of one document (default
+	// fetch.DefaultMaxItems); a larger feed is invalid rather than
+	// half-read.
 	ConfigMaxItems = "max_items"
 )
-
-// DefaultMaxItems is the default bound on entries per document.
-const DefaultMaxItems = 20000
 
 // Accept is the Accept header of feed requests.
 const Accept = "application/rss+xml, application/atom+xml, application/feed+json, application/json;q=0.9, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5"
@@ -48,58 +46,18 @@ type Fetcher struct {
 	Client *httpx.Client
 }
 
-// Cursor is the feed kind's cursor: the validators of the last settled
-// fetch.
-type Cursor struct {
-	ETag         string `json:"etag,omitempty"`
-	LastModified string `json:"last_modified,omitempty"`
-}
-
-// DecodeCursor reads a cursor; an empty or unreadable one is the zero
-// Cursor (a fetch without validators is always safe).
-func DecodeCursor(s string) Cursor {
-	var c Cursor
-	if s != "" {
-		_ = json.Unmarshal([]byte(s), &c)
-	}
-	return c
-}
-
-// Encode returns the cursor's stored form ("" when it holds nothing).
-func (c Cursor) Encode() string {
-	if c == (Cursor{}) {
-		return ""
-	}
-	b, _ := json.Marshal(c)
-	return string(b)
-}
-
-// IntConfig reads a positive integer config value, or def.
-func IntConfig(src tidemark.Source, key string, def int64) (int64, error) {
-	v := strings.TrimSpace(src.Config[key])
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("source %s: config %s=%q: want a positive integer: %w", src.Name, key, v, tidemark.ErrInvalid)
-	}
-	return n, nil
-}
-
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
-	maxBytes, err := IntConfig(src, ConfigMaxBytes, 0)
+	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
-	maxItems, err := IntConfig(src, ConfigMaxItems, DefaultMaxItems)
+	maxItems, err := fetch.IntConfig(src.Config, ConfigMaxItems, fetch.DefaultMaxItems)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
-	cur := DecodeCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
-		URL: src.Location, Accept: Accept, ETag: cur.ETag, LastModified: cur.LastModified, MaxBodyBytes: maxBytes,
+		URL: src.Location, Accept: Accept, Validators: httpx.DecodeValidators(cursor), MaxBodyBytes: maxBytes,
 	})
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -114,8 +72,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable feed", err)
 	}
-	next := Cursor{ETag: resp.ETag, LastModified: resp.LastModified}
-	return tidemark.FetchResult{Items: items, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
+	return tidemark.FetchResult{Items: items, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
 // ErrNotAFeed: the document is none of RSS, Atom or JSON Feed.

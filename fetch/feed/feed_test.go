@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -119,7 +120,7 @@ func TestNotModifiedSettlesEmptyAndKeepsValidators(t *testing.T) {
 		h := mustFeedHarness(t, b, u)
 		h.MustRun(t, tidemark.OutcomeItems)
 		cur := h.Current(t)
-		if c := feed.DecodeCursor(cur.Cursor); c.ETag != `"v1"` || c.LastModified == "" {
+		if c := httpx.DecodeValidators(cur.Cursor); c.ETag != `"v1"` || c.LastModified == "" {
 			t.Fatalf("validators not stored with the cursor: %q", cur.Cursor)
 		}
 		rep := h.MustRun(t, tidemark.OutcomeEmpty)
@@ -165,7 +166,7 @@ func TestFailedRunLeavesCursorThenNextRunIngestsEverything(t *testing.T) {
 		if rep.EventsNew != 3 {
 			t.Fatalf("recovery run: %+v", rep)
 		}
-		if c := feed.DecodeCursor(h.Current(t).Cursor); c.ETag != `"v2"` {
+		if c := httpx.DecodeValidators(h.Current(t).Cursor); c.ETag != `"v2"` {
 			t.Fatalf("cursor after recovery: %+v", c)
 		}
 	})

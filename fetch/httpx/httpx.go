@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,9 +142,6 @@ func New(opt Options) *Client {
 	return c
 }
 
-// Options returns the client's effective options.
-func (c *Client) Options() Options { return c.opt }
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -263,15 +261,42 @@ func (c *Client) transport() *http.Transport {
 	}
 }
 
+// Validators are the HTTP validators of a fetch. A web kind keeps those of
+// its last settled fetch in its cursor (they advance only when a run
+// settles) and sends them back as If-None-Match and If-Modified-Since.
+type Validators struct {
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+}
+
+// DecodeValidators reads validators stored as a cursor; an empty or
+// unreadable one is the zero Validators (a fetch without validators is
+// always safe).
+func DecodeValidators(cursor string) Validators {
+	var v Validators
+	if cursor != "" {
+		_ = json.Unmarshal([]byte(cursor), &v)
+	}
+	return v
+}
+
+// Encode returns the validators' stored form ("" when they hold nothing).
+func (v Validators) Encode() string {
+	if v == (Validators{}) {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // Request is one conditional GET.
 type Request struct {
 	URL string
 	// Accept is the Accept header (default */*).
 	Accept string
-	// ETag and LastModified are the validators of the last successful
-	// fetch, sent as If-None-Match and If-Modified-Since.
-	ETag         string
-	LastModified string
+	// Validators are those of the last successful fetch (zero: an
+	// unconditional GET).
+	Validators
 	// MaxBodyBytes overrides the client's limit when > 0.
 	MaxBodyBytes int64
 	// AllowEmpty accepts a 200 with an empty body (default: invalid).
@@ -288,10 +313,9 @@ type Response struct {
 	// NotModified: the server answered 304; Body is empty and the
 	// caller's validators still hold.
 	NotModified bool
-	// ETag and LastModified are the validators to keep for the next fetch
-	// (the request's own when the answer was 304 without new ones).
-	ETag         string
-	LastModified string
+	// Validators are the ones to keep for the next fetch (the request's
+	// own when the answer was 304 without new ones).
+	Validators
 	// MaxAge is the Cache-Control max-age (or s-maxage), bounded by
 	// MaxHonouredAge; 0 when absent, no-cache or no-store.
 	MaxAge time.Duration
@@ -345,8 +369,8 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	defer resp.Body.Close()
 	out := &Response{
 		Status: resp.StatusCode, URL: resp.Request.URL.String(), Header: resp.Header,
-		ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified"),
-		MaxAge: maxAge(resp.Header),
+		Validators: Validators{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")},
+		MaxAge:     maxAge(resp.Header),
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotModified:

@@ -16,19 +16,14 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
 )
 
 // mustServe starts a test server on 127.0.0.1 and a client allowed to dial
 // exactly that server (and no other private address).
 func mustServe(tb testing.TB, h http.HandlerFunc, opt httpx.Options) (*httptest.Server, *httpx.Client) {
 	tb.Helper()
-	srv := httptest.NewServer(h)
-	tb.Cleanup(srv.Close)
-	opt.AllowAddrs = append(opt.AllowAddrs, srv.Listener.Addr().String())
-	if opt.MinInterval == 0 {
-		opt.MinInterval = -1
-	}
-	return srv, httpx.New(opt)
+	return fetchtest.MustServeWith(tb, h, opt)
 }
 
 func outcomeOf(err error) tidemark.Outcome {
@@ -60,7 +55,7 @@ func TestGetSendsHonestHeadersAndValidators(t *testing.T) {
 	if string(r.Body) != "hello" || r.ETag != `"v1"` || r.MaxAge != 10*time.Minute {
 		t.Fatalf("response: %+v", r)
 	}
-	r2, err := c.Get(ctx, httpx.Request{URL: srv.URL, ETag: r.ETag, LastModified: r.LastModified})
+	r2, err := c.Get(ctx, httpx.Request{URL: srv.URL, Validators: r.Validators})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/canon"
-	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/httpx"
 )
 
@@ -57,11 +57,11 @@ type Fetcher struct {
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
-	maxBytes, err := feed.IntConfig(src, ConfigMaxBytes, 0)
+	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
-	maxItems, err := feed.IntConfig(src, ConfigMaxItems, feed.DefaultMaxItems)
+	maxItems, err := fetch.IntConfig(src.Config, ConfigMaxItems, fetch.DefaultMaxItems)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -69,10 +69,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if err != nil {
 		return tidemark.FetchResult{}, fmt.Errorf("source %s: %w", src.Name, err)
 	}
-	cur := feed.DecodeCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
 		URL: src.Location, Accept: "application/json, application/*+json;q=0.9, */*;q=0.1",
-		ETag: cur.ETag, LastModified: cur.LastModified, MaxBodyBytes: maxBytes,
+		Validators: httpx.DecodeValidators(cursor), MaxBodyBytes: maxBytes,
 	})
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -90,8 +89,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable JSON", err)
 	}
-	next := feed.Cursor{ETag: resp.ETag, LastModified: resp.LastModified}
-	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
+	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
 // Selector turns a JSON document into items.

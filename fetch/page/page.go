@@ -27,8 +27,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/canon"
-	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/httpx"
 )
 
@@ -55,8 +55,7 @@ type Fetcher struct {
 
 // Cursor is the page kind's cursor.
 type Cursor struct {
-	ETag         string `json:"etag,omitempty"`
-	LastModified string `json:"last_modified,omitempty"`
+	httpx.Validators
 	// Hash is the SHA-256 of the last settled text ("" before the first).
 	Hash string `json:"hash,omitempty"`
 	// Matched: the selector matched on the last settled run.
@@ -88,14 +87,14 @@ var ErrNoText = errors.New("page: no readable text")
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
-	maxBytes, err := feed.IntConfig(src, ConfigMaxBytes, 0)
+	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
 	prev := DecodeCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
 		URL: src.Location, Accept: "text/html, application/xhtml+xml, text/plain;q=0.8, */*;q=0.1",
-		ETag: prev.ETag, LastModified: prev.LastModified, MaxBodyBytes: maxBytes,
+		Validators: prev.Validators, MaxBodyBytes: maxBytes,
 	})
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -113,7 +112,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	case err != nil:
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable page", err)
 	}
-	next := Cursor{ETag: resp.ETag, LastModified: resp.LastModified, Hash: tidemark.HashEvidence([]byte(text)), Matched: sel != ""}
+	next := Cursor{Validators: resp.Validators, Hash: tidemark.HashEvidence([]byte(text)), Matched: sel != ""}
 	if len(text) <= MaxCursorText {
 		next.Text = text
 	}

@@ -106,7 +106,18 @@ func (h *Harness) Evidence(tb testing.TB, eventID string, revision int) string {
 // allowed to dial that server and no other private address.
 func MustServe(tb testing.TB, h http.Handler) (*httptest.Server, *httpx.Client) {
 	tb.Helper()
+	return MustServeWith(tb, h, httpx.Options{})
+}
+
+// MustServeWith is MustServe with the client's options; the server's
+// address is added to opt.AllowAddrs, and a zero MinInterval means none.
+func MustServeWith(tb testing.TB, h http.Handler, opt httpx.Options) (*httptest.Server, *httpx.Client) {
+	tb.Helper()
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
-	return srv, httpx.New(httpx.Options{MinInterval: -1, AllowAddrs: []string{srv.Listener.Addr().String()}})
+	opt.AllowAddrs = append(opt.AllowAddrs, srv.Listener.Addr().String())
+	if opt.MinInterval == 0 {
+		opt.MinInterval = -1
+	}
+	return srv, httpx.New(opt)
 }
