@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/summarize"
@@ -32,7 +33,7 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		benchPublish(b, s)
 	})
-	b.Run("s3", func(b *testing.B) { benchPublish(b, mustS3(b)) })
+	b.Run("s3", func(b *testing.B) { benchPublish(b, objstoretest.S3(b, "")) })
 }
 
 func benchPublish(b *testing.B, objs objstore.Store) {

@@ -12,7 +12,7 @@ import (
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
-	"github.com/tidemark/tidemark/objstore/s3"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -35,14 +35,7 @@ func openHelperStore(t testing.TB, spec string) objstore.Store {
 		}
 		return s
 	case "s3":
-		s, err := s3.New(s3.Config{
-			Bucket: os.Getenv("TIDEMARK_TEST_S3_BUCKET"), Prefix: arg, Endpoint: os.Getenv("TIDEMARK_TEST_S3_ENDPOINT"), PathStyle: true,
-			AccessKey: os.Getenv("TIDEMARK_TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("TIDEMARK_TEST_S3_SECRET_KEY"),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return objstoretest.S3(t, arg)
 	}
 	t.Fatalf("store spec %q", spec)
 	return nil
@@ -77,7 +70,7 @@ func TestKilledBetweenObjectWriteAndMarkConvergesAfterOneSweep(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		specs := map[string]string{"dir": "dir:" + t.TempDir()}
 		if os.Getenv("TIDEMARK_TEST_S3_ENDPOINT") != "" {
-			specs["s3"] = "s3:" + strings.TrimPrefix(mustS3(t).Prefix(), "/")
+			specs["s3"] = "s3:" + strings.TrimPrefix(objstoretest.S3(t, "").Prefix(), "/")
 		}
 		for name, spec := range specs {
 			t.Run(name, func(t *testing.T) {

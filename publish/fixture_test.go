@@ -2,11 +2,8 @@ package publish_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +13,7 @@ import (
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/mem"
-	"github.com/tidemark/tidemark/objstore/s3"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -134,27 +131,8 @@ func stores(t *testing.T) map[string]func(t *testing.T) objstore.Store {
 			}
 			return s
 		},
-		"s3": func(t *testing.T) objstore.Store { return mustS3(t) },
+		"s3": func(t *testing.T) objstore.Store { return objstoretest.S3(t, "") },
 	}
-}
-
-func mustS3(t testing.TB) *s3.Store {
-	t.Helper()
-	ep := os.Getenv("TIDEMARK_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("TIDEMARK_TEST_S3_ENDPOINT not set (.ci/s3.sh starts a server)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s, err := s3.New(s3.Config{
-		Bucket: os.Getenv("TIDEMARK_TEST_S3_BUCKET"), Prefix: "t-" + hex.EncodeToString(b[:]),
-		Endpoint: ep, PathStyle: true,
-		AccessKey: os.Getenv("TIDEMARK_TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("TIDEMARK_TEST_S3_SECRET_KEY"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func isAny(err error, targets ...error) bool {

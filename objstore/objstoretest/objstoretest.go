@@ -6,13 +6,41 @@ package objstoretest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/s3"
 )
+
+// S3 returns a store on the S3 server named by TIDEMARK_TEST_S3_* (.ci/s3.sh
+// starts one), under prefix or, when prefix is "", under a fresh one; it
+// skips the test when no server is configured.
+func S3(t testing.TB, prefix string) *s3.Store {
+	t.Helper()
+	ep := os.Getenv("TIDEMARK_TEST_S3_ENDPOINT")
+	if ep == "" {
+		t.Skip("TIDEMARK_TEST_S3_ENDPOINT not set (.ci/s3.sh starts a server)")
+	}
+	if prefix == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		prefix = "t-" + hex.EncodeToString(b[:])
+	}
+	s, err := s3.New(s3.Config{
+		Bucket: os.Getenv("TIDEMARK_TEST_S3_BUCKET"), Prefix: prefix, Endpoint: ep, PathStyle: true,
+		AccessKey: os.Getenv("TIDEMARK_TEST_S3_ACCESS_KEY"), SecretKey: os.Getenv("TIDEMARK_TEST_S3_SECRET_KEY"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // Run runs the suite. newStore returns an empty store (or one whose keys
 // under the test's prefix are empty) for each subtest.
