@@ -90,16 +90,14 @@ type Written struct {
 
 // PageState is a page's bookkeeping, for the sweeper.
 type PageState struct {
-	PageID   string
-	EventID  string
-	SourceID string
+	PageID  string
+	EventID string
 	// SummaryID is the event's pointer ("" when the event has no current
 	// summary); PointerFresh says its evidence hash is the event's current.
-	SummaryID           string
-	PointerFresh        bool
-	PublishedSummaryID  string
-	PublishedGeneration int64
-	PublishedETag       string
+	SummaryID          string
+	PointerFresh       bool
+	PublishedSummaryID string
+	PublishedETag      string
 }
 
 // PageEntry is a published page in a listing.
@@ -122,14 +120,12 @@ type SourceEntry struct {
 
 // WikiObject is a listing object's bookkeeping.
 type WikiObject struct {
-	Key               string
-	Kind              string // "card" or "index"
-	SourceID          string
-	Generation        int64
-	WrittenGeneration int64
-	ETag              string
-	ContentHash       string
-	Stamp             string
+	Key         string
+	Kind        string // "card" or "index"
+	SourceID    string
+	ETag        string
+	ContentHash string
+	Stamp       string
 }
 
 // Store is what the publish pipeline needs from storage. sqlstore
@@ -175,7 +171,6 @@ type Store interface {
 
 	// Listing data for the index and the source cards.
 	Sources(ctx context.Context) ([]SourceEntry, error)
-	Source(ctx context.Context, id string) (SourceInfo, error)
 	PagesOf(ctx context.Context, sourceID string, limit int) ([]PageEntry, error)
 	Recent(ctx context.Context, limit int) ([]PageEntry, error)
 	PublishedCount(ctx context.Context) (int, error)

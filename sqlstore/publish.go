@@ -311,11 +311,6 @@ func (s *PublishStore) source(ctx context.Context, q querier, id string) (publis
 	return si, err
 }
 
-// Source implements publish.Store.
-func (s *PublishStore) Source(ctx context.Context, id string) (publish.SourceInfo, error) {
-	return s.source(ctx, s.db.db, id)
-}
-
 // Mark implements publish.Store.
 func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
 	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
@@ -374,9 +369,9 @@ func (s *PublishStore) CurrentSummary(ctx context.Context, eventID string) (stri
 
 // PageStates implements publish.Store.
 func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.source_id, p.summary_id,
+	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.summary_id,
 		CASE WHEN p.evidence_hash = e.evidence_hash THEN 1 ELSE 0 END,
-		p.published_summary_id, p.published_generation, p.published_etag
+		p.published_summary_id, p.published_etag
 		FROM pages p JOIN events e ON e.id = p.event_id ORDER BY p.id`)
 	if err != nil {
 		return fmt.Errorf("page states: %w", err)
@@ -388,7 +383,7 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 			ptr, published sql.NullString
 			fresh          int
 		)
-		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedGeneration, &ps.PublishedETag); err != nil {
+		if err := rows.Scan(&ps.PageID, &ps.EventID, &ptr, &fresh, &published, &ps.PublishedETag); err != nil {
 			return err
 		}
 		ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
@@ -469,11 +464,10 @@ func (s *PublishStore) WikiObjects(ctx context.Context) ([]publish.WikiObject, e
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.WikiObject, error) {
 		var o publish.WikiObject
 		var src sql.NullString
-		err := sc.Scan(&o.Key, &o.Kind, &src, &o.Generation, &o.WrittenGeneration, &o.ETag, &o.ContentHash, &o.Stamp)
+		err := sc.Scan(&o.Key, &o.Kind, &src, &o.ETag, &o.ContentHash, &o.Stamp)
 		o.SourceID = src.String
 		return o, err
-	}, `SELECT key, kind, source_id, generation, written_generation, etag, content_hash, stamp
-		FROM wiki_objects ORDER BY key`)
+	}, `SELECT key, kind, source_id, etag, content_hash, stamp FROM wiki_objects ORDER BY key`)
 	if err != nil {
 		return nil, fmt.Errorf("wiki objects: %w", err)
 	}
