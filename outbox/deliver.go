@@ -324,9 +324,9 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		evidence = "the provider cannot list own writes"
 	}
 	fp, _ := d.Provider.(provider.Fingerprinter)
-	byID := map[string]Intent{}
-	for _, it := range intents {
-		byID[it.ID] = it
+	at := make(map[string]int, len(intents)) // index in intents and in.Intents
+	for i, it := range intents {
+		at[it.ID] = i
 		pi := PlanIntent{ID: it.ID, Rank: it.Rank, Target: it.Target, Parent: it.Parent, HasParent: true, BodySHA256: it.BodySHA256}
 		if fp != nil {
 			// The listing shows what the provider made of the body.
@@ -334,16 +334,10 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		}
 		switch it.State {
 		case StateLanded:
-			pi.KnownRemoteID = it.RemoteID
-			if pi.KnownRemoteID == "" {
-				pi.KnownRemoteID = "(landed)"
-			}
+			pi.KnownLanded, pi.KnownRemoteID = true, it.RemoteID
 		case StateSending, StateUnresolved:
-			at := it.UpdatedAt
-			if it.LastAttemptAt != nil {
-				at = *it.LastAttemptAt
-			}
-			pi.AttemptStartedAt = &at
+			start := it.attemptStart()
+			pi.AttemptStartedAt = &start
 		case StateUnexecutable:
 			in.Unexecutable = append(in.Unexecutable, it.ID)
 		}
@@ -362,11 +356,8 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 			if i >= maxProbesPerRound {
 				break
 			}
-			it := byID[id]
-			start := it.UpdatedAt
-			if it.LastAttemptAt != nil {
-				start = *it.LastAttemptAt
-			}
+			it := intents[at[id]]
+			start := it.attemptStart()
 			pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
 			if errors.Is(err, provider.ErrUnsupported) {
 				rec.Checks[id] = Check{At: now, Verdict: "unresolved", Evidence: evidence + "; no probe"}
@@ -380,21 +371,13 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew)
 			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Found, f.Reason)
 			rec.Checks[id] = Check{At: now, Verdict: string(res), Evidence: ev}
-			for j := range in.Intents {
-				if in.Intents[j].ID != id {
-					continue
-				}
-				switch res {
-				case Landed:
-					in.Intents[j].KnownRemoteID = pr.RemoteID
-					if in.Intents[j].KnownRemoteID == "" {
-						in.Intents[j].KnownRemoteID = "(probed)"
-					}
-					changed = true
-				case Pending:
-					in.Intents[j].AttemptStartedAt = nil
-					changed = true
-				}
+			switch pi := &in.Intents[at[id]]; res {
+			case Landed:
+				pi.KnownLanded, pi.KnownRemoteID = true, pr.RemoteID
+				changed = true
+			case Pending:
+				pi.AttemptStartedAt = nil
+				changed = true
 			}
 		}
 		if changed {
@@ -409,15 +392,17 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		}
 	}
 	// Unexecutable targets are looked at again, spaced by the policy.
+	kept := map[string][]Check{} // the checks read so far, by intent
 	for i, id := range plan.Unexecutable {
 		if i >= maxRechecksPerRound {
 			break
 		}
-		it := byID[id]
+		it := intents[at[id]]
 		checks, err := d.Store.Checks(ctx, id)
 		if err != nil {
 			return Step{}, err
 		}
+		kept[id] = checks
 		var last *time.Time
 		if len(checks) > 0 {
 			last = &checks[len(checks)-1].At
@@ -441,9 +426,12 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		if c.Verdict != "unresolved" && c.Verdict != "unexecutable" {
 			continue
 		}
-		checks, err := d.Store.Checks(ctx, id)
-		if err != nil {
-			return Step{}, err
+		checks, ok := kept[id]
+		if !ok {
+			var err error
+			if checks, err = d.Store.Checks(ctx, id); err != nil {
+				return Step{}, err
+			}
 		}
 		if due, why := lane.Retirement.Due(append(checks, c)); due {
 			rec.Retire[id] = "policy: " + why

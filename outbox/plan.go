@@ -32,8 +32,10 @@ type PlanIntent struct {
 	// BodySHA256 is empty when the record carried no body.
 	BodySHA256 string
 
-	// Live reconciliation only. KnownRemoteID is set for an intent the
-	// journal already recorded as landed (verified when it was sent).
+	// Live reconciliation only. KnownLanded is set for an intent the journal
+	// already recorded as landed (verified when it was sent) or a fresh
+	// probe found; KnownRemoteID is its remote id, when known.
+	KnownLanded   bool
 	KnownRemoteID string
 	// AttemptStartedAt is the start of an attempt whose result is unknown
 	// (the process died, or the call's answer was lost).
@@ -245,7 +247,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	// began can say nothing about it, neither that it landed nor that it
 	// did not.
 	stale := func(it PlanIntent) bool {
-		return it.KnownRemoteID == "" && it.AttemptStartedAt != nil && in.ListedAt != nil && !in.ListedAt.After(*it.AttemptStartedAt)
+		return !it.KnownLanded && it.AttemptStartedAt != nil && in.ListedAt != nil && !in.ListedAt.After(*it.AttemptStartedAt)
 	}
 	landed := make([]bool, len(intents))
 	for _, w := range in.OwnWrites {
@@ -271,7 +273,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		landed[i] = true
 	}
 	for i, it := range intents {
-		if !landed[i] && it.KnownRemoteID != "" {
+		if !landed[i] && it.KnownLanded {
 			landed[i] = true
 			p.LandedAs[it.ID] = OwnWrite{RemoteID: it.KnownRemoteID, Target: it.Target, Parent: it.Parent, BodySHA256: it.BodySHA256}
 		}

@@ -60,7 +60,7 @@ func TestMakePlanTable(t *testing.T) {
 				OwnWrites: []OwnWrite{own("r1", 1, "t1", "1")}, ListedAt: ptr(t0.Add(11 * time.Second))},
 			mark: "a", landed: []string{"a"}, untouched: []string{"b"}, replay: []string{"b"}},
 		{name: "journal-known landed counts without a listing",
-			in:   PlanInput{Intents: []PlanIntent{intent("a", 1, "t1", "1"), {ID: "b", Rank: 2, Target: "t1", HasParent: true, BodySHA256: body("2"), KnownRemoteID: "r2"}, intent("c", 3, "t1", "3")}},
+			in:   PlanInput{Intents: []PlanIntent{intent("a", 1, "t1", "1"), {ID: "b", Rank: 2, Target: "t1", HasParent: true, BodySHA256: body("2"), KnownLanded: true, KnownRemoteID: "r2"}, intent("c", 3, "t1", "3")}},
 			mark: "b", landed: []string{"b"}, holes: []string{"a"}, untouched: []string{"c"}, replay: []string{"a", "c"}},
 	}
 	for _, tt := range tests {

@@ -48,6 +48,15 @@ type Intent struct {
 	LastAttemptAt *time.Time `json:"last_attempt_at"`
 }
 
+// attemptStart is when the latest attempt began: LastAttemptAt, or for a
+// journal without one, the last change.
+func (in Intent) attemptStart() time.Time {
+	if in.LastAttemptAt != nil {
+		return *in.LastAttemptAt
+	}
+	return in.UpdatedAt
+}
+
 // Identity returns the intent's identity.
 func (in Intent) Identity() Identity {
 	return Identity{Target: in.Target, Parent: in.Parent, BodySHA256: in.BodySHA256}

@@ -666,7 +666,7 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 		w := p.LandedAs[id]
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'landed', state_reason = 'reconciled', remote_id = $2,
 			landed_at = COALESCE(landed_at, $3), updated_at = $3 WHERE id = $1 AND lane = $4 AND state <> 'landed'`,
-			id, strings.TrimPrefix(strings.TrimPrefix(w.RemoteID, "(landed)"), "(probed)"), now, l.Lane); err != nil {
+			id, w.RemoteID, now, l.Lane); err != nil {
 			return err
 		}
 	}
