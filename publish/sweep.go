@@ -19,14 +19,18 @@ type ListingReport struct {
 	Collected int `json:"collected"`
 }
 
-// writeListing allocates a generation and writes a listing object with the
-// store's compare-and-swap. A newer generation already stored wins.
-func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp string, render func(int64) ([]byte, error)) (bool, error) {
+// contentHash is the hash of a listing as rendered without a generation.
+func contentHash(render func(int64) ([]byte, error)) (string, error) {
 	plain, err := render(0)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	contentHash := tidemark.HashEvidence(plain)
+	return tidemark.HashEvidence(plain), nil
+}
+
+// writeListing allocates a generation and writes a listing object with the
+// store's compare-and-swap. A newer generation already stored wins.
+func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, hash string, render func(int64) ([]byte, error)) (bool, error) {
 	gen, err := s.Store.AllocateObject(ctx, key, kind, sourceID)
 	if err != nil {
 		return false, err
@@ -42,7 +46,7 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp s
 	if err != nil {
 		return false, fmt.Errorf("write %s: %w", key, err)
 	}
-	return true, s.Store.RecordObject(ctx, key, gen, info.ETag, contentHash, stamp)
+	return true, s.Store.RecordObject(ctx, key, gen, info.ETag, hash, stamp)
 }
 
 func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
@@ -50,9 +54,13 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	hash, err := contentHash(render)
+	if err != nil {
+		return false, err
+	}
 	// No stamp: a card written ahead of its first page is refreshed by the
 	// next RefreshListings.
-	return s.writeListing(ctx, CardKey(src.ID), "card", src.ID, "", render)
+	return s.writeListing(ctx, CardKey(src.ID), "card", src.ID, "", hash, render)
 }
 
 // RefreshListings rewrites the index and the source cards whose listing
@@ -96,15 +104,15 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		if err != nil {
 			return err
 		}
-		plain, err := render(0)
+		hash, err := contentHash(render)
 		if err != nil {
 			return err
 		}
-		if current && rec.ContentHash == tidemark.HashEvidence(plain) && rec.Stamp == stamp {
+		if current && rec.ContentHash == hash && rec.Stamp == stamp {
 			rep.Unchanged++
 			return nil
 		}
-		wrote, err := s.writeListing(ctx, key, kind, sourceID, stamp, render)
+		wrote, err := s.writeListing(ctx, key, kind, sourceID, stamp, hash, render)
 		if wrote {
 			rep.Written++
 		}
