@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,43 +15,6 @@ import (
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
-
-// upstream is a feed server whose answer the test changes between runs.
-type upstream struct {
-	mu       sync.Mutex
-	status   int
-	body     string
-	etag     string
-	header   map[string]string
-	lastINM  string
-	requests int
-}
-
-func (u *upstream) set(status int, body, etag string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.status, u.body, u.etag = status, body, etag
-}
-
-func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.requests++
-	u.lastINM = r.Header.Get("If-None-Match")
-	for k, v := range u.header {
-		w.Header().Set(k, v)
-	}
-	if u.etag != "" {
-		w.Header().Set("ETag", u.etag)
-		if u.lastINM == u.etag {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "application/rss+xml")
-	w.WriteHeader(u.status)
-	fmt.Fprint(w, u.body)
-}
 
 func rss(items ...string) string {
 	return `<?xml version="1.0" encoding="UTF-8"?>
@@ -65,7 +27,10 @@ func rssItem(guid, title, desc string) string {
 	return fmt.Sprintf(`<item><guid>%s</guid><title>%s</title><link>https://example.org/%s</link><description>%s</description><pubDate>Mon, 02 Jan 2026 15:04:05 GMT</pubDate></item>`, guid, title, guid, desc)
 }
 
-func mustFeedHarness(t *testing.T, b sqltest.Backend, u *upstream) *fetchtest.Harness {
+// newUpstream is a feed server whose answer the test changes between runs.
+func newUpstream() *fetchtest.Upstream { return fetchtest.NewUpstream("application/rss+xml") }
+
+func mustFeedHarness(t *testing.T, b sqltest.Backend, u *fetchtest.Upstream) *fetchtest.Harness {
 	t.Helper()
 	srv, client := fetchtest.MustServe(t, u)
 	return fetchtest.MustHarness(t, b, "feed", srv.URL+"/feed.xml", nil, &feed.Fetcher{Client: client})
@@ -73,8 +38,8 @@ func mustFeedHarness(t *testing.T, b sqltest.Backend, u *upstream) *fetchtest.Ha
 
 func TestEditedItemBecomesOneNewRevision(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		u := &upstream{}
-		u.set(200, rss(rssItem("a", "First", "one"), rssItem("b", "Second", "two")), "")
+		u := newUpstream()
+		u.Set(200, rss(rssItem("a", "First", "one"), rssItem("b", "Second", "two")), "")
 		h := mustFeedHarness(t, b, u)
 
 		rep := h.MustRun(t, tidemark.OutcomeItems)
@@ -88,7 +53,7 @@ func TestEditedItemBecomesOneNewRevision(t *testing.T) {
 		}
 		before := h.Events(t)
 
-		u.set(200, rss(rssItem("a", "First", "one, edited"), rssItem("b", "Second", "two")), "")
+		u.Set(200, rss(rssItem("a", "First", "one, edited"), rssItem("b", "Second", "two")), "")
 		rep = h.MustRun(t, tidemark.OutcomeItems)
 		if rep.EventsNew != 0 || rep.EventsChanged != 1 {
 			t.Fatalf("edit run: %+v", rep)
@@ -115,8 +80,9 @@ func TestEditedItemBecomesOneNewRevision(t *testing.T) {
 
 func TestNotModifiedSettlesEmptyAndKeepsValidators(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		u := &upstream{header: map[string]string{"Last-Modified": "Mon, 02 Jan 2026 15:04:05 GMT"}}
-		u.set(200, rss(rssItem("a", "First", "one")), `"v1"`)
+		u := newUpstream()
+		u.SetHeader("Last-Modified", "Mon, 02 Jan 2026 15:04:05 GMT")
+		u.Set(200, rss(rssItem("a", "First", "one")), `"v1"`)
 		h := mustFeedHarness(t, b, u)
 		h.MustRun(t, tidemark.OutcomeItems)
 		cur := h.Current(t)
@@ -124,8 +90,8 @@ func TestNotModifiedSettlesEmptyAndKeepsValidators(t *testing.T) {
 			t.Fatalf("validators not stored with the cursor: %q", cur.Cursor)
 		}
 		rep := h.MustRun(t, tidemark.OutcomeEmpty)
-		if u.lastINM != `"v1"` {
-			t.Fatalf("If-None-Match sent %q", u.lastINM)
+		if inm := u.IfNoneMatch(); inm != `"v1"` {
+			t.Fatalf("If-None-Match sent %q", inm)
 		}
 		after := h.Current(t)
 		if after.Cursor != cur.Cursor || rep.CursorAfter != cur.Cursor {
@@ -139,10 +105,10 @@ func TestNotModifiedSettlesEmptyAndKeepsValidators(t *testing.T) {
 
 func TestFailedRunLeavesCursorThenNextRunIngestsEverything(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		u := &upstream{}
-		u.set(500, "oops", "")
+		u := newUpstream()
+		u.Set(500, "oops", "")
 		h := mustFeedHarness(t, b, u)
-		rep := h.MustRun(t, tidemark.OutcomeUnreachable)
+		h.MustRun(t, tidemark.OutcomeUnreachable)
 		src := h.Current(t)
 		if src.Cursor != "" || src.CursorVersion != 0 || len(h.Events(t)) != 0 {
 			t.Fatalf("unreachable run moved something: cursor %q v%d", src.Cursor, src.CursorVersion)
@@ -150,19 +116,18 @@ func TestFailedRunLeavesCursorThenNextRunIngestsEverything(t *testing.T) {
 		if src.LastOutcome != tidemark.OutcomeUnreachable || !strings.Contains(src.LastError, "HTTP 500") {
 			t.Fatalf("reason not on the source: %s %q", src.LastOutcome, src.LastError)
 		}
-		_ = rep
 
 		// A 200 with new validators but a broken body: the validators must
 		// not advance either, or the next run would get a 304 and never
 		// read the entries.
-		u.set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"))[:120], `"v2"`)
+		u.Set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"))[:120], `"v2"`)
 		h.MustRun(t, tidemark.OutcomeInvalid)
 		if c := h.Current(t).Cursor; c != "" {
 			t.Fatalf("invalid run moved the cursor to %q", c)
 		}
 
-		u.set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"), rssItem("c", "C", "z")), `"v2"`)
-		rep = h.MustRun(t, tidemark.OutcomeItems)
+		u.Set(200, rss(rssItem("a", "A", "x"), rssItem("b", "B", "y"), rssItem("c", "C", "z")), `"v2"`)
+		rep := h.MustRun(t, tidemark.OutcomeItems)
 		if rep.EventsNew != 3 {
 			t.Fatalf("recovery run: %+v", rep)
 		}
@@ -186,8 +151,8 @@ func TestUnusableAnswersAreInvalid(t *testing.T) {
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
-			u := &upstream{}
-			u.set(200, body, "")
+			u := newUpstream()
+			u.Set(200, body, "")
 			h := mustFeedHarness(t, sqltest.Backends()[0], u)
 			rep := h.MustRun(t, tidemark.OutcomeInvalid)
 			if h.Current(t).Cursor != "" || len(h.Events(t)) != 0 {
@@ -221,16 +186,17 @@ func TestRedirectToPrivateAddressIsRefused(t *testing.T) {
 
 func TestUpstreamSchedulingHints(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		u := &upstream{header: map[string]string{"Cache-Control": "max-age=3600"}}
-		u.set(200, rss(rssItem("a", "A", "x")), "")
+		u := newUpstream()
+		u.SetHeader("Cache-Control", "max-age=3600")
+		u.Set(200, rss(rssItem("a", "A", "x")), "")
 		h := mustFeedHarness(t, b, u)
 		h.MustRun(t, tidemark.OutcomeItems)
 		now := h.Env.Clock.Now()
 		if due := h.Current(t).NextDueAt; !due.Equal(now.Add(time.Hour)) {
 			t.Fatalf("next due %s, want max-age (1h) after %s", due, now)
 		}
-		u.header = map[string]string{"Retry-After": "7200"}
-		u.set(429, "slow down", "")
+		u.SetHeader("Retry-After", "7200")
+		u.Set(429, "slow down", "")
 		h.MustRun(t, tidemark.OutcomeUnreachable)
 		if due := h.Current(t).NextDueAt; due.Before(now.Add(2 * time.Hour)) {
 			t.Fatalf("next due %s ignores Retry-After of 2h", due)

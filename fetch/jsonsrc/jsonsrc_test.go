@@ -2,12 +2,9 @@ package jsonsrc_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +14,8 @@ import (
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
-type api struct {
-	mu     sync.Mutex
-	status int
-	body   string
-}
-
-func (a *api) set(status int, body string) {
-	a.mu.Lock()
-	a.status, a.body = status, body
-	a.mu.Unlock()
-}
-
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(a.status)
-	fmt.Fprint(w, a.body)
-}
+// newAPI is a JSON endpoint whose answer the test changes between runs.
+func newAPI() *fetchtest.Upstream { return fetchtest.NewUpstream("application/json") }
 
 const doc1 = `{"meta":{"page":1},"data":{"releases":[
   {"uid": 1, "name": "v1.0", "notes": "first", "seen_at": "10:00", "url": "https://example.org/1"},
@@ -43,8 +23,8 @@ const doc1 = `{"meta":{"page":1},"data":{"releases":[
 
 func TestJSONItemsFreezeCanonicallyAndReviseOnChange(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		a := &api{}
-		a.set(200, doc1)
+		a := newAPI()
+		a.Set(200, doc1, "")
 		srv, client := fetchtest.MustServe(t, a)
 		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{
 			jsonsrc.ConfigItems: ".data.releases[]", jsonsrc.ConfigID: "uid", jsonsrc.ConfigIgnore: "seen_at",
@@ -63,17 +43,17 @@ func TestJSONItemsFreezeCanonicallyAndReviseOnChange(t *testing.T) {
 
 		// Other key order, other whitespace, another volatile value: the
 		// same content.
-		a.set(200, `{"data":{"releases":[{"seen_at":"11:00","url":"https://example.org/1","notes":"first","name":"v1.0","uid":1},
-			{"notes":"second","name":"v1.1","uid":2,"seen_at":"11:00"}]}}`)
+		a.Set(200, `{"data":{"releases":[{"seen_at":"11:00","url":"https://example.org/1","notes":"first","name":"v1.0","uid":1},
+			{"notes":"second","name":"v1.1","uid":2,"seen_at":"11:00"}]}}`, "")
 		h.MustRun(t, tidemark.OutcomeEmpty)
 
-		a.set(200, strings.Replace(doc1, `"second"`, `"second, amended"`, 1))
+		a.Set(200, strings.Replace(doc1, `"second"`, `"second, amended"`, 1), "")
 		rep = h.MustRun(t, tidemark.OutcomeItems)
 		if rep.EventsNew != 0 || rep.EventsChanged != 1 || h.Events(t)["2"].Revision != 2 {
 			t.Fatalf("amend run: %+v", rep)
 		}
 
-		a.set(503, `{"error":"maintenance"}`)
+		a.Set(503, `{"error":"maintenance"}`, "")
 		h.MustRun(t, tidemark.OutcomeUnreachable)
 	})
 }
@@ -90,8 +70,8 @@ func TestJSONUnusableAnswers(t *testing.T) {
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := &api{}
-			a.set(200, body)
+			a := newAPI()
+			a.Set(200, body, "")
 			srv, client := fetchtest.MustServe(t, a)
 			h := fetchtest.MustHarness(t, sqltest.Backends()[0], "json", srv.URL, nil, &jsonsrc.Fetcher{Client: client})
 			rep := h.MustRun(t, tidemark.OutcomeInvalid)
@@ -164,8 +144,8 @@ func FuzzSelect(f *testing.F) {
 
 func TestDeclaredMoreThanAdmittedFailsTheRun(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		a := &api{}
-		a.set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}]}`)
+		a := newAPI()
+		a.Set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}]}`, "")
 		srv, client := fetchtest.MustServe(t, a)
 		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{
 			jsonsrc.ConfigItems: ".items[]", jsonsrc.ConfigDeclared: "total_count",
@@ -174,7 +154,7 @@ func TestDeclaredMoreThanAdmittedFailsTheRun(t *testing.T) {
 		if !strings.Contains(rep.Error, "declared 3 results, 2 were admitted") || len(h.Events(t)) != 0 {
 			t.Fatalf("short read: %q", rep.Error)
 		}
-		a.set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}, {"id": 3}]}`)
+		a.Set(200, `{"total_count": 3, "items": [{"id": 1}, {"id": 2}, {"id": 3}]}`, "")
 		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 3 {
 			t.Fatalf("complete answer: %+v", rep)
 		}

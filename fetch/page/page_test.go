@@ -2,12 +2,9 @@ package page_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -17,23 +14,13 @@ import (
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
-type site struct {
-	mu    sync.Mutex
-	ctype string
-	body  string
-}
-
-func (s *site) set(body string) { s.mu.Lock(); s.body = body; s.mu.Unlock() }
-
-func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ct := s.ctype
-	if ct == "" {
-		ct = "text/html; charset=utf-8"
+// newSite is a page whose answer the test changes between runs, served
+// as contentType (default HTML).
+func newSite(contentType string) *fetchtest.Upstream {
+	if contentType == "" {
+		contentType = "text/html; charset=utf-8"
 	}
-	w.Header().Set("Content-Type", ct)
-	fmt.Fprint(w, s.body)
+	return fetchtest.NewUpstream(contentType)
 }
 
 func html(price, stamp string) string {
@@ -45,8 +32,8 @@ func html(price, stamp string) string {
 
 func TestPageChangesBecomeRevisionsWithDiffs(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		s := &site{}
-		s.set(html("10 EUR", "09:00"))
+		s := newSite("")
+		s.Set(200, html("10 EUR", "09:00"), "")
 		srv, client := fetchtest.MustServe(t, s)
 		h := fetchtest.MustHarness(t, b, "page", srv.URL+"/pricing",
 			map[string]string{page.ConfigSelector: "#prices", page.ConfigIgnore: ".stamp"}, &page.Fetcher{Client: client})
@@ -66,10 +53,10 @@ func TestPageChangesBecomeRevisionsWithDiffs(t *testing.T) {
 		}
 
 		// Only the ignored timestamp and things outside the selector move.
-		s.set(strings.Replace(html("10 EUR", "09:05"), "© 2026", "© 2027", 1))
+		s.Set(200, strings.Replace(html("10 EUR", "09:05"), "© 2026", "© 2027", 1), "")
 		h.MustRun(t, tidemark.OutcomeEmpty)
 
-		s.set(html("12 EUR", "09:10"))
+		s.Set(200, html("12 EUR", "09:10"), "")
 		rep = h.MustRun(t, tidemark.OutcomeItems)
 		if rep.EventsChanged != 1 || rep.EventsNew != 0 {
 			t.Fatalf("change run: %+v", rep)
@@ -85,7 +72,7 @@ func TestPageChangesBecomeRevisionsWithDiffs(t *testing.T) {
 
 		// The selector stops matching: invalid, and the cursor stays.
 		cur := h.Current(t).Cursor
-		s.set(strings.Replace(html("12 EUR", "x"), `id="prices"`, `id="tariffs"`, 1))
+		s.Set(200, strings.Replace(html("12 EUR", "x"), `id="prices"`, `id="tariffs"`, 1), "")
 		rep = h.MustRun(t, tidemark.OutcomeInvalid)
 		if !strings.Contains(rep.Error, "it matched on the last run") || h.Current(t).Cursor != cur {
 			t.Fatalf("lost selector: %q", rep.Error)
@@ -94,8 +81,8 @@ func TestPageChangesBecomeRevisionsWithDiffs(t *testing.T) {
 }
 
 func TestPageEvidenceIsDeterministicOnReplay(t *testing.T) {
-	s := &site{}
-	s.set(html("10 EUR", "1"))
+	s := newSite("")
+	s.Set(200, html("10 EUR", "1"), "")
 	srv, client := fetchtest.MustServe(t, s)
 	f := &page.Fetcher{Client: client}
 	src := tidemark.Source{Name: "p", Kind: "page", Location: srv.URL, Config: map[string]string{page.ConfigSelector: "#prices"}}
@@ -103,7 +90,7 @@ func TestPageEvidenceIsDeterministicOnReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.set(html("11 EUR", "2"))
+	s.Set(200, html("11 EUR", "2"), "")
 	a, err := f.Fetch(context.Background(), src, r1.Cursor)
 	if err != nil {
 		t.Fatal(err)
@@ -135,8 +122,8 @@ func TestPageUnusableAnswers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &site{ctype: tc.ctype}
-			s.set(tc.body)
+			s := newSite(tc.ctype)
+			s.Set(200, tc.body, "")
 			srv, client := fetchtest.MustServe(t, s)
 			h := fetchtest.MustHarness(t, sqltest.Backends()[0], "page", srv.URL,
 				map[string]string{page.ConfigSelector: tc.selector}, &page.Fetcher{Client: client})
@@ -199,8 +186,8 @@ func FuzzExtract(f *testing.F) {
 
 func TestPageLongTextIsStillTrackedByHash(t *testing.T) {
 	long := strings.Repeat("a line of text that makes the page long\n", 2000) // > MaxCursorText
-	s := &site{ctype: "text/plain"}
-	s.set(long + "v1\n")
+	s := newSite("text/plain")
+	s.Set(200, long+"v1\n", "")
 	srv, client := fetchtest.MustServe(t, s)
 	f := &page.Fetcher{Client: client}
 	src := tidemark.Source{Name: "p", Kind: "page", Location: srv.URL}
@@ -208,7 +195,7 @@ func TestPageLongTextIsStillTrackedByHash(t *testing.T) {
 	if err != nil || len(r1.Items) != 1 || len(r1.Cursor) > page.MaxCursorText {
 		t.Fatalf("first fetch: %v, cursor %d bytes", err, len(r1.Cursor))
 	}
-	s.set(long + "v2\n")
+	s.Set(200, long+"v2\n", "")
 	r2, err := f.Fetch(context.Background(), src, r1.Cursor)
 	if err != nil || len(r2.Items) != 1 || !strings.Contains(string(r2.Items[0].Evidence), "was not kept") {
 		t.Fatalf("change of a long page: %v %d", err, len(r2.Items))

@@ -18,15 +18,15 @@ func TestPageReplayAfterFailureFreezesSameEvidence(t *testing.T) {
 	for _, fp := range []string{"ingest.run.after-fetch", "ingest.settle.after-events", "ingest.settle.before-commit"} {
 		t.Run(fp, func(t *testing.T) {
 			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-				s := &site{}
-				s.set(html("10 EUR", "1"))
+				s := newSite("")
+				s.Set(200, html("10 EUR", "1"), "")
 				srv, client := fetchtest.MustServe(t, s)
 				f := &page.Fetcher{Client: client}
 				cfg := map[string]string{page.ConfigSelector: "#prices", page.ConfigIgnore: ".stamp"}
 				h := fetchtest.MustHarness(t, b, "page", srv.URL, cfg, f)
 				h.MustRun(t, tidemark.OutcomeItems)
 
-				s.set(html("11 EUR", "2"))
+				s.Set(200, html("11 EUR", "2"), "")
 				before := h.Current(t)
 				want, err := f.Fetch(context.Background(), before, before.Cursor)
 				if err != nil || len(want.Items) != 1 {

@@ -5,8 +5,10 @@ package fetchtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +21,6 @@ import (
 
 // Harness is one database, one source and the service that runs it.
 type Harness struct {
-	DB      *sqlstore.DB
 	Store   *sqlstore.IngestStore
 	Service *ingest.Service
 	Env     sqltest.Env
@@ -40,7 +41,7 @@ func MustHarness(tb testing.TB, b sqltest.Backend, kind, location string, config
 		tb.Fatal(err)
 	}
 	return &Harness{
-		DB: db, Store: st, Env: env, Source: src,
+		Store: st, Env: env, Source: src,
 		Service: &ingest.Service{
 			Store: st, Fetchers: ingest.Fetchers{kind: fetcher}, Clock: env.Clock, Rand: env.Rand, Holder: "test",
 		},
@@ -120,4 +121,61 @@ func MustServeWith(tb testing.TB, h http.Handler, opt httpx.Options) (*httptest.
 		opt.MinInterval = -1
 	}
 	return srv, httpx.New(opt)
+}
+
+// Upstream is a test server's answer, which a test changes between runs.
+// With an ETag set, a request presenting it gets 304 Not Modified.
+type Upstream struct {
+	contentType string
+	mu          sync.Mutex
+	status      int
+	body, etag  string
+	header      http.Header
+	ifNoneMatch string
+}
+
+// NewUpstream returns an upstream that answers 200 with an empty body of
+// contentType until Set says otherwise.
+func NewUpstream(contentType string) *Upstream {
+	return &Upstream{contentType: contentType, status: http.StatusOK, header: http.Header{}}
+}
+
+// Set changes the answer: its status, body and ETag ("" for none).
+func (u *Upstream) Set(status int, body, etag string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.status, u.body, u.etag = status, body, etag
+}
+
+// SetHeader adds a header to every answer from now on.
+func (u *Upstream) SetHeader(key, value string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.header.Set(key, value)
+}
+
+// IfNoneMatch returns the If-None-Match header of the last request.
+func (u *Upstream) IfNoneMatch() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ifNoneMatch
+}
+
+func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ifNoneMatch = r.Header.Get("If-None-Match")
+	for k, v := range u.header {
+		w.Header()[k] = v
+	}
+	if u.etag != "" {
+		w.Header().Set("ETag", u.etag)
+		if u.ifNoneMatch == u.etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", u.contentType)
+	w.WriteHeader(u.status)
+	fmt.Fprint(w, u.body)
 }
