@@ -12,7 +12,6 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/providers"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 func init() {
@@ -89,9 +88,6 @@ does).`,
 				return derr
 			}
 			if asJSON {
-				if reports == nil {
-					reports = []deliverReport{}
-				}
 				if err := writeJSON(a.stdout, reports); err != nil {
 					return err
 				}
@@ -118,7 +114,7 @@ func deliverOnce(a *app, ctx context.Context, lane string, ttl time.Duration) ([
 	if err != nil {
 		return nil, err
 	}
-	var reports []deliverReport
+	reports := make([]deliverReport, 0, len(names))
 	var errs []error
 	for _, name := range names {
 		r := deliverReport{Lane: name, Steps: []outbox.Step{}}
@@ -155,8 +151,8 @@ func printDeliver(a *app, r deliverReport) {
 			fmt.Fprintf(a.stdout, "%s: ALERT intent %s: %s\n", r.Lane, s.IntentID, s.Alert)
 		}
 	}
-	fmt.Fprintf(a.stdout, "%-16s landed %d, deferred %d, unexecutable %d, unknown %d, reconciled %d", r.Lane,
-		counts["landed"], counts["deferred"], counts["unexecutable"]+counts["not_landed"], counts["unknown"], counts["reconciled"])
+	fmt.Fprintf(a.stdout, "%-16s landed %d, not landed %d, deferred %d, unexecutable %d, unknown %d, reconciled %d", r.Lane,
+		counts["landed"], counts["not_landed"], counts["deferred"], counts["unexecutable"], counts["unknown"], counts["reconciled"])
 	if r.Error != "" {
 		fmt.Fprintf(a.stdout, "  error: %s", r.Error)
 	}
@@ -282,9 +278,6 @@ func newOutboxGapsCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if rs == nil {
-					rs = []sqlstore.GapReport{}
-				}
 				return writeJSON(a.stdout, rs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)

@@ -53,9 +53,6 @@ func newIntentsListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if ins == nil {
-					ins = []outbox.Intent{}
-				}
 				return writeJSON(a.stdout, ins)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -99,16 +96,12 @@ func newIntentsShowCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d := intentDetail{Intent: in, Checks: []outbox.Check{}, Actions: []sqlstore.Action{}}
-			if cs, err := st.Checks(cmd.Context(), in.ID); err != nil {
+			d := intentDetail{Intent: in}
+			if d.Checks, err = st.Checks(cmd.Context(), in.ID); err != nil {
 				return err
-			} else if cs != nil {
-				d.Checks = cs
 			}
-			if as, err := st.Actions(cmd.Context(), in.ID); err != nil {
+			if d.Actions, err = st.Actions(cmd.Context(), in.ID); err != nil {
 				return err
-			} else if as != nil {
-				d.Actions = as
 			}
 			if asJSON {
 				return writeJSON(a.stdout, d)

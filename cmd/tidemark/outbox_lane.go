@@ -122,9 +122,6 @@ func newOutboxLanesCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if ls == nil {
-					ls = []outbox.Lane{}
-				}
 				return writeJSON(a.stdout, ls)
 			}
 			if len(ls) == 0 {
@@ -208,9 +205,6 @@ func newOutboxChannelCmd(a *app) *cobra.Command {
 				return err
 			}
 			if listJSON {
-				if cs == nil {
-					cs = []sqlstore.Channel{}
-				}
 				return writeJSON(a.stdout, cs)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
