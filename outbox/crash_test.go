@@ -81,10 +81,14 @@ func TestCrashAtEachFailpointThenRecover(t *testing.T) {
 				if (lane.InFlight != "") != tc.openAttempt {
 					t.Fatalf("attempt in flight %q after the crash", lane.InFlight)
 				}
+				listed, probed := h.srv.Reads("writes"), h.srv.Reads("probe")
 				d := h.deliverer("recovery")
 				steps := h.runOnce(d)
 				if steps[0].Kind != outbox.StepReconciled || steps[0].Requests != 1 {
 					t.Fatalf("recovery's first step %+v: want one ordered read", steps[0])
+				}
+				if l, p := h.srv.Reads("writes")-listed, h.srv.Reads("probe")-probed; l != 1 || p != 0 {
+					t.Fatalf("the provider served %d listings and %d probes during recovery, want one listing", l, p)
 				}
 				if n := len(steps[0].Plan.ReplayAlreadyLanded); n != 0 {
 					t.Fatalf("plan replays %d landed intents", n)
