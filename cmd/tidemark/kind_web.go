@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -132,11 +133,7 @@ var configKeys = map[string][]string{
 func checkConfig(kind string, cfg map[string]string) error {
 	known := configKeys[kind]
 	for k, v := range cfg {
-		ok := false
-		for _, kk := range known {
-			ok = ok || k == kk
-		}
-		if !ok {
+		if !slices.Contains(known, k) {
 			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, strings.Join(known, ", "))
 		}
 		if strings.HasPrefix(k, "max_") {

@@ -15,7 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -210,20 +210,6 @@ func SplitList(s string) []string {
 			out = append(out, p)
 		}
 	}
-	sort.Strings(out)
-	return compact(out)
-}
-
-func compact(s []string) []string {
-	if len(s) < 2 {
-		return s
-	}
-	j := 1
-	for i := 1; i < len(s); i++ {
-		if s[i] != s[j-1] {
-			s[j] = s[i]
-			j++
-		}
-	}
-	return s[:j]
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -55,8 +55,7 @@ func Classify(body []byte, contentType, base string) Result {
 		r.Kind = "feed"
 		return r
 	}
-	switch {
-	case strings.Contains(contentType, "json") || (len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')):
+	if strings.Contains(contentType, "json") || (len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')) {
 		if _, err := canon.Decode(body); err == nil {
 			r.Kind = "json"
 			return r

@@ -15,7 +15,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/itchyny/gojq"
 
@@ -226,7 +225,7 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, e
 		if title == "" {
 			title = key
 		}
-		items = append(items, tidemark.Item{Key: key, Title: canon.Line(title), URL: link, Evidence: ev, OccurredAt: time.Time{}})
+		items = append(items, tidemark.Item{Key: key, Title: canon.Line(title), URL: link, Evidence: ev})
 	}
 	return items, nil
 }
