@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -246,27 +247,37 @@ func newSourceExportOPMLCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// writeFileAtomic writes through a temporary file renamed into place, so
-// a reader never sees half a file.
+// writeFileAtomic writes through a temporary file in the same directory,
+// synced, renamed into place, then syncs the directory: a reader never
+// sees half a file, and a crash after it returns does not lose it.
 func writeFileAtomic(path string, body []byte) error {
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
+	dir := filepath.Dir(path)
+	fh, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	if _, err := fh.Write(body); err != nil {
-		fh.Close()
+	tmp := fh.Name()
+	_, err = fh.Write(body)
+	if err == nil {
+		err = fh.Chmod(0o644) // CreateTemp's 0600 would hide the export from others
+	}
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		os.Remove(tmp)
+	d, err := os.Open(dir)
+	if err != nil {
 		return err
 	}
-	if err := fh.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	defer d.Close()
+	return d.Sync()
 }

@@ -138,6 +138,19 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 	if err != nil || len(feeds) != 2 || feeds[0].Location != "https://go.dev/blog/feed.atom" {
 		t.Fatalf("export: %v %+v\n%s", err, feeds, exported)
 	}
+	outFile := filepath.Join(t.TempDir(), "out.opml")
+	mustTidemark(t, 0, "--home", home, "source", "export-opml", "--output", outFile)
+	fh, err := os.Open(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if feeds, err := parseOPML(fh); err != nil || len(feeds) != 2 {
+		t.Fatalf("export to a file: %v %+v", err, feeds)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(outFile), ".*tmp*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
 	home2 := t.TempDir()
 	out = mustTidemark(t, 0, "--home", home2, "source", "import-opml", opml, "--dry-run")
 	if !strings.Contains(out, "2 would add, 1 skipped") {
