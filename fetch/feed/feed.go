@@ -157,9 +157,6 @@ type enclosure struct {
 	Length string `json:"length,omitempty"`
 }
 
-// maxKeyBytes bounds an item key; longer identities are hashed.
-const maxKeyBytes = 512
-
 func item(e *gofeed.Item, base *url.URL) (tidemark.Item, error) {
 	r := record{
 		Title:       canon.Line(e.Title),
@@ -212,10 +209,7 @@ func item(e *gofeed.Item, base *url.URL) (tidemark.Item, error) {
 	if err != nil {
 		return tidemark.Item{}, err
 	}
-	key := r.ID
-	if len(key) > maxKeyBytes {
-		key = "sha256:" + tidemark.HashEvidence([]byte(key))
-	}
+	key := fetch.ItemKey(r.ID)
 	title := r.Title
 	if title == "" {
 		title = firstLine(r.Description, r.Content, r.Link, r.ID)

@@ -158,9 +158,6 @@ func compile(key, expr, def string) (*gojq.Code, error) {
 	return c, nil
 }
 
-// maxKeyBytes bounds an item key; longer identities are hashed.
-const maxKeyBytes = 512
-
 // Select decodes body and returns one item per value the items
 // expression yields, in order, and the count the answer declares (0 when
 // not configured). An item without an identity, or an answer with more
@@ -209,9 +206,7 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, e
 		if key == "" {
 			return nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
 		}
-		if len(key) > maxKeyBytes {
-			key = "sha256:" + tidemark.HashEvidence([]byte(key))
-		}
+		key = fetch.ItemKey(key)
 		if seen[key] {
 			continue
 		}

@@ -1,5 +1,6 @@
 // Package fetch holds what the source kinds under it share beyond HTTP
-// (which is fetch/httpx): reading the bounds a source's config sets. Each
+// (which is fetch/httpx): reading the bounds a source's config sets, and
+// bounding item keys. Each
 // kind lives in its own package (feed, page, jsonsrc, dir, git) and
 // implements tidemark.Fetcher.
 package fetch
@@ -28,4 +29,16 @@ func IntConfig(cfg map[string]string, key string, def int64) (int64, error) {
 		return 0, tidemark.Invalidf("config "+key, v, "want a positive integer")
 	}
 	return n, nil
+}
+
+// MaxKeyBytes bounds an item key; ItemKey hashes longer identities.
+const MaxKeyBytes = 512
+
+// ItemKey is the item key for an upstream identity: the identity itself,
+// or "sha256:" and its hash when it is longer than MaxKeyBytes.
+func ItemKey(id string) string {
+	if len(id) > MaxKeyBytes {
+		return "sha256:" + tidemark.HashEvidence([]byte(id))
+	}
+	return id
 }

@@ -2,6 +2,7 @@ package fetch_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -20,5 +21,16 @@ func TestIntConfig(t *testing.T) {
 		if _, err := fetch.IntConfig(cfg, k, 7); !errors.Is(err, tidemark.ErrInvalid) {
 			t.Errorf("%s: got %v, want invalid", k, err)
 		}
+	}
+}
+
+func TestItemKey(t *testing.T) {
+	short := strings.Repeat("k", fetch.MaxKeyBytes)
+	if got := fetch.ItemKey(short); got != short {
+		t.Fatalf("a key at the bound changed: %q", got)
+	}
+	long := short + "k"
+	if got := fetch.ItemKey(long); got != "sha256:"+tidemark.HashEvidence([]byte(long)) {
+		t.Fatalf("a long key: %q", got)
 	}
 }
