@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -688,22 +689,12 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 			return err
 		}
 	}
-	ids := make([]string, 0, len(r.Checks))
-	for id := range r.Checks {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(r.Checks)) {
 		if err := s.addCheck(ctx, tx, id, r.Checks[id]); err != nil {
 			return err
 		}
 	}
-	ids = ids[:0]
-	for id := range r.Retire {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(r.Retire)) {
 		if err := s.transition(ctx, tx, id, "retire", "policy", r.Retire[id], []string{"unresolved", "unexecutable"}, func(string) string { return "retired" }); err != nil {
 			return err
 		}
@@ -735,11 +726,7 @@ func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, id, action, ac
 	if err != nil {
 		return err
 	}
-	ok := false
-	for _, f := range from {
-		ok = ok || f == state
-	}
-	if !ok {
+	if !slices.Contains(from, state) {
 		return fmt.Errorf("intent %s is %s; %s applies to %s: %w", id, state, action, strings.Join(from, " or "), tidemark.ErrConflict)
 	}
 	source := state
