@@ -149,8 +149,8 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 			{`INSERT INTO summaries (id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current, published_at, published_generation, created_at)
 				VALUES ($1, $2, $3, 'p', 'm', 'text', 'h', 1, $4, 1, $4)`, []any{sumID, evID, ev, now}},
 			{`INSERT INTO pages (id, event_id, source_id, summary_id, evidence_hash, generation, published_summary_id,
-				published_generation, published_etag, published_hash, published_at, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, 1, $4, 1, $6, $7, $8, $8, $8)`, []any{pageID, evID, src.ID, sumID, ev, info.ETag, hashes[pageID], now}},
+				published_generation, published_etag, published_at, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, 1, $4, 1, $6, $7, $7, $7)`, []any{pageID, evID, src.ID, sumID, ev, info.ETag, now}},
 		} {
 			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 				b.Fatal(err)

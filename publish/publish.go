@@ -133,8 +133,9 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, fmt.Errorf("publish %s: read back %s: generation %d replaced ours (%d): %w",
 			summaryID, res.Key, got.Generation, plan.Generation, objstore.ErrNewerGeneration)
 	}
-	bodyHash := tidemark.HashEvidence(body)
-	if !bytes.Equal(got.Body, body) || tidemark.HashEvidence(got.Body) != bodyHash || got.Generation != plan.Generation {
+	// The ETag read back must be the one the write answered: the version
+	// the sweeper will compare the store's listing against.
+	if !bytes.Equal(got.Body, body) || got.ETag != info.ETag || got.Generation != plan.Generation {
 		return res, fmt.Errorf("publish %s: %s generation %d: %w", summaryID, res.Key, plan.Generation, ErrReadBack)
 	}
 	res.ETag = info.ETag
@@ -145,7 +146,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag, BodyHash: bodyHash}, s.Hooks)
+	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag}, s.Hooks)
 	if err == nil {
 		return res, nil
 	}

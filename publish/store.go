@@ -84,8 +84,7 @@ type Plan struct {
 
 // Written is what the object store confirmed.
 type Written struct {
-	ETag     string
-	BodyHash string
+	ETag string
 }
 
 // PageState is a page's bookkeeping, for the sweeper.

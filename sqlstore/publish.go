@@ -337,9 +337,9 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_hash = $4, published_at = $5, updated_at = $5
-		WHERE id = $6 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, w.BodyHash, now, p.PageID)
+		published_at = $4, updated_at = $4
+		WHERE id = $5 AND published_generation < $2`,
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID)
 	if err != nil {
 		return pub, err
 	}
@@ -397,7 +397,7 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 // Withdraw implements publish.Store.
 func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error) {
 	res, err := s.db.db.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
-		published_hash = '', published_at = NULL, updated_at = $1
+		published_at = NULL, updated_at = $1
 		WHERE id = $2 AND summary_id IS NULL AND published_summary_id IS NOT NULL`, ms(s.db.Clock.Now()), pageID)
 	if err != nil {
 		return false, err

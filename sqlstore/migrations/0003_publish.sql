@@ -39,7 +39,6 @@ CREATE TABLE pages (
     published_summary_id TEXT REFERENCES summaries (id),
     published_generation BIGINT NOT NULL DEFAULT 0,
     published_etag       TEXT NOT NULL DEFAULT '',
-    published_hash       TEXT NOT NULL DEFAULT '',
     published_at         BIGINT,
     created_at           BIGINT NOT NULL,
     updated_at           BIGINT NOT NULL,
