@@ -138,7 +138,7 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 		sleep = Sleep
 	}
 	var steps []Step
-	for i := 0; ; i++ {
+	for {
 		s, err := d.Step(ctx)
 		if err != nil {
 			return steps, err
@@ -152,7 +152,7 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 			}
 			continue
 		case StepReconciled:
-			if i > 0 && steps[len(steps)-1].Kind == StepReconciled {
+			if len(steps) > 0 && steps[len(steps)-1].Kind == StepReconciled {
 				// Two looks in a row: the store keeps the lane in doubt;
 				// stop rather than read again and again.
 				return append(steps, s), nil

@@ -405,3 +405,29 @@ func TestVerifyBySubtraction(t *testing.T) {
 		}
 	})
 }
+
+// A run that starts at a closed gate and, once through it, finds the lane
+// due for a recheck reconciles, and then goes on sending.
+func TestRunOnceReconcilesAfterWaitingFirst(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{minGap: 2 * time.Minute})
+		ins := []outbox.Intent{h.draft("locked", "one"), h.draft("t1", "two"), h.draft("t1", "three")}
+		h.srv.Moderate("locked", "locked by a moderator")
+		d := h.deliverer("w1")
+		if s := h.step(d); s.Kind != outbox.StepBucketed {
+			t.Fatalf("first step %+v", s)
+		}
+		if s := h.step(d); s.Kind != outbox.StepSent {
+			t.Fatalf("second step %+v", s)
+		}
+		// The gate is closed for two minutes; the recheck falls due in one.
+		steps := h.runOnce(d)
+		if len(steps) == 0 || steps[0].Kind != outbox.StepReconciled {
+			t.Fatalf("steps %+v: want a reconciliation after the wait", steps)
+		}
+		h.assertExactlyOnce(ins)
+		if got := h.intent(ins[2].ID); got.State != outbox.StateLanded {
+			t.Fatalf("the last intent is %s", got.State)
+		}
+	})
+}
