@@ -6,6 +6,7 @@ package summarize
 
 import (
 	"context"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 )
@@ -28,3 +29,14 @@ type Summarizer interface {
 
 // MaxTextBytes bounds a summary's text.
 const MaxTextBytes = 16 << 10
+
+// Cut returns s cut to at most n bytes, on a rune boundary.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -89,11 +88,7 @@ func (s *Summarizer) Identity() (string, string) { return s.cfg.Model, s.cfg.Pro
 func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (summarize.Draft, error) {
 	body := string(evidence)
 	if len(body) > maxEvidenceBytes {
-		cut := maxEvidenceBytes
-		for cut > 0 && !utf8.RuneStart(body[cut]) {
-			cut--
-		}
-		body = body[:cut] + "\n[evidence truncated]"
+		body = summarize.Cut(body, maxEvidenceBytes) + "\n[evidence truncated]"
 	}
 	resp, err := s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{
 		Model:       s.cfg.Model,
@@ -124,13 +119,7 @@ func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence 
 	if text == "" {
 		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned an empty summary: %w", ev.ID, tidemark.ErrUnconfirmed)
 	}
-	if len(text) > summarize.MaxTextBytes {
-		cut := summarize.MaxTextBytes
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
-	}
+	text = summarize.Cut(text, summarize.MaxTextBytes)
 	// The draft records the model the caller configured: it is part of
 	// the identity and must be stable across calls; a server's own
 	// response model name may vary (aliases, quantization tags).
