@@ -137,12 +137,8 @@ type publishRound struct {
 	Index      string                  `json:"index"`
 }
 
-func (a *app) publishRound(ctx context.Context, summarizer string, limit int) (publishRound, error) {
+func (a *app) publishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publishRound, error) {
 	var r publishRound
-	svc, err := a.publishService(ctx)
-	if err != nil {
-		return r, err
-	}
 	sum, err := a.summarizer(summarizer)
 	if err != nil {
 		return r, err
@@ -168,7 +164,11 @@ func printRound(a *app, r publishRound) {
 }
 
 func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
-	r, err := a.publishRound(cmd.Context(), "", 1000)
+	svc, err := a.publishService(cmd.Context())
+	if err != nil {
+		return err
+	}
+	r, err := a.publishRound(cmd.Context(), svc, "", 1000)
 	if err != nil {
 		return err
 	}
@@ -195,6 +195,13 @@ func publishLoop(a *app, cmd *cobra.Command) error {
 		}
 		every = d
 	}
+	// One service for every round: the object store's client (and its
+	// connections) lives as long as the loop.
+	svc, err := a.publishService(ctx)
+	if err != nil {
+		a.log.Error("publish loop not started", "err", err)
+		return err
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for first := true; ; first = false {
@@ -205,14 +212,9 @@ func publishLoop(a *app, cmd *cobra.Command) error {
 			case <-t.C:
 			}
 		}
-		r, err := a.publishRound(ctx, "", 1000)
+		r, err := a.publishRound(ctx, svc, "", 1000)
 		if err != nil {
 			a.log.Error("publish round failed", "err", err)
-			continue
-		}
-		svc, err := a.publishService(ctx)
-		if err != nil {
-			a.log.Error("publish sweep failed", "err", err)
 			continue
 		}
 		rep, err := svc.Sweep(ctx)
@@ -243,11 +245,11 @@ current, unrejected summary of its current evidence).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			svc, err := a.publishService(ctx)
+			if err != nil {
+				return err
+			}
 			if len(args) == 1 {
-				svc, err := a.publishService(ctx)
-				if err != nil {
-					return err
-				}
 				res, err := svc.Publish(ctx, args[0])
 				if err != nil {
 					return err
@@ -261,7 +263,7 @@ current, unrejected summary of its current evidence).`,
 				fmt.Fprintf(a.stdout, "published summary %s on page %s (%s, generation %d)\n", res.SummaryID, res.PageID, res.Key, res.Generation)
 				return nil
 			}
-			r, err := a.publishRound(ctx, summarizer, limit)
+			r, err := a.publishRound(ctx, svc, summarizer, limit)
 			if err != nil {
 				return err
 			}
