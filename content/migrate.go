@@ -31,9 +31,9 @@ func (m *Migrator) ttl() time.Duration {
 	return m.LeaseTTL
 }
 
-// Start checks the change and records a run; an unsupported pair, an
-// unknown field or a change to the same type is refused here, before any
-// run exists.
+// Start records a run; an unsupported pair, an unknown field or a change
+// to the same type is refused before any run exists (the store checks the
+// change with CheckChange in the transaction that records the run).
 func (m *Migrator) Start(ctx context.Context, collection, field string, to FieldType, batch int) (Run, error) {
 	if batch == 0 {
 		batch = DefaultBatch
@@ -44,17 +44,11 @@ func (m *Migrator) Start(ctx context.Context, collection, field string, to Field
 	if _, err := ParseType(string(to)); err != nil {
 		return Run{}, err
 	}
-	c, err := m.Store.Collection(ctx, collection)
-	if err != nil {
-		return Run{}, err
-	}
-	if err := CheckChange(c, field, to); err != nil {
-		return Run{}, err
-	}
 	return m.Store.StartRun(ctx, collection, field, to, batch)
 }
 
-// CheckChange refuses a type change no run could carry out.
+// CheckChange refuses a type change no run could carry out. A Store's
+// StartRun calls it on the collection as it reads it under lock.
 func CheckChange(c Collection, field string, to FieldType) error {
 	f, ok := c.Field(field)
 	if !ok {

@@ -184,9 +184,7 @@ func asRichText(t FieldType, v json.RawMessage) ([]Block, error) {
 // fails instead of silently double-converting.
 type Rule struct {
 	From, To FieldType
-	// Says is the rule in a few words, for errors and documentation.
-	Says    string
-	convert func(v json.RawMessage) (json.RawMessage, error)
+	convert  func(v json.RawMessage) (json.RawMessage, error)
 }
 
 // Name is "from→to".
@@ -218,8 +216,8 @@ func (e *RuleError) Unwrap() error { return e.Err }
 
 var rules = map[[2]FieldType]Rule{}
 
-func addRule(from, to FieldType, says string, f func(v json.RawMessage) (json.RawMessage, error)) {
-	rules[[2]FieldType{from, to}] = Rule{From: from, To: to, Says: says, convert: f}
+func addRule(from, to FieldType, f func(v json.RawMessage) (json.RawMessage, error)) {
+	rules[[2]FieldType{from, to}] = Rule{From: from, To: to, convert: f}
 }
 
 // RuleFor returns the rule converting from into to; ok is false for an
@@ -247,7 +245,8 @@ func Rules() []Rule {
 const paragraphSep = "\n\n"
 
 func init() {
-	addRule(Text, Number, "parses a decimal number; fails on anything else", func(v json.RawMessage) (json.RawMessage, error) {
+	// text→number parses a decimal number; fails on anything else
+	addRule(Text, Number, func(v json.RawMessage) (json.RawMessage, error) {
 		s, err := asString(Text, v)
 		if err != nil {
 			return nil, err
@@ -258,28 +257,32 @@ func init() {
 		}
 		return marshal(f), nil
 	})
-	addRule(Number, Text, "writes the number in decimal", func(v json.RawMessage) (json.RawMessage, error) {
+	// number→text writes the number in decimal
+	addRule(Number, Text, func(v json.RawMessage) (json.RawMessage, error) {
 		f, err := asNumber(Number, v)
 		if err != nil {
 			return nil, err
 		}
 		return marshal(strconv.FormatFloat(f, 'f', -1, 64)), nil
 	})
-	addRule(Text, RichText, "wraps each paragraph (split on a blank line) in a block with one span", func(v json.RawMessage) (json.RawMessage, error) {
+	// text→richtext wraps each paragraph (split on a blank line) in a block with one span
+	addRule(Text, RichText, func(v json.RawMessage) (json.RawMessage, error) {
 		s, err := asString(Text, v)
 		if err != nil {
 			return nil, err
 		}
 		return marshal(Wrap(s)), nil
 	})
-	addRule(RichText, Text, "flattens: a block's spans joined, blocks separated by a blank line", func(v json.RawMessage) (json.RawMessage, error) {
+	// richtext→text flattens: a block's spans joined, blocks separated by a blank line
+	addRule(RichText, Text, func(v json.RawMessage) (json.RawMessage, error) {
 		blocks, err := asRichText(RichText, v)
 		if err != nil {
 			return nil, err
 		}
 		return marshal(Flatten(blocks)), nil
 	})
-	addRule(Boolean, Number, "false→0, true→1", func(v json.RawMessage) (json.RawMessage, error) {
+	// boolean→number: false→0, true→1
+	addRule(Boolean, Number, func(v json.RawMessage) (json.RawMessage, error) {
 		b, err := asBool(Boolean, v)
 		if err != nil {
 			return nil, err
@@ -289,7 +292,8 @@ func init() {
 		}
 		return json.RawMessage("0"), nil
 	})
-	addRule(Number, Boolean, "0→false, 1→true; fails on any other number", func(v json.RawMessage) (json.RawMessage, error) {
+	// number→boolean: 0→false, 1→true; fails on any other number
+	addRule(Number, Boolean, func(v json.RawMessage) (json.RawMessage, error) {
 		f, err := asNumber(Number, v)
 		if err != nil {
 			return nil, err
@@ -302,7 +306,8 @@ func init() {
 		}
 		return nil, fmt.Errorf("only 0 and 1 are booleans, not %s", string(v))
 	})
-	addRule(Text, Boolean, `"true"→true, "false"→false; fails on anything else`, func(v json.RawMessage) (json.RawMessage, error) {
+	// text→boolean: "true"→true, "false"→false; fails on anything else
+	addRule(Text, Boolean, func(v json.RawMessage) (json.RawMessage, error) {
 		s, err := asString(Text, v)
 		if err != nil {
 			return nil, err
@@ -315,14 +320,16 @@ func init() {
 		}
 		return nil, fmt.Errorf(`%q is neither "true" nor "false"`, s)
 	})
-	addRule(Boolean, Text, `true→"true", false→"false"`, func(v json.RawMessage) (json.RawMessage, error) {
+	// boolean→text: true→"true", false→"false"
+	addRule(Boolean, Text, func(v json.RawMessage) (json.RawMessage, error) {
 		b, err := asBool(Boolean, v)
 		if err != nil {
 			return nil, err
 		}
 		return marshal(strconv.FormatBool(b)), nil
 	})
-	addRule(Text, DateTime, "parses RFC 3339; fails on anything else", func(v json.RawMessage) (json.RawMessage, error) {
+	// text→datetime parses RFC 3339; fails on anything else
+	addRule(Text, DateTime, func(v json.RawMessage) (json.RawMessage, error) {
 		s, err := asString(Text, v)
 		if err != nil {
 			return nil, err
@@ -333,7 +340,8 @@ func init() {
 		}
 		return marshal(ts.Format(time.RFC3339Nano)), nil
 	})
-	addRule(DateTime, Text, "the RFC 3339 text", func(v json.RawMessage) (json.RawMessage, error) {
+	// datetime→text writes the RFC 3339 text
+	addRule(DateTime, Text, func(v json.RawMessage) (json.RawMessage, error) {
 		s, err := asString(DateTime, v)
 		if err != nil {
 			return nil, err

@@ -27,8 +27,8 @@ type Store interface {
 	Documents(ctx context.Context, collection, after string, limit int) ([]Document, error)
 	Versions(ctx context.Context, collection, id string) ([]Version, error)
 
-	// StartRun records a migration run of field to type to; the rule must
-	// exist (see RuleFor). It does not claim the run.
+	// StartRun records a migration run of field to type to, refusing a
+	// change CheckChange refuses. It does not claim the run.
 	StartRun(ctx context.Context, collection, field string, to FieldType, batch int) (Run, error)
 	// ClaimRun admits one worker to a running or aborting run (a failed
 	// run is resumed: it becomes running). A live lease of another holder
