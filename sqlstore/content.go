@@ -97,9 +97,10 @@ func (s *ContentStore) Collection(ctx context.Context, name string) (content.Col
 	return c, nil
 }
 
+// queryer runs queries of one row or many: a *sql.DB or a *sql.Tx.
 type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	rowsQueryer
+	querier
 }
 
 // collection reads a collection and its fields, taking lock (""
@@ -117,39 +118,21 @@ func (s *ContentStore) collection(ctx context.Context, q queryer, name, lock str
 	}
 	c.BuiltIn = builtIn != 0
 	c.CreatedAt = fromMS(created)
-	rows, err := q.QueryContext(ctx, `SELECT name, type FROM collection_fields WHERE collection = $1 ORDER BY position`, name)
+	c.Fields, err = queryAll(ctx, q, func(sc scanner) (content.Field, error) {
+		var f content.Field
+		return f, sc.Scan(&f.Name, &f.Type)
+	}, `SELECT name, type FROM collection_fields WHERE collection = $1 ORDER BY position`, name)
 	if err != nil {
 		return c, fmt.Errorf("collection %s: fields: %w", name, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var f content.Field
-		if err := rows.Scan(&f.Name, &f.Type); err != nil {
-			return c, err
-		}
-		c.Fields = append(c.Fields, f)
-	}
-	return c, rows.Err()
+	return c, nil
 }
 
 // Collections implements content.Store.
 func (s *ContentStore) Collections(ctx context.Context) ([]content.Collection, error) {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT name FROM collections ORDER BY name`)
+	names, err := queryAll(ctx, s.db.db, scanString, `SELECT name FROM collections ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list collections: %w", err)
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	out := make([]content.Collection, 0, len(names))
 	for _, n := range names {
@@ -264,11 +247,7 @@ func (s *ContentStore) writeEach(ctx context.Context, tx *sql.Tx, collection str
 				return fmt.Errorf("update document %s/%s: %w", collection, w.ID, err)
 			}
 		}
-		var run any
-		if w.RunID != "" {
-			run = w.RunID
-		}
-		_, err := snap.ExecContext(ctx, collection, w.ID, w.Base+1, encoded[i], w.Reason, run, ms(now))
+		_, err := snap.ExecContext(ctx, collection, w.ID, w.Base+1, encoded[i], w.Reason, nullString(w.RunID), ms(now))
 		if IsUniqueViolation(err) {
 			return fmt.Errorf("%w: a version snapshot of %s/%s already exists (a second write of one version, or a second conversion by one run)", tidemark.ErrConflict, collection, w.ID)
 		}
@@ -318,27 +297,18 @@ func (s *ContentStore) writeLive(ctx context.Context, tx *sql.Tx, collection str
 		}
 	}
 	if nUpd > 0 {
-		rows, err := tx.QueryContext(ctx, `UPDATE documents SET version = v.column2 + 1, fields = v.column3, updated_at = $2
+		ids, err := queryAll(ctx, tx, scanString, `UPDATE documents SET version = v.column2 + 1, fields = v.column3, updated_at = $2
 			FROM (VALUES `+upd.String()+`) AS v
 			WHERE documents.collection = $1 AND documents.id = v.column1 AND documents.version = v.column2
 			RETURNING documents.id`, updArgs...)
 		if err != nil {
 			return fmt.Errorf("update documents in %s: %w", collection, err)
 		}
-		updated := make(map[string]bool, nUpd)
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
+		if len(ids) != nUpd {
+			updated := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				updated[id] = true
 			}
-			updated[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("update documents in %s: %w", collection, err)
-		}
-		if len(updated) != nUpd {
 			var missed []docWrite
 			for _, w := range ws {
 				if w.Base != 0 && !updated[w.ID] {
@@ -382,11 +352,7 @@ func (s *ContentStore) insertSnapshots(ctx context.Context, tx *sql.Tx, collecti
 		}
 		n := len(args)
 		fmt.Fprintf(&b, "($1, $%d, $%d, $%d, $%d, $%d, $2)", n+1, n+2, n+3, n+4, n+5)
-		var run any
-		if w.RunID != "" {
-			run = w.RunID
-		}
-		args = append(args, w.ID, w.Base+1, encoded[i], w.Reason, run)
+		args = append(args, w.ID, w.Base+1, encoded[i], w.Reason, nullString(w.RunID))
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at) VALUES `+b.String(), args...)
 	if IsUniqueViolation(err) {
@@ -400,20 +366,15 @@ func (s *ContentStore) insertSnapshots(ctx context.Context, tx *sql.Tx, collecti
 
 // openRuns returns the unfinished migration runs of a collection by field.
 func (s *ContentStore) openRuns(ctx context.Context, q queryer, collection string) (map[string]content.Run, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+migrationRunColumns+` FROM field_migrations WHERE collection = $1 AND status IN ('running', 'failed', 'aborting')`, collection)
+	runs, err := queryAll(ctx, q, scanRunRow, `SELECT `+migrationRunColumns+` FROM field_migrations WHERE collection = $1 AND status IN ('running', 'failed', 'aborting')`, collection)
 	if err != nil {
 		return nil, fmt.Errorf("collection %s: open migrations: %w", collection, err)
 	}
-	defer rows.Close()
-	out := map[string]content.Run{}
-	for rows.Next() {
-		r, err := scanRunRow(rows)
-		if err != nil {
-			return nil, err
-		}
+	out := make(map[string]content.Run, len(runs))
+	for _, r := range runs {
 		out[r.Field] = r.Run
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // writeType is the type a write of field to document id is checked
@@ -603,6 +564,12 @@ func (s *ContentStore) Import(ctx context.Context, collection string, next func(
 
 const documentColumns = `id, version, fields, created_at, updated_at`
 
+// scanString scans a one-column row of text.
+func scanString(sc scanner) (string, error) {
+	var s string
+	return s, sc.Scan(&s)
+}
+
 func scanDocument(sc scanner, collection string) (content.Document, error) {
 	d := content.Document{Collection: collection}
 	var fields string
@@ -644,21 +611,15 @@ func (s *ContentStore) Documents(ctx context.Context, collection, after string, 
 	if _, err := s.collection(ctx, s.db.db, collection, ""); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT `+documentColumns+` FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		collection, after, limit)
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (content.Document, error) { return scanDocument(sc, collection) },
+		`SELECT `+documentColumns+` FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`, collection, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", collection, err)
 	}
-	defer rows.Close()
-	out := []content.Document{}
-	for rows.Next() {
-		d, err := scanDocument(rows, collection)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
+	if out == nil {
+		out = []content.Document{} // a JSON array, not null
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Versions implements content.Store.
@@ -666,28 +627,25 @@ func (s *ContentStore) Versions(ctx context.Context, collection, id string) ([]c
 	if _, err := s.document(ctx, s.db.db, collection, id, ""); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.db.QueryContext(ctx, `SELECT version, fields, reason, run_id, at FROM document_versions
-		WHERE collection = $1 AND document_id = $2 ORDER BY version`, collection, id)
-	if err != nil {
-		return nil, fmt.Errorf("versions of %s/%s: %w", collection, id, err)
-	}
-	defer rows.Close()
-	var out []content.Version
-	for rows.Next() {
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (content.Version, error) {
 		v := content.Version{DocumentID: id}
 		var fields string
 		var run sql.NullString
 		var at int64
-		if err := rows.Scan(&v.Version, &fields, &v.Reason, &run, &at); err != nil {
-			return nil, err
+		if err := sc.Scan(&v.Version, &fields, &v.Reason, &run, &at); err != nil {
+			return v, err
 		}
 		if err := json.Unmarshal([]byte(fields), &v.Fields); err != nil {
-			return nil, fmt.Errorf("version %d of %s/%s: %w", v.Version, collection, id, err)
+			return v, fmt.Errorf("version %d of %s/%s: %w", v.Version, collection, id, err)
 		}
 		v.RunID, v.At = run.String, fromMS(at)
-		out = append(out, v)
+		return v, nil
+	}, `SELECT version, fields, reason, run_id, at FROM document_versions
+		WHERE collection = $1 AND document_id = $2 ORDER BY version`, collection, id)
+	if err != nil {
+		return nil, fmt.Errorf("versions of %s/%s: %w", collection, id, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PageOverrides implements content.PageReader.

@@ -74,20 +74,15 @@ func (s *ContentStore) Runs(ctx context.Context, f content.RunFilter) ([]content
 		q += ` ORDER BY created_at DESC, id DESC LIMIT $2`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.db.QueryContext(ctx, q, args...)
+	rows, err := queryAll(ctx, s.db.db, scanRunRow, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list migration runs: %w", err)
 	}
-	defer rows.Close()
-	out := []content.Run{}
-	for rows.Next() {
-		r, err := scanRunRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r.Run)
+	out := make([]content.Run, len(rows)) // a JSON array, not null
+	for i, r := range rows {
+		out[i] = r.Run
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // StartRun implements content.Store.
@@ -107,6 +102,18 @@ func (s *ContentStore) StartRun(ctx context.Context, collection, field string, t
 	if err := content.CheckChange(c, field, to); err != nil {
 		return content.Run{}, err
 	}
+	// The collection row is locked, so no other run can start between this
+	// read and the insert; the unique index is the backstop. (Reading after
+	// a failed insert would not work: PostgreSQL refuses every statement of
+	// a transaction after an error.)
+	open, err := s.openRuns(ctx, tx, collection)
+	if err != nil {
+		return content.Run{}, err
+	}
+	if o, ok := open[field]; ok {
+		return content.Run{}, fmt.Errorf("field %s.%s already has an unfinished migration run %s (%s); resume or abort it first: %w",
+			collection, field, o.ID, o.Status, tidemark.ErrConflict)
+	}
 	f, _ := c.Field(field)
 	var total int64
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM documents WHERE collection = $1`, collection).Scan(&total); err != nil {
@@ -117,9 +124,7 @@ func (s *ContentStore) StartRun(ctx context.Context, collection, field string, t
 	_, err = tx.ExecContext(ctx, `INSERT INTO field_migrations (id, collection, field, from_type, to_type, status, batch_size, total, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $8)`, id, collection, field, string(f.Type), string(to), batch, total, ms(now))
 	if IsUniqueViolation(err) {
-		open, _ := s.openRuns(ctx, tx, collection)
-		return content.Run{}, fmt.Errorf("field %s.%s already has an unfinished migration run %s (%s); resume or abort it first: %w",
-			collection, field, open[field].ID, open[field].Status, tidemark.ErrConflict)
+		return content.Run{}, fmt.Errorf("field %s.%s already has an unfinished migration run; resume or abort it first: %w", collection, field, tidemark.ErrConflict)
 	}
 	if err != nil {
 		return content.Run{}, fmt.Errorf("start migration of %s.%s: %w", collection, field, err)
@@ -249,6 +254,16 @@ func (s *ContentStore) Step(ctx context.Context, c content.RunClaim, ttl time.Du
 	return s.Run(ctx, c.RunID)
 }
 
+// anyRow reports whether query, a SELECT of one text column, returns a row.
+func anyRow(ctx context.Context, q querier, query string, args ...any) (bool, error) {
+	var v string
+	err := q.QueryRowContext(ctx, query, args...).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // batchDoc is a document a batch read.
 type batchDoc struct {
 	id      string
@@ -256,25 +271,16 @@ type batchDoc struct {
 	fields  content.Fields
 }
 
-func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]batchDoc, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
+func scanBatchDoc(sc scanner) (batchDoc, error) {
+	var d batchDoc
+	var fields string
+	if err := sc.Scan(&d.id, &d.version, &fields); err != nil {
+		return d, err
 	}
-	defer rows.Close()
-	var out []batchDoc
-	for rows.Next() {
-		var d batchDoc
-		var fields string
-		if err := rows.Scan(&d.id, &d.version, &fields); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
-			return nil, fmt.Errorf("document %s: stored fields: %w", d.id, err)
-		}
-		out = append(out, d)
+	if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
+		return d, fmt.Errorf("document %s: stored fields: %w", d.id, err)
 	}
-	return out, rows.Err()
+	return d, nil
 }
 
 // convertBatch converts the next batch of documents after the run's
@@ -291,7 +297,7 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
 		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
 	}
-	docs, err := s.readBatch(ctx, tx, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`+s.db.Dialect.LockRow,
+	docs, err := queryAll(ctx, tx, scanBatchDoc, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`+s.db.Dialect.LockRow,
 		coll.Name, r.Cursor, r.BatchSize)
 	if err != nil {
 		return fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
@@ -346,13 +352,13 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 				WHERE id = $5 AND status = 'running'`,
 				fmt.Sprintf("document %s: %v", failed, failure), failed, failure.Value, ms(now), r.ID)
 		}
-		var next string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT 1`, coll.Name, cursor).Scan(&next)
-		if err == nil {
-			return nil // more to do
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
+		// A short batch read the last document (the collection is locked
+		// against writers); a full one may have more after it.
+		if len(docs) == r.BatchSize {
+			more, err := anyRow(ctx, tx, `SELECT id FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT 1`, coll.Name, cursor)
+			if more || err != nil {
+				return err
+			}
 		}
 		// The last document is converted in this transaction: flip the type
 		// here, once.
@@ -387,23 +393,13 @@ func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll conten
 		id      string
 		version int64
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT document_id, version FROM document_versions
+	convs, err := queryAll(ctx, tx, func(sc scanner) (conv, error) {
+		var c conv
+		return c, sc.Scan(&c.id, &c.version)
+	}, `SELECT document_id, version FROM document_versions
 		WHERE run_id = $1 AND reason = 'migrate' AND document_id > $2 ORDER BY document_id LIMIT $3`, r.ID, r.UndoCursor, r.BatchSize)
 	if err != nil {
 		return fmt.Errorf("migration run %s: read conversions: %w", r.ID, err)
-	}
-	var convs []conv
-	for rows.Next() {
-		var c conv
-		if err := rows.Scan(&c.id, &c.version); err != nil {
-			rows.Close()
-			return err
-		}
-		convs = append(convs, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	ws := make([]docWrite, 0, len(convs))
 	undo := r.UndoCursor
@@ -441,13 +437,9 @@ func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll conten
 	}
 	finish := func(ctx context.Context, tx *sql.Tx) error {
 		if len(convs) == r.BatchSize {
-			var next string
-			err := tx.QueryRowContext(ctx, `SELECT document_id FROM document_versions WHERE run_id = $1 AND reason = 'migrate' AND document_id > $2
-				ORDER BY document_id LIMIT 1`, r.ID, undo).Scan(&next)
-			if err == nil {
-				return nil
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
+			more, err := anyRow(ctx, tx, `SELECT document_id FROM document_versions WHERE run_id = $1 AND reason = 'migrate' AND document_id > $2
+				ORDER BY document_id LIMIT 1`, r.ID, undo)
+			if more || err != nil {
 				return err
 			}
 		}

@@ -115,6 +115,16 @@ func seed(tb testing.TB, st *sqlstore.ContentStore, coll string, n int) []string
 	return ids
 }
 
+// mustStart records a run of field v of coll to type to.
+func mustStart(tb testing.TB, m *content.Migrator, coll string, to content.FieldType, batch int) content.Run {
+	tb.Helper()
+	r, err := m.Start(context.Background(), coll, "v", to, batch)
+	if err != nil {
+		tb.Fatalf("start %s.v→%s: %v", coll, to, err)
+	}
+	return r
+}
+
 func fieldType(tb testing.TB, st *sqlstore.ContentStore, coll, field string) content.FieldType {
 	tb.Helper()
 	c, err := st.Collection(context.Background(), coll)
@@ -138,10 +148,7 @@ func TestMigrationFailFixResumeAndAbort(t *testing.T) {
 		m := &content.Migrator{Store: st, Holder: "w1"}
 		// A run can be aborted before it converted anything: a text→datetime
 		// run, recorded and never driven, aborts to nothing.
-		probe, err := m.Start(ctx, "things", "v", content.DateTime, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
+		probe := mustStart(t, m, "things", content.DateTime, 3)
 		if ab, err := m.Abort(ctx, probe.ID); err != nil || ab.Status != content.RunAborted || ab.Restored != 0 {
 			t.Fatalf("abort an untouched run: %+v %v", ab, err)
 		}
@@ -154,16 +161,17 @@ func TestMigrationFailFixResumeAndAbort(t *testing.T) {
 			t.Fatalf("a refused change left a run: %+v", runs)
 		}
 
-		run, err := m.Start(ctx, "things", "v", content.Number, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = m.Drive(ctx, run.ID)
+		run := mustStart(t, m, "things", content.Number, 3)
+		_, err := m.Drive(ctx, run.ID)
 		var failed *content.FailedError
 		if !errors.As(err, &failed) || !errors.Is(err, tidemark.ErrInvalid) {
 			t.Fatalf("drive: got %v, want a failed run", err)
 		}
 		r := failed.Run
+		// One open run per field: a second is refused, naming the first.
+		if _, err := m.Start(ctx, "things", "v", content.RichText, 3); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), run.ID) {
+			t.Fatalf("a second run of an open field: %v", err)
+		}
 		if r.Status != content.RunFailed || r.FailedDocumentID != bad || r.FailedValue != `"eleven"` || r.Cursor != ids[10] || r.Converted != 11 {
 			t.Fatalf("failed run: %+v", r)
 		}
@@ -212,10 +220,7 @@ func TestMigrationFailFixResumeAndAbort(t *testing.T) {
 		}
 
 		// A fresh run now completes.
-		run2, err := m.Start(ctx, "things", "v", content.Number, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run2 := mustStart(t, m, "things", content.Number, 7)
 		// While it is running, writes to the field are refused, others pass.
 		c, err := st.ClaimRun(ctx, run2.ID, "w1", content.DefaultLeaseTTL)
 		if err != nil {
@@ -268,10 +273,7 @@ func TestMigrationErrorAtEveryBoundary(t *testing.T) {
 				st := db.Content()
 				ids := seed(t, st, "things", 10)
 				m := &content.Migrator{Store: st, Holder: "w1"}
-				run, err := m.Start(ctx, "things", "v", content.RichText, 4)
-				if err != nil {
-					t.Fatal(err)
-				}
+				run := mustStart(t, m, "things", content.RichText, 4)
 				if err := failpoint.Arm(p + "=error@1"); err != nil {
 					t.Fatal(err)
 				}
@@ -309,10 +311,7 @@ func TestMigrationClaimFence(t *testing.T) {
 		db := sqltest.MustOpen(t, b, env)
 		st := db.Content()
 		seed(t, st, "things", 10)
-		run, err := (&content.Migrator{Store: st, Holder: "w1"}).Start(ctx, "things", "v", content.Number, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := mustStart(t, (&content.Migrator{Store: st, Holder: "w1"}), "things", content.Number, 3)
 		ttl := content.DefaultLeaseTTL
 		c1, err := st.ClaimRun(ctx, run.ID, "w1", ttl)
 		if err != nil {
@@ -361,10 +360,7 @@ func TestMigrationWithConcurrentWriters(t *testing.T) {
 		st := db.Content()
 		ids := seed(t, st, "things", 40)
 		m := &content.Migrator{Store: st, Holder: "w1"}
-		run, err := m.Start(ctx, "things", "v", content.Number, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := mustStart(t, m, "things", content.Number, 3)
 		done := make(chan error, 1)
 		go func() {
 			_, err := m.Drive(ctx, run.ID)
