@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
 )
 
@@ -69,12 +69,12 @@ func (a *app) progress(r content.Run) (func(content.Run), func()) {
 		}
 }
 
-// drive runs fn (Drive or Abort) in the foreground with a progress bar and
-// prints the run as it ends.
-func (a *app) drive(cmd *cobra.Command, m *content.Migrator, r content.Run, asJSON bool, fn func() (content.Run, error)) error {
+// drive runs act (m.Drive or m.Abort) on r in the foreground with a
+// progress bar and prints the run as it ends.
+func (a *app) drive(ctx context.Context, m *content.Migrator, r content.Run, asJSON bool, act func(context.Context, string) (content.Run, error)) error {
 	report, finish := a.progress(r)
 	m.Progress = report
-	out, err := fn()
+	out, err := act(ctx, r.ID)
 	finish()
 	var failed *content.FailedError
 	if errors.As(err, &failed) {
@@ -145,7 +145,7 @@ run: fix the document (docs put) and ` + "`tidemark migrate resume ID`" + `, or
 					r.ID, r.Collection, r.Field, r.From, r.To, r.Total)
 				return nil
 			}
-			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) { return m.Drive(cmd.Context(), r.ID) })
+			return a.drive(cmd.Context(), m, r, asJSON, m.Drive)
 		},
 	}
 	cmd.Flags().IntVar(&batch, "batch", content.DefaultBatch, fmt.Sprintf("documents per transaction (1 to %d)", content.MaxBatch))
@@ -253,40 +253,23 @@ func newMigrateShowCmd(a *app) *cobra.Command {
 }
 
 func newMigrateResumeCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "resume RUN",
-		Short: "Carry a run on from its cursor (a failed run after its document is fixed; a crashed or detached run)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := a.migrator(cmd)
-			if err != nil {
-				return err
-			}
-			r, err := m.Store.Run(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if !r.Status.Open() {
-				return fmt.Errorf("migration run %s is %s; nothing to resume: %w", r.ID, r.Status, tidemark.ErrConflict)
-			}
-			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) {
-				if r.Status == content.RunAborting {
-					return m.Abort(cmd.Context(), r.ID)
-				}
-				return m.Drive(cmd.Context(), r.ID)
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
-	return cmd
+	return newRunActionCmd(a, "resume RUN",
+		"Carry a run on from its cursor (a failed run after its document is fixed; a crashed, detached or interrupted abort)", false)
 }
 
 func newMigrateAbortCmd(a *app) *cobra.Command {
+	return newRunActionCmd(a, "abort RUN",
+		"Abort a run: restore every converted document from its snapshot; the type stays as it was", true)
+}
+
+// newRunActionCmd is resume and abort: read the run (for the progress
+// bar), then drive it in the foreground. Claiming an aborting run carries
+// the abort on, so resume drives every open run the same way.
+func newRunActionCmd(a *app, use, short string, abort bool) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "abort RUN",
-		Short: "Abort a run: restore every converted document from its snapshot; the type stays as it was",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := a.migrator(cmd)
@@ -297,8 +280,11 @@ func newMigrateAbortCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r.Status = content.RunAborting
-			return a.drive(cmd, m, r, asJSON, func() (content.Run, error) { return m.Abort(cmd.Context(), r.ID) })
+			act := m.Drive
+			if abort {
+				r.Status, act = content.RunAborting, m.Abort
+			}
+			return a.drive(cmd.Context(), m, r, asJSON, act)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
