@@ -307,7 +307,7 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 	}
 	step := Step{Kind: StepReconciled}
 	// One ordered read of our own writes, paginated.
-	ls, err := ReadOwn(ctx, d.Provider, lane.Skew)
+	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std())
 	if err != nil {
 		return Step{}, fmt.Errorf("outbox: lane %s: %w", d.Lane, err)
 	}
@@ -368,7 +368,7 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 				continue
 			}
 			step.Requests++
-			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew)
+			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew.Std())
 			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Found, f.Reason)
 			rec.Checks[id] = Check{At: now, Verdict: string(res), Evidence: ev}
 			switch pi := &in.Intents[at[id]]; res {

@@ -177,7 +177,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 
 func TestModeratedTargetIsBucketedReversibly(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		h := newHarness(t, b, laneOpts{retire: outbox.RetirementPolicy{Checks: 0, Spacing: time.Hour}})
+		h := newHarness(t, b, laneOpts{retire: outbox.RetirementPolicy{Checks: 0, Spacing: tidemark.Duration(time.Hour)}})
 		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("locked", "two"), h.draft("t3", "three")}
 		h.srv.Moderate("locked", "thread locked by a moderator")
 		d := h.deliverer("w1")
@@ -266,7 +266,7 @@ func TestStaleAnswersNeverResolveFreshOnesDo(t *testing.T) {
 
 func TestRetirementPolicyAndOperators(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		h := newHarness(t, b, laneOpts{noCount: true, retire: outbox.RetirementPolicy{Checks: 2, Spacing: time.Hour}})
+		h := newHarness(t, b, laneOpts{noCount: true, retire: outbox.RetirementPolicy{Checks: 2, Spacing: tidemark.Duration(time.Hour)}})
 		ctx := context.Background()
 		a := h.draft("t1", "one")
 		h.srv.OmitAge(true) // no answer is ever fresh

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 func TestResolveFreshnessBeforeExistence(t *testing.T) {
@@ -50,7 +52,7 @@ func TestVerifyCount(t *testing.T) {
 }
 
 func TestRetirementPolicy(t *testing.T) {
-	p := RetirementPolicy{Checks: 3, Spacing: time.Hour}
+	p := RetirementPolicy{Checks: 3, Spacing: tidemark.Duration(time.Hour)}
 	at := func(h float64, v string) Check {
 		return Check{At: t0.Add(time.Duration(h * float64(time.Hour))), Verdict: v}
 	}

@@ -3,6 +3,8 @@ package outbox
 import (
 	"fmt"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 // Check is one look at an intent that is unresolved or unexecutable: when,
@@ -20,13 +22,13 @@ type Check struct {
 // of them still unresolved or unexecutable. A zero Checks means never
 // automatically: only an operator retires.
 type RetirementPolicy struct {
-	Checks  int           `json:"checks"`
-	Spacing time.Duration `json:"spacing"`
+	Checks  int               `json:"checks"`
+	Spacing tidemark.Duration `json:"spacing"`
 }
 
 // CheckDue reports whether a new check is due, given the last one.
 func (p RetirementPolicy) CheckDue(last *time.Time, now time.Time) bool {
-	return last == nil || !now.Before(last.Add(p.Spacing))
+	return last == nil || !now.Before(last.Add(p.Spacing.Std()))
 }
 
 // Due reports whether an intent with these checks (oldest first) is due for
@@ -45,13 +47,13 @@ func (p RetirementPolicy) Due(checks []Check) (bool, string) {
 			counted, last = 0, time.Time{}
 			continue
 		}
-		if counted == 0 || !c.At.Before(last.Add(p.Spacing)) {
+		if counted == 0 || !c.At.Before(last.Add(p.Spacing.Std())) {
 			counted++
 			last = c.At
 		}
 	}
 	if counted >= p.Checks {
-		return true, fmt.Sprintf("%d checks spaced at least %s apart found it unresolved or unexecutable", counted, p.Spacing)
+		return true, fmt.Sprintf("%d checks spaced at least %s apart found it unresolved or unexecutable", counted, p.Spacing.Std())
 	}
 	return false, fmt.Sprintf("%d of %d spaced checks so far", counted, p.Checks)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 // State is where an intent is in its life.
@@ -78,15 +80,11 @@ type Lane struct {
 	Provider string            `json:"provider"`
 	Settings map[string]string `json:"settings"`
 	// MinGap is the least time between two writes.
-	MinGap time.Duration `json:"-"`
+	MinGap tidemark.Duration `json:"min_gap"`
 	// Skew is the clock difference allowed for in the freshness rule.
-	Skew       time.Duration    `json:"-"`
-	Retirement RetirementPolicy `json:"-"`
+	Skew       tidemark.Duration `json:"skew"`
+	Retirement RetirementPolicy  `json:"retirement"`
 
-	MinGapText     string        `json:"min_gap"`
-	SkewText       string        `json:"skew"`
-	RetireChecks   int           `json:"retire_checks"`
-	RetireSpacing  string        `json:"retire_spacing"`
 	LeaseToken     int64         `json:"lease_token"`
 	LeaseHolder    string        `json:"lease_holder"`
 	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`

@@ -58,7 +58,7 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
 		nl.Name, nl.Provider, string(settings), nl.MinGap.Milliseconds(), nl.Skew.Milliseconds(),
-		nl.Retirement.Checks, nl.Retirement.Spacing.Milliseconds(), now)
+		nl.Retirement.Checks, nl.Retirement.Spacing.Std().Milliseconds(), now)
 	if IsUniqueViolation(err) {
 		return outbox.Lane{}, fmt.Errorf("lane %q already exists: %w", nl.Name, tidemark.ErrConflict)
 	}
@@ -80,17 +80,16 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 		expires, last            sql.NullInt64
 		needs                    int
 	)
-	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.RetireChecks, &spacing,
+	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.Retirement.Checks, &spacing,
 		&l.LeaseToken, &holder, &expires, &next, &last, &needs); err != nil {
 		return l, err
 	}
 	if err := json.Unmarshal([]byte(settings), &l.Settings); err != nil {
 		return l, fmt.Errorf("lane %s: settings: %w", l.Name, err)
 	}
-	l.MinGap = time.Duration(gap) * time.Millisecond
-	l.Skew = time.Duration(skew) * time.Millisecond
-	l.Retirement = outbox.RetirementPolicy{Checks: l.RetireChecks, Spacing: time.Duration(spacing) * time.Millisecond}
-	l.MinGapText, l.SkewText, l.RetireSpacing = l.MinGap.String(), l.Skew.String(), l.Retirement.Spacing.String()
+	l.MinGap = tidemark.Duration(time.Duration(gap) * time.Millisecond)
+	l.Skew = tidemark.Duration(time.Duration(skew) * time.Millisecond)
+	l.Retirement.Spacing = tidemark.Duration(time.Duration(spacing) * time.Millisecond)
 	l.LeaseHolder = holder.String
 	l.LeaseExpiresAt = fromNullMS(expires)
 	l.NextSendAt = fromMS(next)

@@ -60,14 +60,14 @@ never stored, only the name of the environment variable that holds them:
 				return err
 			}
 			l, err := db.Outbox().AddLane(cmd.Context(), sqlstore.NewLane{Name: args[0], Provider: kind, Settings: st,
-				MinGap: minGap, Skew: skew, Retirement: outbox.RetirementPolicy{Checks: retireChecks, Spacing: retireSpacing}})
+				MinGap: minGap, Skew: skew, Retirement: outbox.RetirementPolicy{Checks: retireChecks, Spacing: tidemark.Duration(retireSpacing)}})
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return writeJSON(a.stdout, l)
 			}
-			fmt.Fprintf(a.stdout, "added %s lane %q: at least %s between writes\n", l.Provider, l.Name, l.MinGap)
+			fmt.Fprintf(a.stdout, "added %s lane %q: at least %s between writes\n", l.Provider, l.Name, l.MinGap.Std())
 			return nil
 		},
 	}
@@ -149,7 +149,7 @@ func printLanes(a *app, ls []outbox.Lane) {
 		if l.NextSendAt.After(a.clk().Now()) {
 			next = l.NextSendAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, l.MinGap, l.LeaseToken, orDash(l.LeaseHolder),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, l.MinGap.Std(), l.LeaseToken, orDash(l.LeaseHolder),
 			orDash(l.InFlight), next, orDash(strings.Join(counts, ", ")))
 	}
 	tw.Flush()
