@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/objstore/objstoretest"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/summarize"
 )
@@ -36,14 +37,20 @@ func BenchmarkPublish(b *testing.B) {
 	b.Run("s3", func(b *testing.B) { benchPublish(b, objstoretest.S3(b, "")) })
 }
 
-func benchPublish(b *testing.B, objs objstore.Store) {
-	ctx := context.Background()
+// benchDB is a fresh SQLite database with one source.
+func benchDB(b *testing.B) (*sqlstore.DB, sqltest.Env, tidemark.Source) {
 	env := sqltest.NewEnv(1)
 	db := sqltest.MustOpenURL(b, sqltest.NewSQLiteURL(b), env)
-	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
+	src, err := db.Ingest().AddSource(context.Background(), ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return db, env, src
+}
+
+func benchPublish(b *testing.B, objs objstore.Store) {
+	ctx := context.Background()
+	db, env, src := benchDB(b)
 	n := b.N
 	items := make([]tidemark.Item, n)
 	for i := range items {
@@ -118,12 +125,7 @@ func BenchmarkSweepNothingToRepair(b *testing.B) {
 
 func benchSweep(b *testing.B, objs objstore.Store) {
 	ctx := context.Background()
-	env := sqltest.NewEnv(1)
-	db := sqltest.MustOpenURL(b, sqltest.NewSQLiteURL(b), env)
-	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
+	db, env, src := benchDB(b)
 	n := *sweepPages
 	hashes := make(map[string]string, n)
 	tx, err := db.Begin(ctx)

@@ -70,7 +70,7 @@ func TestKilledBetweenObjectWriteAndMarkConvergesAfterOneSweep(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		specs := map[string]string{"dir": "dir:" + t.TempDir()}
 		if os.Getenv("TIDEMARK_TEST_S3_ENDPOINT") != "" {
-			specs["s3"] = "s3:" + strings.TrimPrefix(objstoretest.S3(t, "").Prefix(), "/")
+			specs["s3"] = "s3:" + objstoretest.S3(t, "").Prefix()
 		}
 		for name, spec := range specs {
 			t.Run(name, func(t *testing.T) {

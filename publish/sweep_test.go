@@ -86,7 +86,7 @@ func TestSweepRepairsTheStore(t *testing.T) {
 				f := mustFixture(t, b, newStore(t))
 				var pages []string
 				var sums []publish.Summary
-				for i, key := range []string{"c1", "c2", "c3"} {
+				for _, key := range []string{"c1", "c2", "c3"} {
 					ev := f.mustEvent(t, key, "change "+key, "evidence "+key)
 					s := f.mustAccept(t, ev, "Summary of "+key+".", "m1")
 					res, err := f.svc.Publish(ctx, s.ID)
@@ -94,7 +94,6 @@ func TestSweepRepairsTheStore(t *testing.T) {
 						t.Fatal(err)
 					}
 					pages, sums = append(pages, res.PageID), append(sums, s)
-					_ = i
 				}
 				if _, err := f.svc.RefreshListings(ctx); err != nil {
 					t.Fatal(err)
