@@ -22,7 +22,7 @@ func init() {
 		}
 		return &git.Fetcher{CacheDir: cache}
 	})
-	kindDetectors = append(kindDetectors, func(loc string) (string, bool) {
+	kindDetectors = append(kindDetectors, func(_ context.Context, loc string) (string, bool) {
 		if strings.HasSuffix(loc, ".git") {
 			return "git", true
 		}

@@ -102,11 +102,11 @@ func probe(ctx context.Context, loc string) (detect.Result, error) {
 	return r, nil
 }
 
-func detectWeb(loc string) (string, bool) {
+func detectWeb(ctx context.Context, loc string) (string, bool) {
 	if !isHTTP(loc) {
 		return "", false
 	}
-	r, err := probe(context.Background(), loc)
+	r, err := probe(ctx, loc)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tidemark: could not probe %s to tell its kind: %v\n", loc, err)
 		return "", false
@@ -114,7 +114,7 @@ func detectWeb(loc string) (string, bool) {
 	return r.Kind, true
 }
 
-func detectDir(loc string) (string, bool) {
+func detectDir(_ context.Context, loc string) (string, bool) {
 	if fi, err := os.Stat(loc); err == nil && fi.IsDir() {
 		return "dir", true
 	}

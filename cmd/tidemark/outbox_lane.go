@@ -47,13 +47,9 @@ never stored, only the name of the environment variable that holds them:
 			if !providers.Known(kind) {
 				return tidemark.Invalidf("--provider", kind, "want one of %s", strings.Join(providers.Kinds(), ", "))
 			}
-			st := map[string]string{}
-			for _, kv := range settings {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return tidemark.Invalidf("--setting", kv, "want key=value")
-				}
-				st[k] = v
+			st, err := parseKeyValues("--setting", settings)
+			if err != nil {
+				return err
 			}
 			db, err := a.open(cmd.Context())
 			if err != nil {

@@ -43,8 +43,56 @@ func actor() string {
 }
 
 // kindDetectors guess a source's kind from its location; kinds' files add
-// theirs. The first that answers wins.
-var kindDetectors []func(location string) (kind string, ok bool)
+// theirs. The first that answers wins. A detector may ask the location
+// (an HTTP probe), so it takes the command's context.
+var kindDetectors []func(ctx context.Context, location string) (kind string, ok bool)
+
+// resolveNewSource completes what `source add` and `source test` were
+// given: the kind (detected unless named), the --config pairs, the kind's
+// own preparation (resolving a path, checking config keys) and a default
+// name.
+func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string) (ingest.NewSource, error) {
+	if ns.Kind == "" {
+		for _, d := range kindDetectors {
+			if k, ok := d(ctx, ns.Location); ok {
+				ns.Kind = k
+				break
+			}
+		}
+	}
+	if ns.Kind == "" {
+		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with --kind")
+	}
+	if _, ok := fetcherKinds[ns.Kind]; !ok {
+		return ns, tidemark.Invalidf("--kind", ns.Kind, "unknown kind (known: %s)", strings.Join(knownKinds(), ", "))
+	}
+	var err error
+	if ns.Config, err = parseKeyValues("--config", config); err != nil {
+		return ns, err
+	}
+	if prep := sourcePreparers[ns.Kind]; prep != nil {
+		if ns, err = prep(ctx, ns); err != nil {
+			return ns, err
+		}
+	}
+	if ns.Name == "" {
+		ns.Name = defaultName(ns.Location)
+	}
+	return ns, nil
+}
+
+// parseKeyValues reads the key=value pairs of a repeatable flag.
+func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, tidemark.Invalidf(flag, kv, "want key=value")
+		}
+		m[k] = v
+	}
+	return m, nil
+}
 
 func newSourceAddCmd(a *app) *cobra.Command {
 	var (
@@ -60,39 +108,10 @@ func newSourceAddCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			loc := args[0]
-			if kind == "" {
-				for _, d := range kindDetectors {
-					if k, ok := d(loc); ok {
-						kind = k
-						break
-					}
-				}
-			}
-			if kind == "" {
-				return tidemark.Invalidf("location", loc, "cannot tell its kind; name it with --kind")
-			}
-			prep := sourcePreparers[kind]
-			if _, ok := fetcherKinds[kind]; !ok {
-				return tidemark.Invalidf("--kind", kind, "unknown kind (known: %s)", strings.Join(knownKinds(), ", "))
-			}
-			cfg := map[string]string{}
-			for _, kv := range config {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return tidemark.Invalidf("--config", kv, "want key=value")
-				}
-				cfg[k] = v
-			}
-			ns := ingest.NewSource{Name: name, Kind: kind, Location: loc, Config: cfg, Interval: interval, RetryBudget: budget}
-			if prep != nil {
-				var err error
-				if ns, err = prep(ctx, ns); err != nil {
-					return err
-				}
-			}
-			if ns.Name == "" {
-				ns.Name = defaultName(ns.Location)
+			ns, err := resolveNewSource(ctx, ingest.NewSource{Name: name, Kind: kind, Location: args[0],
+				Interval: interval, RetryBudget: budget}, config)
+			if err != nil {
+				return err
 			}
 			if err := validateNewSource(ns); err != nil {
 				return err

@@ -57,35 +57,12 @@ was unreachable, 2 when its answer was unusable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			loc := args[0]
-			if kind == "" {
-				for _, d := range kindDetectors {
-					if k, ok := d(loc); ok {
-						kind = k
-						break
-					}
-				}
-			}
-			if kind == "" {
-				return tidemark.Invalidf("location", loc, "cannot tell its kind; name it with --kind")
-			}
-			newFetcher, ok := fetcherKinds[kind]
-			if !ok {
-				return tidemark.Invalidf("--kind", kind, "unknown kind (known: %s)", strings.Join(knownKinds(), ", "))
-			}
-			cfg, err := parseConfig(config)
+			ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: kind, Location: args[0]}, config)
 			if err != nil {
 				return err
 			}
-			ns := ingest.NewSource{Kind: kind, Location: loc, Config: cfg}
-			if prep := sourcePreparers[kind]; prep != nil {
-				if ns, err = prep(ctx, ns); err != nil {
-					return err
-				}
-			}
-			if ns.Name == "" {
-				ns.Name = defaultName(ns.Location)
-			}
+			kind := ns.Kind
+			newFetcher := fetcherKinds[kind]
 			src := tidemark.Source{Name: ns.Name, Kind: kind, Location: ns.Location, Config: ns.Config, State: tidemark.SourceActive}
 			rep := testReport{Kind: kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []testItem{}, Cursor: cursor}
 			res, ferr := newFetcher(a).Fetch(ctx, src, cursor)
@@ -156,18 +133,6 @@ type outcomeError struct {
 
 func (e *outcomeError) Error() string        { return "source test: outcome " + string(e.outcome) }
 func (e *outcomeError) Is(target error) bool { return target == e.kind }
-
-func parseConfig(kvs []string) (map[string]string, error) {
-	cfg := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, tidemark.Invalidf("--config", kv, "want key=value")
-		}
-		cfg[k] = v
-	}
-	return cfg, nil
-}
 
 func printTestReport(a *app, rep testReport) {
 	w := a.stdout
