@@ -80,14 +80,14 @@ func (s *PublishStore) Summaries(ctx context.Context, f publish.SummaryFilter) (
 	return out, nil
 }
 
-// lockEvent reads an event's current evidence hash and source, locking the
-// event row so its evidence cannot move until the transaction ends.
-func (s *PublishStore) lockEvent(ctx context.Context, tx *sql.Tx, eventID string) (hash, sourceID string, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT evidence_hash, source_id FROM events WHERE id = $1`+s.db.Dialect.LockRow, eventID).Scan(&hash, &sourceID)
+// lockEvent reads an event, locking its row so its evidence cannot move
+// until the transaction ends.
+func (s *PublishStore) lockEvent(ctx context.Context, tx *sql.Tx, eventID string) (tidemark.Event, error) {
+	ev, err := scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = $1`+s.db.Dialect.LockRow, eventID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", fmt.Errorf("event %s: %w", eventID, tidemark.ErrNotFound)
+		return ev, fmt.Errorf("event %s: %w", eventID, tidemark.ErrNotFound)
 	}
-	return hash, sourceID, err
+	return ev, err
 }
 
 // Accept implements publish.Store.
@@ -107,13 +107,13 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 		return publish.Summary{}, false, err
 	}
 	defer tx.Rollback()
-	current, sourceID, err := s.lockEvent(ctx, tx, ns.EventID)
+	ev, err := s.lockEvent(ctx, tx, ns.EventID)
 	if err != nil {
 		return publish.Summary{}, false, err
 	}
-	if current != ns.EvidenceHash {
+	if ev.EvidenceHash != ns.EvidenceHash {
 		return publish.Summary{}, false, fmt.Errorf("summary of event %s for evidence %.12s (current %.12s): %w",
-			ns.EventID, ns.EvidenceHash, current, publish.ErrEvidenceMismatch)
+			ns.EventID, ns.EvidenceHash, ev.EvidenceHash, publish.ErrEvidenceMismatch)
 	}
 	textHash := tidemark.HashEvidence([]byte(ns.Text))
 	existing, err := scanSummary(tx.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
@@ -129,7 +129,7 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 		return publish.Summary{}, false, err
 	}
 	now := ms(s.db.Clock.Now())
-	pageID, err := s.ensurePage(ctx, tx, ns.EventID, sourceID, now)
+	pageID, err := s.ensurePage(ctx, tx, ns.EventID, ev.SourceID, now)
 	if err != nil {
 		return publish.Summary{}, false, err
 	}
@@ -189,7 +189,7 @@ func (s *PublishStore) Reject(ctx context.Context, id, reason string) (publish.S
 	if err != nil {
 		return sum, err
 	}
-	if _, _, err := s.lockEvent(ctx, tx, sum.EventID); err != nil {
+	if _, err := s.lockEvent(ctx, tx, sum.EventID); err != nil {
 		return sum, err
 	}
 	if sum.Rejected() {
@@ -261,8 +261,7 @@ func (s *PublishStore) Prepare(ctx context.Context, summaryID string) (publish.P
 	if err != nil {
 		return p, err
 	}
-	eventHash, _, err := s.lockEvent(ctx, tx, sum.EventID)
-	if err != nil {
+	if p.Event, err = s.lockEvent(ctx, tx, sum.EventID); err != nil {
 		return p, err
 	}
 	var pointer sql.NullString
@@ -282,17 +281,14 @@ func (s *PublishStore) Prepare(ctx context.Context, summaryID string) (publish.P
 		return p, fmt.Errorf("summary %s is retired: %w", summaryID, publish.ErrSuperseded)
 	case pointer.String != summaryID || pointerHash != sum.EvidenceHash:
 		return p, fmt.Errorf("summary %s: event %s points at %q: %w", summaryID, sum.EventID, pointer.String, publish.ErrSuperseded)
-	case eventHash != sum.EvidenceHash:
+	case p.Event.EvidenceHash != sum.EvidenceHash:
 		return p, fmt.Errorf("summary %s: event %s was re-frozen (evidence %.12s, summary's %.12s): %w",
-			summaryID, sum.EventID, eventHash, sum.EvidenceHash, publish.ErrSuperseded)
+			summaryID, sum.EventID, p.Event.EvidenceHash, sum.EvidenceHash, publish.ErrSuperseded)
 	}
 	err = tx.QueryRowContext(ctx, `UPDATE pages SET generation = generation + 1, updated_at = $1 WHERE id = $2 RETURNING generation`,
 		ms(s.db.Clock.Now()), p.PageID).Scan(&p.Generation)
 	if err != nil {
 		return p, fmt.Errorf("allocate generation of page %s: %w", p.PageID, err)
-	}
-	if p.Event, err = scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = $1`, sum.EventID)); err != nil {
-		return p, err
 	}
 	if p.Source, err = s.source(ctx, tx, p.Event.SourceID); err != nil {
 		return p, err
@@ -322,7 +318,7 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	defer tx.Rollback()
 	// Lock the event, as Accept does, so the condition below is decided
 	// against a settled pointer.
-	if _, _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
+	if _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
 		return pub, err
 	}
 	now := ms(s.db.Clock.Now())
