@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"mime"
@@ -50,7 +51,7 @@ func storeHandler(objs objstore.Store) http.Handler {
 		w.Header().Set("ETag", o.ETag)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
-		http.ServeContent(w, r, key, time.Time{}, strings.NewReader(string(o.Body)))
+		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
 	})
 }
 
