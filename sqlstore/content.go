@@ -97,12 +97,6 @@ func (s *ContentStore) Collection(ctx context.Context, name string) (content.Col
 	return c, nil
 }
 
-// queryer runs queries of one row or many: a *sql.DB or a *sql.Tx.
-type queryer interface {
-	rowsQueryer
-	querier
-}
-
 // collection reads a collection and its fields, taking lock (""
 // LockRow or lockShare) on the collection row.
 func (s *ContentStore) collection(ctx context.Context, q queryer, name, lock string) (content.Collection, error) {
@@ -165,46 +159,44 @@ const maxRowsPerStatement = 1000
 // that all of it commits together or not at all. A write based on an old
 // version is tidemark.ErrConflict. The caller commits.
 func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite, now time.Time,
-	extra ...func(ctx context.Context, tx *sql.Tx) error) ([]content.Document, error) {
-	docs := make([]content.Document, len(ws))
+	extra ...func(ctx context.Context, tx *sql.Tx) error) error {
 	encoded := make([]string, len(ws))
 	seen := make(map[string]bool, len(ws))
 	for i, w := range ws {
 		if seen[w.ID] {
-			return nil, fmt.Errorf("document %s/%s written twice in one transaction: %w", collection, w.ID, tidemark.ErrInvalid)
+			return fmt.Errorf("document %s/%s written twice in one transaction: %w", collection, w.ID, tidemark.ErrInvalid)
 		}
 		seen[w.ID] = true
 		b, err := json.Marshal(w.Fields)
 		if err != nil {
-			return nil, fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
+			return fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
 		}
 		if len(b) > content.MaxDocumentBytes {
-			return nil, tidemark.Invalidf("document "+collection+"/"+w.ID, "", "is %d bytes, at most %d", len(b), content.MaxDocumentBytes)
+			return tidemark.Invalidf("document "+collection+"/"+w.ID, "", "is %d bytes, at most %d", len(b), content.MaxDocumentBytes)
 		}
 		encoded[i] = string(b)
-		docs[i] = content.Document{Collection: collection, ID: w.ID, Version: w.Base + 1, Fields: w.Fields, UpdatedAt: now, CreatedAt: now}
 	}
 	if s.db.Dialect.Name == "sqlite" {
 		if err := s.writeEach(ctx, tx, collection, ws, encoded, now); err != nil {
-			return nil, err
+			return err
 		}
 	} else {
 		for start := 0; start < len(ws); start += maxRowsPerStatement {
 			end := min(start+maxRowsPerStatement, len(ws))
 			if err := s.writeLive(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-				return nil, err
+				return err
 			}
 			if err := s.insertSnapshots(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	for _, f := range extra {
 		if err := f(ctx, tx); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return docs, nil
+	return nil
 }
 
 // writeEach is writeLive and insertSnapshots one row at a time through
@@ -486,7 +478,7 @@ func (s *ContentStore) Put(ctx context.Context, collection string, p content.Put
 	if p.BaseVersion == 0 {
 		reason = content.ReasonCreate
 	}
-	if _, err := s.writeVersions(ctx, tx, collection, []docWrite{{ID: p.ID, Base: p.BaseVersion, Fields: fields, Reason: reason}}, s.db.Clock.Now()); err != nil {
+	if err := s.writeVersions(ctx, tx, collection, []docWrite{{ID: p.ID, Base: p.BaseVersion, Fields: fields, Reason: reason}}, s.db.Clock.Now()); err != nil {
 		return content.Document{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -520,7 +512,7 @@ func (s *ContentStore) Import(ctx context.Context, collection string, next func(
 		if len(ws) == 0 {
 			return nil
 		}
-		_, err := s.writeVersions(ctx, tx, collection, ws, now)
+		err := s.writeVersions(ctx, tx, collection, ws, now)
 		ws = ws[:0]
 		return err
 	}

@@ -380,7 +380,7 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 			WHERE id = $2 AND status = 'running'`, ms(now), r.ID)
 	}
 	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateBeforeCommit.Hit(ctx) }
-	_, err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
+	err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
 	return err
 }
 
@@ -449,6 +449,6 @@ func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll conten
 			WHERE id = $2 AND status = 'aborting'`, ms(now), r.ID)
 	}
 	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateRestoreBeforeCommit.Hit(ctx) }
-	_, err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
+	err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
 	return err
 }

@@ -214,10 +214,19 @@ func exec1(ctx context.Context, q execer, none error, query string, args ...any)
 	return expectOne(res, err, none)
 }
 
-// rowsQueryer runs queries: a *sql.DB or a *sql.Tx.
-type rowsQueryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+// The statement runners, each satisfied by both a *sql.DB and a *sql.Tx.
+type (
+	rowsQueryer interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+	querier interface {
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+	queryer interface {
+		rowsQueryer
+		querier
+	}
+)
 
 // queryAll runs query and scans every row with scan. No rows is an empty,
 // non-nil slice, so a listing encodes as [] rather than null.

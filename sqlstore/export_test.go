@@ -23,7 +23,7 @@ func (s *ContentStore) WriteVersionsForTest(ctx context.Context, collection stri
 		}
 	}
 	x := func(context.Context, *sql.Tx) error { return extra() }
-	if _, err := s.writeVersions(ctx, tx, collection, ws, s.db.Clock.Now(), x); err != nil {
+	if err := s.writeVersions(ctx, tx, collection, ws, s.db.Clock.Now(), x); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -115,10 +115,6 @@ func (s *IngestStore) Source(ctx context.Context, ref string) (tidemark.Source, 
 	return r.Source, err
 }
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 func (s *IngestStore) source(ctx context.Context, q querier, ref string, lock bool) (sourceRow, error) {
 	query := `SELECT ` + sourceColumns + ` FROM sources WHERE id = $1 OR name = $1`
 	if lock {
