@@ -33,7 +33,7 @@ type laneRow struct {
 
 func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
 	if s.Outbox == nil {
-		return nil, nil
+		return []laneRow{}, nil
 	}
 	lanes, err := s.Outbox.Lanes(ctx)
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
 
 func (s *Server) migrations(ctx context.Context, limit int) ([]content.Run, error) {
 	if s.Migrations == nil {
-		return nil, nil
+		return []content.Run{}, nil
 	}
 	return s.Migrations.Runs(ctx, content.RunFilter{Limit: limit})
 }
@@ -66,9 +66,6 @@ func (s *Server) apiLanes(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	if rows == nil {
-		rows = []laneRow{}
 	}
 	writeJSON(w, http.StatusOK, rows)
 }
@@ -93,9 +90,6 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if ins == nil {
-		ins = []outbox.Intent{}
-	}
 	writeJSON(w, http.StatusOK, ins)
 }
 
@@ -118,9 +112,6 @@ func (s *Server) apiMigrations(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	if runs == nil {
-		runs = []content.Run{}
 	}
 	writeJSON(w, http.StatusOK, runs)
 }
