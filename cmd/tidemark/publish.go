@@ -337,9 +337,6 @@ func newSummariesCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if sums == nil {
-					sums = []publish.Summary{}
-				}
 				return writeJSON(a.stdout, sums)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
