@@ -18,7 +18,7 @@ import (
 func init() {
 	register(newMigrateCmd)
 	daemonLoops = append(daemonLoops, migrationLoop)
-	afterRunOnce = append(afterRunOnce, resumePendingMigrations)
+	afterRunOnce[stepMigrate] = append(afterRunOnce[stepMigrate], resumePendingMigrations)
 }
 
 // migrationPoll is how often the daemon looks for pending migration runs.

@@ -24,7 +24,7 @@ import (
 
 func init() {
 	register(newPublishCmd)
-	afterRunOnce = append(afterRunOnce, publishAfterRunOnce)
+	afterRunOnce[stepPublish] = append(afterRunOnce[stepPublish], publishAfterRunOnce)
 	daemonLoops = append(daemonLoops, publishLoop)
 }
 

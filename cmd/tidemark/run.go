@@ -17,10 +17,19 @@ import (
 
 func init() { register(newRunCmd) }
 
-// afterRunOnce lets downstream pipelines (summaries, publication, outbox)
-// take their turn after an ingest pass of `run --once`; pipelines' files add
-// theirs. Each returns a line or two for the user.
-var afterRunOnce []func(a *app, cmd *cobra.Command) error
+// onceStep is a step `run --once` takes after ingesting. Steps run in the
+// order declared here, whatever order their files register them in.
+type onceStep int
+
+const (
+	stepMigrate onceStep = iota // finish detached field migrations
+	stepPublish                 // summarize and publish what changed
+	stepDeliver                 // deliver what publication drafted
+	onceSteps
+)
+
+// afterRunOnce holds each step's functions; pipelines' files add theirs.
+var afterRunOnce [onceSteps][]func(a *app, cmd *cobra.Command) error
 
 // daemonLoops are the long-running loops `run` starts beside the ingest
 // scheduler (the publish sweeper, the outbox writer, …).
@@ -95,9 +104,11 @@ already tracked).`,
 			if err != nil {
 				return err
 			}
-			for _, after := range afterRunOnce {
-				if err := after(a, cmd); err != nil {
-					return err
+			for _, step := range afterRunOnce {
+				for _, after := range step {
+					if err := after(a, cmd); err != nil {
+						return err
+					}
 				}
 			}
 			if !asJSON {

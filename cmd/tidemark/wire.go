@@ -20,10 +20,9 @@ func init() {
 	publishHooks = append(publishHooks, func(a *app) tidemark.PublishHook { return a.db.Outbox().PublishHook() })
 	pageOverrides = func(a *app) publish.PageOverrides { return pageDocuments{a.db.Content()} }
 	afterDocPut = append(afterDocPut, republishEditedPage)
-	// After publication (publish.go's step runs first: files initialize in
-	// name order), deliver what the new pages drafted, so `run --once`
-	// carries a change all the way out.
-	afterRunOnce = append(afterRunOnce, deliverAfterRunOnce)
+	// Deliver what the new pages drafted, so `run --once` carries a change
+	// all the way out.
+	afterRunOnce[stepDeliver] = append(afterRunOnce[stepDeliver], deliverAfterRunOnce)
 }
 
 // deliverAfterRunOnce delivers the intents pending on every lane, if there
