@@ -3,15 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 )
 
@@ -143,15 +138,11 @@ func printReport(a *app, r ingest.Report, err error) {
 // source already tracks it.
 func (a *app) trackRepo(cmd *cobra.Command, path string) error {
 	ctx := cmd.Context()
-	abs, err := filepath.Abs(path)
+	ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: "git", Location: path,
+		Interval: defaultInterval, RetryBudget: defaultRetryBudget}, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("--track %s: %w", path, err)
 	}
-	out, err := exec.CommandContext(ctx, "git", "-C", abs, "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		return tidemark.Invalidf("--track", path, "not inside a git repository (git rev-parse: %v)", err)
-	}
-	top := strings.TrimSpace(string(out))
 	db, err := a.open(ctx)
 	if err != nil {
 		return err
@@ -160,22 +151,21 @@ func (a *app) trackRepo(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
+	names := map[string]bool{}
 	for _, s := range srcs {
-		if s.Kind == "git" && s.Location == top {
+		if s.Kind == "git" && s.Location == ns.Location {
 			return nil
 		}
+		names[s.Name] = true
 	}
-	name := filepath.Base(top)
-	for _, s := range srcs {
-		if s.Name == name {
-			name = name + "-" + fmt.Sprint(len(srcs))
-		}
+	for i, base := 2, ns.Name; names[ns.Name]; i++ {
+		ns.Name = fmt.Sprintf("%s-%d", base, i)
 	}
-	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: top, Interval: 15 * time.Minute, RetryBudget: 5})
+	src, err := db.Ingest().AddSource(ctx, ns)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", top, src.Name)
+	fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.Location, src.Name)
 	return nil
 }
 
@@ -195,5 +185,4 @@ func (a *app) printRecentEvents(cmd *cobra.Command, reports []ingest.Report) {
 		printEvents(a.stdout, evs)
 	}
 	fmt.Fprintf(a.stdout, "\ndata: %s\n", a.db.URL())
-	_ = os.Stdout.Sync()
 }

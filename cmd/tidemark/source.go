@@ -42,6 +42,12 @@ func actor() string {
 	return "operator"
 }
 
+// A new source's schedule unless the user sets one.
+const (
+	defaultInterval    = 15 * time.Minute
+	defaultRetryBudget = 5
+)
+
 // kindDetectors guess a source's kind from its location; kinds' files add
 // theirs. The first that answers wins. A detector may ask the location
 // (an HTTP probe), so it takes the command's context.
@@ -134,8 +140,8 @@ func newSourceAddCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "a unique name (default: derived from the location)")
 	f.StringVar(&kind, "kind", "", "the source kind (default: detected from the location)")
-	f.DurationVar(&interval, "interval", 15*time.Minute, "how often to fetch")
-	f.IntVar(&budget, "retry-budget", 5, "attempts at one window before it goes terminal")
+	f.DurationVar(&interval, "interval", defaultInterval, "how often to fetch")
+	f.IntVar(&budget, "retry-budget", defaultRetryBudget, "attempts at one window before it goes terminal")
 	f.StringArrayVar(&config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
 	f.BoolVar(&asJSON, "json", false, "print the added source as JSON")
 	return cmd
