@@ -74,7 +74,7 @@ func TestCrashAtEachFailpointThenRecover(t *testing.T) {
 				if got := h.srv.Count(); got != tc.sentBeforeRecovery {
 					t.Fatalf("the provider holds %d writes after the crash, want %d", got, tc.sentBeforeRecovery)
 				}
-				lane, err := h.st.Lane(context.Background(), h.lane)
+				lane, err := h.st.LaneDetail(context.Background(), h.lane)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -556,12 +556,6 @@ func (s *ContentStore) Import(ctx context.Context, collection string, next func(
 
 const documentColumns = `id, version, fields, created_at, updated_at`
 
-// scanString scans a one-column row of text.
-func scanString(sc scanner) (string, error) {
-	var s string
-	return s, sc.Scan(&s)
-}
-
 func scanDocument(sc scanner, collection string) (content.Document, error) {
 	d := content.Document{Collection: collection}
 	var fields string

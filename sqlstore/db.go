@@ -247,6 +247,12 @@ func queryAll[T any](ctx context.Context, q rowsQueryer, scan func(scanner) (T, 
 	return out, rows.Err()
 }
 
+// scanString scans a one-column row of text.
+func scanString(sc scanner) (string, error) {
+	var s string
+	return s, sc.Scan(&s)
+}
+
 // IsUniqueViolation reports whether err is a unique-constraint violation on
 // either backend.
 func IsUniqueViolation(err error) bool {

@@ -65,7 +65,7 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	if err != nil {
 		return outbox.Lane{}, fmt.Errorf("add lane %q: %w", nl.Name, err)
 	}
-	return s.Lane(ctx, nl.Name)
+	return s.LaneDetail(ctx, nl.Name)
 }
 
 const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,
@@ -100,11 +100,20 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 
 // Lane implements outbox.Store: the lane with its counts by state and the
 // intent in flight.
+// Lane reads a lane's settings, writer and gate: what a deliverer needs
+// before every send, so it counts nothing (LaneDetail does).
 func (s *OutboxStore) Lane(ctx context.Context, name string) (outbox.Lane, error) {
 	l, err := scanLane(s.db.db.QueryRowContext(ctx, `SELECT `+laneColumns+` FROM outbox_lanes WHERE name = $1`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound)
 	}
+	return l, err
+}
+
+// LaneDetail is Lane with the lane's intents counted by state and its
+// write in flight, for people.
+func (s *OutboxStore) LaneDetail(ctx context.Context, name string) (outbox.Lane, error) {
+	l, err := s.Lane(ctx, name)
 	if err != nil {
 		return l, err
 	}
@@ -133,7 +142,13 @@ func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
 	return err
 }
 
-// Lanes returns every lane, by name.
+// LaneNames lists the lanes' names: what the delivery loop looks up every
+// round, so it counts nothing.
+func (s *OutboxStore) LaneNames(ctx context.Context) ([]string, error) {
+	return queryAll(ctx, s.db.db, scanString, `SELECT name FROM outbox_lanes ORDER BY name`)
+}
+
+// Lanes returns every lane, by name, with its intents counted by state.
 func (s *OutboxStore) Lanes(ctx context.Context) ([]outbox.Lane, error) {
 	out, err := queryAll(ctx, s.db.db, scanLane, `SELECT `+laneColumns+` FROM outbox_lanes ORDER BY name`)
 	if err != nil {

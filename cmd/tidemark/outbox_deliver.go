@@ -44,15 +44,7 @@ func (a *app) laneNames(ctx context.Context, only string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls, err := db.Outbox().Lanes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, l := range ls {
-		names = append(names, l.Name)
-	}
-	return names, nil
+	return db.Outbox().LaneNames(ctx)
 }
 
 // deliverReport is one lane's `deliver --once --json` entry.

@@ -86,7 +86,7 @@ never stored, only the name of the environment variable that holds them:
 			if err != nil {
 				return err
 			}
-			l, err := db.Outbox().Lane(cmd.Context(), args[0])
+			l, err := db.Outbox().LaneDetail(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
