@@ -34,9 +34,9 @@ func init() {
 	sourcePreparers["dir"] = prepareDir
 }
 
-// AllowPrivateEnv names the variable that lets web sources fetch private,
+// AllowPrivateEnv names the variable that lets sources fetch private,
 // loopback and link-local addresses (for local use; off by default).
-const AllowPrivateEnv = "TIDEMARK_ALLOW_PRIVATE"
+const AllowPrivateEnv = httpx.AllowPrivateEnv
 
 var (
 	webMu sync.Mutex

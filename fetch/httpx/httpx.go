@@ -153,6 +153,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// AllowPrivateEnv names the environment variable with which a user lets
+// sources reach private addresses; a refusal names it so the user knows the
+// way out. The program reads it (one place: the command's allowPrivate);
+// the package only names it.
+const AllowPrivateEnv = "TIDEMARK_ALLOW_PRIVATE"
+
 // AddrError is the guard's refusal of an address.
 type AddrError struct {
 	Addr   string
@@ -160,7 +166,7 @@ type AddrError struct {
 }
 
 func (e *AddrError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only when explicitly enabled)", e.Addr, e.Reason)
+	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only when enabled: set %s=1)", e.Addr, e.Reason, AllowPrivateEnv)
 }
 
 type redirectError struct{ n int }
@@ -208,11 +214,12 @@ func nonPublic(ip netip.Addr) string {
 	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
 		return "multicast"
 	}
-	// NAT64 addresses embed an IPv4 address, which must pass on its own.
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		if reason := nonPublic(netip.AddrFrom4([4]byte(b[12:16]))); reason != "" {
-			return reason
+	// An address that carries an IPv4 address reaches that address in
+	// the end (through a tunnel or a translator): the IPv4 address must
+	// pass on its own.
+	if v4, form := embeddedIPv4(ip); form != "" {
+		if reason := nonPublic(v4); reason != "" {
+			return reason + " (" + form + " of " + v4.String() + ")"
 		}
 	}
 	// Carrier-grade NAT (100.64.0.0/10) and the IPv4 "this network" and
@@ -225,7 +232,41 @@ func nonPublic(ip netip.Addr) string {
 	return ""
 }
 
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+var (
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	teredo         = netip.MustParsePrefix("2001::/32")
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")
+)
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address carries, and the
+// form that carries it ("" when none): IPv4-compatible ::a.b.c.d (the low
+// 32 bits), 6to4 2002:AABB:CCDD::/48 (bits 16–47), Teredo 2001:0::/32 (the
+// client, the low 32 bits inverted) and NAT64 64:ff9b::/96 (the low 32
+// bits). IPv4-mapped addresses are unmapped before. The local-use NAT64
+// prefix 64:ff9b:1::/48 is refused whole, as reserved: it is a private
+// network's translator, whatever it embeds.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, string) {
+	if !ip.Is6() {
+		return netip.Addr{}, ""
+	}
+	b := ip.As16()
+	low := [4]byte(b[12:16])
+	switch {
+	case ipv4Compatible.Contains(ip):
+		return netip.AddrFrom4(low), "IPv4-compatible"
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4"
+	case teredo.Contains(ip):
+		for i := range low {
+			low[i] ^= 0xff
+		}
+		return netip.AddrFrom4(low), "Teredo"
+	case nat64.Contains(ip):
+		return netip.AddrFrom4(low), "NAT64"
+	}
+	return netip.Addr{}, ""
+}
 
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),

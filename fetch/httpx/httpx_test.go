@@ -364,3 +364,45 @@ func TestCheckClassifiesAddresses(t *testing.T) {
 		}
 	}
 }
+
+// Addresses that embed an IPv4 address are judged by the IPv4 address they
+// carry: a private one hidden in IPv6 is still private.
+func TestCheckJudgesEmbeddedIPv4(t *testing.T) {
+	c := httpx.New(httpx.Options{})
+	for _, tc := range []struct {
+		form, addr string
+		refused    bool
+	}{
+		{"IPv4-mapped loopback", "[::ffff:127.0.0.1]:80", true},
+		{"IPv4-mapped public", "[::ffff:93.184.216.34]:80", false},
+		{"IPv4-compatible loopback", "[::127.0.0.1]:80", true},
+		{"IPv4-compatible private", "[::10.0.0.1]:80", true},
+		{"IPv4-compatible metadata", "[::169.254.169.254]:80", true},
+		{"IPv4-compatible public", "[::93.184.216.34]:80", false},
+		{"6to4 loopback", "[2002:7f00:1::1]:80", true},
+		{"6to4 private", "[2002:c0a8:101::1]:80", true},
+		{"6to4 metadata", "[2002:a9fe:a9fe::]:80", true},
+		{"6to4 public", "[2002:5db8:d822::1]:80", false},
+		{"Teredo loopback client", "[2001:0:4136:e378:8000:63bf:80ff:fffe]:80", true}, // ~0x80fffffe = 127.0.0.1
+		{"Teredo private client", "[2001:0:4136:e378:8000:63bf:f5ff:fffe]:80", true},  // ~0xf5fffffe = 10.0.0.1
+		{"Teredo public client", "[2001:0:4136:e378:8000:63bf:a247:29dd]:80", false},  // ~0xa24729dd = 93.184.214.34
+		{"NAT64 loopback", "[64:ff9b::7f00:1]:80", true},
+		{"NAT64 private", "[64:ff9b::c0a8:101]:80", true},
+		{"NAT64 public", "[64:ff9b::5db8:d822]:80", false},
+		{"local-use NAT64 private", "[64:ff9b:1::a00:1]:80", true},
+		{"local-use NAT64 public", "[64:ff9b:1::5db8:d822]:80", true}, // a local-use prefix is a private network's translator
+	} {
+		err := c.Check(tc.addr)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s %s: refused=%v (%v), want refused=%v", tc.form, tc.addr, err != nil, err, tc.refused)
+		}
+	}
+}
+
+// The refusal says how to allow private addresses.
+func TestRefusalNamesTheSwitch(t *testing.T) {
+	err := httpx.New(httpx.Options{}).Check("10.0.0.1:80")
+	if err == nil || !strings.Contains(err.Error(), httpx.AllowPrivateEnv) {
+		t.Fatalf("refusal %v does not name %s", err, httpx.AllowPrivateEnv)
+	}
+}
