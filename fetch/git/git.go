@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/httpx"
 )
 
 // Fetcher reads commits with the git binary.
@@ -40,8 +41,14 @@ type Fetcher struct {
 	// the user's cache directory, under tidemark/git).
 	CacheDir string
 
-	mu      sync.Mutex
-	mirrors map[string]*sync.Mutex
+	// Guard is the address guard every connection to a remote obeys (see
+	// guard.go); nil refuses every private, loopback and link-local
+	// address.
+	Guard *httpx.Client
+
+	mu           sync.Mutex
+	mirrors      map[string]*sync.Mutex
+	defaultGuard *httpx.Client
 }
 
 // Config keys understood in a source's config.
@@ -64,17 +71,52 @@ func (f *Fetcher) max() int {
 	return f.MaxCommits
 }
 
-// allowedProtocols are the transports git may use for a source: never
-// ext:: (which runs commands) or anything else exotic.
-const allowedProtocols = "file:git:http:https:ssh"
+// invocation is what a git command gets beyond its arguments: config
+// given with -c, and environment variables.
+type invocation struct {
+	config []string // key=value
+	env    []string
+}
 
-func (f *Fetcher) run(ctx context.Context, dir string, stdin string, args ...string) ([]byte, error) {
-	if dir != "" {
-		args = append([]string{"-C", dir}, args...)
+// scrubbedEnv are variables of our environment git must not see: proxies
+// (a proxy would dial past the address guard), proxy exceptions, and
+// settings that would replace the ones given here.
+var scrubbedEnv = []string{"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy",
+	"GIT_PROXY_COMMAND", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ALLOW_PROTOCOL",
+	"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}
+
+func scrub(env []string) []string {
+	out := env[:0]
+next:
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, s := range scrubbedEnv {
+			if strings.EqualFold(k, s) || (strings.HasSuffix(s, "_") && strings.HasPrefix(k, s)) {
+				continue next
+			}
+		}
+		out = append(out, kv)
 	}
-	cmd := exec.CommandContext(ctx, f.git(), args...)
-	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_ALLOW_PROTOCOL="+allowedProtocols,
-		"GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	return out
+}
+
+// run runs a git command on local data: no transport is allowed but
+// file (a repository's alternates).
+func (f *Fetcher) run(ctx context.Context, dir string, stdin string, args ...string) ([]byte, error) {
+	return f.exec(ctx, dir, stdin, invocation{env: []string{"GIT_ALLOW_PROTOCOL=file"}}, args...)
+}
+
+func (f *Fetcher) exec(ctx context.Context, dir string, stdin string, inv invocation, args ...string) ([]byte, error) {
+	var pre []string
+	if dir != "" {
+		pre = append(pre, "-C", dir)
+	}
+	for _, kv := range inv.config {
+		pre = append(pre, "-c", kv)
+	}
+	cmd := exec.CommandContext(ctx, f.git(), append(pre, args...)...)
+	cmd.Env = append(scrub(cmd.Environ()), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	cmd.Env = append(cmd.Env, inv.env...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -93,7 +135,7 @@ func (f *Fetcher) run(ctx context.Context, dir string, stdin string, args ...str
 		if !errors.As(err, &ee) {
 			return nil, fmt.Errorf("run git: %w", err) // our own failure: no git binary
 		}
-		return nil, &gitError{args: args, msg: msg, err: err}
+		return nil, &gitError{args: args, msg: msg, code: ee.ExitCode(), err: err}
 	}
 	return out, nil
 }
@@ -136,7 +178,7 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
-		if _, err := f.run(ctx, dir, "", "fetch", "--prune", "--quiet", "origin"); err != nil {
+		if _, err := f.runRemote(ctx, src.Location, dir, "fetch", "--prune", "--quiet", "origin"); err != nil {
 			return "", reach(src.Location, err)
 		}
 		return dir, nil
@@ -149,7 +191,7 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 		return "", fmt.Errorf("git: mirror cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := f.run(ctx, "", "", "clone", "--mirror", "--quiet", "--", src.Location, filepath.Join(tmp, "m.git")); err != nil {
+	if _, err := f.runRemote(ctx, src.Location, "", "clone", "--mirror", "--quiet", "--", src.Location, filepath.Join(tmp, "m.git")); err != nil {
 		return "", reach(src.Location, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "m.git"), dir); err != nil {
@@ -193,6 +235,7 @@ func (f *Fetcher) mirrorLock(dir string) *sync.Mutex {
 type gitError struct {
 	args []string
 	msg  string
+	code int
 	err  error
 }
 

@@ -282,16 +282,9 @@ var reserved = []netip.Prefix{
 // every connection — the first, each redirect's, each DNS answer's — passes
 // through it.
 func (c *Client) transport() *http.Transport {
-	d := &net.Dialer{
-		Timeout:   c.opt.Timeout,
-		KeepAlive: 30 * time.Second,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			return c.Check(address)
-		},
-	}
 	return &http.Transport{
 		Proxy:                 nil, // a proxy would dial on our behalf, past the guard
-		DialContext:           d.DialContext,
+		DialContext:           c.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxConnsPerHost:       c.opt.PerHost,
@@ -300,6 +293,23 @@ func (c *Client) transport() *http.Transport {
 		ResponseHeaderTimeout: c.opt.Timeout,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// DialContext connects to address (host:port) through the guard: the guard
+// runs after DNS resolution and before each socket connects, so a name
+// that resolves to a refused address is never connected to. It is the one
+// way out for other transports that must obey the same rule (the git kind
+// tunnels every connection git makes through it). A refusal wraps an
+// *AddrError.
+func (c *Client) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	d := &net.Dialer{
+		Timeout:   c.opt.Timeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			return c.Check(address)
+		},
+	}
+	return d.DialContext(ctx, network, address)
 }
 
 // Validators are the HTTP validators of a fetch. A web kind keeps those of
