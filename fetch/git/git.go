@@ -288,22 +288,16 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	}
 	rangeArg := head
 	if cursor != "" {
+		if err := f.descends(ctx, src, dir, cursor, head); err != nil {
+			return tidemark.FetchResult{}, err
+		}
 		rangeArg = cursor + ".." + head
 	}
 	out, err := f.run(ctx, dir, "", "rev-list", "--reverse", "--topo-order", "--end-of-options", rangeArg)
 	if err != nil {
-		var ge *gitError
-		if errors.As(err, &ge) {
-			return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("cursor commit %.12s is not in the history of %s (rewritten history?); skip to move past it", cursor, head), err)
-		}
 		return tidemark.FetchResult{}, err
 	}
 	hashes := strings.Fields(string(out))
-	if len(hashes) == 0 {
-		// head is an ancestor of the cursor (a branch reset backwards):
-		// nothing new, and the cursor stays.
-		return tidemark.FetchResult{Cursor: cursor}, nil
-	}
 	if len(hashes) > f.max() {
 		hashes = hashes[:f.max()]
 	}
@@ -315,6 +309,50 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git log returned %d of %d commits", len(items), len(hashes)), nil)
 	}
 	return tidemark.FetchResult{Items: items, Cursor: hashes[len(hashes)-1], Declared: len(hashes)}, nil
+}
+
+// descends checks that head descends from the cursor commit. A rewritten
+// history (amended, rebased, reset backwards, replaced) is invalid, naming
+// both commits: reading "cursor..head" would silently skip or repeat
+// commits, and only an operator can say where to resume (source skip).
+func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir, cursor, head string) error {
+	ok, err := f.isAncestor(ctx, dir, cursor, head)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return tidemark.Unusable(fmt.Sprintf("rewritten history: cursor commit %.12s is not an ancestor of %s at %.12s; "+
+			"tidemark source skip --to a commit of the branch to resume", cursor, branch(src), head), nil)
+	}
+	return nil
+}
+
+// isAncestor reports whether commit a is an ancestor of (or is) commit b;
+// a commit missing from the repository is no ancestor.
+func (f *Fetcher) isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	if _, err := f.run(ctx, dir, "", "cat-file", "-e", "--end-of-options", a+"^{commit}"); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return false, nil
+		}
+		return false, err
+	}
+	_, err := f.run(ctx, dir, "", "merge-base", "--is-ancestor", "--end-of-options", a, b)
+	var ge *gitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ge) && ge.code == 1:
+		return false, nil
+	}
+	return false, err
+}
+
+func branch(src tidemark.Source) string {
+	if b := src.Config[ConfigBranch]; b != "" {
+		return b
+	}
+	return "HEAD"
 }
 
 // DescribeRange says which commits lie between two cursors.

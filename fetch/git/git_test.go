@@ -150,3 +150,41 @@ func TestBranchSelection(t *testing.T) {
 		t.Fatalf("branch side: %+v %v", res.Items, err)
 	}
 }
+
+// A rewritten history (the cursor is no longer an ancestor of the branch
+// head) is invalid, naming both commits; nothing is read past it.
+func TestRewrittenHistoryIsInvalidNamingBothCommits(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 3)
+	f := &git.Fetcher{}
+	res, err := f.Fetch(ctx, src(dir), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := res.Cursor
+	for name, rewrite := range map[string]func(){
+		"amended":    func() { mustGit(t, dir, "commit", "-q", "--amend", "-m", "rewritten") },
+		"reset back": func() { mustGit(t, dir, "reset", "-q", "--hard", "HEAD~1") },
+		"new history": func() {
+			mustGit(t, dir, "checkout", "-q", "--orphan", "other")
+			mustCommit(t, dir, 9)
+			mustGit(t, dir, "branch", "-f", "main", "other")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mustGit(t, dir, "checkout", "-q", "-f", "main")
+			mustGit(t, dir, "reset", "-q", "--hard", cursor)
+			rewrite()
+			mustGit(t, dir, "checkout", "-q", "-f", "main")
+			head := mustGit(t, dir, "rev-parse", "main")
+			_, err := f.Fetch(ctx, src(dir), cursor)
+			var fe *tidemark.FetchError
+			if !errors.As(err, &fe) || fe.Outcome != tidemark.OutcomeInvalid {
+				t.Fatalf("got %v, want invalid", err)
+			}
+			if !strings.Contains(fe.Reason, cursor[:12]) || !strings.Contains(fe.Reason, head[:12]) {
+				t.Fatalf("reason %q does not name cursor %.12s and head %.12s", fe.Reason, cursor, head)
+			}
+		})
+	}
+}
