@@ -460,3 +460,101 @@ func parseCommit(rec string) (tidemark.Item, error) {
 		Evidence:   []byte(b.String()),
 	}, nil
 }
+
+// LocalRepository returns the directory a local repository's history is
+// read from: the top of a work tree, or the repository itself when it is
+// bare. Anything else is invalid.
+func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	out, err := f.run(ctx, abs, "", "rev-parse", "--is-bare-repository", "--absolute-git-dir")
+	if err == nil && strings.HasPrefix(string(out), "false") {
+		out, err = f.run(ctx, abs, "", "rev-parse", "--show-toplevel")
+		if err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return "", tidemark.Invalidf("location", path, "not a git repository")
+		}
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || lines[0] != "true" {
+		return "", tidemark.Invalidf("location", path, "not a git repository")
+	}
+	return lines[1], nil // bare: the repository itself
+}
+
+// Check verifies a new source before it is added: its location is a
+// repository git may reach (remote ones through the address guard) and
+// its branch exists. A remote that cannot be reached now is returned as
+// unreachable, for the caller to decide.
+func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
+	ref := branch(src)
+	if !IsRemote(src.Location) {
+		_, err := f.head(ctx, src, src.Location)
+		var fe *tidemark.FetchError
+		if errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeInvalid {
+			return tidemark.Invalidf("--config", ConfigBranch+"="+ref, "no such branch in %s", src.Location)
+		}
+		return err
+	}
+	if _, err := parseRemote(src.Location); err != nil {
+		return err
+	}
+	out, err := f.runRemote(ctx, src.Location, "", "ls-remote", "--", src.Location)
+	if err != nil {
+		return reach(src.Location, err)
+	}
+	var refs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, name, ok := strings.Cut(line, "\t"); ok {
+			refs = append(refs, name)
+		}
+	}
+	for _, name := range refs {
+		if name == ref || name == "refs/heads/"+ref || name == "refs/tags/"+ref || name == "refs/"+ref {
+			return nil
+		}
+	}
+	if ref == "HEAD" {
+		return tidemark.Invalidf("location", src.Location, "the remote has no HEAD; name a branch with --config %s=NAME", ConfigBranch)
+	}
+	return tidemark.Invalidf("--config", ConfigBranch+"="+ref, "no such branch at %s", src.Location)
+}
+
+// ResolveCursor turns a skip target into the commit to move the cursor
+// to: it must name a commit, and that commit must be on the source's
+// branch (an ancestor of its head), or the next run would fail on it.
+func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to string) (string, error) {
+	dir, err := f.repo(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	head, err := f.head(ctx, src, dir)
+	if err != nil {
+		return "", err
+	}
+	out, err := f.run(ctx, dir, "", "rev-parse", "--verify", "--quiet", "--end-of-options", to+"^{commit}")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return "", tidemark.Invalidf("--to", to, "not a commit of %s", src.Location)
+		}
+		return "", err
+	}
+	commit := strings.TrimSpace(string(out))
+	ok, err := f.isAncestor(ctx, dir, commit, head)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", tidemark.Invalidf("--to", to, "commit %.12s is not on %s (head %.12s)", commit, branch(src), head)
+	}
+	return commit, nil
+}

@@ -188,3 +188,62 @@ func TestRewrittenHistoryIsInvalidNamingBothCommits(t *testing.T) {
 		})
 	}
 }
+
+func TestLocalRepositoryAcceptsWorkTreesAndBareRepositories(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 1)
+	bare := filepath.Join(t.TempDir(), "b.git")
+	mustGit(t, dir, "clone", "-q", "--bare", dir, bare)
+	f := &git.Fetcher{}
+	if got, err := f.LocalRepository(ctx, filepath.Join(dir, ".")); err != nil || got != mustGit(t, dir, "rev-parse", "--show-toplevel") {
+		t.Fatalf("work tree: %q %v", got, err)
+	}
+	got, err := f.LocalRepository(ctx, bare)
+	if err != nil || got != bare {
+		t.Fatalf("bare: %q %v", got, err)
+	}
+	res, err := f.Fetch(ctx, src(got), "")
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("fetch from bare: %+v %v", res, err)
+	}
+	if _, err := f.LocalRepository(ctx, t.TempDir()); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("not a repository: %v", err)
+	}
+}
+
+func TestCheckRefusesMissingBranches(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 1)
+	bare := filepath.Join(t.TempDir(), "b.git")
+	mustGit(t, dir, "clone", "-q", "--bare", dir, bare)
+	f := &git.Fetcher{CacheDir: t.TempDir()}
+	for _, loc := range []string{dir, "file://" + bare} {
+		if err := f.Check(ctx, tidemark.Source{Location: loc, Config: map[string]string{git.ConfigBranch: "main"}}); err != nil {
+			t.Errorf("%s main: %v", loc, err)
+		}
+		if err := f.Check(ctx, tidemark.Source{Location: loc, Config: map[string]string{git.ConfigBranch: "nope"}}); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%s nope: %v, want invalid", loc, err)
+		}
+	}
+}
+
+func TestResolveCursorWantsACommitOfTheBranch(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 3)
+	first := mustGit(t, dir, "rev-list", "--max-parents=0", "HEAD")
+	mustGit(t, dir, "checkout", "-q", "-b", "side")
+	mustCommit(t, dir, 7)
+	side := mustGit(t, dir, "rev-parse", "HEAD")
+	mustGit(t, dir, "checkout", "-q", "main")
+	f := &git.Fetcher{}
+	s := src(dir)
+	s.Config = map[string]string{git.ConfigBranch: "main"}
+	if got, err := f.ResolveCursor(ctx, s, first[:10]); err != nil || got != first {
+		t.Fatalf("short hash of a main commit: %q %v", got, err)
+	}
+	for _, bad := range []string{side, "nope", strings.Repeat("ab", 20), "--all"} {
+		if _, err := f.ResolveCursor(ctx, s, bad); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("--to %s: %v, want invalid", bad, err)
+		}
+	}
+}
