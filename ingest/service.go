@@ -279,9 +279,16 @@ type RangeDescriber interface {
 	DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error)
 }
 
+// CursorResolver is implemented by fetchers that can check an operator's
+// skip target (git: a commit of the branch), returning the cursor it
+// stands for. A target it refuses is invalid and moves nothing.
+type CursorResolver interface {
+	ResolveCursor(ctx context.Context, src tidemark.Source, to string) (string, error)
+}
+
 // Skip moves a source's cursor to `to` (or, when empty, to the fetcher's
 // head), recording the move and, where the fetcher can say, what was
-// skipped.
+// skipped. A named target is checked by fetchers that can check it.
 func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
 	src, err := s.Store.Source(ctx, ref)
 	if err != nil {
@@ -295,6 +302,10 @@ func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidema
 		}
 		if to, err = h.Head(ctx, src); err != nil {
 			return src, fmt.Errorf("skip %s: find head: %w", src.Name, err)
+		}
+	} else if r, ok := f.(CursorResolver); ok {
+		if to, err = r.ResolveCursor(ctx, src, to); err != nil {
+			return src, fmt.Errorf("skip %s: %w", src.Name, err)
 		}
 	}
 	if d, ok := f.(RangeDescriber); ok {

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/detect"
 	"github.com/tidemark/tidemark/fetch/dir"
 	"github.com/tidemark/tidemark/fetch/feed"
@@ -32,6 +30,10 @@ func init() {
 	sourcePreparers["page"] = prepareWeb("page")
 	sourcePreparers["json"] = prepareWeb("json")
 	sourcePreparers["dir"] = prepareDir
+	configKeys["feed"] = []string{feed.ConfigMaxBytes, feed.ConfigMaxItems}
+	configKeys["page"] = []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes}
+	configKeys["json"] = []string{jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes}
+	configKeys["dir"] = []string{dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles}
 }
 
 // AllowPrivateEnv names the variable that lets sources fetch private,
@@ -121,36 +123,9 @@ func detectDir(_ context.Context, loc string) (string, bool) {
 	return "", false
 }
 
-// configKeys are the config keys each kind understands; others are refused
-// so a typo does not pass silently.
-var configKeys = map[string][]string{
-	"feed": {feed.ConfigMaxBytes, feed.ConfigMaxItems},
-	"page": {page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes},
-	"json": {jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes},
-	"dir":  {dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles},
-}
-
-func checkConfig(kind string, cfg map[string]string) error {
-	known := configKeys[kind]
-	for k, v := range cfg {
-		if !slices.Contains(known, k) {
-			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, strings.Join(known, ", "))
-		}
-		if strings.HasPrefix(k, "max_") {
-			if _, err := fetch.IntConfig(cfg, k, 1); err != nil {
-				return tidemark.Invalidf("--config", k+"="+v, "want a positive integer")
-			}
-		}
-	}
-	return nil
-}
-
 func prepareWeb(kind string) func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
 	return func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
 		if err := detect.CheckURL(ns.Location); err != nil {
-			return ns, err
-		}
-		if err := checkConfig(kind, ns.Config); err != nil {
 			return ns, err
 		}
 		switch kind {
@@ -181,9 +156,6 @@ func prepareWeb(kind string) func(ctx context.Context, ns ingest.NewSource) (ing
 }
 
 func prepareDir(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
-	if err := checkConfig("dir", ns.Config); err != nil {
-		return ns, err
-	}
 	abs, err := filepath.Abs(ns.Location)
 	if err != nil {
 		return ns, err

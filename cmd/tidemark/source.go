@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/user"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/ingest"
 )
 
@@ -76,6 +78,9 @@ func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string)
 	if ns.Config, err = parseKeyValues("--config", config); err != nil {
 		return ns, err
 	}
+	if err := checkConfig(ns.Kind, ns.Config); err != nil {
+		return ns, err
+	}
 	if prep := sourcePreparers[ns.Kind]; prep != nil {
 		if ns, err = prep(ctx, ns); err != nil {
 			return ns, err
@@ -85,6 +90,30 @@ func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string)
 		ns.Name = defaultName(ns.Location)
 	}
 	return ns, nil
+}
+
+// configKeys are the config keys each kind understands (each kind's file
+// adds its own); any other key is refused at add, for every kind, so a
+// typo does not pass silently.
+var configKeys = map[string][]string{}
+
+func checkConfig(kind string, cfg map[string]string) error {
+	known := configKeys[kind]
+	for k, v := range cfg {
+		if !slices.Contains(known, k) {
+			list := strings.Join(known, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, list)
+		}
+		if strings.HasPrefix(k, "max_") {
+			if _, err := fetch.IntConfig(cfg, k, 1); err != nil {
+				return tidemark.Invalidf("--config", k+"="+v, "want a positive integer")
+			}
+		}
+	}
+	return nil
 }
 
 // parseKeyValues reads the key=value pairs of a repeatable flag.

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+)
+
+func TestSourceAddChecksGitSources(t *testing.T) {
+	repo := mustRepo(t, 2)
+	bare := filepath.Join(t.TempDir(), "mirror.git")
+	gitIn(t, repo, "clone", "-q", "--bare", repo, bare)
+	home := t.TempDir()
+	add := func(want int, args ...string) string {
+		t.Helper()
+		return mustTidemark(t, want, append([]string{"--home", home, "source", "add"}, args...)...)
+	}
+
+	// Unknown config keys are refused for every kind, missing branches
+	// for git.
+	add(tidemark.ExitInvalid, repo, "--config", "brnach=main")
+	add(tidemark.ExitInvalid, t.TempDir(), "--kind", "dir", "--config", "branch=main")
+	add(tidemark.ExitInvalid, repo, "--config", "branch=nope")
+	add(tidemark.ExitInvalid, "file://"+bare, "--config", "branch=nope")
+
+	// A bare repository is a local source of its own.
+	var src tidemark.Source
+	if err := json.Unmarshal([]byte(add(0, bare, "--json")), &src); err != nil {
+		t.Fatal(err)
+	}
+	if src.Kind != "git" || src.Location != bare || src.Name != "mirror" {
+		t.Fatalf("bare repository added as %+v", src)
+	}
+	mustTidemark(t, 0, "--home", home, "run", "--once")
+
+	// user@host:path is accepted as git, and kept to the address guard.
+	add(tidemark.ExitInvalid, "git@127.0.0.1:o/r.git")
+}
+
+func TestSourceSkipToIsValidated(t *testing.T) {
+	repo := mustRepo(t, 3)
+	home := t.TempDir()
+	mustTidemark(t, 0, "--home", home, "source", "add", repo, "--name", "r")
+	first := gitIn(t, repo, "rev-list", "--max-parents=0", "HEAD")
+	gitIn(t, repo, "checkout", "-q", "-b", "side")
+	gitIn(t, repo, "commit", "-q", "--allow-empty", "-m", "off the branch")
+	side := gitIn(t, repo, "rev-parse", "HEAD")
+	gitIn(t, repo, "checkout", "-q", "main")
+
+	for _, bad := range []string{"nope", side, strings.Repeat("0", 40)} {
+		mustTidemark(t, tidemark.ExitInvalid, "--home", home, "source", "skip", "r", "--to", bad)
+	}
+	out := mustTidemark(t, 0, "--home", home, "source", "skip", "r", "--to", first[:10])
+	if !strings.Contains(out, first) {
+		t.Fatalf("skip to a short hash moved the cursor to: %s", out)
+	}
+}
