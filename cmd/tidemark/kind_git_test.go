@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,5 +57,21 @@ func TestSourceSkipToIsValidated(t *testing.T) {
 	out := mustTidemark(t, 0, "--home", home, "source", "skip", "r", "--to", first[:10])
 	if !strings.Contains(out, first) {
 		t.Fatalf("skip to a short hash moved the cursor to: %s", out)
+	}
+}
+
+func TestSourceAddResolvesADirRootThatIsALink(t *testing.T) {
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	var src tidemark.Source
+	out := mustTidemark(t, 0, "--home", t.TempDir(), "source", "add", link, "--kind", "dir", "--json")
+	if err := json.Unmarshal([]byte(out), &src); err != nil || src.Location != real {
+		t.Fatalf("added %+v (%v), want location %s", src, err, real)
 	}
 }

@@ -160,11 +160,17 @@ func prepareDir(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, err
 	if err != nil {
 		return ns, err
 	}
-	fi, err := os.Stat(abs)
+	// A root that is a link is stored resolved: the source watches the
+	// directory the user meant, not whatever the link points at later.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return ns, tidemark.Invalidf("location", ns.Location, "not a readable directory: %v", err)
+	}
+	fi, err := os.Stat(real)
 	if err != nil || !fi.IsDir() {
 		return ns, tidemark.Invalidf("location", ns.Location, "not a directory")
 	}
-	ns.Location = abs
+	ns.Location = real
 	if ns.Name == "" {
 		ns.Name = filepath.Base(abs)
 	}

@@ -6,8 +6,11 @@
 //
 // The cursor is the manifest (path → content hash) of the last settled
 // run. The manifest is bounded: a directory with more files than the limit
-// is invalid with a clear reason, never half-read. Symbolic links are not
-// followed.
+// is invalid with a clear reason, never half-read. Nothing outside the root
+// is ever read: symbolic links are not followed, every file is opened
+// relative to the root, and a file is read only if what was opened is the
+// regular file its name stands for (a link swapped in between listing and
+// open is not followed). A root that cannot be read is never empty.
 package dir
 
 import (
@@ -26,6 +29,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -55,7 +59,11 @@ const DefaultMaxFiles = 10000
 const MaxInlineBytes = 64 << 10
 
 // Fetcher watches directories.
-type Fetcher struct{}
+type Fetcher struct {
+	// beforeOpen, when set, runs between listing a file and opening it
+	// (tests swap the file there).
+	beforeOpen func(rel string)
+}
 
 // Manifest is the dir kind's cursor: content hashes by relative path.
 type Manifest struct {
@@ -88,31 +96,32 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, err
 	}
 	root := src.Location
-	fi, err := os.Stat(root)
-	switch {
-	case err != nil:
-		return tidemark.FetchResult{}, tidemark.Unreachable("directory not available", 0, err)
-	case !fi.IsDir():
+	// Every file is opened relative to the root through os.Root, which
+	// refuses any path that leaves it; the root itself may be a link (it
+	// is resolved when the source is added, but may be replaced later).
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return tidemark.FetchResult{}, rootError(root, err)
+	}
+	defer r.Close()
+	if fi, err := r.Stat("."); err != nil {
+		return tidemark.FetchResult{}, rootError(root, err)
+	} else if !fi.IsDir() {
 		return tidemark.FetchResult{}, tidemark.Unusable(root+" is not a directory", nil)
 	}
 	filter := newFilter(src.Config)
 	cur := Manifest{Files: map[string]string{}}
 	var items []tidemark.Item
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(r.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		if p == root {
+		if rel == "." {
 			return nil
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			if filter.skipDir(rel) {
 				return filepath.SkipDir
@@ -125,7 +134,13 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		if len(cur.Files) >= int(maxFiles) {
 			return errTooMany
 		}
-		sum, size, text, mtime, err := read(p)
+		if f.beforeOpen != nil {
+			f.beforeOpen(rel)
+		}
+		sum, size, text, mtime, err := read(r, rel)
+		if errors.Is(err, errNotAFile) {
+			return nil // no longer a regular file of its own: not watched
+		}
 		if err != nil {
 			return err
 		}
@@ -144,6 +159,8 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("more than %d files under %s; raise config %s or narrow with %s", maxFiles, root, ConfigMaxFiles, ConfigInclude), err)
 	case err != nil && ctx.Err() != nil:
 		return tidemark.FetchResult{}, ctx.Err()
+	case errors.Is(err, fs.ErrPermission):
+		return tidemark.FetchResult{}, fmt.Errorf("dir: reading %s: %w", root, err)
 	case err != nil:
 		return tidemark.FetchResult{}, tidemark.Unreachable("reading the directory", 0, err)
 	}
@@ -166,17 +183,50 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 
 var errTooMany = errors.New("dir: too many files")
 
+// rootError classifies a root that cannot be opened: missing (an
+// unmounted volume, a moved directory) is unreachable, like a repository
+// that is not there; not a directory is invalid; permission denied is our
+// own failure (this process lacks the right to read what it was asked to
+// watch). None is ever empty.
+func rootError(root string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return tidemark.Unreachable("directory "+root+" not found", 0, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("dir: cannot read %s: %w", root, err)
+	}
+	if fi, serr := os.Stat(root); serr == nil && !fi.IsDir() {
+		return tidemark.Unusable(root+" is not a directory", err)
+	}
+	return tidemark.Unreachable("directory "+root+" not available", 0, err)
+}
+
+// errNotAFile: the name listed is, by the time it is opened, not a regular
+// file of its own (gone, a link, a device).
+var errNotAFile = errors.New("dir: not a regular file")
+
 // read hashes a file in one pass and keeps its text when it is small and
-// valid UTF-8 without NUL bytes.
-func read(p string) (sum string, size int64, text string, mtime time.Time, err error) {
-	fh, err := os.Open(p)
+// valid UTF-8 without NUL bytes. The file is opened inside the root (no
+// path out of it is followed), without blocking (a FIFO swapped in cannot
+// hang the run), and is read only if what was opened is a regular file
+// that is the very file the name now stands for, not the target of a link
+// swapped in after the listing.
+func read(r *os.Root, rel string) (sum string, size int64, text string, mtime time.Time, err error) {
+	fh, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		if li, lerr := r.Lstat(rel); errors.Is(err, fs.ErrNotExist) || (lerr == nil && !li.Mode().IsRegular()) {
+			return "", 0, "", time.Time{}, errNotAFile
+		}
 		return "", 0, "", time.Time{}, err
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
 		return "", 0, "", time.Time{}, err
+	}
+	li, err := r.Lstat(rel)
+	if !st.Mode().IsRegular() || err != nil || !li.Mode().IsRegular() || !os.SameFile(st, li) {
+		return "", 0, "", time.Time{}, errNotAFile
 	}
 	h := sha256.New()
 	var head bytes.Buffer

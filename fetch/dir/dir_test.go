@@ -1,6 +1,7 @@
 package dir_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,4 +98,65 @@ func TestDirLimitsAndFailures(t *testing.T) {
 
 	h = fetchtest.MustHarness(t, b, "dir", filepath.Join(root, "missing"), nil, &dir.Fetcher{})
 	h.MustRun(t, tidemark.OutcomeUnreachable)
+}
+
+// A file swapped for a symbolic link between listing and open is never
+// read through the link: nothing outside the root leaks into evidence.
+func TestDirNeverReadsThroughALinkSwappedInAfterListing(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	mustWrite(t, outside, "secret", "TOP SECRET\n")
+	mustWrite(t, root, "a.txt", "alpha\n")
+	mustWrite(t, root, "inside.txt", "inside\n")
+	for _, target := range []string{filepath.Join(outside, "secret"), filepath.Join(root, "inside.txt")} {
+		f := &dir.Fetcher{}
+		f.SetBeforeOpen(func(rel string) {
+			if rel != "a.txt" {
+				return
+			}
+			p := filepath.Join(root, "a.txt")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		})
+		res, err := f.Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range res.Items {
+			if strings.Contains(string(it.Evidence), "SECRET") || (it.Key == "a.txt" && strings.Contains(string(it.Evidence), "inside")) {
+				t.Fatalf("read through a link to %s: %s", target, it.Evidence)
+			}
+		}
+		if m, _ := dir.DecodeManifest(res.Cursor); m.Files["a.txt"] != "" {
+			t.Fatalf("a link to %s is in the manifest", target)
+		}
+		mustWrite(t, root, "a.txt", "alpha\n") // os.WriteFile follows the link: put a file back
+		os.Remove(filepath.Join(root, "a.txt"))
+		mustWrite(t, root, "a.txt", "alpha\n")
+	}
+}
+
+// A root that is itself a symbolic link is read through it, never reported
+// empty; a root that is missing or not a directory is never empty either.
+func TestDirRootThatIsALinkIsRead(t *testing.T) {
+	real := t.TempDir()
+	mustWrite(t, real, "a.txt", "alpha\n")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: link}, "")
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("root through a link: %+v %v", res.Items, err)
+	}
+	file := filepath.Join(real, "a.txt")
+	for loc, want := range map[string]tidemark.Outcome{filepath.Join(real, "missing"): tidemark.OutcomeUnreachable, file: tidemark.OutcomeInvalid} {
+		_, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: loc}, "")
+		if o, _, _ := tidemark.Classify(err); err == nil || o != want {
+			t.Errorf("%s: %v, want %s", loc, err, want)
+		}
+	}
 }
