@@ -104,3 +104,49 @@ func TestSSHAndGitProtocolRemotesOnPrivateAddressesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// mustFakeSSH puts an ssh on PATH that answers -G as if ~/.ssh/config
+// mapped every host to hostname, and records the arguments of any other
+// call to the returned file.
+func mustFakeSSH(tb testing.TB, hostname string) (record string) {
+	tb.Helper()
+	bin := tb.TempDir()
+	record = filepath.Join(bin, "record")
+	script := "#!/bin/sh\nif [ \"$1\" = -G ]; then echo \"hostname " + hostname + "\"; echo 'port 22'; exit 0; fi\n" +
+		"printf '%s\\n' \"$@\" > '" + record + "'\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(script), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return record
+}
+
+// The host ssh would really connect to (after its config) is the one
+// checked, and ssh is pinned to the address checked.
+func TestSSHRemotesAreCheckedAfterSSHConfigAndPinned(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	ctx := context.Background()
+	src := tidemark.Source{Name: "r", Kind: "git", Location: "git@myalias:o/r.git"}
+
+	mustFakeSSH(t, "10.1.2.3")
+	_, err := (&git.Fetcher{CacheDir: t.TempDir(), Guard: httpx.New(httpx.Options{})}).Fetch(ctx, src, "")
+	var ae *httpx.AddrError
+	if !errors.As(err, &ae) {
+		t.Fatalf("an alias for a private host: %v, want refused", err)
+	}
+
+	record := mustFakeSSH(t, "127.0.0.1")
+	_, err = (&git.Fetcher{CacheDir: t.TempDir(), Guard: httpx.New(httpx.Options{AllowPrivate: true})}).Fetch(ctx, src, "")
+	if err == nil {
+		t.Fatal("the fake ssh cannot serve a repository")
+	}
+	args, rerr := os.ReadFile(record)
+	if rerr != nil {
+		t.Fatalf("ssh was not run: %v (fetch: %v)", rerr, err)
+	}
+	if !strings.Contains(string(args), "HostName=127.0.0.1\n") || !strings.Contains(string(args), "HostKeyAlias=127.0.0.1\n") {
+		t.Fatalf("ssh not pinned to the checked address; args:\n%s", args)
+	}
+}
