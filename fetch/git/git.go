@@ -491,12 +491,17 @@ func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, err
 }
 
 // Check verifies a new source before it is added: its location is a
-// repository git may reach (remote ones through the address guard) and
-// its branch exists. A remote that cannot be reached now is returned as
-// unreachable, for the caller to decide.
+// repository git may reach (remote ones through the address guard) and the
+// branch it names exists. Without a branch, a repository with no commits
+// yet is accepted: its HEAD will exist after the first commit. A remote
+// that cannot be reached now is returned as unreachable, for the caller to
+// decide.
 func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
-	ref := branch(src)
+	ref, named := branch(src), src.Config[ConfigBranch] != ""
 	if !IsRemote(src.Location) {
+		if !named {
+			return nil
+		}
 		_, err := f.head(ctx, src, src.Location)
 		var fe *tidemark.FetchError
 		if errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeInvalid {
@@ -522,8 +527,8 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 			return nil
 		}
 	}
-	if ref == "HEAD" {
-		return tidemark.Invalidf("location", src.Location, "the remote has no HEAD; name a branch with --config %s=NAME", ConfigBranch)
+	if !named {
+		return nil
 	}
 	return tidemark.Invalidf("--config", ConfigBranch+"="+ref, "no such branch at %s", src.Location)
 }

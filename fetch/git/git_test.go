@@ -247,3 +247,17 @@ func TestResolveCursorWantsACommitOfTheBranch(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckAcceptsARepositoryWithoutCommitsUnlessABranchIsNamed(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 0)
+	f := &git.Fetcher{}
+	if err := f.Check(ctx, src(dir)); err != nil {
+		t.Fatalf("no commits yet, no branch named: %v", err)
+	}
+	s := src(dir)
+	s.Config = map[string]string{git.ConfigBranch: "main"}
+	if err := f.Check(ctx, s); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("branch main named, not there yet: %v", err)
+	}
+}
