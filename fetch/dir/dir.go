@@ -60,8 +60,8 @@ const MaxInlineBytes = 64 << 10
 
 // Fetcher watches directories.
 type Fetcher struct {
-	// beforeOpen, when set, runs between listing a file and opening it
-	// (tests swap the file there).
+	// beforeOpen, when set, runs between listing a file or directory and
+	// opening it (tests swap it there).
 	beforeOpen func(rel string)
 }
 
@@ -125,6 +125,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		if d.IsDir() {
 			if filter.skipDir(rel) {
 				return filepath.SkipDir
+			}
+			if f.beforeOpen != nil {
+				f.beforeOpen(rel)
 			}
 			return nil
 		}

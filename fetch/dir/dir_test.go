@@ -160,3 +160,34 @@ func TestDirRootThatIsALinkIsRead(t *testing.T) {
 		}
 	}
 }
+
+// A directory swapped for a link to the outside between listing and
+// reading is never read through: the run fails (and is retried) or skips
+// it, and nothing outside the root leaks.
+func TestDirNeverDescendsThroughALinkSwappedInAfterListing(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	mustWrite(t, outside, "secret", "TOP SECRET\n")
+	mustWrite(t, root, "sub/x.txt", "x\n")
+	f := &dir.Fetcher{}
+	f.SetBeforeOpen(func(rel string) {
+		if rel != "sub" {
+			return
+		}
+		if err := os.RemoveAll(filepath.Join(root, "sub")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(root, "sub")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	res, err := f.Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, "")
+	for _, it := range res.Items {
+		if strings.Contains(string(it.Evidence), "SECRET") {
+			t.Fatalf("read through a directory link: %s", it.Evidence)
+		}
+	}
+	if o, _, _ := tidemark.Classify(err); err != nil && o.Advances() {
+		t.Fatalf("outcome %s", o)
+	}
+	t.Logf("items %d, err %v", len(res.Items), err)
+}
