@@ -7,7 +7,12 @@
 // branch to follow. Each commit becomes an item whose frozen
 // evidence is its metadata, message and diffstat in a canonical text form;
 // the cursor is the newest commit admitted, so a run that stops early (at
-// MaxCommits) never moves the cursor past a commit it did not read.
+// MaxCommits) never moves the cursor past a commit it did not read, and a
+// cursor that is no longer an ancestor of the branch head (a rewritten
+// history) fails the run as invalid rather than skip or repeat commits.
+// Every connection to a remote obeys the address guard of fetch/httpx
+// (see guard.go): a remote on a private address is refused before any
+// connection is made, unless private addresses are allowed.
 package git
 
 import (

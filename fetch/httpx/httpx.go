@@ -9,8 +9,11 @@
 //     interval between requests to the same host;
 //   - safety: a guard at dial time that refuses private, loopback,
 //     link-local, unspecified and multicast addresses unless allowed, so
-//     neither a redirect nor a DNS answer can bypass it; environment proxies
-//     are never used (a proxy would dial for us);
+//     neither a redirect nor a DNS answer can bypass it; an IPv6 address
+//     that carries an IPv4 one (mapped, compatible, 6to4, Teredo, NAT64) is
+//     judged by the IPv4 address; environment proxies are never used (a
+//     proxy would dial for us); DialContext offers the same guard to other
+//     transports (the git kind);
 //   - honest classification: DNS, connect, TLS, timeout, 5xx, 408 and 429
 //     are tidemark.Unreachable (with Retry-After); a reached server whose
 //     answer is unusable (other 4xx, an empty or oversized or truncated
