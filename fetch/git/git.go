@@ -183,7 +183,12 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 	lock.Lock()
 	defer lock.Unlock()
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
-		if _, err := f.runRemote(ctx, src.Location, dir, "fetch", "--prune", "--quiet", "origin"); err != nil {
+		// The URL is given rather than "origin", so that it is the one the
+		// guard checked (see runRemote); the refspec is the mirror's.
+		fetch := func(url string) []string {
+			return []string{"fetch", "--prune", "--quiet", "--", url, "+refs/*:refs/*"}
+		}
+		if _, err := f.runRemote(ctx, src.Location, dir, fetch); err != nil {
 			return "", reach(src.Location, err)
 		}
 		return dir, nil
@@ -196,7 +201,10 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 		return "", fmt.Errorf("git: mirror cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := f.runRemote(ctx, src.Location, "", "clone", "--mirror", "--quiet", "--", src.Location, filepath.Join(tmp, "m.git")); err != nil {
+	clone := func(url string) []string {
+		return []string{"clone", "--mirror", "--quiet", "--", url, filepath.Join(tmp, "m.git")}
+	}
+	if _, err := f.runRemote(ctx, src.Location, "", clone); err != nil {
 		return "", reach(src.Location, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "m.git"), dir); err != nil {
@@ -517,7 +525,7 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 	if _, err := parseRemote(src.Location); err != nil {
 		return err
 	}
-	out, err := f.runRemote(ctx, src.Location, "", "ls-remote", "--", src.Location)
+	out, err := f.runRemote(ctx, src.Location, "", func(url string) []string { return []string{"ls-remote", "--", url} })
 	if err != nil {
 		return reach(src.Location, err)
 	}

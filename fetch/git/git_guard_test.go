@@ -150,3 +150,60 @@ func TestSSHRemotesAreCheckedAfterSSHConfigAndPinned(t *testing.T) {
 		t.Fatalf("ssh not pinned to the checked address; args:\n%s", args)
 	}
 }
+
+// mustGitDaemon serves a repository over git:// on 127.0.0.1, one git
+// daemon (in inetd mode) per connection, and counts the connections.
+func mustGitDaemon(tb testing.TB) (url string, conns *atomic.Int32) {
+	tb.Helper()
+	tmp := tb.TempDir()
+	work := filepath.Join(tmp, "work")
+	mustGit(tb, tmp, "init", "-q", "-b", "main", work)
+	mustCommitFile(tb, work, "a.txt", "one")
+	mustGit(tb, tmp, "clone", "-q", "--bare", work, filepath.Join(tmp, "x.git"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conns = new(atomic.Int32)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			cmd := exec.Command("git", "daemon", "--inetd", "--export-all", "--base-path="+tmp, tmp)
+			cmd.Stdin, cmd.Stdout = c, c
+			cmd.Run()
+			c.Close()
+		}
+	}()
+	tb.Cleanup(func() { ln.Close(); <-done })
+	return "git://" + ln.Addr().String() + "/x.git", conns
+}
+
+func TestGitProtocolRemoteObeysTheGuard(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	ctx := context.Background()
+	remote, conns := mustGitDaemon(t)
+	src := tidemark.Source{Name: "r", Kind: "git", Location: remote}
+	_, err := (&git.Fetcher{CacheDir: t.TempDir(), Guard: httpx.New(httpx.Options{})}).Fetch(ctx, src, "")
+	var ae *httpx.AddrError
+	if !errors.As(err, &ae) || conns.Load() != 0 {
+		t.Fatalf("private git:// remote: %v after %d connections, want refused before any", err, conns.Load())
+	}
+	f := &git.Fetcher{CacheDir: t.TempDir(), Guard: httpx.New(httpx.Options{AllowPrivate: true})}
+	for i := 0; i < 2; i++ { // a clone, then a fetch into the mirror
+		res, err := f.Fetch(ctx, src, "")
+		if err != nil || len(res.Items) != 1 {
+			t.Fatalf("allowed, run %d: %+v %v", i, res.Items, err)
+		}
+	}
+	if conns.Load() < 2 {
+		t.Fatalf("%d connections for a clone and a fetch", conns.Load())
+	}
+}

@@ -35,9 +35,12 @@ import (
 //     and every address checked before git runs, and ssh is pinned to the
 //     address checked (HostName, with HostKeyAlias keeping the host-key
 //     lookup on the name), so a second DNS answer cannot send it elsewhere.
-//   - git://: the host is resolved and checked before git runs. git://
-//     cannot be pinned; a DNS answer that changes between the check and
-//     git's own lookup is not caught (git:// is unauthenticated and rare).
+//   - git://: the host is resolved and checked before git runs, and git is
+//     given the URL with the checked address in place of the name (git://
+//     has no certificates or host keys tied to the name).
+//
+// Pinning to one checked address gives up ssh's and git's own fallback to
+// a host's other addresses; the resolver's first (preferred) one is used.
 //   - file:// and local paths are the user's own machine: not guarded.
 //
 // Remote-helper transports (<transport>::<address>, such as ext::, which
@@ -81,19 +84,23 @@ func parseRemote(loc string) (remote, error) {
 		return r, nil
 	}
 	// scp-like: [user@]host:path, host possibly [bracketed].
+	r := remote{scheme: "ssh"}
 	hostPart, _, ok := strings.Cut(loc, ":")
-	if strings.HasPrefix(loc, "[") {
-		end := strings.Index(loc, "]:")
+	if i := strings.Index(loc, "["); i >= 0 && (i == 0 || loc[i-1] == '@') && !strings.Contains(loc[:i], ":") {
+		end := strings.Index(loc[i:], "]:")
 		if end < 0 {
 			return remote{}, tidemark.Invalidf("location", loc, "not a [host]:path location")
 		}
-		hostPart, ok = loc[:end+1], true
+		hostPart, ok = loc[:i+end+1], true
 	}
 	if !ok || hostPart == "" {
 		return remote{}, tidemark.Invalidf("location", loc, "not a host:path location")
 	}
-	r := remote{scheme: "ssh"}
-	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
+	at := strings.LastIndex(hostPart, "@")
+	if strings.HasSuffix(hostPart, "]") {
+		at = strings.Index(hostPart, "@[") // an @ inside the brackets is the host's
+	}
+	if at >= 0 {
 		r.user, hostPart = hostPart[:at], hostPart[at+1:]
 	}
 	r.host = strings.TrimSuffix(strings.TrimPrefix(hostPart, "["), "]")
@@ -118,9 +125,12 @@ func (f *Fetcher) guard() *httpx.Client {
 }
 
 // runRemote runs a git command that talks to the remote loc (clone, fetch,
-// ls-remote), kept to the address guard. A connection the guard refused
-// makes the command fail as invalid (network safety), never unreachable.
-func (f *Fetcher) runRemote(ctx context.Context, loc, dir string, args ...string) ([]byte, error) {
+// ls-remote), kept to the address guard; args builds the command's
+// arguments for the URL git must be given (loc, or loc pinned to the
+// checked address). A connection the guard refused makes the command fail
+// as invalid (network safety), never unreachable.
+func (f *Fetcher) runRemote(ctx context.Context, loc, dir string, argsFor func(url string) []string) ([]byte, error) {
+	args := argsFor(loc)
 	r, err := parseRemote(loc)
 	if err != nil {
 		return nil, tidemark.Unusable("location", err)
@@ -162,11 +172,34 @@ func (f *Fetcher) runRemote(ctx context.Context, loc, dir string, args ...string
 		if port == "" {
 			port = "9418"
 		}
-		if _, err := f.resolveChecked(ctx, r.host, port); err != nil {
+		ip, err := f.resolveChecked(ctx, r.host, port)
+		if err != nil {
 			return nil, err
 		}
+		pinned, err := pinURL(loc, ip)
+		if err != nil {
+			return nil, err
+		}
+		args = argsFor(pinned)
 	}
 	return f.exec(ctx, dir, "", inv, args...)
+}
+
+// pinURL returns the URL loc with its host replaced by ip (its port kept).
+func pinURL(loc string, ip netip.Addr) (string, error) {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "", tidemark.Unusable("location", err)
+	}
+	host := ip.String()
+	if ip.Is6() {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" {
+		host += ":" + p
+	}
+	u.Host = host
+	return u.String(), nil
 }
 
 // sshCommand is the ssh git runs: never a prompt.
