@@ -311,6 +311,11 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, err
 	}
 	hashes := strings.Fields(string(out))
+	if len(hashes) == 0 {
+		// Impossible once head != cursor and the cursor is its ancestor;
+		// refuse rather than settle on nothing.
+		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git listed no commits between %.12s and %.12s", cursor, head), nil)
+	}
 	if len(hashes) > f.max() {
 		hashes = hashes[:f.max()]
 	}
