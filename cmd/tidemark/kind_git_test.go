@@ -61,17 +61,17 @@ func TestSourceSkipToIsValidated(t *testing.T) {
 }
 
 func TestSourceAddResolvesADirRootThatIsALink(t *testing.T) {
-	real, err := filepath.EvalSymlinks(t.TempDir())
+	resolved, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(resolved, link); err != nil {
 		t.Fatal(err)
 	}
 	var src tidemark.Source
 	out := mustTidemark(t, 0, "--home", t.TempDir(), "source", "add", link, "--kind", "dir", "--json")
-	if err := json.Unmarshal([]byte(out), &src); err != nil || src.Location != real {
-		t.Fatalf("added %+v (%v), want location %s", src, err, real)
+	if err := json.Unmarshal([]byte(out), &src); err != nil || src.Location != resolved {
+		t.Fatalf("added %+v (%v), want location %s", src, err, resolved)
 	}
 }

@@ -162,15 +162,15 @@ func prepareDir(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, err
 	}
 	// A root that is a link is stored resolved: the source watches the
 	// directory the user meant, not whatever the link points at later.
-	real, err := filepath.EvalSymlinks(abs)
+	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return ns, tidemark.Invalidf("location", ns.Location, "not a readable directory: %v", err)
 	}
-	fi, err := os.Stat(real)
+	fi, err := os.Stat(resolved)
 	if err != nil || !fi.IsDir() {
 		return ns, tidemark.Invalidf("location", ns.Location, "not a directory")
 	}
-	ns.Location = real
+	ns.Location = resolved
 	if ns.Name == "" {
 		ns.Name = filepath.Base(abs)
 	}

@@ -143,18 +143,18 @@ func TestDirNeverReadsThroughALinkSwappedInAfterListing(t *testing.T) {
 // A root that is itself a symbolic link is read through it, never reported
 // empty; a root that is missing or not a directory is never empty either.
 func TestDirRootThatIsALinkIsRead(t *testing.T) {
-	real := t.TempDir()
-	mustWrite(t, real, "a.txt", "alpha\n")
+	target := t.TempDir()
+	mustWrite(t, target, "a.txt", "alpha\n")
 	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
 	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: link}, "")
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("root through a link: %+v %v", res.Items, err)
 	}
-	file := filepath.Join(real, "a.txt")
-	for loc, want := range map[string]tidemark.Outcome{filepath.Join(real, "missing"): tidemark.OutcomeUnreachable, file: tidemark.OutcomeInvalid} {
+	file := filepath.Join(target, "a.txt")
+	for loc, want := range map[string]tidemark.Outcome{filepath.Join(target, "missing"): tidemark.OutcomeUnreachable, file: tidemark.OutcomeInvalid} {
 		_, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: loc}, "")
 		if o, _, _ := tidemark.Classify(err); err == nil || o != want {
 			t.Errorf("%s: %v, want %s", loc, err, want)
