@@ -264,7 +264,7 @@ func (f *Fetcher) sshTarget(ctx context.Context, r remote) (host, port, alias st
 		}
 	}
 	if !sshHostName.MatchString(host) || !sshHostName.MatchString(alias) {
-		return "", "", "", tidemark.Invalidf("location", r.host, "ssh host name %q is not a plain host name", host)
+		return "", "", "", tidemark.Unusable("location", tidemark.Invalidf("location", r.host, "ssh host name %q is not a plain host name", host))
 	}
 	return host, port, alias, nil
 }
