@@ -5,10 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,43 +67,6 @@ func BenchmarkFeedIngest(b *testing.B) {
 	b.ReportMetric(full/parse, "x/baseline")
 }
 
-// peakHeap runs f while sampling the live heap, and returns the peak
-// above the heap in use before f started.
-func peakHeap(f func()) uint64 {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	base := read()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Microsecond)
-		defer t.Stop()
-		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	f()
-	close(done)
-	<-stopped
-	if v := read(); v > peak.Load() {
-		peak.Store(v)
-	}
-	if p := peak.Load(); p > base {
-		return p - base
-	}
-	return 0
-}
-
 // BenchmarkFeedMemory reports the peak heap growth while a 50 MB body is
 // rejected by the size limit (default 20 MiB) and while a 10,000-item feed
 // is accepted and settled, and the first against the limit.
@@ -129,7 +89,7 @@ func BenchmarkFeedMemory(b *testing.B) {
 	}))
 	var rejectedPeak, acceptedPeak uint64
 	for b.Loop() {
-		p := peakHeap(func() {
+		p := fetchtest.PeakHeap(func() {
 			_, err := (&feed.Fetcher{Client: clientHuge}).Fetch(context.Background(), tidemark.Source{Location: srvHuge.URL}, "")
 			if o, _, _ := tidemark.Classify(err); o != tidemark.OutcomeInvalid {
 				b.Fatalf("50 MB body: %v", err)
@@ -139,7 +99,7 @@ func BenchmarkFeedMemory(b *testing.B) {
 		b.StopTimer()
 		h := fetchtest.MustHarness(b, sqltest.Backends()[0], "feed", srvBig.URL, nil, &feed.Fetcher{Client: clientBig})
 		b.StartTimer()
-		p = peakHeap(func() {
+		p = fetchtest.PeakHeap(func() {
 			if rep := h.Run(b); rep.EventsNew != 10000 {
 				b.Fatalf("10k feed: %+v", rep)
 			}
@@ -151,4 +111,58 @@ func BenchmarkFeedMemory(b *testing.B) {
 	b.ReportMetric(float64(acceptedPeak)/mb, "peak-MB-10k-accepted")
 	b.ReportMetric(float64(rejectedPeak)/float64(20<<20), "x/limit-rejected")
 	b.ReportMetric(float64(len(body))/mb, "feed-MB-10k")
+}
+
+// hugeFeed is the document of the memory report in issue 9: about 19 MB
+// of 600,000 small items, far over the default max_items.
+func hugeFeed() []byte {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Huge</title>` + "\n")
+	for i := range 600000 {
+		fmt.Fprintf(&b, "<item><guid>%07d</guid></item>\n", i)
+	}
+	b.WriteString("</channel></rss>\n")
+	return b.Bytes()
+}
+
+// fetchHugeFeed fetches hugeFeed with the default limits; it must be
+// refused as invalid (over max_items), never admitted half-read.
+func fetchHugeFeed(tb testing.TB) {
+	tb.Helper()
+	body := hugeFeed()
+	srv, client := fetchtest.MustServe(tb, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write(body)
+	}))
+	mem := fetchtest.PeakHeap(func() {
+		_, err := (&feed.Fetcher{Client: client}).Fetch(context.Background(), tidemark.Source{Location: srv.URL}, "")
+		if o, _, _ := tidemark.Classify(err); o != tidemark.OutcomeInvalid {
+			tb.Fatalf("600k-item feed: %v", err)
+		}
+	})
+	if b, ok := tb.(*testing.B); ok {
+		b.ReportMetric(float64(mem)/(1<<20), "peak-heap-MB")
+	}
+}
+
+// TestPeakRSSHugeFeed is the child process of BenchmarkFeedHugeDocument.
+func TestPeakRSSHugeFeed(t *testing.T) {
+	if !fetchtest.InPeakChild(t.Name()) {
+		t.Skip("run by BenchmarkFeedHugeDocument in a fresh process")
+	}
+	fetchHugeFeed(t)
+	fetchtest.PrintPeakRSS(t)
+}
+
+// BenchmarkFeedHugeDocument reports the peak heap growth of fetching a 19
+// MB feed of 600,000 items under the default limits, and the peak RSS of
+// a fresh process doing only that (which includes the test server's copy
+// of the body and the runtime): memory is bounded by the limits, not by
+// the document.
+func BenchmarkFeedHugeDocument(b *testing.B) {
+	for b.Loop() {
+		fetchHugeFeed(b)
+	}
+	b.ReportMetric(float64(fetchtest.PeakRSS(b, "TestPeakRSSHugeFeed"))/(1<<20), "peak-RSS-MB")
+	b.ReportMetric(float64(len(hugeFeed()))/(1<<20), "feed-MB")
 }
