@@ -51,7 +51,7 @@ func Classify(body []byte, contentType, base string) Result {
 	r := Result{Location: base}
 	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	isFeedType := strings.Contains(contentType, "rss") || strings.Contains(contentType, "atom") || contentType == "application/feed+json"
-	if _, err := feed.Parse(body, base, 0); err == nil || isFeedType {
+	if _, err := feed.Parse(body, "", base, 0); err == nil || isFeedType {
 		r.Kind = "feed"
 		return r
 	}

@@ -1,8 +1,15 @@
 // Package feed fetches RSS, Atom and JSON Feed documents. Each entry is an
 // item keyed by its GUID or ID, else its link, else a hash of its title and
-// content; its evidence is a canonical JSON record of the entry, so an
+// content; entries a document gives the same identity stay apart (see
+// keys). Its evidence is a canonical JSON record of the entry, so an
 // edited entry re-freezes to new evidence (a new revision of the same
 // event) while an untouched one hashes the same and is a no-op.
+//
+// A document is read as text in one place (toUTF8: the charset of the
+// Content-Type or of the XML declaration, legacy ones included; the
+// characters XML forbids removed) and scanned as a stream before the
+// feed parser builds anything, so a document over max_items is refused
+// with memory bounded by the body limit, not by the document.
 //
 // The cursor holds the HTTP validators (ETag, Last-Modified) as a small
 // JSON object (httpx.Validators): they advance only when the run settles, never on a failed
@@ -12,7 +19,6 @@ package feed
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -34,7 +40,7 @@ const (
 	ConfigMaxBytes = "max_bytes"
 	// ConfigMaxItems bounds the entries of one document (default
 	// fetch.DefaultMaxItems); a larger feed is invalid rather than
-	// half-read.
+	// half-read, and is refused before its entries are built.
 	ConfigMaxItems = "max_items"
 )
 
@@ -65,7 +71,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if resp.NotModified {
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
-	items, err := Parse(resp.Body, resp.URL, int(maxItems))
+	items, err := Parse(resp.Body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems))
 	if err != nil {
 		if ct := resp.ContentType(); ct == "text/html" || ct == "application/xhtml+xml" {
 			return tidemark.FetchResult{}, tidemark.Unusable("served "+ct+", not a feed", err)
@@ -78,13 +84,39 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 // ErrNotAFeed: the document is none of RSS, Atom or JSON Feed.
 var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 
-// Parse parses a feed document into items with canonical evidence. base
-// resolves relative links. A document that does not parse, or has more
-// than maxItems entries, is an error; entries repeating an earlier
-// identity are dropped (the first wins).
-func Parse(body []byte, base string, maxItems int) ([]tidemark.Item, error) {
+// Parse parses a feed document into items with canonical evidence.
+// contentType is the Content-Type header it was served with ("" when
+// unknown), whose charset is honoured; base resolves relative links. A
+// document that does not parse, or has more than maxItems entries
+// (maxItems > 0), is an error, found by a streaming scan before any entry
+// is built. Entries identical in every recorded field are one item;
+// entries that only share an identity stay apart (see keys).
+func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("feed: empty document")
+	}
+	body, err := toUTF8(body, contentType)
+	if err != nil {
+		return nil, err
+	}
+	switch start := bytes.TrimLeft(body, " \t\r\n\uFEFF"); {
+	case len(start) > 0 && start[0] == '<':
+		body = stripForbiddenRefs(body)
+		root, _, err := scanXML(body, maxItems)
+		switch strings.ToLower(root) {
+		case "rss", "rdf", "feed":
+		default:
+			return nil, ErrNotAFeed
+		}
+		if err != nil {
+			return nil, err
+		}
+	case len(start) > 0 && start[0] == '{':
+		if _, err := scanJSON(body, maxItems); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, ErrNotAFeed
 	}
 	fd, err := gofeed.NewParser().Parse(bytes.NewReader(body))
 	if errors.Is(err, gofeed.ErrFeedTypeNotDetected) {
@@ -93,23 +125,9 @@ func Parse(body []byte, base string, maxItems int) ([]tidemark.Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
-	switch fd.FeedType {
-	case "rss", "atom":
-		if err := wellFormed(body); err != nil {
-			return nil, err
-		}
-	case "json":
-		// Any JSON object parses as a JSON Feed with no entries; a real
-		// one says which version of the spec it follows.
-		var head struct {
-			Version string `json:"version"`
-		}
-		if json.Unmarshal(body, &head) != nil || !strings.HasPrefix(head.Version, "https://jsonfeed.org/version/") {
-			return nil, ErrNotAFeed
-		}
-	}
 	if maxItems > 0 && len(fd.Items) > maxItems {
-		return nil, fmt.Errorf("feed: %d entries, more than the limit of %d", len(fd.Items), maxItems)
+		// The scan counted fewer entries than the parser found.
+		return nil, fmt.Errorf("%w: %d entries, more than the limit of %d (max_items)", ErrTooManyEntries, len(fd.Items), maxItems)
 	}
 	baseURL, _ := url.Parse(base)
 	if fd.Link != "" && baseURL != nil {
@@ -117,23 +135,74 @@ func Parse(body []byte, base string, maxItems int) ([]tidemark.Item, error) {
 			baseURL = u
 		}
 	}
-	seen := make(map[string]bool, len(fd.Items))
-	items := make([]tidemark.Item, 0, len(fd.Items))
+	entries := make([]entry, 0, len(fd.Items))
 	for _, e := range fd.Items {
 		if e == nil {
 			continue
 		}
-		it, err := item(e, baseURL)
+		en, err := newEntry(e, baseURL)
 		if err != nil {
 			return nil, err
 		}
-		if seen[it.Key] {
+		entries = append(entries, en)
+	}
+	return keys(entries), nil
+}
+
+// entry is one parsed entry before its key is chosen.
+type entry struct {
+	item tidemark.Item
+	// id is the upstream identity: the GUID or ID, else the link, else a
+	// hash of the title and content.
+	id string
+	// stable hashes the link, title and publication date: what tells
+	// apart entries a careless feed gives one identity.
+	stable string
+}
+
+// keys chooses item keys, in an order-independent way, so an unchanged
+// entry keeps its key across fetches and an edited one is a new revision
+// of the same event:
+//
+//   - entries whose evidence is identical are one item (a repeated entry);
+//   - an identity unique in the document is the key itself (the common
+//     case: an edit is a revision);
+//   - entries sharing an identity are keyed by the identity and a hash of
+//     their link, title and date ("ID #hash"), or, where even those are
+//     shared, of their whole evidence. None is dropped; an edit to the
+//     disambiguating fields of such an entry reads as a new event.
+func keys(entries []entry) []tidemark.Item {
+	seen := make(map[string]bool, len(entries))
+	ids := make(map[string]int, len(entries))
+	kept := entries[:0]
+	for _, e := range entries {
+		h := e.item.EvidenceHash()
+		if seen[h] {
 			continue
 		}
-		seen[it.Key] = true
-		items = append(items, it)
+		seen[h] = true
+		ids[e.id]++
+		kept = append(kept, e)
 	}
-	return items, nil
+	stable := make(map[string]int)
+	for _, e := range kept {
+		if ids[e.id] > 1 {
+			stable[e.id+" #"+e.stable]++
+		}
+	}
+	items := make([]tidemark.Item, 0, len(kept))
+	for _, e := range kept {
+		key := e.id
+		if ids[e.id] > 1 {
+			key = e.id + " #" + e.stable
+			if stable[key] > 1 {
+				key = e.id + " #" + e.item.EvidenceHash()[:16]
+			}
+		}
+		e.item.Key = fetch.ItemKey(key)
+		items = append(items, e.item)
+	}
+	return items
 }
 
 // record is an entry's frozen evidence; its field order is the canonical
@@ -157,7 +226,7 @@ type enclosure struct {
 	Length string `json:"length,omitempty"`
 }
 
-func item(e *gofeed.Item, base *url.URL) (tidemark.Item, error) {
+func newEntry(e *gofeed.Item, base *url.URL) (entry, error) {
 	r := record{
 		Title:       canon.Line(e.Title),
 		Link:        resolve(base, strings.TrimSpace(e.Link)),
@@ -207,12 +276,11 @@ func item(e *gofeed.Item, base *url.URL) (tidemark.Item, error) {
 	}
 	ev, err := canon.Value(r)
 	if err != nil {
-		return tidemark.Item{}, err
+		return entry{}, err
 	}
-	key := fetch.ItemKey(r.ID)
-	title := r.Title
+	title := plainText(r.Title)
 	if title == "" {
-		title = firstLine(r.Description, r.Content, r.Link, r.ID)
+		title = firstLine(htmlText(r.Description), htmlText(r.Content), r.Link, r.ID)
 	}
 	var at time.Time
 	switch {
@@ -221,7 +289,11 @@ func item(e *gofeed.Item, base *url.URL) (tidemark.Item, error) {
 	case e.PublishedParsed != nil:
 		at = e.PublishedParsed.UTC()
 	}
-	return tidemark.Item{Key: key, Title: title, URL: r.Link, OccurredAt: at, Evidence: ev}, nil
+	return entry{
+		item:   tidemark.Item{Title: title, URL: r.Link, OccurredAt: at, Evidence: ev},
+		id:     r.ID,
+		stable: tidemark.HashEvidence([]byte(r.Link + "\n" + r.Title + "\n" + r.Published))[:16],
+	}, nil
 }
 
 func resolve(base *url.URL, ref string) string {

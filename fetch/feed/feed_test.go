@@ -209,18 +209,18 @@ func TestSameContentFreezesToSameHash(t *testing.T) {
 	// The same content with other line endings, indentation and tag order
 	// of categories.
 	b := strings.ReplaceAll(rss(rssItem("a", "  Title ", "Body text  \r\n")), "\n", "\r\n")
-	ia, err := feed.Parse([]byte(a), "https://example.org/feed", 0)
+	ia, err := feed.Parse([]byte(a), "", "https://example.org/feed", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib, err := feed.Parse([]byte(b), "https://example.org/feed", 0)
+	ib, err := feed.Parse([]byte(b), "", "https://example.org/feed", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ia) != 1 || len(ib) != 1 || ia[0].EvidenceHash() != ib[0].EvidenceHash() {
 		t.Fatalf("evidence differs:\n%s\n%s", ia[0].Evidence, ib[0].Evidence)
 	}
-	ia2, _ := feed.Parse([]byte(a), "https://example.org/feed", 0)
+	ia2, _ := feed.Parse([]byte(a), "", "https://example.org/feed", 0)
 	if ia2[0].EvidenceHash() != ia[0].EvidenceHash() {
 		t.Fatal("the same bytes hashed differently")
 	}
@@ -233,29 +233,30 @@ func TestIdentityFallbacksAndFormats(t *testing.T) {
 		`<item><guid>dup</guid><title>first</title></item>`,
 		`<item><guid>dup</guid><title>second</title></item>`,
 	)
-	items, err := feed.Parse([]byte(doc), "https://example.org/feed.xml", 0)
+	items, err := feed.Parse([]byte(doc), "", "https://example.org/feed.xml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 3 {
-		t.Fatalf("%d items, want 3 (a duplicate identity is dropped)", len(items))
+	if len(items) != 4 {
+		t.Fatalf("%d items, want 4 (entries sharing an identity stay apart)", len(items))
 	}
-	if items[0].Key != "https://example.org/posts/1" || !strings.HasPrefix(items[1].Key, "sha256:") || items[2].Title != "first" {
-		t.Fatalf("keys: %q %q %q", items[0].Key, items[1].Key, items[2].Title)
+	if items[0].Key != "https://example.org/posts/1" || !strings.HasPrefix(items[1].Key, "sha256:") ||
+		!strings.HasPrefix(items[2].Key, "dup #") || items[2].Title != "first" || items[3].Title != "second" {
+		t.Fatalf("keys: %q %q %q %q", items[0].Key, items[1].Key, items[2].Key, items[3].Key)
 	}
 
 	atom := `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>
 <entry><id>urn:1</id><title>Atom entry</title><updated>2026-01-02T03:04:05Z</updated><content type="html">&lt;p&gt;hi&lt;/p&gt;</content></entry></feed>`
-	items, err = feed.Parse([]byte(atom), "", 0)
+	items, err = feed.Parse([]byte(atom), "", "", 0)
 	if err != nil || len(items) != 1 || items[0].Key != "urn:1" || items[0].OccurredAt.IsZero() {
 		t.Fatalf("atom: %v %+v", err, items)
 	}
 	jf := `{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"7","title":"JSON entry","content_text":"hello"}]}`
-	items, err = feed.Parse([]byte(jf), "", 0)
+	items, err = feed.Parse([]byte(jf), "", "", 0)
 	if err != nil || len(items) != 1 || items[0].Key != "7" || !strings.Contains(string(items[0].Evidence), "hello") {
 		t.Fatalf("json feed: %v %+v", err, items)
 	}
-	if _, err := feed.Parse([]byte(rss(rssItem("a", "A", ""), rssItem("b", "B", ""))), "", 1); err == nil {
+	if _, err := feed.Parse([]byte(rss(rssItem("a", "A", ""), rssItem("b", "B", ""))), "", "", 1); err == nil {
 		t.Fatal("a feed over max_items was accepted")
 	}
 }

@@ -23,11 +23,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(rss(rssItem("a", "A", "x"))))
 	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		items, err := feed.Parse(b, "https://example.org/feed", 1000)
+		items, err := feed.Parse(b, "", "https://example.org/feed", 1000)
 		if err != nil {
 			return
 		}
-		again, err := feed.Parse(b, "https://example.org/feed", 1000)
+		again, err := feed.Parse(b, "", "https://example.org/feed", 1000)
 		if err != nil || len(again) != len(items) {
 			t.Fatalf("second parse differs: %v", err)
 		}
