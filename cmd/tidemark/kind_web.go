@@ -31,7 +31,7 @@ func init() {
 	sourcePreparers["json"] = prepareWeb("json")
 	sourcePreparers["dir"] = prepareDir
 	configKeys["feed"] = []string{feed.ConfigMaxBytes, feed.ConfigMaxItems}
-	configKeys["page"] = []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes}
+	configKeys["page"] = []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes, page.ConfigMaxNodes}
 	configKeys["json"] = []string{jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL, jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes}
 	configKeys["dir"] = []string{dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles}
 }

@@ -10,6 +10,9 @@
 // function of the previous cursor and the current page only, so a replay
 // after a crash freezes the same bytes and the same hash, and an unchanged
 // page returns no item.
+//
+// Memory is bounded by the limits, not by the page: the body by max_bytes,
+// the document tree by max_nodes, counted before the tree is built.
 package page
 
 import (
@@ -41,7 +44,17 @@ const (
 	ConfigIgnore = "ignore"
 	// ConfigMaxBytes bounds the body size.
 	ConfigMaxBytes = "max_bytes"
+	// ConfigMaxNodes bounds the HTML nodes (elements, text runs,
+	// comments) of a page (default DefaultMaxNodes): the document tree
+	// costs a few hundred bytes a node, so this and max_bytes bound the
+	// memory a page takes, whatever it holds.
+	ConfigMaxNodes = "max_nodes"
 )
+
+// DefaultMaxNodes is the default node bound: far above real pages (a long
+// article has tens of thousands), low enough that the tree of a page at
+// the bound stays within a small multiple of the default body limit.
+const DefaultMaxNodes = 250000
 
 // MaxCursorText bounds the previous text kept in the cursor (which every
 // run row copies); a longer text is diffed as "not kept" but still hashed,
@@ -82,12 +95,19 @@ func (c Cursor) encode() string {
 // ErrNoMatch: the selector matched nothing.
 var ErrNoMatch = errors.New("page: selector matched nothing")
 
+// ErrTooManyNodes: the page has more HTML nodes than max_nodes.
+var ErrTooManyNodes = errors.New("page: more HTML nodes than the limit")
+
 // ErrNoText: the page has no readable text.
 var ErrNoText = errors.New("page: no readable text")
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
 	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
+	maxNodes, err := fetch.IntConfig(src.Config, ConfigMaxNodes, DefaultMaxNodes)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -103,7 +123,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
 	sel := src.Config[ConfigSelector]
-	title, text, err := Extract(resp.Body, resp.ContentType(), sel, src.Config[ConfigIgnore])
+	title, text, err := Extract(resp.Body, resp.ContentType(), sel, src.Config[ConfigIgnore], int(maxNodes))
 	switch {
 	case errors.Is(err, ErrNoMatch) && prev.Matched:
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("selector %q matched nothing; it matched on the last run", sel), err)
@@ -166,8 +186,10 @@ func Evidence(location, selector string, prev Cursor, text string) []byte {
 // Extract returns the title and the canonical readable text of a page. A
 // non-empty selector narrows the text to its matches (ErrNoMatch when it
 // matches nothing); ignore removes volatile parts first. text/plain bodies
-// are taken as they are.
-func Extract(body []byte, contentType, selector, ignore string) (title, text string, err error) {
+// are taken as they are. A page with more than maxNodes HTML nodes
+// (maxNodes > 0) is ErrTooManyNodes, found by a streaming count before
+// the document tree is built.
+func Extract(body []byte, contentType, selector, ignore string, maxNodes int) (title, text string, err error) {
 	if contentType == "" {
 		contentType, _, _ = strings.Cut(http.DetectContentType(body), ";")
 	}
@@ -184,6 +206,11 @@ func Extract(body []byte, contentType, selector, ignore string) (title, text str
 		return "", text, nil
 	default:
 		return "", "", fmt.Errorf("page: content type %s is not a page", contentType)
+	}
+	if maxNodes > 0 {
+		if err := checkNodes(body, maxNodes); err != nil {
+			return "", "", err
+		}
 	}
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
@@ -221,6 +248,26 @@ func Extract(body []byte, contentType, selector, ignore string) (title, text str
 		return title, "", ErrNoText
 	}
 	return title, text, nil
+}
+
+// checkNodes counts a page's nodes with the tokenizer, which holds one
+// token at a time, and refuses more than maxNodes: the tree the parser
+// would build is what costs memory. The count is of the tokens that
+// become nodes (start tags, text runs, comments); the few the parser adds
+// (implied <html>, <tbody>) are not counted.
+func checkNodes(body []byte, maxNodes int) error {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	n := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return nil
+		case html.StartTagToken, html.SelfClosingTagToken, html.TextToken, html.CommentToken:
+			if n++; n > maxNodes {
+				return fmt.Errorf("%w: more than %d HTML nodes (max_nodes)", ErrTooManyNodes, maxNodes)
+			}
+		}
+	}
 }
 
 // compile finds a CSS selector; a selector that does not compile is an

@@ -2,6 +2,8 @@ package page_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,11 +137,37 @@ func TestPageUnusableAnswers(t *testing.T) {
 	}
 }
 
+func TestPageOverMaxNodesIsInvalidWithTheReason(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<html><body>")
+	for i := range 40 {
+		fmt.Fprintf(&b, "<a href=/%d>link %d</a>", i, i) // two nodes each
+	}
+	b.WriteString("</body></html>")
+	s := newSite("")
+	s.Set(200, b.String(), "")
+	srv, client := fetchtest.MustServe(t, s)
+	for _, tc := range []struct {
+		maxNodes string
+		want     tidemark.Outcome
+	}{{"50", tidemark.OutcomeInvalid}, {"100", tidemark.OutcomeItems}} {
+		h := fetchtest.MustHarness(t, sqltest.Backends()[0], "page", srv.URL,
+			map[string]string{page.ConfigMaxNodes: tc.maxNodes}, &page.Fetcher{Client: client})
+		rep := h.MustRun(t, tc.want)
+		if tc.want == tidemark.OutcomeInvalid && !strings.Contains(rep.Error, "more than 50 HTML nodes (max_nodes)") {
+			t.Fatalf("reason %q", rep.Error)
+		}
+	}
+	if _, _, err := page.Extract([]byte(b.String()), "text/html", "", "", 50); !errors.Is(err, page.ErrTooManyNodes) {
+		t.Fatalf("Extract: %v", err)
+	}
+}
+
 func TestExtractReadableText(t *testing.T) {
 	doc := `<html><head><title>T</title></head><body><h1>Title</h1><p>Hello <b>world</b>!
    again</p><ul><li>a</li><li>b</li></ul><table><tr><td>x</td><td>1</td></tr></table><pre>  keep
     this</pre><img alt="logo"><!-- hidden --></body></html>`
-	title, text, err := page.Extract([]byte(doc), "", "", "")
+	title, text, err := page.Extract([]byte(doc), "", "", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +175,7 @@ func TestExtractReadableText(t *testing.T) {
 	if title != "T" || text != want {
 		t.Fatalf("title %q text %q, want %q", title, text, want)
 	}
-	_, plain, err := page.Extract([]byte("a\r\nb  \n"), "text/plain", "", "")
+	_, plain, err := page.Extract([]byte("a\r\nb  \n"), "text/plain", "", "", 0)
 	if err != nil || plain != "a\nb\n" {
 		t.Fatalf("plain: %q %v", plain, err)
 	}
@@ -166,14 +194,14 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte("<p>x"), "", "")
 	f.Add([]byte("<pre><pre><pre>"), "pre", "p")
 	f.Fuzz(func(t *testing.T, body []byte, selector, ignore string) {
-		_, text, err := page.Extract(body, "text/html", selector, ignore)
+		_, text, err := page.Extract(body, "text/html", selector, ignore, 0)
 		if err != nil {
 			return
 		}
 		if text == "" || !utf8.ValidString(text) {
 			t.Fatalf("accepted unusable text %q", text)
 		}
-		_, again, _ := page.Extract(body, "text/html", selector, ignore)
+		_, again, _ := page.Extract(body, "text/html", selector, ignore, 0)
 		if again != text {
 			t.Fatal("extraction is not deterministic")
 		}
