@@ -6,12 +6,15 @@ package detect
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 
-	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/canon"
 	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/httpx"
@@ -43,15 +46,22 @@ func Probe(ctx context.Context, c *httpx.Client, rawURL string) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	return Classify(resp.Body, resp.ContentType(), resp.URL), nil
+	return Classify(resp.Body, resp.Header.Get("Content-Type"), resp.URL), nil
 }
 
-// Classify decides a kind from a body, its content type and its URL.
+// Classify decides a kind from a body, its Content-Type (with or without
+// parameters; a charset is honoured) and its URL. It reads the body with
+// the same bounds a run would (max_items entries; the HTML as a token
+// stream), so probing a huge document costs no more than fetching it.
 func Classify(body []byte, contentType, base string) Result {
 	r := Result{Location: base}
 	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
+	header := contentType
+	contentType, _, _ = strings.Cut(contentType, ";")
+	contentType = strings.ToLower(strings.TrimSpace(contentType))
 	isFeedType := strings.Contains(contentType, "rss") || strings.Contains(contentType, "atom") || contentType == "application/feed+json"
-	if _, err := feed.Parse(body, "", base, 0); err == nil || isFeedType {
+	_, err := feed.Parse(body, header, base, fetch.DefaultMaxItems)
+	if err == nil || errors.Is(err, feed.ErrTooManyEntries) || isFeedType {
 		r.Kind = "feed"
 		return r
 	}
@@ -74,35 +84,70 @@ func Classify(body []byte, contentType, base string) Result {
 
 // Discover returns an HTML page's title and the feeds it announces with
 // <link rel="alternate" type="application/rss+xml" href="…"> (and Atom,
-// JSON Feed), as absolute URLs in document order.
+// JSON Feed), as absolute URLs in document order. It reads the page as a
+// token stream (one token at a time), never as a tree.
 func Discover(body []byte, base string) (title string, feeds []string) {
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
-	if err != nil {
-		return "", nil
-	}
-	title = canon.Line(doc.Find("title").First().Text())
 	baseURL, _ := url.Parse(base)
-	if href, ok := doc.Find("base[href]").First().Attr("href"); ok && baseURL != nil {
-		if u, err := baseURL.Parse(href); err == nil {
-			baseURL = u
+	var links []map[string]string // rel, type, href of <link href> in order
+	baseSeen, titleSeen := false, false
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		name, hasAttr := z.TagName()
+		switch atom.Lookup(name) {
+		case atom.Title:
+			if titleSeen || tt == html.SelfClosingTagToken {
+				continue
+			}
+			titleSeen = true
+			if z.Next() == html.TextToken { // <title> holds text only
+				title = canon.Line(string(z.Text()))
+			}
+		case atom.Base, atom.Link:
+			attrs := map[string]string{}
+			for hasAttr {
+				var k, v []byte
+				k, v, hasAttr = z.TagAttr()
+				if _, dup := attrs[string(k)]; !dup {
+					attrs[string(k)] = string(v)
+				}
+			}
+			href, ok := attrs["href"]
+			switch {
+			case !ok:
+			case atom.Lookup(name) == atom.Base:
+				if !baseSeen && baseURL != nil {
+					baseSeen = true
+					if u, err := baseURL.Parse(href); err == nil {
+						baseURL = u
+					}
+				}
+			default:
+				links = append(links, attrs)
+			}
 		}
 	}
+	// A <base> anywhere applies to every link, as in the tree.
 	seen := map[string]bool{}
-	doc.Find("link[href]").Each(func(_ int, s *goquery.Selection) {
-		rel := strings.Fields(strings.ToLower(s.AttrOr("rel", "")))
+	for _, l := range links {
 		alternate := false
-		for _, r := range rel {
+		for _, r := range strings.Fields(strings.ToLower(l["rel"])) {
 			alternate = alternate || r == "alternate"
 		}
-		typ := strings.ToLower(strings.TrimSpace(s.AttrOr("type", "")))
-		if !alternate || !feedTypes[typ] {
-			return
+		if !alternate || !feedTypes[strings.ToLower(strings.TrimSpace(l["type"]))] {
+			continue
 		}
-		href := strings.TrimSpace(s.AttrOr("href", ""))
+		href := strings.TrimSpace(l["href"])
 		if baseURL != nil {
 			u, err := baseURL.Parse(href)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-				return
+				continue
 			}
 			href = u.String()
 		}
@@ -110,7 +155,7 @@ func Discover(body []byte, base string) (title string, feeds []string) {
 			seen[href] = true
 			feeds = append(feeds, href)
 		}
-	})
+	}
 	return title, feeds
 }
 

@@ -26,6 +26,10 @@ func TestProbeDetectsKinds(t *testing.T) {
 <link rel="stylesheet" href="/s.css"><link rel="alternate" type="application/atom+xml" href="/atom.xml">
 <link rel="Alternate" type="application/rss+xml" href="https://feeds.example.org/rss"></head><body>hi</body></html>`)
 	serve("/plain", "text/html", `<html><head><title>Plain</title></head><body><p>no feed</p></body></html>`)
+	serve("/latin", "text/xml; charset=ISO-8859-1", "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Caf\xe9</title><item><title>\x93x\x94</title></item></channel></rss>")
+	serve("/big", "text/xml", `<rss version="2.0"><channel><title>x</title>`+strings.Repeat("<item><title>i</title></item>", 20001)+`</channel></rss>`)
+	serve("/based", "text/html", `<html><head><title>A &amp; B</title><base href="https://example.org/sub/">
+<link rel="alternate" type="application/rss+xml" href="feed.xml"></head><body><svg><title>not this</title></svg></body></html>`)
 	srv, client := fetchtest.MustServe(t, mux)
 	cases := map[string]detect.Result{
 		"/rss":   {Kind: "feed", Location: srv.URL + "/rss"},
@@ -33,6 +37,9 @@ func TestProbeDetectsKinds(t *testing.T) {
 		"/api":   {Kind: "json", Location: srv.URL + "/api"},
 		"/blog":  {Kind: "feed", Location: srv.URL + "/atom.xml", Title: "Blog", Discovered: true},
 		"/plain": {Kind: "page", Location: srv.URL + "/plain", Title: "Plain"},
+		"/latin": {Kind: "feed", Location: srv.URL + "/latin"},
+		"/big":   {Kind: "feed", Location: srv.URL + "/big"},
+		"/based": {Kind: "feed", Location: "https://example.org/sub/feed.xml", Title: "A & B", Discovered: true},
 	}
 	for path, want := range cases {
 		got, err := detect.Probe(context.Background(), client, srv.URL+path)
