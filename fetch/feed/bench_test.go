@@ -3,6 +3,7 @@ package feed_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/mmcdole/gofeed"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -125,44 +127,75 @@ func hugeFeed() []byte {
 	return b.Bytes()
 }
 
-// fetchHugeFeed fetches hugeFeed with the default limits; it must be
-// refused as invalid (over max_items), never admitted half-read.
-func fetchHugeFeed(tb testing.TB) {
+// fullFeed is the largest feed the default limits admit: max_items
+// entries of about 950 bytes, about 19 MB.
+func fullFeed() []byte {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Full</title>` + "\n")
+	text := strings.Repeat("Some words of the entry, escaped &amp;amp; all. ", 16)
+	for i := range fetch.DefaultMaxItems {
+		fmt.Fprintf(&b, `<item><guid>https://example.org/%d</guid><title>Entry %d</title><link>https://example.org/%d</link>`+
+			`<pubDate>Mon, 02 Jan 2026 15:04:05 GMT</pubDate><description>%s</description></item>`+"\n", i, i, i, text)
+	}
+	b.WriteString("</channel></rss>\n")
+	return b.Bytes()
+}
+
+// fetchFeed fetches body with the default limits, checks the outcome
+// (refused as over max_items, or all entries read), and reports the peak
+// heap growth while it does as metric.
+func fetchFeed(tb testing.TB, body []byte, entries int, metric string) {
 	tb.Helper()
-	body := hugeFeed()
 	srv, client := fetchtest.MustServe(tb, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/rss+xml")
 		w.Write(body)
 	}))
 	mem := fetchtest.PeakHeap(func() {
-		_, err := (&feed.Fetcher{Client: client}).Fetch(context.Background(), tidemark.Source{Location: srv.URL}, "")
-		if o, _, _ := tidemark.Classify(err); o != tidemark.OutcomeInvalid {
-			tb.Fatalf("600k-item feed: %v", err)
+		res, err := (&feed.Fetcher{Client: client}).Fetch(context.Background(), tidemark.Source{Location: srv.URL}, "")
+		switch {
+		case entries > fetch.DefaultMaxItems && !errors.Is(err, feed.ErrTooManyEntries):
+			tb.Fatalf("%d entries: %v", entries, err)
+		case entries <= fetch.DefaultMaxItems && (err != nil || len(res.Items) != entries):
+			tb.Fatalf("%d entries: %v, %d items", entries, err, len(res.Items))
 		}
 	})
 	if b, ok := tb.(*testing.B); ok {
-		b.ReportMetric(float64(mem)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(mem)/(1<<20), metric)
 	}
 }
 
-// TestPeakRSSHugeFeed is the child process of BenchmarkFeedHugeDocument.
+// TestPeakRSSHugeFeed and TestPeakRSSFullFeed are the child processes of
+// BenchmarkFeedHugeDocument.
 func TestPeakRSSHugeFeed(t *testing.T) {
 	if !fetchtest.InPeakChild(t.Name()) {
 		t.Skip("run by BenchmarkFeedHugeDocument in a fresh process")
 	}
-	fetchHugeFeed(t)
+	fetchFeed(t, hugeFeed(), 600000, "")
+	fetchtest.PrintPeakRSS(t)
+}
+
+func TestPeakRSSFullFeed(t *testing.T) {
+	if !fetchtest.InPeakChild(t.Name()) {
+		t.Skip("run by BenchmarkFeedHugeDocument in a fresh process")
+	}
+	fetchFeed(t, fullFeed(), fetch.DefaultMaxItems, "")
 	fetchtest.PrintPeakRSS(t)
 }
 
 // BenchmarkFeedHugeDocument reports the peak heap growth of fetching a 19
-// MB feed of 600,000 items under the default limits, and the peak RSS of
-// a fresh process doing only that (which includes the test server's copy
-// of the body and the runtime): memory is bounded by the limits, not by
-// the document.
+// MB feed of 600,000 items under the default limits (refused: over
+// max_items), and of the largest feed those limits admit (read), and the
+// peak RSS of a fresh process doing only one of them (which includes the
+// test server's copy of the body and the runtime): memory is bounded by
+// the limits, not by the document.
 func BenchmarkFeedHugeDocument(b *testing.B) {
+	huge, full := hugeFeed(), fullFeed()
 	for b.Loop() {
-		fetchHugeFeed(b)
+		fetchFeed(b, huge, 600000, "peak-heap-MB-600k")
+		fetchFeed(b, full, fetch.DefaultMaxItems, "peak-heap-MB-full")
 	}
-	b.ReportMetric(float64(fetchtest.PeakRSS(b, "TestPeakRSSHugeFeed"))/(1<<20), "peak-RSS-MB")
-	b.ReportMetric(float64(len(hugeFeed()))/(1<<20), "feed-MB")
+	b.ReportMetric(float64(fetchtest.PeakRSS(b, "TestPeakRSSHugeFeed"))/(1<<20), "peak-RSS-MB-600k")
+	b.ReportMetric(float64(fetchtest.PeakRSS(b, "TestPeakRSSFullFeed"))/(1<<20), "peak-RSS-MB-full")
+	b.ReportMetric(float64(len(huge))/(1<<20), "feed-MB-600k")
+	b.ReportMetric(float64(len(full))/(1<<20), "feed-MB-full")
 }

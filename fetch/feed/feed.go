@@ -71,7 +71,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if resp.NotModified {
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
-	items, err := Parse(resp.Body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems))
+	body := resp.Body
+	resp.Body = nil // Parse is the body's last user: it may be collected as soon as it is parsed
+	items, err := Parse(body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems))
 	if err != nil {
 		if ct := resp.ContentType(); ct == "text/html" || ct == "application/xhtml+xml" {
 			return tidemark.FetchResult{}, tidemark.Unusable("served "+ct+", not a feed", err)
@@ -136,10 +138,11 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 		}
 	}
 	entries := make([]entry, 0, len(fd.Items))
-	for _, e := range fd.Items {
+	for i, e := range fd.Items {
 		if e == nil {
 			continue
 		}
+		fd.Items[i] = nil // the parser's copy may go once its entry is built
 		en, err := newEntry(e, baseURL)
 		if err != nil {
 			return nil, err
