@@ -2,6 +2,7 @@ package feed
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"mime"
 	"regexp"
@@ -21,7 +22,7 @@ var prolog = regexp.MustCompile(`^(\xEF\xBB\xBF)?[ \t\r\n]*<\?xml[^>]*?[ \t\r\n]
 
 // ErrCharset: the document names a character encoding tidemark does not
 // know.
-var ErrCharset = fmt.Errorf("feed: unknown character encoding")
+var ErrCharset = errors.New("feed: unknown character encoding")
 
 // toUTF8 returns a feed document as UTF-8 whose XML declaration, if any,
 // says so, with the characters XML 1.0 forbids removed: the one place
@@ -47,20 +48,33 @@ func toUTF8(body []byte, contentType string) ([]byte, error) {
 		declared = string(m[2])
 	}
 	var enc encoding.Encoding
-	switch {
-	case bytes.HasPrefix(body, []byte{0xFE, 0xFF}), bytes.HasPrefix(body, []byte{0xFF, 0xFE}):
+	unknown := ""
+	if bytes.HasPrefix(body, []byte{0xFE, 0xFF}) || bytes.HasPrefix(body, []byte{0xFF, 0xFE}) {
 		enc = unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM)
-	default:
-		label := header
-		if label == "" || isUTF8(label) && declared != "" && !isUTF8(declared) && !utf8.Valid(body) {
-			label = declared
+	} else {
+		valid := utf8.Valid(body)
+		labels := []string{header, declared}
+		if isUTF8(header) && !valid && declared != "" && !isUTF8(declared) {
+			labels = labels[1:] // a server's default the body contradicts
 		}
-		if label != "" && !isUTF8(label) {
-			e, _ := charset.Lookup(label)
-			if e == nil {
-				return nil, fmt.Errorf("%w: %q", ErrCharset, label)
+		for _, label := range labels {
+			l := strings.ToLower(strings.TrimSpace(label))
+			if l == "" {
+				continue
 			}
-			enc = e
+			if isUTF8(l) || valid && (l == "us-ascii" || l == "ascii") {
+				break // ASCII is UTF-8's subset: a UTF-8 body labelled ASCII is UTF-8
+			}
+			if e, _ := charset.Lookup(l); e != nil {
+				enc = e
+				break
+			}
+			if unknown == "" {
+				unknown = label
+			}
+		}
+		if enc == nil && unknown != "" && !valid {
+			return nil, fmt.Errorf("%w: %q", ErrCharset, unknown)
 		}
 	}
 	switch {

@@ -129,7 +129,7 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 	}
 	if maxItems > 0 && len(fd.Items) > maxItems {
 		// The scan counted fewer entries than the parser found.
-		return nil, fmt.Errorf("%w: %d entries, more than the limit of %d (max_items)", ErrTooManyEntries, len(fd.Items), maxItems)
+		return nil, tooMany(len(fd.Items), maxItems)
 	}
 	baseURL, _ := url.Parse(base)
 	if fd.Link != "" && baseURL != nil {

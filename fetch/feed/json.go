@@ -79,7 +79,7 @@ func scanJSON(body []byte, maxItems int) (entries int, err error) {
 		return 0, ErrNotAFeed
 	}
 	if maxItems > 0 && entries > maxItems {
-		return entries, fmt.Errorf("%w: %d entries, more than the limit of %d (max_items)", ErrTooManyEntries, entries, maxItems)
+		return entries, tooMany(entries, maxItems)
 	}
 	return entries, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/encoding/unicode"
+
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
@@ -51,7 +53,21 @@ func TestLegacyCharsetsAreDecoded(t *testing.T) {
 		})
 	}
 	if _, err := feed.Parse([]byte(legacyRSS("x-no-such-charset")), "", "", 0); !errors.Is(err, feed.ErrCharset) {
-		t.Fatalf("unknown charset: %v", err)
+		t.Fatalf("unknown charset over a body that is not UTF-8: %v", err)
+	}
+	utf8Doc := strings.NewReplacer("\xe9", "é", "\x93", "“", "\x94", "”", "\xef", "ï").Replace(legacyRSS("x-no-such-charset"))
+	for _, ct := range []string{"", "text/xml; charset=us-ascii", "text/xml; charset=bogus"} {
+		if items, err := feed.Parse([]byte(utf8Doc), ct, "", 0); err != nil || items[0].Title != "Café “quoted”" {
+			t.Fatalf("a UTF-8 body under a wrong label (%q): %v %+v", ct, err, items)
+		}
+	}
+	utf16, err := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewEncoder().String(
+		strings.Replace(utf8Doc, "x-no-such-charset", "UTF-16", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, err := feed.Parse([]byte(utf16), "application/rss+xml", "", 0); err != nil || items[0].Title != "Café “quoted”" {
+		t.Fatalf("UTF-16: %v %+v", err, items)
 	}
 }
 
@@ -176,7 +192,7 @@ func TestOverMaxItemsIsRefusedWithTheCount(t *testing.T) {
 		"json": `{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1"},{"id":"2"},{"id":"3"}]}`,
 	}
 	for name, doc := range docs {
-		if _, err := feed.Parse([]byte(doc), "", "", 2); !errors.Is(err, feed.ErrTooManyEntries) || !strings.Contains(err.Error(), "3 entries") {
+		if _, err := feed.Parse([]byte(doc), "", "", 2); !errors.Is(err, feed.ErrTooManyEntries) || !strings.Contains(err.Error(), "too many entries: 3, more than max_items (2)") {
 			t.Errorf("%s: %v", name, err)
 		}
 		if items, err := feed.Parse([]byte(doc), "", "", 3); err != nil || len(items) != 3 {

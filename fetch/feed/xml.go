@@ -12,7 +12,7 @@ import (
 var ErrTruncated = errors.New("feed: document is truncated")
 
 // ErrTooManyEntries: the document has more entries than max_items.
-var ErrTooManyEntries = errors.New("feed: more entries than the limit")
+var ErrTooManyEntries = errors.New("feed: too many entries")
 
 // scanXML reads an XML feed as a token stream, before the feed parser
 // builds anything, and returns its root element's name and how many
@@ -68,7 +68,7 @@ func scanXML(body []byte, maxItems int) (root string, entries int, err error) {
 		}
 	}
 	if maxItems > 0 && entries > maxItems {
-		return root, entries, fmt.Errorf("%w: %d entries, more than the limit of %d (max_items)", ErrTooManyEntries, entries, maxItems)
+		return root, entries, tooMany(entries, maxItems)
 	}
 	if !closed {
 		return root, entries, ErrTruncated
@@ -87,4 +87,8 @@ func isEntry(path []string, depth int, name string) bool {
 		return path[1] == "channel"
 	}
 	return false
+}
+
+func tooMany(entries, maxItems int) error {
+	return fmt.Errorf("%w: %d, more than max_items (%d)", ErrTooManyEntries, entries, maxItems)
 }
