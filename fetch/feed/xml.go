@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ErrTruncated: the XML document ends before its root element closes.
@@ -80,7 +81,7 @@ func scanXML(body []byte, maxItems int) (root string, entries int, err error) {
 func isEntry(path []string, depth int, name string) bool {
 	switch {
 	case depth == 2 && name == "item": // RSS 1.0: rdf:RDF > item
-		return path[0] == "RDF"
+		return strings.EqualFold(path[0], "RDF")
 	case depth == 2 && name == "entry": // Atom: feed > entry
 		return path[0] == "feed"
 	case depth == 3 && name == "item": // RSS 0.9x, 2.0: rss > channel > item
