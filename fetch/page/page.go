@@ -18,6 +18,8 @@ package page
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +125,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
 	sel := src.Config[ConfigSelector]
-	title, text, err := Extract(resp.Body, resp.ContentType(), sel, src.Config[ConfigIgnore], int(maxNodes))
+	body := resp.Body
+	resp.Body = nil // Extract is the body's last user: it may be collected once parsed
+	title, text, err := Extract(body, resp.ContentType(), sel, src.Config[ConfigIgnore], int(maxNodes))
 	switch {
 	case errors.Is(err, ErrNoMatch) && prev.Matched:
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("selector %q matched nothing; it matched on the last run", sel), err)
@@ -132,7 +136,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	case err != nil:
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable page", err)
 	}
-	next := Cursor{Validators: resp.Validators, Hash: tidemark.HashEvidence([]byte(text)), Matched: sel != ""}
+	next := Cursor{Validators: resp.Validators, Hash: hashText(text), Matched: sel != ""}
 	if len(text) <= MaxCursorText {
 		next.Text = text
 	}
@@ -157,11 +161,12 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 // depends only on its arguments.
 func Evidence(location, selector string, prev Cursor, text string) []byte {
 	var b bytes.Buffer
+	b.Grow(len(location) + len(selector) + len(text) + 256)
 	fmt.Fprintf(&b, "page %s\n", location)
 	if selector != "" {
 		fmt.Fprintf(&b, "selector %s\n", canon.Line(selector))
 	}
-	fmt.Fprintf(&b, "sha256 %s\n", tidemark.HashEvidence([]byte(text)))
+	fmt.Fprintf(&b, "sha256 %s\n", hashText(text))
 	if prev.Hash != "" {
 		fmt.Fprintf(&b, "previous %s\n", prev.Hash)
 	}
@@ -181,6 +186,19 @@ func Evidence(location, selector string, prev Cursor, text string) []byte {
 		b.WriteString(d)
 	}
 	return b.Bytes()
+}
+
+// hashText is tidemark.HashEvidence of text, without a copy of the whole
+// text ([]byte(text) would be one as large as the page's text).
+func hashText(text string) string {
+	h := sha256.New()
+	var chunk [32 << 10]byte
+	for len(text) > 0 {
+		n := copy(chunk[:], text)
+		h.Write(chunk[:n])
+		text = text[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Extract returns the title and the canonical readable text of a page. A
@@ -240,7 +258,7 @@ func Extract(body []byte, contentType, selector, ignore string, maxNodes int) (t
 	var parts []string
 	root.Each(func(_ int, s *goquery.Selection) {
 		for _, n := range s.Nodes {
-			parts = append(parts, readable(n))
+			parts = append(parts, readable(n, len(body)))
 		}
 	})
 	text = canon.Text(strings.Join(parts, "\n\n"))
@@ -299,8 +317,13 @@ var block = map[string]bool{
 // block elements on lines of their own, table cells separated by tabs,
 // <pre> kept as written. It walks with an explicit stack, so no document
 // depth can exhaust the goroutine's stack.
-func readable(root *html.Node) string {
+//
+// sizeHint (the body's size) is the text's capacity, taken at once: the
+// text is never longer than the body, and a builder grown by doubling
+// would hold twice its size while it copies.
+func readable(root *html.Node, sizeHint int) string {
 	var b strings.Builder
+	b.Grow(sizeHint)
 	type frame struct {
 		n     *html.Node
 		close bool
@@ -333,7 +356,7 @@ func readable(root *html.Node) string {
 			if startsWithSpace(n.Data) {
 				space = true
 			}
-			for _, w := range strings.Fields(n.Data) {
+			for w := range strings.FieldsSeq(n.Data) {
 				if space && !atLineStart(&b) {
 					b.WriteByte(' ')
 				}
@@ -361,12 +384,8 @@ func readable(root *html.Node) string {
 		}
 		pre := f.pre || (n.Type == html.ElementNode && n.Data == "pre")
 		stack = append(stack, frame{n: n, close: true})
-		var kids []*html.Node
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			kids = append(kids, c)
-		}
-		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, frame{n: kids[i], pre: pre})
+		for c := n.LastChild; c != nil; c = c.PrevSibling {
+			stack = append(stack, frame{n: c, pre: pre})
 		}
 	}
 	return b.String()
