@@ -32,7 +32,9 @@ var ErrCharset = errors.New("feed: unknown character encoding")
 // Content-Type header; the XML declaration's encoding; UTF-8. A header
 // saying UTF-8 over a body that is not, with a declaration naming another
 // encoding, is a server default and yields to the declaration. Labels are
-// the WHATWG ones browsers use (ISO-8859-1 reads as windows-1252). A body
+// the WHATWG ones browsers use (ISO-8859-1 reads as windows-1252), except
+// that a UTF-8 body labelled US-ASCII is UTF-8; an unknown label is passed
+// over, and is ErrCharset only when the body is not UTF-8 either. A body
 // that claims nothing and is not UTF-8 is read as windows-1252 when no
 // byte of it forms a multi-byte UTF-8 sequence (a legacy feed that never
 // said so); otherwise its invalid bytes become U+FFFD.
