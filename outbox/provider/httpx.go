@@ -62,22 +62,3 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Is(target error) bool {
 	return target == tidemark.ErrUnavailable && (e.Status >= 500 || e.Status == http.StatusTooManyRequests)
 }
-
-// DoPost sends a write request and classifies the answer: a transport
-// failure after the request may have been sent is an *UnknownError; a non-2xx
-// goes through ClassifyPost. On success it returns the body.
-func DoPost(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request) ([]byte, error) {
-	resp, err := c.Do(req.WithContext(ctx))
-	if err != nil {
-		return nil, &UnknownError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), err)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	if err != nil {
-		return nil, &UnknownError{Err: fmt.Errorf("read answer: %w", err)}
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, ClassifyPost(resp, body, now())
-	}
-	return body, nil
-}

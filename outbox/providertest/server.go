@@ -45,6 +45,8 @@ type Write struct {
 // use with the requests it serves.
 type Server struct {
 	*httptest.Server
+	// Dropper loses answers to writes on demand (DropEvery).
+	*Dropper
 	Secret []byte
 	clock  clock.Clock
 
@@ -78,8 +80,7 @@ func New(tb interface {
 	mux.HandleFunc("GET /probe", s.probe)
 	mux.HandleFunc("GET /count", s.count)
 	mux.HandleFunc("GET /target", s.target)
-	s.Server = httptest.NewServer(mux)
-	tb.Cleanup(s.Close)
+	s.Server, s.Dropper = NewDropServer(tb, mux)
 	return s
 }
 

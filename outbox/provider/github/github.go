@@ -59,6 +59,7 @@ func FromSettings(s map[string]string) (Config, error) {
 // Provider is a GitHub lane.
 type Provider struct {
 	c     Config
+	w     *provider.WriteClient // every POST goes through it; reads use c.Client
 	mu    sync.Mutex
 	login string
 }
@@ -83,7 +84,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Provider{c: cfg, login: cfg.Login}, nil
+	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), login: cfg.Login}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -144,7 +145,7 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 		return provider.Posted{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	ans, err := provider.DoPost(ctx, p.c.Client, p.c.Clock.Now, req)
+	ans, err := p.w.Post(ctx, p.c.Clock.Now, req)
 	if err != nil {
 		return provider.Posted{}, err
 	}

@@ -55,6 +55,7 @@ func FromSettings(s map[string]string) (Config, error) {
 // Provider is a Mastodon lane.
 type Provider struct {
 	c    Config
+	w    *provider.WriteClient // every POST goes through it; reads use c.Client
 	mu   sync.Mutex
 	acct string
 }
@@ -83,7 +84,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Provider{c: cfg, acct: cfg.AccountID}, nil
+	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), acct: cfg.AccountID}, nil
 }
 
 var (
@@ -165,7 +166,7 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if w.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", w.IdempotencyKey)
 	}
-	ans, err := provider.DoPost(ctx, p.c.Client, p.c.Clock.Now, req)
+	ans, err := p.w.Post(ctx, p.c.Clock.Now, req)
 	if err != nil {
 		return provider.Posted{}, err
 	}

@@ -68,7 +68,10 @@ func FromSettings(s map[string]string) (Config, error) {
 }
 
 // Provider is a webhook lane.
-type Provider struct{ c Config }
+type Provider struct {
+	c Config
+	w *provider.WriteClient // every POST goes through it; reads use c.Client
+}
 
 // New checks cfg and returns the provider.
 func New(cfg Config) (*Provider, error) {
@@ -87,7 +90,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.PageSize <= 0 || cfg.PageSize > 1000 {
 		cfg.PageSize = 100
 	}
-	return &Provider{c: cfg}, nil
+	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client)}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -119,7 +122,7 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if w.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", w.IdempotencyKey)
 	}
-	ans, err := provider.DoPost(ctx, p.c.Client, p.c.Clock.Now, req)
+	ans, err := p.w.Post(ctx, p.c.Clock.Now, req)
 	if err != nil {
 		return provider.Posted{}, err
 	}

@@ -1,0 +1,84 @@
+package provider_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providertest"
+)
+
+// wrapped hides a pooled transport behind another RoundTripper, so the
+// write client cannot give it a fresh connection per write: only the
+// one-shot body keeps the transport from sending the write again.
+type wrapped struct{ http.RoundTripper }
+
+func TestWriteClientNeverReplaysOnAKeptAliveConnection(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		writes int
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /warm", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		writes++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	})
+	srv, drop := providertest.NewDropServer(t, mux)
+	drop.DropEvery(1)
+	pooled := &http.Transport{MaxIdleConnsPerHost: 1}
+	t.Cleanup(pooled.CloseIdleConnections)
+	for name, base := range map[string]*http.Client{
+		"own transport":     {Transport: pooled},
+		"opaque transport":  {Transport: wrapped{pooled}},
+		"default transport": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			mu.Lock()
+			writes = 0
+			mu.Unlock()
+			c := base
+			if c == nil {
+				c = http.DefaultClient
+			}
+			// Leave a kept-alive connection in the pool.
+			resp, err := c.Get(srv.URL + "/warm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/hook", bytes.NewReader([]byte(`{"x":1}`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Idempotency-Key", "tm-1") // what makes net/http replay a POST
+			_, err = provider.NewWriteClient(base).Post(context.Background(), time.Now, req)
+			var unknown *provider.UnknownError
+			if !errors.As(err, &unknown) {
+				t.Fatalf("a lost answer gave %v; want an outcome unknown", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if writes != 1 {
+				t.Fatalf("the receiver got the write %d times", writes)
+			}
+		})
+	}
+}
+
+func TestWriteClientRefusesABodilessWrite(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/hook", nil)
+	req.Header.Set("Idempotency-Key", "tm-1")
+	if _, err := provider.NewWriteClient(nil).Post(context.Background(), time.Now, req); err == nil {
+		t.Fatal("a bodiless write was sent; with an Idempotency-Key it would be replayable")
+	}
+}

@@ -1,0 +1,279 @@
+package providers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/outbox/providertest"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// receiver is the write-recording side of a fake provider: the body of
+// every write it accepted, in order.
+type receiver struct {
+	mu     sync.Mutex
+	clk    clock.Clock
+	bodies []string
+	at     []time.Time
+}
+
+func (r *receiver) record(body string) (int, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bodies = append(r.bodies, body)
+	r.at = append(r.at, r.clk.Now().UTC())
+	return len(r.bodies), r.at[len(r.at)-1]
+}
+
+func (r *receiver) snapshot() ([]string, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bodies...), append([]time.Time(nil), r.at...)
+}
+
+func (r *receiver) fresh(w http.ResponseWriter) {
+	w.Header().Set("Date", r.clk.Now().UTC().Format(http.TimeFormat))
+	w.Header().Set("Age", "0")
+	w.Header().Set("Content-Type", "application/json")
+}
+
+// mastodonReceiver is the part of the Mastodon API the provider uses.
+func mastodonReceiver(r *receiver) http.Handler {
+	mux := http.NewServeMux()
+	status := func(i int, at time.Time, body string) map[string]any {
+		return map[string]any{"id": strconv.Itoa(1000 + i), "created_at": at, "content": "<p>" + html.EscapeString(body) + "</p>"}
+	}
+	mux.HandleFunc("POST /api/v1/statuses", func(w http.ResponseWriter, q *http.Request) {
+		if err := q.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		i, at := r.record(q.PostForm.Get("status"))
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(status(i, at, q.PostForm.Get("status")))
+	})
+	mux.HandleFunc("GET /api/v1/accounts/verify_credentials", func(w http.ResponseWriter, q *http.Request) {
+		bodies, _ := r.snapshot()
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "1", "statuses_count": len(bodies)})
+	})
+	mux.HandleFunc("GET /api/v1/accounts/1/statuses", func(w http.ResponseWriter, q *http.Request) {
+		bodies, at := r.snapshot()
+		limit, _ := strconv.Atoi(q.URL.Query().Get("limit"))
+		maxID := len(bodies) + 1
+		if m := q.URL.Query().Get("max_id"); m != "" {
+			n, _ := strconv.Atoi(m)
+			maxID = n - 1000
+		}
+		out := []map[string]any{}
+		for i := maxID - 1; i >= 1 && len(out) < limit; i-- { // newest first
+			out = append(out, status(i, at[i-1], bodies[i-1]))
+		}
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return mux
+}
+
+// githubReceiver is the part of the GitHub API the provider uses, for one
+// repository o/r.
+func githubReceiver(r *receiver, base *string) http.Handler {
+	mux := http.NewServeMux()
+	comment := func(i int, at time.Time, body string) map[string]any {
+		return map[string]any{"id": i, "body": body, "created_at": at, "issue_url": *base + "/repos/o/r/issues/1",
+			"user": map[string]string{"login": "bot"}}
+	}
+	all := func(w http.ResponseWriter, _ *http.Request) {
+		bodies, at := r.snapshot()
+		out := []map[string]any{}
+		for i, b := range bodies {
+			out = append(out, comment(i+1, at[i], b))
+		}
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(out)
+	}
+	mux.HandleFunc("GET /user", func(w http.ResponseWriter, _ *http.Request) {
+		r.fresh(w)
+		_, _ = w.Write([]byte(`{"login":"bot"}`))
+	})
+	mux.HandleFunc("GET /repos/o/r/issues/1", func(w http.ResponseWriter, _ *http.Request) {
+		r.fresh(w)
+		_, _ = w.Write([]byte(`{"locked":false}`))
+	})
+	mux.HandleFunc("POST /repos/o/r/issues/1/comments", func(w http.ResponseWriter, q *http.Request) {
+		var in struct{ Body string }
+		if err := json.NewDecoder(q.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		i, at := r.record(in.Body)
+		r.fresh(w)
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(comment(i, at, in.Body))
+	})
+	mux.HandleFunc("GET /repos/o/r/issues/comments", all)
+	mux.HandleFunc("GET /repos/o/r/issues/1/comments", all)
+	return mux
+}
+
+// TestWritesAreNeverReplayedWhenAnswersAreLost drives the real deliverer
+// through each provider against a receiver that records every write and
+// then loses the answer to every third one (the connection is closed
+// without a word, as after a crash or a proxy timeout). Every intent must
+// land exactly once at the receiver: a lost answer is an attempt in doubt
+// that the counter or reconciliation decides, never a write the HTTP layer
+// sends again.
+func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
+	const n, every = 30, 3
+	type setup struct {
+		target   string
+		settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper)
+		// counted: the provider has a counter, so a lost answer is decided
+		// at once by subtraction; otherwise reconciliation decides it.
+		counted bool
+	}
+	kinds := map[string]setup{
+		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_HOOK_SECRET", "s3cret")
+			srv := providertest.New(t, env.Clock, []byte("s3cret"))
+			s := srv.Settings()
+			delete(s, "count_url") // reconciliation, not the counter, decides
+			s["secret_env"] = "TM_HOOK_SECRET"
+			return s, func() []string {
+				var out []string
+				for _, w := range srv.Writes() {
+					out = append(out, w.Body)
+				}
+				return out
+			}, srv.Dropper
+		}},
+		"mastodon": {target: "timeline", counted: true, settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_MASTODON_TOKEN", "tok")
+			r := &receiver{clk: env.Clock}
+			srv, d := providertest.NewDropServer(t, mastodonReceiver(r))
+			return map[string]string{"base_url": srv.URL, "token_env": "TM_MASTODON_TOKEN"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
+		"github": {target: "o/r#1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_GITHUB_TOKEN", "tok")
+			r := &receiver{clk: env.Clock}
+			var base string
+			srv, d := providertest.NewDropServer(t, githubReceiver(r, &base))
+			base = srv.URL
+			return map[string]string{"api_url": srv.URL, "token_env": "TM_GITHUB_TOKEN", "login": "bot", "repos": "o/r"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
+	}
+	for _, kind := range providers.Kinds() {
+		k, ok := kinds[kind]
+		if !ok {
+			t.Fatalf("provider kind %s has no receiver in this test", kind)
+		}
+		t.Run(kind, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				ctx := context.Background()
+				env := sqltest.NewEnv(11)
+				db := sqltest.MustOpen(t, b, env)
+				st := db.Outbox()
+				settings, received, dropper := k.settings(t, env)
+				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
+					t.Fatal(err)
+				}
+				var intents []outbox.Intent
+				for i := range n {
+					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("write %d of %d", i+1, n)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					intents = append(intents, in)
+				}
+				lane, err := st.Lane(ctx, "lane")
+				if err != nil {
+					t.Fatal(err)
+				}
+				prov, err := providers.New(lane, env.Clock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dropper.DropEvery(every)
+				d := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "w", Clock: env.Clock, LeaseTTL: time.Hour}
+				unknown, reconciled := 0, 0
+				for step := 0; ; step++ {
+					if step > 20*n {
+						t.Fatalf("not done after %d steps", step)
+					}
+					env.Clock.Advance(time.Second) // an answer dated after the attempt it decides
+					s, err := d.Step(ctx)
+					if err != nil {
+						t.Fatalf("step %d: %v", step, err)
+					}
+					if s.Alert != "" {
+						t.Fatalf("step %d: %s", step, s.Alert)
+					}
+					switch s.Kind {
+					case outbox.StepSent:
+						if s.Outcome == outbox.OutcomeUnknown {
+							unknown++
+						}
+					case outbox.StepReconciled:
+						reconciled++
+					case outbox.StepWait:
+						env.Clock.Set(*s.Until)
+					case outbox.StepIdle:
+						left, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "lane"})
+						if err != nil {
+							t.Fatal(err)
+						}
+						done := true
+						for _, in := range left {
+							done = done && in.State == outbox.StateLanded
+						}
+						if !done {
+							env.Clock.Advance(time.Minute) // the recheck of an unresolved intent
+							continue
+						}
+					}
+					if s.Kind == outbox.StepIdle {
+						break
+					}
+				}
+				got := map[string]int{}
+				bodies := received()
+				for _, body := range bodies {
+					got[body]++
+				}
+				for _, in := range intents {
+					if got[in.Body] != 1 {
+						t.Errorf("intent %q reached the receiver %d times", in.Body, got[in.Body])
+					}
+				}
+				if len(bodies) != n {
+					t.Errorf("receiver holds %d writes for %d intents", len(bodies), n)
+				}
+				if dropper.Dropped() == 0 {
+					t.Fatal("no answer was lost: the test proves nothing")
+				}
+				if r := dropper.Reused(); r != 0 {
+					t.Errorf("%d writes went out on a kept-alive connection", r)
+				}
+				if !k.counted {
+					// Each lost answer left its attempt in doubt, and reconciliation decided it.
+					if unknown != dropper.Dropped() || reconciled == 0 {
+						t.Errorf("%d answers lost, %d attempts in doubt, %d reconciliations", dropper.Dropped(), unknown, reconciled)
+					}
+				}
+			})
+		})
+	}
+}
