@@ -23,6 +23,11 @@ var (
 		"the ordered read of own writes is done | the plan is recorded")
 )
 
+// finishTimeout bounds the journal's work after a send (the counter read
+// and the Finish transaction), which runs even when the step's context is
+// cancelled.
+const finishTimeout = 30 * time.Second
+
 // Limits of a reconciliation.
 const (
 	maxListPages        = 100_000
@@ -229,9 +234,21 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if err := d.Store.CheckLease(ctx, l); err != nil {
 		return Step{}, fmt.Errorf("outbox: lane %s: refused before sending %s: %w", d.Lane, in.ID, err)
 	}
+	// From here on the journal is finished whatever happens to ctx (Ctrl-C,
+	// a shutdown): an answer the provider gave must be recorded, and a write
+	// that never left must not be left looking in doubt.
+	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := ctx.Err(); err != nil {
+		res := Result{Outcome: OutcomeNotLanded, Error: "interrupted before sending: " + err.Error()}
+		if ferr := d.Store.Finish(finishCtx, l, att, res); ferr != nil {
+			return Step{}, errors.Join(err, ferr)
+		}
+		return Step{}, err
+	}
 	sentAt := d.Clock.Now()
 	posted, perr := d.Provider.Post(ctx, provider.Write{Target: in.Target, Parent: in.Parent, Body: []byte(in.Body), IdempotencyKey: in.IdempotencyKey})
-	if err := fpAfterSend.Hit(ctx); err != nil {
+	if err := fpAfterSend.Hit(finishCtx); err != nil {
 		return Step{}, err
 	}
 	res := Result{SentAt: sentAt, RemoteID: posted.RemoteID}
@@ -258,7 +275,7 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if before != nil && (res.Outcome == OutcomeLanded || res.Outcome == OutcomeUnknown) {
 		// Verify by subtraction. With one write in flight on the lane,
 		// nothing else of ours moves the counter.
-		if after, err := d.Provider.Count(ctx); err == nil {
+		if after, err := d.Provider.Count(finishCtx); err == nil {
 			res.CountAfter = &after
 			verdict, alert := VerifyCount(*before, after)
 			res.CountVerdict = verdict
@@ -280,7 +297,7 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 			}
 		}
 	}
-	if err := d.Store.Finish(ctx, l, att, res); err != nil {
+	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
 		return Step{}, err
 	}
 	step.Outcome = res.Outcome

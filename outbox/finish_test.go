@@ -1,0 +1,89 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// cancelAfterPost is Ctrl-C arriving right after the provider answered.
+type cancelAfterPost struct {
+	provider.Provider
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterPost) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	p, err := c.Provider.Post(ctx, w)
+	c.cancel()
+	return p, err
+}
+
+// cancelAtFence is Ctrl-C arriving after the attempt was journaled and
+// before the write left.
+type cancelAtFence struct {
+	outbox.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelAtFence) CheckLease(ctx context.Context, l outbox.Lease) error {
+	err := c.Store.CheckLease(ctx, l)
+	c.cancel()
+	return err
+}
+
+func TestAnAnswerIsRecordedEvenWhenCancelledRightAfterIt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		a := h.draft("t1", "one")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		d := h.deliverer("w1")
+		d.Provider = cancelAfterPost{Provider: d.Provider, cancel: cancel}
+		s, err := d.Step(ctx)
+		if err != nil {
+			t.Fatalf("step: %v", err)
+		}
+		if s.Outcome != outbox.OutcomeLanded {
+			t.Fatalf("step %+v: want landed", s)
+		}
+		if got := h.intent(a.ID); got.State != outbox.StateLanded || got.RemoteID == "" {
+			t.Fatalf("intent %+v: the provider's answer was lost", got)
+		}
+		lane, err := h.st.Lane(context.Background(), h.lane)
+		if err != nil || lane.NeedsReconcile || lane.InFlight != "" {
+			t.Fatalf("lane %+v %v: left in doubt", lane, err)
+		}
+		h.assertExactlyOnce([]outbox.Intent{a})
+	})
+}
+
+func TestAWriteCancelledBeforeItLeftIsNotInDoubt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		a := h.draft("t1", "one")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		d := h.deliverer("w1")
+		d.Store = cancelAtFence{Store: h.st, cancel: cancel}
+		if _, err := d.Step(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("step: %v; want context.Canceled", err)
+		}
+		if h.srv.Posts() != 0 {
+			t.Fatalf("%d posts after a cancel before sending", h.srv.Posts())
+		}
+		if got := h.intent(a.ID); got.State != outbox.StatePending {
+			t.Fatalf("intent is %s; want pending again", got.State)
+		}
+		lane, err := h.st.Lane(context.Background(), h.lane)
+		if err != nil || lane.NeedsReconcile || lane.InFlight != "" {
+			t.Fatalf("lane %+v %v: left in doubt", lane, err)
+		}
+		d2 := h.deliverer("w1")
+		h.runOnce(d2)
+		h.assertExactlyOnce([]outbox.Intent{a})
+	})
+}
