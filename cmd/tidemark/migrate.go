@@ -293,28 +293,30 @@ func newRunActionCmd(a *app, use, short string, abort bool) *cobra.Command {
 
 // migrationLoop is the daemon's share of migrations: it carries on every
 // pending run (detached, or left by a worker that died) until stopped.
-func migrationLoop(a *app, cmd *cobra.Command) error {
-	ctx := cmd.Context()
-	m, err := a.migrator(cmd)
+func migrationLoop(ctx context.Context, a *app, cmd *cobra.Command) error {
+	m, err := retryStart(ctx, a, "migration loop: open", func() (*content.Migrator, error) { return a.migrator(cmd) })
 	if err != nil {
 		return err
 	}
-	t := time.NewTicker(migrationPoll)
-	defer t.Stop()
+	b := newBackoff()
 	for {
 		n, err := m.ResumePending(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
-			a.log.Error("migration runs", "err", err)
-		} else if n > 0 {
+		pause := migrationPoll
+		switch {
+		case err != nil:
+			pause = max(pause, b.Fail())
+			a.log.Error("migration runs failed; retrying", "err", err, "retry_in", pause)
+		case n > 0:
+			b.Reset()
 			a.log.Info("migration runs finished", "count", n)
+		default:
+			b.Reset()
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+		if err := daemonSleep(ctx, pause); err != nil {
+			return err
 		}
 	}
 }

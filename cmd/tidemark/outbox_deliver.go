@@ -152,26 +152,47 @@ func printDeliver(a *app, r deliverReport) {
 }
 
 // outboxDaemon is `tidemark run`'s delivery loop over every lane.
-func outboxDaemon(a *app, cmd *cobra.Command) error {
-	return deliverLoop(a, cmd.Context(), "", time.Minute)
+func outboxDaemon(ctx context.Context, a *app, _ *cobra.Command) error {
+	return deliverLoop(a, ctx, "", time.Minute)
 }
 
 // deliverLoop steps every lane until ctx ends. A lane another process
-// holds is passed over; a lane that fails is retried after a pause.
+// holds is passed over; a lane that fails is retried after a pause that
+// grows with its consecutive failures; a failure to list the lanes is
+// logged and retried the same way. It returns only when ctx ends.
 func deliverLoop(a *app, ctx context.Context, only string, ttl time.Duration) error {
-	const poll, pause = 5 * time.Second, 30 * time.Second
+	const poll = 5 * time.Second
 	ds := map[string]*outbox.Deliverer{}
 	nextAt := map[string]time.Time{}
+	failing := map[string]*backoff{}
+	pause := func(name string) time.Duration {
+		b := failing[name]
+		if b == nil {
+			b = newBackoff()
+			failing[name] = b
+		}
+		return b.Fail()
+	}
 	defer func() {
 		for _, d := range ds {
 			_ = d.Release(context.WithoutCancel(ctx))
 		}
 	}()
+	listing := newBackoff()
 	for {
 		names, err := a.laneNames(ctx, only)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			wait := listing.Fail()
+			a.log.Error("outbox: listing lanes failed; retrying", "err", err, "retry_in", wait)
+			if err := daemonSleep(ctx, wait); err != nil {
+				return err
+			}
+			continue
 		}
+		listing.Reset()
 		wake := a.clk().Now().Add(poll)
 		for _, name := range names {
 			now := a.clk().Now()
@@ -182,21 +203,27 @@ func deliverLoop(a *app, ctx context.Context, only string, ttl time.Duration) er
 			d := ds[name]
 			if d == nil {
 				if d, err = a.deliverer(ctx, name, ttl); err != nil {
-					a.log.Warn("outbox: lane not deliverable", "lane", name, "err", err)
-					nextAt[name] = now.Add(pause)
+					wait := pause(name)
+					a.log.Warn("outbox: lane not deliverable; retrying", "lane", name, "err", err, "retry_in", wait)
+					nextAt[name] = now.Add(wait)
+					wake = minTime(wake, nextAt[name])
 					continue
 				}
 				ds[name] = d
 			}
 			s, err := d.Step(ctx)
+			if b := failing[name]; b != nil && err == nil {
+				b.Reset()
+			}
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case errors.Is(err, tidemark.ErrClaimHeld):
 				nextAt[name] = now.Add(poll)
 			case err != nil:
-				a.log.Error("outbox: step failed", "lane", name, "err", err)
-				nextAt[name] = now.Add(pause)
+				wait := pause(name)
+				a.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)
+				nextAt[name] = now.Add(wait)
 			case s.Kind == outbox.StepIdle:
 				nextAt[name] = now.Add(poll)
 			case s.Kind == outbox.StepWait:
@@ -210,7 +237,7 @@ func deliverLoop(a *app, ctx context.Context, only string, ttl time.Duration) er
 			}
 			wake = minTime(wake, nextAt[name])
 		}
-		if err := outbox.Sleep(ctx, wake.Sub(a.clk().Now())); err != nil {
+		if err := daemonSleep(ctx, wake.Sub(a.clk().Now())); err != nil {
 			return err
 		}
 	}

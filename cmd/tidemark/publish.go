@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -182,49 +181,52 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 }
 
 // publishLoop summarizes, publishes and sweeps periodically inside
-// `tidemark run` (every TIDEMARK_SWEEP_INTERVAL, default 1m).
-func publishLoop(a *app, cmd *cobra.Command) error {
-	ctx := cmd.Context()
-	every := time.Minute
-	if v := os.Getenv("TIDEMARK_SWEEP_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			err := tidemark.Invalidf("TIDEMARK_SWEEP_INTERVAL", v, "want a positive duration such as 1m")
-			a.log.Error("publish loop not started", "err", err)
-			return err
-		}
-		every = d
+// `tidemark run` (every TIDEMARK_SWEEP_INTERVAL, default 1m; `run` refuses
+// a bad value before it starts anything). A failed round is logged and
+// tried again after a growing pause, capped at the larger of the interval
+// and backoffMax.
+func publishLoop(ctx context.Context, a *app, cmd *cobra.Command) error {
+	every, err := sweepInterval()
+	if err != nil {
+		return err
 	}
 	// One service for every round: the object store's client (and its
 	// connections) lives as long as the loop.
-	svc, err := a.publishService(ctx)
+	svc, err := retryStart(ctx, a, "publish loop: open", func() (*publish.Service, error) { return a.publishService(ctx) })
 	if err != nil {
-		a.log.Error("publish loop not started", "err", err)
 		return err
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
+	b := &backoff{Min: backoffMin, Max: max(every, backoffMax)}
+	for {
+		pause := every
+		if err := a.publishAndSweep(ctx, svc); err != nil {
+			if ctx.Err() != nil {
 				return ctx.Err()
-			case <-t.C:
 			}
+			pause = b.Fail()
+			a.log.Error("publish round failed; retrying", "err", err, "retry_in", pause)
+		} else {
+			b.Reset()
 		}
-		r, err := a.publishRound(ctx, svc, "", 1000)
-		if err != nil {
-			a.log.Error("publish round failed", "err", err)
-			continue
+		if err := daemonSleep(ctx, pause); err != nil {
+			return err
 		}
-		rep, err := svc.Sweep(ctx)
-		if err != nil {
-			a.log.Error("publish sweep failed", "err", err)
-			continue
-		}
-		a.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
-			"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
 	}
+}
+
+// publishAndSweep is one round of the publish loop.
+func (a *app) publishAndSweep(ctx context.Context, svc *publish.Service) error {
+	r, err := a.publishRound(ctx, svc, "", 1000)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	rep, err := svc.Sweep(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	a.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
+		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
+	return nil
 }
 
 func newPublishCmd(a *app) *cobra.Command {

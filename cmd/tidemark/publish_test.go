@@ -238,7 +238,7 @@ func TestPublishLoopSweeps(t *testing.T) {
 	defer a.close()
 	cmd := &cobra.Command{}
 	cmd.SetContext(ctx)
-	if err := publishLoop(a, cmd); err != context.Canceled {
+	if err := publishLoop(ctx, a, cmd); err != context.Canceled {
 		t.Fatalf("publish loop: %v, want context.Canceled after one round\n%s", err, out.String())
 	}
 	if _, err := objs.Get(context.Background(), key); err != nil {

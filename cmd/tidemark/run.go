@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"time"
 
@@ -27,8 +27,10 @@ const (
 var afterRunOnce [onceSteps][]func(a *app, cmd *cobra.Command) error
 
 // daemonLoops are the long-running loops `run` starts beside the ingest
-// scheduler (the publish sweeper, the outbox writer, …).
-var daemonLoops []func(a *app, cmd *cobra.Command) error
+// scheduler (the publish sweeper, the outbox writer, …). A loop retries
+// what may pass and returns only when ctx ends or on an error that stops
+// the daemon (runDaemon).
+var daemonLoops []func(ctx context.Context, a *app, cmd *cobra.Command) error
 
 func newRunCmd(a *app) *cobra.Command {
 	var (
@@ -55,6 +57,12 @@ already tracked).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if !once {
+				// Refuse a bad setting before anything starts.
+				if _, err := sweepInterval(); err != nil {
+					return err
+				}
+			}
 			svc, err := a.ingestService(ctx)
 			if err != nil {
 				return err
@@ -69,16 +77,11 @@ already tracked).`,
 			if !once {
 				fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", svc.Holder, a.db.URL(), sc.Workers)
 				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
-				errc := make(chan error, len(daemonLoops))
+				loops := make([]func(context.Context) error, 0, len(daemonLoops))
 				for _, loop := range daemonLoops {
-					go func() { errc <- loop(a, cmd) }()
+					loops = append(loops, func(ctx context.Context) error { return loop(ctx, a, cmd) })
 				}
-				err := sc.Run(ctx)
-				for range daemonLoops {
-					if lerr := <-errc; lerr != nil && !errors.Is(lerr, ctx.Err()) {
-						err = errors.Join(err, lerr)
-					}
-				}
+				err := runDaemon(ctx, a, sc.Run, loops)
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
 				return err
 			}
