@@ -7,11 +7,16 @@ import (
 )
 
 // PublicationBody is the body drafted for a published page: its title, its
-// summary and, when known, where it can be read, separated by blank lines.
-// It is a pure function of the publication, so publishing the same page
-// with the same summary again drafts the same identity (and nothing new).
+// summary and a reference to the page (where it can be read, or else its
+// id), separated by blank lines. The reference makes two pages with the
+// same title and summary two different writes. It is a pure function of
+// the publication.
 func PublicationBody(p tidemark.Publication) string {
-	parts := []string{strings.TrimSpace(p.Title), strings.TrimSpace(p.Summary), strings.TrimSpace(p.PageURL)}
+	ref := strings.TrimSpace(p.PageURL)
+	if ref == "" && p.PageID != "" {
+		ref = "page " + p.PageID
+	}
+	parts := []string{strings.TrimSpace(p.Title), strings.TrimSpace(p.Summary), ref}
 	var keep []string
 	for _, s := range parts {
 		if s != "" {

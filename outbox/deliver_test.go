@@ -100,14 +100,28 @@ func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
 		if n := count(); n != 4 {
 			t.Fatalf("a new summary drafted %d intents in all, want 4", n)
 		}
-		// A different page whose body collides with an intent is refused,
-		// and the refusal rolls the mark back with it.
-		tx, _ := h.db.Begin(ctx)
-		defer tx.Rollback()
+		// A different page whose body collides with an intent (here: the
+		// same page URL) does not fail the mark: its intents are kept in
+		// collision, never sent.
 		p3 := p1
 		p3.PageID = "page-3"
-		if err := hook(ctx, tx, p3); !errors.Is(err, tidemark.ErrConflict) {
-			t.Fatalf("colliding page: err = %v, want ErrConflict", err)
+		publish(p3, true)
+		col, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane, State: outbox.StateCollision})
+		if err != nil || len(col) != 2 || col[0].PageID != "page-3" || !strings.Contains(col[0].StateReason, ins[0].ID) {
+			t.Fatalf("colliding page: %+v %v; want two intents in collision naming their twins", col, err)
+		}
+		// Without a page URL the body names the page, so two pages with
+		// the same text do not collide.
+		p4, p5 := p1, p1
+		p4.PageID, p4.PageURL, p5.PageID, p5.PageURL = "page-4", "", "page-5", ""
+		publish(p4, true)
+		publish(p5, true)
+		if n := count(); n != 10 {
+			t.Fatalf("%d intents after two pages with the same text, want 10", n)
+		}
+		pending, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane, State: outbox.StatePending})
+		if err != nil || len(pending) != 8 || !strings.HasSuffix(pending[7].Body, "page page-5") {
+			t.Fatalf("pending %+v %v", pending, err)
 		}
 	})
 }

@@ -57,8 +57,19 @@ func isHexSHA256(s string) bool {
 // intent — after a crash, by another process, a week later — presents the
 // same key, and two intents never share one.
 func IdempotencyKey(lane string, id Identity) string {
+	return idempotencyKey(lane, id)
+}
+
+// CollisionKey is the idempotency key of an intent in StateCollision: its
+// origin is part of it, so that, revived, it is not taken by the provider
+// for the earlier intent with the same identity.
+func CollisionKey(lane string, id Identity, channelID, pageID, summaryID string) string {
+	return idempotencyKey(lane, id, "origin", channelID, pageID, summaryID)
+}
+
+func idempotencyKey(lane string, id Identity, origin ...string) string {
 	h := sha256.New()
-	for _, part := range []string{"tidemark-outbox-v1", lane, id.Target, id.Parent, id.BodySHA256} {
+	for _, part := range append([]string{"tidemark-outbox-v1", lane, id.Target, id.Parent, id.BodySHA256}, origin...) {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

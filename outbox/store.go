@@ -25,27 +25,38 @@ const (
 	StateUnexecutable State = "unexecutable"
 	// StateRetired: given up by policy or by an operator (reversible).
 	StateRetired State = "retired"
+	// StateCollision: drafted by a publication with the same remote
+	// identity (target, parent, body) as an earlier intent, which a
+	// provider could not tell apart from it. It is never sent and stays out
+	// of reconciliation's join; an operator retires it, or revives it once
+	// the earlier one is retired (reversible).
+	StateCollision State = "collision"
 )
 
 // Intent is one outbound write to make, once.
 type Intent struct {
-	ID             string     `json:"id"`
-	Lane           string     `json:"lane"`
-	Rank           int64      `json:"rank"`
-	Target         string     `json:"target"`
-	Parent         string     `json:"parent"`
-	Body           string     `json:"body"`
-	BodySHA256     string     `json:"body_sha256"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	State          State      `json:"state"`
-	StateReason    string     `json:"state_reason"`
-	RemoteID       string     `json:"remote_id"`
-	SourceID       string     `json:"source_id,omitempty"`
-	PageID         string     `json:"page_id,omitempty"`
-	Attempts       int        `json:"attempts"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	LandedAt       *time.Time `json:"landed_at"`
+	ID             string `json:"id"`
+	Lane           string `json:"lane"`
+	Rank           int64  `json:"rank"`
+	Target         string `json:"target"`
+	Parent         string `json:"parent"`
+	Body           string `json:"body"`
+	BodySHA256     string `json:"body_sha256"`
+	IdempotencyKey string `json:"idempotency_key"`
+	State          State  `json:"state"`
+	StateReason    string `json:"state_reason"`
+	RemoteID       string `json:"remote_id"`
+	SourceID       string `json:"source_id,omitempty"`
+	PageID         string `json:"page_id,omitempty"`
+	// ChannelID and SummaryID, with PageID, are the intent's origin: the
+	// channel and the publication that drafted it (empty for a draft made
+	// by hand). An intent is unique by its origin.
+	ChannelID string     `json:"channel_id,omitempty"`
+	SummaryID string     `json:"summary_id,omitempty"`
+	Attempts  int        `json:"attempts"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	LandedAt  *time.Time `json:"landed_at"`
 	// LastAttemptAt is the start of the latest attempt, if any.
 	LastAttemptAt *time.Time `json:"last_attempt_at"`
 }
@@ -71,7 +82,10 @@ type Draft struct {
 	Parent   string
 	Body     string
 	SourceID string
-	PageID   string
+	// The origin of a draft a publication makes (see Intent).
+	PageID    string
+	ChannelID string
+	SummaryID string
 }
 
 // Lane is one provider account with its writer's lease and pacing gate.
@@ -156,7 +170,8 @@ type Reconciliation struct {
 type Store interface {
 	Lane(ctx context.Context, name string) (Lane, error)
 	// Draft drafts an intent at the end of its lane (tidemark.ErrConflict
-	// for a duplicate identity).
+	// for a duplicate identity: drafts made by hand are refused; one a
+	// publication makes is kept as StateCollision).
 	Draft(ctx context.Context, d Draft) (Intent, error)
 	// Acquire takes the lane's lease with a new, higher token
 	// (tidemark.ErrClaimHeld while another holder's lease runs).
@@ -180,7 +195,8 @@ type Store interface {
 	Finish(ctx context.Context, l Lease, a Attempt, r Result) error
 	// Bucket moves a pending intent to unexecutable without an attempt.
 	Bucket(ctx context.Context, l Lease, intentID, reason string, check Check) error
-	// Intents returns the lane's intents that are not retired, in rank order.
+	// Intents returns the lane's intents that are neither retired nor in
+	// collision, in rank order: the ones reconciliation joins.
 	Intents(ctx context.Context, l Lease) ([]Intent, error)
 	// LastChecks returns each intent's recorded checks, oldest first.
 	Checks(ctx context.Context, intentID string) ([]Check, error)

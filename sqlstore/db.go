@@ -62,6 +62,10 @@ type Options struct {
 	IDs   ids.Source
 	// MaxOpenConns bounds the pool (0: the backend's default).
 	MaxOpenConns int
+
+	// migrateUpTo stops the migrations after this version (0: all); tests
+	// use it to build a database as an older release left it.
+	migrateUpTo int
 }
 
 // Open opens the database named by url and applies pending migrations.
@@ -122,7 +126,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		d.db.Close()
 		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact(url), tidemark.ErrUnavailable, err)
 	}
-	if err := d.migrate(ctx); err != nil {
+	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {
 		d.db.Close()
 		return nil, err
 	}

@@ -28,3 +28,9 @@ func (s *ContentStore) WriteVersionsForTest(ctx context.Context, collection stri
 	}
 	return tx.Commit()
 }
+
+// OpenUpToForTest opens url with the migrations up to version applied only.
+func OpenUpToForTest(ctx context.Context, url string, opt Options, version int) (*DB, error) {
+	opt.migrateUpTo = version
+	return Open(ctx, url, opt)
+}

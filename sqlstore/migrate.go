@@ -53,7 +53,7 @@ func Migrations() ([]Migration, error) {
 // migrate applies every pending migration, each in its own transaction.
 // Concurrent processes starting together serialize on SQLite's write lock
 // or PostgreSQL's advisory lock, and each migration is applied once.
-func (d *DB) migrate(ctx context.Context) error {
+func (d *DB) migrate(ctx context.Context, upTo int) error {
 	ms, err := Migrations()
 	if err != nil {
 		return err
@@ -79,6 +79,9 @@ func (d *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: schema_migrations: %w", err)
 	}
 	for _, m := range ms {
+		if upTo > 0 && m.Version > upTo {
+			break
+		}
 		if err := d.apply(ctx, m); err != nil {
 			return err
 		}

@@ -217,7 +217,7 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 		return outbox.Intent{}, err
 	}
 	defer tx.Rollback()
-	in, err := s.draft(ctx, tx, d, false)
+	in, err := s.draft(ctx, tx, d)
 	if err != nil {
 		return in, err
 	}
@@ -227,20 +227,21 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // PublishHook returns the hook the publish pipeline runs inside the
 // transaction that marks a page published: it drafts one intent per
 // channel of the page's source, so a published page always has its intents
-// and an unpublished one never does. Publishing the same page with the same
-// body again drafts nothing new.
+// and an unpublished one never does. Publishing the same summary again
+// drafts nothing new; a draft whose remote identity another intent already
+// has is kept in collision, never an error that rolls the mark back.
 func (s *OutboxStore) PublishHook() tidemark.PublishHook {
 	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
 		body := outbox.PublicationBody(p)
 		drafts, err := queryAll(ctx, tx, func(sc scanner) (outbox.Draft, error) {
-			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID}
-			return d, sc.Scan(&d.Lane, &d.Target, &d.Parent)
-		}, `SELECT lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
+			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID, SummaryID: p.SummaryID}
+			return d, sc.Scan(&d.ChannelID, &d.Lane, &d.Target, &d.Parent)
+		}, `SELECT id, lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
 		if err != nil {
 			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
 		}
 		for _, d := range drafts {
-			if _, err := s.draft(ctx, tx, d, true); err != nil {
+			if _, err := s.draft(ctx, tx, d); err != nil {
 				return fmt.Errorf("outbox: draft for page %s on lane %s: %w", p.PageID, d.Lane, err)
 			}
 		}
@@ -248,10 +249,13 @@ func (s *OutboxStore) PublishHook() tidemark.PublishHook {
 	}
 }
 
-// draft inserts an intent at the end of its lane. A duplicate identity is
-// tidemark.ErrConflict, except that with samePageOK a duplicate drafted
-// for the same page is the intent already there.
-func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft, samePageOK bool) (outbox.Intent, error) {
+// draft inserts an intent at the end of its lane, unless its origin (the
+// channel, page and summary that drafted it) already has one, which it
+// returns. A draft whose remote identity (target, parent, body) an earlier
+// intent has is: for a draft made by hand, refused (tidemark.ErrConflict);
+// for the same page, the earlier intent; for another page, a new intent in
+// StateCollision, never sent, with its own idempotency key.
+func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft) (outbox.Intent, error) {
 	if d.Body == "" {
 		return outbox.Intent{}, tidemark.Invalidf("body", "", "an intent needs a body")
 	}
@@ -259,8 +263,39 @@ func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft, sam
 	if err := id.Validate(); err != nil {
 		return outbox.Intent{}, err
 	}
+	origin := d.ChannelID != "" && d.PageID != "" && d.SummaryID != ""
+	if origin {
+		in, err := s.intentBy(ctx, tx, `channel_id = $1 AND page_id = $2 AND summary_id = $3`, d.ChannelID, d.PageID, d.SummaryID)
+		if err == nil || !errors.Is(err, tidemark.ErrNotFound) {
+			return in, err
+		}
+	}
+	if d.PageID != "" {
+		// The page's summary came back to a text it already drafted (or
+		// the intent was drafted before origins were recorded).
+		in, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4 AND page_id = $5 ORDER BY rank LIMIT 1`,
+			d.Lane, d.Target, d.Parent, id.BodySHA256, d.PageID)
+		if err == nil || !errors.Is(err, tidemark.ErrNotFound) {
+			return in, err
+		}
+	}
+	state, reason, key := outbox.StatePending, "", outbox.IdempotencyKey(d.Lane, id)
+	twin, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4 ORDER BY rank LIMIT 1`,
+		d.Lane, d.Target, d.Parent, id.BodySHA256)
+	switch {
+	case errors.Is(err, tidemark.ErrNotFound):
+	case err != nil:
+		return outbox.Intent{}, err
+	case d.PageID == "":
+		return outbox.Intent{}, fmt.Errorf("intent %s on lane %s already has this identity (target %q, parent %q, body %s…): %w",
+			twin.ID, d.Lane, d.Target, d.Parent, id.BodySHA256[:12], tidemark.ErrConflict)
+	default:
+		state, key = outbox.StateCollision, outbox.CollisionKey(d.Lane, id, d.ChannelID, d.PageID, d.SummaryID)
+		reason = fmt.Sprintf("same target, parent and body as intent %s%s; not sent: retire one of the two, or retire %s and revive this one",
+			twin.ID, pageNote(twin.PageID), twin.ID)
+	}
 	var rank int64
-	err := tx.QueryRowContext(ctx, `UPDATE outbox_lanes SET next_rank = next_rank + 1 WHERE name = $1 RETURNING next_rank`, d.Lane).Scan(&rank)
+	err = tx.QueryRowContext(ctx, `UPDATE outbox_lanes SET next_rank = next_rank + 1 WHERE name = $1 RETURNING next_rank`, d.Lane).Scan(&rank)
 	if errors.Is(err, sql.ErrNoRows) {
 		return outbox.Intent{}, fmt.Errorf("lane %q: %w", d.Lane, tidemark.ErrNotFound)
 	}
@@ -269,48 +304,41 @@ func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft, sam
 	}
 	now := ms(s.db.Clock.Now())
 	intentID := s.db.IDs.New()
-	res, err := tx.ExecContext(ctx, `INSERT INTO outbox_intents
-		(id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $11)
-		ON CONFLICT (lane, target, parent, body_sha256) DO NOTHING`,
-		intentID, d.Lane, rank, d.Target, d.Parent, d.Body, id.BodySHA256, outbox.IdempotencyKey(d.Lane, id),
-		nullString(d.SourceID), nullString(d.PageID), now)
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_intents
+		(id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason, source_id, page_id, channel_id, summary_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+		intentID, d.Lane, rank, d.Target, d.Parent, d.Body, id.BodySHA256, key, string(state), reason,
+		nullString(d.SourceID), nullString(d.PageID), nullString(d.ChannelID), nullString(d.SummaryID), now); err != nil {
 		return outbox.Intent{}, fmt.Errorf("draft intent: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return outbox.Intent{}, err
-	} else if n == 1 {
-		return s.intent(ctx, tx, intentID)
+	return s.intent(ctx, tx, intentID)
+}
+
+func pageNote(pageID string) string {
+	if pageID == "" {
+		return " (drafted by hand)"
 	}
-	existing, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4`, d.Lane, d.Target, d.Parent, id.BodySHA256)
-	if err != nil {
-		return outbox.Intent{}, err
-	}
-	if samePageOK && d.PageID != "" && existing.PageID == d.PageID {
-		return existing, nil
-	}
-	return outbox.Intent{}, fmt.Errorf("intent %s on lane %s already has this identity (target %q, parent %q, body %s…): %w",
-		existing.ID, d.Lane, d.Target, d.Parent, id.BodySHA256[:12], tidemark.ErrConflict)
+	return " (page " + pageID + ")"
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 const intentColumns = `id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason,
-	remote_id, source_id, page_id, attempts, last_attempt_at, landed_at, created_at, updated_at`
+	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at`
 
 func scanIntent(sc scanner) (outbox.Intent, error) {
 	var (
 		in               outbox.Intent
 		state            string
 		src, page        sql.NullString
+		channel, summary sql.NullString
 		lastAt, landed   sql.NullInt64
 		created, updated int64
 	)
 	err := sc.Scan(&in.ID, &in.Lane, &in.Rank, &in.Target, &in.Parent, &in.Body, &in.BodySHA256, &in.IdempotencyKey,
-		&state, &in.StateReason, &in.RemoteID, &src, &page, &in.Attempts, &lastAt, &landed, &created, &updated)
+		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated)
 	in.State = outbox.State(state)
-	in.SourceID, in.PageID = src.String, page.String
+	in.SourceID, in.PageID, in.ChannelID, in.SummaryID = src.String, page.String, channel.String, summary.String
 	in.LastAttemptAt, in.LandedAt = fromNullMS(lastAt), fromNullMS(landed)
 	in.CreatedAt, in.UpdatedAt = fromMS(created), fromMS(updated)
 	return in, err
@@ -644,7 +672,7 @@ func (s *OutboxStore) scheduleRecheck(ctx context.Context, tx *sql.Tx, lane stri
 
 // Intents implements outbox.Store.
 func (s *OutboxStore) Intents(ctx context.Context, l outbox.Lease) ([]outbox.Intent, error) {
-	return queryAll(ctx, s.db.db, scanIntent, `SELECT `+intentColumns+` FROM outbox_intents WHERE lane = $1 AND state <> 'retired' ORDER BY rank`, l.Lane)
+	return queryAll(ctx, s.db.db, scanIntent, `SELECT `+intentColumns+` FROM outbox_intents WHERE lane = $1 AND state NOT IN ('retired', 'collision') ORDER BY rank`, l.Lane)
 }
 
 // Checks implements outbox.Store.
@@ -748,6 +776,25 @@ func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, id, action, ac
 		source = retiredFrom
 	}
 	next := to(source)
+	if action == "revive" && source == string(outbox.StateCollision) {
+		// Revived, it is sent only when no other live intent has its
+		// identity: a provider could not tell the two writes apart.
+		var twin string
+		err := tx.QueryRowContext(ctx, `SELECT t.id FROM outbox_intents t JOIN outbox_intents i ON i.id = $1
+			WHERE t.lane = i.lane AND t.target = i.target AND t.parent = i.parent AND t.body_sha256 = i.body_sha256
+			  AND t.id <> i.id AND t.state NOT IN ('retired', 'collision') ORDER BY t.rank LIMIT 1`, id).Scan(&twin)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			next = string(outbox.StatePending)
+		case err != nil:
+			return err
+		case state == string(outbox.StateCollision):
+			return fmt.Errorf("intent %s shares its target, parent and body with live intent %s; retire %s first: %w",
+				id, twin, twin, tidemark.ErrConflict)
+		default:
+			next = string(outbox.StateCollision)
+		}
+	}
 	now := ms(s.db.Clock.Now())
 	newRetiredFrom := ""
 	if next == "retired" {
@@ -768,17 +815,20 @@ func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, id, action, ac
 	return err
 }
 
-// Retire gives up an unresolved or unexecutable intent (or a pending one
-// an operator no longer wants sent), with an audit row.
+// Retire gives up an unresolved, unexecutable or colliding intent (or a
+// pending one an operator no longer wants sent), with an audit row.
 func (s *OutboxStore) Retire(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	return s.operate(ctx, id, "retire", actor, reason, []string{"pending", "unresolved", "unexecutable"}, func(string) string { return "retired" })
+	return s.operate(ctx, id, "retire", actor, reason, []string{"pending", "unresolved", "unexecutable", "collision"}, func(string) string { return "retired" })
 }
 
-// Revive brings back a retired or unexecutable intent. One retired while
-// unresolved goes back to unresolved, so a fresh answer decides before it
-// is ever sent again; the rest go back to pending.
+// Revive brings back a retired, unexecutable or colliding intent. One
+// retired while unresolved goes back to unresolved, so a fresh answer
+// decides before it is ever sent again; one in collision goes to pending
+// only when no other live intent has its identity (a collision revived
+// while its twin lives is refused; retired, it goes back to collision);
+// the rest go back to pending.
 func (s *OutboxStore) Revive(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	return s.operate(ctx, id, "revive", actor, reason, []string{"retired", "unexecutable"}, func(from string) string {
+	return s.operate(ctx, id, "revive", actor, reason, []string{"retired", "unexecutable", "collision"}, func(from string) string {
 		if from == "unresolved" {
 			return "unresolved"
 		}

@@ -17,12 +17,12 @@ func init() { outboxSubcommands = append(outboxSubcommands, newOutboxIntentsCmd)
 func newOutboxIntentsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "intents", Short: "List, show, draft, retire and revive intents"}
 	cmd.AddCommand(newIntentsListCmd(a), newIntentsShowCmd(a), newIntentsDraftCmd(a),
-		newIntentsOperateCmd(a, "retire", "Retire an intent (pending, unresolved or unexecutable); it is never sent"),
-		newIntentsOperateCmd(a, "revive", "Revive a retired or unexecutable intent"))
+		newIntentsOperateCmd(a, "retire", "Retire an intent (pending, unresolved, unexecutable or in collision); it is never sent"),
+		newIntentsOperateCmd(a, "revive", "Revive a retired, unexecutable or colliding intent (a collision only once its twin is retired)"))
 	return cmd
 }
 
-var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outbox.StateLanded, outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired}
+var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outbox.StateLanded, outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired, outbox.StateCollision}
 
 func newIntentsListCmd(a *app) *cobra.Command {
 	var (
@@ -66,7 +66,7 @@ func newIntentsListCmd(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
-	f.StringVar(&state, "state", "", "only this state: pending, sending, landed, unresolved, unexecutable, retired")
+	f.StringVar(&state, "state", "", "only this state: pending, sending, landed, unresolved, unexecutable, retired, collision")
 	f.IntVar(&limit, "limit", 200, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print JSON (an array of intents)")
 	return cmd

@@ -1,0 +1,122 @@
+package publish_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// mustChannel wires the outbox's hook into the fixture's publisher and
+// delivers the source's pages to one channel.
+func mustChannel(t *testing.T, f *fixture) *sqlstore.OutboxStore {
+	t.Helper()
+	ctx := context.Background()
+	ob := f.db.Outbox()
+	if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "hook", Provider: "webhook"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.AddChannel(ctx, f.src.ID, "hook", "room-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Hooks = []tidemark.PublishHook{ob.PublishHook()}
+	return ob
+}
+
+// Two pages with the same title and the same summary, published to one
+// channel: both marks commit, and each page has its own write to make
+// (the default body names its page).
+func TestTwoPagesWithTheSameTextBothPublish(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := mustChannel(t, f)
+		for _, key := range []string{"c1", "c2"} {
+			ev := f.mustEvent(t, key, "bump dependencies", "evidence of "+key)
+			s := f.mustAccept(t, ev, "Bumps dependencies.", "m1")
+			if _, err := f.svc.Publish(ctx, s.ID); err != nil {
+				t.Fatalf("publish %s: %v", key, err)
+			}
+			mustPublished(t, f.mustSummary(t, s.ID), true)
+		}
+		ins, err := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 2 || ins[0].State != outbox.StatePending || ins[1].State != outbox.StatePending || ins[0].Body == ins[1].Body {
+			t.Fatalf("intents %+v: want two pending writes with different bodies", ins)
+		}
+	})
+}
+
+// A true collision (the same target and body as an intent drafted by
+// hand) does not roll the publication back: the page's intent is kept,
+// visibly, in collision and out of reconciliation; an operator retires it,
+// or retires the other and revives it.
+func TestACollidingDraftIsAVisibleReversibleState(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := mustChannel(t, f)
+		ev := f.mustEvent(t, "c1", "bump dependencies", "evidence")
+		s := f.mustAccept(t, ev, "Bumps dependencies.", "m1")
+		plan, err := f.st.Prepare(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := outbox.PublicationBody(tidemark.Publication{PageID: plan.PageID, Title: ev.Title, Summary: s.Text})
+		manual, err := ob.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room-1", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Publish(ctx, s.ID); err != nil {
+			t.Fatalf("publish over a colliding intent: %v", err)
+		}
+		mustPublished(t, f.mustSummary(t, s.ID), true)
+		col, err := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook", State: outbox.StateCollision})
+		if err != nil || len(col) != 1 || col[0].PageID != plan.PageID || col[0].IdempotencyKey == manual.IdempotencyKey {
+			t.Fatalf("collisions %+v %v", col, err)
+		}
+		// Publishing the same summary again drafts nothing new.
+		if _, err := f.svc.Publish(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if all, _ := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"}); len(all) != 2 {
+			t.Fatalf("%d intents after publishing again", len(all))
+		}
+		// Out of reconciliation's join: the lane's intents are the manual one.
+		lease, err := ob.Acquire(ctx, "hook", "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined, err := ob.Intents(ctx, lease)
+		if err != nil || len(joined) != 1 || joined[0].ID != manual.ID {
+			t.Fatalf("reconciliation would join %+v %v", joined, err)
+		}
+		if err := ob.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+		// Reversible: not revivable while its twin lives; retired, revived
+		// back to collision; sent once the twin is retired.
+		if _, err := ob.Revive(ctx, col[0].ID, "ops", "post it"); err == nil {
+			t.Fatal("a collision was revived while its twin is pending")
+		}
+		if got, err := ob.Retire(ctx, col[0].ID, "ops", "a duplicate"); err != nil || got.State != outbox.StateRetired {
+			t.Fatalf("retire: %+v %v", got, err)
+		}
+		if got, err := ob.Revive(ctx, col[0].ID, "ops", "back"); err != nil || got.State != outbox.StateCollision {
+			t.Fatalf("revive while the twin lives: %+v %v", got, err)
+		}
+		if _, err := ob.Retire(ctx, manual.ID, "ops", "the page's own is better"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ob.Revive(ctx, col[0].ID, "ops", "post it"); err != nil || got.State != outbox.StatePending {
+			t.Fatalf("revive after the twin retired: %+v %v", got, err)
+		}
+	})
+}

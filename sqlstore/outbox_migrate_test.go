@@ -1,0 +1,92 @@
+package sqlstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// Migration 0006 rebuilds the intents table and its children so that a
+// remote identity may be shared (by an intent in collision): nothing
+// stored is lost, origins are filled in, and the foreign keys still hold.
+func TestOutboxOriginMigrationKeepsTheJournal(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		url := b.NewURL(t)
+		env := sqltest.NewEnv(3)
+		old, err := sqlstore.OpenUpToForTest(ctx, url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`INSERT INTO sources (id, name, kind, location, interval_ms, retry_budget, next_due_at, created_at, updated_at)
+				VALUES ('src1', 'docs', 'git', '/tmp/docs', 60000, 3, 0, 1, 1)`,
+			`INSERT INTO outbox_lanes (name, provider, min_gap_ms, skew_ms, retire_spacing_ms, next_rank, created_at, updated_at)
+				VALUES ('hook', 'webhook', 0, 0, 0, 3, 1, 1)`,
+			`INSERT INTO outbox_channels (id, source_id, lane, target, parent, created_at) VALUES ('ch1', 'src1', 'hook', 'room', '', 1)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, remote_id, landed_at, created_at, updated_at)
+				VALUES ('i1', 'hook', 1, 'room', '', 'one', 'aa', 'k1', 'landed', 'src1', 'p1', 'w1', 2, 1, 2)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, created_at, updated_at)
+				VALUES ('i2', 'hook', 2, 'room', '', 'two', 'bb', 'k2', 'pending', 'src1', 'p1', 1, 1)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, created_at, updated_at)
+				VALUES ('i3', 'hook', 3, 'room', '', 'three', 'cc', 'k3', 'unresolved', 1, 1)`,
+			`INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, sent_at, finished_at, outcome)
+				VALUES ('a1', 'i1', 'hook', 1, 'w', 'k1', 1, 1, 2, 'landed')`,
+			`INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, sent_at, finished_at, outcome)
+				VALUES ('a3', 'i3', 'hook', 1, 'w', 'k3', 3, 3, 4, 'unknown')`,
+			`INSERT INTO outbox_gaps (attempt_id, lane, sent_at, gap_ms, min_gap_ms) VALUES ('a3', 'hook', 3, 2, 0)`,
+			`INSERT INTO outbox_checks (id, intent_id, checked_at, verdict, evidence) VALUES ('c1', 'i3', 5, 'unresolved', 'no Age')`,
+			`INSERT INTO outbox_actions (id, intent_id, action, actor, reason, from_state, to_state, at)
+				VALUES ('x1', 'i3', 'revive', 'ops', 'look again', 'retired', 'unresolved', 6)`,
+		} {
+			if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+		}
+		old.Close()
+
+		db := sqltest.MustOpenURL(t, url, env)
+		st := db.Outbox()
+		ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 3 || ins[0].State != outbox.StateLanded || ins[0].RemoteID != "w1" || ins[1].State != outbox.StatePending ||
+			ins[2].State != outbox.StateUnresolved {
+			t.Fatalf("intents after the migration: %+v", ins)
+		}
+		if ins[0].ChannelID != "ch1" || ins[1].ChannelID != "ch1" || ins[2].ChannelID != "" {
+			t.Fatalf("origins: %q %q %q", ins[0].ChannelID, ins[1].ChannelID, ins[2].ChannelID)
+		}
+		if cs, err := st.Checks(ctx, "i3"); err != nil || len(cs) != 1 {
+			t.Fatalf("checks %+v %v", cs, err)
+		}
+		if as, err := st.Actions(ctx, "i3"); err != nil || len(as) != 1 {
+			t.Fatalf("actions %+v %v", as, err)
+		}
+		if gs, err := st.Gaps(ctx, "hook"); err != nil || len(gs) != 1 || gs[0].Count != 1 {
+			t.Fatalf("gaps %+v %v", gs, err)
+		}
+		// The foreign keys moved to the rebuilt tables.
+		for _, q := range []string{
+			`INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at) VALUES ('a9', 'nope', 'hook', 1, 'w', 'k9', 9)`,
+			`INSERT INTO outbox_checks (id, intent_id, checked_at, verdict, evidence) VALUES ('c9', 'nope', 9, 'x', 'y')`,
+			`INSERT INTO outbox_gaps (attempt_id, lane, sent_at, gap_ms, min_gap_ms) VALUES ('nope', 'hook', 9, 1, 0)`,
+		} {
+			if _, err := db.SQL().ExecContext(ctx, q); err == nil {
+				t.Fatalf("a dangling reference was accepted:\n%s", q)
+			}
+		}
+		// One write in flight per lane still holds.
+		for _, id := range []string{"a7", "a8"} {
+			_, err = db.SQL().ExecContext(ctx, `INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at)
+				VALUES ($1, 'i2', 'hook', 1, 'w', $1, 9)`, id)
+		}
+		if err == nil {
+			t.Fatal("two open attempts on one lane")
+		}
+	})
+}
