@@ -5,8 +5,16 @@
 // What it guarantees:
 //
 //   - Intents are drafted in order (their rank) with an identity (target,
-//     parent, SHA-256 of the body) that is unique per lane; a duplicate is
-//     refused when drafted (tidemark.ErrConflict).
+//     parent, SHA-256 of the body). An intent is unique by its origin (the
+//     channel, page and summary that drafted it); a publication's draft that
+//     shares another intent's identity is kept in StateCollision, never sent
+//     and out of reconciliation, and never fails the publication; a duplicate
+//     drafted by hand is refused (tidemark.ErrConflict).
+//   - A write is sent once by construction: no layer below the journal
+//     replays it (provider.WriteClient keeps net/http from doing so); an
+//     answer that never arrived is an attempt in doubt.
+//   - After the provider answered, the attempt is recorded on a context that
+//     cancellation does not reach.
 //   - The attempt is journaled and committed before the provider is called,
 //     with an idempotency key derived from the intent (IdempotencyKey), never
 //     from the attempt.
