@@ -24,7 +24,7 @@ type MigrationView interface {
 
 // intentStates are the outbox states in the order the pages show them.
 var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outbox.StateLanded,
-	outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired}
+	outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired, outbox.StateCollision}
 
 type laneRow struct {
 	outbox.Lane
@@ -82,7 +82,7 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 	}
 	state := outbox.State(r.URL.Query().Get("state"))
 	if state != "" && !validState(state) {
-		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable or retired"))
+		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable, retired or collision"))
 		return
 	}
 	ins, err := s.Outbox.ListIntents(r.Context(), sqlstore.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state, Limit: limit})
