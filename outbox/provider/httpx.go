@@ -14,10 +14,14 @@ import (
 // MaxResponseBytes bounds every response body a provider reads.
 const MaxResponseBytes = 8 << 20
 
-// GetJSON sends req, checks for a 2xx, decodes the JSON body into v and
-// returns the response's age headers. Transport failures are
-// tidemark.ErrUnavailable.
+// GetJSON sends a read (GET or HEAD), checks for a 2xx, decodes the JSON
+// body into v and returns the response's age headers. Transport failures
+// are tidemark.ErrUnavailable. It refuses any other method: a write goes
+// through a WriteClient, never through a pooled client that may replay it.
 func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request, v any) (Meta, *http.Response, error) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return Meta{}, nil, fmt.Errorf("provider: %s %s: %w", req.Method, req.URL.Redacted(), ErrNotARead)
+	}
 	req = req.WithContext(ctx)
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")

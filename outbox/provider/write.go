@@ -17,6 +17,10 @@ import (
 // unknown and reconciliation decides.
 var ErrReplayed = errors.New("provider: the HTTP layer sent a write twice")
 
+// ErrNotARead: a request that is not a GET or HEAD was handed to the read
+// path (GetJSON); writes go through a WriteClient.
+var ErrNotARead = errors.New("not a read; writes go through provider.WriteClient")
+
 // WriteClient is the only way a provider sends a write (DESIGN §6: "no layer
 // below the journal may replay a write"). It never follows a redirect and
 // never lets net/http send a request a second time:
@@ -62,9 +66,11 @@ func NewWriteClient(base *http.Client) *WriteClient {
 		base = &http.Client{Timeout: 30 * time.Second}
 	}
 	var rt http.RoundTripper
-	switch t := base.Transport.(type) {
-	case nil:
-		rt = writeTransport(http.DefaultTransport.(*http.Transport))
+	tr := base.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	switch t := tr.(type) {
 	case *http.Transport:
 		rt = writeTransport(t)
 	default:

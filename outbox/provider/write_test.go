@@ -82,3 +82,10 @@ func TestWriteClientRefusesABodilessWrite(t *testing.T) {
 		t.Fatal("a bodiless write was sent; with an Idempotency-Key it would be replayable")
 	}
 }
+
+func TestTheReadPathRefusesWrites(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/hook", bytes.NewReader([]byte("x")))
+	if _, _, err := provider.GetJSON(context.Background(), http.DefaultClient, time.Now, req, nil); !errors.Is(err, provider.ErrNotARead) {
+		t.Fatalf("a POST through the read path: %v", err)
+	}
+}
