@@ -2,11 +2,19 @@ package sqlstore_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize"
 )
 
 // Migration 0006 rebuilds the intents table and its children so that a
@@ -87,6 +95,92 @@ func TestOutboxOriginMigrationKeepsTheJournal(t *testing.T) {
 		}
 		if err == nil {
 			t.Fatal("two open attempts on one lane")
+		}
+	})
+}
+
+// A page drafted before the migration, published again afterwards with the
+// same summary (a sweep's repair), drafts nothing new, though the body
+// format changed (it now names the page): the migration gave the page's
+// latest intent the summary it shows, so its origin matches.
+func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		url := b.NewURL(t)
+		env := sqltest.NewEnv(4)
+		old, err := sqlstore.OpenUpToForTest(ctx, url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := old.Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: time.Hour, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := old.Ingest().Claim(ctx, src.ID, "h", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := old.Ingest().Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "c1", Title: "bump", OccurredAt: env.Clock.Now(),
+			Evidence: []byte("e")}}, Cursor: "c1", NextDueAt: env.Clock.Now()})
+		if err != nil || len(rep.EventIDs) != 1 {
+			t.Fatalf("settle: %+v %v", rep, err)
+		}
+		ev, err := old.Ingest().Event(ctx, rep.EventIDs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sums []publish.Summary
+		for i, text := range []string{"First take.", "Bumps dependencies."} {
+			s, _, err := old.Publish().Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash,
+				Draft: summarize.Draft{Text: text, Model: fmt.Sprint("m", i), PromptVersion: "p"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sums = append(sums, s)
+			// Published without hooks: the old release's intents are written by hand below.
+			if _, err := (&publish.Service{Store: old.Publish(), Objects: mem.New()}).Publish(ctx, s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan, err := old.Publish().Prepare(ctx, sums[1].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`INSERT INTO outbox_lanes (name, provider, min_gap_ms, skew_ms, retire_spacing_ms, next_rank, created_at, updated_at)
+				VALUES ('hook', 'webhook', 0, 0, 0, 2, 1, 1)`,
+			`INSERT INTO outbox_channels (id, source_id, lane, target, parent, created_at) VALUES ('ch1', $1, 'hook', 'room', '', 1)`,
+			// The old body: title and summary, no page reference.
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, created_at, updated_at)
+				VALUES ('i1', 'hook', 1, 'room', '', 'bump\n\nFirst take.', 'aa', 'k1', 'landed', $1, $2, 1, 1)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, source_id, page_id, created_at, updated_at)
+				VALUES ('i2', 'hook', 2, 'room', '', 'bump\n\nBumps dependencies.', 'bb', 'k2', 'landed', $1, $2, 1, 1)`,
+		} {
+			args := []any{src.ID, plan.PageID}
+			if !strings.Contains(q, "$2") {
+				args = args[:1]
+			}
+			if strings.Contains(q, "outbox_lanes") {
+				args = nil
+			}
+			if _, err := old.SQL().ExecContext(ctx, q, args...); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+		}
+		old.Close()
+
+		db := sqltest.MustOpenURL(t, url, env)
+		st := db.Outbox()
+		ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		if err != nil || len(ins) != 2 || ins[0].SummaryID != "" || ins[1].SummaryID != sums[1].ID {
+			t.Fatalf("origins after the migration: %+v %v", ins, err)
+		}
+		svc := &publish.Service{Store: db.Publish(), Objects: mem.New(), Hooks: []tidemark.PublishHook{st.PublishHook()}}
+		if _, err := svc.Publish(ctx, sums[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		if ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"}); err != nil || len(ins) != 2 {
+			t.Fatalf("republishing after the migration drafted again: %+v %v", ins, err)
 		}
 	})
 }
