@@ -34,3 +34,11 @@ func OpenUpToForTest(ctx context.Context, url string, opt Options, version int) 
 	opt.migrateUpTo = version
 	return Open(ctx, url, opt)
 }
+
+// CountForTest counts the rows of table where any text column named col
+// equals value: a test's look at what is stored, behind the store's back.
+func (d *DB) CountForTest(ctx context.Context, table, col, value string) (int, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+col+` = $1`, value).Scan(&n)
+	return n, err
+}

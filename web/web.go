@@ -45,44 +45,96 @@ func shorten(s string, n int) string {
 
 var pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 
-// Server serves the API and status pages. Ingest is required; the outbox
-// and migration views are shown when set.
+// Server serves the wiki, the API and the status pages. Ingest is
+// required; the outbox and migration views are shown when set.
 type Server struct {
 	Ingest     ingest.Store
 	Outbox     OutboxView
 	Migrations MigrationView
 	Logger     *slog.Logger
+	// Wiki serves everything no other route claims: the public wiki.
+	// Nil answers 404.
+	Wiki http.Handler
+	// Auth checks tokens and sessions. Nil serves nothing but the wiki,
+	// /healthz and (when PublicMetrics) /metrics.
+	Auth Authenticator
+	// Hosts are the names the server answers for besides IP literals and
+	// localhost (see HostCheck).
+	Hosts []string
+	// PublicMetrics serves /metrics without a token.
+	PublicMetrics bool
+	// SecureCookies marks the session cookie Secure even when the request
+	// did not come over TLS here (TLS ends at a proxy in front).
+	SecureCookies bool
+	// SessionTTL is how long a console sign-in lasts (DefaultSessionTTL).
+	SessionTTL time.Duration
 }
 
-// Handler returns the routes:
+// Handler returns the whole site. Public:
+//
+//	GET  /                       the wiki, as the object store holds it
+//	GET  /healthz                200 when the database answers
+//	GET  /signin, POST /signin   trade a token for a console session
+//	POST /signout
+//
+// Behind a token (Authorization: Bearer) or a console session:
 //
 //	GET /status                 sources and their health, recent runs (HTML)
 //	GET /status/sources/{name}  one source: claim, window, runs, actions (HTML)
+//	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
 //	GET /api/sources            []source
 //	GET /api/sources/{name}     source with runs and actions
 //	GET /api/runs               []run  (?source=&outcome=&limit=)
 //	GET /api/events             []event (?source=&limit=)
-//	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
 //	GET /api/outbox/lanes       []lane with its intent counts and gaps
 //	GET /api/outbox/intents     []intent (?lane=&state=&limit=)
 //	GET /api/migrations         []migration run (?limit=)
-//	GET /healthz                200 when the database answers
 //	GET /metrics                Prometheus metrics, read from the database
+//	                            (public with PublicMetrics)
+//
+// Every response carries the security headers (SecurityHeaders); a Host
+// the server does not answer for is refused (HostCheck); unsafe methods
+// from another origin are refused (http.CrossOriginProtection); every
+// /api error, an unknown path or a wrong method included, is JSON.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", s.status)
-	mux.HandleFunc("GET /status/sources/{name}", s.sourcePage)
-	mux.HandleFunc("GET /api/sources", s.apiSources)
-	mux.HandleFunc("GET /api/sources/{name}", s.apiSource)
-	mux.HandleFunc("GET /api/runs", s.apiRuns)
-	mux.HandleFunc("GET /api/events", s.apiEvents)
-	mux.HandleFunc("GET /status/lanes/{name}", s.lanePage)
-	mux.HandleFunc("GET /api/outbox/lanes", s.apiLanes)
-	mux.HandleFunc("GET /api/outbox/intents", s.apiIntents)
-	mux.HandleFunc("GET /api/migrations", s.apiMigrations)
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.Handle("GET /metrics", s.metricsHandler())
-	return mux
+	public := func(pattern string, h http.Handler) { mux.Handle(pattern, h) }
+	private := func(pattern string, h http.Handler) { mux.Handle(pattern, s.requireAuth(h)) }
+	get := func(h http.HandlerFunc) http.Handler { return s.methods(h, http.MethodGet) }
+
+	public("/healthz", get(s.healthz))
+	public("/signin", s.methods(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.signin(w, r)
+			return
+		}
+		s.signinPage(w, r)
+	}, http.MethodGet, http.MethodPost))
+	public("/signout", s.methods(s.signout, http.MethodPost))
+	if s.Wiki != nil {
+		public("/", s.Wiki)
+	}
+
+	private("/status", get(s.status))
+	private("/status/sources/{name}", get(s.sourcePage))
+	private("/status/lanes/{name}", get(s.lanePage))
+	private("/api/", http.HandlerFunc(s.apiNotFound))
+	private("/api/sources", get(s.apiSources))
+	private("/api/sources/{name}", get(s.apiSource))
+	private("/api/runs", get(s.apiRuns))
+	private("/api/events", get(s.apiEvents))
+	private("/api/outbox/lanes", get(s.apiLanes))
+	private("/api/outbox/intents", get(s.apiIntents))
+	private("/api/migrations", get(s.apiMigrations))
+	if s.PublicMetrics {
+		public("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
+	} else {
+		private("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
+	}
+	var h http.Handler = mux
+	h = http.NewCrossOriginProtection().Handler(h)
+	h = HostCheck(s.Hosts, h)
+	return SecurityHeaders(h)
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -177,7 +229,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if _, _, err := s.Ingest.NextDue(r.Context()); err != nil {
-		s.fail(w, r, errors.Join(tidemark.ErrUnavailable, err))
+		// /healthz is public: the cause goes to the log only.
+		s.logger().Error("healthz", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database does not answer"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -50,11 +50,17 @@ func TestAPIAndStatus(t *testing.T) {
 		if _, err := db.Content().StartRun(ctx, "notes", "score", content.Number, 10); err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer((&web.Server{Ingest: st, Outbox: db.Outbox(), Migrations: db.Content()}).Handler())
+		token, _, err := db.Auth().CreateToken(ctx, "ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer((&web.Server{Ingest: st, Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth()}).Handler())
 		defer srv.Close()
 
 		get := func(path string) (int, string) {
-			resp, err := http.Get(srv.URL + path)
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -109,7 +109,7 @@ func TestRunOnceBuildsWiki(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(storeHandler(objs))
+	srv := httptest.NewServer(storeHandler(objs, slog.New(slog.DiscardHandler)))
 	defer srv.Close()
 	for path, want := range map[string]int{"/": 200, "/index.html": 200, "/.index.html.meta": 404, "/../tidemark.db": 404, "/changes/nope.html": 404} {
 		resp, err := http.Get(srv.URL + path)

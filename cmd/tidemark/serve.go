@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/web"
 )
@@ -22,7 +24,9 @@ func init() { register(newServeCmd) }
 // storeHandler serves the wiki from the object store as it stands: a path
 // is a key, "/" and directories are their index.html. Hidden keys (the
 // directory store's sidecars) are never served.
-func storeHandler(objs objstore.Store) http.Handler {
+// An object store's error is logged, never shown: it may name a file or a
+// bucket.
+func storeHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -42,25 +46,37 @@ func storeHandler(objs objstore.Store) http.Handler {
 			return
 		}
 		if err != nil {
-			http.Error(w, "object store: "+err.Error(), http.StatusBadGateway)
+			log.Error("serve: object store", "key", key, "err", err)
+			http.Error(w, "the wiki's store did not answer", http.StatusBadGateway)
 			return
 		}
 		if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
 			w.Header().Set("Content-Type", ct)
 		}
 		w.Header().Set("ETag", o.ETag)
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
 		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
 	})
 }
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr string
+	var (
+		addr                         string
+		hosts                        []string
+		publicMetrics, secureCookies bool
+		sessionTTL                   time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the wiki, the status pages and the JSON API over HTTP (read-only, no JavaScript)",
-		Args:  cobra.NoArgs,
+		Long: `Serve the wiki, the status pages and the JSON API over HTTP.
+
+The wiki and /healthz are public. The status pages, the API and /metrics need
+an access token: create one with ` + "`tidemark token create NAME`" + ` (printed once),
+send it as "Authorization: Bearer TOKEN", or sign in at /signin in a browser.
+
+Requests are answered only for IP addresses, localhost and the names given
+with --host, so a DNS-rebinding page cannot reach the server.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			objs, err := a.objectStore()
 			if err != nil {
@@ -70,18 +86,20 @@ func newServeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The operator's pages and the JSON API beside the wiki.
-			api := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log}).Handler()
-			mux := http.NewServeMux()
-			for _, p := range []string{"/status", "/status/", "/api/", "/healthz", "/metrics"} {
-				mux.Handle(p, api)
+			for _, h := range hosts {
+				if h == "" || strings.ContainsAny(h, "/ ") {
+					return tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
+				}
 			}
-			mux.Handle("/", storeHandler(objs))
+			// The wiki, and the operator's pages and the JSON API beside it.
+			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
+				Wiki: storeHandler(objs, a.log), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
+				SecureCookies: secureCookies, SessionTTL: sessionTTL}).Handler()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.storeLocation(), ln.Addr(), ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
@@ -93,6 +111,11 @@ func newServeCmd(a *app) *cobra.Command {
 			return cmd.Context().Err()
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", envOr("TIDEMARK_SERVE_ADDR", "127.0.0.1:8080"), "listen address (env TIDEMARK_SERVE_ADDR)")
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", envOr("TIDEMARK_SERVE_ADDR", "127.0.0.1:8080"), "listen address (env TIDEMARK_SERVE_ADDR)")
+	f.StringArrayVar(&hosts, "host", nil, "a host name the server answers for, besides IP addresses and localhost (repeatable)")
+	f.BoolVar(&publicMetrics, "public-metrics", false, "serve /metrics without a token (for a scraper on a trusted network)")
+	f.BoolVar(&secureCookies, "secure-cookies", false, "mark the session cookie Secure (TLS ends at a proxy in front)")
+	f.DurationVar(&sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a browser sign-in lasts")
 	return cmd
 }
