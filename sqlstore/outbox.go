@@ -28,11 +28,15 @@ var _ outbox.Store = (*OutboxStore)(nil)
 // looked at again when the lane's policy names no spacing.
 const minRecheck = time.Minute
 
-// NewLane configures a lane.
+// NewLane configures a lane. Settings are shown (the CLI, JSON, the API,
+// the status pages); Secrets are kept apart from them and read only by
+// LaneSecrets, for the code that builds the lane's provider.
+// providers.Split divides a lane's configuration into the two.
 type NewLane struct {
 	Name       string
 	Provider   string
 	Settings   map[string]string
+	Secrets    map[string]string
 	MinGap     time.Duration
 	Skew       time.Duration
 	Retirement outbox.RetirementPolicy
@@ -53,8 +57,23 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	if nl.Settings == nil {
 		settings = []byte("{}")
 	}
+	for k := range nl.Secrets {
+		if _, shown := nl.Settings[k]; !shown {
+			// The shown settings say a secret is set, never what it is.
+			return outbox.Lane{}, tidemark.Invalidf("lane", nl.Name, "secret setting %q has no shown (redacted) setting beside it", k)
+		}
+	}
+	secrets, err := json.Marshal(nl.Secrets)
+	if err != nil {
+		return outbox.Lane{}, err
+	}
 	now := ms(s.db.Clock.Now())
-	_, err = s.db.db.ExecContext(ctx, `INSERT INTO outbox_lanes
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return outbox.Lane{}, err
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lanes
 		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
 		nl.Name, nl.Provider, string(settings), nl.MinGap.Milliseconds(), nl.Skew.Milliseconds(),
@@ -65,7 +84,116 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	if err != nil {
 		return outbox.Lane{}, fmt.Errorf("add lane %q: %w", nl.Name, err)
 	}
+	if len(nl.Secrets) > 0 {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, nl.Name, string(secrets)); err != nil {
+			return outbox.Lane{}, fmt.Errorf("add lane %q: secrets: %w", nl.Name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return outbox.Lane{}, err
+	}
 	return s.LaneDetail(ctx, nl.Name)
+}
+
+// LaneSecrets reads the secrets kept apart from a lane's shown settings.
+// Only the code that builds the lane's provider calls it; nothing shows
+// what it returns.
+func (s *OutboxStore) LaneSecrets(ctx context.Context, name string) (map[string]string, error) {
+	var raw string
+	err := s.db.db.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`, name).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lane %s: secrets: %w", name, err)
+	}
+	out := map[string]string{}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("lane %s: secrets: %w", name, err)
+	}
+	return out, nil
+}
+
+// SealLaneSecrets moves the secrets of lanes stored before secrets were
+// kept apart (or by a caller that did not split them) out of their shown
+// settings: split divides a lane's settings by its provider kind. Each lane
+// moves in one transaction, on the condition that its settings did not
+// change meanwhile; nothing is lost, and a lane with nothing to hide is
+// not written. It returns how many lanes it sealed.
+func (s *OutboxStore) SealLaneSecrets(ctx context.Context, split func(kind string, settings map[string]string) (shown, secret map[string]string)) (int, error) {
+	type row struct{ name, kind, settings string }
+	rows, err := queryAll(ctx, s.db.db, func(sc scanner) (r row, err error) {
+		return r, sc.Scan(&r.name, &r.kind, &r.settings)
+	}, `SELECT name, provider, settings FROM outbox_lanes ORDER BY name`)
+	if err != nil {
+		return 0, err
+	}
+	sealed := 0
+	for _, r := range rows {
+		var settings map[string]string
+		if err := json.Unmarshal([]byte(r.settings), &settings); err != nil {
+			return sealed, fmt.Errorf("lane %s: settings: %w", r.name, err)
+		}
+		shown, secret := split(r.kind, settings)
+		if len(secret) == 0 {
+			continue
+		}
+		if err := s.sealLane(ctx, r.name, r.settings, shown, secret); err != nil {
+			return sealed, err
+		}
+		sealed++
+	}
+	return sealed, nil
+}
+
+func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, secret map[string]string) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	kept := map[string]string{}
+	var raw string
+	err = tx.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`+s.db.Dialect.LockRow, name).Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal([]byte(raw), &kept); err != nil {
+			return fmt.Errorf("lane %s: secrets: %w", name, err)
+		}
+	}
+	maps.Copy(kept, secret)
+	shownJSON, err := json.Marshal(shown)
+	if err != nil {
+		return err
+	}
+	keptJSON, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET settings = $2, updated_at = $4 WHERE name = $1 AND settings = $3`,
+		name, string(shownJSON), was, ms(s.db.Clock.Now()))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("%w: rows affected: %v", tidemark.ErrUnconfirmed, err)
+	} else if n == 0 {
+		// Another process sealed the lane first (every process does this
+		// at open); its secrets are already apart.
+		return nil
+	}
+	if raw == "" {
+		_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, name, string(keptJSON))
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE outbox_lane_secrets SET settings = $2 WHERE lane = $1`, name, string(keptJSON))
+	}
+	if err != nil {
+		return fmt.Errorf("lane %s: secrets: %w", name, err)
+	}
+	return tx.Commit()
 }
 
 const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ids"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/sqlstore"
 )
 
@@ -69,6 +70,11 @@ func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
 	db, err := sqlstore.Open(ctx, a.databaseURL(), sqlstore.Options{Clock: a.clk(), IDs: a.ids})
 	if err != nil {
 		return nil, err
+	}
+	// Lanes stored before secrets were kept apart give them up now.
+	if _, err := db.Outbox().SealLaneSecrets(ctx, providers.Split); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("seal lane secrets: %w", err)
 	}
 	a.db = db
 	return db, nil

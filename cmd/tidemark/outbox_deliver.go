@@ -29,7 +29,11 @@ func (a *app) deliverer(ctx context.Context, lane string, ttl time.Duration) (*o
 	if err != nil {
 		return nil, err
 	}
-	p, err := providers.New(l, a.clk())
+	secrets, err := db.Outbox().LaneSecrets(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	p, err := providers.NewWithSecrets(l, secrets, a.clk())
 	if err != nil {
 		return nil, fmt.Errorf("lane %s: %w", lane, err)
 	}

@@ -35,13 +35,20 @@ func newOutboxLaneCmd(a *app) *cobra.Command {
 		Long: `Add a lane: one provider account, written by one fenced writer at a time
 through a pacing gate.
 
-Settings (--setting key=value, repeatable) depend on the provider; secrets are
-never stored, only the name of the environment variable that holds them:
-  webhook:  url, secret_env (default TIDEMARK_WEBHOOK_SECRET), list_url,
-            probe_url, count_url, target_url, page_size, timeout
-  mastodon: base_url, token_env (default MASTODON_TOKEN), visibility, target,
-            account_id
-  github:   api_url, token_env (default GITHUB_TOKEN), login, repos, since`,
+Settings (--setting key=value, repeatable) depend on the provider:
+  webhook:  url, secret or secret_env (default TIDEMARK_WEBHOOK_SECRET),
+            list_url, probe_url, count_url, target_url, page_size, timeout
+  mastodon: base_url, token or token_env (default MASTODON_TOKEN), visibility,
+            target, account_id
+  github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
+            since
+
+A secret given directly (secret, token, a password or query value in a URL,
+the whole path of a webhook url) is stored apart from the settings and never
+shown again: the CLI, --json, the API and the status pages show ••• in its
+place, and upstream errors are cleaned of it before they are logged or
+stored. *_env settings name an environment variable that holds the secret
+instead; only the name is stored.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !providers.Known(kind) {
@@ -55,7 +62,10 @@ never stored, only the name of the environment variable that holds them:
 			if err != nil {
 				return err
 			}
-			l, err := db.Outbox().AddLane(cmd.Context(), sqlstore.NewLane{Name: args[0], Provider: kind, Settings: st,
+			// Secrets (a signing secret, a token, a URL's credential) are
+			// kept apart from the settings that are shown.
+			shown, secret := providers.Split(kind, st)
+			l, err := db.Outbox().AddLane(cmd.Context(), sqlstore.NewLane{Name: args[0], Provider: kind, Settings: shown, Secrets: secret,
 				MinGap: minGap, Skew: skew, Retirement: outbox.RetirementPolicy{Checks: retireChecks, Spacing: tidemark.Duration(retireSpacing)}})
 			if err != nil {
 				return err

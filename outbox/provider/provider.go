@@ -8,12 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // Write is one outbound write.
@@ -214,10 +217,15 @@ func (s Settings) Get(key, def string) string {
 	return def
 }
 
-// Token reads the secret named by the setting key (an environment variable
-// name, default def); secrets never live in the database. An empty variable
-// is an invalid setting.
-func (s Settings) Token(key, def string, getenv func(string) string) (string, error) {
+// Token reads a lane's secret: the setting direct when it is set (kept
+// apart from the shown settings, see SecretSpec), else the environment
+// variable named by the setting envKey (default def). An empty variable is
+// an invalid setting.
+func (s Settings) Token(direct, envKey, def string, getenv func(string) string) (string, error) {
+	if v := s[direct]; v != "" {
+		return v, nil
+	}
+	key := envKey
 	name := s.Get(key, def)
 	v := getenv(name)
 	if v == "" {
@@ -241,4 +249,87 @@ func NextLink(h http.Header) string {
 		}
 	}
 	return ""
+}
+
+// SecretSpec says which of a provider kind's settings are secrets. A
+// setting named like a secret (secret, token, password, api_key, …, but not
+// an *_env setting, which names a variable) is one whether declared or not.
+type SecretSpec struct {
+	// Keys whose whole value is a secret: a signing secret, a token.
+	Keys []string
+	// URLs: settings holding a URL whose userinfo password and query
+	// values are secrets.
+	URLs []string
+	// OpaqueURLs: settings holding a URL whose path is a secret too (a chat
+	// webhook carries its token in the path).
+	OpaqueURLs []string
+}
+
+// secretName reports whether a setting's name says it holds a secret.
+func secretName(key string) bool {
+	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "_env") {
+		return false
+	}
+	for _, w := range []string{"secret", "token", "password", "passwd", "apikey", "api_key", "private", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Split divides settings into what may be shown (every secret replaced by
+// redact.Marker) and the secrets, by key, as given. Merge puts them back.
+func (sp SecretSpec) Split(settings map[string]string) (shown, secret map[string]string) {
+	shown, secret = make(map[string]string, len(settings)), map[string]string{}
+	for k, v := range settings {
+		s := v
+		switch {
+		case slices.Contains(sp.Keys, k) || secretName(k):
+			if v != "" {
+				s = redact.Marker
+			}
+		case slices.Contains(sp.OpaqueURLs, k):
+			s = redact.URL(v, true)
+		case slices.Contains(sp.URLs, k):
+			s = redact.URL(v, false)
+		}
+		shown[k] = s
+		if s != v {
+			secret[k] = v
+		}
+	}
+	return shown, secret
+}
+
+// Values returns every secret value in settings, and the secret pieces of
+// its URLs, for cleaning free text (an upstream's error) with redact.Text.
+func (sp SecretSpec) Values(settings map[string]string) []string {
+	var out []string
+	for k, v := range settings {
+		if v == "" {
+			continue
+		}
+		switch {
+		case slices.Contains(sp.Keys, k) || secretName(k):
+			out = append(out, v)
+		case slices.Contains(sp.OpaqueURLs, k):
+			if redact.URL(v, true) != v {
+				out = append(out, v)
+				out = append(out, redact.URLSecrets(v, true)...)
+			}
+		case slices.Contains(sp.URLs, k):
+			out = append(out, redact.URLSecrets(v, false)...)
+		}
+	}
+	return out
+}
+
+// Merge returns the shown settings with the secrets put back.
+func Merge(shown, secret map[string]string) map[string]string {
+	out := make(map[string]string, len(shown)+len(secret))
+	maps.Copy(out, shown)
+	maps.Copy(out, secret)
+	return out
 }

@@ -39,11 +39,11 @@ type Config struct {
 	Clock  clock.Clock
 }
 
-// FromSettings builds a Config from a lane's settings: api_url, token_env
-// (default GITHUB_TOKEN), login, repos (comma-separated owner/repo), since.
+// FromSettings builds a Config from a lane's settings: api_url, token (or
+// token_env, the variable holding it, default GITHUB_TOKEN), login, repos (comma-separated owner/repo), since.
 func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
-	tok, err := st.Token("token_env", "GITHUB_TOKEN", os.Getenv)
+	tok, err := st.Token("token", "token_env", "GITHUB_TOKEN", os.Getenv)
 	if err != nil {
 		return Config{}, err
 	}

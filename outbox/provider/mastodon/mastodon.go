@@ -40,11 +40,11 @@ type Config struct {
 	Clock      clock.Clock
 }
 
-// FromSettings builds a Config from a lane's settings: base_url, token_env
-// (default MASTODON_TOKEN), visibility, target, account_id.
+// FromSettings builds a Config from a lane's settings: base_url, token (or
+// token_env, the variable holding it, default MASTODON_TOKEN), visibility, target, account_id.
 func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
-	tok, err := st.Token("token_env", "MASTODON_TOKEN", os.Getenv)
+	tok, err := st.Token("token", "token_env", "MASTODON_TOKEN", os.Getenv)
 	if err != nil {
 		return Config{}, err
 	}

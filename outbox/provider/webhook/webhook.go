@@ -43,11 +43,11 @@ type Config struct {
 	Clock     clock.Clock
 }
 
-// FromSettings builds a Config from a lane's settings: url, secret_env (the
-// environment variable holding the secret), list_url, probe_url, count_url,
+// FromSettings builds a Config from a lane's settings: url, secret (or
+// secret_env, the environment variable holding it), list_url, probe_url, count_url,
 // target_url, page_size, timeout.
 func FromSettings(s map[string]string) (Config, error) {
-	secret, err := provider.Settings(s).Token("secret_env", "TIDEMARK_WEBHOOK_SECRET", os.Getenv)
+	secret, err := provider.Settings(s).Token("secret", "secret_env", "TIDEMARK_WEBHOOK_SECRET", os.Getenv)
 	if err != nil {
 		return Config{}, err
 	}

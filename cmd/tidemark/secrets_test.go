@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tidemark/tidemark/outbox/provider/webhook"
+	"github.com/tidemark/tidemark/web"
+)
+
+// A lane's secrets (its signing secret, a token in its URL's query, the
+// token in its URL's path) are used to send but never shown: not by lane
+// add, not by the lane listings (text or JSON), not by the API or the
+// status pages, and not in the error an upstream echoes them in, whether
+// logged or stored.
+func TestLaneSecretsNeverShown(t *testing.T) {
+	const secret, queryTok, pathTok = "s3cr3t-signing", "qu3ry-t0ken", "PATHSECRET123"
+	secrets := []string{secret, queryTok, pathTok}
+	var signed atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(webhook.SignatureHeader) == webhook.Sign([]byte(secret), body) && r.URL.Query().Get("token") == queryTok &&
+			strings.Contains(r.URL.Path, pathTok) {
+			signed.Add(1)
+		}
+		// An upstream that echoes the credentials in its error.
+		http.Error(w, "rejected "+r.URL.String()+" signed with "+secret+" token="+queryTok, http.StatusBadRequest)
+	}))
+	defer upstream.Close()
+
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	var logs bytes.Buffer
+	cli := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--db", db, "--log-level", "debug"}, args...), &out, &errb)
+		logs.Write(errb.Bytes())
+		if code != 0 {
+			t.Fatalf("tidemark %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		}
+		return out.String() + errb.String()
+	}
+	shown := map[string]string{}
+	shown["lane add"] = cli("outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s", "--json",
+		"--setting", "secret="+secret, "--setting", "url="+upstream.URL+"/hook/"+pathTok+"?token="+queryTok)
+	cli("outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
+	shown["deliver"] = cli("outbox", "deliver", "--once", "--json")
+	if signed.Load() != 1 {
+		t.Fatalf("the upstream got %d correctly signed writes to the secret URL, want 1", signed.Load())
+	}
+	shown["lanes --json"] = cli("outbox", "lanes", "--json")
+	shown["lanes"] = cli("outbox", "lanes")
+	shown["lane show"] = cli("outbox", "lane", "show", "hook", "--json")
+	shown["intents list"] = cli("outbox", "intents", "list", "--json")
+	var intents []struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(shown["intents list"]), &intents); err != nil || len(intents) != 1 || intents[0].State != "unexecutable" {
+		t.Fatalf("intents after a rejected write: %v %s", err, shown["intents list"])
+	}
+	shown["intent show"] = cli("outbox", "intents", "show", intents[0].ID)
+	shown["intent show --json"] = cli("outbox", "intents", "show", intents[0].ID, "--json")
+	if !strings.Contains(shown["intent show"], "rejected") {
+		t.Fatalf("the upstream's error is not kept at all:\n%s", shown["intent show"])
+	}
+	if !strings.Contains(shown["lanes --json"], "•••") {
+		t.Errorf("the shown settings do not say a secret is set:\n%s", shown["lanes --json"])
+	}
+
+	a := &app{dbURL: db, stdout: io.Discard, stderr: io.Discard}
+	defer a.close()
+	d, err := a.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := d.Auth().CreateToken(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&web.Server{Ingest: d.Ingest(), Outbox: d.Outbox(), Migrations: d.Content(), Auth: d.Auth()}).Handler())
+	defer srv.Close()
+	for _, p := range []string{"/api/outbox/lanes", "/api/outbox/intents", "/status", "/status/lanes/hook"} {
+		req, _ := http.NewRequest("GET", srv.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", p, resp.StatusCode)
+		}
+		shown["GET "+p] = string(b)
+	}
+	shown["logs"] = logs.String()
+	for what, text := range shown {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows the secret %q:\n%s", what, s, text)
+			}
+		}
+	}
+}

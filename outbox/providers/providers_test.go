@@ -1,0 +1,76 @@
+package providers_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/redact"
+)
+
+// Every kind's secrets are split off its settings, the shown form says
+// they are set, splitting the shown form again finds nothing, and merging
+// gives back what was given.
+func TestSplitSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		kind       string
+		settings   map[string]string
+		secretKeys []string
+	}{
+		{"webhook", map[string]string{"url": "https://hooks.example.com/services/T0/B0/XYZSECRET", "secret": "s3cr3t",
+			"list_url": "https://x.example/list?key=abcd1234", "count_url": "https://x.example/count", "page_size": "50",
+			"secret_env": "HOOK_SECRET"}, []string{"url", "secret", "list_url"}},
+		{"mastodon", map[string]string{"base_url": "https://bob:pw1234@social.example", "token": "tok1234", "visibility": "public"},
+			[]string{"base_url", "token"}},
+		{"github", map[string]string{"api_url": "https://api.github.com", "token": "ghp_abcd", "token_env": "GH", "repos": "a/b"},
+			[]string{"token"}},
+		{"webhook", map[string]string{"url": "https://x.example/", "my_password": "hunter22", "api_key": "k1234"},
+			[]string{"my_password", "api_key"}},
+	} {
+		shown, secret := providers.Split(tc.kind, tc.settings)
+		if got := sortedKeys(secret); strings.Join(got, ",") != strings.Join(sortedStrings(tc.secretKeys), ",") {
+			t.Errorf("%s: secret keys %v, want %v", tc.kind, got, tc.secretKeys)
+		}
+		for k, v := range secret {
+			if shown[k] == v || !strings.Contains(shown[k], redact.Marker) {
+				t.Errorf("%s: shown %s = %q for secret %q", tc.kind, k, shown[k], v)
+			}
+		}
+		for _, v := range providers.Secrets(tc.kind).Values(tc.settings) {
+			if len(v) >= 4 && strings.Contains(strings.Join(mapsValues(shown), " "), v) {
+				t.Errorf("%s: shown settings contain %q", tc.kind, v)
+			}
+		}
+		if again, more := providers.Split(tc.kind, shown); len(more) != 0 || !maps.Equal(again, shown) {
+			t.Errorf("%s: splitting the shown form again: %v %v", tc.kind, again, more)
+		}
+		if back := provider.Merge(shown, secret); !maps.Equal(back, tc.settings) {
+			t.Errorf("%s: merge %v, want %v", tc.kind, back, tc.settings)
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return sortedStrings(out)
+}
+
+func sortedStrings(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+func mapsValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+// Package redact keeps secrets out of everything tidemark shows: the CLI,
+// JSON, the API, the status pages, logs, and the error text it stores.
+//
+// A secret is replaced by Marker. URLs lose their userinfo password and
+// their query values (where tokens travel), and an opaque URL — one whose
+// path is itself the credential, as in a chat webhook — keeps only its
+// scheme and host. Text from elsewhere (an upstream's error message, which
+// may echo what we sent) is cleaned by exact replacement of every known
+// secret, and of any URL password it carries.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Marker stands where a secret was.
+const Marker = "•••"
+
+// minSecretLen is the shortest value replaced in free text: replacing a
+// one- or two-character "secret" everywhere would garble every message and
+// reveal it by the gaps. Such secrets are refused where they are set.
+const minSecretLen = 4
+
+// URL returns u as it may be shown: without a userinfo password, with
+// every query value replaced, and, when opaque, without its path. A value
+// that does not parse as a URL with a scheme and host is returned as
+// Marker when opaque and unchanged otherwise.
+func URL(u string, opaque bool) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme == "" || p.Host == "" {
+		if opaque && u != "" {
+			return Marker
+		}
+		return u
+	}
+	if p.User != nil {
+		if _, has := p.User.Password(); has {
+			p.User = url.UserPassword(p.User.Username(), Marker)
+		}
+	}
+	if p.RawQuery != "" {
+		q := p.Query()
+		for k := range q {
+			q[k] = []string{Marker}
+		}
+		p.RawQuery = encodeKeepMarker(q)
+	}
+	p.Fragment, p.RawFragment = "", ""
+	if opaque && p.Path != "" && p.Path != "/" {
+		p.Path, p.RawPath = "/"+Marker, ""
+	}
+	// url.URL.String escapes the marker; show it as it is.
+	s := p.String()
+	s = strings.ReplaceAll(s, url.PathEscape(Marker), Marker)
+	s = strings.ReplaceAll(s, url.QueryEscape(Marker), Marker)
+	return s
+}
+
+func encodeKeepMarker(q url.Values) string {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = url.QueryEscape(k) + "=" + Marker
+	}
+	return strings.Join(parts, "&")
+}
+
+// URLSecrets returns the pieces of u that URL hides: its password, its
+// query values, and (when opaque) its path segments, so that free text
+// echoing one of them alone can be cleaned too.
+func URLSecrets(u string, opaque bool) []string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return []string{u}
+	}
+	var out []string
+	if p.User != nil {
+		if pw, has := p.User.Password(); has {
+			out = append(out, pw)
+		}
+	}
+	for _, vs := range p.Query() {
+		out = append(out, vs...)
+	}
+	if opaque {
+		out = append(out, strings.TrimPrefix(p.Path, "/"))
+		for _, seg := range strings.Split(p.Path, "/") {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// userinfo matches the userinfo of a URL in free text: scheme://user:pass@
+var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s"'<>]*:[^/?#@\s"'<>]*@`)
+
+// Text returns s with every secret (longest first) replaced by Marker and
+// the password of every URL in it removed.
+func Text(s string, secrets ...string) string {
+	if s == "" {
+		return s
+	}
+	ss := slices.Clone(secrets)
+	slices.SortFunc(ss, func(a, b string) int { return len(b) - len(a) })
+	for _, sec := range ss {
+		if len(sec) >= minSecretLen {
+			s = strings.ReplaceAll(s, sec, Marker)
+			// Upstreams often echo a value URL-encoded.
+			if q := url.QueryEscape(sec); q != sec {
+				s = strings.ReplaceAll(s, q, Marker)
+			}
+		}
+	}
+	return userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
+}
+
+// Error is an error whose text is redacted. It unwraps to the original, so
+// errors.Is and errors.As still see what it was; only its text changes.
+type Error struct {
+	Err  error
+	Text string
+}
+
+func (e *Error) Error() string { return e.Text }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Err returns err with its text redacted by Text, or err itself when there
+// is nothing to hide.
+func Err(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := Text(msg, secrets...)
+	if red == msg {
+		return err
+	}
+	return &Error{Err: err, Text: red}
+}

@@ -1,0 +1,56 @@
+package redact_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/redact"
+)
+
+func TestURL(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		opaque bool
+		want   string
+	}{
+		{"https://example.org/feed", false, "https://example.org/feed"},
+		{"https://bob:hunter22@example.org/feed", false, "https://bob:•••@example.org/feed"},
+		{"https://example.org/x?token=abcd&page=2", false, "https://example.org/x?page=•••&token=•••"},
+		{"https://hooks.example.com/services/T000/B000/XXXXSECRET", true, "https://hooks.example.com/•••"},
+		{"https://hooks.example.com/", true, "https://hooks.example.com/"},
+		{"not a url", true, "•••"},
+		{"not a url", false, "not a url"},
+	} {
+		if got := redact.URL(tc.in, tc.opaque); got != tc.want {
+			t.Errorf("URL(%q, %v) = %q, want %q", tc.in, tc.opaque, got, tc.want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	in := `upstream said: bad signature s3cr3t (escaped s3cr%2Bt) for https://bob:hunter22@example.org/x and git://u:p@h/r; also "tok" stays`
+	got := redact.Text(in, "s3cr3t", "s3cr+t", "tok", "")
+	for _, leak := range []string{"s3cr3t", "s3cr%2Bt", "hunter22", "u:p@"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("Text left %q in %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, `"tok" stays`) || !strings.Contains(got, "https://•••@example.org/x") {
+		t.Errorf("Text(%q) = %q", in, got)
+	}
+}
+
+var errRoot = errors.New("root")
+
+func TestErrKeepsTheChain(t *testing.T) {
+	err := redact.Err(fmt.Errorf("call with s3cr3t: %w", errRoot), "s3cr3t")
+	if strings.Contains(err.Error(), "s3cr3t") || !errors.Is(err, errRoot) {
+		t.Fatalf("Err: %q, is root %v", err, errors.Is(err, errRoot))
+	}
+	plain := errors.New("nothing to hide")
+	if redact.Err(plain, "s3cr3t") != plain {
+		t.Fatal("Err wrapped an error with nothing to hide")
+	}
+}

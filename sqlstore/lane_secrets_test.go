@@ -1,0 +1,70 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// A lane's secrets live apart from its shown settings; a lane stored with
+// its secrets among the settings (before they were kept apart) gives them
+// up when sealed, losing nothing, and sealing again changes nothing.
+func TestLaneSecretsApart(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		db := sqltest.MustOpen(t, b, sqltest.NewEnv(9))
+		st := db.Outbox()
+		given := map[string]string{"url": "https://hooks.example.com/T0/B0/SECRETPATH", "secret": "s3cr3t-value", "page_size": "10"}
+		shown, secret := providers.Split("webhook", given)
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "new", Provider: "webhook", Settings: shown, Secrets: secret, MinGap: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "bad", Provider: "webhook", Settings: map[string]string{}, Secrets: map[string]string{"secret": "x"}}); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a secret without its shown setting: %v", err)
+		}
+		// As a database from before kept it: secrets among the settings.
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "old", Provider: "webhook", Settings: given, MinGap: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "plain", Provider: "webhook", Settings: map[string]string{"url": "https://x.example/", "secret_env": "S"}}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := st.SealLaneSecrets(ctx, providers.Split)
+		if err != nil || n != 1 {
+			t.Fatalf("seal: %d lanes, %v; want 1", n, err)
+		}
+		if n, err := st.SealLaneSecrets(ctx, providers.Split); err != nil || n != 0 {
+			t.Fatalf("seal again: %d lanes, %v; want 0", n, err)
+		}
+		for _, name := range []string{"new", "old"} {
+			l, err := st.Lane(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range l.Settings {
+				if strings.Contains(v, "s3cr3t") || strings.Contains(v, "SECRETPATH") {
+					t.Errorf("lane %s shows %s = %q", name, k, v)
+				}
+			}
+			sec, err := st.LaneSecrets(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back := provider.Merge(l.Settings, sec); !maps.Equal(back, given) {
+				t.Errorf("lane %s: settings with secrets %v, want %v", name, back, given)
+			}
+		}
+		if sec, err := st.LaneSecrets(ctx, "plain"); err != nil || len(sec) != 0 {
+			t.Fatalf("a lane without secrets: %v %v", sec, err)
+		}
+	})
+}
