@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/redact"
 )
 
 var fpAfterFetch = failpoint.Register("ingest.run.after-fetch",
@@ -223,6 +224,10 @@ func IsRunFailed(err error) bool {
 
 func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report,
 	o tidemark.Outcome, reason string, retryAfter time.Duration, noCharge bool) (Report, error) {
+	// The reason is stored, reported and logged: clean it of the
+	// credentials a location carries (sources stored before they were
+	// refused), however the upstream echoed them.
+	reason = redact.Text(reason, redact.Credentials(src.Location)...)
 	now := s.Clock.Now()
 	r := 0.5
 	if s.Rand != nil {

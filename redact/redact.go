@@ -24,7 +24,8 @@ const Marker = "•••"
 // reveal it by the gaps. Such secrets are refused where they are set.
 const minSecretLen = 4
 
-// URL returns u as it may be shown: without a userinfo password, with
+// URL returns u as it may be shown: without a userinfo password (or, for
+// http(s), any user name), with
 // every query value replaced, and, when opaque, without its path. A value
 // that does not parse as a URL with a scheme and host is returned as
 // Marker when opaque and unchanged otherwise.
@@ -39,6 +40,9 @@ func URL(u string, opaque bool) string {
 	if p.User != nil {
 		if _, has := p.User.Password(); has {
 			p.User = url.UserPassword(p.User.Username(), Marker)
+		} else if p.Scheme == "http" || p.Scheme == "https" {
+			// A token rides as the user name: https://TOKEN@host/.
+			p.User = url.User(Marker)
 		}
 	}
 	if p.RawQuery != "" {
@@ -98,11 +102,36 @@ func URLSecrets(u string, opaque bool) []string {
 	return out
 }
 
-// userinfo matches the userinfo of a URL in free text: scheme://user:pass@
-var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s"'<>]*:[^/?#@\s"'<>]*@`)
+// Credentials returns the credentials a URL carries in its userinfo: the
+// password, and for http(s) the user name too, where a token rides
+// (https://TOKEN@host/).
+func Credentials(u string) []string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return nil
+	}
+	var out []string
+	pw, has := p.User.Password()
+	if has {
+		out = append(out, pw)
+	}
+	if has || p.Scheme == "http" || p.Scheme == "https" {
+		out = append(out, p.User.Username())
+	}
+	return out
+}
+
+var (
+	// userinfo matches a URL's userinfo with a password in free text:
+	// scheme://user:pass@
+	userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s"'<>]*:[^/?#@\s"'<>]*@`)
+	// webUser matches any userinfo of an http(s) URL: https://TOKEN@
+	webUser = regexp.MustCompile(`((?i:https?)://)[^/?#@\s"'<>]+@`)
+)
 
 // Text returns s with every secret (longest first) replaced by Marker and
-// the password of every URL in it removed.
+// the userinfo of every URL in it that carries a password, and of every
+// http(s) URL, removed.
 func Text(s string, secrets ...string) string {
 	if s == "" {
 		return s
@@ -118,7 +147,8 @@ func Text(s string, secrets ...string) string {
 			}
 		}
 	}
-	return userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
+	s = userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
+	return webUser.ReplaceAllString(s, "${1}"+Marker+"@")
 }
 
 // Error is an error whose text is redacted. It unwraps to the original, so

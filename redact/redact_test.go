@@ -20,6 +20,8 @@ func TestURL(t *testing.T) {
 		{"https://example.org/x?token=abcd&page=2", false, "https://example.org/x?page=•••&token=•••"},
 		{"https://hooks.example.com/services/T000/B000/XXXXSECRET", true, "https://hooks.example.com/•••"},
 		{"https://hooks.example.com/", true, "https://hooks.example.com/"},
+		{"https://TOKEN1234@example.org/x", false, "https://•••@example.org/x"},
+		{"ssh://git@example.org/x.git", false, "ssh://git@example.org/x.git"},
 		{"not a url", true, "•••"},
 		{"not a url", false, "not a url"},
 	} {
@@ -52,5 +54,22 @@ func TestErrKeepsTheChain(t *testing.T) {
 	plain := errors.New("nothing to hide")
 	if redact.Err(plain, "s3cr3t") != plain {
 		t.Fatal("Err wrapped an error with nothing to hide")
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://bob:pw12@example.org/x":  "pw12,bob",
+		"https://TOKEN1234@example.org/x": "TOKEN1234",
+		"ssh://git@example.org/x.git":     "",
+		"ssh://git:pw12@example.org/x":    "pw12,git",
+		"/local/path":                     "",
+	} {
+		if got := strings.Join(redact.Credentials(u), ","); got != want {
+			t.Errorf("Credentials(%q) = %q, want %q", u, got, want)
+		}
+	}
+	if got := redact.Text("clone https://TOKEN1234@example.org/x and ssh://git@example.org/y"); strings.Contains(got, "TOKEN1234") || !strings.Contains(got, "ssh://git@example.org/y") {
+		t.Errorf("Text: %s", got)
 	}
 }

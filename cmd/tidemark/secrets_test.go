@@ -111,3 +111,26 @@ func TestLaneSecretsNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// A location that carries a credential is refused before anything reads
+// it, and the refusal does not repeat the credential; an SSH user name is
+// not a credential.
+func TestSourceLocationWithCredentialsRefused(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	for _, loc := range []string{"https://bob:hunter2hunter@example.org/repo.git", "https://ghp_T0KENVALUE@github.com/o/r.git",
+		"git://u:hunter2hunter@example.org/r.git", "https://bob:hunter2hunter@example.org/feed.xml"} {
+		var out, errb bytes.Buffer
+		code := run([]string{"--db", db, "source", "add", loc}, &out, &errb)
+		text := out.String() + errb.String()
+		if code != 2 || !strings.Contains(text, "credential") {
+			t.Errorf("source add %s: exit %d, want 2 (invalid) saying why\n%s", loc, code, text)
+		}
+		if strings.Contains(text, "hunter2hunter") || strings.Contains(text, "ghp_T0KENVALUE") {
+			t.Errorf("source add %s: the refusal repeats the credential:\n%s", loc, text)
+		}
+	}
+	out := mustRun(t, "--db", db, "source", "add", "--kind", "git", "ssh://git@example.org/o/r.git", "--json")
+	if !strings.Contains(string(out), "ssh://git@example.org/o/r.git") {
+		t.Fatalf("source add with an SSH user name:\n%s", out)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os/user"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/redact"
 )
 
 func init() { register(newSourceCmd) }
@@ -60,6 +62,10 @@ var kindDetectors []func(ctx context.Context, location string) (kind string, ok 
 // own preparation (resolving a path, checking config keys) and a default
 // name.
 func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string) (ingest.NewSource, error) {
+	// Before anything reads the location (a kind detector may fetch it).
+	if err := checkLocationCredentials(ns.Location); err != nil {
+		return ns, err
+	}
 	if ns.Kind == "" {
 		for _, d := range kindDetectors {
 			if k, ok := d(ctx, ns.Location); ok {
@@ -189,7 +195,32 @@ func knownKinds() []string {
 	return ks
 }
 
+// checkLocationCredentials refuses a location that carries a credential: a
+// password in its userinfo (any scheme), or any userinfo in an http(s) URL,
+// where a token rides as the user name (https://TOKEN@host/...). A location
+// is shown everywhere (source list, --json, the API, the status pages, run
+// errors), so a credential in it would be shown too; git's credential
+// helpers, ~/.netrc and SSH keys hold credentials instead. An SSH user name
+// (ssh://git@host/...) is not a secret and is kept.
+func checkLocationCredentials(loc string) error {
+	u, err := url.Parse(loc)
+	if err != nil || u.User == nil || u.Host == "" {
+		return nil
+	}
+	_, hasPassword := u.User.Password()
+	web := u.Scheme == "http" || u.Scheme == "https"
+	if hasPassword || (web && u.User.Username() != "") {
+		return tidemark.Invalidf("location", redact.URL(loc, false), "carries a credential (user:password@ or token@); "+
+			"tidemark shows locations everywhere and never stores credentials in them: "+
+			"give git its credentials with a credential helper, ~/.netrc or an SSH key, and drop them from the URL")
+	}
+	return nil
+}
+
 func validateNewSource(ns ingest.NewSource) error {
+	if err := checkLocationCredentials(ns.Location); err != nil {
+		return err
+	}
 	switch {
 	case strings.TrimSpace(ns.Name) == "":
 		return tidemark.Invalidf("--name", ns.Name, "must not be empty")
