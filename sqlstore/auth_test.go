@@ -97,3 +97,13 @@ func TestAuthTokensAndSessions(t *testing.T) {
 		}
 	})
 }
+
+// A database URL's password is never repeated in an error about it.
+func TestOpenErrorHidesThePassword(t *testing.T) {
+	for _, u := range []string{"mysql://bob:hunter22@db.example/x", "postgres://bob:hunter22@127.0.0.1:1/x?connect_timeout=1"} {
+		_, err := sqlstore.Open(context.Background(), u, sqlstore.Options{})
+		if err == nil || strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("Open(%s): %v", u, err)
+		}
+	}
+}

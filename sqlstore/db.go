@@ -117,7 +117,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 			d.db.SetMaxOpenConns(n)
 		}
 	default:
-		return nil, tidemark.Invalidf("database url", url, "want sqlite:PATH or postgres://…")
+		return nil, tidemark.Invalidf("database url", redact(url), "want sqlite:PATH or postgres://…")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open: %w", err)

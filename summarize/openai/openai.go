@@ -15,6 +15,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/summarize"
 )
 
@@ -85,7 +86,10 @@ func New(cfg Config) (*Summarizer, error) {
 func (s *Summarizer) Identity() (string, string) { return s.cfg.Model, s.cfg.PromptVersion }
 
 // Summarize implements summarize.Summarizer.
-func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (summarize.Draft, error) {
+func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (_ summarize.Draft, err error) {
+	// An endpoint may echo the key it was sent; our error is logged and
+	// stored, so it never carries the key (nor a password in the base URL).
+	defer func() { err = redact.Err(err, append(redact.Credentials(s.cfg.BaseURL), s.cfg.APIKey)...) }()
 	body := string(evidence)
 	if len(body) > maxEvidenceBytes {
 		body = summarize.Cut(body, maxEvidenceBytes) + "\n[evidence truncated]"

@@ -98,3 +98,29 @@ func TestConfigRequired(t *testing.T) {
 		t.Fatalf("custom prompt without version: %v", err)
 	}
 }
+
+// An endpoint that echoes the API key in its error cannot put it in the
+// error we log or store, and the error still says what kind it is.
+func TestErrorHidesTheAPIKey(t *testing.T) {
+	const key = "sk-secret-api-key-1234"
+	for _, status := range []int{http.StatusUnauthorized, http.StatusServiceUnavailable} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			msg, _ := json.Marshal("Incorrect API key provided: " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+			_, _ = w.Write([]byte(`{"error":{"message":` + string(msg) + `,"type":"invalid_request_error"}}`))
+		}))
+		s, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: key, Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x"))
+		srv.Close()
+		if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "Incorrect API key") {
+			t.Fatalf("status %d: err = %v", status, err)
+		}
+		if (status == http.StatusServiceUnavailable) != errors.Is(err, tidemark.ErrUnavailable) {
+			t.Fatalf("status %d: err = %v lost its kind", status, err)
+		}
+	}
+}
