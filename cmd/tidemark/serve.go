@@ -99,6 +99,9 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			if err != nil {
 				return err
 			}
+			if ok, err := db.Auth().HasTokens(cmd.Context()); err == nil && !ok {
+				fmt.Fprintln(a.stderr, "tidemark: no access token exists yet, so only the wiki is open; create one with `tidemark token create NAME`")
+			}
 			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.storeLocation(), ln.Addr(), ln.Addr())
 			go func() {
