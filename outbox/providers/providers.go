@@ -6,6 +6,7 @@ package providers
 import (
 	"context"
 	"sort"
+	"strings"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -107,6 +108,12 @@ func NewWithSecrets(l outbox.Lane, secrets map[string]string, clk clock.Clock) (
 		clk = clock.System{}
 	}
 	settings := provider.Merge(l.Settings, secrets)
+	for k, v := range settings {
+		if strings.Contains(v, redact.Marker) {
+			// The shown form reached a provider: its secret was not read.
+			return nil, tidemark.Invalidf("lane "+l.Name+" setting "+k, v, "is the shown form of a secret kept apart; build the provider with the lane's secrets (LaneSecrets)")
+		}
+	}
 	p, resolved, err := k.build(settings, clk)
 	known := append(k.secrets.Values(settings), resolved...)
 	if err != nil {

@@ -1,11 +1,14 @@
 package providers_test
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/redact"
@@ -73,4 +76,17 @@ func mapsValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// A lane whose secrets are kept apart builds only with them: the shown
+// form never reaches a provider.
+func TestNewNeedsTheSecretsKeptApart(t *testing.T) {
+	shown, secret := providers.Split("webhook", map[string]string{"url": "https://hooks.example.com/T0/SECRETPATH", "secret": "s3cr3t"})
+	l := outbox.Lane{Name: "hook", Provider: "webhook", Settings: shown}
+	if _, err := providers.New(l, nil); !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("New without the secrets: %v", err)
+	}
+	if _, err := providers.NewWithSecrets(l, secret, nil); err != nil {
+		t.Fatalf("NewWithSecrets: %v", err)
+	}
 }
