@@ -265,9 +265,13 @@ func TestServerAPIErrorsAreJSON(t *testing.T) {
 	}{
 		{"GET", "/api/nope", 404}, {"GET", "/api/", 404}, {"GET", "/api/outbox/nope/deeper", 404},
 		{"POST", "/api/sources", 405}, {"DELETE", "/api/runs", 405}, {"PUT", "/api/sources/x", 405},
-		{"GET", "/api/sources/nope", 404}, {"GET", "/api/runs?limit=abc", 400},
+		{"GET", "/api/sources/nope", 404}, {"GET", "/api/runs?limit=abc", 400}, {"POST", "/api/sources?cross", 403},
 	} {
-		r := do(tc.method, tc.path, token, nil)
+		r := do(tc.method, tc.path, token, func(r *http.Request) {
+			if strings.HasSuffix(r.URL.RawQuery, "cross") {
+				r.Header.Set("Sec-Fetch-Site", "cross-site")
+			}
+		})
 		if r.Code != tc.want {
 			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, r.Code, tc.want)
 		}

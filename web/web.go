@@ -132,7 +132,16 @@ func (s *Server) Handler() http.Handler {
 		private("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
 	}
 	var h http.Handler = mux
-	h = http.NewCrossOriginProtection().Handler(h)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg := "cross-origin " + r.Method + " refused"
+		if isAPI(r) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": msg})
+			return
+		}
+		http.Error(w, msg, http.StatusForbidden)
+	}))
+	h = cop.Handler(h)
 	h = HostCheck(s.Hosts, h)
 	return SecurityHeaders(h)
 }
