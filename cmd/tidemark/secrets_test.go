@@ -134,3 +134,15 @@ func TestSourceLocationWithCredentialsRefused(t *testing.T) {
 		t.Fatalf("source add with an SSH user name:\n%s", out)
 	}
 }
+
+// A mistyped --setting is refused without repeating it: it may be a secret.
+func TestMistypedSettingNotRepeated(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	for _, arg := range []string{"secret:s3cr3t-value", "=s3cr3t-value"} {
+		var out, errb bytes.Buffer
+		code := run([]string{"--db", db, "outbox", "lane", "add", "hook", "--provider", "webhook", "--setting", arg}, &out, &errb)
+		if code != 2 || strings.Contains(out.String()+errb.String(), "s3cr3t-value") || !strings.Contains(errb.String(), "key=value") {
+			t.Errorf("--setting %s: exit %d\n%s%s", arg, code, out.String(), errb.String())
+		}
+	}
+}

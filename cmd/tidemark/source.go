@@ -128,7 +128,8 @@ func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, tidemark.Invalidf(flag, kv, "want key=value")
+			// Not repeated: a mistyped --setting may be a secret.
+			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
 		}
 		m[k] = v
 	}
