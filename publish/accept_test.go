@@ -178,14 +178,15 @@ func TestPublishAndHooks(t *testing.T) {
 					t.Fatalf("republish: %+v %v (first %+v)", res2, err, res)
 				}
 				rep, err := f.svc.RefreshListings(ctx)
-				if err != nil || rep.Written != 2 {
+				// The card, the index and their Atom feeds.
+				if err != nil || rep.Written != 4 {
 					t.Fatalf("listings: %+v %v", rep, err)
 				}
 				idx, err := f.objs.Get(ctx, publish.IndexKey)
 				if err != nil || !contains(idx.Body, `href="changes/`+res.PageID+`.html"`) {
 					t.Fatalf("index: %v\n%s", err, idx.Body)
 				}
-				if rep, _ := f.svc.RefreshListings(ctx); rep.Written != 0 || rep.Unchanged != 2 {
+				if rep, _ := f.svc.RefreshListings(ctx); rep.Written != 0 || rep.Unchanged != 4 {
 					t.Fatalf("unchanged listings rewritten: %+v", rep)
 				}
 			})

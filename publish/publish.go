@@ -209,13 +209,13 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 	}
 	for _, ev := range evs {
 		rep.Considered++
-		evidence, hash, err := s.Store.Evidence(ctx, ev.ID)
+		in, hash, err := s.summarizeInput(ctx, ev)
 		if err == nil && hash != ev.EvidenceHash {
 			err = fmt.Errorf("event %s re-frozen while summarizing: %w", ev.ID, ErrEvidenceMismatch)
 		}
 		var d summarize.Draft
 		if err == nil {
-			d, err = sum.Summarize(ctx, ev, evidence)
+			d, err = sum.Summarize(ctx, in)
 		}
 		var created bool
 		if err == nil {

@@ -3,71 +3,145 @@ package publish
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize"
+	"github.com/tidemark/tidemark/summarize/readable"
 )
 
 // The wiki is static HTML: no JavaScript, relative links only, so it can be
 // served from the directory or the bucket as it stands. Everything shown is
-// escaped by html/template (summary text is text, never markup; URLs with
-// unsafe schemes are neutralized).
+// escaped by html/template: upstream text is text, never markup, except a
+// feed item's body, which package readable reduces to a safe subset of
+// HTML first; URLs with unsafe schemes are neutralized. The wiki never
+// shows a local filesystem path: a source's location is shown only when it
+// is an http(s) URL.
 
-const style = `body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#222}
-nav{font-size:.9rem;margin-bottom:1rem}nav a{color:#05c}a{color:#05c}
-h1{font-size:1.5rem;line-height:1.3}.meta{color:#666;font-size:.9rem}
-.summary p{white-space:pre-line}aside{border-left:3px solid #ccc;padding-left:1rem;color:#444}
-footer{margin-top:2rem;color:#888;font-size:.8rem;word-break:break-all}
-table{border-collapse:collapse;width:100%}td{padding:.25rem .5rem;vertical-align:top}td.when{white-space:nowrap;color:#666}
-code{font-size:.9em}`
+const style = `:root{--fg:#1d2330;--muted:#5d6678;--line:#e3e6ec;--accent:#0b5cd5;--bg:#fff;--soft:#f5f7fa;--add:#e6f6ea;--addfg:#135c2a;--del:#fdecec;--delfg:#8a1f1f}
+*{box-sizing:border-box}body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:var(--fg);background:var(--bg)}
+a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
+.top{border-bottom:1px solid var(--line);background:var(--soft)}.top div{max-width:52rem;margin:0 auto;padding:.6rem 1rem;display:flex;gap:1rem;align-items:baseline}
+.brand{font-weight:700;color:var(--fg);letter-spacing:.02em}.top .links{margin-left:auto;font-size:.9rem}
+.wrap{max-width:52rem;margin:0 auto;padding:1rem}
+.crumbs{font-size:.9rem;color:var(--muted);margin:.5rem 0 1rem}.crumbs a{color:var(--muted)}
+h1{font-size:1.6rem;line-height:1.25;margin:.2rem 0 .4rem;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:1.8rem 0 .6rem}
+.meta{color:var(--muted);font-size:.9rem;margin:.2rem 0 1rem}.meta span+span:before{content:"·";margin:0 .45rem}
+.lead{font-size:1.1rem;margin:1rem 0}.tag{display:inline-block;background:var(--soft);border:1px solid var(--line);border-radius:1rem;padding:0 .55rem;font-size:.8rem;margin-right:.25rem}
+.prose{overflow-wrap:anywhere}.prose pre,pre.text{background:var(--soft);padding:.75rem;border-radius:6px;overflow:auto;white-space:pre-wrap}
+.summary{background:var(--soft);border-left:3px solid var(--accent);padding:.5rem 1rem;border-radius:0 6px 6px 0}.summary p{white-space:pre-line}
+pre.diff{border:1px solid var(--line);border-radius:6px;overflow:auto;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;padding:.3rem 0;white-space:pre-wrap}
+pre.diff span{display:block;padding:0 .75rem}.diff .add{background:var(--add);color:var(--addfg)}.diff .del{background:var(--del);color:var(--delfg)}
+.diff .gap{color:var(--muted);background:var(--soft);font-style:italic}
+table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}
+td,th{padding:.4rem .5rem;vertical-align:top;border-bottom:1px solid var(--line)}td.when{white-space:nowrap;color:var(--muted);font-size:.85rem}
+td.num{text-align:right;white-space:nowrap}td code,td.val{overflow-wrap:anywhere}td.old{background:var(--del)}td.new{background:var(--add)}
+code{font:.88em ui-monospace,SFMono-Regular,Menlo,monospace}
+aside{border-left:3px solid #c9a227;background:#fffbea;padding:.5rem 1rem;margin:1.5rem 0;border-radius:0 6px 6px 0}
+.pager{display:flex;gap:1rem;justify-content:space-between;margin:1.2rem 0;font-size:.95rem}.pages{font-size:.9rem;color:var(--muted);line-height:2}
+.pages a,.pages strong{display:inline-block;min-width:2rem;text-align:center}
+footer{max-width:52rem;margin:2rem auto 1rem;padding:1rem;border-top:1px solid var(--line);color:var(--muted);font-size:.8rem;overflow-wrap:anywhere}
+.empty{color:var(--muted);padding:2rem;text-align:center;background:var(--soft);border-radius:6px}`
 
 var (
 	funcs = template.FuncMap{
-		"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
+		"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"shortHash": func(s string) string { return short(s, 12) },
+		"add":       func(a, b int) int { return a + b },
+		"diffClass": func(op string) string {
+			switch op {
+			case "+":
+				return "add"
+			case "-":
+				return "del"
+			case "@":
+				return "gap"
+			}
+			return "ctx"
+		},
+		"diffMark": func(op string) string {
+			if op == "@" {
+				return "⋯ "
+			}
+			return op + " "
+		},
 	}
-	pageTmpl = wikiTemplate("page", `{{.Title}} · {{.Source.Name}}`, `<nav><a href="../index.html">tidemark</a> › <a href="../sources/{{.Source.ID}}.html">{{.Source.Name}}</a></nav>
+	pageTmpl = wikiTemplate("page", `{{.Title}} · {{.Source.Name}}`, `../`, `<nav class="crumbs"><a href="../index.html">All changes</a> › <a href="../sources/{{.Source.ID}}.html">{{.Source.Name}}</a></nav>
 <main>
+<article>
 <h1>{{.Title}}</h1>
-<p class="meta">{{date .Event.OccurredAt}} UTC · <code>{{shortHash .Event.ItemKey}}</code>{{if .Event.URL}} · <a href="{{.Event.URL}}" rel="nofollow noopener">upstream</a>{{end}}</p>
-<div class="summary">
-{{range .Paragraphs}}<p>{{.}}</p>
+<p class="meta"><span><time datetime="{{iso .Event.OccurredAt}}">{{date .Event.OccurredAt}}</time></span><span>{{.Source.Kind}}</span>{{if .Doc.Author}}<span>by {{.Doc.Author}}</span>{{end}}{{if gt .Event.Revision 1}}<span>revision {{.Event.Revision}}</span>{{end}}{{if .Link}}<span><a href="{{.Link}}" rel="nofollow noopener noreferrer">{{if .Doc.Commit}}view commit upstream{{else}}upstream{{end}}</a></span>{{end}}</p>
+{{if .Lead}}<p class="lead">{{.Lead}}</p>
+{{end}}{{with .Doc.Categories}}<p>{{range .}}<span class="tag">{{.}}</span>{{end}}</p>
+{{end}}{{if .Summary}}<section class="summary">
+{{range .Summary}}<p>{{.}}</p>
+{{end}}</section>
+{{end}}{{with .Doc.Commit}}{{range .Body}}<p>{{.}}</p>
+{{end}}{{if .Stat}}<h2>{{.Stat}}</h2>
+<table><tr><th>File</th><th class="num">Added</th><th class="num">Removed</th></tr>
+{{range .Files}}<tr><td><code>{{.Path}}</code></td><td class="num">{{.Added}}</td><td class="num">{{.Deleted}}</td></tr>
+{{end}}</table>
+{{end}}{{end}}{{if .HTML}}<div class="prose">
+{{.HTML}}
+</div>
+{{else if .Doc.File}}{{if .Doc.Prose}}<h2>Text</h2>
+<pre class="text">{{index .Doc.Prose 0}}</pre>
+{{end}}{{else if and .Doc.Prose (not .Doc.Diff)}}<div class="prose">
+{{range .Doc.Prose}}<p>{{.}}</p>
 {{end}}</div>
-{{if .Notes}}<aside><p>{{.Notes}}</p></aside>
-{{end}}</main>
-<footer>Summary {{.Summary.ID}} by {{.Summary.Model}} (prompt {{.Summary.PromptVersion}}) of evidence sha256:{{.Summary.EvidenceHash}}, revision {{.Event.Revision}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
+{{end}}{{with .Doc.Fields}}<h2>{{if $.Doc.Revised}}Changed values{{else}}Values{{end}}</h2>
+<table><tr><th>Path</th>{{if $.Doc.Revised}}<th>Before</th>{{end}}<th>{{if $.Doc.Revised}}After{{else}}Value{{end}}</th></tr>
+{{range .}}<tr><td><code>{{.Path}}</code></td>{{if $.Doc.Revised}}<td class="val{{if .Old}} old{{end}}">{{if .Old}}<code>{{.Old}}</code>{{else}}—{{end}}</td>{{end}}<td class="val{{if and .New $.Doc.Revised}} new{{end}}">{{if .New}}<code>{{.New}}</code>{{else}}—{{end}}</td></tr>
+{{end}}</table>
+{{end}}{{if .Doc.Diff}}<h2>{{if .Doc.Revised}}What changed since the previous revision{{else}}What changed{{end}}</h2>
+<pre class="diff">{{range .Doc.Diff}}<span class="{{diffClass .Op}}">{{diffMark .Op}}{{.Text}}</span>{{end}}</pre>
+{{end}}{{if .Doc.DiffNote}}<p class="meta">{{.Doc.DiffNote}}.</p>
+{{end}}{{if .Notes}}<aside><p>{{.Notes}}</p></aside>
+{{end}}</article>
+</main>
+<footer>Evidence sha256:<code>{{.Summary0.EvidenceHash}}</code>, revision {{.Event.Revision}} (<a href="../evidence/{{.Event.ID}}/{{.Event.Revision}}">download</a> with <code>tidemark serve</code>). Summary by {{.Summary0.Model}}, prompt {{.Summary0.PromptVersion}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
 `)
-	cardTmpl = wikiTemplate("card", `{{.Source.Name}} · tidemark`, `<nav><a href="../index.html">tidemark</a> › {{.Source.Name}}</nav>
+	cardTmpl = wikiTemplate("card", `{{.Source.Name}}{{if gt .Page 1}} · page {{.Page}}{{end}} · tidemark`, `{{.Root}}`, `<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › {{if gt .Page 1}}<a href="{{.Root}}sources/{{.Source.ID}}.html">{{.Source.Name}}</a> › page {{.Page}}{{else}}{{.Source.Name}}{{end}}</nav>
 <main>
 <h1>{{.Source.Name}}</h1>
-<p class="meta">{{.Source.Kind}} source · <code>{{.Source.Location}}</code></p>
-{{if .Pages}}<table>
-{{range .Pages}}<tr><td class="when">{{date .OccurredAt}}</td><td><a href="../changes/{{.PageID}}.html">{{.Title}}</a></td></tr>
-{{end}}</table>{{if .More}}
-<p class="meta">Showing the newest {{len .Pages}} changes.</p>{{end}}
-{{else}}<p>No published changes yet.</p>
-{{end}}</main>
+<p class="meta"><span>{{.Source.Kind}} source</span>{{if .Location}}<span><a href="{{.Location}}" rel="nofollow noopener noreferrer">{{.Location}}</a></span>{{end}}<span>{{.Total}} changes</span><span><a href="{{.Root}}sources/{{.Source.ID}}.atom">Atom feed</a></span></p>
+{{template "listing" .}}
+</main>
 `)
-	indexTmpl = wikiTemplate("index", `tidemark`, `<main>
-<h1>tidemark</h1>
-<h2>Sources</h2>
-{{if .Sources}}<table>
-{{range .Sources}}<tr><td><a href="sources/{{.ID}}.html">{{.Name}}</a></td><td>{{.Kind}}</td><td>{{.Pages}} changes</td></tr>
+	indexTmpl = wikiTemplate("index", `{{if gt .Page 1}}All changes · page {{.Page}} · {{end}}tidemark`, `{{.Root}}`, `{{if gt .Page 1}}<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › page {{.Page}}</nav>
+{{end}}<main>
+{{if eq .Page 1}}<h1>Changes</h1>
+{{if .Sources}}<h2>Sources</h2>
+<table><tr><th>Source</th><th>Kind</th><th class="num">Changes</th></tr>
+{{range .Sources}}<tr><td><a href="sources/{{.ID}}.html">{{.Name}}</a></td><td>{{.Kind}}</td><td class="num">{{.Pages}}</td></tr>
 {{end}}</table>
-{{else}}<p>No published changes yet.</p>
-{{end}}<h2>Newest changes</h2>
-<table>
-{{range .Recent}}<tr><td class="when">{{date .OccurredAt}}</td><td><a href="changes/{{.PageID}}.html">{{.Title}}</a></td><td>{{index $.SourceNames .SourceID}}</td></tr>
-{{end}}</table>
+<h2>Newest changes</h2>
+{{end}}{{else}}<h1>All changes · page {{.Page}}</h1>
+{{end}}{{template "listing" .}}
 </main>
 `)
 )
 
+// listing is the shared table of changes with its pager: entries newest
+// first, and links to every archive page.
+const listing = `{{define "listing"}}{{if .Entries}}<table>
+{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a></td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
+{{end}}</table>
+{{if gt .Pages 1}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
+<p class="pages">Pages: {{range .Links}}{{if .Current}}<strong>{{.N}}</strong> {{else}}<a href="{{.Href}}">{{.N}}</a> {{end}}{{end}}</p>
+{{end}}{{else}}<p class="empty">No published changes yet.</p>
+{{end}}{{end}}`
+
 // wikiTemplate wraps a body in the document every wiki object shares: the
-// head (with the publication generation, when there is one) and the style.
-func wikiTemplate(name, title, body string) *template.Template {
-	return template.Must(template.New(name).Funcs(funcs).Parse(`<!doctype html>
+// head (with the publication generation, when there is one), the style and
+// the top bar. root is the relative path to the wiki's root.
+func wikiTemplate(name, title, root, body string) *template.Template {
+	t := template.Must(template.New(name).Funcs(funcs).Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -75,12 +149,17 @@ func wikiTemplate(name, title, body string) *template.Template {
 <meta name="generator" content="tidemark">{{if .Generation}}
 <meta name="tidemark-generation" content="{{.Generation}}">{{end}}
 <title>` + title + `</title>
+<link rel="alternate" type="application/atom+xml" title="All changes" href="` + root + `feed.atom">
 <style>` + style + `</style>
 </head>
 <body>
-` + body + `</body>
+<header class="top"><div><a class="brand" href="` + root + `index.html">tidemark</a><span class="links"><a href="` + root + `feed.atom">Atom feed</a></span></div></header>
+<div class="wrap">
+` + body + `</div>
+</body>
 </html>
 `))
+	return template.Must(t.Parse(listing))
 }
 
 func short(s string, n int) string {
@@ -93,74 +172,104 @@ func short(s string, n int) string {
 func paragraphs(text string) []string {
 	var out []string
 	for _, p := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
-		if p = strings.TrimSpace(p); p != "" {
+		if p = strings.TrimSpace(readable.Clean(p)); p != "" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// renderPage renders a change page for a plan.
-func (s *Service) renderPage(ctx context.Context, p Plan) ([]byte, error) {
-	title := p.Event.Title
-	if title == "" {
-		title = p.Event.ItemKey
+// readableInput gathers what package readable needs for an event: its
+// evidence (which must be the one hashed want, when want is set) and the
+// previous revision's.
+func (s *Service) readableInput(ctx context.Context, ev tidemark.Event, src SourceInfo, want string) (readable.Input, string, error) {
+	evidence, hash, err := s.Store.Evidence(ctx, ev.ID)
+	if err != nil {
+		return readable.Input{}, "", err
 	}
-	var notes string
-	if s.Overrides != nil {
-		o, ok, err := s.Overrides.PageOverride(ctx, p.Event.ID)
-		if err != nil {
-			return nil, fmt.Errorf("page %s overrides: %w", p.PageID, err)
+	if want != "" && hash != want {
+		return readable.Input{}, "", fmt.Errorf("event %s re-frozen (evidence %.12s, wanted %.12s): %w", ev.ID, hash, want, ErrSuperseded)
+	}
+	in := readable.Input{Kind: src.Kind, Title: ev.Title, Location: src.Location, Evidence: evidence}
+	if ev.Revision > 1 {
+		prev, _, err := s.Store.Revision(ctx, ev.ID, ev.Revision-1)
+		switch {
+		case errors.Is(err, tidemark.ErrNotFound):
+		case err != nil:
+			return readable.Input{}, "", err
+		default:
+			in.Previous = prev
 		}
-		if ok {
-			if o.Title != "" {
-				title = o.Title
-			}
-			notes = o.Notes
-		}
+	}
+	return in, hash, nil
+}
+
+// summarizeInput is readableInput for a summarizer.
+func (s *Service) summarizeInput(ctx context.Context, ev tidemark.Event) (summarize.Input, string, error) {
+	src, err := s.Store.SourceOf(ctx, ev.SourceID)
+	if err != nil {
+		return summarize.Input{}, "", err
+	}
+	in, hash, err := s.readableInput(ctx, ev, src, "")
+	if err != nil {
+		return summarize.Input{}, "", err
+	}
+	return summarize.Input{Event: ev, Kind: in.Kind, Location: in.Location, Evidence: in.Evidence, Previous: in.Previous}, hash, nil
+}
+
+// extractiveModel is the model name of drafts that are the readable
+// content itself; a page does not repeat them as a summary.
+const extractiveModel = "extractive"
+
+// renderPage renders a change page for a plan: the readable content of the
+// summary's frozen evidence, and the summary itself when a model wrote it.
+func (s *Service) renderPage(ctx context.Context, p Plan) ([]byte, error) {
+	title, notes, err := s.override(ctx, p.Event)
+	if err != nil {
+		return nil, fmt.Errorf("page %s overrides: %w", p.PageID, err)
+	}
+	in, _, err := s.readableInput(ctx, p.Event, p.Source, p.Summary.EvidenceHash)
+	if err != nil {
+		return nil, fmt.Errorf("page %s evidence: %w", p.PageID, err)
+	}
+	doc := readable.Build(in)
+	link := doc.Link
+	if link == "" {
+		link = readable.SafeLink(p.Event.URL)
+	}
+	var lead string
+	if doc.Headline != "" && doc.Headline != title && doc.Commit == nil {
+		lead = doc.Headline
+	}
+	var sum []string
+	if p.Summary.Model != extractiveModel {
+		sum = paragraphs(p.Summary.Text)
 	}
 	var b bytes.Buffer
-	err := pageTmpl.Execute(&b, map[string]any{
-		"Title": title, "Notes": notes, "Event": p.Event, "Source": p.Source, "Summary": p.Summary,
-		"Paragraphs": paragraphs(p.Summary.Text), "Generation": p.Generation,
+	err = pageTmpl.Execute(&b, map[string]any{
+		"Title": title, "Notes": notes, "Event": p.Event, "Source": p.Source, "Summary0": p.Summary,
+		"Summary": sum, "Doc": doc, "HTML": template.HTML(doc.HTML), // readable.SafeHTML's output only
+		"Link": link, "Lead": lead, "Generation": p.Generation,
 	})
 	return b.Bytes(), err
 }
 
-// maxCardPages and maxIndexPages bound the listings.
-const (
-	maxCardPages  = 500
-	maxIndexPages = 100
-)
-
-func (s *Service) renderCard(ctx context.Context, src SourceInfo) (func(gen int64) ([]byte, error), error) {
-	pages, err := s.Store.PagesOf(ctx, src.ID, maxCardPages+1)
-	if err != nil {
-		return nil, err
+// override is the page's title (an edited one when a page document has
+// one) and its notes.
+func (s *Service) override(ctx context.Context, ev tidemark.Event) (title, notes string, err error) {
+	title = readable.Clean(ev.Title)
+	if title == "" {
+		title = ev.ItemKey
 	}
-	more := len(pages) > maxCardPages
-	if more {
-		pages = pages[:maxCardPages]
+	if s.Overrides == nil {
+		return title, "", nil
 	}
-	return func(gen int64) ([]byte, error) {
-		var b bytes.Buffer
-		err := cardTmpl.Execute(&b, map[string]any{"Source": src, "Pages": pages, "More": more, "Generation": gen})
-		return b.Bytes(), err
-	}, nil
-}
-
-func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry) (func(gen int64) ([]byte, error), error) {
-	recent, err := s.Store.Recent(ctx, maxIndexPages)
-	if err != nil {
-		return nil, err
+	o, ok, err := s.Overrides.PageOverride(ctx, ev.ID)
+	if err != nil || !ok {
+		return title, "", err
 	}
-	names := map[string]string{}
-	for _, src := range sources {
-		names[src.ID] = src.Name
+	if o.Title != "" {
+		title = o.Title
 	}
-	return func(gen int64) ([]byte, error) {
-		var b bytes.Buffer
-		err := indexTmpl.Execute(&b, map[string]any{"Sources": sources, "Recent": recent, "SourceNames": names, "Generation": gen})
-		return b.Bytes(), err
-	}, nil
+	return title, o.Notes, nil
 }

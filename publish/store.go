@@ -106,6 +106,10 @@ type PageEntry struct {
 	SourceID   string
 	Title      string
 	OccurredAt time.Time
+	// PublishedAt is when the page was last published; Summary is the
+	// published summary's text (for feeds).
+	PublishedAt time.Time
+	Summary     string
 }
 
 // SourceEntry is a source with published pages, for the index.
@@ -146,6 +150,11 @@ type Store interface {
 	Unsummarized(ctx context.Context, model, promptVersion string, limit int) ([]tidemark.Event, error)
 	// Evidence is an event's current frozen evidence and its hash.
 	Evidence(ctx context.Context, eventID string) ([]byte, string, error)
+	// Revision is an event's frozen evidence at an earlier revision and its
+	// hash (earlier revisions are kept); tidemark.ErrNotFound if none.
+	Revision(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+	// SourceOf is what pages and summarizers need of a source.
+	SourceOf(ctx context.Context, sourceID string) (SourceInfo, error)
 	// Unpublished lists current summaries whose page does not have them
 	// marked published.
 	Unpublished(ctx context.Context, limit int) ([]string, error)

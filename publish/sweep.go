@@ -39,7 +39,7 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, 
 	if err != nil {
 		return false, err
 	}
-	info, err := objstore.PutGeneration(ctx, s.Objects, key, body, gen, contentType)
+	info, err := objstore.PutGeneration(ctx, s.Objects, key, body, gen, contentTypeOf(key))
 	if errors.Is(err, objstore.ErrNewerGeneration) {
 		return false, nil
 	}
@@ -50,22 +50,28 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, 
 }
 
 func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
-	render, err := s.renderCard(ctx, src)
+	objs, err := s.renderCard(ctx, src)
 	if err != nil {
 		return false, err
 	}
-	hash, err := contentHash(render)
+	hash, err := contentHash(objs[0].render)
 	if err != nil {
 		return false, err
 	}
 	// No stamp: a card written ahead of its first page is refreshed by the
-	// next RefreshListings.
-	return s.writeListing(ctx, CardKey(src.ID), "card", src.ID, "", hash, render)
+	// next RefreshListings, with its archive pages and feed.
+	return s.writeListing(ctx, objs[0].key, "card", src.ID, "", hash, objs[0].render)
 }
 
-// RefreshListings rewrites the index and the source cards whose listing
-// changed (or whose stored object is not the one recorded), and collects
-// cards of sources with no published page.
+// listingPrefixes hold listing objects only; an object there that no
+// listing renders is collected.
+var listingPrefixes = []string{"sources/", "archive/"}
+
+// RefreshListings rewrites the listing objects (the index and its archive
+// pages, each source's card, archive pages and feed, the feed of all
+// changes) whose content changed (or whose stored object is not the one
+// recorded), and collects listing objects nothing renders any more: cards
+// of sources with no published page, archive pages past the last.
 func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 	var rep ListingReport
 	sources, err := s.Store.Sources(ctx)
@@ -81,65 +87,88 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		recorded[o.Key] = o
 	}
 	stored := map[string]objstore.Info{}
-	if err := s.Objects.List(ctx, "sources/", func(in objstore.Info) error { stored[in.Key] = in; return nil }); err != nil {
-		return rep, err
+	for _, prefix := range listingPrefixes {
+		if err := s.Objects.List(ctx, prefix, func(in objstore.Info) error { stored[in.Key] = in; return nil }); err != nil {
+			return rep, err
+		}
 	}
-	if in, err := s.Objects.Head(ctx, IndexKey); err == nil {
-		stored[IndexKey] = in
-	} else if !errors.Is(err, objstore.ErrNotFound) {
-		return rep, err
+	for _, key := range []string{IndexKey, FeedKey} {
+		if in, err := s.Objects.Head(ctx, key); err == nil {
+			stored[key] = in
+		} else if !errors.Is(err, objstore.ErrNotFound) {
+			return rep, err
+		}
 	}
-	// refresh rewrites a listing unless the store holds the recorded object
-	// and the pages it lists are unchanged (same stamp: nothing to render)
-	// or render to the same content.
-	refresh := func(key, kind, sourceID, stamp string, renderer func() (func(int64) ([]byte, error), error)) error {
+	current := func(key string) bool {
 		rec, ok := recorded[key]
 		st, sok := stored[key]
-		current := ok && sok && rec.ETag == st.ETag
-		if current && stamp != "" && rec.Stamp == stamp {
-			rep.Unchanged++
-			return nil
-		}
-		render, err := renderer()
-		if err != nil {
-			return err
-		}
-		hash, err := contentHash(render)
-		if err != nil {
-			return err
-		}
-		if current && rec.ContentHash == hash && rec.Stamp == stamp {
-			rep.Unchanged++
-			return nil
-		}
-		wrote, err := s.writeListing(ctx, key, kind, sourceID, stamp, hash, render)
-		if wrote {
-			rep.Written++
-		}
-		return err
+		return ok && sok && rec.ETag != "" && rec.ETag == st.ETag
 	}
 	live := map[string]bool{}
+	// refresh rewrites a group of listing objects (one source's, or the
+	// index's) unless the store holds every object recorded for the group
+	// and the pages they list are unchanged (same stamp: nothing to
+	// render); otherwise it renders the group and writes each object whose
+	// content differs.
+	refresh := func(mainKey, kind, sourceID, stamp string, renderer func() ([]listingObject, error)) error {
+		fresh := current(mainKey) && recorded[mainKey].Stamp == stamp
+		var members []string
+		for key, rec := range recorded {
+			if rec.Kind == kind && rec.SourceID == sourceID && rec.ETag != "" {
+				members = append(members, key)
+				fresh = fresh && current(key) && rec.Stamp == stamp
+			}
+		}
+		if fresh {
+			for _, key := range members {
+				live[key] = true
+			}
+			rep.Unchanged += len(members)
+			return nil
+		}
+		group, err := renderer()
+		if err != nil {
+			return err
+		}
+		for _, o := range group {
+			live[o.key] = true
+			hash, err := contentHash(o.render)
+			if err != nil {
+				return err
+			}
+			if current(o.key) && recorded[o.key].ContentHash == hash && recorded[o.key].Stamp == stamp {
+				rep.Unchanged++
+				continue
+			}
+			wrote, err := s.writeListing(ctx, o.key, kind, sourceID, stamp, hash, o.render)
+			if wrote {
+				rep.Written++
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var indexStamp strings.Builder
 	for _, src := range sources {
-		key := CardKey(src.ID)
-		live[key] = true
 		fmt.Fprintf(&indexStamp, "%s=%s/%s;", src.ID, src.Name, src.Stamp)
-		err := refresh(key, "card", src.ID, src.Stamp+"|"+src.Name+"|"+src.Location, func() (func(int64) ([]byte, error), error) {
+		err := refresh(CardKey(src.ID), "card", src.ID, src.Stamp+"|"+src.Name+"|"+src.Location, func() ([]listingObject, error) {
 			return s.renderCard(ctx, src.SourceInfo)
 		})
 		if err != nil {
 			return rep, err
 		}
 	}
-	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() (func(int64) ([]byte, error), error) {
+	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
 		return s.renderIndex(ctx, sources)
 	})
 	if err != nil {
 		return rep, err
 	}
-	// Collect cards attached to nothing: in the store or in the books.
+	// Collect listing objects nothing renders: in the store or in the books.
 	for key := range stored {
-		if strings.HasPrefix(key, "sources/") && !live[key] {
+		if key != IndexKey && !live[key] {
 			if err := s.Objects.Delete(ctx, key); err != nil {
 				return rep, err
 			}
@@ -147,7 +176,7 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		}
 	}
 	for key, o := range recorded {
-		if o.Kind == "card" && !live[key] && o.ETag != "" {
+		if !live[key] && o.ETag != "" {
 			if err := s.Store.ForgetObject(ctx, key); err != nil {
 				return rep, err
 			}

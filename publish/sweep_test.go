@@ -143,7 +143,7 @@ func TestSweepRepairsTheStore(t *testing.T) {
 					}
 				}
 				rep, err = f.svc.Sweep(ctx)
-				if err != nil || rep.Withdrawn != 2 || rep.Listings.Collected != 1 {
+				if err != nil || rep.Withdrawn != 2 || rep.Listings.Collected != 2 { // the card and its feed
 					t.Fatalf("sweep after rejecting all: %+v %v", rep, err)
 				}
 				if _, err := f.objs.Head(ctx, publish.CardKey(f.src.ID)); !errors.Is(err, objstore.ErrNotFound) {

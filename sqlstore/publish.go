@@ -233,6 +233,19 @@ func (s *PublishStore) Evidence(ctx context.Context, eventID string) ([]byte, st
 	return s.db.Ingest().Evidence(ctx, eventID, 0)
 }
 
+// Revision implements publish.Store.
+func (s *PublishStore) Revision(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
+	if revision <= 0 {
+		return nil, "", fmt.Errorf("event %s revision %d: %w", eventID, revision, tidemark.ErrNotFound)
+	}
+	return s.db.Ingest().Evidence(ctx, eventID, revision)
+}
+
+// SourceOf implements publish.Store.
+func (s *PublishStore) SourceOf(ctx context.Context, sourceID string) (publish.SourceInfo, error) {
+	return s.source(ctx, s.db.db, sourceID)
+}
+
 // Unpublished implements publish.Store.
 func (s *PublishStore) Unpublished(ctx context.Context, limit int) ([]string, error) {
 	if limit <= 0 {
@@ -420,16 +433,20 @@ func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, erro
 	return out, nil
 }
 
-const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurred_at
-	FROM pages p JOIN events e ON e.id = p.event_id
+const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurred_at, p.published_at, s.text
+	FROM pages p JOIN events e ON e.id = p.event_id JOIN summaries s ON s.id = p.published_summary_id
 	WHERE p.published_summary_id IS NOT NULL`
 
 func (s *PublishStore) pageEntries(ctx context.Context, q string, args ...any) ([]publish.PageEntry, error) {
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.PageEntry, error) {
 		var e publish.PageEntry
 		var at int64
-		err := sc.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at)
+		var pub sql.NullInt64
+		err := sc.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at, &pub, &e.Summary)
 		e.OccurredAt = fromMS(at)
+		if t := fromNullMS(pub); t != nil {
+			e.PublishedAt = *t
+		}
 		return e, err
 	}, q, args...)
 	if err != nil {

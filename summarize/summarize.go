@@ -18,9 +18,22 @@ type Draft struct {
 	PromptVersion string `json:"prompt_version"`
 }
 
+// Input is what a summarizer reads: the event, its source's kind and
+// location, its current frozen evidence and, for a new revision of the same
+// event, the previous revision's evidence (frozen too), so the summary can
+// say what changed between revisions.
+type Input struct {
+	Event    tidemark.Event
+	Kind     string
+	Location string
+	Evidence []byte
+	// Previous is nil at the event's first revision.
+	Previous []byte
+}
+
 // Summarizer summarizes one event from its frozen evidence.
 type Summarizer interface {
-	Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (Draft, error)
+	Summarize(ctx context.Context, in Input) (Draft, error)
 	// Identity is the model and prompt version this summarizer's drafts
 	// carry, known before any call, so a caller can tell which events it
 	// has already summarized.

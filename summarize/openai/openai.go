@@ -86,11 +86,15 @@ func New(cfg Config) (*Summarizer, error) {
 func (s *Summarizer) Identity() (string, string) { return s.cfg.Model, s.cfg.PromptVersion }
 
 // Summarize implements summarize.Summarizer.
-func (s *Summarizer) Summarize(ctx context.Context, ev tidemark.Event, evidence []byte) (_ summarize.Draft, err error) {
+func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summarize.Draft, err error) {
 	// An endpoint may echo the key it was sent; our error is logged and
 	// stored, so it never carries the key (nor a password in the base URL).
 	defer func() { err = redact.Err(err, append(redact.Credentials(s.cfg.BaseURL), s.cfg.APIKey)...) }()
-	body := string(evidence)
+	// The message sent is unchanged by the richer input (the previous
+	// revision is not sent), so drafts under a configured prompt version
+	// stay what they were.
+	ev := in.Event
+	body := string(in.Evidence)
 	if len(body) > maxEvidenceBytes {
 		body = summarize.Cut(body, maxEvidenceBytes) + "\n[evidence truncated]"
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize"
 	"github.com/tidemark/tidemark/summarize/openai"
 )
 
@@ -50,7 +51,7 @@ func TestSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := tidemark.Event{ID: "ev1", Title: "publish: add pipeline"}
-	d, err := s.Summarize(context.Background(), ev, []byte("commit abc\n    publish: add pipeline\n"))
+	d, err := s.Summarize(context.Background(), summarize.Input{Event: ev, Evidence: []byte("commit abc\n    publish: add pipeline\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestServerErrorIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x"))
+	_, err = s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
 	if !errors.Is(err, tidemark.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
@@ -85,7 +86,7 @@ func TestServerErrorIsUnavailable(t *testing.T) {
 func TestEmptyReplyRefused(t *testing.T) {
 	srv, _ := chatServer(t, http.StatusOK, "   ")
 	s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
-	if _, err := s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x")); !errors.Is(err, tidemark.ErrUnconfirmed) {
+	if _, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")}); !errors.Is(err, tidemark.ErrUnconfirmed) {
 		t.Fatalf("err = %v, want ErrUnconfirmed", err)
 	}
 }
@@ -114,7 +115,7 @@ func TestErrorHidesTheAPIKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Summarize(context.Background(), tidemark.Event{ID: "e"}, []byte("x"))
+		_, err = s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
 		srv.Close()
 		if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "Incorrect API key") {
 			t.Fatalf("status %d: err = %v", status, err)
