@@ -1,0 +1,291 @@
+package publish_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize/extractive"
+	"golang.org/x/net/html"
+)
+
+// settle settles items of a source through a real claim.
+func (f *fixture) settle(t *testing.T, src tidemark.Source, items ...tidemark.Item) {
+	t.Helper()
+	ctx := context.Background()
+	ing := f.db.Ingest()
+	c, err := ing.Claim(ctx, src.ID, "test-holder", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.env.Clock.Advance(time.Second)
+	for i := range items {
+		if items[i].OccurredAt.IsZero() {
+			items[i].OccurredAt = f.env.Clock.Now().Add(time.Duration(i) * time.Millisecond)
+		}
+	}
+	if _, err := ing.Settle(ctx, c, ingest.Settlement{Items: items, Cursor: fmt.Sprint(f.env.Clock.Now().UnixNano()), NextDueAt: f.env.Clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) mustSummarizeAndPublish(t *testing.T) publish.PublishReport {
+	t.Helper()
+	ctx := context.Background()
+	if rep, err := f.svc.Summarize(ctx, extractive.Summarizer{}, 100000); err != nil || rep.Failed != 0 {
+		t.Fatalf("summarize: %+v %v", rep, err)
+	}
+	rep, err := f.svc.PublishPending(ctx, 100000)
+	if err != nil || rep.Failed != 0 {
+		t.Fatalf("publish: %+v %v", rep, err)
+	}
+	return rep
+}
+
+const hostile = `<p>Body</p><script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>` +
+	"<div><i>unbalanced\x1b[31m\x1b]0;pwn\x07"
+
+// TestHostileUpstreamIsInert: titles and bodies from upstream with
+// scripts, javascript: links, event handlers, unbalanced tags and terminal
+// escapes reach no page, listing or feed as anything but inert text, and
+// no object shows a local filesystem path.
+func TestHostileUpstreamIsInert(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) { testHostile(t, b) })
+}
+
+func testHostile(t *testing.T, b sqltest.Backend) {
+	ctx := context.Background()
+	f := mustFixture(t, b, mem.New())
+	feed, err := f.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "blog <b>", Kind: "feed", Location: "https://blog.example/feed.xml", Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := `<script>alert("t")</script><img src=x onerror=alert(4)>` + "\x1b[2J"
+	rec, err := json.Marshal(map[string]any{"id": "1", "title": title, "link": "javascript:alert(5)", "description": hostile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, feed, tidemark.Item{Key: "1", Title: title, URL: "javascript:alert(6)", Evidence: []byte(rec)})
+	f.settle(t, f.src, tidemark.Item{Key: "c1", Title: title, URL: "file:///src/repo",
+		Evidence: []byte("commit c1\nauthor " + title + " <a@b>\n\n    " + title + "\n")})
+	f.mustSummarizeAndPublish(t)
+	keys := map[string][]byte{}
+	if err := f.objs.List(ctx, "", func(in objstore.Info) error {
+		o, err := f.objs.Get(ctx, in.Key)
+		keys[in.Key] = o.Body
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 8 {
+		t.Fatalf("objects: %d", len(keys))
+	}
+	for key, body := range keys {
+		s := string(body)
+		for _, bad := range []string{"\x1b", "\x07", "/src/repo", "file://"} {
+			if strings.Contains(s, bad) {
+				i := strings.Index(s, bad)
+				t.Errorf("%s contains %q: %q", key, bad, s[max(0, i-80):min(len(s), i+40)])
+			}
+		}
+		if strings.HasSuffix(key, ".atom") {
+			d := mustValidAtom(t, key, body)
+			for _, e := range d.Entries {
+				if !strings.HasPrefix(e.Link.Href, "../") && !strings.HasPrefix(e.Link.Href, "changes/") {
+					t.Errorf("%s: entry link %q", key, e.Link.Href)
+				}
+			}
+			continue
+		}
+		mustInertHTML(t, key, body)
+	}
+	page := keys["changes/"+mustPageOf(t, f, "1")+".html"]
+	if !contains(page, "<p>Body</p>") || !contains(page, "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;") {
+		t.Errorf("feed page lost its safe content or its title:\n%s", page)
+	}
+}
+
+// mustInertHTML parses a wiki object and fails on anything live that did
+// not come from tidemark: scripts, frames, images, event handlers, links
+// with a scheme other than http(s) and mailto, more than one style.
+func mustInertHTML(t *testing.T, key string, body []byte) {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	styles := 0
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "script", "iframe", "object", "embed", "img", "form", "base":
+				t.Errorf("%s: live <%s>", key, n.Data)
+			case "style":
+				styles++
+			}
+			for _, a := range n.Attr {
+				v := strings.ToLower(strings.TrimSpace(a.Val))
+				switch {
+				case strings.HasPrefix(a.Key, "on"), a.Key == "style", a.Key == "src":
+					t.Errorf("%s: <%s %s=%q>", key, n.Data, a.Key, a.Val)
+				case a.Key == "href" && strings.Contains(v, ":") && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "mailto:"):
+					t.Errorf("%s: <%s href=%q>", key, n.Data, a.Val)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if styles != 1 {
+		t.Errorf("%s: %d style elements", key, styles)
+	}
+}
+
+// mustValidAtom parses an Atom 1.0 document and checks its required
+// elements (RFC 4287 4.1.1, 4.1.2).
+func mustValidAtom(t *testing.T, key string, body []byte) atomDoc {
+	t.Helper()
+	var d atomDoc
+	if err := xml.Unmarshal(body, &d); err != nil {
+		t.Fatalf("%s: %v\n%s", key, err, body)
+	}
+	if d.XMLName.Space != "http://www.w3.org/2005/Atom" || d.XMLName.Local != "feed" || d.ID == "" || d.Title == "" || d.Updated == "" || d.Author == "" {
+		t.Fatalf("%s: feed lacks required elements: %+v", key, d)
+	}
+	if _, err := time.Parse(time.RFC3339, d.Updated); err != nil {
+		t.Fatalf("%s: updated %q", key, d.Updated)
+	}
+	for _, e := range d.Entries {
+		if !strings.HasPrefix(e.ID, "urn:tidemark:event:") || e.Title == "" || e.Link.Href == "" || e.Link.Rel != "alternate" {
+			t.Fatalf("%s: entry lacks required elements: %+v", key, e)
+		}
+		if _, err := time.Parse(time.RFC3339, e.Updated); err != nil {
+			t.Fatalf("%s: entry updated %q", key, e.Updated)
+		}
+	}
+	return d
+}
+
+type atomDoc struct {
+	XMLName xml.Name
+	ID      string `xml:"id"`
+	Title   string `xml:"title"`
+	Updated string `xml:"updated"`
+	Author  string `xml:"author>name"`
+	Entries []struct {
+		ID      string `xml:"id"`
+		Title   string `xml:"title"`
+		Updated string `xml:"updated"`
+		Link    struct {
+			Rel  string `xml:"rel,attr"`
+			Href string `xml:"href,attr"`
+		} `xml:"link"`
+	} `xml:"entry"`
+}
+
+// TestEveryPageReachableFromIndex crawls the wiki from index.html and
+// finds every change page, through the archive pages of the index and of
+// the source; a new change rewrites only the newest archive page.
+func TestEveryPageReachableFromIndex(t *testing.T) {
+	ctx := context.Background()
+	f := mustFixture(t, sqltest.Backends()[0], mem.New())
+	const n = 2*publish.ListPageSize + 7
+	items := make([]tidemark.Item, n)
+	for i := range items {
+		items[i] = tidemark.Item{Key: fmt.Sprintf("c%03d", i), Title: fmt.Sprintf("change %d", i),
+			Evidence: []byte(fmt.Sprintf("commit c%03d\n\n    change %d\n", i, i))}
+	}
+	f.settle(t, f.src, items...)
+	f.mustSummarizeAndPublish(t)
+	reached := crawl(t, f, publish.IndexKey)
+	pages := 0
+	if err := f.objs.List(ctx, "changes/", func(in objstore.Info) error {
+		pages++
+		if !reached[in.Key] {
+			t.Errorf("%s is reachable from no link", in.Key)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if pages != n {
+		t.Fatalf("%d pages, want %d", pages, n)
+	}
+	for _, k := range []string{publish.IndexArchiveKey(3), publish.CardArchiveKey(f.src.ID, 3)} {
+		if !reached[k] {
+			t.Errorf("archive %s not reached", k)
+		}
+	}
+	// One more change: the front pages, the newest archive pages and the
+	// feeds change; older archive pages do not.
+	f.settle(t, f.src, tidemark.Item{Key: "new", Title: "newest", Evidence: []byte("commit new\n\n    newest\n")})
+	f.mustSummarizeAndPublish(t)
+	before, _ := f.objs.Head(ctx, publish.IndexArchiveKey(1))
+	rep, err := f.svc.RefreshListings(ctx)
+	after, _ := f.objs.Head(ctx, publish.IndexArchiveKey(1))
+	if err != nil || rep.Written != 0 || before.ETag != after.ETag {
+		t.Fatalf("refresh after publish: %+v %v", rep, err)
+	}
+	if !crawl(t, f, publish.IndexKey)["changes/"+mustPageOf(t, f, "new")+".html"] {
+		t.Fatal("the newest change is not linked")
+	}
+}
+
+func mustPageOf(t *testing.T, f *fixture, key string) string {
+	t.Helper()
+	var id string
+	err := f.db.SQL().QueryRowContext(context.Background(), `SELECT p.id FROM pages p JOIN events e ON e.id = p.event_id WHERE e.item_key = $1`, key).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+var hrefRE = regexp.MustCompile(`href="([^"]+)"`)
+
+// crawl follows every relative link from start and returns the keys it
+// reached; a link to a missing object fails the test.
+func crawl(t *testing.T, f *fixture, start string) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{start: true}
+	queue := []string{start}
+	for len(queue) > 0 {
+		key := queue[0]
+		queue = queue[1:]
+		o, err := f.objs.Get(context.Background(), key)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if !strings.HasSuffix(key, ".html") {
+			continue
+		}
+		for _, m := range hrefRE.FindAllStringSubmatch(string(o.Body), -1) {
+			u, err := url.Parse(m[1])
+			if err != nil || u.IsAbs() || strings.HasPrefix(m[1], "../evidence/") {
+				continue
+			}
+			target := path.Clean(path.Join(path.Dir(key), u.Path))
+			if !seen[target] {
+				seen[target] = true
+				queue = append(queue, target)
+			}
+		}
+	}
+	return seen
+}
