@@ -111,7 +111,7 @@ func TestRunOnceBuildsWiki(t *testing.T) {
 	}
 	srv := httptest.NewServer(storeHandler(objs, slog.New(slog.DiscardHandler)))
 	defer srv.Close()
-	for path, want := range map[string]int{"/": 200, "/index.html": 200, "/.index.html.meta": 404, "/../tidemark.db": 404, "/changes/nope.html": 404} {
+	for path, want := range map[string]int{"/": 200, "/index.html": 200, "/.index.html.meta": 404, "/../tidemark.db": 404, "/changes/nope.html": 404, "/feed.atom": 200} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

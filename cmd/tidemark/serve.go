@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,12 +52,55 @@ func storeHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 			http.Error(w, "the wiki's store did not answer", http.StatusBadGateway)
 			return
 		}
-		if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
+		if path.Ext(key) == ".atom" { // the wiki's feeds; not in every mime table
+			w.Header().Set("Content-Type", "application/atom+xml; charset=utf-8")
+		} else if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
 			w.Header().Set("Content-Type", ct)
 		}
 		w.Header().Set("ETag", o.ETag)
 		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
 	})
+}
+
+// evidenceHandler serves an event's frozen evidence at a revision, as the
+// bytes that were hashed (GET /evidence/{event}/{revision}): the download
+// every change page links to. It is part of the public wiki, as the pages
+// that link to it are.
+func evidenceHandler(ev interface {
+	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("event")
+		rev, err := strconv.Atoi(r.PathValue("revision"))
+		if err != nil || rev < 1 {
+			http.Error(w, "revision must be a positive number", http.StatusBadRequest)
+			return
+		}
+		b, hash, err := ev.Evidence(r.Context(), id, rev)
+		if errors.Is(err, tidemark.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="evidence-%s-r%d.txt"`, sanitizeName(id), rev))
+		w.Header().Set("X-Evidence-SHA256", hash)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("ETag", `"`+hash+`"`)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
+	})
+}
+
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -91,9 +136,14 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 					return tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
 				}
 			}
+			// The wiki: the store as it stands, and the frozen evidence
+			// every change page links to (public, as the pages are).
+			wiki := http.NewServeMux()
+			wiki.Handle("GET /evidence/{event}/{revision}", evidenceHandler(db.Ingest()))
+			wiki.Handle("/", storeHandler(objs, a.log))
 			// The wiki, and the operator's pages and the JSON API beside it.
 			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
-				Wiki: storeHandler(objs, a.log), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
+				Wiki: wiki, Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
 				SecureCookies: secureCookies, SessionTTL: sessionTTL}).Handler()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
