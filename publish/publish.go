@@ -113,7 +113,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 	if err := fpAfterCard.Hit(ctx); err != nil {
 		return res, err
 	}
-	body, err := s.renderPage(ctx, plan)
+	body, err := s.renderPage(ctx, &plan)
 	if err != nil {
 		return res, err
 	}

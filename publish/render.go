@@ -223,7 +223,8 @@ const extractiveModel = "extractive"
 
 // renderPage renders a change page for a plan: the readable content of the
 // summary's frozen evidence, and the summary itself when a model wrote it.
-func (s *Service) renderPage(ctx context.Context, p Plan) ([]byte, error) {
+// It sets the plan's Title and SearchText.
+func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 	title, notes, err := s.override(ctx, p.Event)
 	if err != nil {
 		return nil, fmt.Errorf("page %s overrides: %w", p.PageID, err)
@@ -245,6 +246,8 @@ func (s *Service) renderPage(ctx context.Context, p Plan) ([]byte, error) {
 	if p.Summary.Model != extractiveModel {
 		sum = paragraphs(p.Summary.Text)
 	}
+	p.Title = title
+	p.SearchText = searchText(doc.SearchText() + "\n" + notes)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title": title, "Notes": notes, "Event": p.Event, "Source": p.Source, "Summary0": p.Summary,

@@ -80,6 +80,11 @@ type Plan struct {
 	// PageURL is where readers find the page, when the service knows
 	// (Service.BaseURL); hooks receive it.
 	PageURL string
+	// Title is the title the page shows (an editor's override included),
+	// and SearchText the page's readable text; the mark records both, so
+	// listings, feeds, posts and search show what the page shows.
+	Title      string
+	SearchText string
 }
 
 // Written is what the object store confirmed.

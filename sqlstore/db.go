@@ -39,11 +39,13 @@ type Dialect struct {
 	LockSkipLocked string
 	// Bytes is the column type for raw bytes.
 	Bytes string
+	// search is the dialect's full-text search.
+	search *searchDialect
 }
 
 var (
-	SQLite   = Dialect{Name: "sqlite", Bytes: "BLOB"}
-	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA"}
+	SQLite   = Dialect{Name: "sqlite", Bytes: "BLOB", search: sqliteSearch}
+	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA", search: postgresSearch}
 )
 
 // DB is an open tidemark database.

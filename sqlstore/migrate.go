@@ -15,11 +15,18 @@ var migrationFS embed.FS
 
 // Migration is one versioned schema change. Files are named
 // NNNN_name.sql; {{bytes}} stands for the dialect's raw-bytes column type.
+// A change that the dialects cannot share (a full-text index) is a pair of
+// files NNNN_name.sqlite.sql and NNNN_name.postgres.sql: one version, each
+// applied on its own dialect only.
 type Migration struct {
 	Version int
 	Name    string
+	// Dialect is "" for every dialect, else the only one it applies to.
+	Dialect string
 	SQL     string
 }
+
+var migrationDialects = map[string]bool{SQLite.Name: true, Postgres.Name: true}
 
 // Migrations returns every migration in version order.
 func Migrations() ([]Migration, error) {
@@ -28,7 +35,7 @@ func Migrations() ([]Migration, error) {
 		return nil, err
 	}
 	var out []Migration
-	seen := map[int]string{}
+	seen := map[string]string{}
 	for _, e := range entries {
 		name := e.Name()
 		num, rest, ok := strings.Cut(name, "_")
@@ -36,17 +43,40 @@ func Migrations() ([]Migration, error) {
 		if !ok || err != nil || !strings.HasSuffix(rest, ".sql") {
 			return nil, fmt.Errorf("sqlstore: migration %s: want NNNN_name.sql", name)
 		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("sqlstore: migrations %s and %s share version %d", prev, name, v)
+		base, dialect := strings.TrimSuffix(rest, ".sql"), ""
+		if i := strings.LastIndex(base, "."); i >= 0 {
+			base, dialect = base[:i], base[i+1:]
+			if !migrationDialects[dialect] {
+				return nil, fmt.Errorf("sqlstore: migration %s: unknown dialect %q", name, dialect)
+			}
 		}
-		seen[v] = name
+		// One version per dialect: a shared file, or one file per dialect
+		// under the same name.
+		for _, d := range []string{dialect, ""} {
+			if prev, dup := seen[fmt.Sprint(v, "/", d)]; dup && (d == "" || dialect == d) {
+				return nil, fmt.Errorf("sqlstore: migrations %s and %s share version %d", prev, name, v)
+			}
+		}
+		if dialect == "" {
+			for d := range migrationDialects {
+				if prev, dup := seen[fmt.Sprint(v, "/", d)]; dup {
+					return nil, fmt.Errorf("sqlstore: migrations %s and %s share version %d", prev, name, v)
+				}
+			}
+		}
+		seen[fmt.Sprint(v, "/", dialect)] = name
 		b, err := migrationFS.ReadFile("migrations/" + name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Migration{Version: v, Name: strings.TrimSuffix(rest, ".sql"), SQL: string(b)})
+		out = append(out, Migration{Version: v, Name: base, Dialect: dialect, SQL: string(b)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Version != out[j].Version {
+			return out[i].Version < out[j].Version
+		}
+		return out[i].Dialect < out[j].Dialect
+	})
 	return out, nil
 }
 
@@ -81,6 +111,9 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 	for _, m := range ms {
 		if upTo > 0 && m.Version > upTo {
 			break
+		}
+		if m.Dialect != "" && m.Dialect != d.Dialect.Name {
+			continue
 		}
 		if err := d.apply(ctx, m); err != nil {
 			return err

@@ -322,8 +322,12 @@ func (s *PublishStore) source(ctx context.Context, q querier, id string) (publis
 
 // Mark implements publish.Store.
 func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
+	title := p.Title
+	if title == "" {
+		title = p.Event.Title
+	}
 	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
-		Generation: p.Generation, Title: p.Event.Title, Summary: p.Summary.Text, PageURL: p.PageURL}
+		Generation: p.Generation, Title: title, Summary: p.Summary.Text, PageURL: p.PageURL}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return pub, err
@@ -346,11 +350,15 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4
+		published_at = $4, updated_at = $4, title = $6
 		WHERE id = $5 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID)
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title)
 	if err != nil {
 		return pub, err
+	}
+	// The search index shows what the page shows, from this commit on.
+	if err := s.db.Dialect.search.index(ctx, tx, p.PageID, title, p.Summary.Text, p.SearchText); err != nil {
+		return pub, fmt.Errorf("index page %s for search: %w", p.PageID, err)
 	}
 	for _, h := range hooks {
 		if err := h(ctx, tx, pub); err != nil {
@@ -404,15 +412,27 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 }
 
 // Withdraw implements publish.Store.
+// The page leaves the search index in the same transaction.
 func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error) {
-	res, err := s.db.db.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
 		published_at = NULL, updated_at = $1
 		WHERE id = $2 AND summary_id IS NULL AND published_summary_id IS NOT NULL`, ms(s.db.Clock.Now()), pageID)
 	if err != nil {
 		return false, err
 	}
 	n, err := res.RowsAffected()
-	return n == 1, err
+	if err != nil || n != 1 {
+		return false, err
+	}
+	if err := s.db.Dialect.search.unindex(ctx, tx, pageID); err != nil {
+		return false, fmt.Errorf("remove page %s from search: %w", pageID, err)
+	}
+	return true, tx.Commit()
 }
 
 // Sources implements publish.Store.
@@ -433,7 +453,7 @@ func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, erro
 	return out, nil
 }
 
-const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, e.title, e.occurred_at, p.published_at, s.text
+const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, ` + shownTitle + `, e.occurred_at, p.published_at, s.text
 	FROM pages p JOIN events e ON e.id = p.event_id JOIN summaries s ON s.id = p.published_summary_id
 	WHERE p.published_summary_id IS NOT NULL`
 

@@ -352,3 +352,46 @@ func paragraphs(text string) []string {
 	}
 	return out
 }
+
+// MaxSearchText bounds SearchText.
+const MaxSearchText = 64 << 10
+
+// SearchText is all of the doc's text, for a full-text index: headline,
+// author, categories, prose, every diff line, every field's path and
+// values, a file's path, a commit's message and files.
+func (d Doc) SearchText() string {
+	var b strings.Builder
+	w := func(s string) {
+		if s != "" && b.Len() < MaxSearchText {
+			b.WriteString(s)
+			b.WriteByte('\n')
+		}
+	}
+	w(d.Headline)
+	w(d.Author)
+	w(strings.Join(d.Categories, " "))
+	for _, p := range d.Prose {
+		w(p)
+	}
+	for _, l := range d.Diff {
+		if l.Op != "@" {
+			w(l.Text)
+		}
+	}
+	for _, f := range d.Fields {
+		w(f.Path + " " + f.Old + " " + f.New)
+	}
+	if d.File != nil {
+		w(d.File.Path)
+	}
+	if c := d.Commit; c != nil {
+		w(c.Subject)
+		for _, p := range c.Body {
+			w(p)
+		}
+		for _, f := range c.Files {
+			w(f.Path)
+		}
+	}
+	return truncate(b.String(), MaxSearchText)
+}

@@ -1,0 +1,145 @@
+package publish
+
+import (
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Search finds published pages by their titles, summaries and the readable
+// text of their evidence. The index is written in the transaction that
+// marks a page published, so it never lists a page that is not published,
+// and a withdrawn page leaves it in the transaction that withdraws it.
+
+// SearchQuery is a parsed query: words and quoted phrases a page must all
+// contain, and words or phrases (prefixed with -) it must not.
+type SearchQuery struct {
+	// Raw is the query as the user wrote it.
+	Raw      string
+	Terms    []string
+	Excluded []string
+	Limit    int
+	Offset   int
+}
+
+// MaxSearchQuery bounds a query's length.
+const MaxSearchQuery = 500
+
+// ParseSearch parses a user's query. An empty query, one over
+// MaxSearchQuery bytes, or one with nothing but exclusions is invalid
+// (tidemark.ErrInvalid): it says what was wrong.
+func ParseSearch(raw string, limit, offset int) (SearchQuery, error) {
+	q := SearchQuery{Raw: strings.TrimSpace(raw), Limit: limit, Offset: offset}
+	if q.Limit <= 0 || q.Limit > 100 {
+		q.Limit = 20
+	}
+	if q.Offset < 0 {
+		q.Offset = 0
+	}
+	switch {
+	case q.Raw == "":
+		return q, tidemark.Invalidf("search", "q", "is empty: give words to search for")
+	case len(q.Raw) > MaxSearchQuery:
+		return q, tidemark.Invalidf("search", "q", "is over %d bytes", MaxSearchQuery)
+	}
+	s := q.Raw
+	for s != "" {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			break
+		}
+		neg := false
+		if s[0] == '-' {
+			neg, s = true, s[1:]
+		}
+		var term string
+		if strings.HasPrefix(s, `"`) {
+			end := strings.Index(s[1:], `"`)
+			if end < 0 {
+				return q, tidemark.Invalidf("search", "q", "has an unclosed quote")
+			}
+			term, s = s[1:1+end], s[2+end:]
+		} else {
+			end := strings.IndexFunc(s, unicode.IsSpace)
+			if end < 0 {
+				end = len(s)
+			}
+			term, s = s[:end], s[end:]
+		}
+		term = strings.Join(strings.Fields(strings.ReplaceAll(term, `"`, " ")), " ")
+		if !strings.ContainsFunc(term, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		if neg {
+			q.Excluded = append(q.Excluded, term)
+		} else {
+			q.Terms = append(q.Terms, term)
+		}
+	}
+	if len(q.Terms) == 0 {
+		return q, tidemark.Invalidf("search", "q", "has no word to look for (only punctuation or exclusions)")
+	}
+	return q, nil
+}
+
+// SearchHit is a published page that matched.
+type SearchHit struct {
+	PageID     string    `json:"page_id"`
+	EventID    string    `json:"event_id"`
+	SourceID   string    `json:"source_id"`
+	SourceName string    `json:"source_name"`
+	Title      string    `json:"title"`
+	OccurredAt time.Time `json:"occurred_at"`
+	// Snippet is the matching text; Marks are its matched fragments.
+	Snippet []SnippetPart `json:"snippet"`
+	// URL is the page's path relative to the wiki's root.
+	URL string `json:"url"`
+}
+
+// SnippetPart is a fragment of a snippet, Match when it matched the query.
+type SnippetPart struct {
+	Text  string `json:"text"`
+	Match bool   `json:"match,omitempty"`
+}
+
+// SearchResult is one page of hits; More says a next page exists.
+type SearchResult struct {
+	Query  string      `json:"query"`
+	Hits   []SearchHit `json:"hits"`
+	Offset int         `json:"offset"`
+	Limit  int         `json:"limit"`
+	More   bool        `json:"more"`
+}
+
+// Snippet markers: private-use characters the stores put around matches;
+// they are removed from the text before it is indexed.
+const (
+	MarkStart = '\uE000'
+	MarkEnd   = '\uE001'
+)
+
+// SplitSnippet splits a marked snippet into parts.
+func SplitSnippet(s string) []SnippetPart {
+	var out []SnippetPart
+	match := false
+	for s != "" {
+		i := strings.IndexAny(s, string([]rune{MarkStart, MarkEnd}))
+		if i < 0 {
+			out = append(out, SnippetPart{Text: s, Match: match})
+			break
+		}
+		if i > 0 {
+			out = append(out, SnippetPart{Text: s[:i], Match: match})
+		}
+		match = strings.HasPrefix(s[i:], string(MarkStart))
+		s = s[i+len(string(MarkStart)):]
+	}
+	return out
+}
+
+// searchText strips the snippet markers from text to be indexed.
+func searchText(s string) string {
+	return strings.NewReplacer(string(MarkStart), "", string(MarkEnd), "").Replace(s)
+}

@@ -1,0 +1,123 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// TestSearch: published pages are found by title, summary and evidence
+// text, ranked and paginated; an edited title is what search shows; a
+// withdrawn page leaves the index; queries that are not queries are
+// invalid, never a store error.
+func TestSearch(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		over := fakeOverrides{}
+		f.svc.Overrides = over
+		f.settle(t, f.src,
+			tidemark.Item{Key: "a", Title: "fix the tidal gauge", Evidence: []byte("commit a\n\n    fix the tidal gauge\n    \n    Calibrates the harbour sensor.\n")},
+			tidemark.Item{Key: "b", Title: "docs: harbour map", Evidence: []byte("commit b\n\n    docs: harbour map\n")},
+			tidemark.Item{Key: "c", Title: "unrelated", Evidence: []byte("commit c\n\n    unrelated\n")})
+		evA := mustEventOf(t, f, "a")
+		over[evA] = publish.Override{Title: "Gauge calibration fixed"}
+		f.mustSummarizeAndPublish(t)
+		pa := mustPageOf(t, f, "a")
+		// The edited title is the one the listings and feeds show.
+		for _, key := range []string{publish.IndexKey, publish.CardKey(f.src.ID), publish.FeedKey, publish.CardFeedKey(f.src.ID)} {
+			o, err := f.objs.Get(ctx, key)
+			if err != nil || contains(o.Body, "fix the tidal gauge</") || !contains(o.Body, "Gauge calibration fixed") {
+				t.Fatalf("%s does not show the edited title: %v\n%s", key, err, o.Body)
+			}
+		}
+		search := func(q string, limit, offset int) publish.SearchResult {
+			t.Helper()
+			pq, err := publish.ParseSearch(q, limit, offset)
+			if err != nil {
+				t.Fatalf("parse %q: %v", q, err)
+			}
+			res, err := f.st.Search(ctx, pq)
+			if err != nil {
+				t.Fatalf("search %q: %v", q, err)
+			}
+			return res
+		}
+		res := search("harbour", 10, 0)
+		if len(res.Hits) != 2 || res.More {
+			t.Fatalf("harbour: %+v", res)
+		}
+		res = search("sensor", 10, 0) // only in the evidence's body
+		if len(res.Hits) != 1 || res.Hits[0].PageID != pa || res.Hits[0].Title != "Gauge calibration fixed" {
+			t.Fatalf("sensor: %+v", res)
+		}
+		var marked bool
+		for _, p := range res.Hits[0].Snippet {
+			marked = marked || p.Match && strings.EqualFold(p.Text, "sensor")
+		}
+		if !marked {
+			t.Errorf("snippet does not mark the match: %+v", res.Hits[0].Snippet)
+		}
+		if res := search("harbour -map", 10, 0); len(res.Hits) != 1 || res.Hits[0].PageID != pa {
+			t.Fatalf("exclusion: %+v", res)
+		}
+		if res := search(`"harbour map"`, 10, 0); len(res.Hits) != 1 || res.Hits[0].PageID == pa {
+			t.Fatalf("phrase: %+v", res)
+		}
+		first, second := search("harbour", 1, 0), search("harbour", 1, 1)
+		if len(first.Hits) != 1 || !first.More || len(second.Hits) != 1 || second.More || first.Hits[0].PageID == second.Hits[0].PageID {
+			t.Fatalf("pagination: %+v %+v", first, second)
+		}
+		// Characters that are FTS syntax are searched as text.
+		for _, q := range []string{`harbour"`, `harbour AND OR NOT`, `(harbour`, `harbour*`, `title:harbour`, `NEAR(harbour`} {
+			pq, err := publish.ParseSearch(q, 10, 0)
+			if err != nil {
+				t.Fatalf("parse %q: %v", q, err)
+			}
+			if _, err := f.st.Search(ctx, pq); err != nil {
+				t.Errorf("search %q: %v", q, err)
+			}
+		}
+		for _, q := range []string{"", "   ", "-harbour", `"harbour`, "***", strings.Repeat("x", publish.MaxSearchQuery+1)} {
+			if _, err := publish.ParseSearch(q, 10, 0); !errors.Is(err, tidemark.ErrInvalid) {
+				t.Errorf("query %q: %v, want invalid", q, err)
+			}
+		}
+		// Withdrawn: rejected and swept, the page leaves the index.
+		sums, err := f.st.Summaries(ctx, publish.SummaryFilter{EventID: evA})
+		if err != nil || len(sums) == 0 {
+			t.Fatal(sums, err)
+		}
+		if _, err := f.st.Reject(ctx, sums[0].ID, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Withdrawn != 1 {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+		if res := search("sensor", 10, 0); len(res.Hits) != 0 {
+			t.Fatalf("withdrawn page still found: %+v", res)
+		}
+	})
+}
+
+type fakeOverrides map[string]publish.Override
+
+func (o fakeOverrides) PageOverride(ctx context.Context, eventID string) (publish.Override, bool, error) {
+	v, ok := o[eventID]
+	return v, ok, nil
+}
+
+func mustEventOf(t *testing.T, f *fixture, key string) string {
+	t.Helper()
+	var id string
+	if err := f.db.SQL().QueryRowContext(context.Background(), `SELECT id FROM events WHERE item_key = $1`, key).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -1,0 +1,20 @@
+-- 0009 (PostgreSQL): the title a page shows, an editor's override included,
+-- kept with its publication so listings and feeds show it too; and
+-- full-text search over published pages: titles (weight A), summaries (B)
+-- and the readable text of their evidence (C), with a GIN index. The
+-- 'simple' configuration does not stem: upstream text is in any language,
+-- and it matches SQLite's unicode61 tokenizer.
+ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE page_search (
+    page_id  TEXT PRIMARY KEY REFERENCES pages(id),
+    title    TEXT NOT NULL,
+    summary  TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    document tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', title), 'A') ||
+        setweight(to_tsvector('simple', summary), 'B') ||
+        setweight(to_tsvector('simple', evidence), 'C')) STORED
+);
+
+CREATE INDEX page_search_document ON page_search USING GIN (document);

@@ -1,0 +1,16 @@
+-- 0009 (SQLite): the title a page shows, an editor's override included, kept
+-- with its publication so listings and feeds show it too; and full-text
+-- search (FTS5) over published pages: titles, summaries and the readable
+-- text of their evidence. page_search_rows maps a page to its FTS row, so a
+-- republication replaces the page's row by rowid, not by a scan.
+ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE page_search_rows (
+    row     INTEGER PRIMARY KEY,
+    page_id TEXT NOT NULL UNIQUE REFERENCES pages(id)
+);
+
+CREATE VIRTUAL TABLE page_search USING fts5(
+    title, summary, evidence,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
