@@ -45,7 +45,11 @@ aside{border-left:3px solid #c9a227;background:#fffbea;padding:.5rem 1rem;margin
 .pager{display:flex;gap:1rem;justify-content:space-between;margin:1.2rem 0;font-size:.95rem}.pages{font-size:.9rem;color:var(--muted);line-height:2}
 .pages a,.pages strong{display:inline-block;min-width:2rem;text-align:center}
 footer{max-width:52rem;margin:2rem auto 1rem;padding:1rem;border-top:1px solid var(--line);color:var(--muted);font-size:.8rem;overflow-wrap:anywhere}
-.empty{color:var(--muted);padding:2rem;text-align:center;background:var(--soft);border-radius:6px}`
+.empty{color:var(--muted);padding:2rem;text-align:center;background:var(--soft);border-radius:6px}
+form.search{display:flex;gap:.5rem;margin:1rem 0}form.search input{flex:1;font:inherit;padding:.45rem .6rem;border:1px solid var(--line);border-radius:6px}
+form.search button{font:inherit;padding:.45rem 1rem;border:0;border-radius:6px;background:var(--accent);color:#fff}
+ol.hits{padding-left:1.4rem}ol.hits li{margin:0 0 1rem}.snippet{margin:.2rem 0;color:var(--muted);font-size:.92rem;overflow-wrap:anywhere}
+mark{background:#fff0a8;color:inherit;padding:0 .1em;border-radius:2px}.error{color:var(--delfg);background:var(--del);padding:.5rem 1rem;border-radius:6px}`
 
 var (
 	funcs = template.FuncMap{

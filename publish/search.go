@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"strings"
 	"time"
 	"unicode"
@@ -40,9 +41,9 @@ func ParseSearch(raw string, limit, offset int) (SearchQuery, error) {
 	}
 	switch {
 	case q.Raw == "":
-		return q, tidemark.Invalidf("search", "q", "is empty: give words to search for")
+		return q, tidemark.Invalidf("search query", q.Raw, "is empty: give words to search for")
 	case len(q.Raw) > MaxSearchQuery:
-		return q, tidemark.Invalidf("search", "q", "is over %d bytes", MaxSearchQuery)
+		return q, tidemark.Invalidf("search query", q.Raw, "is over %d bytes", MaxSearchQuery)
 	}
 	s := q.Raw
 	for s != "" {
@@ -58,7 +59,7 @@ func ParseSearch(raw string, limit, offset int) (SearchQuery, error) {
 		if strings.HasPrefix(s, `"`) {
 			end := strings.Index(s[1:], `"`)
 			if end < 0 {
-				return q, tidemark.Invalidf("search", "q", "has an unclosed quote")
+				return q, tidemark.Invalidf("search query", q.Raw, "has an unclosed quote")
 			}
 			term, s = s[1:1+end], s[2+end:]
 		} else {
@@ -79,7 +80,7 @@ func ParseSearch(raw string, limit, offset int) (SearchQuery, error) {
 		}
 	}
 	if len(q.Terms) == 0 {
-		return q, tidemark.Invalidf("search", "q", "has no word to look for (only punctuation or exclusions)")
+		return q, tidemark.Invalidf("search query", q.Raw, "has no word to look for (only punctuation or exclusions)")
 	}
 	return q, nil
 }
@@ -142,4 +143,30 @@ func SplitSnippet(s string) []SnippetPart {
 // searchText strips the snippet markers from text to be indexed.
 func searchText(s string) string {
 	return strings.NewReplacer(string(MarkStart), "", string(MarkEnd), "").Replace(s)
+}
+
+// searchTmpl is the search page, in the wiki's look; it is served at
+// /search, so links are relative to the wiki's root.
+var searchTmpl = wikiTemplate("search", `{{if .Query}}{{.Query}} · {{end}}Search · tidemark`, ``, `<nav class="crumbs"><a href="index.html">All changes</a> › Search</nav>
+<main>
+<h1>Search</h1>
+<form class="search" action="search" method="get"><input type="search" name="q" value="{{.Query}}" placeholder="words, &quot;a phrase&quot;, -excluded" aria-label="Search"> <button type="submit">Search</button></form>
+{{if .Error}}<p class="error">{{.Error}}</p>
+{{else if .Query}}{{with .Result}}{{if .Hits}}<p class="meta">Results {{add .Offset 1}}–{{add .Offset (len .Hits)}} for “{{.Query}}”</p>
+<ol class="hits" start="{{add .Offset 1}}">
+{{range .Hits}}<li><a href="{{.URL}}">{{.Title}}</a> <span class="meta"><span>{{.SourceName}}</span><span><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></span></span>
+<p class="snippet">{{range .Snippet}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</p></li>
+{{end}}</ol>
+<nav class="pager">{{if gt .Offset 0}}<a href="{{$.Prev}}">← Previous</a>{{else}}<span></span>{{end}}{{if .More}}<a href="{{$.Next}}">Next →</a>{{end}}</nav>
+{{else}}<p class="empty">Nothing published matches “{{.Query}}”.</p>
+{{end}}{{end}}{{end}}</main>
+`)
+
+// RenderSearch renders the search page for a query: its result, or the
+// reason the query is not one (errMsg).
+func RenderSearch(query string, res SearchResult, errMsg, prev, next string) ([]byte, error) {
+	var b bytes.Buffer
+	err := searchTmpl.Execute(&b, map[string]any{"Query": query, "Result": res, "Error": errMsg,
+		"Prev": prev, "Next": next, "Generation": int64(0)})
+	return b.Bytes(), err
 }

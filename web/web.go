@@ -55,6 +55,10 @@ type Server struct {
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
+	// Search, when set, serves /search and /api/search (SearchHandler):
+	// public, because it reads only the published pages the wiki shows to
+	// anyone.
+	Search Searcher
 	// Auth checks tokens and sessions. Nil serves nothing but the wiki,
 	// /healthz and (when PublicMetrics) /metrics.
 	Auth Authenticator
@@ -73,6 +77,7 @@ type Server struct {
 // Handler returns the whole site. Public:
 //
 //	GET  /                       the wiki, as the object store holds it
+//	GET  /search, /api/search    search over the published pages (when Search is set)
 //	GET  /healthz                200 when the database answers
 //	GET  /signin, POST /signin   trade a token for a console session
 //	POST /signout
@@ -113,6 +118,11 @@ func (s *Server) Handler() http.Handler {
 	public("/signout", s.methods(s.signout, http.MethodPost))
 	if s.Wiki != nil {
 		public("/", s.Wiki)
+	}
+	if s.Search != nil {
+		search := SearchHandler(s.Search, s.Logger)
+		public("GET /search", search)
+		public("GET /api/search", search)
 	}
 
 	private("/status", get(s.status))

@@ -141,9 +141,10 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			wiki := http.NewServeMux()
 			wiki.Handle("GET /evidence/{event}/{revision}", evidenceHandler(db.Ingest()))
 			wiki.Handle("/", storeHandler(objs, a.log))
-			// The wiki, and the operator's pages and the JSON API beside it.
+			// The wiki (with search over what it publishes), and the
+			// operator's pages and the JSON API beside it.
 			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
-				Wiki: wiki, Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
+				Wiki: wiki, Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
 				SecureCookies: secureCookies, SessionTTL: sessionTTL}).Handler()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
