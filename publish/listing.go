@@ -105,7 +105,7 @@ func paginate(entries []PageEntry, href func(n int) string) (front listingView, 
 }
 
 // withTitles makes every title of a listing safe text.
-func (s *Service) withTitles(ctx context.Context, entries []PageEntry) ([]PageEntry, error) {
+func (s *Service) withTitles(_ context.Context, entries []PageEntry) ([]PageEntry, error) {
 	out := make([]PageEntry, len(entries))
 	for i, e := range entries {
 		e.Title = readable.Clean(e.Title)
@@ -117,13 +117,42 @@ func (s *Service) withTitles(ctx context.Context, entries []PageEntry) ([]PageEn
 	return out, nil
 }
 
-// renderCard renders a source's card, its archive pages and its feed.
-func (s *Service) renderCard(ctx context.Context, src SourceInfo) ([]listingObject, error) {
-	entries, err := s.Store.PagesOf(ctx, src.ID, 1<<30)
-	if err != nil {
-		return nil, err
+// listed is the published pages of q whose objects are in the store (a
+// page marked published in SQL may be missing from a new or emptied store
+// until the sweep republishes it; no listing links to it until then), and
+// the newest FeedEntries of them with their summaries.
+func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]bool) (all, feed []PageEntry, err error) {
+	keep := func(entries []PageEntry) []PageEntry {
+		out := entries[:0]
+		for _, e := range entries {
+			if !absent[e.PageID] {
+				out = append(out, e)
+			}
+		}
+		return out
 	}
-	if entries, err = s.withTitles(ctx, entries); err != nil {
+	if all, err = s.Store.Listing(ctx, q); err != nil {
+		return nil, nil, err
+	}
+	q.Limit, q.Summaries = FeedEntries+len(absent), true
+	if feed, err = s.Store.Listing(ctx, q); err != nil {
+		return nil, nil, err
+	}
+	all, feed = keep(all), keep(feed)
+	if all, err = s.withTitles(ctx, all); err != nil {
+		return nil, nil, err
+	}
+	if feed, err = s.withTitles(ctx, feed); err != nil {
+		return nil, nil, err
+	}
+	return all, feed[:min(len(feed), FeedEntries)], nil
+}
+
+// renderCard renders a source's card, its archive pages and its feed,
+// listing no page in absent.
+func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[string]bool) ([]listingObject, error) {
+	entries, feed, err := s.listed(ctx, ListingQuery{SourceID: src.ID}, absent)
+	if err != nil {
 		return nil, err
 	}
 	href := func(root string) func(int) string {
@@ -158,18 +187,15 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo) ([]listingObje
 		objs = append(objs, listingObject{CardArchiveKey(src.ID, i+1), card(v, "../../")})
 	}
 	objs = append(objs, listingObject{CardFeedKey(src.ID), s.atom(src.Name+" · tidemark", "urn:tidemark:source:"+src.ID,
-		CardFeedKey(src.ID), entries[:min(len(entries), FeedEntries)])})
+		CardFeedKey(src.ID), feed)})
 	return objs, nil
 }
 
 // renderIndex renders the index, its archive pages and the feed of all
-// changes.
-func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry) ([]listingObject, error) {
-	entries, err := s.Store.Recent(ctx, 1<<30)
+// changes, listing no page in absent.
+func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent map[string]bool) ([]listingObject, error) {
+	entries, feed, err := s.listed(ctx, ListingQuery{}, absent)
 	if err != nil {
-		return nil, err
-	}
-	if entries, err = s.withTitles(ctx, entries); err != nil {
 		return nil, err
 	}
 	names := map[string]string{}
@@ -199,8 +225,7 @@ func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry) ([]lis
 	for i, v := range archives {
 		objs = append(objs, listingObject{IndexArchiveKey(i + 1), index(v, "../")})
 	}
-	objs = append(objs, listingObject{FeedKey, s.atom("tidemark: all changes", "urn:tidemark:feed:all", FeedKey,
-		entries[:min(len(entries), FeedEntries)])})
+	objs = append(objs, listingObject{FeedKey, s.atom("tidemark: all changes", "urn:tidemark:feed:all", FeedKey, feed)})
 	return objs, nil
 }
 

@@ -289,3 +289,40 @@ func crawl(t *testing.T, f *fixture, start string) map[string]bool {
 	}
 	return seen
 }
+
+// TestNewStoreListsOnlyWhatItHas: pointed at a new, empty object store,
+// the listings link to no page the store does not hold; the sweep
+// republishes the pages and the listings then list them all.
+func TestNewStoreListsOnlyWhatItHas(t *testing.T) {
+	ctx := context.Background()
+	f := mustFixture(t, sqltest.Backends()[0], mem.New())
+	f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
+		tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
+	f.mustSummarizeAndPublish(t)
+	fresh := mem.New()
+	f.objs, f.svc.Objects = fresh, fresh
+	if _, err := f.svc.PublishPending(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	reached := crawl(t, f, publish.IndexKey) // fails on a link to a missing object
+	for key := range reached {
+		if strings.HasPrefix(key, "changes/") {
+			t.Fatalf("index links to %s before the sweep", key)
+		}
+	}
+	if _, err := f.objs.Get(ctx, publish.CardKey(f.src.ID)); err != nil {
+		t.Fatalf("card: %v", err)
+	}
+	if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 2 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	n := 0
+	for key := range crawl(t, f, publish.IndexKey) {
+		if strings.HasPrefix(key, "changes/") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("after the sweep the index reaches %d pages, want 2", n)
+	}
+}

@@ -184,8 +184,10 @@ type Store interface {
 
 	// Listing data for the index and the source cards.
 	Sources(ctx context.Context) ([]SourceEntry, error)
-	PagesOf(ctx context.Context, sourceID string, limit int) ([]PageEntry, error)
-	Recent(ctx context.Context, limit int) ([]PageEntry, error)
+	// Listing lists published pages newest first.
+	Listing(ctx context.Context, q ListingQuery) ([]PageEntry, error)
+	// PublishedPages calls fn for every published page, in page ID order.
+	PublishedPages(ctx context.Context, fn func(pageID, sourceID string) error) error
 	PublishedCount(ctx context.Context) (int, error)
 	// WikiObjects lists the listing objects' bookkeeping.
 	WikiObjects(ctx context.Context) ([]WikiObject, error)
@@ -198,6 +200,14 @@ type Store interface {
 	// ForgetObject forgets a collected listing object's recorded version;
 	// its generation counter is kept, so generations never restart.
 	ForgetObject(ctx context.Context, key string) error
+}
+
+// ListingQuery narrows Listing: one source's pages ("" for all), at most
+// Limit (0: all), with their summaries' text only when Summaries is set.
+type ListingQuery struct {
+	SourceID  string
+	Limit     int
+	Summaries bool
 }
 
 // SummaryFilter narrows a listing; Limit 0 means 100.

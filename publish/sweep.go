@@ -50,7 +50,11 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, 
 }
 
 func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
-	objs, err := s.renderCard(ctx, src)
+	_, absent, err := s.absentPages(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	objs, err := s.renderCard(ctx, src, absent)
 	if err != nil {
 		return false, err
 	}
@@ -63,6 +67,28 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	return s.writeListing(ctx, objs[0].key, "card", src.ID, "", hash, objs[0].render)
 }
 
+// absentPages are the published pages whose objects the store does not
+// hold (a new or emptied store, a deleted object), all and by source.
+// present, when not nil, is the page objects the caller knows the store
+// holds (the sweep's own listing); nil lists them.
+func (s *Service) absentPages(ctx context.Context, present map[string]bool) (map[string][]string, map[string]bool, error) {
+	if present == nil {
+		present = map[string]bool{}
+		if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { present[in.Key] = true; return nil }); err != nil {
+			return nil, nil, err
+		}
+	}
+	bySource, all := map[string][]string{}, map[string]bool{}
+	err := s.Store.PublishedPages(ctx, func(pageID, sourceID string) error {
+		if !present[PageKey(pageID)] {
+			bySource[sourceID] = append(bySource[sourceID], pageID)
+			all[pageID] = true
+		}
+		return nil
+	})
+	return bySource, all, err
+}
+
 // listingPrefixes hold listing objects only; an object there that no
 // listing renders is collected.
 var listingPrefixes = []string{"sources/", "archive/"}
@@ -73,6 +99,12 @@ var listingPrefixes = []string{"sources/", "archive/"}
 // recorded), and collects listing objects nothing renders any more: cards
 // of sources with no published page, archive pages past the last.
 func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
+	return s.refreshListings(ctx, nil)
+}
+
+// refreshListings is RefreshListings given the page objects the store
+// holds (nil: list them).
+func (s *Service) refreshListings(ctx context.Context, present map[string]bool) (ListingReport, error) {
 	var rep ListingReport
 	sources, err := s.Store.Sources(ctx)
 	if err != nil {
@@ -98,6 +130,16 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 		} else if !errors.Is(err, objstore.ErrNotFound) {
 			return rep, err
 		}
+	}
+	absentBySource, absent, err := s.absentPages(ctx, present)
+	if err != nil {
+		return rep, err
+	}
+	absentStamp := func(ids []string) string {
+		if len(ids) == 0 {
+			return ""
+		}
+		return "|absent:" + tidemark.HashEvidence([]byte(strings.Join(ids, ",")))
 	}
 	current := func(key string) bool {
 		rec, ok := recorded[key]
@@ -152,16 +194,17 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 	}
 	var indexStamp strings.Builder
 	for _, src := range sources {
-		fmt.Fprintf(&indexStamp, "%s=%s/%s;", src.ID, src.Name, src.Stamp)
-		err := refresh(CardKey(src.ID), "card", src.ID, src.Stamp+"|"+src.Name+"|"+src.Location, func() ([]listingObject, error) {
-			return s.renderCard(ctx, src.SourceInfo)
+		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absentBySource[src.ID])
+		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
+		err := refresh(CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
+			return s.renderCard(ctx, src.SourceInfo, absent)
 		})
 		if err != nil {
 			return rep, err
 		}
 	}
 	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
-		return s.renderIndex(ctx, sources)
+		return s.renderIndex(ctx, sources, absent)
 	})
 	if err != nil {
 		return rep, err
@@ -220,11 +263,13 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	var republish []string
 	var withdraw []string
+	present := map[string]bool{} // page objects the store holds, for the listings
 	err := s.Store.PageStates(ctx, func(ps PageState) error {
 		rep.Pages++
 		key := PageKey(ps.PageID)
 		obj, ok := stored[key]
 		delete(stored, key)
+		present[key] = ok
 		switch {
 		case ps.SummaryID != "" && ps.PointerFresh:
 			if ps.PublishedSummaryID != ps.SummaryID || !ok || obj.ETag != ps.PublishedETag {
@@ -263,6 +308,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			fail(err)
 			continue
 		}
+		present[res.Key] = true
 		rep.Republished++
 	}
 	for _, pageID := range withdraw {
@@ -270,6 +316,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			fail(err)
 			continue
 		}
+		present[PageKey(pageID)] = false
 		if _, err := s.Store.Withdraw(ctx, pageID); err != nil {
 			fail(err)
 			continue
@@ -283,7 +330,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 		rep.Orphans++
 	}
-	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
+	if rep.Listings, err = s.refreshListings(ctx, present); err != nil {
 		return rep, err
 	}
 	return rep, nil

@@ -453,11 +453,25 @@ func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, erro
 	return out, nil
 }
 
-const pageEntryQuery = `SELECT p.id, p.event_id, p.source_id, ` + shownTitle + `, e.occurred_at, p.published_at, s.text
-	FROM pages p JOIN events e ON e.id = p.event_id JOIN summaries s ON s.id = p.published_summary_id
-	WHERE p.published_summary_id IS NOT NULL`
-
-func (s *PublishStore) pageEntries(ctx context.Context, q string, args ...any) ([]publish.PageEntry, error) {
+// Listing implements publish.Store.
+func (s *PublishStore) Listing(ctx context.Context, q publish.ListingQuery) ([]publish.PageEntry, error) {
+	summary := `''`
+	if q.Summaries {
+		summary = `(SELECT text FROM summaries WHERE id = p.published_summary_id)`
+	}
+	query := `SELECT p.id, p.event_id, p.source_id, ` + shownTitle + `, e.occurred_at, p.published_at, ` + summary + `
+		FROM pages p JOIN events e ON e.id = p.event_id
+		WHERE p.published_summary_id IS NOT NULL`
+	var args []any
+	if q.SourceID != "" {
+		args = append(args, q.SourceID)
+		query += ` AND p.source_id = $1`
+	}
+	query += ` ORDER BY e.occurred_at DESC, p.id DESC`
+	if q.Limit > 0 {
+		args = append(args, q.Limit)
+		query += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.PageEntry, error) {
 		var e publish.PageEntry
 		var at int64
@@ -468,21 +482,30 @@ func (s *PublishStore) pageEntries(ctx context.Context, q string, args ...any) (
 			e.PublishedAt = *t
 		}
 		return e, err
-	}, q, args...)
+	}, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("page listing: %w", err)
 	}
 	return out, nil
 }
 
-// PagesOf implements publish.Store.
-func (s *PublishStore) PagesOf(ctx context.Context, sourceID string, limit int) ([]publish.PageEntry, error) {
-	return s.pageEntries(ctx, pageEntryQuery+` AND p.source_id = $1 ORDER BY e.occurred_at DESC, p.id DESC LIMIT $2`, sourceID, limit)
-}
-
-// Recent implements publish.Store.
-func (s *PublishStore) Recent(ctx context.Context, limit int) ([]publish.PageEntry, error) {
-	return s.pageEntries(ctx, pageEntryQuery+` ORDER BY e.occurred_at DESC, p.id DESC LIMIT $1`, limit)
+// PublishedPages implements publish.Store.
+func (s *PublishStore) PublishedPages(ctx context.Context, fn func(pageID, sourceID string) error) error {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT id, source_id FROM pages WHERE published_summary_id IS NOT NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("published pages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, src string
+		if err := rows.Scan(&id, &src); err != nil {
+			return err
+		}
+		if err := fn(id, src); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // PublishedCount implements publish.Store.
