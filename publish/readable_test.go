@@ -136,6 +136,13 @@ func mustInertHTML(t *testing.T, key string, body []byte) {
 				t.Errorf("%s: live <%s>", key, n.Data)
 			case "style":
 				styles++
+			case "footer", "main":
+				// Upstream's unclosed elements stay inside the item.
+				for a := n.Parent; a != nil; a = a.Parent {
+					if a.Type == html.ElementNode && a.Data != "div" && a.Data != "body" && a.Data != "html" {
+						t.Errorf("%s: <%s> is inside <%s>", key, n.Data, a.Data)
+					}
+				}
 			}
 			for _, a := range n.Attr {
 				v := strings.ToLower(strings.TrimSpace(a.Val))

@@ -37,7 +37,7 @@ h1{font-size:1.6rem;line-height:1.25;margin:.2rem 0 .4rem;overflow-wrap:anywhere
 pre.diff{border:1px solid var(--line);border-radius:6px;overflow:auto;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;padding:.3rem 0;white-space:pre-wrap}
 pre.diff span{display:block;padding:0 .75rem}.diff .add{background:var(--add);color:var(--addfg)}.diff .del{background:var(--del);color:var(--delfg)}
 .diff .gap{color:var(--muted);background:var(--soft);font-style:italic}
-table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}
+table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}th.num{text-align:right}
 td,th{padding:.4rem .5rem;vertical-align:top;border-bottom:1px solid var(--line)}td.when{white-space:nowrap;color:var(--muted);font-size:.85rem}
 td.num{text-align:right;white-space:nowrap}td code,td.val{overflow-wrap:anywhere}td.old{background:var(--del)}td.new{background:var(--add)}
 code{font:.88em ui-monospace,SFMono-Regular,Menlo,monospace}
@@ -45,6 +45,7 @@ aside{border-left:3px solid #c9a227;background:#fffbea;padding:.5rem 1rem;margin
 .pager{display:flex;gap:1rem;justify-content:space-between;margin:1.2rem 0;font-size:.95rem}.pages{font-size:.9rem;color:var(--muted);line-height:2}
 .pages a,.pages strong{display:inline-block;min-width:2rem;text-align:center}
 footer{max-width:52rem;margin:2rem auto 1rem;padding:1rem;border-top:1px solid var(--line);color:var(--muted);font-size:.8rem;overflow-wrap:anywhere}
+.what{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}
 .empty{color:var(--muted);padding:2rem;text-align:center;background:var(--soft);border-radius:6px}
 form.search{display:flex;gap:.5rem;margin:1rem 0}form.search input{flex:1;font:inherit;padding:.45rem .6rem;border:1px solid var(--line);border-radius:6px}
 form.search button{font:inherit;padding:.45rem 1rem;border:0;border-radius:6px;background:var(--accent);color:#fff}
@@ -134,7 +135,7 @@ var (
 // listing is the shared table of changes with its pager: entries newest
 // first, and links to every archive page.
 const listing = `{{define "listing"}}{{if .Entries}}<table>
-{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a></td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
+{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
 {{end}}</table>
 {{if gt .Pages 1}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
 <p class="pages">Pages: {{range .Links}}{{if .Current}}<strong>{{.N}}</strong> {{else}}<a href="{{.Href}}">{{.N}}</a> {{end}}{{end}}</p>
@@ -238,6 +239,10 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 		return nil, fmt.Errorf("page %s evidence: %w", p.PageID, err)
 	}
 	doc := readable.Build(in)
+	if title == p.Source.Location && title != "" {
+		// A page with no title of its own is named by its source.
+		title = readable.Clean(p.Source.Name)
+	}
 	link := doc.Link
 	if link == "" {
 		link = readable.SafeLink(p.Event.URL)
@@ -250,7 +255,7 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 	if p.Summary.Model != extractiveModel {
 		sum = paragraphs(p.Summary.Text)
 	}
-	p.Title = title
+	p.Title, p.Headline = title, lead
 	p.SearchText = searchText(doc.SearchText() + "\n" + notes)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{

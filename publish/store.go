@@ -84,6 +84,7 @@ type Plan struct {
 	// and SearchText the page's readable text; the mark records both, so
 	// listings, feeds, posts and search show what the page shows.
 	Title      string
+	Headline   string
 	SearchText string
 }
 
@@ -115,6 +116,8 @@ type PageEntry struct {
 	// published summary's text (for feeds).
 	PublishedAt time.Time
 	Summary     string
+	// Headline is the change in one line, when it says more than the title.
+	Headline string
 }
 
 // SourceEntry is a source with published pages, for the index.

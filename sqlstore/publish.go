@@ -350,9 +350,9 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4, title = $6
+		published_at = $4, updated_at = $4, title = $6, headline = $7
 		WHERE id = $5 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title)
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline)
 	if err != nil {
 		return pub, err
 	}
@@ -459,7 +459,7 @@ func (s *PublishStore) Listing(ctx context.Context, q publish.ListingQuery) ([]p
 	if q.Summaries {
 		summary = `(SELECT text FROM summaries WHERE id = p.published_summary_id)`
 	}
-	query := `SELECT p.id, p.event_id, p.source_id, ` + shownTitle + `, e.occurred_at, p.published_at, ` + summary + `
+	query := `SELECT p.id, p.event_id, p.source_id, ` + shownTitle + `, e.occurred_at, p.published_at, ` + summary + `, p.headline
 		FROM pages p JOIN events e ON e.id = p.event_id
 		WHERE p.published_summary_id IS NOT NULL`
 	var args []any
@@ -476,7 +476,7 @@ func (s *PublishStore) Listing(ctx context.Context, q publish.ListingQuery) ([]p
 		var e publish.PageEntry
 		var at int64
 		var pub sql.NullInt64
-		err := sc.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at, &pub, &e.Summary)
+		err := sc.Scan(&e.PageID, &e.EventID, &e.SourceID, &e.Title, &at, &pub, &e.Summary, &e.Headline)
 		e.OccurredAt = fromMS(at)
 		if t := fromNullMS(pub); t != nil {
 			e.PublishedAt = *t

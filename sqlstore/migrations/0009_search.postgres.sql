@@ -1,10 +1,12 @@
 -- 0009 (PostgreSQL): the title a page shows, an editor's override included,
--- kept with its publication so listings and feeds show it too; and
+-- and the one-line headline of its change, kept with its publication so
+-- listings and feeds show them too; and
 -- full-text search over published pages: titles (weight A), summaries (B)
 -- and the readable text of their evidence (C), with a GIN index. The
 -- 'simple' configuration does not stem: upstream text is in any language,
 -- and it matches SQLite's unicode61 tokenizer.
 ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE pages ADD COLUMN headline TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE page_search (
     page_id  TEXT PRIMARY KEY REFERENCES pages(id),

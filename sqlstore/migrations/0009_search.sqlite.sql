@@ -1,9 +1,11 @@
--- 0009 (SQLite): the title a page shows, an editor's override included, kept
--- with its publication so listings and feeds show it too; and full-text
+-- 0009 (SQLite): the title a page shows, an editor's override included, and
+-- the one-line headline of its change, kept with its publication so
+-- listings and feeds show them too; and full-text
 -- search (FTS5) over published pages: titles, summaries and the readable
 -- text of their evidence. page_search_rows maps a page to its FTS row, so a
 -- republication replaces the page's row by rowid, not by a scan.
 ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE pages ADD COLUMN headline TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE page_search_rows (
     row     INTEGER PRIMARY KEY,

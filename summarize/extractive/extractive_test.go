@@ -78,7 +78,7 @@ func TestKinds(t *testing.T) {
 		{"feed", summarize.Input{Kind: "feed", Evidence: []byte(`{"id":"x","title":"Hello","link":"https://b.example/x","authors":["Ann"],"description":"<p>Body <script>bad()</script>text</p>"}`)},
 			"Hello\n\nBy Ann.\n\nBody text\n\nhttps://b.example/x"},
 		{"json", summarize.Input{Kind: "json", Event: tidemark.Event{Title: "api"}, Evidence: []byte(`{"v":2}`), Previous: []byte(`{"v":1}`)},
-			"api: .v: 1 → 2\n\n.v: 1 → 2"},
+			".v: 1 → 2\n\n.v: 1 → 2"},
 		{"git link", summarize.Input{Kind: "git", Location: "git@github.com:o/r.git", Evidence: []byte("commit abc\n\n    fix\n")},
 			"fix\n\nhttps://github.com/o/r/commit/abc"},
 	} {

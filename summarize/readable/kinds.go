@@ -14,6 +14,7 @@ import (
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/pmezard/go-difflib/difflib"
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // feedRecord is the feed fetcher's evidence (docs/sources.md).
@@ -108,7 +109,25 @@ func SafeHTML(s string) string {
 		}
 		return b.String()
 	}
-	return strings.TrimSpace(policy.Sanitize(Clean(s)))
+	return balance(policy.Sanitize(Clean(s)))
+}
+
+// balance re-parses sanitized HTML as the body of a <div> and renders it
+// again, so every element is closed inside the item: an unbalanced <b>
+// upstream cannot make the rest of the page bold.
+func balance(s string) string {
+	ctx := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+	nodes, err := html.ParseFragment(strings.NewReader(s), ctx)
+	if err != nil {
+		return html.EscapeString(s)
+	}
+	var b strings.Builder
+	for _, n := range nodes {
+		if err := html.Render(&b, n); err != nil {
+			return html.EscapeString(s)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // blockElements end a paragraph in PlainText.
@@ -301,6 +320,9 @@ func Diff(a, b string) []Line {
 			break
 		}
 	}
+	for len(out) > 0 && out[len(out)-1].Op == " " && strings.TrimSpace(out[len(out)-1].Text) == "" {
+		out = out[:len(out)-1]
+	}
 	return out
 }
 
@@ -367,9 +389,6 @@ func jsonDoc(in Input) Doc {
 		if len(d.Fields) == 1 {
 			d.Headline = fieldLine(d.Fields[0])
 		}
-	}
-	if title := oneLine(in.Title); title != "" && d.Revised {
-		d.Headline = title + ": " + d.Headline
 	}
 	return d
 }
@@ -459,6 +478,10 @@ func dirDoc(in Input) Doc {
 	}
 	if f.Change == "changed" && in.Previous == nil && text != "" {
 		d.DiffNote = "the previous text is not kept for this revision"
+	}
+	if len(d.Diff) > 0 {
+		counts, _, _ := strings.Cut(diffHeadline(d.Diff), ":")
+		d.Headline += ": " + counts
 	}
 	return d
 }

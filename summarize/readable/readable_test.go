@@ -46,6 +46,16 @@ func TestFeedItem(t *testing.T) {
 	}
 }
 
+// TestSafeHTMLIsBalanced: upstream's unclosed elements are closed inside
+// the item, so they cannot reach the page around it.
+func TestSafeHTMLIsBalanced(t *testing.T) {
+	got := readable.SafeHTML("<div><p>closed until <b>further notice<p>use pier 2</div><ul><li>one")
+	want := "<p>closed until <b>further notice</b></p><p><b>use pier 2</b></p><ul><li><b>one</b></li></ul>" // as a browser reads it
+	if got != want {
+		t.Fatalf("%s\nwant %s", got, want)
+	}
+}
+
 func TestFeedRevisionDiff(t *testing.T) {
 	old := `{"id":"a","title":"T","description":"<p>one</p><p>two</p>"}`
 	cur := `{"id":"a","title":"T","description":"<p>one</p><p>three</p>"}`
@@ -103,7 +113,7 @@ func TestJSON(t *testing.T) {
 	if _, ok := got[".b.c"]; ok || len(d.Fields) != 4 {
 		t.Errorf("unchanged value listed: %+v", d.Fields)
 	}
-	if d.Headline != "svc: 1 value changed, 2 values added, 1 value removed" {
+	if d.Headline != "1 value changed, 2 values added, 1 value removed" {
 		t.Errorf("headline %q", d.Headline)
 	}
 }
@@ -112,7 +122,7 @@ func TestDir(t *testing.T) {
 	old := "file notes/a.txt\nchange added\nsha256 1\nsize 6\n\nalpha\n"
 	cur := "file notes/a.txt\nchange changed\nsha256 2\nsize 11\nprevious 1\n\nalpha\nbeta\n"
 	d := readable.Build(readable.Input{Kind: "dir", Evidence: []byte(cur), Previous: []byte(old)})
-	if d.File == nil || d.File.Path != "notes/a.txt" || d.Headline != "Changed notes/a.txt (11 bytes)" {
+	if d.File == nil || d.File.Path != "notes/a.txt" || d.Headline != "Changed notes/a.txt (11 bytes): 1 line added, 0 lines removed" {
 		t.Fatalf("doc %+v", d)
 	}
 	if !hasLine(d.Diff, "+", "beta") || hasLine(d.Diff, "-", "alpha") {
