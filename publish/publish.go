@@ -244,6 +244,8 @@ type PublishReport struct {
 	Published int      `json:"published"`
 	Failed    int      `json:"failed"`
 	Errors    []string `json:"errors,omitempty"`
+	// Relinked pages were republished because their neighbours changed.
+	Relinked int `json:"relinked"`
 	// Listings is what RefreshListings wrote.
 	Listings ListingReport `json:"listings"`
 	// Pages is how many pages are published in all.
@@ -270,6 +272,24 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 			continue
 		}
 		rep.Published++
+	}
+	// Pages beside the new ones link to them once republished.
+	relink, err := s.Store.Relink(ctx, limit)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range relink {
+		if _, err := s.Publish(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			rep.Failed++
+			if len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, err.Error())
+			}
+			continue
+		}
+		rep.Relinked++
 	}
 	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
 		return rep, err

@@ -333,3 +333,66 @@ func TestNewStoreListsOnlyWhatItHas(t *testing.T) {
 		t.Fatalf("after the sweep the index reaches %d pages, want 2", n)
 	}
 }
+
+// TestNeighbourLinks: each change page links to the older and newer
+// change of its source; a new change republishes the page before it so
+// that page links forward, and a withdrawn page's neighbours link past it.
+func TestNeighbourLinks(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		for _, k := range []string{"a", "b", "c"} {
+			f.settle(t, f.src, tidemark.Item{Key: k, Title: "change " + k, Evidence: []byte("commit " + k + "\n\n    change " + k + "\n")})
+		}
+		if rep := f.mustSummarizeAndPublish(t); rep.Relinked != 0 {
+			t.Fatalf("a batch in order needs no relinking: %+v", rep)
+		}
+		page := func(k string) string { return mustPageOf(t, f, k) }
+		links := func(k string) (prev, next string) {
+			t.Helper()
+			o, err := f.objs.Get(ctx, publish.PageKey(page(k)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := regexp.MustCompile(`href="([^"]+)\.html" rel="prev"`).FindSubmatch(o.Body); m != nil {
+				prev = string(m[1])
+			}
+			if m := regexp.MustCompile(`href="([^"]+)\.html" rel="next"`).FindSubmatch(o.Body); m != nil {
+				next = string(m[1])
+			}
+			return prev, next
+		}
+		mustLinks := func(k, prev, next string) {
+			t.Helper()
+			p, n := links(k)
+			if p != prev || n != next {
+				t.Fatalf("%s links prev %q next %q, want %q %q", k, p, n, prev, next)
+			}
+		}
+		mustLinks("a", "", page("b"))
+		mustLinks("b", page("a"), page("c"))
+		mustLinks("c", page("b"), "")
+		f.settle(t, f.src, tidemark.Item{Key: "d", Title: "change d", Evidence: []byte("commit d\n\n    change d\n")})
+		if rep := f.mustSummarizeAndPublish(t); rep.Relinked != 1 {
+			t.Fatalf("publishing d: %+v", rep)
+		}
+		mustLinks("c", page("b"), page("d"))
+		mustLinks("d", page("c"), "")
+		// Withdraw b: a and c link past it after the sweep.
+		sums, err := f.st.Summaries(ctx, publish.SummaryFilter{EventID: mustEventOf(t, f, "b")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Reject(ctx, sums[0].ID, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Withdrawn != 1 || rep.Relinked != 2 {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+		mustLinks("a", "", page("c"))
+		mustLinks("c", page("a"), page("d"))
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished+rep.Relinked != 0 {
+			t.Fatalf("second sweep: %+v %v", rep, err)
+		}
+	})
+}

@@ -45,6 +45,7 @@ aside{border-left:3px solid #c9a227;background:#fffbea;padding:.5rem 1rem;margin
 .pager{display:flex;gap:1rem;justify-content:space-between;margin:1.2rem 0;font-size:.95rem}.pages{font-size:.9rem;color:var(--muted);line-height:2}
 .pages a,.pages strong{display:inline-block;min-width:2rem;text-align:center}
 footer{max-width:52rem;margin:2rem auto 1rem;padding:1rem;border-top:1px solid var(--line);color:var(--muted);font-size:.8rem;overflow-wrap:anywhere}
+.neighbours{border-top:1px solid var(--line);padding-top:1rem;margin-top:2rem}.neighbours a{max-width:48%;overflow-wrap:anywhere}.neighbours a[rel=next]{text-align:right}
 .what{color:var(--muted);font-size:.88rem;overflow-wrap:anywhere}
 .empty{color:var(--muted);padding:2rem;text-align:center;background:var(--soft);border-radius:6px}
 form.search{display:flex;gap:.5rem;margin:1rem 0}form.search input{flex:1;font:inherit;padding:.45rem .6rem;border:1px solid var(--line);border-radius:6px}
@@ -107,6 +108,7 @@ var (
 <pre class="diff">{{range .Doc.Diff}}<span class="{{diffClass .Op}}">{{diffMark .Op}}{{.Text}}</span>{{end}}</pre>
 {{end}}{{if .Doc.DiffNote}}<p class="meta">{{.Doc.DiffNote}}.</p>
 {{end}}{{if .Notes}}<aside><p>{{.Notes}}</p></aside>
+{{end}}{{if or .Older .Newer}}<nav class="pager neighbours">{{with .Older}}<a href="{{.PageID}}.html" rel="prev">← {{.Title}}</a>{{else}}<span></span>{{end}}{{with .Newer}}<a href="{{.PageID}}.html" rel="next">{{.Title}} →</a>{{end}}</nav>
 {{end}}</article>
 </main>
 <footer>Evidence sha256:<code>{{.Summary0.EvidenceHash}}</code>, revision {{.Event.Revision}} (<a href="../evidence/{{.Event.ID}}/{{.Event.Revision}}">download</a> with <code>tidemark serve</code>). Summary by {{.Summary0.Model}}, prompt {{.Summary0.PromptVersion}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
@@ -256,12 +258,20 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 		sum = paragraphs(p.Summary.Text)
 	}
 	p.Title, p.Headline = title, lead
+	if p.Older, p.Newer, err = s.Store.Neighbours(ctx, p.PageID, p.Event); err != nil {
+		return nil, err
+	}
+	for _, l := range []*PageLink{p.Older, p.Newer} {
+		if l != nil {
+			l.Title = readable.Clean(l.Title)
+		}
+	}
 	p.SearchText = searchText(doc.SearchText() + "\n" + notes)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title": title, "Notes": notes, "Event": p.Event, "Source": p.Source, "Summary0": p.Summary,
 		"Summary": sum, "Doc": doc, "HTML": template.HTML(doc.HTML), // readable.SafeHTML's output only
-		"Link": link, "Lead": lead, "Generation": p.Generation,
+		"Link": link, "Lead": lead, "Generation": p.Generation, "Older": p.Older, "Newer": p.Newer,
 	})
 	return b.Bytes(), err
 }

@@ -86,6 +86,27 @@ type Plan struct {
 	Title      string
 	Headline   string
 	SearchText string
+	// Older and Newer are the page's neighbours among its source's pages
+	// (by time), as the body links to them; the mark records them.
+	Older, Newer *PageLink
+}
+
+// PageLink is a link to another change page.
+type PageLink struct {
+	PageID string
+	Title  string
+}
+
+// Neighbours is the "older|newer" page IDs of a plan's links, as recorded.
+func (p Plan) Neighbours() string {
+	var o, n string
+	if p.Older != nil {
+		o = p.Older.PageID
+	}
+	if p.Newer != nil {
+		n = p.Newer.PageID
+	}
+	return o + "|" + n
 }
 
 // Written is what the object store confirmed.
@@ -187,6 +208,15 @@ type Store interface {
 
 	// Listing data for the index and the source cards.
 	Sources(ctx context.Context) ([]SourceEntry, error)
+	// Neighbours are a page's older and newer neighbours among the pages
+	// of its source that have a current summary, by (occurred at, page
+	// ID); nil at either end.
+	// The page's event is ev.
+	Neighbours(ctx context.Context, pageID string, ev tidemark.Event) (older, newer *PageLink, err error)
+	// Relink lists the current summaries of published pages whose recorded
+	// neighbours are no longer their neighbours (a change arrived beside
+	// them, or a neighbour was withdrawn), in page ID order.
+	Relink(ctx context.Context, limit int) ([]string, error)
 	// Listing lists published pages newest first.
 	Listing(ctx context.Context, q ListingQuery) ([]PageEntry, error)
 	// PublishedPages calls fn for every published page, in page ID order.

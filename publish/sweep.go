@@ -245,10 +245,13 @@ type SweepReport struct {
 	// Superseded pages were overtaken while the sweep ran (a newer summary
 	// accepted, or a newer generation written by another publisher); the
 	// publisher that overtook them owns the page, and the next sweep checks.
-	Superseded int           `json:"superseded"`
-	Failed     int           `json:"failed"`
-	Errors     []string      `json:"errors,omitempty"`
-	Listings   ListingReport `json:"listings"`
+	Superseded int `json:"superseded"`
+	// Relinked counts the pages republished because their neighbours
+	// changed (also counted in Republished when they were).
+	Relinked int           `json:"relinked"`
+	Failed   int           `json:"failed"`
+	Errors   []string      `json:"errors,omitempty"`
+	Listings ListingReport `json:"listings"`
 }
 
 // Sweep converges every page to its current published summary. It compares
@@ -284,6 +287,21 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	})
 	if err != nil {
 		return rep, err
+	}
+	// Pages whose neighbours changed link to the wrong pages.
+	relink, err := s.Store.Relink(ctx, 0)
+	if err != nil {
+		return rep, err
+	}
+	queued := map[string]bool{}
+	for _, id := range republish {
+		queued[id] = true
+	}
+	for _, id := range relink {
+		if !queued[id] {
+			republish = append(republish, id)
+			rep.Relinked++
+		}
 	}
 	fail := func(err error) {
 		rep.Failed++

@@ -350,9 +350,9 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4, title = $6, headline = $7
+		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8
 		WHERE id = $5 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline)
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours())
 	if err != nil {
 		return pub, err
 	}
@@ -485,6 +485,49 @@ func (s *PublishStore) Listing(ctx context.Context, q publish.ListingQuery) ([]p
 	}, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("page listing: %w", err)
+	}
+	return out, nil
+}
+
+// Neighbours implements publish.Store.
+func (s *PublishStore) Neighbours(ctx context.Context, pageID string, ev tidemark.Event) (older, newer *publish.PageLink, err error) {
+	src, at := ev.SourceID, ms(ev.OccurredAt)
+	one := func(cond, order string) (*publish.PageLink, error) {
+		var l publish.PageLink
+		err := s.db.db.QueryRowContext(ctx, `SELECT p.id, `+shownTitle+` FROM events e JOIN pages p ON p.event_id = e.id
+			WHERE e.source_id = $1 AND p.summary_id IS NOT NULL AND `+cond+`
+			ORDER BY e.occurred_at `+order+`, p.id `+order+` LIMIT 1`, src, at, pageID).Scan(&l.PageID, &l.Title)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		return &l, err
+	}
+	if older, err = one(`(e.occurred_at < $2 OR (e.occurred_at = $2 AND p.id < $3))`, "DESC"); err != nil {
+		return nil, nil, fmt.Errorf("page %s neighbours: %w", pageID, err)
+	}
+	if newer, err = one(`(e.occurred_at > $2 OR (e.occurred_at = $2 AND p.id > $3))`, "ASC"); err != nil {
+		return nil, nil, fmt.Errorf("page %s neighbours: %w", pageID, err)
+	}
+	return older, newer, nil
+}
+
+// Relink implements publish.Store.
+func (s *PublishStore) Relink(ctx context.Context, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (id string, err error) { return id, sc.Scan(&id) },
+		`SELECT x.summary_id FROM (
+			SELECT p.id, p.summary_id, p.published_summary_id, p.neighbours,
+				COALESCE(LAG(p.id) OVER w, '') || '|' || COALESCE(LEAD(p.id) OVER w, '') AS actual
+			FROM pages p JOIN events e ON e.id = p.event_id
+			WHERE p.summary_id IS NOT NULL
+			WINDOW w AS (PARTITION BY p.source_id ORDER BY e.occurred_at, p.id)
+		) x
+		WHERE x.published_summary_id = x.summary_id AND x.neighbours <> x.actual
+		ORDER BY x.id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pages to relink: %w", err)
 	}
 	return out, nil
 }

@@ -7,6 +7,9 @@
 -- and it matches SQLite's unicode61 tokenizer.
 ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
 ALTER TABLE pages ADD COLUMN headline TEXT NOT NULL DEFAULT '';
+-- The neighbours (older|newer page IDs) the published body links to, so
+-- pages whose neighbours changed are found and republished.
+ALTER TABLE pages ADD COLUMN neighbours TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE page_search (
     page_id  TEXT PRIMARY KEY REFERENCES pages(id),

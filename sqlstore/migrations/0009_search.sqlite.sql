@@ -6,6 +6,9 @@
 -- republication replaces the page's row by rowid, not by a scan.
 ALTER TABLE pages ADD COLUMN title TEXT NOT NULL DEFAULT '';
 ALTER TABLE pages ADD COLUMN headline TEXT NOT NULL DEFAULT '';
+-- The neighbours (older|newer page IDs) the published body links to, so
+-- pages whose neighbours changed are found and republished.
+ALTER TABLE pages ADD COLUMN neighbours TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE page_search_rows (
     row     INTEGER PRIMARY KEY,
