@@ -51,6 +51,7 @@ func contentTypeOf(key string) string {
 
 type pageLink struct {
 	N       int
+	Label   string
 	Href    string
 	Current bool
 }
@@ -79,9 +80,9 @@ func paginate(entries []PageEntry, href func(n int) string) (front listingView, 
 	chunks := (n + ListPageSize - 1) / ListPageSize
 	// asc(i) is the i-th oldest entry.
 	links := func(current int) []pageLink {
-		out := []pageLink{{N: 0, Href: href(0), Current: current == 0}}
+		out := []pageLink{{N: 0, Label: "Newest", Href: href(0), Current: current == 0}}
 		for c := chunks; c >= 1; c-- {
-			out = append(out, pageLink{N: c, Href: href(c), Current: current == c})
+			out = append(out, pageLink{N: c, Label: strconv.Itoa(c), Href: href(c), Current: current == c})
 		}
 		return out
 	}

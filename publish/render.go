@@ -38,7 +38,7 @@ pre.diff{border:1px solid var(--line);border-radius:6px;overflow:auto;font:13px/
 pre.diff span{display:block;padding:0 .75rem}.diff .add{background:var(--add);color:var(--addfg)}.diff .del{background:var(--del);color:var(--delfg)}
 .diff .gap{color:var(--muted);background:var(--soft);font-style:italic}
 table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}th.num{text-align:right}
-td,th{padding:.4rem .5rem;vertical-align:top;border-bottom:1px solid var(--line)}td.when{white-space:nowrap;color:var(--muted);font-size:.85rem}
+td,th{padding:.4rem .5rem;vertical-align:top;border-bottom:1px solid var(--line)}td.when{white-space:nowrap;width:1%;color:var(--muted);font-size:.85rem;padding-top:.55rem}
 td.num{text-align:right;white-space:nowrap}td code,td.val{overflow-wrap:anywhere}td.old{background:var(--del)}td.new{background:var(--add)}
 code{font:.88em ui-monospace,SFMono-Regular,Menlo,monospace}
 aside{border-left:3px solid #c9a227;background:#fffbea;padding:.5rem 1rem;margin:1.5rem 0;border-radius:0 6px 6px 0}
@@ -113,14 +113,14 @@ var (
 </main>
 <footer>Evidence sha256:<code>{{.Summary0.EvidenceHash}}</code>, revision {{.Event.Revision}} (<a href="../evidence/{{.Event.ID}}/{{.Event.Revision}}">download</a> with <code>tidemark serve</code>). Summary by {{.Summary0.Model}}, prompt {{.Summary0.PromptVersion}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
 `)
-	cardTmpl = wikiTemplate("card", `{{.Source.Name}}{{if gt .Page 1}} · page {{.Page}}{{end}} · tidemark`, `{{.Root}}`, `<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › {{if gt .Page 1}}<a href="{{.Root}}sources/{{.Source.ID}}.html">{{.Source.Name}}</a> › page {{.Page}}{{else}}{{.Source.Name}}{{end}}</nav>
+	cardTmpl = wikiTemplate("card", `{{.Source.Name}}{{if gt .Page 1}} · archive {{add .Page -1}}{{end}} · tidemark`, `{{.Root}}`, `<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › {{if gt .Page 1}}<a href="{{.Root}}sources/{{.Source.ID}}.html">{{.Source.Name}}</a> › archive {{add .Page -1}}{{else}}{{.Source.Name}}{{end}}</nav>
 <main>
 <h1>{{.Source.Name}}</h1>
 <p class="meta"><span>{{.Source.Kind}} source</span>{{if .Location}}<span><a href="{{.Location}}" rel="nofollow noopener noreferrer">{{.Location}}</a></span>{{end}}<span>{{.Total}} changes</span><span><a href="{{.Root}}sources/{{.Source.ID}}.atom">Atom feed</a></span></p>
 {{template "listing" .}}
 </main>
 `)
-	indexTmpl = wikiTemplate("index", `{{if gt .Page 1}}All changes · page {{.Page}} · {{end}}tidemark`, `{{.Root}}`, `{{if gt .Page 1}}<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › page {{.Page}}</nav>
+	indexTmpl = wikiTemplate("index", `{{if gt .Page 1}}All changes · archive {{add .Page -1}} · {{end}}tidemark`, `{{.Root}}`, `{{if gt .Page 1}}<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › archive {{add .Page -1}}</nav>
 {{end}}<main>
 {{if eq .Page 1}}<h1>Changes</h1>
 {{if .Sources}}<h2>Sources</h2>
@@ -128,7 +128,7 @@ var (
 {{range .Sources}}<tr><td><a href="sources/{{.ID}}.html">{{.Name}}</a></td><td>{{.Kind}}</td><td class="num">{{.Pages}}</td></tr>
 {{end}}</table>
 <h2>Newest changes</h2>
-{{end}}{{else}}<h1>All changes · page {{.Page}}</h1>
+{{end}}{{else}}<h1>All changes · archive {{add .Page -1}}</h1>
 {{end}}{{template "listing" .}}
 </main>
 `)
@@ -140,7 +140,7 @@ const listing = `{{define "listing"}}{{if .Entries}}<table>
 {{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
 {{end}}</table>
 {{if gt .Pages 1}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
-<p class="pages">Pages: {{range .Links}}{{if .Current}}<strong>{{.N}}</strong> {{else}}<a href="{{.Href}}">{{.N}}</a> {{end}}{{end}}</p>
+<p class="pages">Archive (1 is the oldest): {{range .Links}}{{if .Current}}<strong>{{.Label}}</strong> {{else}}<a href="{{.Href}}">{{.Label}}</a> {{end}}{{end}}</p>
 {{end}}{{else}}<p class="empty">No published changes yet.</p>
 {{end}}{{end}}`
 
