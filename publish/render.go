@@ -37,7 +37,7 @@ h1{font-size:1.6rem;line-height:1.25;margin:.2rem 0 .4rem;overflow-wrap:anywhere
 pre.diff{border:1px solid var(--line);border-radius:6px;overflow:auto;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;padding:.3rem 0;white-space:pre-wrap}
 pre.diff span{display:block;padding:0 .75rem}.diff .add{background:var(--add);color:var(--addfg)}.diff .del{background:var(--del);color:var(--delfg)}
 .diff .gap{color:var(--muted);background:var(--soft);font-style:italic}
-table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}th.num{text-align:right}
+table{border-collapse:collapse;width:100%;font-size:.95rem}th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line)}th.num{text-align:right}th.num,td.num{width:1%;padding-left:1.5rem}
 td,th{padding:.4rem .5rem;vertical-align:top;border-bottom:1px solid var(--line)}td.when{white-space:nowrap;width:1%;color:var(--muted);font-size:.85rem;padding-top:.55rem}
 td.num{text-align:right;white-space:nowrap}td code,td.val{overflow-wrap:anywhere}td.old{background:var(--del)}td.new{background:var(--add)}
 code{font:.88em ui-monospace,SFMono-Regular,Menlo,monospace}
