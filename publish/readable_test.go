@@ -394,5 +394,28 @@ func TestNeighbourLinks(t *testing.T) {
 		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished+rep.Relinked != 0 {
 			t.Fatalf("second sweep: %+v %v", rep, err)
 		}
+		// An edited title: the pages that link to it are relinked.
+		over := fakeOverrides{mustEventOf(t, f, "c"): {Title: "change c, corrected"}}
+		f.svc.Overrides = over
+		if _, err := f.svc.Publish(ctx, mustCurrent(t, f, "c")); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Relinked != 2 {
+			t.Fatalf("sweep after a title edit: %+v %v", rep, err)
+		}
+		for _, k := range []string{"a", "d"} {
+			if o, err := f.objs.Get(ctx, publish.PageKey(page(k))); err != nil || !contains(o.Body, "change c, corrected") {
+				t.Fatalf("%s does not link with the edited title: %v", k, err)
+			}
+		}
 	})
+}
+
+func mustCurrent(t *testing.T, f *fixture, key string) string {
+	t.Helper()
+	id, err := f.st.CurrentSummary(context.Background(), mustEventOf(t, f, key))
+	if err != nil || id == "" {
+		t.Fatalf("current summary of %s: %q %v", key, id, err)
+	}
+	return id
 }

@@ -261,17 +261,18 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 	if p.Older, p.Newer, err = s.Store.Neighbours(ctx, p.PageID, p.Event); err != nil {
 		return nil, err
 	}
-	for _, l := range []*PageLink{p.Older, p.Newer} {
-		if l != nil {
-			l.Title = readable.Clean(l.Title)
+	shown := func(l *PageLink) *PageLink {
+		if l == nil {
+			return nil
 		}
+		return &PageLink{PageID: l.PageID, Title: readable.Clean(l.Title)}
 	}
 	p.SearchText = searchText(doc.SearchText() + "\n" + notes)
 	var b bytes.Buffer
 	err = pageTmpl.Execute(&b, map[string]any{
 		"Title": title, "Notes": notes, "Event": p.Event, "Source": p.Source, "Summary0": p.Summary,
 		"Summary": sum, "Doc": doc, "HTML": template.HTML(doc.HTML), // readable.SafeHTML's output only
-		"Link": link, "Lead": lead, "Generation": p.Generation, "Older": p.Older, "Newer": p.Newer,
+		"Link": link, "Lead": lead, "Generation": p.Generation, "Older": shown(p.Older), "Newer": shown(p.Newer),
 	})
 	return b.Bytes(), err
 }

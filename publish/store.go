@@ -97,16 +97,17 @@ type PageLink struct {
 	Title  string
 }
 
-// Neighbours is the "older|newer" page IDs of a plan's links, as recorded.
+// Neighbours is the plan's links as recorded, "older/title|newer/title"
+// with the titles as stored: a neighbour that moves or is retitled makes
+// the page's recorded neighbours differ from its actual ones.
 func (p Plan) Neighbours() string {
-	var o, n string
-	if p.Older != nil {
-		o = p.Older.PageID
+	link := func(l *PageLink) string {
+		if l == nil {
+			return ""
+		}
+		return l.PageID + "/" + l.Title
 	}
-	if p.Newer != nil {
-		n = p.Newer.PageID
-	}
-	return o + "|" + n
+	return link(p.Older) + "|" + link(p.Newer)
 }
 
 // Written is what the object store confirmed.

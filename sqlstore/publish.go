@@ -519,7 +519,8 @@ func (s *PublishStore) Relink(ctx context.Context, limit int) ([]string, error) 
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (id string, err error) { return id, sc.Scan(&id) },
 		`SELECT x.summary_id FROM (
 			SELECT p.id, p.summary_id, p.published_summary_id, p.neighbours,
-				COALESCE(LAG(p.id) OVER w, '') || '|' || COALESCE(LEAD(p.id) OVER w, '') AS actual
+				COALESCE(LAG(p.id) OVER w || '/' || LAG(`+shownTitle+`) OVER w, '') || '|' ||
+				COALESCE(LEAD(p.id) OVER w || '/' || LEAD(`+shownTitle+`) OVER w, '') AS actual
 			FROM pages p JOIN events e ON e.id = p.event_id
 			WHERE p.summary_id IS NOT NULL
 			WINDOW w AS (PARTITION BY p.source_id ORDER BY e.occurred_at, p.id)
