@@ -89,6 +89,17 @@ func TestSearch(t *testing.T) {
 				t.Errorf("query %q: %v, want invalid", q, err)
 			}
 		}
+		// Republished with a new title: the index holds the new one only.
+		over[evA] = publish.Override{Title: "Gauge repaired"}
+		if _, err := f.svc.Publish(ctx, mustCurrent(t, f, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if res := search("calibration", 10, 0); len(res.Hits) != 0 {
+			t.Fatalf("the old title is still indexed: %+v", res)
+		}
+		if res := search("repaired", 10, 0); len(res.Hits) != 1 || res.Hits[0].Title != "Gauge repaired" {
+			t.Fatalf("the new title is not indexed: %+v", res)
+		}
 		// Withdrawn: rejected and swept, the page leaves the index.
 		sums, err := f.st.Summaries(ctx, publish.SummaryFilter{EventID: evA})
 		if err != nil || len(sums) == 0 {

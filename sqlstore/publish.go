@@ -492,20 +492,30 @@ func (s *PublishStore) Listing(ctx context.Context, q publish.ListingQuery) ([]p
 // Neighbours implements publish.Store.
 func (s *PublishStore) Neighbours(ctx context.Context, pageID string, ev tidemark.Event) (older, newer *publish.PageLink, err error) {
 	src, at := ev.SourceID, ms(ev.OccurredAt)
-	one := func(cond, order string) (*publish.PageLink, error) {
-		var l publish.PageLink
-		err := s.db.db.QueryRowContext(ctx, `SELECT p.id, `+shownTitle+` FROM events e JOIN pages p ON p.event_id = e.id
-			WHERE e.source_id = $1 AND p.summary_id IS NOT NULL AND `+cond+`
-			ORDER BY e.occurred_at `+order+`, p.id `+order+` LIMIT 1`, src, at, pageID).Scan(&l.PageID, &l.Title)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		return &l, err
-	}
-	if older, err = one(`(e.occurred_at < $2 OR (e.occurred_at = $2 AND p.id < $3))`, "DESC"); err != nil {
+	// By (occurred_at, event ID), on the index of migration 0009: the
+	// nearest older and newer page with a current summary, in one query.
+	const side = `SELECT * FROM (SELECT %d AS side, p.id, ` + shownTitle + ` FROM events e JOIN pages p ON p.event_id = e.id
+		WHERE e.source_id = $1 AND (e.occurred_at, e.id) %s ($2, $3) AND p.summary_id IS NOT NULL
+		ORDER BY e.occurred_at %s, e.id %s LIMIT 1) x%d`
+	rows, err := s.db.db.QueryContext(ctx, fmt.Sprintf(side, 0, "<", "DESC", "DESC", 0)+` UNION ALL `+
+		fmt.Sprintf(side, 1, ">", "ASC", "ASC", 1), src, at, ev.ID)
+	if err != nil {
 		return nil, nil, fmt.Errorf("page %s neighbours: %w", pageID, err)
 	}
-	if newer, err = one(`(e.occurred_at > $2 OR (e.occurred_at = $2 AND p.id > $3))`, "ASC"); err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var side int
+		var l publish.PageLink
+		if err := rows.Scan(&side, &l.PageID, &l.Title); err != nil {
+			return nil, nil, err
+		}
+		if side == 0 {
+			older = &l
+		} else {
+			newer = &l
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("page %s neighbours: %w", pageID, err)
 	}
 	return older, newer, nil
@@ -523,7 +533,7 @@ func (s *PublishStore) Relink(ctx context.Context, limit int) ([]string, error) 
 				COALESCE(LEAD(p.id) OVER w || '/' || LEAD(`+shownTitle+`) OVER w, '') AS actual
 			FROM pages p JOIN events e ON e.id = p.event_id
 			WHERE p.summary_id IS NOT NULL
-			WINDOW w AS (PARTITION BY p.source_id ORDER BY e.occurred_at, p.id)
+			WINDOW w AS (PARTITION BY e.source_id ORDER BY e.occurred_at, e.id)
 		) x
 		WHERE x.published_summary_id = x.summary_id AND x.neighbours <> x.actual
 		ORDER BY x.id LIMIT $1`, limit)

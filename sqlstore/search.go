@@ -38,10 +38,7 @@ var sqliteSearch = &searchDialect{
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM page_search WHERE rowid = $1`, row); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO page_search (rowid, title, summary, evidence) VALUES ($1, $2, $3, $4)`,
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO page_search (rowid, title, summary, evidence) VALUES ($1, $2, $3, $4)`,
 			row, title, summary, text)
 		return err
 	},

@@ -10,6 +10,8 @@ ALTER TABLE pages ADD COLUMN headline TEXT NOT NULL DEFAULT '';
 -- The neighbours (older|newer page IDs) the published body links to, so
 -- pages whose neighbours changed are found and republished.
 ALTER TABLE pages ADD COLUMN neighbours TEXT NOT NULL DEFAULT '';
+-- A change's neighbours are found by (occurred_at, id) within its source.
+CREATE INDEX events_source_time_id ON events (source_id, occurred_at, id);
 
 CREATE TABLE page_search (
     page_id  TEXT PRIMARY KEY REFERENCES pages(id),
