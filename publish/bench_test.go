@@ -133,6 +133,13 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 		b.Fatal(err)
 	}
 	now := env.Clock.Now().UnixMilli()
+	// Each page links to its neighbours, as a publication records them.
+	link := func(i int) string {
+		if i < 0 || i >= n {
+			return ""
+		}
+		return fmt.Sprintf("p%07d/change e%07d", i, i)
+	}
 	for i := range n {
 		evID, sumID, pageID := fmt.Sprintf("e%07d", i), fmt.Sprintf("s%07d", i), fmt.Sprintf("p%07d", i)
 		ev := tidemark.HashEvidence([]byte(evID))
@@ -151,8 +158,9 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 			{`INSERT INTO summaries (id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current, published_at, published_generation, created_at)
 				VALUES ($1, $2, $3, 'p', 'm', 'text', 'h', 1, $4, 1, $4)`, []any{sumID, evID, ev, now}},
 			{`INSERT INTO pages (id, event_id, source_id, summary_id, evidence_hash, generation, published_summary_id,
-				published_generation, published_etag, published_at, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, 1, $4, 1, $6, $7, $7, $7)`, []any{pageID, evID, src.ID, sumID, ev, info.ETag, now}},
+				published_generation, published_etag, published_at, created_at, updated_at, title, neighbours)
+				VALUES ($1, $2, $3, $4, $5, 1, $4, 1, $6, $7, $7, $7, $8, $9)`,
+				[]any{pageID, evID, src.ID, sumID, ev, info.ETag, now, "change " + evID, link(i-1) + "|" + link(i+1)}},
 		} {
 			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 				b.Fatal(err)
@@ -173,7 +181,7 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 	start := time.Now()
 	for range b.N {
 		rep, err := svc.Sweep(ctx)
-		if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Failed+rep.Listings.Written != 0 || rep.Pages != n {
+		if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Failed+rep.Relinked+rep.Listings.Written != 0 || rep.Pages != n {
 			b.Fatalf("sweep with nothing to repair: %+v %v", rep, err)
 		}
 	}

@@ -117,8 +117,9 @@ type Written struct {
 
 // PageState is a page's bookkeeping, for the sweeper.
 type PageState struct {
-	PageID  string
-	EventID string
+	PageID   string
+	EventID  string
+	SourceID string
 	// SummaryID is the event's pointer ("" when the event has no current
 	// summary); PointerFresh says its evidence hash is the event's current.
 	SummaryID          string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/tidemark/tidemark"
@@ -50,11 +51,11 @@ func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, 
 }
 
 func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
-	_, absent, err := s.absentPages(ctx, nil)
+	absent, err := s.absentPages(ctx)
 	if err != nil {
 		return false, err
 	}
-	objs, err := s.renderCard(ctx, src, absent)
+	objs, err := s.renderCard(ctx, src, absent.all)
 	if err != nil {
 		return false, err
 	}
@@ -67,26 +68,37 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	return s.writeListing(ctx, objs[0].key, "card", src.ID, "", hash, objs[0].render)
 }
 
-// absentPages are the published pages whose objects the store does not
-// hold (a new or emptied store, a deleted object), all and by source.
-// present, when not nil, is the page objects the caller knows the store
-// holds (the sweep's own listing); nil lists them.
-func (s *Service) absentPages(ctx context.Context, present map[string]bool) (map[string][]string, map[string]bool, error) {
-	if present == nil {
-		present = map[string]bool{}
-		if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { present[in.Key] = true; return nil }); err != nil {
-			return nil, nil, err
-		}
+// absence is the published pages whose objects the store does not hold
+// (a new or emptied store, a deleted object), all and by source.
+type absence struct {
+	all      map[string]bool
+	bySource map[string][]string
+}
+
+func (a *absence) add(pageID, sourceID string) {
+	a.all[pageID] = true
+	a.bySource[sourceID] = append(a.bySource[sourceID], pageID)
+}
+
+func newAbsence() *absence {
+	return &absence{all: map[string]bool{}, bySource: map[string][]string{}}
+}
+
+// absentPages lists the page objects and the published pages and returns
+// the absent ones.
+func (s *Service) absentPages(ctx context.Context) (*absence, error) {
+	present := map[string]bool{}
+	if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { present[in.Key] = true; return nil }); err != nil {
+		return nil, err
 	}
-	bySource, all := map[string][]string{}, map[string]bool{}
+	a := newAbsence()
 	err := s.Store.PublishedPages(ctx, func(pageID, sourceID string) error {
 		if !present[PageKey(pageID)] {
-			bySource[sourceID] = append(bySource[sourceID], pageID)
-			all[pageID] = true
+			a.add(pageID, sourceID)
 		}
 		return nil
 	})
-	return bySource, all, err
+	return a, err
 }
 
 // listingPrefixes hold listing objects only; an object there that no
@@ -102,9 +114,9 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 	return s.refreshListings(ctx, nil)
 }
 
-// refreshListings is RefreshListings given the page objects the store
-// holds (nil: list them).
-func (s *Service) refreshListings(ctx context.Context, present map[string]bool) (ListingReport, error) {
+// refreshListings is RefreshListings given the published pages the store
+// does not hold (nil: find them).
+func (s *Service) refreshListings(ctx context.Context, absent *absence) (ListingReport, error) {
 	var rep ListingReport
 	sources, err := s.Store.Sources(ctx)
 	if err != nil {
@@ -131,9 +143,10 @@ func (s *Service) refreshListings(ctx context.Context, present map[string]bool) 
 			return rep, err
 		}
 	}
-	absentBySource, absent, err := s.absentPages(ctx, present)
-	if err != nil {
-		return rep, err
+	if absent == nil {
+		if absent, err = s.absentPages(ctx); err != nil {
+			return rep, err
+		}
 	}
 	absentStamp := func(ids []string) string {
 		if len(ids) == 0 {
@@ -194,17 +207,17 @@ func (s *Service) refreshListings(ctx context.Context, present map[string]bool) 
 	}
 	var indexStamp strings.Builder
 	for _, src := range sources {
-		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absentBySource[src.ID])
+		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absent.bySource[src.ID])
 		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
 		err := refresh(CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
-			return s.renderCard(ctx, src.SourceInfo, absent)
+			return s.renderCard(ctx, src.SourceInfo, absent.all)
 		})
 		if err != nil {
 			return rep, err
 		}
 	}
 	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
-		return s.renderIndex(ctx, sources, absent)
+		return s.renderIndex(ctx, sources, absent.all)
 	})
 	if err != nil {
 		return rep, err
@@ -266,13 +279,19 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	var republish []string
 	var withdraw []string
-	present := map[string]bool{} // page objects the store holds, for the listings
+	// What the listings need once the sweep is done: which published
+	// pages the store holds.
+	type listed struct {
+		pageID, sourceID   string
+		published, present bool
+	}
+	pages := map[string]*listed{} // by key
 	err := s.Store.PageStates(ctx, func(ps PageState) error {
 		rep.Pages++
 		key := PageKey(ps.PageID)
 		obj, ok := stored[key]
 		delete(stored, key)
-		present[key] = ok
+		pages[key] = &listed{pageID: ps.PageID, sourceID: ps.SourceID, published: ps.PublishedSummaryID != "", present: ok}
 		switch {
 		case ps.SummaryID != "" && ps.PointerFresh:
 			if ps.PublishedSummaryID != ps.SummaryID || !ok || obj.ETag != ps.PublishedETag {
@@ -326,7 +345,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			fail(err)
 			continue
 		}
-		present[res.Key] = true
+		if l := pages[res.Key]; l != nil {
+			l.published, l.present = true, true
+		}
 		rep.Republished++
 	}
 	for _, pageID := range withdraw {
@@ -334,10 +355,15 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			fail(err)
 			continue
 		}
-		present[PageKey(pageID)] = false
+		if l := pages[PageKey(pageID)]; l != nil {
+			l.present = false
+		}
 		if _, err := s.Store.Withdraw(ctx, pageID); err != nil {
 			fail(err)
 			continue
+		}
+		if l := pages[PageKey(pageID)]; l != nil {
+			l.published = false
 		}
 		rep.Withdrawn++
 	}
@@ -348,7 +374,16 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 		rep.Orphans++
 	}
-	if rep.Listings, err = s.refreshListings(ctx, present); err != nil {
+	absent := newAbsence()
+	for _, l := range pages {
+		if l.published && !l.present {
+			absent.add(l.pageID, l.sourceID)
+		}
+	}
+	for _, ids := range absent.bySource {
+		sort.Strings(ids) // the stamp hashes them
+	}
+	if rep.Listings, err = s.refreshListings(ctx, absent); err != nil {
 		return rep, err
 	}
 	return rep, nil

@@ -386,7 +386,7 @@ func (s *PublishStore) CurrentSummary(ctx context.Context, eventID string) (stri
 
 // PageStates implements publish.Store.
 func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.summary_id,
+	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.source_id, p.summary_id,
 		CASE WHEN p.evidence_hash = e.evidence_hash THEN 1 ELSE 0 END,
 		p.published_summary_id, p.published_etag
 		FROM pages p JOIN events e ON e.id = p.event_id ORDER BY p.id`)
@@ -400,7 +400,7 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 			ptr, published sql.NullString
 			fresh          int
 		)
-		if err := rows.Scan(&ps.PageID, &ps.EventID, &ptr, &fresh, &published, &ps.PublishedETag); err != nil {
+		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedETag); err != nil {
 			return err
 		}
 		ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
