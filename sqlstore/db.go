@@ -39,13 +39,23 @@ type Dialect struct {
 	LockSkipLocked string
 	// Bytes is the column type for raw bytes.
 	Bytes string
+	// MigrationLock, when set, is run first in every migrating transaction
+	// to serialize processes migrating together (SQLite's write lock,
+	// taken at BEGIN, already does).
+	MigrationLock string
+	// ColumnCount counts the columns named $2 of table $1 (0 or 1).
+	ColumnCount string
 	// search is the dialect's full-text search.
 	search *searchDialect
 }
 
 var (
-	SQLite   = Dialect{Name: "sqlite", Bytes: "BLOB", search: sqliteSearch}
-	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA", search: postgresSearch}
+	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", search: sqliteSearch,
+		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
+	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA", search: postgresSearch,
+		MigrationLock: `SELECT pg_advisory_xact_lock(746564)`,
+		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`}
 )
 
 // DB is an open tidemark database.

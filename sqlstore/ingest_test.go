@@ -2,10 +2,10 @@ package sqlstore_test
 
 import (
 	"context"
-	"github.com/tidemark/tidemark/ingest"
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/storetest"
 )
@@ -47,7 +47,11 @@ func TestOpenOddPath(t *testing.T) {
 	if _, err := a.Ingest().AddSource(context.Background(), ingest.NewSource{Name: "s", Kind: "git", Location: "x", Interval: time.Minute, RetryBudget: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if srcs, _ := b.Ingest().Sources(context.Background()); len(srcs) != 0 {
+	srcs, err := b.Ingest().Sources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 0 {
 		t.Fatal("two different paths opened the same database")
 	}
 }

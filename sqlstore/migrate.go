@@ -2,12 +2,18 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
 	"embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tidemark/tidemark"
 )
 
 //go:embed migrations/*.sql
@@ -24,9 +30,22 @@ type Migration struct {
 	// Dialect is "" for every dialect, else the only one it applies to.
 	Dialect string
 	SQL     string
+	// SHA256 is the hex SHA-256 of the file's bytes as released. A
+	// database records it when it applies the migration and refuses to
+	// open when the file no longer matches: released migrations are
+	// immutable; a change is a new file.
+	SHA256 string
 }
 
 var migrationDialects = map[string]bool{SQLite.Name: true, Postgres.Name: true}
+
+// File is the migration's file name.
+func (m Migration) File() string {
+	if m.Dialect != "" {
+		return fmt.Sprintf("%04d_%s.%s.sql", m.Version, m.Name, m.Dialect)
+	}
+	return fmt.Sprintf("%04d_%s.sql", m.Version, m.Name)
+}
 
 // Migrations returns every migration in version order.
 func Migrations() ([]Migration, error) {
@@ -69,7 +88,8 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Migration{Version: v, Name: base, Dialect: dialect, SQL: string(b)})
+		sum := sha256.Sum256(b)
+		out = append(out, Migration{Version: v, Name: base, Dialect: dialect, SQL: string(b), SHA256: hex.EncodeToString(sum[:])})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Version != out[j].Version {
@@ -88,25 +108,8 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 	if err != nil {
 		return err
 	}
-	if d.Dialect.Name == "postgres" {
-		// CREATE TABLE IF NOT EXISTS is not safe under concurrency on
-		// PostgreSQL; take the advisory lock around it too.
-		tx, err := d.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(746564)`); err != nil {
-			return fmt.Errorf("sqlstore: migration lock: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
-			return fmt.Errorf("sqlstore: schema_migrations: %w", err)
-		}
-		if err := tx.Commit(); err != nil {
-			return err
-		}
-	} else if _, err := d.db.ExecContext(ctx, createMigrationsTable); err != nil {
-		return fmt.Errorf("sqlstore: schema_migrations: %w", err)
+	if err := d.bootstrapMigrations(ctx, ms); err != nil {
+		return err
 	}
 	for _, m := range ms {
 		if upTo > 0 && m.Version > upTo {
@@ -125,8 +128,55 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
-    applied_at BIGINT NOT NULL
+    applied_at BIGINT NOT NULL,
+    sha256     TEXT
 )`
+
+// bootstrapMigrations creates the migrator's own table, and brings one made
+// before checksums were recorded up to date: it adds the sha256 column and
+// records, for migrations applied without one, the hash of the file as it
+// is now (the only witness left). The table is the migrator's bookkeeping,
+// not a numbered migration, so it needs no migration file of its own.
+func (d *DB) bootstrapMigrations(ctx context.Context, ms []Migration) error {
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if d.Dialect.MigrationLock != "" {
+		// CREATE TABLE IF NOT EXISTS is not safe under concurrency on
+		// PostgreSQL; take the migration lock around it too.
+		if _, err := tx.ExecContext(ctx, d.Dialect.MigrationLock); err != nil {
+			return fmt.Errorf("sqlstore: migration lock: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("sqlstore: schema_migrations: %w", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, d.Dialect.ColumnCount, "schema_migrations", "sha256").Scan(&n); err != nil {
+		return fmt.Errorf("sqlstore: schema_migrations: look for its sha256 column: %w", err)
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN sha256 TEXT`); err != nil {
+			return fmt.Errorf("sqlstore: schema_migrations: add its sha256 column: %w", err)
+		}
+	}
+	for _, m := range ms {
+		if m.Dialect != "" && m.Dialect != d.Dialect.Name {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET sha256 = $1 WHERE version = $2 AND sha256 IS NULL`,
+			m.SHA256, m.Version); err != nil {
+			return fmt.Errorf("sqlstore: record the checksum of migration %s: %w", m.File(), err)
+		}
+	}
+	return tx.Commit()
+}
+
+// ErrMigrationChanged: a migration file differs from the one the database
+// applied. Released migrations are immutable; a change is a new file.
+var ErrMigrationChanged = fmt.Errorf("sqlstore: migration changed after it was applied: %w", tidemark.ErrConflict)
 
 func (d *DB) apply(ctx context.Context, m Migration) error {
 	tx, err := d.Begin(ctx)
@@ -134,17 +184,21 @@ func (d *DB) apply(ctx context.Context, m Migration) error {
 		return err
 	}
 	defer tx.Rollback()
-	if d.Dialect.Name == "postgres" {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(746564)`); err != nil {
+	if d.Dialect.MigrationLock != "" {
+		if _, err := tx.ExecContext(ctx, d.Dialect.MigrationLock); err != nil {
 			return fmt.Errorf("sqlstore: migration lock: %w", err)
 		}
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, m.Version).Scan(&n); err != nil {
-		return fmt.Errorf("sqlstore: migration %d: %w", m.Version, err)
-	}
-	if n > 0 {
+	var applied sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT sha256 FROM schema_migrations WHERE version = $1`, m.Version).Scan(&applied)
+	switch {
+	case err == nil && applied.String != m.SHA256:
+		return fmt.Errorf("%w: migrations/%s has sha256 %s, the database applied %s; restore the released file and put the change in a new migration",
+			ErrMigrationChanged, m.File(), m.SHA256, applied.String)
+	case err == nil:
 		return nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlstore: migration %d: %w", m.Version, err)
 	}
 	body := strings.ReplaceAll(m.SQL, "{{bytes}}", d.Dialect.Bytes)
 	for _, stmt := range splitStatements(body) {
@@ -152,8 +206,8 @@ func (d *DB) apply(ctx context.Context, m Migration) error {
 			return fmt.Errorf("sqlstore: migration %04d_%s: %w\n%s", m.Version, m.Name, err, stmt)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.Version, m.Name, ms(d.Clock.Now())); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at, sha256) VALUES ($1, $2, $3, $4)`,
+		m.Version, m.Name, ms(d.Clock.Now()), m.SHA256); err != nil {
 		return fmt.Errorf("sqlstore: record migration %d: %w", m.Version, err)
 	}
 	return tx.Commit()

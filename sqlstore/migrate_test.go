@@ -1,0 +1,137 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// releasedMigrations pins the SHA-256 of every migration file. Released
+// migrations are immutable: a change to one is a new file, and a new file
+// needs its pin here (sha256sum sqlstore/migrations/NNNN_*.sql).
+var releasedMigrations = map[string]string{
+	"0001_ingest.sql":          "c540763a01255480cf357a224eb0651de708b48783382b73f0d2f4ce7018e500",
+	"0003_publish.sql":         "376c9bae1afcc6c2518ae362a617037a87e4a6599b4be0d75097ec2215a3a53c",
+	"0004_outbox.sql":          "22b23b25036254f6381695ca3f85e48a6a6b383a14479c26b18102fffee88ea0",
+	"0005_documents.sql":       "52bb5b888692d0bd21136ad83423270c126d82c3e58ba57f52c3eb48dcdeb97f",
+	"0006_outbox_origin.sql":   "255ac38bc4a0a29f37c2f075f415019f4b61e57a80aa430d9f92c3960dd811ea",
+	"0007_secrets_auth.sql":    "270a902b2e322cd86fb33b087403c0e9824226ab9f2e1725a989eb4dd93cbecb",
+	"0009_search.postgres.sql": "cc3b27f39c2c25bc87c4fa9ec09c274cbba4ba14e29d1ab0242af2d372811544",
+	"0009_search.sqlite.sql":   "6bb03a46a58200ecefe3420d2de2a268c82d097cec971aba173d2d328fbc2537",
+}
+
+func TestMigrationsArePinned(t *testing.T) {
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range ms {
+		seen[m.File()] = true
+		pin, ok := releasedMigrations[m.File()]
+		switch {
+		case !ok:
+			t.Errorf("migrations/%s has no pinned hash; add %q: %q to releasedMigrations", m.File(), m.File(), m.SHA256)
+		case pin != m.SHA256:
+			t.Errorf("migrations/%s changed after release (sha256 %s, pinned %s): restore it and put the change in a new migration",
+				m.File(), m.SHA256, pin)
+		}
+	}
+	for f := range releasedMigrations {
+		if !seen[f] {
+			t.Errorf("released migration %s is gone from migrations/", f)
+		}
+	}
+}
+
+func mustExec(tb testing.TB, db *sqlstore.DB, q string, args ...any) {
+	tb.Helper()
+	if _, err := db.SQL().ExecContext(context.Background(), q, args...); err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+}
+
+func recordedHashes(tb testing.TB, db *sqlstore.DB) map[int]string {
+	tb.Helper()
+	rows, err := db.SQL().QueryContext(context.Background(), `SELECT version, COALESCE(sha256, '') FROM schema_migrations`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[int]string{}
+	for rows.Next() {
+		var v int
+		var h string
+		if err := rows.Scan(&v, &h); err != nil {
+			tb.Fatal(err)
+		}
+		got[v] = h
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return got
+}
+
+// Every applied migration's checksum is recorded, and a database whose
+// record disagrees with the file refuses to open, naming the file.
+func TestMigrationChecksums(t *testing.T) {
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		url := b.NewURL(t)
+		db := sqltest.MustOpenURL(t, url, sqltest.NewEnv(1))
+		got := recordedHashes(t, db)
+		for _, m := range ms {
+			if m.Dialect != "" && m.Dialect != b.Name {
+				continue
+			}
+			if got[m.Version] != m.SHA256 {
+				t.Errorf("migration %s recorded sha256 %q, want %q", m.File(), got[m.Version], m.SHA256)
+			}
+		}
+		mustExec(t, db, `UPDATE schema_migrations SET sha256 = $1 WHERE version = $2`, strings.Repeat("0", 64), ms[0].Version)
+		db.Close()
+
+		_, err := sqlstore.Open(context.Background(), url, sqlstore.Options{})
+		if !errors.Is(err, sqlstore.ErrMigrationChanged) || !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("open over a changed migration: %v, want ErrMigrationChanged", err)
+		}
+		if !strings.Contains(err.Error(), ms[0].File()) {
+			t.Errorf("error %q does not name the file %s", err, ms[0].File())
+		}
+	})
+}
+
+// A database whose migrations were applied before checksums were recorded
+// gets its column and its checksums on the next open.
+func TestMigrationChecksumsBackfilled(t *testing.T) {
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		url := b.NewURL(t)
+		db := sqltest.MustOpenURL(t, url, sqltest.NewEnv(1))
+		mustExec(t, db, `ALTER TABLE schema_migrations DROP COLUMN sha256`)
+		db.Close()
+
+		db = sqltest.MustOpenURL(t, url, sqltest.NewEnv(1))
+		got := recordedHashes(t, db)
+		for _, m := range ms {
+			if m.Dialect != "" && m.Dialect != b.Name {
+				continue
+			}
+			if pin := releasedMigrations[m.File()]; got[m.Version] != pin {
+				t.Errorf("migration %s: backfilled sha256 %q, want %q", m.File(), got[m.Version], pin)
+			}
+		}
+	})
+}
