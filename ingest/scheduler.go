@@ -43,6 +43,9 @@ func (sc *Scheduler) report(r Report, err error) {
 // passed over and reported with their error.
 func (sc *Scheduler) RunOnce(ctx context.Context) ([]Report, error) {
 	s := sc.Service
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	srcs, err := s.Store.Sources(ctx)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ func (sc *Scheduler) RunOnce(ctx context.Context) ([]Report, error) {
 // left half-written.
 func (sc *Scheduler) Run(ctx context.Context) error {
 	s := sc.Service
+	if err := s.check(); err != nil {
+		return err
+	}
 	poll := sc.Poll
 	if poll <= 0 {
 		poll = 5 * time.Second

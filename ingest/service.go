@@ -94,11 +94,27 @@ func (s *Service) logger() *slog.Logger {
 	return s.Logger
 }
 
+// MinLeaseTTL is the shortest lease a Service accepts: the heartbeat
+// renews a lease every third of it, and a lease much shorter than a
+// database round trip would expire while it is being renewed.
+const MinLeaseTTL = time.Second
+
+// DefaultLeaseTTL is the lease of a Service whose LeaseTTL is zero.
+const DefaultLeaseTTL = 2 * time.Minute
+
 func (s *Service) leaseTTL() time.Duration {
-	if s.LeaseTTL <= 0 {
-		return 2 * time.Minute
+	if s.LeaseTTL == 0 {
+		return DefaultLeaseTTL
 	}
 	return s.LeaseTTL
+}
+
+// check refuses a configuration no run could keep its claim under.
+func (s *Service) check() error {
+	if ttl := s.leaseTTL(); ttl < MinLeaseTTL {
+		return tidemark.Invalidf("lease", ttl.String(), "must be at least %s (0 means %s)", MinLeaseTTL, DefaultLeaseTTL)
+	}
+	return nil
 }
 
 func (s *Service) backoff() Backoff {
@@ -110,6 +126,9 @@ func (s *Service) backoff() Backoff {
 
 // RunSource claims one source and runs it.
 func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
+	if err := s.check(); err != nil {
+		return Report{}, err
+	}
 	src, err := s.Store.Source(ctx, ref)
 	if err != nil {
 		return Report{}, err
@@ -127,6 +146,9 @@ func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
 // short, so nothing is left half-written.
 func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error) {
 	rep := Report{RunID: c.RunID, CursorBefore: c.Cursor, CursorAfter: c.Cursor, Reentered: c.Reentered}
+	if err := s.check(); err != nil {
+		return rep, err
+	}
 	// Settlement and failure must finish even when ctx is cancelled.
 	finishCtx := context.WithoutCancel(ctx)
 	src, err := s.Store.Source(finishCtx, c.SourceID)
@@ -250,7 +272,7 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 // claim has gone stale, it cancels the fetch: its results could not settle.
 func (s *Service) heartbeat(ctx context.Context, c tidemark.Claim, cancel context.CancelCauseFunc, done <-chan struct{}) {
 	ttl := s.leaseTTL()
-	t := time.NewTicker(ttl / 3)
+	t := time.NewTicker(max(ttl/3, MinLeaseTTL/3)) // never ≤ 0, which would panic
 	defer t.Stop()
 	for {
 		select {
