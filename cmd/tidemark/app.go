@@ -64,6 +64,11 @@ func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
 	if a.db != nil {
 		return a.db, nil
 	}
+	if a.dbURL == "" {
+		if err := a.checkHome(); err != nil {
+			return nil, err
+		}
+	}
 	if a.ids == nil {
 		a.ids = ids.NewULIDs(a.clk(), rand.Reader)
 	}
@@ -78,6 +83,24 @@ func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
 	}
 	a.db = db
 	return db, nil
+}
+
+// checkHome makes sure the data directory exists and can be written before
+// the embedded default stores anything there. A home that cannot be used is
+// the command line's to fix (exit 2), said plainly, not an internal error.
+func (a *app) checkHome() error {
+	bad := func(err error) error {
+		return tidemark.Invalidf("--home", a.home, "cannot use it as the data directory (%v); choose a writable directory with --home or TIDEMARK_HOME", err)
+	}
+	if err := os.MkdirAll(a.home, 0o755); err != nil {
+		return bad(err)
+	}
+	f, err := os.CreateTemp(a.home, ".write-check-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func (a *app) holderID() string {

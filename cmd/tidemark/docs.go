@@ -361,7 +361,7 @@ func newDocsListCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&after, "after", "", "only documents with an ID after this one")
-	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
+	limitFlag(cmd.Flags(), &limit, 100, "at most this many")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: an array of documents")
 	return cmd
 }

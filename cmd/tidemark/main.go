@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,7 +34,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stdout: stdout, stderr: stderr}
+	// Every printer writes text through a textWriter, which escapes what
+	// could drive the terminal; JSON and raw bytes go to raw(a.stdout).
+	a := &app{stdout: newTextWriter(stdout), stderr: newTextWriter(stderr)}
 	root := newRoot(a)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -48,9 +51,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		code = tidemark.ExitInvalid
 	}
-	fmt.Fprintf(stderr, "tidemark: %v\n", err)
+	fmt.Fprintf(a.stderr, "tidemark: %v\n", err)
+	if usage != nil {
+		fmt.Fprintln(a.stderr, "tidemark: run 'tidemark --help' (or COMMAND --help) for usage")
+	}
 	if code == tidemark.ExitInternal {
-		fmt.Fprintln(stderr, "tidemark: this is an internal error; the message above is the whole of it")
+		fmt.Fprintln(a.stderr, "tidemark: this is an internal error; the message above is the whole of it")
 	}
 	return code
 }
@@ -77,8 +83,7 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 			if err := failpoint.ArmFromEnv(); err != nil {
 				return &usageError{err}
 			}
-			a.initLogger()
-			return nil
+			return a.initLogger()
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
@@ -91,7 +96,40 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
+	usageErrors(root)
 	return root
+}
+
+// usageErrors makes every command line that names no command, or gives a
+// command the wrong arguments, a usageError (exit 2), in one place rather
+// than per command. A group of commands (source, outbox, …) given a word it
+// does not know is such an error too; bare, it shows its help.
+func usageErrors(c *cobra.Command) {
+	if !c.Runnable() && c.HasSubCommands() {
+		c.SuggestionsMinimumDistance = 2
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				msg += `; did you mean "` + strings.Join(sug, `" or "`) + `"?`
+			}
+			return errors.New(msg)
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrors(sub)
+	}
 }
 
 func envOr(name, def string) string {
@@ -101,18 +139,28 @@ func envOr(name, def string) string {
 	return def
 }
 
-func (a *app) initLogger() {
+func (a *app) initLogger() error {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
+	switch strings.ToLower(a.logLevel) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "info":
+		lvl = slog.LevelInfo
+	case "warn", "warning":
 		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return &usageError{tidemark.Invalidf("--log-level", a.logLevel, "want debug, info, warn or error")}
 	}
 	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
+	return nil
 }
 
 // writeJSON prints v as indented JSON: the stable, documented form of every
 // list and show command.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(raw(w)) // JSON escapes control characters itself
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

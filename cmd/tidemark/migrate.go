@@ -195,7 +195,7 @@ func newMigrateListCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&collection, "collection", "", "only this collection")
 	f.BoolVar(&pending, "pending", false, "only runs a worker could take now (running or aborting, unclaimed or lease expired)")
-	f.IntVar(&limit, "limit", 50, "at most this many")
+	limitFlag(f, &limit, 50, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print JSON: an array of runs")
 	return cmd
 }

@@ -98,7 +98,7 @@ does).`,
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
 	f.BoolVar(&once, "once", false, "deliver what is pending, then exit")
-	f.DurationVar(&ttl, "lease", time.Minute, "the lane lease; renewed at every step")
+	durationFlag(f, &ttl, "lease", time.Minute, minLease, maxLease, "the lane lease; renewed at every step")
 	f.BoolVar(&asJSON, "json", false, "with --once: print each lane's steps as JSON")
 	return cmd
 }

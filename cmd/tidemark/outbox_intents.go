@@ -67,7 +67,7 @@ func newIntentsListCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
 	f.StringVar(&state, "state", "", "only this state: pending, sending, landed, unresolved, unexecutable, retired, collision")
-	f.IntVar(&limit, "limit", 200, "at most this many")
+	limitFlag(f, &limit, 200, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print JSON (an array of intents)")
 	return cmd
 }

@@ -61,6 +61,11 @@ func (a *app) objectStore() (objstore.Store, error) {
 	if strings.Contains(loc, "://") {
 		return nil, tidemark.Invalidf("--store", loc, "want a directory or s3://BUCKET[/PREFIX]")
 	}
+	if a.storeURL == "" {
+		if err := a.checkHome(); err != nil {
+			return nil, err
+		}
+	}
 	return dir.Open(loc)
 }
 
@@ -278,7 +283,7 @@ current, unrejected summary of its current evidence).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&summarizer, "summarizer", "", "extractive or openai (env TIDEMARK_SUMMARIZER; default extractive)")
-	f.IntVar(&limit, "limit", 1000, "events to summarize and summaries to publish, at most")
+	limitFlag(f, &limit, 1000, "events to summarize and summaries to publish, at most")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a))
 	return cmd
@@ -361,7 +366,7 @@ func newSummariesCmd(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&event, "event", "", "only this event's summaries")
-	f.IntVar(&limit, "limit", 50, "at most this many")
+	limitFlag(f, &limit, 50, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
 }

@@ -118,9 +118,9 @@ already tracked).`,
 	f := cmd.Flags()
 	f.BoolVar(&once, "once", false, "run every due source once, then exit")
 	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
-	f.IntVar(&workers, "workers", 4, "runs in flight at most")
-	f.DurationVar(&lease, "lease", 2*time.Minute, "claim lease; heartbeats extend it while a fetch runs")
-	f.DurationVar(&poll, "poll", 5*time.Second, "longest pause between looks for due sources")
+	intFlag(f, &workers, "workers", 4, 1, maxWorkers, "runs in flight at most")
+	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, minLease, maxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
+	durationFlag(f, &poll, "poll", 5*time.Second, 10*time.Millisecond, time.Hour, "longest pause between looks for due sources")
 	f.BoolVar(&asJSON, "json", false, "with --once: print the run reports as JSON")
 	return cmd
 }

@@ -47,7 +47,7 @@ func newRunsCmd(a *app) *cobra.Command {
 	f := list.Flags()
 	f.StringVar(&source, "source", "", "only this source")
 	f.StringVar(&outcome, "outcome", "", "only this outcome")
-	f.IntVar(&limit, "limit", 50, "at most this many")
+	limitFlag(f, &limit, 50, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print JSON (an array of runs; fields in the README)")
 	cmd.AddCommand(list)
 	return cmd
@@ -98,7 +98,7 @@ func newEventsCmd(a *app) *cobra.Command {
 	}
 	f := list.Flags()
 	f.StringVar(&source, "source", "", "only this source")
-	f.IntVar(&limit, "limit", 50, "at most this many")
+	limitFlag(f, &limit, 50, "at most this many")
 	f.BoolVar(&asJSON, "json", false, "print JSON (an array of events; fields in the README)")
 	var revision int
 	show := &cobra.Command{
@@ -115,7 +115,7 @@ func newEventsCmd(a *app) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "sha256 %s\n", hash)
-			_, err = a.stdout.Write(b)
+			_, err = raw(a.stdout).Write(b) // the exact bytes, as documented
 			return err
 		},
 	}

@@ -237,7 +237,7 @@ func newSourceExportOPMLCmd(a *app) *cobra.Command {
 			}
 			body := append([]byte(xml.Header), append(out, '\n')...)
 			if output == "" || output == "-" {
-				_, err = a.stdout.Write(body)
+				_, err = raw(a.stdout).Write(body)
 				return err
 			}
 			return writeFileAtomic(output, body)

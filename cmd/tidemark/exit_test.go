@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Each command line that cannot be run as written exits with the code the
+// README's table gives it, and says what was wrong.
+func TestExitCodes(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"bogus"}, tidemark.ExitInvalid, `unknown command "bogus" for "tidemark"`},
+		{[]string{"sorce", "list"}, tidemark.ExitInvalid, `"source"`},
+		{[]string{"source", "bogus"}, tidemark.ExitInvalid, `unknown command "bogus" for "tidemark source"`},
+		{[]string{"outbox", "intents", "bogus"}, tidemark.ExitInvalid, `unknown command "bogus"`},
+		{[]string{"run", "extra"}, tidemark.ExitInvalid, `unknown command "extra" for "tidemark run"`},
+		{[]string{"source", "show"}, tidemark.ExitInvalid, "accepts 1 arg(s), received 0"},
+		{[]string{"source", "show", "a", "b"}, tidemark.ExitInvalid, "accepts 1 arg(s), received 2"},
+		{[]string{"source", "list", "--bogus"}, tidemark.ExitInvalid, "unknown flag: --bogus"},
+		{[]string{"--log-level", "loud", "source", "list"}, tidemark.ExitInvalid, `invalid --log-level "loud"`},
+		{[]string{"run", "--once", "--workers", "0"}, tidemark.ExitInvalid, `"--workers" flag: must be from 1 to 256`},
+		{[]string{"run", "--once", "--workers", "100000"}, tidemark.ExitInvalid, `"--workers" flag: must be from 1 to 256`},
+		{[]string{"run", "--once", "--lease", "1ns"}, tidemark.ExitInvalid, `"--lease" flag: must be from 1s to 24h0m0s`},
+		{[]string{"run", "--once", "--lease", "-1m"}, tidemark.ExitInvalid, `"--lease" flag: must be from 1s`},
+		{[]string{"run", "--once", "--lease", "soon"}, tidemark.ExitInvalid, "not a duration"},
+		{[]string{"run", "--once", "--poll", "0s"}, tidemark.ExitInvalid, `"--poll" flag: must be from`},
+		{[]string{"runs", "list", "--limit", "0"}, tidemark.ExitInvalid, `"--limit" flag: must be from 1 to 100000`},
+		{[]string{"events", "list", "--limit", "-5"}, tidemark.ExitInvalid, `"--limit" flag: must be from 1`},
+		{[]string{"publish", "summaries", "--limit", "many"}, tidemark.ExitInvalid, "not a whole number"},
+		{[]string{"outbox", "deliver", "--once", "--lease", "1ms"}, tidemark.ExitInvalid, `"--lease" flag: must be from 1s`},
+		{[]string{"serve", "--addr", "nohost"}, tidemark.ExitInvalid, `invalid --addr "nohost": want HOST:PORT`},
+		{[]string{"serve", "--addr", "127.0.0.1:99999"}, tidemark.ExitInvalid, "is not a number from 0 to 65535"},
+		{[]string{"serve", "--addr", busy.Addr().String()}, tidemark.ExitUnavailable, "is in use"},
+		{[]string{"--home", file, "source", "list"}, tidemark.ExitInvalid, "cannot use it as the data directory"},
+		{[]string{"--home", filepath.Join(file, "sub"), "publish"}, tidemark.ExitInvalid, "choose a writable directory with --home"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := tc.args
+			if args[0] != "--home" {
+				args = append([]string{"--home", t.TempDir()}, args...)
+			}
+			var out, errb bytes.Buffer
+			code := run(args, &out, &errb)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstderr:\n%s", code, tc.code, errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.says) {
+				t.Errorf("stderr does not say %q:\n%s", tc.says, errb.String())
+			}
+			if strings.Contains(errb.String(), "internal error") {
+				t.Errorf("called an internal error:\n%s", errb.String())
+			}
+		})
+	}
+}
+
+// A group of commands named alone shows its help and succeeds.
+func TestGroupAloneShowsHelp(t *testing.T) {
+	out := mustTidemark(t, 0, "--home", t.TempDir(), "source")
+	if !strings.Contains(out, "Available Commands") {
+		t.Fatalf("no help:\n%s", out)
+	}
+}
