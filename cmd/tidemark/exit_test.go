@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -79,5 +81,19 @@ func TestGroupAloneShowsHelp(t *testing.T) {
 	out := mustTidemark(t, 0, "--home", t.TempDir(), "source")
 	if !strings.Contains(out, "Available Commands") {
 		t.Fatalf("no help:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out := mustTidemark(t, 0, "version")
+	if !strings.HasPrefix(out, "tidemark ") || !strings.Contains(out, runtime.Version()) {
+		t.Fatalf("version printed %q", out)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(mustTidemark(t, 0, "version", "--json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Version == "" || v.GoVersion != runtime.Version() {
+		t.Fatalf("version --json: %+v", v)
 	}
 }
