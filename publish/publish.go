@@ -199,7 +199,9 @@ type SummarizeReport struct {
 
 // Summarize summarizes up to limit events that have no summary of their
 // current evidence under sum's model and prompt version, and accepts the
-// drafts. A failing event is counted and passed over.
+// drafts. A failing event is counted and passed over; an unavailable
+// summarizer ends the round with an error matching tidemark.ErrUnavailable
+// and the report of what was done before it.
 func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit int) (SummarizeReport, error) {
 	var rep SummarizeReport
 	model, prompt := sum.Identity()
@@ -224,6 +226,13 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		switch {
 		case ctx.Err() != nil:
 			return rep, ctx.Err()
+		case errors.Is(err, tidemark.ErrUnavailable):
+			// The summarizer (or the database) cannot be reached: every
+			// other event would fail the same way. Stop; what was accepted
+			// stays accepted, the rest waits for the next round.
+			rep.Failed++
+			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
+			return rep, fmt.Errorf("summarizing stopped after %d of %d events: %w", rep.Considered, len(evs), err)
 		case err != nil:
 			rep.Failed++
 			if len(rep.Errors) < 20 {

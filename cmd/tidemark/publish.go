@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,14 +148,23 @@ func (a *app) publishRound(ctx context.Context, svc *publish.Service, summarizer
 	if err != nil {
 		return r, err
 	}
-	if r.Summarized, err = svc.Summarize(ctx, sum, limit); err != nil {
-		return r, err
+	// An unavailable summarizer stops summarizing at its first refusal;
+	// what it accepted before, and what was pending already, is still
+	// published, and the round then reports the outage (exit 5).
+	var serr error
+	r.Summarized, serr = svc.Summarize(ctx, sum, limit)
+	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
+		return r, serr
 	}
 	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
-		return r, err
+		return r, errors.Join(serr, err)
 	}
 	r.Index = a.indexLocation()
-	return r, nil
+	if serr != nil {
+		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
+			serr, r.Published.Published)
+	}
+	return r, serr
 }
 
 func printRound(a *app, r publishRound) {
@@ -173,16 +183,16 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	r, err := a.publishRound(cmd.Context(), svc, "", 1000)
-	if err != nil {
-		return err
+	if r.Index == "" {
+		return err // nothing was published
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", r.Published.Published, r.Published.Pages, r.Index)
-		return nil
+		return err
 	}
 	fmt.Fprintln(a.stdout)
 	printRound(a, r)
-	return nil
+	return err
 }
 
 // publishLoop summarizes, publishes and sweeps periodically inside
@@ -271,14 +281,17 @@ current, unrejected summary of its current evidence).`,
 				return nil
 			}
 			r, err := a.publishRound(ctx, svc, summarizer, limit)
-			if err != nil {
-				return err
+			if r.Index == "" {
+				return err // nothing was published
 			}
 			if asJSON {
-				return writeJSON(a.stdout, r)
+				if jerr := writeJSON(a.stdout, r); jerr != nil {
+					return jerr
+				}
+			} else {
+				printRound(a, r)
 			}
-			printRound(a, r)
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()

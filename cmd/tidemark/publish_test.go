@@ -245,3 +245,35 @@ func TestPublishLoopSweeps(t *testing.T) {
 		t.Fatalf("%s after one round of the loop: %v", key, err)
 	}
 }
+
+// publish with a summarizer that cannot be reached stops at the first
+// refusal, publishes what it can, says so and exits 5.
+func TestPublishStopsWhenSummarizerUnavailable(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	repo := mustGitRepo(t)
+	home := t.TempDir()
+	if out, code := runCLI(t, "--home", home, "run", "--once", "--track", repo); code != 0 {
+		t.Fatalf("run --once: exit %d\n%s", code, out)
+	}
+	calls := 0
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	t.Setenv("TIDEMARK_OPENAI_BASE_URL", down.URL+"/v1")
+	t.Setenv("TIDEMARK_OPENAI_API_KEY", "k")
+	t.Setenv("TIDEMARK_OPENAI_MODEL", "m")
+	out, code := runCLI(t, "--home", home, "publish", "--summarizer", "openai")
+	if code != 5 {
+		t.Fatalf("publish: exit %d, want 5\n%s", code, out)
+	}
+	if calls != 1 {
+		t.Errorf("the summarizer was asked %d times, want 1: the first refusal stops the round", calls)
+	}
+	for _, want := range []string{"summaries: 0 accepted, 0 unchanged, 1 failed", "summarizing stopped after 1 of 2 events", "0 pages published now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+}
