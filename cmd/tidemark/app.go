@@ -29,6 +29,17 @@ type app struct {
 	clock clock.Clock
 	ids   ids.Source
 	db    *sqlstore.DB
+
+	// onceUndone, during `run --once`, collects what its steps after
+	// ingest left undone ("2 pages not published"); nil otherwise.
+	onceUndone *[]string
+}
+
+// leftUndone records work a `run --once` step could not do.
+func (a *app) leftUndone(format string, args ...any) {
+	if a.onceUndone != nil {
+		*a.onceUndone = append(*a.onceUndone, fmt.Sprintf(format, args...))
+	}
 }
 
 func (a *app) close() {

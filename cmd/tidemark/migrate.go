@@ -35,7 +35,7 @@ func (a *app) migrator(cmd *cobra.Command) (*content.Migrator, error) {
 // progress returns a progress reporter for a run: a bar on stderr when
 // stderr is a terminal, nothing otherwise (so scripts and --json stay clean).
 func (a *app) progress(r content.Run) (func(content.Run), func()) {
-	f, ok := a.stderr.(*os.File)
+	f, ok := raw(a.stderr).(*os.File) // the bar draws with escape sequences of its own
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil, func() {}
 	}

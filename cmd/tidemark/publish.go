@@ -186,6 +186,12 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 	if r.Index == "" {
 		return err // nothing was published
 	}
+	if n := r.Summarized.Failed; n > 0 && err == nil {
+		a.leftUndone("%d events not summarized", n)
+	}
+	if n := r.Published.Failed; n > 0 {
+		a.leftUndone("%d pages not published", n)
+	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", r.Published.Published, r.Published.Pages, r.Index)
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,9 +86,14 @@ already tracked).`,
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
 				return err
 			}
-			if !asJSON {
-				// Each run's line is printed as it ends: the progress of a pass.
-				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
+			tally := &onceTally{}
+			a.onceUndone = &tally.undone
+			sc.OnReport = func(r ingest.Report, err error) {
+				tally.add(r, err)
+				if !asJSON {
+					// Each run's line is printed as it ends: the progress of a pass.
+					printReport(a, r, err)
+				}
 			}
 			reports, err := sc.RunOnce(ctx)
 			if asJSON {
@@ -105,14 +111,14 @@ already tracked).`,
 			for _, step := range afterRunOnce {
 				for _, after := range step {
 					if err := after(a, cmd); err != nil {
-						return err
+						return errors.Join(err, tally.err())
 					}
 				}
 			}
 			if !asJSON {
 				a.printRecentEvents(cmd, reports)
 			}
-			return nil
+			return tally.err()
 		},
 	}
 	f := cmd.Flags()
