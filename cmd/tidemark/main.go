@@ -34,6 +34,13 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal asks for a clean stop (runs in flight settle or
+		// fail); a second one ends the process at once, which is safe too:
+		// every step is crash-safe.
+		<-ctx.Done()
+		stop()
+	}()
 	// Every printer writes text through a textWriter, which escapes what
 	// could drive the terminal; JSON and raw bytes go to raw(a.stdout).
 	a := &app{stdout: newTextWriter(stdout), stderr: newTextWriter(stderr)}
@@ -52,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = tidemark.ExitInvalid
 	}
 	fmt.Fprintf(a.stderr, "tidemark: %v\n", err)
+	if code == tidemark.ExitInterrupted {
+		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
+	}
 	if usage != nil {
 		fmt.Fprintln(a.stderr, "tidemark: run 'tidemark --help' (or COMMAND --help) for usage")
 	}

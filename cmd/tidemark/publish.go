@@ -153,10 +153,17 @@ func (a *app) publishRound(ctx context.Context, svc *publish.Service, summarizer
 	// published, and the round then reports the outage (exit 5).
 	var serr error
 	r.Summarized, serr = svc.Summarize(ctx, sum, limit)
+	if errors.Is(serr, context.Canceled) {
+		return r, fmt.Errorf("publish interrupted: %d summaries accepted and kept, no page published in this round: %w", r.Summarized.Accepted, serr)
+	}
 	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
 		return r, serr
 	}
 	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return r, fmt.Errorf("publish interrupted: %d summaries accepted, %d pages published, all kept: %w",
+				r.Summarized.Accepted, r.Published.Published, err)
+		}
 		return r, errors.Join(serr, err)
 	}
 	r.Index = a.indexLocation()

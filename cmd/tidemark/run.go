@@ -89,7 +89,7 @@ already tracked).`,
 			tally := &onceTally{}
 			a.onceUndone = &tally.undone
 			sc.OnReport = func(r ingest.Report, err error) {
-				tally.add(r, err)
+				tally.add(ctx, r, err)
 				if !asJSON {
 					// Each run's line is printed as it ends: the progress of a pass.
 					printReport(a, r, err)
@@ -104,6 +104,9 @@ already tracked).`,
 				if len(reports) == 0 {
 					fmt.Fprintln(a.stdout, "no source is due; `tidemark source list` shows when each is")
 				}
+			}
+			if errors.Is(err, context.Canceled) {
+				return tally.interrupted(err)
 			}
 			if err != nil {
 				return err

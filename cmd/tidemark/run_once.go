@@ -15,17 +15,23 @@ import (
 // A pass that leaves anything undone exits 5, so a script notices, and its
 // last line says what failed and that what succeeded was kept.
 type onceTally struct {
-	runs, failed int
-	names        []string
-	undone       []string
+	runs, settled, failed int
+	// cut counts the runs that ended after an interrupt without settling:
+	// they were released without spending their retry budget.
+	cut    int
+	names  []string
+	undone []string
 }
 
 // add counts one run's report. A source another worker holds is not a
 // failure of this pass: that worker is running it.
-func (t *onceTally) add(r ingest.Report, err error) {
+func (t *onceTally) add(ctx context.Context, r ingest.Report, err error) {
 	t.runs++
 	switch {
 	case r.Outcome.Advances():
+		t.settled++
+	case ctx.Err() != nil:
+		t.cut++
 	case r.Outcome == "" && (err == nil || errors.Is(err, tidemark.ErrClaimHeld) || errors.Is(err, context.Canceled)):
 	default:
 		t.failed++
@@ -54,6 +60,12 @@ func (t *onceTally) err() error {
 	}
 	parts = append(parts, t.undone...)
 	return &incompleteError{strings.Join(parts, "; ")}
+}
+
+// interrupted says what an interrupted pass kept.
+func (t *onceTally) interrupted(err error) error {
+	return fmt.Errorf("run --once interrupted: %d runs settled and are kept, %d failed, %d were cut short and released "+
+		"without spending their retry budget; publishing and delivery did not run: %w", t.settled, t.failed, t.cut, err)
 }
 
 // incompleteError says a pass finished with work left undone; it matches

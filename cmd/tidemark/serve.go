@@ -164,7 +164,10 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
-			return cmd.Context().Err()
+			// A signal is how a server is stopped: a clean stop, exit 0, like
+			// the daemon's.
+			fmt.Fprintln(a.stderr, "tidemark: stopped serving; nothing to keep, the wiki and the database are as they were")
+			return nil
 		},
 	}
 	f := cmd.Flags()
