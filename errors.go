@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors shared by every pipeline. Callers match them with
@@ -35,6 +36,20 @@ var (
 	// not be reached.
 	ErrUnavailable = errors.New("tidemark: unavailable")
 )
+
+// HeldError says who holds a source's claim and until when. It matches
+// ErrClaimHeld.
+type HeldError struct {
+	Source string
+	Holder string
+	Until  time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("source %s: held by %s until %s", e.Source, e.Holder, e.Until.Format(time.RFC3339))
+}
+
+func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }
 
 // InvalidError says which input was wrong and why. It matches ErrInvalid.
 type InvalidError struct {

@@ -25,6 +25,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ids"
+	"github.com/tidemark/tidemark/ingest"
 )
 
 // Dialect is everything that differs between the backends. Queries are
@@ -65,6 +66,8 @@ type DB struct {
 	Clock   clock.Clock
 	IDs     ids.Source
 	url     string
+	// liveness tells which claim holders are gone (Options.Liveness).
+	liveness *ingest.Liveness
 }
 
 // Options injects time and identity. Zero values mean the system clock and
@@ -74,6 +77,10 @@ type Options struct {
 	IDs   ids.Source
 	// MaxOpenConns bounds the pool (0: the backend's default).
 	MaxOpenConns int
+	// Liveness, when set, lets a claim take over at once a claim whose
+	// holder is a process of this host that is no longer running, instead
+	// of waiting for its lease to expire (see ingest.Liveness).
+	Liveness *ingest.Liveness
 
 	// migrateUpTo stops the migrations after this version (0: all); tests
 	// use it to build a database as an older release left it.
@@ -91,7 +98,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.IDs == nil {
 		opt.IDs = ids.NewULIDs(opt.Clock, rand.Reader)
 	}
-	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url}
+	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url, liveness: opt.Liveness}
 	var err error
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):

@@ -218,10 +218,10 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		switch {
 		case r.ClaimHolder == holder:
 			return s.reenter(ctx, tx, r, ttl, now)
-		case r.LeaseExpiresAt.After(now):
-			return tidemark.Claim{}, fmt.Errorf("source %s: held by %s until %s: %w",
-				r.Name, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
+		case r.LeaseExpiresAt.After(now) && !s.db.liveness.Gone(r.ClaimHolder):
+			return tidemark.Claim{}, &tidemark.HeldError{Source: r.Name, Holder: r.ClaimHolder, Until: *r.LeaseExpiresAt}
 		}
+		// The lease expired, or its holder's process is gone.
 		var err error
 		if r, err = s.loseRun(ctx, tx, r, now, true); err != nil {
 			return tidemark.Claim{}, err
@@ -303,6 +303,10 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 // terminal. It returns the source as it now is.
 func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now time.Time, charge bool) (sourceRow, error) {
 	reason := fmt.Sprintf("holder %s never came back (lease expired %s)", r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
+	if r.LeaseExpiresAt.After(now) {
+		reason = fmt.Sprintf("holder %s is gone: its process is no longer running on this host (lease was until %s)",
+			r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
+	}
 	err := exec1(ctx, tx, fmt.Errorf("lost run %s of %s is not active: %w", r.ClaimRunID, r.Name, tidemark.ErrUnconfirmed),
 		`UPDATE ingest_runs SET status = 'failed', outcome = 'lost', error = $1, finished_at = $2
 		WHERE id = $3 AND token = $4 AND status = 'active'`, reason, ms(now), r.ClaimRunID, r.token.String)
@@ -346,6 +350,9 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	defer tx.Rollback()
+	if err := s.takeOverGone(ctx, tx); err != nil {
+		return nil, err
+	}
 	now := ms(s.db.Clock.Now())
 	rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
@@ -388,6 +395,38 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 		}
 	}
 	return claims, nil
+}
+
+// takeOverGone releases, as lost, the live-leased claims whose holders are
+// processes of this host that are no longer running, so the claim that
+// follows in tx finds their sources free instead of waiting out the leases.
+func (s *IngestStore) takeOverGone(ctx context.Context, tx *sql.Tx) error {
+	l := s.db.liveness
+	if l == nil || l.Host == "" {
+		return nil
+	}
+	now := s.db.Clock.Now()
+	held, err := queryAll(ctx, tx, scanSource, `SELECT `+sourceColumns+` FROM sources
+		WHERE claim_token IS NOT NULL AND lease_expires_at > $1 AND claim_holder LIKE $2 ESCAPE '\'`+s.db.Dialect.LockSkipLocked,
+		ms(now), likePrefix(l.Host+":"))
+	if err != nil {
+		return fmt.Errorf("claim due: look for claims of gone holders: %w", err)
+	}
+	for _, r := range held {
+		if !l.Gone(r.ClaimHolder) {
+			continue
+		}
+		if _, err := s.loseRun(ctx, tx, r, now, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// likePrefix is a LIKE pattern matching strings that begin with p.
+func likePrefix(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
 }
 
 // Heartbeat implements ingest.Store.
@@ -759,7 +798,7 @@ func (s *IngestStore) releaseForOperator(ctx context.Context, tx *sql.Tx, r sour
 	if !r.token.Valid {
 		return r, nil
 	}
-	if r.LeaseExpiresAt.After(now) {
+	if r.LeaseExpiresAt.After(now) && !s.db.liveness.Gone(r.ClaimHolder) {
 		return r, fmt.Errorf("source %s: run %s by %s is in progress until %s: %w",
 			r.Name, r.ClaimRunID, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
 	}

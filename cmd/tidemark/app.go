@@ -83,7 +83,9 @@ func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
 	if a.ids == nil {
 		a.ids = ids.NewULIDs(a.clk(), rand.Reader)
 	}
-	db, err := sqlstore.Open(ctx, a.databaseURL(), sqlstore.Options{Clock: a.clk(), IDs: a.ids})
+	// Liveness lets this process take over at once the claims of a crashed
+	// process of this host, rather than wait out their leases.
+	db, err := sqlstore.Open(ctx, a.databaseURL(), sqlstore.Options{Clock: a.clk(), IDs: a.ids, Liveness: ingest.Local()})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (a *app) holderID() string {
 	if host == "" {
 		host = "localhost"
 	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
+	return ingest.HolderID(host, os.Getpid())
 }
 
 // fetcherKinds holds a constructor per source kind; each kind's file adds

@@ -137,7 +137,7 @@ already tracked).`,
 func printReport(a *app, r ingest.Report, err error) {
 	switch {
 	case r.Outcome == "" && err != nil:
-		fmt.Fprintf(a.stdout, "%-20s not run: %v\n", r.Source, err)
+		fmt.Fprintf(a.stdout, "%-20s not run: %v%s\n", r.Source, err, heldHint(err))
 	case r.Outcome.Advances():
 		fmt.Fprintf(a.stdout, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
 			r.EventsNew, r.EventsChanged, orDash(short(r.CursorBefore, 12)), orDash(short(r.CursorAfter, 12)))

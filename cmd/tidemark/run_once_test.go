@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore"
 )
 
 // run --once exits 5 when a source failed, names it, and says that what
@@ -46,5 +52,29 @@ func TestRunOnceFailedSourceExits5(t *testing.T) {
 	mustTidemark(t, 0, "--home", home, "source", "retry", "flaky")
 	if out, code := runCLI(t, "--home", home, "run", "--once", "--json"); code != 0 {
 		t.Fatalf("run --once after recovery: exit %d\n%s", code, out)
+	}
+}
+
+// A source held by a live holder elsewhere is passed over by run --once
+// (not a failure of this pass), with a hint naming --holder and the lease's
+// end.
+func TestRunOnceHeldSourceSuggestsHolder(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(home, "tidemark.db"), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "s", Kind: "git", Location: t.TempDir(), Interval: time.Minute, RetryBudget: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest().Claim(ctx, src.ID, "elsewhere:1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out := mustTidemark(t, 0, "--home", home, "run", "--once")
+	if !strings.Contains(out, "not run: source s: held by elsewhere:1 until") || !strings.Contains(out, "--holder elsewhere:1") {
+		t.Fatalf("no hint:\n%s", out)
 	}
 }

@@ -1,0 +1,71 @@
+package ingest
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A holder's default identity is host:pid (see HolderID). When a claim's
+// holder names a process on this host that is no longer running, the
+// process crashed: nobody will heartbeat or settle its run, and waiting
+// out its lease only delays the source. Such a claim is taken over at once,
+// its run recorded lost, exactly as if its lease had expired. Taking over
+// is always safe for the data (a stale holder's settlement is fenced off by
+// the token); deciding too eagerly would only waste a fetch, so every doubt
+// (another host, a custom identity, a probe that cannot tell) means "not
+// gone".
+
+// HolderID is the default holder identity of process pid on host.
+func HolderID(host string, pid int) string { return host + ":" + strconv.Itoa(pid) }
+
+// ParseHolder splits a default holder identity into host and pid; ok is
+// false for any other form (a custom --holder).
+func ParseHolder(holder string) (host string, pid int, ok bool) {
+	i := strings.LastIndexByte(holder, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	pid, err := strconv.Atoi(holder[i+1:])
+	if err != nil || pid <= 0 || strconv.Itoa(pid) != holder[i+1:] {
+		return "", 0, false
+	}
+	return holder[:i], pid, true
+}
+
+// HolderGone reports whether holder is a process on host that is not
+// running, as alive tells. alive is asked only about a pid on host.
+func HolderGone(holder, host string, alive func(pid int) bool) bool {
+	h, pid, ok := ParseHolder(holder)
+	if !ok || host == "" || h != host || alive == nil {
+		return false
+	}
+	return !alive(pid)
+}
+
+// Liveness tells a store which holders are gone: processes of this host
+// that are no longer running. A nil *Liveness knows of none.
+type Liveness struct {
+	Host string
+	// Alive reports whether the process pid of Host is running; when it
+	// cannot tell, it must answer true.
+	Alive func(pid int) bool
+}
+
+// Gone reports whether holder is a process of l.Host that is not running.
+func (l *Liveness) Gone(holder string) bool {
+	if l == nil {
+		return false
+	}
+	return HolderGone(holder, l.Host, l.Alive)
+}
+
+// Local returns this host's Liveness: its host name and a probe of its
+// processes (signal 0 on Unix; elsewhere every process counts as alive).
+func Local() *Liveness {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return nil
+	}
+	return &Liveness{Host: host, Alive: processAlive}
+}
