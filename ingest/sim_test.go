@@ -122,10 +122,25 @@ func (s *sim) step(i int) {
 			}
 		}
 		s.logf("%d: %s runs %s", i, w.Holder, srcName)
-		before, _ := s.st.Source(ctx, srcName)
+		before, serr := s.st.Source(ctx, srcName)
+		if serr != nil {
+			s.t.Fatal(serr)
+		}
 		rep, err := w.RunSource(ctx, srcName)
 		if before.ClaimHolder == "" || before.ClaimHolder == w.Holder {
-			// claimed or re-entered by w; it either settled, failed, or went stale
+			// Claimed or re-entered by w: it was not refused, and its run
+			// ended (settled, failed, or went stale when another took over);
+			// it left no claim of its own behind.
+			if errors.Is(err, tidemark.ErrClaimHeld) {
+				s.t.Fatalf("step %d: %s was refused %s, which nobody else held: %v", i, w.Holder, srcName, err)
+			}
+			after, serr := s.st.Source(ctx, srcName)
+			if serr != nil {
+				s.t.Fatal(serr)
+			}
+			if after.ClaimHolder == w.Holder {
+				s.t.Fatalf("step %d: %s's run on %s ended but left its claim (run %s)", i, w.Holder, srcName, after.ClaimRunID)
+			}
 		}
 		if err != nil && !ingest.IsRunFailed(err) && !errors.Is(err, tidemark.ErrClaimHeld) &&
 			!errors.Is(err, tidemark.ErrNotClaimable) && !errors.Is(err, tidemark.ErrStaleClaim) {
@@ -141,10 +156,13 @@ func (s *sim) step(i int) {
 	case op < 55 && len(s.orphans) > 0:
 		// A worker presumed dead comes back and tries to settle.
 		c := s.orphans[s.rng.IntN(len(s.orphans))]
-		cur, _ := s.st.Source(ctx, c.SourceID)
+		cur, err := s.st.Source(ctx, c.SourceID)
+		if err != nil {
+			s.t.Fatal(err)
+		}
 		current := cur.ClaimRunID == c.RunID && cur.CursorVersion == c.CursorVersion
 		s.logf("%d: orphan run %s settles (current=%v)", i, c.RunID, current)
-		_, err := s.st.Settle(ctx, c, ingest.Settlement{Cursor: c.Cursor, NextDueAt: s.env.Clock.Now()})
+		_, err = s.st.Settle(ctx, c, ingest.Settlement{Cursor: c.Cursor, NextDueAt: s.env.Clock.Now()})
 		if current && err != nil {
 			s.t.Fatalf("step %d: the current holder could not settle: %v", i, err)
 		}
@@ -162,7 +180,10 @@ func (s *sim) step(i int) {
 		}
 		s.logf("%d: upstream %s +%d", i, srcName, n)
 	default:
-		src, _ := s.st.Source(ctx, srcName)
+		src, err := s.st.Source(ctx, srcName)
+		if err != nil {
+			s.t.Fatal(err)
+		}
 		if src.Window == tidemark.WindowTerminal {
 			s.logf("%d: operator retries %s", i, srcName)
 			if _, err := s.st.Retry(ctx, srcName, "sim", ""); err != nil {

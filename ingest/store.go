@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -66,6 +68,23 @@ type NewSource struct {
 	Config      map[string]string
 	Interval    time.Duration
 	RetryBudget int
+}
+
+// Validate refuses a source no scheduler could run: one without a name or
+// a kind, one that would be due again at once forever (an interval ≤ 0),
+// or one with no attempt to spend. Stores call it before adding a source.
+func (ns NewSource) Validate() error {
+	switch {
+	case strings.TrimSpace(ns.Name) == "":
+		return tidemark.Invalidf("source name", ns.Name, "must not be empty")
+	case ns.Kind == "":
+		return tidemark.Invalidf("source kind", "", "must not be empty")
+	case ns.Interval <= 0:
+		return tidemark.Invalidf("interval", ns.Interval.String(), "must be positive")
+	case ns.RetryBudget < 1:
+		return tidemark.Invalidf("retry budget", strconv.Itoa(ns.RetryBudget), "must be at least 1")
+	}
+	return nil
 }
 
 // Settlement is what a successful fetch admitted.

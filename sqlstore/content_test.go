@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -361,21 +362,38 @@ func TestMigrationWithConcurrentWriters(t *testing.T) {
 		ids := seed(t, st, "things", 40)
 		m := &content.Migrator{Store: st, Holder: "w1"}
 		run := mustStart(t, m, "things", content.Number, 3)
+		// The run waits after its first batch until the writers have edited
+		// and been refused, so the edits overlap the batches on every
+		// machine, however fast the run would otherwise be.
+		firstBatch, overlapped := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		m.Progress = func(content.Run) { once.Do(func() { close(firstBatch); <-overlapped }) }
 		done := make(chan error, 1)
 		go func() {
 			_, err := m.Drive(ctx, run.ID)
 			done <- err
 		}()
+		<-firstBatch
 		edits := map[string]int{}
-		refused := 0
+		refused, editsDuring, released := 0, 0, false
 		for i := 0; ; i++ {
+			if !released && refused > 0 && editsDuring >= 3 {
+				close(overlapped)
+				released = true
+			}
 			select {
 			case err := <-done:
 				if err != nil {
 					t.Fatalf("drive: %v", err)
 				}
+				if refused == 0 || editsDuring < 3 {
+					t.Fatalf("the run ended before the edits overlapped it: %d edits, %d refused", editsDuring, refused)
+				}
 				for _, id := range ids {
-					d, _ := st.Document(ctx, "things", id)
+					d, err := st.Document(ctx, "things", id)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if want := fmt.Sprintf(`"edit %d"`, edits[id]); edits[id] > 0 && string(d.Fields["keep"]) != want {
 						t.Fatalf("doc %s keep = %s, want %s: an edit was lost", id, d.Fields["keep"], want)
 					}
@@ -415,6 +433,7 @@ func TestMigrationWithConcurrentWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 			edits[id]++
+			editsDuring++
 		}
 	})
 }

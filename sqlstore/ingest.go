@@ -87,6 +87,9 @@ func scanSource(s scanner) (sourceRow, error) {
 
 // AddSource implements ingest.Store.
 func (s *IngestStore) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
+	if err := ns.Validate(); err != nil {
+		return tidemark.Source{}, err
+	}
 	cfg := []byte("{}")
 	if len(ns.Config) > 0 {
 		var err error

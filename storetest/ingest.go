@@ -36,6 +36,7 @@ func Ingest(t *testing.T, open func(t *testing.T) Harness) {
 		fn   func(t *testing.T, h Harness)
 	}{
 		{"AddSourceDuplicateName", testAddSourceDuplicate},
+		{"AddSourceRefusesBadInput", testAddSourceInvalid},
 		{"ClaimAdmitsOneHolder", testClaimAdmitsOne},
 		{"ReentrySameHolder", testReentry},
 		{"ExpiredLeaseMarksLost", testExpiredLeaseLost},
@@ -135,8 +136,8 @@ func testAddSourceDuplicate(t *testing.T, h Harness) {
 	mustAdd(t, h, "a", 3)
 	_, err := h.Store.AddSource(ctx, ingest.NewSource{Name: "a", Kind: "test", Location: "x", Interval: time.Minute, RetryBudget: 3})
 	wantErr(t, err, tidemark.ErrConflict, "second source named a")
-	if srcs, _ := h.Store.Sources(ctx); len(srcs) != 1 {
-		t.Fatalf("%d sources, want 1", len(srcs))
+	if srcs, err := h.Store.Sources(ctx); err != nil || len(srcs) != 1 {
+		t.Fatalf("%d sources (err %v), want 1", len(srcs), err)
 	}
 }
 
@@ -360,7 +361,10 @@ func testFailureLeavesCursor(t *testing.T, h Harness) {
 		}
 	}
 	// Unreachable is never recorded as empty, and empty never as unreachable.
-	runs, _ := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeEmpty})
+	runs, err := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeEmpty})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(runs) != 0 {
 		t.Fatalf("a failure was recorded as empty: %+v", runs)
 	}
@@ -368,16 +372,43 @@ func testFailureLeavesCursor(t *testing.T, h Harness) {
 	if rep.Run.Outcome != tidemark.OutcomeEmpty {
 		t.Fatalf("a reached source with nothing new recorded as %s", rep.Run.Outcome)
 	}
-	unreach, _ := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeUnreachable})
+	unreach, err := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Outcome: tidemark.OutcomeUnreachable})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(unreach) != 1 {
 		t.Fatalf("%d unreachable runs, want exactly the one that was", len(unreach))
 	}
 	// A failure may not claim a success outcome.
 	c := mustClaim(t, h, src, "w")
-	_, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeEmpty))
+	_, err = h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeEmpty))
 	wantErr(t, err, tidemark.ErrInvalid, "failing with outcome empty")
 	_, err = h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeLost))
 	wantErr(t, err, tidemark.ErrInvalid, "failing with outcome lost")
+}
+
+func testAddSourceInvalid(t *testing.T, h Harness) {
+	ctx := context.Background()
+	good := ingest.NewSource{Name: "a", Kind: "test", Location: "x", Interval: time.Minute, RetryBudget: 3}
+	for name, bad := range map[string]func(*ingest.NewSource){
+		"zero interval":     func(ns *ingest.NewSource) { ns.Interval = 0 },
+		"negative interval": func(ns *ingest.NewSource) { ns.Interval = -time.Minute },
+		"no retry budget":   func(ns *ingest.NewSource) { ns.RetryBudget = 0 },
+		"no name":           func(ns *ingest.NewSource) { ns.Name = " " },
+		"no kind":           func(ns *ingest.NewSource) { ns.Kind = "" },
+	} {
+		ns := good
+		bad(&ns)
+		_, err := h.Store.AddSource(ctx, ns)
+		wantErr(t, err, tidemark.ErrInvalid, name)
+	}
+	srcs, err := h.Store.Sources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 0 {
+		t.Fatalf("refused sources were stored: %+v", srcs)
+	}
 }
 
 func testShortRead(t *testing.T, h Harness) {
@@ -427,8 +458,8 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	if cs, err := h.Store.ClaimDue(ctx, "w", ttl, 10); err != nil || len(cs) != 0 {
 		t.Fatalf("ClaimDue offered a terminal window: %v %v", cs, err)
 	}
-	if _, ok, _ := h.Store.NextDue(ctx); ok {
-		t.Fatal("a terminal window counts as due")
+	if _, ok, err := h.Store.NextDue(ctx); err != nil || ok {
+		t.Fatalf("a terminal window counts as due (err %v)", err)
 	}
 	if _, err := h.Store.Retry(ctx, src.Name, "op", "upstream fixed"); err != nil {
 		t.Fatal(err)
@@ -483,7 +514,10 @@ func testSkip(t *testing.T, h Harness) {
 	// The stale claim from before the skip cannot settle over it.
 	_, err = h.Store.Settle(ctx, c, ingest.Settlement{Cursor: "c2", NextDueAt: h.Clock.Now()})
 	wantErr(t, err, tidemark.ErrStaleClaim, "settle after skip")
-	acts, _ := h.Store.Actions(ctx, src.ID, 10)
+	acts, err := h.Store.Actions(ctx, src.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(acts) != 1 || acts[0].Action != "skip" || acts[0].CursorBefore != "c1" || acts[0].CursorAfter != "c9" || acts[0].Note != "poison commit" {
 		t.Fatalf("skip audit = %+v", acts)
 	}
@@ -496,8 +530,8 @@ func testPause(t *testing.T, h Harness) {
 	}
 	_, err := h.Store.Claim(ctx, src.ID, "w", ttl)
 	wantErr(t, err, tidemark.ErrNotClaimable, "claim of a paused source")
-	if cs, _ := h.Store.ClaimDue(ctx, "w", ttl, 5); len(cs) != 0 {
-		t.Fatal("ClaimDue offered a paused source")
+	if cs, err := h.Store.ClaimDue(ctx, "w", ttl, 5); err != nil || len(cs) != 0 {
+		t.Fatalf("ClaimDue offered a paused source: %v %v", cs, err)
 	}
 	if _, err := h.Store.SetState(ctx, src.Name, tidemark.SourceActive, "op"); err != nil {
 		t.Fatal(err)

@@ -99,6 +99,9 @@ func TestAPIAndStatus(t *testing.T) {
 			t.Fatalf("/api/events %d %s", code, body)
 		}
 		code, body = get("/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics %d:\n%s", code, body)
+		}
 		for _, want := range []string{`tidemark_runs_total{outcome="unreachable"} 1`, `tidemark_runs_total{outcome="items"} 1`,
 			`tidemark_source_health{health="terminal",kind="git",source="down"} 1`, "tidemark_database_up 1"} {
 			if !strings.Contains(body, want) {
