@@ -83,7 +83,8 @@ already tracked).`,
 					loops = append(loops, func(ctx context.Context) error { return loop(ctx, a, cmd) })
 				}
 				err := runDaemon(ctx, a, sc.Run, loops)
-				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
+				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed, and what settled is kept "+
+					"(a fetch cut short was released without spending its retry budget); start it again to resume")
 				return err
 			}
 			tally := &onceTally{}
