@@ -120,7 +120,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		}
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("sqlstore: create %s: %w", dir, err)
+				// The caller named a place that cannot hold a database: input
+				// to fix (exit 2), not an internal error.
+				return nil, tidemark.Invalidf("database url", url, "cannot create its directory: %v", err)
 			}
 		}
 		// _txlock=immediate takes the write lock at BEGIN, so two writers

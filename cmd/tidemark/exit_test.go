@@ -54,6 +54,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--addr", busy.Addr().String()}, tidemark.ExitUnavailable, "is in use"},
 		{[]string{"--home", file, "source", "list"}, tidemark.ExitInvalid, "cannot use it as the data directory"},
 		{[]string{"--home", filepath.Join(file, "sub"), "publish"}, tidemark.ExitInvalid, "choose a writable directory with --home"},
+		{[]string{"--home", file, "--db", "sqlite:" + filepath.Join(file, "sub", "x.db"), "source", "list"}, tidemark.ExitInvalid, "cannot create its directory"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
