@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -22,9 +23,10 @@ type versionInfo struct {
 	Platform  string `json:"platform"`
 }
 
-func readVersion() versionInfo {
+func readVersion() versionInfo { return versionFrom(debug.ReadBuildInfo()) }
+
+func versionFrom(bi *debug.BuildInfo, ok bool) versionInfo {
 	v := versionInfo{Version: "(unknown)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
 	}
@@ -55,21 +57,28 @@ func newVersionCmd(a *app) *cobra.Command {
 			if asJSON {
 				return writeJSON(a.stdout, v)
 			}
-			fmt.Fprintf(a.stdout, "tidemark %s", v.Version)
-			if v.Revision != "" {
-				fmt.Fprintf(a.stdout, " (%s", short(v.Revision, 12))
-				if v.Time != "" {
-					fmt.Fprintf(a.stdout, ", %s", v.Time)
-				}
-				if v.Modified {
-					fmt.Fprint(a.stdout, ", modified")
-				}
-				fmt.Fprint(a.stdout, ")")
-			}
-			fmt.Fprintf(a.stdout, " %s %s\n", v.GoVersion, v.Platform)
+			fmt.Fprintln(a.stdout, v)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (version, revision, time, modified, go_version, platform)")
 	return cmd
+}
+
+// String is the one-line form: tidemark VERSION (REVISION, TIME[, modified]) GO PLATFORM.
+func (v versionInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tidemark %s", v.Version)
+	if v.Revision != "" {
+		fmt.Fprintf(&b, " (%s", short(v.Revision, 12))
+		if v.Time != "" {
+			fmt.Fprintf(&b, ", %s", v.Time)
+		}
+		if v.Modified {
+			b.WriteString(", modified")
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, " %s %s", v.GoVersion, v.Platform)
+	return b.String()
 }
