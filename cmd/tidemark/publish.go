@@ -193,7 +193,12 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 	if r.Index == "" {
 		return err // nothing was published
 	}
-	if n := r.Summarized.Failed; n > 0 && err == nil {
+	if errors.Is(err, tidemark.ErrUnavailable) {
+		// What was published may have drafted intents: deliver them, and
+		// report the outage at the end of the pass.
+		a.leftUndone("summarizer unavailable: events wait to be summarized (%d pages published now)", r.Published.Published)
+		err = nil
+	} else if n := r.Summarized.Failed; n > 0 {
 		a.leftUndone("%d events not summarized", n)
 	}
 	if n := r.Published.Failed; n > 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore"
 )
@@ -76,5 +78,38 @@ func TestRunOnceHeldSourceSuggestsHolder(t *testing.T) {
 	out := mustTidemark(t, 0, "--home", home, "run", "--once")
 	if !strings.Contains(out, "not run: source s: held by elsewhere:1 until") || !strings.Contains(out, "--holder elsewhere:1") {
 		t.Fatalf("no hint:\n%s", out)
+	}
+}
+
+// With the summarizer down, run --once still keeps what it ingested and
+// still runs its later steps, then exits 5 saying the summarizer was
+// unavailable.
+func TestRunOnceSummarizerDownExits5(t *testing.T) {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	t.Setenv("TIDEMARK_SUMMARIZER", "openai")
+	t.Setenv("TIDEMARK_OPENAI_BASE_URL", down.URL+"/v1")
+	t.Setenv("TIDEMARK_OPENAI_API_KEY", "k")
+	t.Setenv("TIDEMARK_OPENAI_MODEL", "m")
+	stepsAfter := 0
+	afterRunOnce[stepDeliver] = append(afterRunOnce[stepDeliver], func(*app, *cobra.Command) error { stepsAfter++; return nil })
+	defer func() { afterRunOnce[stepDeliver] = afterRunOnce[stepDeliver][:len(afterRunOnce[stepDeliver])-1] }()
+
+	repo := mustGitRepo(t)
+	home := t.TempDir()
+	out, code := runCLI(t, "--home", home, "run", "--once", "--track", repo)
+	if code != 5 {
+		t.Fatalf("run --once: exit %d, want 5\n%s", code, out)
+	}
+	if !strings.Contains(out, "summarizer unavailable") || !strings.Contains(out, "What succeeded is kept") {
+		t.Errorf("the output does not say the summarizer was unavailable:\n%s", out)
+	}
+	if stepsAfter != 1 {
+		t.Errorf("the steps after publishing ran %d times, want 1", stepsAfter)
+	}
+	if evs := mustTidemark(t, 0, "--home", home, "events", "list"); !strings.Contains(evs, "cursor: never move past unread data") {
+		t.Errorf("the ingested events were not kept:\n%s", evs)
 	}
 }
