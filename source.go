@@ -131,6 +131,11 @@ type FetchResult struct {
 	// upstream asked not to be fetched again (HTTP Cache-Control max-age).
 	// The ingest service bounds it.
 	NotBefore time.Duration
+	// More says the fetch stopped at its own limit (a full window) with
+	// more ahead of Cursor. A backlog is not a schedule: a run that settles
+	// with More leaves its source due at once, and the interval paces only
+	// a source that has caught up.
+	More bool
 }
 
 // Fetcher reads what changed in a source since a cursor. Failures are

@@ -85,6 +85,9 @@ type Report struct {
 	CursorAfter   string           `json:"cursor_after"`
 	Error         string           `json:"error,omitempty"`
 	Reentered     bool             `json:"reentered,omitempty"`
+	// Backlog says the run filled its window and moved the cursor with
+	// more ahead of it: the source is due again at once.
+	Backlog bool `json:"backlog,omitempty"`
 }
 
 func (s *Service) logger() *slog.Logger {
@@ -183,6 +186,13 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	if nb := min(res.NotBefore, maxRetryAfter); nb > next {
 		next = nb // the upstream asked us to come back later (Cache-Control)
 	}
+	// A backlog is not a schedule: a full window that moved the cursor
+	// leaves the source due at once. A fetcher that says "more" without
+	// moving would spin, so it waits its interval like any other.
+	backlog := res.More && res.Cursor != c.Cursor
+	if backlog {
+		next = 0
+	}
 	settled, err := s.Store.Settle(finishCtx, c, Settlement{
 		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(next),
 	})
@@ -201,6 +211,7 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	rep.Outcome = settled.Run.Outcome
 	rep.EventsNew, rep.EventsChanged = settled.EventsNew, settled.EventsChanged
 	rep.CursorAfter = res.Cursor
+	rep.Backlog = backlog
 	s.logger().Info("run settled", "source", src.Name, "run", c.RunID, "outcome", rep.Outcome,
 		"new", rep.EventsNew, "changed", rep.EventsChanged)
 	return rep, nil

@@ -167,16 +167,25 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.publishRound(cmd.Context(), svc, "", 1000)
+	asJSON, _ := cmd.Flags().GetBool("json")
+	t, err := a.publishAll(cmd.Context(), svc, asJSON)
 	if err != nil {
 		return err
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", r.Published.Published, r.Published.Pages, r.Index)
+	if asJSON {
+		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
 		return nil
 	}
 	fmt.Fprintln(a.stdout)
-	printRound(a, r)
+	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
+	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
+	for _, e := range t.Errors {
+		fmt.Fprintf(a.stdout, "  %s\n", e)
+	}
+	if t.More {
+		fmt.Fprintf(a.stdout, "  more pages are pending after %d rounds; run again\n", publishRoundsLimit)
+	}
+	fmt.Fprintf(a.stdout, "wiki:      %s\n", t.Index)
 	return nil
 }
 

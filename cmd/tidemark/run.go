@@ -38,8 +38,9 @@ func newRunCmd(a *app) *cobra.Command {
 		track   []string
 		workers int
 		lease   time.Duration
-		poll    time.Duration
-		asJSON  bool
+		poll      time.Duration
+		asJSON    bool
+		maxPasses int
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -50,8 +51,11 @@ wiki, delivers every outbox lane and resumes pending field migrations, until
 SIGINT or SIGTERM; then it stops claiming and lets runs in flight settle or
 fail. Any number of processes may share one PostgreSQL database.
 
-With --once it runs every source due now, once, finishes detached migrations,
-publishes what changed, delivers what publication drafted, and exits.
+With --once it runs every source due now until it has caught up (a run that
+filled its window is followed at once by the next, up to --max-passes runs per
+source), finishes detached migrations, summarizes and publishes every pending
+page, delivers what publication drafted, and exits. On a terminal, stderr
+shows the progress.
 --track PATH adds the git repository at PATH as a source first (if it is not
 already tracked).`,
 		Args: cobra.NoArgs,
@@ -85,11 +89,8 @@ already tracked).`,
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed")
 				return err
 			}
-			if !asJSON {
-				// Each run's line is printed as it ends: the progress of a pass.
-				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
-			}
-			reports, err := sc.RunOnce(ctx)
+			drained, err := a.ingestOnce(ctx, sc, maxPasses, asJSON)
+			reports := drained.Reports
 			if asJSON {
 				if jerr := writeJSON(a.stdout, reports); jerr != nil {
 					return jerr
@@ -116,7 +117,8 @@ already tracked).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&once, "once", false, "run every due source once, then exit")
+	f.BoolVar(&once, "once", false, "run every due source until it has caught up, publish everything pending, then exit")
+	f.IntVar(&maxPasses, "max-passes", ingest.DefaultMaxPasses, "with --once: runs of one source at most while it has a backlog")
 	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
 	f.IntVar(&workers, "workers", 4, "runs in flight at most")
 	f.DurationVar(&lease, "lease", 2*time.Minute, "claim lease; heartbeats extend it while a fetch runs")
@@ -176,10 +178,12 @@ func (a *app) trackRepo(cmd *cobra.Command, path string) error {
 // user sees what was ingested.
 func (a *app) printRecentEvents(cmd *cobra.Command, reports []ingest.Report) {
 	st := a.db.Ingest()
+	shown := map[string]bool{}
 	for _, r := range reports {
-		if r.EventsNew+r.EventsChanged == 0 {
+		if r.EventsNew+r.EventsChanged == 0 || shown[r.Source] {
 			continue
 		}
+		shown[r.Source] = true
 		evs, err := st.Events(cmd.Context(), ingest.EventFilter{SourceID: r.Source, Limit: 10})
 		if err != nil || len(evs) == 0 {
 			continue
