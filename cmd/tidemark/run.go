@@ -34,10 +34,10 @@ var daemonLoops []func(ctx context.Context, a *app, cmd *cobra.Command) error
 
 func newRunCmd(a *app) *cobra.Command {
 	var (
-		once    bool
-		track   []string
-		workers int
-		lease   time.Duration
+		once      bool
+		track     []string
+		workers   int
+		lease     time.Duration
 		poll      time.Duration
 		asJSON    bool
 		maxPasses int
