@@ -68,7 +68,9 @@ type Service struct {
 	// identity re-enters its own runs without waiting for their leases.
 	Holder   string
 	LeaseTTL time.Duration
-	Backoff  Backoff
+	// Retry decides when a failed window is tried again and when it goes
+	// terminal (nil: DefaultRetryPolicy).
+	Retry *RetryPolicy
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
@@ -104,11 +106,11 @@ func (s *Service) leaseTTL() time.Duration {
 	return s.LeaseTTL
 }
 
-func (s *Service) backoff() Backoff {
-	if s.Backoff.Base <= 0 || s.Backoff.Max <= 0 {
-		return DefaultBackoff
+func (s *Service) retry() RetryPolicy {
+	if s.Retry == nil {
+		return DefaultRetryPolicy()
 	}
-	return s.Backoff
+	return *s.Retry
 }
 
 // RunSource claims one source and runs it.
@@ -244,11 +246,17 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	if s.Rand != nil {
 		r = s.Rand.Float64()
 	}
-	next := now.Add(s.backoff().Delay(c.Attempt, r, retryAfter))
-	if noCharge {
-		next = now
+	facts := FailureFacts{Outcome: o, Attempt: c.Attempt, Budget: c.RetryBudget, Now: now,
+		Interval: src.Interval.Std(), RetryAfter: retryAfter}
+	if c.FailingSince != nil {
+		facts.FailingSince = *c.FailingSince
 	}
-	if _, err := s.Store.Fail(ctx, c, Failure{Outcome: o, Reason: reason, NextDueAt: next, NoCharge: noCharge}); err != nil {
+	d := s.retry().Decide(facts, r)
+	f := Failure{Outcome: o, Reason: reason, NextDueAt: now.Add(d.Delay), Terminal: d.Terminal, Why: d.Why}
+	if noCharge {
+		f = Failure{Outcome: o, Reason: reason, NextDueAt: now, NoCharge: true}
+	}
+	if _, err := s.Store.Fail(ctx, c, f); err != nil {
 		return rep, fmt.Errorf("record %s failure of run %s: %w", o, c.RunID, err)
 	}
 	rep.Outcome, rep.Error = o, reason

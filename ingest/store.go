@@ -77,11 +77,16 @@ type Settlement struct {
 	NextDueAt time.Time
 }
 
-// Failure is why a run failed and when to try again.
+// Failure is why a run failed, when to try again, and whether the window
+// goes terminal (RetryPolicy decides; the store records it).
 type Failure struct {
 	Outcome   tidemark.Outcome // unreachable, invalid or error
 	Reason    string
 	NextDueAt time.Time
+	// Terminal makes the window terminal with this failure; Why says why
+	// (the terminal reason's prefix, e.g. the budget spent).
+	Terminal bool
+	Why      string
 	// NoCharge releases the claim without spending the window's budget:
 	// the run was interrupted by our own shutdown, not failed by the source.
 	NoCharge bool

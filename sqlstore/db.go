@@ -187,6 +187,14 @@ func fromNullMS(v sql.NullInt64) *time.Time {
 	return &t
 }
 
+// nullMS converts an optional time to its stored form.
+func nullMS(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: ms(*t), Valid: true}
+}
+
 // expectOne checks that a conditional write matched exactly one row. A
 // condition that matched nothing is the caller's named error; more than one
 // is a broken invariant.

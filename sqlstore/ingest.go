@@ -37,7 +37,7 @@ func (d *DB) Ingest() *IngestStore { return &IngestStore{db: d} }
 var _ ingest.Store = (*IngestStore)(nil)
 
 const sourceColumns = `id, name, kind, location, config, state, interval_ms, retry_budget,
-	cursor, cursor_version, window_state, window_attempts, terminal_reason,
+	cursor, cursor_version, window_state, window_attempts, terminal_reason, failing_since,
 	claim_token, claim_holder, claim_run_id, lease_expires_at, next_due_at,
 	last_outcome, last_error, last_run_at, created_at`
 
@@ -57,11 +57,12 @@ func scanSource(s scanner) (sourceRow, error) {
 		intervalMS         int64
 		holder, runID      sql.NullString
 		lease, lastRun     sql.NullInt64
+		failingSince       sql.NullInt64
 		nextDue, created   int64
 		lastOutcome        string
 	)
 	err := s.Scan(&r.ID, &r.Name, &r.Kind, &r.Location, &config, &state, &intervalMS, &r.RetryBudget,
-		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason,
+		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason, &failingSince,
 		&r.token, &holder, &runID, &lease, &nextDue,
 		&lastOutcome, &r.LastError, &lastRun, &created)
 	if err != nil {
@@ -78,6 +79,7 @@ func scanSource(s scanner) (sourceRow, error) {
 	r.ClaimHolder = holder.String
 	r.ClaimRunID = runID.String
 	r.LeaseExpiresAt = fromNullMS(lease)
+	r.FailingSince = fromNullMS(failingSince)
 	r.NextDueAt = fromMS(nextDue)
 	r.LastOutcome = tidemark.Outcome(lastOutcome)
 	r.LastRunAt = fromNullMS(lastRun)
@@ -245,6 +247,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		Cursor:         r.Cursor,
 		Attempt:        r.WindowAttempts + 1,
 		RetryBudget:    r.RetryBudget,
+		FailingSince:   r.FailingSince,
 		LeaseExpiresAt: now.Add(ttl),
 		StartedAt:      now,
 	}
@@ -293,7 +296,7 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 	return tidemark.Claim{
 		RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: r.ClaimHolder,
 		CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: attempt, RetryBudget: r.RetryBudget,
-		LeaseExpiresAt: lease, StartedAt: fromMS(started), Reentered: true,
+		FailingSince: r.FailingSince, LeaseExpiresAt: lease, StartedAt: fromMS(started), Reentered: true,
 	}, nil
 }
 
@@ -313,8 +316,12 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 		return r, err
 	}
 	attempts := r.WindowAttempts
+	failingSince := r.FailingSince
 	if charge {
 		attempts++
+		if failingSince == nil {
+			failingSince = &now
+		}
 	}
 	window, terminalReason := tidemark.WindowOpen, ""
 	if attempts >= r.RetryBudget {
@@ -323,15 +330,16 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
 		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
 		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3,
-		last_outcome = 'lost', last_error = $4, last_run_at = $5, updated_at = $5
+		last_outcome = 'lost', last_error = $4, last_run_at = $5, updated_at = $5, failing_since = $9
 		WHERE id = $6 AND claim_token = $7 AND cursor_version = $8`,
-		attempts, string(window), terminalReason, reason, ms(now), r.ID, r.token.String, r.CursorVersion)
+		attempts, string(window), terminalReason, reason, ms(now), r.ID, r.token.String, r.CursorVersion, nullMS(failingSince))
 	if err != nil {
 		return r, fmt.Errorf("release lost claim on %s: %w", r.Name, err)
 	}
 	r.token = sql.NullString{}
 	r.ClaimHolder, r.ClaimRunID, r.LeaseExpiresAt = "", "", nil
 	r.WindowAttempts, r.Window, r.TerminalReason = attempts, window, terminalReason
+	r.FailingSince = failingSince
 	r.LastOutcome, r.LastError = tidemark.OutcomeLost, reason
 	return r, nil
 }
@@ -425,9 +433,11 @@ func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Cla
 	// state for its audit row and budget.
 	var r sourceRow
 	var runID sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget
+	var failingSince sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget, failing_since
 		FROM sources WHERE id = $1`+s.db.Dialect.LockRow, c.SourceID).Scan(
-		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget)
+		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget, &failingSince)
+	r.FailingSince = fromNullMS(failingSince)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("source %q: %w", c.SourceID, tidemark.ErrNotFound)
 	}
@@ -492,7 +502,7 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	err = exec1(ctx, tx, fmt.Errorf("settle run %s: cursor: %w", c.RunID, tidemark.ErrStaleClaim),
 		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
 		claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
-		window_attempts = 0, next_due_at = $2, last_outcome = $3, last_error = '', last_run_at = $4, updated_at = $4
+		window_attempts = 0, failing_since = NULL, next_due_at = $2, last_outcome = $3, last_error = '', last_run_at = $4, updated_at = $4
 		WHERE id = $5 AND claim_token = $6 AND cursor_version = $7`,
 		st.Cursor, ms(st.NextDueAt), string(outcome), ms(now), c.SourceID, c.Token, c.CursorVersion)
 	if err != nil {
@@ -717,21 +727,30 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	}
 	now := s.db.Clock.Now()
 	attempts := r.WindowAttempts
+	window, terminalReason := tidemark.WindowOpen, ""
+	// Outages are not terminal by count alone: the retry policy decides,
+	// and the store records its decision and when the failures began.
+	failingSince := r.FailingSince
 	if !f.NoCharge {
 		attempts++
-	}
-	window, terminalReason := tidemark.WindowOpen, ""
-	if attempts >= r.RetryBudget {
-		window = tidemark.WindowTerminal
-		terminalReason = fmt.Sprintf("budget of %d attempts spent; last: %s: %s", r.RetryBudget, f.Outcome, f.Reason)
+		if failingSince == nil {
+			failingSince = &now
+		}
+		if f.Terminal {
+			why := f.Why
+			if why == "" {
+				why = fmt.Sprintf("%d attempts spent", attempts)
+			}
+			window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("%s; last: %s: %s", why, f.Outcome, f.Reason)
+		}
 	}
 	err = exec1(ctx, tx, fmt.Errorf("fail run %s: %w", c.RunID, tidemark.ErrStaleClaim),
 		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
 		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3, next_due_at = $4,
-		last_outcome = $5, last_error = $6, last_run_at = $7, updated_at = $7
+		last_outcome = $5, last_error = $6, last_run_at = $7, updated_at = $7, failing_since = $11
 		WHERE id = $8 AND claim_token = $9 AND cursor_version = $10`,
 		attempts, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, ms(now),
-		c.SourceID, c.Token, c.CursorVersion)
+		c.SourceID, c.Token, c.CursorVersion, nullMS(failingSince))
 	if err != nil {
 		return tidemark.Run{}, err
 	}
@@ -782,7 +801,7 @@ func (s *IngestStore) Retry(ctx context.Context, ref, actor, note string) (tidem
 		return tidemark.Source{}, err
 	}
 	err = exec1(ctx, tx, fmt.Errorf("retry %s: %w", r.Name, tidemark.ErrConflict),
-		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '',
+		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL,
 		next_due_at = $1, updated_at = $1 WHERE id = $2 AND claim_token IS NULL AND cursor_version = $3`,
 		ms(now), r.ID, r.CursorVersion)
 	if err != nil {
@@ -820,7 +839,7 @@ func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (ti
 	}
 	err = exec1(ctx, tx, fmt.Errorf("skip %s: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
-		window_state = 'open', window_attempts = 0, terminal_reason = '', next_due_at = $2, updated_at = $2
+		window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL, next_due_at = $2, updated_at = $2
 		WHERE id = $3 AND claim_token IS NULL AND cursor_version = $4`,
 		to, ms(now), r.ID, r.CursorVersion)
 	if err != nil {

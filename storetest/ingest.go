@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func Ingest(t *testing.T, open func(t *testing.T) Harness) {
 		{"ShortReadRefused", testShortRead},
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
+		{"OutageStartRecordedAndCleared", testFailingSince},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
 		{"SkipIsAuditedCursorMove", testSkip},
 		{"PauseRefusesClaims", testPause},
@@ -413,12 +415,14 @@ func testHeartbeat(t *testing.T, h Harness) {
 func testBudgetTerminal(t *testing.T, h Harness) {
 	src := mustAdd(t, h, "a", 2)
 	for i := 0; i < 2; i++ {
-		if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+		f := failure(h, tidemark.OutcomeUnreachable)
+		f.Terminal, f.Why = i == 1, "budget of 2 attempts spent"
+		if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := mustSource(t, h, src.ID)
-	if s.Window != tidemark.WindowTerminal || s.TerminalReason == "" {
+	if s.Window != tidemark.WindowTerminal || !strings.HasPrefix(s.TerminalReason, "budget of 2 attempts spent; last: unreachable") {
 		t.Fatalf("after the budget: window %s (%q)", s.Window, s.TerminalReason)
 	}
 	h.Clock.Advance(24 * time.Hour)
@@ -441,6 +445,41 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	acts, err := h.Store.Actions(ctx, src.ID, 10)
 	if err != nil || len(acts) != 1 || acts[0].Action != "retry" || acts[0].Actor != "op" {
 		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+// testFailingSince: the first charged failure of a window records when the
+// outage began, later failures keep it, every claim carries it, and a
+// window stays open past its budget until the policy says terminal; a
+// settlement clears it.
+func testFailingSince(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 2)
+	start := h.Clock.Now().Truncate(time.Millisecond)
+	nc := failure(h, tidemark.OutcomeError)
+	nc.NoCharge = true
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), nc); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustSource(t, h, src.ID); s.FailingSince != nil {
+		t.Fatalf("an uncharged failure started an outage at %v", s.FailingSince)
+	}
+	for i := 0; i < 4; i++ {
+		c := mustClaim(t, h, src, "w")
+		if (i == 0) != (c.FailingSince == nil) || (i > 0 && !c.FailingSince.Equal(start)) {
+			t.Fatalf("claim %d: failing since %v, want %v", i, c.FailingSince, start)
+		}
+		if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeUnreachable)); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Advance(time.Hour)
+	}
+	s := mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowOpen || s.WindowAttempts != 4 || s.FailingSince == nil || !s.FailingSince.Equal(start) {
+		t.Fatalf("after 4 failures not decided terminal: window %s, %d attempts, failing since %v", s.Window, s.WindowAttempts, s.FailingSince)
+	}
+	settle(t, h, mustClaim(t, h, src, "w"), "c1")
+	if s := mustSource(t, h, src.ID); s.FailingSince != nil || s.WindowAttempts != 0 {
+		t.Fatalf("after a settlement: failing since %v, %d attempts", s.FailingSince, s.WindowAttempts)
 	}
 }
 
