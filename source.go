@@ -103,6 +103,9 @@ type Claim struct {
 	LeaseExpiresAt time.Time  `json:"lease_expires_at"`
 	StartedAt      time.Time  `json:"started_at"`
 	Reentered      bool       `json:"reentered"`
+	// Source is the source as it was claimed, when the store read it
+	// anyway (a worker then needs no second read); nil otherwise.
+	Source *Source `json:"-"`
 }
 
 // Item is one upstream result a fetch admitted: an identity within the

@@ -182,11 +182,14 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	for {
 		free := cap(slots) - len(slots)
+		busy := free == 0 // every slot taken: the next wake-up is a slot freeing
 		if free > 0 && ctx.Err() == nil {
 			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sc.logger().Error("claim due sources", "err", err)
 			}
+			// As many claims as slots: more may be due, but no slot is free.
+			busy = err == nil && len(claims) == free
 			for _, c := range claims {
 				slots <- struct{}{}
 				wg.Add(1)
@@ -204,10 +207,23 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 				}()
 			}
 		}
+		if busy {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wake:
+			}
+			continue
+		}
+		// Sleep exactly until the next source is due (or a run ends, which
+		// may leave its source due at once), never longer than poll: other
+		// processes add and reschedule sources too.
 		wait := poll
 		if at, ok, err := s.Store.NextDue(ctx); err == nil && ok {
 			if d := at.Sub(s.Clock.Now()); d < wait {
-				wait = max(d, 50*time.Millisecond)
+				// Due already but not claimable here (another worker's
+				// row lock): look again shortly rather than spin.
+				wait = max(d, 10*time.Millisecond)
 			}
 		}
 		t := time.NewTimer(wait)

@@ -134,9 +134,14 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	rep := Report{RunID: c.RunID, CursorBefore: c.Cursor, CursorAfter: c.Cursor, Reentered: c.Reentered}
 	// Settlement and failure must finish even when ctx is cancelled.
 	finishCtx := context.WithoutCancel(ctx)
-	src, err := s.Store.Source(finishCtx, c.SourceID)
-	if err != nil {
-		return rep, err
+	var src tidemark.Source
+	if c.Source != nil {
+		src = *c.Source // read by the claim itself
+	} else {
+		var err error
+		if src, err = s.Store.Source(finishCtx, c.SourceID); err != nil {
+			return rep, err
+		}
 	}
 	rep.Source = src.Name
 	fetcher := s.Fetchers[src.Kind]

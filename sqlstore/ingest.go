@@ -251,7 +251,9 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		LeaseExpiresAt: now.Add(ttl),
 		StartedAt:      now,
 	}
-	err := exec1(ctx, tx, fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
+	src := r.Source
+	c.Source = &src
+	err := exec1(ctx, s.db.on(tx), fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources
 		SET claim_token = $1, claim_holder = $2, claim_run_id = $3, lease_expires_at = $4, updated_at = $5
 		WHERE id = $6 AND claim_token IS NULL AND cursor_version = $7 AND state = 'active' AND window_state = 'open'`,
@@ -259,7 +261,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 	if err != nil {
 		return tidemark.Claim{}, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO ingest_runs
+	_, err = s.db.on(tx).ExecContext(ctx, `INSERT INTO ingest_runs
 		(id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8, $9)`,
 		c.RunID, r.ID, c.Token, holder, c.Attempt, c.CursorVersion, c.Cursor, ms(now), ms(c.LeaseExpiresAt))
@@ -344,36 +346,114 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 	return r, nil
 }
 
-// ClaimDue implements ingest.Store.
+// ClaimDue implements ingest.Store. Due sources nobody holds are claimed
+// many at once: on PostgreSQL in one statement (the rows picked FOR UPDATE
+// SKIP LOCKED, their claims written and their runs inserted together), on
+// SQLite in one write transaction with statements prepared once. Sources
+// whose holder's lease expired take the careful path, one by one: their old
+// run is recorded lost (or re-entered by the same holder).
 func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
 	if holder == "" || ttl <= 0 || limit <= 0 {
 		return nil, tidemark.Invalidf("claim", holder, "needs a holder identity, a positive lease and a positive limit")
 	}
+	var claims []tidemark.Claim
+	var err error
+	if s.db.Dialect.ModifyingCTE {
+		if claims, err = s.claimUnheld(ctx, holder, ttl, limit); err != nil {
+			return nil, err
+		}
+		if len(claims) < limit {
+			expired, err := s.claimDue(ctx, holder, ttl, limit-len(claims), `claim_token IS NOT NULL AND lease_expires_at <= $1`)
+			if err != nil {
+				return nil, err
+			}
+			claims = append(claims, expired...)
+		}
+	} else if claims, err = s.claimDue(ctx, holder, ttl, limit, `(claim_token IS NULL OR lease_expires_at <= $1)`); err != nil {
+		return nil, err
+	}
+	if len(claims) > 0 {
+		if err := fpClaimAfterCommit.Hit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return claims, nil
+}
+
+// claimUnheldPG claims up to $2 due sources nobody holds in one statement:
+// the rows are picked in due order FOR UPDATE SKIP LOCKED, paired by rank
+// with fresh run IDs and tokens, claimed, and their runs inserted; the
+// claimed sources come back whole, so the worker needs no second read.
+var claimUnheldPG = `WITH due AS (
+	SELECT id, row_number() OVER () AS n FROM (
+		SELECT id FROM sources
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
+		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
+), fresh AS (
+	SELECT * FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS f(run_id, token, n)
+), claimed AS (
+	UPDATE sources s SET claim_token = fresh.token, claim_holder = $5, claim_run_id = fresh.run_id,
+		lease_expires_at = $6, updated_at = $1
+	FROM due JOIN fresh ON fresh.n = due.n
+	WHERE s.id = due.id AND s.claim_token IS NULL
+	RETURNING ` + prefixed("s.", sourceColumns) + `
+), runs AS (
+	INSERT INTO ingest_runs (id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
+	SELECT claim_run_id, id, claim_token, $5, window_attempts + 1, cursor_version, cursor, 'active', $1, $1, $6 FROM claimed
+)
+SELECT ` + sourceColumns + ` FROM claimed ORDER BY next_due_at, id`
+
+// prefixed qualifies every column of a column list with p.
+func prefixed(p, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func (s *IngestStore) claimUnheld(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
+	now := s.db.Clock.Now()
+	runIDs, tokens := make([]string, limit), make([]string, limit)
+	for i := range runIDs {
+		runIDs[i], tokens[i] = s.db.IDs.New(), s.db.IDs.New()
+	}
+	lease := now.Add(ttl)
+	rows, err := queryAll(ctx, s.db.db, scanSource, claimUnheldPG, ms(now), limit, runIDs, tokens, holder, ms(lease))
+	if IsUniqueViolation(err) {
+		// An active run without a claim on its source: a broken invariant
+		// the unique index caught; nothing was claimed.
+		return nil, fmt.Errorf("claim due: another run is active: %w", tidemark.ErrClaimHeld)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
+	}
+	claims := make([]tidemark.Claim, 0, len(rows))
+	for _, r := range rows {
+		src := r.Source
+		claims = append(claims, tidemark.Claim{
+			RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: holder,
+			CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: r.WindowAttempts + 1, RetryBudget: r.RetryBudget,
+			FailingSince: r.FailingSince, LeaseExpiresAt: fromMS(ms(lease)), StartedAt: fromMS(ms(now)), Source: &src,
+		})
+	}
+	return claims, nil
+}
+
+// claimDue claims up to limit due sources matching cond (in $1, now) one
+// by one inside one transaction, passing over rows others hold.
+func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Duration, limit int, cond string) ([]tidemark.Claim, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	now := ms(s.db.Clock.Now())
-	rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources
-		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
-		  AND (claim_token IS NULL OR lease_expires_at <= $1)
+	due, err := queryAll(ctx, s.db.on(tx), scanSource, `SELECT `+sourceColumns+` FROM sources
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND `+cond+`
 		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim due: %w", err)
-	}
-	var due []sourceRow
-	for rows.Next() {
-		r, err := scanSource(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		due = append(due, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	var claims []tidemark.Claim
 	for _, r := range due {
@@ -387,14 +467,15 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 			return nil, err
 		}
 	}
+	if len(due) == 0 {
+		tx.Rollback() // nothing written: no commit to wait for
+		s.db.warm(ctx)
+		return nil, nil
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim due: commit: %w", err)
 	}
-	if len(claims) > 0 {
-		if err := fpClaimAfterCommit.Hit(ctx); err != nil {
-			return nil, err
-		}
-	}
+	s.db.warm(ctx)
 	return claims, nil
 }
 
@@ -482,11 +563,11 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 		return rep, err
 	}
 	defer tx.Rollback()
-	r, err := s.checkFence(ctx, tx, c)
-	if err != nil {
-		return rep, err
-	}
 	now := s.db.Clock.Now()
+	// The events go first, unlocked: a stale claim's events are rolled back
+	// with it when the fenced update below matches nothing, and a
+	// concurrent writer of the same event is caught by the unique key and
+	// the re-freeze's own condition.
 	if rep, err = s.insertEvents(ctx, tx, c, st.Items, now); err != nil {
 		return rep, err
 	}
@@ -499,25 +580,20 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := fpSettleAfterEvents.Hit(ctx); err != nil {
 		return rep, err
 	}
-	err = exec1(ctx, tx, fmt.Errorf("settle run %s: cursor: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
-		claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
-		window_attempts = 0, failing_since = NULL, next_due_at = $2, last_outcome = $3, last_error = '', last_run_at = $4, updated_at = $4
-		WHERE id = $5 AND claim_token = $6 AND cursor_version = $7`,
-		st.Cursor, ms(st.NextDueAt), string(outcome), ms(now), c.SourceID, c.Token, c.CursorVersion)
+	// The fence is the source update's own condition (token, cursor
+	// version, run); its rows affected decide, no read beforehand.
+	name, err := s.finish(ctx, tx, c, finish{
+		sourceSet: `cursor = $2, cursor_version = cursor_version + 1, claim_token = NULL, claim_holder = NULL,
+			claim_run_id = NULL, lease_expires_at = NULL, window_attempts = 0, failing_since = NULL,
+			next_due_at = $3, last_outcome = $4, last_error = '', last_run_at = $1, updated_at = $1`,
+		runSet: `status = 'settled', outcome = $4, cursor_after = $2, declared = $5, admitted = $6,
+			events_new = $7, events_changed = $8, finished_at = $1`,
+		cursorAfter: `$2`, versionAfter: c.CursorVersion + 1,
+		args:    []any{st.Cursor, ms(st.NextDueAt), string(outcome), st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged},
+		outcome: outcome, nNew: rep.EventsNew, nChanged: rep.EventsChanged, now: now,
+	})
 	if err != nil {
-		return rep, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("settle run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE ingest_runs SET status = 'settled', outcome = $1, cursor_after = $2,
-		declared = $3, admitted = $4, events_new = $5, events_changed = $6, finished_at = $7
-		WHERE id = $8 AND token = $9 AND status = 'active'`,
-		string(outcome), st.Cursor, st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged, ms(now), c.RunID, c.Token)
-	if err != nil {
-		return rep, err
-	}
-	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, outcome, st.Cursor, c.CursorVersion+1, rep.EventsNew, rep.EventsChanged, now); err != nil {
-		return rep, err
+		return rep, fmt.Errorf("settle run %s: %w", c.RunID, err)
 	}
 	if err := fpSettleBeforeCommit.Hit(ctx); err != nil {
 		return rep, err
@@ -525,6 +601,8 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("settle run %s: commit: %w", c.RunID, err)
 	}
+	s.db.warm(ctx)
+	r := sourceRow{Source: tidemark.Source{Name: name, Cursor: c.Cursor}}
 	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
 		return rep, err
 	}
@@ -538,6 +616,81 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 		EventsNew: rep.EventsNew, EventsChanged: rep.EventsChanged, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
 	}
 	return rep, nil
+}
+
+// finish is the end of a run: the fenced source update, the run's update
+// and its one audit row. Placeholders $1.. are the caller's args; the
+// fence's come after them.
+type finish struct {
+	sourceSet, runSet string // SET clauses over $1 (now) and $2.. (args)
+	cursorAfter       string // the audit row's cursor_after: a placeholder ("": the cursor before)
+	versionAfter      int64
+	args              []any // $2..
+	outcome           tidemark.Outcome
+	nNew, nChanged    int
+	now               time.Time
+}
+
+// finish writes a run's end in tx and returns the source's name. The source
+// update is conditional on the claim's token, cursor version and run; the
+// run's on its token and status; a second audit row is impossible. On
+// PostgreSQL the three are one statement.
+func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, f finish) (string, error) {
+	args := append([]any{ms(f.now)}, f.args...)
+	n := len(args)
+	p := func(i int) string { return fmt.Sprintf("$%d", n+i) }
+	if f.cursorAfter == "" {
+		f.cursorAfter = p(6)
+	}
+	// $n+1 source, $n+2 token, $n+3 version, $n+4 run, $n+5 holder,
+	// $n+6 cursor before, $n+7 version after, $n+8 new, $n+9 changed, $n+10 outcome
+	args = append(args, c.SourceID, c.Token, c.CursorVersion, c.RunID, c.Holder, c.Cursor, f.versionAfter, f.nNew, f.nChanged, string(f.outcome))
+	srcUpdate := `UPDATE sources SET ` + f.sourceSet + `
+		WHERE id = ` + p(1) + ` AND claim_token = ` + p(2) + ` AND cursor_version = ` + p(3) + ` AND claim_run_id = ` + p(4) + `
+		RETURNING name`
+	runUpdate := `UPDATE ingest_runs SET ` + f.runSet + `
+		WHERE id = ` + p(4) + ` AND token = ` + p(2) + ` AND status = 'active'`
+	auditCols := `(run_id, source_id, holder, outcome, cursor_before, cursor_after, cursor_version_before, cursor_version_after, events_new, events_changed, at)`
+	stale := fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, c.SourceID, c.CursorVersion, tidemark.ErrStaleClaim)
+	if s.db.Dialect.ModifyingCTE {
+		var name sql.NullString
+		var runs, audits int
+		err := tx.QueryRowContext(ctx, `WITH src AS (`+srcUpdate+`), run AS (`+runUpdate+` AND EXISTS (SELECT 1 FROM src) RETURNING id),
+			audit AS (INSERT INTO ingest_audit `+auditCols+`
+				SELECT id, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1 FROM run
+				RETURNING run_id)
+			SELECT (SELECT name FROM src), (SELECT COUNT(*) FROM run), (SELECT COUNT(*) FROM audit)`, args...).Scan(&name, &runs, &audits)
+		switch {
+		case IsUniqueViolation(err):
+			return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
+		case err != nil:
+			return "", err
+		case !name.Valid:
+			return "", stale
+		case runs != 1:
+			return "", fmt.Errorf("run %s not active: %w", c.RunID, tidemark.ErrStaleClaim)
+		case audits != 1:
+			return "", fmt.Errorf("%w: run %s: %d audit rows written", tidemark.ErrUnconfirmed, c.RunID, audits)
+		}
+		return name.String, nil
+	}
+	q := s.db.on(tx)
+	var name string
+	err := q.QueryRowContext(ctx, srcUpdate, args...).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", stale
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := exec1(ctx, q, fmt.Errorf("run %s not active: %w", c.RunID, tidemark.ErrStaleClaim), runUpdate, args...); err != nil {
+		return "", err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO ingest_audit `+auditCols+` VALUES (`+p(4)+`, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1)`, args...)
+	if IsUniqueViolation(err) {
+		return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
+	}
+	return name, err
 }
 
 // frozen is an event's identity and current evidence, as read before a
@@ -721,47 +874,37 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 		return tidemark.Run{}, err
 	}
 	defer tx.Rollback()
-	r, err := s.checkFence(ctx, tx, c)
-	if err != nil {
-		return tidemark.Run{}, err
-	}
 	now := s.db.Clock.Now()
-	attempts := r.WindowAttempts
-	window, terminalReason := tidemark.WindowOpen, ""
 	// Outages are not terminal by count alone: the retry policy decides,
-	// and the store records its decision and when the failures began.
-	failingSince := r.FailingSince
+	// and the store records its decision and when the failures began. The
+	// claim carries the window's attempts and failing-since as they were
+	// at the claim; the fence guarantees they have not moved since.
+	charge, failingSince := 0, c.FailingSince
+	window, terminalReason := tidemark.WindowOpen, ""
 	if !f.NoCharge {
-		attempts++
+		charge = 1
 		if failingSince == nil {
 			failingSince = &now
 		}
 		if f.Terminal {
 			why := f.Why
 			if why == "" {
-				why = fmt.Sprintf("%d attempts spent", attempts)
+				why = fmt.Sprintf("%d attempts spent", c.Attempt)
 			}
 			window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("%s; last: %s: %s", why, f.Outcome, f.Reason)
 		}
 	}
-	err = exec1(ctx, tx, fmt.Errorf("fail run %s: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
-		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3, next_due_at = $4,
-		last_outcome = $5, last_error = $6, last_run_at = $7, updated_at = $7, failing_since = $11
-		WHERE id = $8 AND claim_token = $9 AND cursor_version = $10`,
-		attempts, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, ms(now),
-		c.SourceID, c.Token, c.CursorVersion, nullMS(failingSince))
+	name, err := s.finish(ctx, tx, c, finish{
+		sourceSet: `claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
+			window_attempts = window_attempts + $2, window_state = $3, terminal_reason = $4, next_due_at = $5,
+			last_outcome = $6, last_error = $7, last_run_at = $1, updated_at = $1, failing_since = $8`,
+		runSet:       `status = 'failed', outcome = $6, error = $7, finished_at = $1`,
+		versionAfter: c.CursorVersion,
+		args:         []any{charge, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(failingSince)},
+		outcome:      f.Outcome, now: now,
+	})
 	if err != nil {
-		return tidemark.Run{}, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("fail run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE ingest_runs SET status = 'failed', outcome = $1, error = $2, finished_at = $3
-		WHERE id = $4 AND token = $5 AND status = 'active'`, string(f.Outcome), f.Reason, ms(now), c.RunID, c.Token)
-	if err != nil {
-		return tidemark.Run{}, err
-	}
-	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, f.Outcome, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
-		return tidemark.Run{}, err
+		return tidemark.Run{}, fmt.Errorf("fail run %s: %w", c.RunID, err)
 	}
 	if err := fpFailBeforeCommit.Hit(ctx); err != nil {
 		return tidemark.Run{}, err
@@ -769,7 +912,13 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	if err := tx.Commit(); err != nil {
 		return tidemark.Run{}, fmt.Errorf("fail run %s: commit: %w", c.RunID, err)
 	}
-	return s.run(ctx, c.RunID)
+	s.db.warm(ctx)
+	finished := fromMS(ms(now)) // as stored
+	return tidemark.Run{
+		ID: c.RunID, SourceID: c.SourceID, SourceName: name, Holder: c.Holder, Attempt: c.Attempt,
+		CursorVersion: c.CursorVersion, CursorBefore: c.Cursor, Status: tidemark.RunFailed, Outcome: f.Outcome,
+		Error: f.Reason, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
+	}, nil
 }
 
 // releaseForOperator clears an expired claim (the run is lost, not charged:
@@ -1067,14 +1216,28 @@ func readFrozen(ctx context.Context, tx *sql.Tx, known map[string]frozen, query 
 	return nil
 }
 
-// NextDue implements ingest.Store.
+// NextDue implements ingest.Store. It reads two index entries, never the
+// table: the first unclaimed source in due order, and the earliest end of
+// a claim (a source in flight is due again when its lease runs out, if its
+// holder never comes back).
 func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var due sql.NullInt64
-	err := s.db.db.QueryRowContext(ctx, `SELECT MIN(CASE WHEN claim_token IS NULL THEN next_due_at
-		WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
-		FROM sources WHERE state = 'active' AND window_state = 'open'`).Scan(&due)
-	if err != nil || !due.Valid {
+	var unheld, held sql.NullInt64
+	err := s.db.on(nil).QueryRowContext(ctx, `SELECT
+		(SELECT next_due_at FROM sources WHERE state = 'active' AND window_state = 'open' AND claim_token IS NULL
+			ORDER BY next_due_at LIMIT 1),
+		(SELECT MIN(CASE WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
+			FROM sources WHERE claim_token IS NOT NULL AND state = 'active' AND window_state = 'open')`).Scan(&unheld, &held)
+	if err != nil {
 		return time.Time{}, false, err
 	}
-	return fromMS(due.Int64), true, nil
+	s.db.warm(ctx)
+	switch {
+	case unheld.Valid && held.Valid:
+		return fromMS(min(unheld.Int64, held.Int64)), true, nil
+	case unheld.Valid:
+		return fromMS(unheld.Int64), true, nil
+	case held.Valid:
+		return fromMS(held.Int64), true, nil
+	}
+	return time.Time{}, false, nil
 }

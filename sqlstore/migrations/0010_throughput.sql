@@ -10,3 +10,7 @@ ALTER TABLE sources ADD COLUMN failing_since BIGINT;
 -- next due time is the index's first entry.
 DROP INDEX IF EXISTS sources_due;
 CREATE INDEX sources_due_order ON sources (next_due_at, id) WHERE state = 'active' AND window_state = 'open';
+
+-- Claims in flight, by when their leases run out: the claim path's
+-- takeover of expired leases and NextDue read these few rows only.
+CREATE INDEX sources_leases ON sources (lease_expires_at) WHERE claim_token IS NOT NULL;
