@@ -74,6 +74,21 @@ type Service struct {
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
+
+	// group commits settlements of runs that admitted nothing and finished
+	// together, when the store can (BatchSettler).
+	group group
+}
+
+// settle records a successful fetch: in a group commit with the runs that
+// finished at the same time when the run admitted nothing and the store
+// can batch, on its own otherwise. Either way it returns once its own
+// settlement has committed or failed.
+func (s *Service) settle(ctx context.Context, c tidemark.Claim, st Settlement) (SettleReport, error) {
+	if bs, ok := s.Store.(BatchSettler); ok && len(st.Items) == 0 && st.Declared == 0 {
+		return s.group.settle(ctx, bs, c, st)
+	}
+	return s.Store.Settle(ctx, c, st)
 }
 
 // Report is what one run did, for people and for --json.
@@ -200,7 +215,7 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	if backlog {
 		next = 0
 	}
-	settled, err := s.Store.Settle(finishCtx, c, Settlement{
+	settled, err := s.settle(finishCtx, c, Settlement{
 		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(next),
 	})
 	if err != nil {

@@ -154,3 +154,12 @@ func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail,
 	}
 	return Detail{Source: src, Runs: runs, Actions: actions}, nil
 }
+
+// BatchSettler is implemented by stores that can settle many runs that
+// admitted nothing (the common end of polling a caught-up source) in one
+// transaction. Each settlement is fenced on its own: a stale one fails
+// alone with tidemark.ErrStaleClaim and the others settle. The results are
+// in the order of the claims.
+type BatchSettler interface {
+	SettleMany(ctx context.Context, cs []tidemark.Claim, ss []Settlement) ([]SettleReport, []error)
+}

@@ -631,6 +631,11 @@ type finish struct {
 	now               time.Time
 }
 
+// errRunNotActive: the source's fence held but its run row is not active
+// (the source update is then already written in the transaction, which
+// must roll back). It is a stale claim to the caller.
+var errRunNotActive = fmt.Errorf("run not active: %w", tidemark.ErrStaleClaim)
+
 // finish writes a run's end in tx and returns the source's name. The source
 // update is conditional on the claim's token, cursor version and run; the
 // run's on its token and status; a second audit row is impossible. On
@@ -668,7 +673,7 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 		case !name.Valid:
 			return "", stale
 		case runs != 1:
-			return "", fmt.Errorf("run %s not active: %w", c.RunID, tidemark.ErrStaleClaim)
+			return "", fmt.Errorf("run %s: %w", c.RunID, errRunNotActive)
 		case audits != 1:
 			return "", fmt.Errorf("%w: run %s: %d audit rows written", tidemark.ErrUnconfirmed, c.RunID, audits)
 		}
@@ -683,7 +688,7 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 	if err != nil {
 		return "", err
 	}
-	if err := exec1(ctx, q, fmt.Errorf("run %s not active: %w", c.RunID, tidemark.ErrStaleClaim), runUpdate, args...); err != nil {
+	if err := exec1(ctx, q, fmt.Errorf("run %s: %w", c.RunID, errRunNotActive), runUpdate, args...); err != nil {
 		return "", err
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO ingest_audit `+auditCols+` VALUES (`+p(4)+`, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1)`, args...)

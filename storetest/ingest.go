@@ -49,6 +49,7 @@ func Ingest(t *testing.T, open func(t *testing.T) Harness) {
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
 		{"OutageStartRecordedAndCleared", testFailingSince},
+		{"BatchedSettlementFencesEachRun", testSettleMany},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
 		{"SkipIsAuditedCursorMove", testSkip},
 		{"PauseRefusesClaims", testPause},
@@ -445,6 +446,55 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	acts, err := h.Store.Actions(ctx, src.ID, 10)
 	if err != nil || len(acts) != 1 || acts[0].Action != "retry" || acts[0].Actor != "op" {
 		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+// testSettleMany: runs settled together are fenced one by one: a stale
+// claim in the batch fails alone and writes nothing, the others settle
+// with one audit row each.
+func testSettleMany(t *testing.T, h Harness) {
+	bs, ok := h.Store.(ingest.BatchSettler)
+	if !ok {
+		t.Skip("the store does not batch settlements")
+	}
+	var cs []tidemark.Claim
+	var sts []ingest.Settlement
+	for _, name := range []string{"a", "b", "c"} {
+		src := mustAdd(t, h, name, 3)
+		cs = append(cs, mustClaim(t, h, src, "w"))
+		sts = append(sts, ingest.Settlement{Cursor: name + "1", NextDueAt: h.Clock.Now().Add(time.Hour)})
+	}
+	// b's worker lost its lease and another holder took the source over.
+	h.Clock.Advance(ttl + time.Millisecond)
+	taken := mustClaim(t, h, mustSource(t, h, "b"), "w2")
+	_, errs := bs.SettleMany(ctx, cs, sts)
+	for i, name := range []string{"a", "b", "c"} {
+		s := mustSource(t, h, name)
+		if name == "b" {
+			wantErr(t, errs[i], tidemark.ErrStaleClaim, "stale claim in a batch")
+			if s.Cursor != "" || s.ClaimRunID != taken.RunID {
+				t.Fatalf("the stale settlement moved b: %+v", s)
+			}
+			if n := h.AuditRows(t, cs[i].RunID); n != 1 { // the lost run's own
+				t.Fatalf("stale run: %d audit rows, want the loss's 1", n)
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", name, errs[i])
+		}
+		if s.Cursor != name+"1" || s.CursorVersion != 1 || s.ClaimHolder != "" || s.LastOutcome != tidemark.OutcomeEmpty {
+			t.Fatalf("%s after a batched settlement: %+v", name, s)
+		}
+		if n := h.AuditRows(t, cs[i].RunID); n != 1 {
+			t.Fatalf("%s: %d audit rows", name, n)
+		}
+	}
+	// Settling the same claims again changes nothing.
+	_, errs = bs.SettleMany(ctx, cs[:1], sts[:1])
+	wantErr(t, errs[0], tidemark.ErrStaleClaim, "a batched settlement replayed")
+	if n := h.AuditRows(t, cs[0].RunID); n != 1 {
+		t.Fatalf("replay: %d audit rows", n)
 	}
 }
 
