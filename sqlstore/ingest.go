@@ -737,18 +737,45 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			return rep, err
 		}
 	}
-	ins, err := tx.PrepareContext(ctx, insertQuery)
-	if err != nil {
-		return rep, fmt.Errorf("prepare event insert: %w", err)
+	var ins *sql.Stmt
+	if lazy {
+		var err error
+		if ins, err = tx.PrepareContext(ctx, insertQuery); err != nil {
+			return rep, fmt.Errorf("prepare event insert: %w", err)
+		}
+		defer ins.Close()
 	}
-	defer ins.Close()
-	rev, err := tx.PrepareContext(ctx, insertRevision)
-	if err != nil {
-		return rep, fmt.Errorf("prepare revision insert: %w", err)
+	// The revision insert is prepared when first needed (off the lazy
+	// path: only for re-frozen events).
+	var revStmt *sql.Stmt
+	defer func() {
+		if revStmt != nil {
+			revStmt.Close()
+		}
+	}()
+	rev := func() (*sql.Stmt, error) {
+		if revStmt == nil {
+			var err error
+			if revStmt, err = tx.PrepareContext(ctx, insertRevision); err != nil {
+				return nil, fmt.Errorf("prepare revision insert: %w", err)
+			}
+		}
+		return revStmt, nil
 	}
-	defer rev.Close()
 	var refreeze *sql.Stmt
+	// Off the lazy path, new events are written set-based: gathered here
+	// and inserted many rows per statement, their revisions after them.
+	var fresh []freshEvent
+	freshKeys := map[string]bool{}
 	for _, it := range items {
+		if !lazy && freshKeys[it.Key] {
+			// The same key twice in one fetch: write the first before
+			// judging the second against it.
+			if err := s.insertFresh(ctx, tx, c, fresh, now); err != nil {
+				return rep, err
+			}
+			fresh, freshKeys = fresh[:0], map[string]bool{}
+		}
 		hash := it.EvidenceHash()
 		occurred := it.OccurredAt
 		if occurred.IsZero() {
@@ -769,7 +796,11 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 				cur = frozen{id: id, hash: hash, revision: 1}
 				known[it.Key] = cur
 				rep.EventsNew++
-				if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+				rs, err := rev()
+				if err != nil {
+					return rep, err
+				}
+				if err := s.insertRevision(ctx, rs, cur, it, c, now); err != nil {
 					return rep, err
 				}
 				rep.EventIDs = append(rep.EventIDs, cur.id)
@@ -786,6 +817,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			continue // the same evidence again: nothing changed upstream
 		case ok:
 			if refreeze == nil {
+				var err error
 				if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
 					return rep, fmt.Errorf("prepare event refreeze: %w", err)
 				}
@@ -799,18 +831,80 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			rep.EventsChanged++
 		default:
 			cur = frozen{id: s.db.IDs.New(), hash: hash, revision: 1}
-			if _, err := ins.ExecContext(ctx, cur.id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)); err != nil {
-				return rep, fmt.Errorf("event %q: %w", it.Key, err)
-			}
+			fresh = append(fresh, freshEvent{cur: cur, it: it, occurred: occurred})
+			freshKeys[it.Key] = true
+			known[it.Key] = cur
 			rep.EventsNew++
+			rep.EventIDs = append(rep.EventIDs, cur.id)
+			continue
 		}
 		known[it.Key] = cur
-		if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+		rs, err := rev()
+		if err != nil {
+			return rep, err
+		}
+		if err := s.insertRevision(ctx, rs, cur, it, c, now); err != nil {
 			return rep, err
 		}
 		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
+	if err := s.insertFresh(ctx, tx, c, fresh, now); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// freshEvent is a new event waiting for insertFresh.
+type freshEvent struct {
+	cur      frozen
+	it       tidemark.Item
+	occurred time.Time
+}
+
+// freshChunk bounds the rows of one set-based insert.
+const freshChunk = 5000
+
+// insertFresh inserts new events at revision 1 and their evidence, each
+// chunk as one statement over arrays (PostgreSQL's unnest): a round trip
+// per chunk rather than two per event.
+func (s *IngestStore) insertFresh(ctx context.Context, tx *sql.Tx, c tidemark.Claim, fresh []freshEvent, now time.Time) error {
+	for start := 0; start < len(fresh); start += freshChunk {
+		chunk := fresh[start:min(start+freshChunk, len(fresh))]
+		n := len(chunk)
+		ids, keys, titles, urls, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		occurred := make([]int64, n)
+		evidence := make([][]byte, n)
+		for i, f := range chunk {
+			ids[i], keys[i], titles[i], urls[i], hashes[i] = f.cur.id, f.it.Key, f.it.Title, f.it.URL, f.cur.hash
+			occurred[i] = ms(f.occurred)
+			evidence[i] = f.it.Evidence
+			if evidence[i] == nil {
+				evidence[i] = []byte{}
+			}
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO events
+			(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
+			SELECT id, $1, item_key, title, url, occurred_at, evidence_hash, 1, $2, $3, $3
+			FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+				AS t(id, item_key, title, url, occurred_at, evidence_hash)`,
+			c.SourceID, c.RunID, ms(now), ids, keys, titles, urls, occurred, hashes)
+		if err != nil {
+			return fmt.Errorf("insert %d events: %w", n, err)
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+			return fmt.Errorf("%w: inserted %d of %d events (%v)", tidemark.ErrUnconfirmed, got, n, err)
+		}
+		res, err = tx.ExecContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+			SELECT id, 1, evidence_hash, evidence, $1, $2 FROM unnest($3::text[], $4::text[], $5::bytea[]) AS t(id, evidence_hash, evidence)`,
+			c.RunID, ms(now), ids, hashes, evidence)
+		if err != nil {
+			return fmt.Errorf("insert %d revisions: %w", n, err)
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+			return fmt.Errorf("%w: inserted %d of %d revisions (%v)", tidemark.ErrUnconfirmed, got, n, err)
+		}
+	}
+	return nil
 }
 
 // insertRevision keeps an item's evidence as its event's revision cur.

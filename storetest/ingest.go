@@ -49,6 +49,7 @@ func Ingest(t *testing.T, open func(t *testing.T) Harness) {
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
 		{"OutageStartRecordedAndCleared", testFailingSince},
+		{"SameKeyTwiceInOneFetch", testSameKeyTwice},
 		{"BatchedSettlementFencesEachRun", testSettleMany},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
 		{"SkipIsAuditedCursorMove", testSkip},
@@ -446,6 +447,22 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	acts, err := h.Store.Actions(ctx, src.ID, 10)
 	if err != nil || len(acts) != 1 || acts[0].Action != "retry" || acts[0].Actor != "op" {
 		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+// testSameKeyTwice: one fetch that names an item twice freezes the first
+// and re-freezes it with the second, as two fetches would.
+func testSameKeyTwice(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 1)
+	items := []tidemark.Item{item("x", "one"), item("k", "v1"), item("y", "two"), item("k", "v2"), item("k", "v2")}
+	rep := settle(t, h, mustClaim(t, h, src, "w"), "c1", items...)
+	if rep.EventsNew != 3 || rep.EventsChanged != 1 {
+		t.Fatalf("new %d, changed %d; want 3 and 1", rep.EventsNew, rep.EventsChanged)
+	}
+	for _, e := range events(t, h, src) {
+		if e.ItemKey == "k" && (e.Revision != 2 || e.EvidenceHash != tidemark.HashEvidence([]byte("v2"))) {
+			t.Fatalf("k: revision %d, hash %s", e.Revision, e.EvidenceHash)
+		}
 	}
 }
 
