@@ -721,6 +721,9 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 	// does, a new event is inserted straight away and only an item that
 	// turns out to exist is looked up.
 	lazy := s.db.Dialect.Name == SQLite.Name
+	if !lazy {
+		return s.insertEventsSet(ctx, tx, c, items, now)
+	}
 	known := map[string]frozen{}
 	insertQuery := insertEvent
 	var lookup *sql.Stmt
@@ -763,19 +766,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 		return revStmt, nil
 	}
 	var refreeze *sql.Stmt
-	// Off the lazy path, new events are written set-based: gathered here
-	// and inserted many rows per statement, their revisions after them.
-	var fresh []freshEvent
-	freshKeys := map[string]bool{}
 	for _, it := range items {
-		if !lazy && freshKeys[it.Key] {
-			// The same key twice in one fetch: write the first before
-			// judging the second against it.
-			if err := s.insertFresh(ctx, tx, c, fresh, now); err != nil {
-				return rep, err
-			}
-			fresh, freshKeys = fresh[:0], map[string]bool{}
-		}
 		hash := it.EvidenceHash()
 		occurred := it.OccurredAt
 		if occurred.IsZero() {
@@ -831,12 +822,10 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			rep.EventsChanged++
 		default:
 			cur = frozen{id: s.db.IDs.New(), hash: hash, revision: 1}
-			fresh = append(fresh, freshEvent{cur: cur, it: it, occurred: occurred})
-			freshKeys[it.Key] = true
-			known[it.Key] = cur
+			if _, err := ins.ExecContext(ctx, cur.id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)); err != nil {
+				return rep, fmt.Errorf("event %q: %w", it.Key, err)
+			}
 			rep.EventsNew++
-			rep.EventIDs = append(rep.EventIDs, cur.id)
-			continue
 		}
 		known[it.Key] = cur
 		rs, err := rev()
@@ -848,13 +837,102 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 		}
 		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
-	if err := s.insertFresh(ctx, tx, c, fresh, now); err != nil {
+	return rep, nil
+}
+
+// insertEventsSet is insertEvents for PostgreSQL, set-based: every key's
+// first occurrence is inserted as a new event in one statement per chunk
+// (ON CONFLICT DO NOTHING tells which were new, with no read beforehand),
+// their evidence likewise; only the items that already existed, or that
+// repeat a key of the same fetch, are then judged one by one against what
+// is frozen.
+func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
+	var rep ingest.SettleReport
+	firstAt := make(map[string]int, len(items))
+	fresh := make([]freshEvent, 0, len(items))
+	for i, it := range items {
+		if _, dup := firstAt[it.Key]; dup {
+			continue
+		}
+		firstAt[it.Key] = i
+		occurred := it.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		fresh = append(fresh, freshEvent{cur: frozen{id: s.db.IDs.New(), hash: it.EvidenceHash(), revision: 1}, it: it, occurred: occurred})
+	}
+	inserted, err := s.insertFresh(ctx, tx, c, fresh, now)
+	if err != nil {
 		return rep, err
+	}
+	known := make(map[string]frozen, len(fresh))
+	var existing []tidemark.Item
+	for _, f := range fresh {
+		if inserted[f.cur.id] {
+			known[f.it.Key] = f.cur
+		} else {
+			existing = append(existing, f.it)
+		}
+	}
+	if len(existing) > 0 {
+		old, err := s.frozenEvents(ctx, tx, c.SourceID, existing)
+		if err != nil {
+			return rep, err
+		}
+		for k, f := range old {
+			known[k] = f
+		}
+	}
+	var refreeze, rev *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{refreeze, rev} {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
+	for i, it := range items {
+		cur, ok := known[it.Key]
+		if !ok {
+			return rep, fmt.Errorf("%w: event %q neither inserted nor found", tidemark.ErrUnconfirmed, it.Key)
+		}
+		if firstAt[it.Key] == i && inserted[cur.id] && cur.revision == 1 {
+			rep.EventsNew++
+			rep.EventIDs = append(rep.EventIDs, cur.id)
+			continue
+		}
+		hash := it.EvidenceHash()
+		if cur.hash == hash {
+			continue // the same evidence again: nothing changed upstream
+		}
+		occurred := it.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		if refreeze == nil {
+			if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
+				return rep, fmt.Errorf("prepare event refreeze: %w", err)
+			}
+			if rev, err = tx.PrepareContext(ctx, insertRevision); err != nil {
+				return rep, fmt.Errorf("prepare revision insert: %w", err)
+			}
+		}
+		res, err := refreeze.ExecContext(ctx, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now), cur.id, cur.hash, cur.revision)
+		if err := expectOne(res, err, fmt.Errorf("event %q changed under the settlement: %w", it.Key, tidemark.ErrUnconfirmed)); err != nil {
+			return rep, err
+		}
+		cur = frozen{id: cur.id, hash: hash, revision: cur.revision + 1}
+		known[it.Key] = cur
+		rep.EventsChanged++
+		if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+			return rep, err
+		}
+		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
 	return rep, nil
 }
 
-// freshEvent is a new event waiting for insertFresh.
+// freshEvent is a candidate new event for insertFresh.
 type freshEvent struct {
 	cur      frozen
 	it       tidemark.Item
@@ -864,47 +942,62 @@ type freshEvent struct {
 // freshChunk bounds the rows of one set-based insert.
 const freshChunk = 5000
 
-// insertFresh inserts new events at revision 1 and their evidence, each
-// chunk as one statement over arrays (PostgreSQL's unnest): a round trip
-// per chunk rather than two per event.
-func (s *IngestStore) insertFresh(ctx context.Context, tx *sql.Tx, c tidemark.Claim, fresh []freshEvent, now time.Time) error {
+// insertFresh inserts the candidates whose keys the source does not have
+// yet, at revision 1, and their evidence: each chunk is one statement over
+// arrays (unnest), a round trip per chunk rather than two per event. It
+// returns the IDs of the events it inserted.
+func (s *IngestStore) insertFresh(ctx context.Context, tx *sql.Tx, c tidemark.Claim, fresh []freshEvent, now time.Time) (map[string]bool, error) {
+	inserted := make(map[string]bool, len(fresh))
 	for start := 0; start < len(fresh); start += freshChunk {
 		chunk := fresh[start:min(start+freshChunk, len(fresh))]
 		n := len(chunk)
 		ids, keys, titles, urls, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		occurred := make([]int64, n)
-		evidence := make([][]byte, n)
 		for i, f := range chunk {
 			ids[i], keys[i], titles[i], urls[i], hashes[i] = f.cur.id, f.it.Key, f.it.Title, f.it.URL, f.cur.hash
 			occurred[i] = ms(f.occurred)
-			evidence[i] = f.it.Evidence
-			if evidence[i] == nil {
-				evidence[i] = []byte{}
-			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO events
+		got, err := queryAll(ctx, tx, scanString, `INSERT INTO events
 			(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
 			SELECT id, $1, item_key, title, url, occurred_at, evidence_hash, 1, $2, $3, $3
 			FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
-				AS t(id, item_key, title, url, occurred_at, evidence_hash)`,
+				AS t(id, item_key, title, url, occurred_at, evidence_hash)
+			ON CONFLICT (source_id, item_key) DO NOTHING
+			RETURNING id`,
 			c.SourceID, c.RunID, ms(now), ids, keys, titles, urls, occurred, hashes)
 		if err != nil {
-			return fmt.Errorf("insert %d events: %w", n, err)
+			return nil, fmt.Errorf("insert %d events: %w", n, err)
 		}
-		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
-			return fmt.Errorf("%w: inserted %d of %d events (%v)", tidemark.ErrUnconfirmed, got, n, err)
+		if len(got) == 0 {
+			continue
 		}
-		res, err = tx.ExecContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+		mine := make(map[string]bool, len(got))
+		for _, id := range got {
+			mine[id] = true
+			inserted[id] = true
+		}
+		revIDs, revHashes, evidence := make([]string, 0, len(got)), make([]string, 0, len(got)), make([][]byte, 0, len(got))
+		for _, f := range chunk {
+			if !mine[f.cur.id] {
+				continue
+			}
+			e := f.it.Evidence
+			if e == nil {
+				e = []byte{}
+			}
+			revIDs, revHashes, evidence = append(revIDs, f.cur.id), append(revHashes, f.cur.hash), append(evidence, e)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
 			SELECT id, 1, evidence_hash, evidence, $1, $2 FROM unnest($3::text[], $4::text[], $5::bytea[]) AS t(id, evidence_hash, evidence)`,
-			c.RunID, ms(now), ids, hashes, evidence)
+			c.RunID, ms(now), revIDs, revHashes, evidence)
 		if err != nil {
-			return fmt.Errorf("insert %d revisions: %w", n, err)
+			return nil, fmt.Errorf("insert %d revisions: %w", len(revIDs), err)
 		}
-		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
-			return fmt.Errorf("%w: inserted %d of %d revisions (%v)", tidemark.ErrUnconfirmed, got, n, err)
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(revIDs)) {
+			return nil, fmt.Errorf("%w: inserted %d of %d revisions (%v)", tidemark.ErrUnconfirmed, n, len(revIDs), err)
 		}
 	}
-	return nil
+	return inserted, nil
 }
 
 // insertRevision keeps an item's evidence as its event's revision cur.
