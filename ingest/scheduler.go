@@ -15,7 +15,8 @@ import (
 // database: the claims decide who runs what.
 type Scheduler struct {
 	Service *Service
-	// Workers bounds the runs in flight (default 4).
+	// Workers bounds the fetches in flight (default 4). A run's settlement
+	// does not hold a worker: at most as many runs again may be settling.
 	Workers int
 	// Poll is the longest the scheduler sleeps between looks for due
 	// sources (default 5s).
@@ -179,9 +180,13 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, sc.workers())
+	// Runs in flight, fetching or settling: a run frees its fetch slot
+	// when its fetch returns, and this one when it has settled, so at most
+	// as many again wait on the database as fetch.
+	inflight := make(chan struct{}, 2*sc.workers())
 	wake := make(chan struct{}, 1)
 	for {
-		free := cap(slots) - len(slots)
+		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))
 		busy := free == 0 // every slot taken: the next wake-up is a slot freeing
 		if free > 0 && ctx.Err() == nil {
 			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free)
@@ -192,17 +197,32 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			busy = err == nil && len(claims) == free
 			for _, c := range claims {
 				slots <- struct{}{}
+				inflight <- struct{}{}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer func() {
-						<-slots
+						<-inflight
 						select {
 						case wake <- struct{}{}:
 						default:
 						}
 					}()
-					r, err := s.RunClaim(ctx, c)
+					// The slot bounds fetches in flight: it is freed as soon as
+					// the fetch returns, so the next claim overlaps this run's
+					// settlement (which may join others' in one commit).
+					var once sync.Once
+					free := func() {
+						once.Do(func() {
+							<-slots
+							select {
+							case wake <- struct{}{}:
+							default:
+							}
+						})
+					}
+					defer free()
+					r, err := s.runClaim(ctx, c, free)
 					sc.report(r, err)
 				}()
 			}

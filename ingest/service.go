@@ -146,6 +146,13 @@ func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
 // spending its budget, and the settlement or failure itself is never cut
 // short, so nothing is left half-written.
 func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error) {
+	return s.runClaim(ctx, c, nil)
+}
+
+// runClaim is RunClaim; fetched, if set, is called once the fetch has
+// returned, before the run settles or fails (the scheduler frees the
+// worker's slot there: settling is the database's work, not the worker's).
+func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()) (Report, error) {
 	rep := Report{RunID: c.RunID, CursorBefore: c.Cursor, CursorAfter: c.Cursor, Reentered: c.Reentered}
 	// Settlement and failure must finish even when ctx is cancelled.
 	finishCtx := context.WithoutCancel(ctx)
@@ -181,6 +188,9 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	res, ferr := fetcher.Fetch(fetchCtx, src, c.Cursor)
 	close(hbDone)
 	hbWG.Wait()
+	if fetched != nil {
+		fetched()
+	}
 	if errors.Is(context.Cause(fetchCtx), tidemark.ErrStaleClaim) {
 		return rep, fmt.Errorf("run %s on %s: lease lost while fetching: %w", c.RunID, src.Name, tidemark.ErrStaleClaim)
 	}
