@@ -42,14 +42,17 @@ type Source struct {
 	Window         WindowState       `json:"window"`
 	WindowAttempts int               `json:"window_attempts"`
 	TerminalReason string            `json:"terminal_reason,omitempty"`
-	ClaimHolder    string            `json:"claim_holder,omitempty"`
-	ClaimRunID     string            `json:"claim_run_id,omitempty"`
-	LeaseExpiresAt *time.Time        `json:"lease_expires_at,omitempty"`
-	NextDueAt      time.Time         `json:"next_due_at"`
-	LastOutcome    Outcome           `json:"last_outcome,omitempty"`
-	LastError      string            `json:"last_error,omitempty"`
-	LastRunAt      *time.Time        `json:"last_run_at,omitempty"`
-	CreatedAt      time.Time         `json:"created_at"`
+	// FailingSince is when the window's first failure was recorded; nil
+	// while the window has not failed.
+	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	ClaimHolder    string     `json:"claim_holder,omitempty"`
+	ClaimRunID     string     `json:"claim_run_id,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	NextDueAt      time.Time  `json:"next_due_at"`
+	LastOutcome    Outcome    `json:"last_outcome,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	LastRunAt      *time.Time `json:"last_run_at,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
 }
 
 // RunStatus is where a run is in its life.
@@ -86,17 +89,23 @@ type Run struct {
 // it makes is conditional on Token and CursorVersion still being the
 // source's; a claim that is no longer current changes nothing.
 type Claim struct {
-	RunID          string    `json:"run_id"`
-	SourceID       string    `json:"source_id"`
-	Token          string    `json:"token"`
-	Holder         string    `json:"holder"`
-	CursorVersion  int64     `json:"cursor_version"`
-	Cursor         string    `json:"cursor"`
-	Attempt        int       `json:"attempt"` // 1 for the first attempt at this window
-	RetryBudget    int       `json:"retry_budget"`
-	LeaseExpiresAt time.Time `json:"lease_expires_at"`
-	StartedAt      time.Time `json:"started_at"`
-	Reentered      bool      `json:"reentered"`
+	RunID         string `json:"run_id"`
+	SourceID      string `json:"source_id"`
+	Token         string `json:"token"`
+	Holder        string `json:"holder"`
+	CursorVersion int64  `json:"cursor_version"`
+	Cursor        string `json:"cursor"`
+	Attempt       int    `json:"attempt"` // 1 for the first attempt at this window
+	RetryBudget   int    `json:"retry_budget"`
+	// FailingSince is when the window's first failure was recorded (nil if
+	// it has not failed): how long an outage has lasted.
+	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	LeaseExpiresAt time.Time  `json:"lease_expires_at"`
+	StartedAt      time.Time  `json:"started_at"`
+	Reentered      bool       `json:"reentered"`
+	// Source is the source as it was claimed, when the store read it
+	// anyway (a worker then needs no second read); nil otherwise.
+	Source *Source `json:"-"`
 }
 
 // Item is one upstream result a fetch admitted: an identity within the
@@ -131,6 +140,11 @@ type FetchResult struct {
 	// upstream asked not to be fetched again (HTTP Cache-Control max-age).
 	// The ingest service bounds it.
 	NotBefore time.Duration
+	// More says the fetch stopped at its own limit (a full window) with
+	// more ahead of Cursor. A backlog is not a schedule: a run that settles
+	// with More leaves its source due at once, and the interval paces only
+	// a source that has caught up.
+	More bool
 }
 
 // Fetcher reads what changed in a source since a cursor. Failures are

@@ -93,6 +93,12 @@ func List() []*Point {
 	return out
 }
 
+// Active reports whether any point is armed. A step that can skip a
+// boundary's natural place (a single-statement write has no moment between
+// its last write and its commit) takes the path with the boundary instead
+// while any point is armed.
+func Active() bool { return armed.Load() != 0 }
+
 // Hit is called at the boundary. Unarmed it costs one atomic load.
 func (p *Point) Hit(ctx context.Context) error {
 	if armed.Load() == 0 {

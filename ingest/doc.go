@@ -11,9 +11,13 @@
 //     it found it, and a fetch that declared more results than it admitted
 //     fails instead of settling;
 //   - every run ends with exactly one audit row and one typed outcome;
-//   - a window whose retry budget is spent, or whose final worker never came
-//     back, is terminal until an operator retries or skips it.
+//   - a window whose retry budget is spent (for an outage: spent over at
+//     least the retry policy's span, a day by default), or whose final
+//     worker never came back, is terminal until an operator retries or
+//     skips it;
+//   - a run that filled its window leaves its source due at once: a
+//     backlog is not a schedule.
 //
-// The rules (classification, backoff, scheduling) live here; Store is the
+// The rules (classification, RetryPolicy, scheduling and draining) live here; Store is the
 // storage they need, implemented by sqlstore.
 package ingest

@@ -15,7 +15,8 @@ import (
 // database: the claims decide who runs what.
 type Scheduler struct {
 	Service *Service
-	// Workers bounds the runs in flight (default 4).
+	// Workers bounds the fetches in flight (default 4). A run's settlement
+	// does not hold a worker: at most as many runs again may be settling.
 	Workers int
 	// Poll is the longest the scheduler sleeps between looks for due
 	// sources (default 5s).
@@ -42,51 +43,132 @@ func (sc *Scheduler) report(r Report, err error) {
 // settled or failed. Sources held by other workers or not claimable are
 // passed over and reported with their error.
 func (sc *Scheduler) RunOnce(ctx context.Context) ([]Report, error) {
+	res, err := sc.Drain(ctx, DrainOptions{MaxPasses: 1})
+	return res.Reports, err
+}
+
+// DrainOptions bound a drain.
+type DrainOptions struct {
+	// MaxPasses bounds how many runs one drain gives a single source
+	// (default DefaultMaxPasses). A source with a backlog is run again as
+	// soon as its run settles, until it has caught up or this many runs.
+	MaxPasses int
+}
+
+// DefaultMaxPasses is how many runs a drain gives one source at most:
+// 10,000 full windows (five million commits of a git history).
+const DefaultMaxPasses = 10000
+
+// DrainResult is what a drain did, counted for people and for exit codes.
+type DrainResult struct {
+	// Reports holds every run (and every source that could not be run), in
+	// the order they ended.
+	Reports []Report
+	// Runs counts the runs that settled or failed; Settled those that
+	// settled; Failed those that failed, plus sources that could not be
+	// claimed (held by another worker, paused or terminal meanwhile).
+	Runs, Settled, Failed    int
+	EventsNew, EventsChanged int
+	// Pending counts the sources that still had a backlog when the drain
+	// stopped (their MaxPasses spent, or ctx cancelled): work left undone.
+	Pending int
+}
+
+func (r *DrainResult) add(rep Report, err error) {
+	r.Reports = append(r.Reports, rep)
+	switch {
+	case rep.Outcome == "":
+		r.Failed++ // not run
+	case rep.Outcome.Advances():
+		r.Runs++
+		r.Settled++
+	default:
+		r.Runs++
+		r.Failed++
+	}
+	r.EventsNew += rep.EventsNew
+	r.EventsChanged += rep.EventsChanged
+}
+
+// Drain runs every due source until it has caught up, and returns when
+// none is left due. A run that filled its window (Report.Backlog) is
+// followed at once by the next run of the same source, on the same worker;
+// a source that caught up, failed or could not be claimed is not run again
+// by this drain, so a drain always ends: at most MaxPasses runs per source,
+// and every source listed once. Sources that fall due while the drain runs
+// are picked up by a further listing.
+func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, error) {
 	s := sc.Service
 	if err := s.check(); err != nil {
-		return nil, err
+		return DrainResult{}, err
 	}
-	srcs, err := s.Store.Sources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now := s.Clock.Now()
-	var due []tidemark.Source
-	for _, src := range srcs {
-		if src.State == tidemark.SourceActive && src.Window == tidemark.WindowOpen && !src.NextDueAt.After(now) {
-			due = append(due, src)
-		}
+	maxPasses := opt.MaxPasses
+	if maxPasses <= 0 {
+		maxPasses = DefaultMaxPasses
 	}
 	var (
-		mu      sync.Mutex
-		reports = make([]Report, len(due))
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, sc.workers())
+		res  DrainResult
+		mu   sync.Mutex
+		seen = map[string]bool{}
 	)
-	for i, src := range due {
-		if ctx.Err() != nil {
+	for ctx.Err() == nil {
+		srcs, err := s.Store.Sources(ctx)
+		if err != nil {
+			return res, err
+		}
+		now := s.Clock.Now()
+		var due []tidemark.Source
+		for _, src := range srcs {
+			if !seen[src.ID] && src.State == tidemark.SourceActive && src.Window == tidemark.WindowOpen && !src.NextDueAt.After(now) {
+				due = append(due, src)
+				seen[src.ID] = true
+			}
+		}
+		if len(due) == 0 {
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			r, err := s.RunSource(ctx, src.ID)
-			if r.Source == "" {
-				r.Source = src.Name
+		var (
+			wg  sync.WaitGroup
+			sem = make(chan struct{}, sc.workers())
+		)
+		for _, src := range due {
+			if ctx.Err() != nil {
+				break
 			}
-			if err != nil && r.Error == "" {
-				r.Error = err.Error()
-			}
-			mu.Lock()
-			reports[i] = r
-			sc.report(r, err) // serialized, so a printer needs no lock of its own
-			mu.Unlock()
-		}()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				for pass := 1; ; pass++ {
+					r, err := s.RunSource(ctx, src.ID)
+					if r.Source == "" {
+						r.Source = src.Name
+					}
+					if err != nil && r.Error == "" {
+						r.Error = err.Error()
+					}
+					mu.Lock()
+					res.add(r, err)
+					sc.report(r, err) // serialized, so a printer needs no lock of its own
+					stop := !r.Backlog || err != nil
+					if !stop && (pass >= maxPasses || ctx.Err() != nil) {
+						res.Pending++
+						stop = true
+					}
+					mu.Unlock()
+					if stop {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if maxPasses == 1 {
+			break // RunOnce: one listing, one run each
+		}
 	}
-	wg.Wait()
-	return reports, ctx.Err()
+	return res, ctx.Err()
 }
 
 // Run claims and runs due sources until ctx is cancelled, then stops
@@ -104,35 +186,70 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, sc.workers())
+	// Runs in flight, fetching or settling: a run frees its fetch slot
+	// when its fetch returns, and this one when it has settled, so at most
+	// as many again wait on the database as fetch.
+	inflight := make(chan struct{}, 2*sc.workers())
 	wake := make(chan struct{}, 1)
 	for {
-		free := cap(slots) - len(slots)
+		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))
+		busy := free == 0 // every slot taken: the next wake-up is a slot freeing
 		if free > 0 && ctx.Err() == nil {
 			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sc.logger().Error("claim due sources", "err", err)
 			}
+			// As many claims as slots: more may be due, but no slot is free.
+			busy = err == nil && len(claims) == free
 			for _, c := range claims {
 				slots <- struct{}{}
+				inflight <- struct{}{}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer func() {
-						<-slots
+						<-inflight
 						select {
 						case wake <- struct{}{}:
 						default:
 						}
 					}()
-					r, err := s.RunClaim(ctx, c)
+					// The slot bounds fetches in flight: it is freed as soon as
+					// the fetch returns, so the next claim overlaps this run's
+					// settlement (which may join others' in one commit).
+					var once sync.Once
+					free := func() {
+						once.Do(func() {
+							<-slots
+							select {
+							case wake <- struct{}{}:
+							default:
+							}
+						})
+					}
+					defer free()
+					r, err := s.runClaim(ctx, c, free)
 					sc.report(r, err)
 				}()
 			}
 		}
+		if busy {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wake:
+			}
+			continue
+		}
+		// Sleep exactly until the next source is due (or a run ends, which
+		// may leave its source due at once), never longer than poll: other
+		// processes add and reschedule sources too.
 		wait := poll
 		if at, ok, err := s.Store.NextDue(ctx); err == nil && ok {
 			if d := at.Sub(s.Clock.Now()); d < wait {
-				wait = max(d, 50*time.Millisecond)
+				// Due already but not claimable here (another worker's
+				// row lock): look again shortly rather than spin.
+				wait = max(d, 10*time.Millisecond)
 			}
 		}
 		t := time.NewTimer(wait)

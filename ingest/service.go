@@ -68,10 +68,27 @@ type Service struct {
 	// identity re-enters its own runs without waiting for their leases.
 	Holder   string
 	LeaseTTL time.Duration
-	Backoff  Backoff
+	// Retry decides when a failed window is tried again and when it goes
+	// terminal (nil: DefaultRetryPolicy).
+	Retry *RetryPolicy
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
+
+	// group commits settlements of runs that admitted nothing and finished
+	// together, when the store can (BatchSettler).
+	group group
+}
+
+// settle records a successful fetch: in a group commit with the runs that
+// finished at the same time when the run admitted nothing and the store
+// can batch, on its own otherwise. Either way it returns once its own
+// settlement has committed or failed.
+func (s *Service) settle(ctx context.Context, c tidemark.Claim, st Settlement) (SettleReport, error) {
+	if bs, ok := s.Store.(BatchSettler); ok && len(st.Items) == 0 && st.Declared == 0 {
+		return s.group.settle(ctx, bs, c, st)
+	}
+	return s.Store.Settle(ctx, c, st)
 }
 
 // Report is what one run did, for people and for --json.
@@ -85,6 +102,9 @@ type Report struct {
 	CursorAfter   string           `json:"cursor_after"`
 	Error         string           `json:"error,omitempty"`
 	Reentered     bool             `json:"reentered,omitempty"`
+	// Backlog says the run filled its window and moved the cursor with
+	// more ahead of it: the source is due again at once.
+	Backlog bool `json:"backlog,omitempty"`
 }
 
 func (s *Service) logger() *slog.Logger {
@@ -117,11 +137,11 @@ func (s *Service) check() error {
 	return nil
 }
 
-func (s *Service) backoff() Backoff {
-	if s.Backoff.Base <= 0 || s.Backoff.Max <= 0 {
-		return DefaultBackoff
+func (s *Service) retry() RetryPolicy {
+	if s.Retry == nil {
+		return DefaultRetryPolicy()
 	}
-	return s.Backoff
+	return *s.Retry
 }
 
 // RunSource claims one source and runs it.
@@ -145,15 +165,27 @@ func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
 // spending its budget, and the settlement or failure itself is never cut
 // short, so nothing is left half-written.
 func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error) {
+	return s.runClaim(ctx, c, nil)
+}
+
+// runClaim is RunClaim; fetched, if set, is called once the fetch has
+// returned, before the run settles or fails (the scheduler frees the
+// worker's slot there: settling is the database's work, not the worker's).
+func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()) (Report, error) {
 	rep := Report{RunID: c.RunID, CursorBefore: c.Cursor, CursorAfter: c.Cursor, Reentered: c.Reentered}
 	if err := s.check(); err != nil {
 		return rep, err
 	}
 	// Settlement and failure must finish even when ctx is cancelled.
 	finishCtx := context.WithoutCancel(ctx)
-	src, err := s.Store.Source(finishCtx, c.SourceID)
-	if err != nil {
-		return rep, err
+	var src tidemark.Source
+	if c.Source != nil {
+		src = *c.Source // read by the claim itself
+	} else {
+		var err error
+		if src, err = s.Store.Source(finishCtx, c.SourceID); err != nil {
+			return rep, err
+		}
 	}
 	rep.Source = src.Name
 	fetcher := s.Fetchers[src.Kind]
@@ -178,6 +210,9 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	res, ferr := fetcher.Fetch(fetchCtx, src, c.Cursor)
 	close(hbDone)
 	hbWG.Wait()
+	if fetched != nil {
+		fetched()
+	}
 	if errors.Is(context.Cause(fetchCtx), tidemark.ErrStaleClaim) {
 		return rep, fmt.Errorf("run %s on %s: lease lost while fetching: %w", c.RunID, src.Name, tidemark.ErrStaleClaim)
 	}
@@ -205,7 +240,14 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	if nb := min(res.NotBefore, maxRetryAfter); nb > next {
 		next = nb // the upstream asked us to come back later (Cache-Control)
 	}
-	settled, err := s.Store.Settle(finishCtx, c, Settlement{
+	// A backlog is not a schedule: a full window that moved the cursor
+	// leaves the source due at once. A fetcher that says "more" without
+	// moving would spin, so it waits its interval like any other.
+	backlog := res.More && res.Cursor != c.Cursor
+	if backlog {
+		next = 0
+	}
+	settled, err := s.settle(finishCtx, c, Settlement{
 		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(next),
 	})
 	if err != nil {
@@ -223,6 +265,7 @@ func (s *Service) RunClaim(ctx context.Context, c tidemark.Claim) (Report, error
 	rep.Outcome = settled.Run.Outcome
 	rep.EventsNew, rep.EventsChanged = settled.EventsNew, settled.EventsChanged
 	rep.CursorAfter = res.Cursor
+	rep.Backlog = backlog
 	s.logger().Info("run settled", "source", src.Name, "run", c.RunID, "outcome", rep.Outcome,
 		"new", rep.EventsNew, "changed", rep.EventsChanged)
 	return rep, nil
@@ -255,11 +298,17 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	if s.Rand != nil {
 		r = s.Rand.Float64()
 	}
-	next := now.Add(s.backoff().Delay(c.Attempt, r, retryAfter))
-	if noCharge {
-		next = now
+	facts := FailureFacts{Outcome: o, Attempt: c.Attempt, Budget: c.RetryBudget, Now: now,
+		Interval: src.Interval.Std(), RetryAfter: retryAfter}
+	if c.FailingSince != nil {
+		facts.FailingSince = *c.FailingSince
 	}
-	if _, err := s.Store.Fail(ctx, c, Failure{Outcome: o, Reason: reason, NextDueAt: next, NoCharge: noCharge}); err != nil {
+	d := s.retry().Decide(facts, r)
+	f := Failure{Outcome: o, Reason: reason, NextDueAt: now.Add(d.Delay), Terminal: d.Terminal, Why: d.Why}
+	if noCharge {
+		f = Failure{Outcome: o, Reason: reason, NextDueAt: now, NoCharge: true}
+	}
+	if _, err := s.Store.Fail(ctx, c, f); err != nil {
 		return rep, fmt.Errorf("record %s failure of run %s: %w", o, c.RunID, err)
 	}
 	rep.Outcome, rep.Error = o, reason

@@ -30,7 +30,8 @@ func newFixture(t *testing.T, b sqltest.Backend, f fetchFunc) fixture {
 	db := sqltest.MustOpen(t, b, env)
 	svc := &ingest.Service{
 		Store: db.Ingest(), Fetchers: ingest.Fetchers{"test": f}, Clock: env.Clock, Rand: env.Rand,
-		Holder: "w1", LeaseTTL: time.Minute, Backoff: ingest.Backoff{Base: time.Minute, Max: time.Hour},
+		Holder: "w1", LeaseTTL: time.Minute, Retry: &ingest.RetryPolicy{Base: time.Minute, CapFloor: 5 * time.Minute, CapFactor: 4, CapMax: 6 * time.Hour,
+			Span: 24 * time.Hour, Short: ingest.Backoff{Base: time.Minute, Max: time.Hour}},
 	}
 	src, err := svc.Store.AddSource(context.Background(), ingest.NewSource{Name: "s", Kind: "test", Location: "x", Interval: 10 * time.Minute, RetryBudget: 3})
 	if err != nil {
@@ -98,8 +99,12 @@ func TestRunOutcomes(t *testing.T) {
 				}
 				if !tc.advance {
 					wait := s.NextDueAt.Sub(fx.env.Clock.Now())
-					if wait < 30*time.Second || wait >= time.Minute {
-						t.Fatalf("next attempt in %s, want within the first backoff step [30s, 1m)", wait)
+					lo := 30 * time.Second // equal jitter on the short path
+					if tc.outcome == tidemark.OutcomeUnreachable {
+						lo = time.Second // full jitter for an outage
+					}
+					if wait < lo || wait >= time.Minute {
+						t.Fatalf("next attempt in %s, want within the first backoff step [%s, 1m)", wait, lo)
 					}
 				}
 			})
@@ -146,26 +151,54 @@ func TestShutdownDoesNotSpendBudget(t *testing.T) {
 	})
 }
 
-func TestBudgetGoesTerminalThroughService(t *testing.T) {
+// TestOutagesAreNotTerminal: an unreachable upstream spends its budget
+// without going terminal until its failures have lasted the policy's span;
+// an invalid answer keeps the short path and is terminal at its budget.
+func TestOutagesAreNotTerminal(t *testing.T) {
 	ctx := context.Background()
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+		fx := newFixture(t, b, func(_ context.Context, src tidemark.Source, _ string) (tidemark.FetchResult, error) {
+			if src.Name == "bad" {
+				return tidemark.FetchResult{}, tidemark.Unusable("empty body", nil)
+			}
 			return tidemark.FetchResult{}, tidemark.Unreachable("connection refused", 0, nil)
 		})
+		addSources(t, fx.svc.Store, "bad")
+		start := fx.env.Clock.Now()
 		sc := &ingest.Scheduler{Service: fx.svc, Workers: 2}
-		for i := 0; i < 3; i++ {
+		for i := 0; ; i++ {
 			if _, err := sc.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
-			fx.env.Clock.Advance(2 * time.Hour)
-		}
-		s, _ := fx.svc.Store.Source(ctx, "s")
-		if s.Window != tidemark.WindowTerminal {
-			t.Fatalf("window %s after 3 failures with a budget of 3", s.Window)
+			s, _ := fx.svc.Store.Source(ctx, "s")
+			if s.FailingSince == nil || !s.FailingSince.Equal(start.Truncate(time.Millisecond)) {
+				t.Fatalf("failing since %v, want the first failure at %s", s.FailingSince, start)
+			}
+			failing := fx.env.Clock.Now().Sub(start)
+			if s.Window == tidemark.WindowTerminal {
+				if failing < 24*time.Hour || s.WindowAttempts < 3 {
+					t.Fatalf("terminal after %d attempts over %s: want the budget spent over at least 24h", s.WindowAttempts, failing)
+				}
+				break
+			}
+			if i > 500 {
+				t.Fatalf("still open after %d attempts over %s", s.WindowAttempts, failing)
+			}
+			if bad, _ := fx.svc.Store.Source(ctx, "bad"); (bad.Window == tidemark.WindowTerminal) != (bad.WindowAttempts >= 3) {
+				t.Fatalf("invalid: window %s after %d attempts with a budget of 3", bad.Window, bad.WindowAttempts)
+			}
+			fx.env.Clock.Set(s.NextDueAt)
 		}
 		reps, err := sc.RunOnce(ctx)
 		if err != nil || len(reps) != 0 {
 			t.Fatalf("a terminal window was run: %+v %v", reps, err)
+		}
+		// The operator's retry reopens it with a fresh budget and span.
+		if _, err := fx.svc.Store.Retry(ctx, "s", "op", ""); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := fx.svc.Store.Source(ctx, "s"); s.FailingSince != nil || s.WindowAttempts != 0 {
+			t.Fatalf("after retry: failing since %v, %d attempts", s.FailingSince, s.WindowAttempts)
 		}
 	})
 }

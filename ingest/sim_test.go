@@ -57,7 +57,8 @@ func newSim(t testing.TB, b sqltest.Backend, seed uint64) *sim {
 	for w := 0; w < 3; w++ {
 		s.svcs = append(s.svcs, &ingest.Service{
 			Store: s.st, Fetchers: ingest.Fetchers{"sim": fetchFunc(s.fetch)}, Clock: s.env.Clock, Rand: s.env.Rand,
-			Holder: fmt.Sprintf("w%d", w), LeaseTTL: simLease, Backoff: ingest.Backoff{Base: time.Second, Max: 10 * time.Second},
+			Holder: fmt.Sprintf("w%d", w), LeaseTTL: simLease, Retry: &ingest.RetryPolicy{Base: time.Second, CapFloor: time.Second, CapFactor: 10, CapMax: 10 * time.Second,
+				Span: 2 * time.Minute, Short: ingest.Backoff{Base: time.Second, Max: 10 * time.Second}},
 		})
 	}
 	for i := 0; i < 3; i++ {

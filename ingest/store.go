@@ -96,11 +96,16 @@ type Settlement struct {
 	NextDueAt time.Time
 }
 
-// Failure is why a run failed and when to try again.
+// Failure is why a run failed, when to try again, and whether the window
+// goes terminal (RetryPolicy decides; the store records it).
 type Failure struct {
 	Outcome   tidemark.Outcome // unreachable, invalid or error
 	Reason    string
 	NextDueAt time.Time
+	// Terminal makes the window terminal with this failure; Why says why
+	// (the terminal reason's prefix, e.g. the budget spent).
+	Terminal bool
+	Why      string
 	// NoCharge releases the claim without spending the window's budget:
 	// the run was interrupted by our own shutdown, not failed by the source.
 	NoCharge bool
@@ -167,4 +172,13 @@ func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail,
 		return Detail{}, err
 	}
 	return Detail{Source: src, Runs: runs, Actions: actions}, nil
+}
+
+// BatchSettler is implemented by stores that can settle many runs that
+// admitted nothing (the common end of polling a caught-up source) in one
+// transaction. Each settlement is fenced on its own: a stale one fails
+// alone with tidemark.ErrStaleClaim and the others settle. The results are
+// in the order of the claims.
+type BatchSettler interface {
+	SettleMany(ctx context.Context, cs []tidemark.Claim, ss []Settlement) ([]SettleReport, []error)
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -15,8 +18,10 @@ import (
 )
 
 // BenchmarkFencedIngest compares the fenced path (claim → settle N events
-// with the cursor advance and audit row) with the same event and revision
-// rows inserted in one plain transaction without fences. It reports
+// with the cursor advance and audit row) with the fastest honest way to
+// write the same event and revision rows without fences: PostgreSQL's COPY
+// (pgx CopyFrom) in one transaction; on SQLite, where a statement costs no
+// round trip, one prepared insert per row in one transaction. It reports
 // fenced/plain: the fenced path's throughput as a fraction of the plain
 // path's, both measured in the same run.
 //
@@ -74,15 +79,21 @@ func BenchmarkFencedIngest(b *testing.B) {
 }
 
 // plainInsert is the baseline: the same rows, one transaction, no claim,
-// no fence, no cursor, no audit.
+// no fence, no cursor, no audit, written the fastest way the backend has.
 func plainInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []tidemark.Item, env sqltest.Env) error {
+	now := env.Clock.Now().UnixMilli()
+	ids := make([]string, len(items))
+	for i := range ids {
+		ids[i] = env.IDs.New()
+	}
+	if db.Dialect.Name == sqlstore.Postgres.Name {
+		return copyInsert(ctx, db, sourceID, items, ids, now)
+	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// The same statements the settlement runs for new events, with the
-	// same parameters bound.
 	ev, err := tx.PrepareContext(ctx, `INSERT INTO events (id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)`)
 	if err != nil {
@@ -94,24 +105,54 @@ func plainInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []
 		return err
 	}
 	defer rev.Close()
-	now := env.Clock.Now().UnixMilli()
-	for _, it := range items {
-		id := env.IDs.New()
+	for i, it := range items {
 		hash := it.EvidenceHash()
-		if _, err := ev.ExecContext(ctx, id, sourceID, it.Key, it.Title, it.URL, now, hash, "plain", now); err != nil {
+		if _, err := ev.ExecContext(ctx, ids[i], sourceID, it.Key, it.Title, it.URL, now, hash, "plain", now); err != nil {
 			return err
 		}
-		if _, err := rev.ExecContext(ctx, id, 1, hash, it.Evidence, "plain", now); err != nil {
+		if _, err := rev.ExecContext(ctx, ids[i], 1, hash, it.Evidence, "plain", now); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// BenchmarkClaimThroughput measures claims per second with 1, 4 and 16
-// concurrent claimers over 10,000 due sources (PostgreSQL; SQLite too,
-// where its single writer is the expected ceiling), and reports each
-// against the single claimer measured in the same run.
+// copyInsert writes the rows with COPY, in one transaction.
+func copyInsert(ctx context.Context, db *sqlstore.DB, sourceID string, items []tidemark.Item, ids []string, now int64) error {
+	conn, err := db.SQL().Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		tx, err := pc.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		evRows := make([][]any, len(items))
+		revRows := make([][]any, len(items))
+		for i, it := range items {
+			hash := it.EvidenceHash()
+			evRows[i] = []any{ids[i], sourceID, it.Key, it.Title, it.URL, now, hash, 1, "plain", now, now}
+			revRows[i] = []any{ids[i], 1, hash, it.Evidence, "plain", now}
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"id", "source_id", "item_key", "title", "url", "occurred_at", "evidence_hash", "revision", "run_id", "created_at", "updated_at"}, pgx.CopyFromRows(evRows)); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"event_revisions"}, []string{"event_id", "revision", "evidence_hash", "evidence", "run_id", "created_at"}, pgx.CopyFromRows(revRows)); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+}
+
+// BenchmarkClaimThroughput measures claim → settle per second with 1, 4
+// and 16 concurrent workers over 10,000 due sources (PostgreSQL; SQLite
+// too, where its single writer is the expected ceiling), and reports each
+// against the single worker measured in the same run. Every claim is
+// settled, as a worker would: claims never pile up.
 //
 //	go test ./sqlstore -run '^$' -bench ClaimThroughput
 func BenchmarkClaimThroughput(b *testing.B) {
@@ -135,10 +176,7 @@ func BenchmarkClaimThroughput(b *testing.B) {
 					var total time.Duration
 					for i := 0; i < b.N; i++ {
 						b.StopTimer()
-						if _, err := db.SQL().ExecContext(ctx, `DELETE FROM ingest_runs`); err != nil {
-							b.Fatal(err)
-						}
-						if _, err := db.SQL().ExecContext(ctx, `UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL`); err != nil {
+						if _, err := db.SQL().ExecContext(ctx, `UPDATE sources SET next_due_at = 0`); err != nil {
 							b.Fatal(err)
 						}
 						b.StartTimer()
@@ -159,6 +197,12 @@ func BenchmarkClaimThroughput(b *testing.B) {
 									if len(cs) == 0 {
 										return
 									}
+									for _, c := range cs {
+										if _, err := st.Settle(ctx, c, ingest.Settlement{Cursor: "c", NextDueAt: time.Now().Add(time.Hour)}); err != nil {
+											b.Error(err)
+											return
+										}
+									}
 									mu.Lock()
 									claimed += len(cs)
 									mu.Unlock()
@@ -175,9 +219,9 @@ func BenchmarkClaimThroughput(b *testing.B) {
 					if claimers == 1 {
 						single = rate
 					}
-					b.ReportMetric(rate, "claims/s")
+					b.ReportMetric(rate, "settled/s")
 					if single > 0 {
-						b.ReportMetric(rate/single, "x-one-claimer")
+						b.ReportMetric(rate/single, "x-one-worker")
 					}
 				})
 			}

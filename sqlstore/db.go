@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -46,14 +48,25 @@ type Dialect struct {
 	MigrationLock string
 	// ColumnCount counts the columns named $2 of table $1 (0 or 1).
 	ColumnCount string
+	// PrepareOnce: the driver parses every statement anew unless it is
+	// prepared once and reused (SQLite through database/sql), so hot paths
+	// run statements prepared once per DB. pgx caches prepared statements
+	// per connection by itself.
+	PrepareOnce bool
+	// ModifyingCTE: several writes can be one statement through
+	// data-modifying WITH clauses, one round trip instead of several.
+	ModifyingCTE bool
+	// MaxParams is the most bind parameters one statement may carry.
+	MaxParams int
 	// search is the dialect's full-text search.
 	search *searchDialect
 }
 
 var (
-	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", search: sqliteSearch,
+	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", PrepareOnce: true, MaxParams: 32766, search: sqliteSearch,
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
-	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA", search: postgresSearch,
+	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA",
+		ModifyingCTE: true, MaxParams: 65535, search: postgresSearch,
 		MigrationLock: `SELECT pg_advisory_xact_lock(746564)`,
 		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`}
@@ -68,6 +81,12 @@ type DB struct {
 	url     string
 	// liveness tells which claim holders are gone (Options.Liveness).
 	liveness *ingest.Liveness
+
+	stmtMu    sync.Mutex
+	stmts     map[string]*sql.Stmt
+	missed    map[string]bool
+	anyMissed atomic.Bool
+	closed    bool
 }
 
 // Options injects time and identity. Zero values mean the system clock and
@@ -155,7 +174,122 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.stmtMu.Lock()
+	for _, st := range d.stmts {
+		st.Close()
+	}
+	d.stmts, d.closed = nil, true
+	d.stmtMu.Unlock()
+	return d.db.Close()
+}
+
+// prepared returns query prepared once for the life of the DB, or nil if
+// it has not been prepared yet. It never waits for a connection: a caller
+// inside a transaction already holds one, and waiting for another could
+// deadlock a full pool. A query that missed is prepared by warm, which
+// callers run when they hold no connection.
+func (d *DB) prepared(query string) *sql.Stmt {
+	d.stmtMu.Lock()
+	defer d.stmtMu.Unlock()
+	st, ok := d.stmts[query]
+	if !ok {
+		if d.missed == nil {
+			d.missed = map[string]bool{}
+		}
+		d.missed[query] = true
+		d.anyMissed.Store(true)
+	}
+	return st
+}
+
+// warm prepares the statements that missed the cache. Call it holding no
+// connection of the pool (after a commit).
+func (d *DB) warm(ctx context.Context) {
+	if !d.Dialect.PrepareOnce || !d.anyMissed.Load() {
+		return
+	}
+	d.stmtMu.Lock()
+	var queries []string
+	for q := range d.missed {
+		queries = append(queries, q)
+	}
+	d.missed = nil
+	d.anyMissed.Store(false)
+	d.stmtMu.Unlock()
+	for _, q := range queries {
+		st, err := d.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it runs unprepared, and says why when it does
+		}
+		d.stmtMu.Lock()
+		if _, dup := d.stmts[q]; dup || d.closed {
+			st.Close()
+		} else {
+			if d.stmts == nil {
+				d.stmts = map[string]*sql.Stmt{}
+			}
+			d.stmts[q] = st
+		}
+		d.stmtMu.Unlock()
+	}
+}
+
+// runner runs statements in a transaction (or on the pool when tx is nil),
+// through statements prepared once per DB where the dialect needs that.
+// It satisfies execer, querier and rowsQueryer.
+type runner struct {
+	d  *DB
+	tx *sql.Tx
+}
+
+func (d *DB) on(tx *sql.Tx) runner { return runner{d: d, tx: tx} }
+
+// stmt returns the prepared form of query bound to the runner's
+// transaction, or nil to run it unprepared this time.
+func (q runner) stmt(ctx context.Context, query string) *sql.Stmt {
+	if !q.d.Dialect.PrepareOnce {
+		return nil
+	}
+	st := q.d.prepared(query)
+	if st == nil || q.tx == nil {
+		return st
+	}
+	// Bound to the transaction's connection: database/sql reuses the
+	// connection's own preparation (or prepares on that connection, never
+	// another) and closes this at commit or rollback.
+	return q.tx.StmtContext(ctx, st)
+}
+
+func (q runner) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.ExecContext(ctx, query, args...)
+	}
+	return q.d.db.ExecContext(ctx, query, args...)
+}
+
+func (q runner) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryContext(ctx, query, args...)
+	}
+	return q.d.db.QueryContext(ctx, query, args...)
+}
+
+func (q runner) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryRowContext(ctx, query, args...)
+	}
+	return q.d.db.QueryRowContext(ctx, query, args...)
+}
 
 // SQL returns the underlying pool, for packages that compose their own
 // statements inside tidemark's transactions.
@@ -204,6 +338,14 @@ func fromNullMS(v sql.NullInt64) *time.Time {
 	}
 	t := fromMS(v.Int64)
 	return &t
+}
+
+// nullMS converts an optional time to its stored form.
+func nullMS(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: ms(*t), Valid: true}
 }
 
 // expectOne checks that a conditional write matched exactly one row. A

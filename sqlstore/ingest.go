@@ -37,7 +37,7 @@ func (d *DB) Ingest() *IngestStore { return &IngestStore{db: d} }
 var _ ingest.Store = (*IngestStore)(nil)
 
 const sourceColumns = `id, name, kind, location, config, state, interval_ms, retry_budget,
-	cursor, cursor_version, window_state, window_attempts, terminal_reason,
+	cursor, cursor_version, window_state, window_attempts, terminal_reason, failing_since,
 	claim_token, claim_holder, claim_run_id, lease_expires_at, next_due_at,
 	last_outcome, last_error, last_run_at, created_at`
 
@@ -57,11 +57,12 @@ func scanSource(s scanner) (sourceRow, error) {
 		intervalMS         int64
 		holder, runID      sql.NullString
 		lease, lastRun     sql.NullInt64
+		failingSince       sql.NullInt64
 		nextDue, created   int64
 		lastOutcome        string
 	)
 	err := s.Scan(&r.ID, &r.Name, &r.Kind, &r.Location, &config, &state, &intervalMS, &r.RetryBudget,
-		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason,
+		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason, &failingSince,
 		&r.token, &holder, &runID, &lease, &nextDue,
 		&lastOutcome, &r.LastError, &lastRun, &created)
 	if err != nil {
@@ -78,6 +79,7 @@ func scanSource(s scanner) (sourceRow, error) {
 	r.ClaimHolder = holder.String
 	r.ClaimRunID = runID.String
 	r.LeaseExpiresAt = fromNullMS(lease)
+	r.FailingSince = fromNullMS(failingSince)
 	r.NextDueAt = fromMS(nextDue)
 	r.LastOutcome = tidemark.Outcome(lastOutcome)
 	r.LastRunAt = fromNullMS(lastRun)
@@ -248,10 +250,13 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		Cursor:         r.Cursor,
 		Attempt:        r.WindowAttempts + 1,
 		RetryBudget:    r.RetryBudget,
+		FailingSince:   r.FailingSince,
 		LeaseExpiresAt: now.Add(ttl),
 		StartedAt:      now,
 	}
-	err := exec1(ctx, tx, fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
+	src := r.Source
+	c.Source = &src
+	err := exec1(ctx, s.db.on(tx), fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources
 		SET claim_token = $1, claim_holder = $2, claim_run_id = $3, lease_expires_at = $4, updated_at = $5
 		WHERE id = $6 AND claim_token IS NULL AND cursor_version = $7 AND state = 'active' AND window_state = 'open'`,
@@ -259,7 +264,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 	if err != nil {
 		return tidemark.Claim{}, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO ingest_runs
+	_, err = s.db.on(tx).ExecContext(ctx, `INSERT INTO ingest_runs
 		(id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8, $9)`,
 		c.RunID, r.ID, c.Token, holder, c.Attempt, c.CursorVersion, c.Cursor, ms(now), ms(c.LeaseExpiresAt))
@@ -296,7 +301,7 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 	return tidemark.Claim{
 		RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: r.ClaimHolder,
 		CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: attempt, RetryBudget: r.RetryBudget,
-		LeaseExpiresAt: lease, StartedAt: fromMS(started), Reentered: true,
+		FailingSince: r.FailingSince, LeaseExpiresAt: lease, StartedAt: fromMS(started), Reentered: true,
 	}, nil
 }
 
@@ -320,8 +325,12 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 		return r, err
 	}
 	attempts := r.WindowAttempts
+	failingSince := r.FailingSince
 	if charge {
 		attempts++
+		if failingSince == nil {
+			failingSince = &now
+		}
 	}
 	window, terminalReason := tidemark.WindowOpen, ""
 	if attempts >= r.RetryBudget {
@@ -330,24 +339,117 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
 		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
 		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3,
-		last_outcome = 'lost', last_error = $4, last_run_at = $5, updated_at = $5
+		last_outcome = 'lost', last_error = $4, last_run_at = $5, updated_at = $5, failing_since = $9
 		WHERE id = $6 AND claim_token = $7 AND cursor_version = $8`,
-		attempts, string(window), terminalReason, reason, ms(now), r.ID, r.token.String, r.CursorVersion)
+		attempts, string(window), terminalReason, reason, ms(now), r.ID, r.token.String, r.CursorVersion, nullMS(failingSince))
 	if err != nil {
 		return r, fmt.Errorf("release lost claim on %s: %w", r.Name, err)
 	}
 	r.token = sql.NullString{}
 	r.ClaimHolder, r.ClaimRunID, r.LeaseExpiresAt = "", "", nil
 	r.WindowAttempts, r.Window, r.TerminalReason = attempts, window, terminalReason
+	r.FailingSince = failingSince
 	r.LastOutcome, r.LastError = tidemark.OutcomeLost, reason
 	return r, nil
 }
 
-// ClaimDue implements ingest.Store.
+// ClaimDue implements ingest.Store. Due sources nobody holds are claimed
+// many at once: on PostgreSQL in one statement (the rows picked FOR UPDATE
+// SKIP LOCKED, their claims written and their runs inserted together), on
+// SQLite in one write transaction with statements prepared once. Sources
+// whose holder's lease expired take the careful path, one by one: their old
+// run is recorded lost (or re-entered by the same holder).
 func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
 	if holder == "" || ttl <= 0 || limit <= 0 {
 		return nil, tidemark.Invalidf("claim", holder, "needs a holder identity, a positive lease and a positive limit")
 	}
+	var claims []tidemark.Claim
+	var err error
+	if s.db.Dialect.ModifyingCTE {
+		if claims, err = s.claimUnheld(ctx, holder, ttl, limit); err != nil {
+			return nil, err
+		}
+		if len(claims) < limit {
+			expired, err := s.claimDue(ctx, holder, ttl, limit-len(claims), `claim_token IS NOT NULL AND lease_expires_at <= $1`)
+			if err != nil {
+				return nil, err
+			}
+			claims = append(claims, expired...)
+		}
+	} else if claims, err = s.claimDue(ctx, holder, ttl, limit, `(claim_token IS NULL OR lease_expires_at <= $1)`); err != nil {
+		return nil, err
+	}
+	if len(claims) > 0 {
+		if err := fpClaimAfterCommit.Hit(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return claims, nil
+}
+
+// claimUnheldPG claims up to $2 due sources nobody holds in one statement:
+// the rows are picked in due order FOR UPDATE SKIP LOCKED, paired by rank
+// with fresh run IDs and tokens, claimed, and their runs inserted; the
+// claimed sources come back whole, so the worker needs no second read.
+var claimUnheldPG = `WITH due AS (
+	SELECT id, row_number() OVER () AS n FROM (
+		SELECT id FROM sources
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
+		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
+), fresh AS (
+	SELECT * FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS f(run_id, token, n)
+), claimed AS (
+	UPDATE sources s SET claim_token = fresh.token, claim_holder = $5, claim_run_id = fresh.run_id,
+		lease_expires_at = $6, updated_at = $1
+	FROM due JOIN fresh ON fresh.n = due.n
+	WHERE s.id = due.id AND s.claim_token IS NULL
+	RETURNING ` + prefixed("s.", sourceColumns) + `
+), runs AS (
+	INSERT INTO ingest_runs (id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
+	SELECT claim_run_id, id, claim_token, $5, window_attempts + 1, cursor_version, cursor, 'active', $1, $1, $6 FROM claimed
+)
+SELECT ` + sourceColumns + ` FROM claimed ORDER BY next_due_at, id`
+
+// prefixed qualifies every column of a column list with p.
+func prefixed(p, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func (s *IngestStore) claimUnheld(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
+	now := s.db.Clock.Now()
+	runIDs, tokens := make([]string, limit), make([]string, limit)
+	for i := range runIDs {
+		runIDs[i], tokens[i] = s.db.IDs.New(), s.db.IDs.New()
+	}
+	lease := now.Add(ttl)
+	rows, err := queryAll(ctx, s.db.db, scanSource, claimUnheldPG, ms(now), limit, runIDs, tokens, holder, ms(lease))
+	if IsUniqueViolation(err) {
+		// An active run without a claim on its source: a broken invariant
+		// the unique index caught; nothing was claimed.
+		return nil, fmt.Errorf("claim due: another run is active: %w", tidemark.ErrClaimHeld)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
+	}
+	claims := make([]tidemark.Claim, 0, len(rows))
+	for _, r := range rows {
+		src := r.Source
+		claims = append(claims, tidemark.Claim{
+			RunID: r.ClaimRunID, SourceID: r.ID, Token: r.token.String, Holder: holder,
+			CursorVersion: r.CursorVersion, Cursor: r.Cursor, Attempt: r.WindowAttempts + 1, RetryBudget: r.RetryBudget,
+			FailingSince: r.FailingSince, LeaseExpiresAt: fromMS(ms(lease)), StartedAt: fromMS(ms(now)), Source: &src,
+		})
+	}
+	return claims, nil
+}
+
+// claimDue claims up to limit due sources matching cond (in $1, now) one
+// by one inside one transaction, passing over rows others hold.
+func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Duration, limit int, cond string) ([]tidemark.Claim, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -357,25 +459,11 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	now := ms(s.db.Clock.Now())
-	rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM sources
-		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
-		  AND (claim_token IS NULL OR lease_expires_at <= $1)
+	due, err := queryAll(ctx, s.db.on(tx), scanSource, `SELECT `+sourceColumns+` FROM sources
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND `+cond+`
 		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim due: %w", err)
-	}
-	var due []sourceRow
-	for rows.Next() {
-		r, err := scanSource(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		due = append(due, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	var claims []tidemark.Claim
 	for _, r := range due {
@@ -389,14 +477,15 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 			return nil, err
 		}
 	}
+	if len(due) == 0 {
+		tx.Rollback() // nothing written: no commit to wait for
+		s.db.warm(ctx)
+		return nil, nil
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim due: commit: %w", err)
 	}
-	if len(claims) > 0 {
-		if err := fpClaimAfterCommit.Hit(ctx); err != nil {
-			return nil, err
-		}
-	}
+	s.db.warm(ctx)
 	return claims, nil
 }
 
@@ -467,9 +556,11 @@ func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Cla
 	// state for its audit row and budget.
 	var r sourceRow
 	var runID sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget
+	var failingSince sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget, failing_since
 		FROM sources WHERE id = $1`+s.db.Dialect.LockRow, c.SourceID).Scan(
-		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget)
+		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget, &failingSince)
+	r.FailingSince = fromNullMS(failingSince)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("source %q: %w", c.SourceID, tidemark.ErrNotFound)
 	}
@@ -514,11 +605,11 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 		return rep, err
 	}
 	defer tx.Rollback()
-	r, err := s.checkFence(ctx, tx, c)
-	if err != nil {
-		return rep, err
-	}
 	now := s.db.Clock.Now()
+	// The events go first, unlocked: a stale claim's events are rolled back
+	// with it when the fenced update below matches nothing, and a
+	// concurrent writer of the same event is caught by the unique key and
+	// the re-freeze's own condition.
 	if rep, err = s.insertEvents(ctx, tx, c, st.Items, now); err != nil {
 		return rep, err
 	}
@@ -531,25 +622,20 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := fpSettleAfterEvents.Hit(ctx); err != nil {
 		return rep, err
 	}
-	err = exec1(ctx, tx, fmt.Errorf("settle run %s: cursor: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
-		claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
-		window_attempts = 0, next_due_at = $2, last_outcome = $3, last_error = '', last_run_at = $4, updated_at = $4
-		WHERE id = $5 AND claim_token = $6 AND cursor_version = $7`,
-		st.Cursor, ms(st.NextDueAt), string(outcome), ms(now), c.SourceID, c.Token, c.CursorVersion)
+	// The fence is the source update's own condition (token, cursor
+	// version, run); its rows affected decide, no read beforehand.
+	name, err := s.finish(ctx, tx, c, finish{
+		sourceSet: `cursor = $2, cursor_version = cursor_version + 1, claim_token = NULL, claim_holder = NULL,
+			claim_run_id = NULL, lease_expires_at = NULL, window_attempts = 0, failing_since = NULL,
+			next_due_at = $3, last_outcome = $4, last_error = '', last_run_at = $1, updated_at = $1`,
+		runSet: `status = 'settled', outcome = $4, cursor_after = $2, declared = $5, admitted = $6,
+			events_new = $7, events_changed = $8, finished_at = $1`,
+		cursorAfter: `$2`, versionAfter: c.CursorVersion + 1,
+		args:    []any{st.Cursor, ms(st.NextDueAt), string(outcome), st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged},
+		outcome: outcome, nNew: rep.EventsNew, nChanged: rep.EventsChanged, now: now,
+	})
 	if err != nil {
-		return rep, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("settle run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE ingest_runs SET status = 'settled', outcome = $1, cursor_after = $2,
-		declared = $3, admitted = $4, events_new = $5, events_changed = $6, finished_at = $7
-		WHERE id = $8 AND token = $9 AND status = 'active'`,
-		string(outcome), st.Cursor, st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged, ms(now), c.RunID, c.Token)
-	if err != nil {
-		return rep, err
-	}
-	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, outcome, st.Cursor, c.CursorVersion+1, rep.EventsNew, rep.EventsChanged, now); err != nil {
-		return rep, err
+		return rep, fmt.Errorf("settle run %s: %w", c.RunID, err)
 	}
 	if err := fpSettleBeforeCommit.Hit(ctx); err != nil {
 		return rep, err
@@ -557,6 +643,8 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("settle run %s: commit: %w", c.RunID, err)
 	}
+	s.db.warm(ctx)
+	r := sourceRow{Source: tidemark.Source{Name: name, Cursor: c.Cursor}}
 	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
 		return rep, err
 	}
@@ -570,6 +658,86 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 		EventsNew: rep.EventsNew, EventsChanged: rep.EventsChanged, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
 	}
 	return rep, nil
+}
+
+// finish is the end of a run: the fenced source update, the run's update
+// and its one audit row. Placeholders $1.. are the caller's args; the
+// fence's come after them.
+type finish struct {
+	sourceSet, runSet string // SET clauses over $1 (now) and $2.. (args)
+	cursorAfter       string // the audit row's cursor_after: a placeholder ("": the cursor before)
+	versionAfter      int64
+	args              []any // $2..
+	outcome           tidemark.Outcome
+	nNew, nChanged    int
+	now               time.Time
+}
+
+// errRunNotActive: the source's fence held but its run row is not active
+// (the source update is then already written in the transaction, which
+// must roll back). It is a stale claim to the caller.
+var errRunNotActive = fmt.Errorf("run not active: %w", tidemark.ErrStaleClaim)
+
+// finish writes a run's end in tx and returns the source's name. The source
+// update is conditional on the claim's token, cursor version and run; the
+// run's on its token and status; a second audit row is impossible. On
+// PostgreSQL the three are one statement.
+func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, f finish) (string, error) {
+	args := append([]any{ms(f.now)}, f.args...)
+	n := len(args)
+	p := func(i int) string { return fmt.Sprintf("$%d", n+i) }
+	if f.cursorAfter == "" {
+		f.cursorAfter = p(6)
+	}
+	// $n+1 source, $n+2 token, $n+3 version, $n+4 run, $n+5 holder,
+	// $n+6 cursor before, $n+7 version after, $n+8 new, $n+9 changed, $n+10 outcome
+	args = append(args, c.SourceID, c.Token, c.CursorVersion, c.RunID, c.Holder, c.Cursor, f.versionAfter, f.nNew, f.nChanged, string(f.outcome))
+	srcUpdate := `UPDATE sources SET ` + f.sourceSet + `
+		WHERE id = ` + p(1) + ` AND claim_token = ` + p(2) + ` AND cursor_version = ` + p(3) + ` AND claim_run_id = ` + p(4) + `
+		RETURNING name`
+	runUpdate := `UPDATE ingest_runs SET ` + f.runSet + `
+		WHERE id = ` + p(4) + ` AND token = ` + p(2) + ` AND status = 'active'`
+	auditCols := `(run_id, source_id, holder, outcome, cursor_before, cursor_after, cursor_version_before, cursor_version_after, events_new, events_changed, at)`
+	stale := fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, c.SourceID, c.CursorVersion, tidemark.ErrStaleClaim)
+	if s.db.Dialect.ModifyingCTE {
+		var name sql.NullString
+		var runs, audits int
+		err := tx.QueryRowContext(ctx, `WITH src AS (`+srcUpdate+`), run AS (`+runUpdate+` AND EXISTS (SELECT 1 FROM src) RETURNING id),
+			audit AS (INSERT INTO ingest_audit `+auditCols+`
+				SELECT id, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1 FROM run
+				RETURNING run_id)
+			SELECT (SELECT name FROM src), (SELECT COUNT(*) FROM run), (SELECT COUNT(*) FROM audit)`, args...).Scan(&name, &runs, &audits)
+		switch {
+		case IsUniqueViolation(err):
+			return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
+		case err != nil:
+			return "", err
+		case !name.Valid:
+			return "", stale
+		case runs != 1:
+			return "", fmt.Errorf("run %s: %w", c.RunID, errRunNotActive)
+		case audits != 1:
+			return "", fmt.Errorf("%w: run %s: %d audit rows written", tidemark.ErrUnconfirmed, c.RunID, audits)
+		}
+		return name.String, nil
+	}
+	q := s.db.on(tx)
+	var name string
+	err := q.QueryRowContext(ctx, srcUpdate, args...).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", stale
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := exec1(ctx, q, fmt.Errorf("run %s: %w", c.RunID, errRunNotActive), runUpdate, args...); err != nil {
+		return "", err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO ingest_audit `+auditCols+` VALUES (`+p(4)+`, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1)`, args...)
+	if IsUniqueViolation(err) {
+		return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
+	}
+	return name, err
 }
 
 // frozen is an event's identity and current evidence, as read before a
@@ -595,6 +763,9 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 	// does, a new event is inserted straight away and only an item that
 	// turns out to exist is looked up.
 	lazy := s.db.Dialect.Name == SQLite.Name
+	if !lazy {
+		return s.insertEventsSet(ctx, tx, c, items, now)
+	}
 	known := map[string]frozen{}
 	insertQuery := insertEvent
 	var lookup *sql.Stmt
@@ -611,16 +782,31 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			return rep, err
 		}
 	}
-	ins, err := tx.PrepareContext(ctx, insertQuery)
-	if err != nil {
-		return rep, fmt.Errorf("prepare event insert: %w", err)
+	var ins *sql.Stmt
+	if lazy {
+		var err error
+		if ins, err = tx.PrepareContext(ctx, insertQuery); err != nil {
+			return rep, fmt.Errorf("prepare event insert: %w", err)
+		}
+		defer ins.Close()
 	}
-	defer ins.Close()
-	rev, err := tx.PrepareContext(ctx, insertRevision)
-	if err != nil {
-		return rep, fmt.Errorf("prepare revision insert: %w", err)
+	// The revision insert is prepared when first needed (off the lazy
+	// path: only for re-frozen events).
+	var revStmt *sql.Stmt
+	defer func() {
+		if revStmt != nil {
+			revStmt.Close()
+		}
+	}()
+	rev := func() (*sql.Stmt, error) {
+		if revStmt == nil {
+			var err error
+			if revStmt, err = tx.PrepareContext(ctx, insertRevision); err != nil {
+				return nil, fmt.Errorf("prepare revision insert: %w", err)
+			}
+		}
+		return revStmt, nil
 	}
-	defer rev.Close()
 	var refreeze *sql.Stmt
 	for _, it := range items {
 		hash := it.EvidenceHash()
@@ -643,7 +829,11 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 				cur = frozen{id: id, hash: hash, revision: 1}
 				known[it.Key] = cur
 				rep.EventsNew++
-				if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
+				rs, err := rev()
+				if err != nil {
+					return rep, err
+				}
+				if err := s.insertRevision(ctx, rs, cur, it, c, now); err != nil {
 					return rep, err
 				}
 				rep.EventIDs = append(rep.EventIDs, cur.id)
@@ -660,6 +850,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			continue // the same evidence again: nothing changed upstream
 		case ok:
 			if refreeze == nil {
+				var err error
 				if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
 					return rep, fmt.Errorf("prepare event refreeze: %w", err)
 				}
@@ -679,12 +870,176 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			rep.EventsNew++
 		}
 		known[it.Key] = cur
+		rs, err := rev()
+		if err != nil {
+			return rep, err
+		}
+		if err := s.insertRevision(ctx, rs, cur, it, c, now); err != nil {
+			return rep, err
+		}
+		rep.EventIDs = append(rep.EventIDs, cur.id)
+	}
+	return rep, nil
+}
+
+// insertEventsSet is insertEvents for PostgreSQL, set-based: every key's
+// first occurrence is inserted as a new event in one statement per chunk
+// (ON CONFLICT DO NOTHING tells which were new, with no read beforehand),
+// their evidence likewise; only the items that already existed, or that
+// repeat a key of the same fetch, are then judged one by one against what
+// is frozen.
+func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
+	var rep ingest.SettleReport
+	firstAt := make(map[string]int, len(items))
+	fresh := make([]freshEvent, 0, len(items))
+	for i, it := range items {
+		if _, dup := firstAt[it.Key]; dup {
+			continue
+		}
+		firstAt[it.Key] = i
+		occurred := it.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		fresh = append(fresh, freshEvent{cur: frozen{id: s.db.IDs.New(), hash: it.EvidenceHash(), revision: 1}, it: it, occurred: occurred})
+	}
+	inserted, err := s.insertFresh(ctx, tx, c, fresh, now)
+	if err != nil {
+		return rep, err
+	}
+	known := make(map[string]frozen, len(fresh))
+	var existing []tidemark.Item
+	for _, f := range fresh {
+		if inserted[f.cur.id] {
+			known[f.it.Key] = f.cur
+		} else {
+			existing = append(existing, f.it)
+		}
+	}
+	if len(existing) > 0 {
+		old, err := s.frozenEvents(ctx, tx, c.SourceID, existing)
+		if err != nil {
+			return rep, err
+		}
+		for k, f := range old {
+			known[k] = f
+		}
+	}
+	var refreeze, rev *sql.Stmt
+	defer func() {
+		for _, st := range []*sql.Stmt{refreeze, rev} {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}()
+	for i, it := range items {
+		cur, ok := known[it.Key]
+		if !ok {
+			return rep, fmt.Errorf("%w: event %q neither inserted nor found", tidemark.ErrUnconfirmed, it.Key)
+		}
+		if firstAt[it.Key] == i && inserted[cur.id] && cur.revision == 1 {
+			rep.EventsNew++
+			rep.EventIDs = append(rep.EventIDs, cur.id)
+			continue
+		}
+		hash := it.EvidenceHash()
+		if cur.hash == hash {
+			continue // the same evidence again: nothing changed upstream
+		}
+		occurred := it.OccurredAt
+		if occurred.IsZero() {
+			occurred = now
+		}
+		if refreeze == nil {
+			if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
+				return rep, fmt.Errorf("prepare event refreeze: %w", err)
+			}
+			if rev, err = tx.PrepareContext(ctx, insertRevision); err != nil {
+				return rep, fmt.Errorf("prepare revision insert: %w", err)
+			}
+		}
+		res, err := refreeze.ExecContext(ctx, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now), cur.id, cur.hash, cur.revision)
+		if err := expectOne(res, err, fmt.Errorf("event %q changed under the settlement: %w", it.Key, tidemark.ErrUnconfirmed)); err != nil {
+			return rep, err
+		}
+		cur = frozen{id: cur.id, hash: hash, revision: cur.revision + 1}
+		known[it.Key] = cur
+		rep.EventsChanged++
 		if err := s.insertRevision(ctx, rev, cur, it, c, now); err != nil {
 			return rep, err
 		}
 		rep.EventIDs = append(rep.EventIDs, cur.id)
 	}
 	return rep, nil
+}
+
+// freshEvent is a candidate new event for insertFresh.
+type freshEvent struct {
+	cur      frozen
+	it       tidemark.Item
+	occurred time.Time
+}
+
+// freshChunk bounds the rows of one set-based insert.
+const freshChunk = 5000
+
+// insertFresh inserts the candidates whose keys the source does not have
+// yet, at revision 1, and their evidence: each chunk is one statement over
+// arrays (unnest), a round trip per chunk rather than two per event. It
+// returns the IDs of the events it inserted.
+func (s *IngestStore) insertFresh(ctx context.Context, tx *sql.Tx, c tidemark.Claim, fresh []freshEvent, now time.Time) (map[string]bool, error) {
+	inserted := make(map[string]bool, len(fresh))
+	for start := 0; start < len(fresh); start += freshChunk {
+		chunk := fresh[start:min(start+freshChunk, len(fresh))]
+		n := len(chunk)
+		ids, keys, titles, urls, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		occurred := make([]int64, n)
+		for i, f := range chunk {
+			ids[i], keys[i], titles[i], urls[i], hashes[i] = f.cur.id, f.it.Key, f.it.Title, f.it.URL, f.cur.hash
+			occurred[i] = ms(f.occurred)
+		}
+		got, err := queryAll(ctx, tx, scanString, `INSERT INTO events
+			(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
+			SELECT id, $1, item_key, title, url, occurred_at, evidence_hash, 1, $2, $3, $3
+			FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[])
+				AS t(id, item_key, title, url, occurred_at, evidence_hash)
+			ON CONFLICT (source_id, item_key) DO NOTHING
+			RETURNING id`,
+			c.SourceID, c.RunID, ms(now), ids, keys, titles, urls, occurred, hashes)
+		if err != nil {
+			return nil, fmt.Errorf("insert %d events: %w", n, err)
+		}
+		if len(got) == 0 {
+			continue
+		}
+		mine := make(map[string]bool, len(got))
+		for _, id := range got {
+			mine[id] = true
+			inserted[id] = true
+		}
+		revIDs, revHashes, evidence := make([]string, 0, len(got)), make([]string, 0, len(got)), make([][]byte, 0, len(got))
+		for _, f := range chunk {
+			if !mine[f.cur.id] {
+				continue
+			}
+			e := f.it.Evidence
+			if e == nil {
+				e = []byte{}
+			}
+			revIDs, revHashes, evidence = append(revIDs, f.cur.id), append(revHashes, f.cur.hash), append(evidence, e)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+			SELECT id, 1, evidence_hash, evidence, $1, $2 FROM unnest($3::text[], $4::text[], $5::bytea[]) AS t(id, evidence_hash, evidence)`,
+			c.RunID, ms(now), revIDs, revHashes, evidence)
+		if err != nil {
+			return nil, fmt.Errorf("insert %d revisions: %w", len(revIDs), err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(revIDs)) {
+			return nil, fmt.Errorf("%w: inserted %d of %d revisions (%v)", tidemark.ErrUnconfirmed, n, len(revIDs), err)
+		}
+	}
+	return inserted, nil
 }
 
 // insertRevision keeps an item's evidence as its event's revision cur.
@@ -753,38 +1108,37 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 		return tidemark.Run{}, err
 	}
 	defer tx.Rollback()
-	r, err := s.checkFence(ctx, tx, c)
-	if err != nil {
-		return tidemark.Run{}, err
-	}
 	now := s.db.Clock.Now()
-	attempts := r.WindowAttempts
-	if !f.NoCharge {
-		attempts++
-	}
+	// Outages are not terminal by count alone: the retry policy decides,
+	// and the store records its decision and when the failures began. The
+	// claim carries the window's attempts and failing-since as they were
+	// at the claim; the fence guarantees they have not moved since.
+	charge, failingSince := 0, c.FailingSince
 	window, terminalReason := tidemark.WindowOpen, ""
-	if attempts >= r.RetryBudget {
-		window = tidemark.WindowTerminal
-		terminalReason = fmt.Sprintf("budget of %d attempts spent; last: %s: %s", r.RetryBudget, f.Outcome, f.Reason)
+	if !f.NoCharge {
+		charge = 1
+		if failingSince == nil {
+			failingSince = &now
+		}
+		if f.Terminal {
+			why := f.Why
+			if why == "" {
+				why = fmt.Sprintf("%d attempts spent", c.Attempt)
+			}
+			window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("%s; last: %s: %s", why, f.Outcome, f.Reason)
+		}
 	}
-	err = exec1(ctx, tx, fmt.Errorf("fail run %s: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
-		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3, next_due_at = $4,
-		last_outcome = $5, last_error = $6, last_run_at = $7, updated_at = $7
-		WHERE id = $8 AND claim_token = $9 AND cursor_version = $10`,
-		attempts, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, ms(now),
-		c.SourceID, c.Token, c.CursorVersion)
+	name, err := s.finish(ctx, tx, c, finish{
+		sourceSet: `claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
+			window_attempts = window_attempts + $2, window_state = $3, terminal_reason = $4, next_due_at = $5,
+			last_outcome = $6, last_error = $7, last_run_at = $1, updated_at = $1, failing_since = $8`,
+		runSet:       `status = 'failed', outcome = $6, error = $7, finished_at = $1`,
+		versionAfter: c.CursorVersion,
+		args:         []any{charge, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(failingSince)},
+		outcome:      f.Outcome, now: now,
+	})
 	if err != nil {
-		return tidemark.Run{}, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("fail run %s: run not active: %w", c.RunID, tidemark.ErrStaleClaim),
-		`UPDATE ingest_runs SET status = 'failed', outcome = $1, error = $2, finished_at = $3
-		WHERE id = $4 AND token = $5 AND status = 'active'`, string(f.Outcome), f.Reason, ms(now), c.RunID, c.Token)
-	if err != nil {
-		return tidemark.Run{}, err
-	}
-	if err := s.insertAudit(ctx, tx, c.RunID, r, c.Holder, f.Outcome, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
-		return tidemark.Run{}, err
+		return tidemark.Run{}, fmt.Errorf("fail run %s: %w", c.RunID, err)
 	}
 	if err := fpFailBeforeCommit.Hit(ctx); err != nil {
 		return tidemark.Run{}, err
@@ -792,7 +1146,13 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	if err := tx.Commit(); err != nil {
 		return tidemark.Run{}, fmt.Errorf("fail run %s: commit: %w", c.RunID, err)
 	}
-	return s.run(ctx, c.RunID)
+	s.db.warm(ctx)
+	finished := fromMS(ms(now)) // as stored
+	return tidemark.Run{
+		ID: c.RunID, SourceID: c.SourceID, SourceName: name, Holder: c.Holder, Attempt: c.Attempt,
+		CursorVersion: c.CursorVersion, CursorBefore: c.Cursor, Status: tidemark.RunFailed, Outcome: f.Outcome,
+		Error: f.Reason, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
+	}, nil
 }
 
 // releaseForOperator clears an expired claim (the run is lost, not charged:
@@ -824,7 +1184,7 @@ func (s *IngestStore) Retry(ctx context.Context, ref, actor, note string) (tidem
 		return tidemark.Source{}, err
 	}
 	err = exec1(ctx, tx, fmt.Errorf("retry %s: %w", r.Name, tidemark.ErrConflict),
-		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '',
+		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL,
 		next_due_at = $1, updated_at = $1 WHERE id = $2 AND claim_token IS NULL AND cursor_version = $3`,
 		ms(now), r.ID, r.CursorVersion)
 	if err != nil {
@@ -862,7 +1222,7 @@ func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (ti
 	}
 	err = exec1(ctx, tx, fmt.Errorf("skip %s: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
-		window_state = 'open', window_attempts = 0, terminal_reason = '', next_due_at = $2, updated_at = $2
+		window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL, next_due_at = $2, updated_at = $2
 		WHERE id = $3 AND claim_token IS NULL AND cursor_version = $4`,
 		to, ms(now), r.ID, r.CursorVersion)
 	if err != nil {
@@ -1090,14 +1450,28 @@ func readFrozen(ctx context.Context, tx *sql.Tx, known map[string]frozen, query 
 	return nil
 }
 
-// NextDue implements ingest.Store.
+// NextDue implements ingest.Store. It reads two index entries, never the
+// table: the first unclaimed source in due order, and the earliest end of
+// a claim (a source in flight is due again when its lease runs out, if its
+// holder never comes back).
 func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var due sql.NullInt64
-	err := s.db.db.QueryRowContext(ctx, `SELECT MIN(CASE WHEN claim_token IS NULL THEN next_due_at
-		WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
-		FROM sources WHERE state = 'active' AND window_state = 'open'`).Scan(&due)
-	if err != nil || !due.Valid {
+	var unheld, held sql.NullInt64
+	err := s.db.on(nil).QueryRowContext(ctx, `SELECT
+		(SELECT next_due_at FROM sources WHERE state = 'active' AND window_state = 'open' AND claim_token IS NULL
+			ORDER BY next_due_at LIMIT 1),
+		(SELECT MIN(CASE WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
+			FROM sources WHERE claim_token IS NOT NULL AND state = 'active' AND window_state = 'open')`).Scan(&unheld, &held)
+	if err != nil {
 		return time.Time{}, false, err
 	}
-	return fromMS(due.Int64), true, nil
+	s.db.warm(ctx)
+	switch {
+	case unheld.Valid && held.Valid:
+		return fromMS(min(unheld.Int64, held.Int64)), true, nil
+	case unheld.Valid:
+		return fromMS(unheld.Int64), true, nil
+	case held.Valid:
+		return fromMS(held.Int64), true, nil
+	}
+	return time.Time{}, false, nil
 }

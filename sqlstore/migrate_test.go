@@ -23,6 +23,7 @@ var releasedMigrations = map[string]string{
 	"0007_secrets_auth.sql":    "270a902b2e322cd86fb33b087403c0e9824226ab9f2e1725a989eb4dd93cbecb",
 	"0009_search.postgres.sql": "cc3b27f39c2c25bc87c4fa9ec09c274cbba4ba14e29d1ab0242af2d372811544",
 	"0009_search.sqlite.sql":   "6bb03a46a58200ecefe3420d2de2a268c82d097cec971aba173d2d328fbc2537",
+	"0010_throughput.sql":      "81b8eff944175a39b16721bffddf8355e48b996bceadac4ba958f34e6879d6f5",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
@@ -112,22 +110,22 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src, err := old.Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: time.Hour, RetryBudget: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := old.Ingest().Claim(ctx, src.ID, "h", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := old.Ingest().Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "c1", Title: "bump", OccurredAt: env.Clock.Now(),
-			Evidence: []byte("e")}}, Cursor: "c1", NextDueAt: env.Clock.Now()})
-		if err != nil || len(rep.EventIDs) != 1 {
-			t.Fatalf("settle: %+v %v", rep, err)
-		}
-		ev, err := old.Ingest().Event(ctx, rep.EventIDs[0])
-		if err != nil {
-			t.Fatal(err)
+		// The source and its event are written as the old release stored
+		// them: today's ingest store needs columns of later migrations.
+		src := tidemark.Source{ID: "src1"}
+		ev := tidemark.Event{ID: "ev1", EvidenceHash: tidemark.HashEvidence([]byte("e"))}
+		now := env.Clock.Now().UnixMilli()
+		for _, q := range []string{
+			`INSERT INTO sources (id, name, kind, location, interval_ms, retry_budget, cursor, cursor_version, next_due_at, created_at, updated_at)
+				VALUES ('src1', 'docs', 'git', '/tmp/docs', 3600000, 3, 'c1', 1, $1, $1, $1)`,
+			`INSERT INTO events (id, source_id, item_key, title, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
+				VALUES ('ev1', 'src1', 'c1', 'bump', $1, '` + ev.EvidenceHash + `', 1, 'run1', $1, $1)`,
+			`INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+				VALUES ('ev1', 1, '` + ev.EvidenceHash + `', 'e', 'run1', $1)`,
+		} {
+			if _, err := old.SQL().ExecContext(ctx, q, now); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
 		}
 		var sums []publish.Summary
 		for i, text := range []string{"First take.", "Bumps dependencies."} {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ func Ingest(t *testing.T, open func(t *testing.T) Harness) {
 		{"ShortReadRefused", testShortRead},
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
+		{"OutageStartRecordedAndCleared", testFailingSince},
+		{"SameKeyTwiceInOneFetch", testSameKeyTwice},
+		{"BatchedSettlementFencesEachRun", testSettleMany},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
 		{"SkipIsAuditedCursorMove", testSkip},
 		{"PauseRefusesClaims", testPause},
@@ -444,12 +448,14 @@ func testHeartbeat(t *testing.T, h Harness) {
 func testBudgetTerminal(t *testing.T, h Harness) {
 	src := mustAdd(t, h, "a", 2)
 	for i := 0; i < 2; i++ {
-		if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+		f := failure(h, tidemark.OutcomeUnreachable)
+		f.Terminal, f.Why = i == 1, "budget of 2 attempts spent"
+		if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), f); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := mustSource(t, h, src.ID)
-	if s.Window != tidemark.WindowTerminal || s.TerminalReason == "" {
+	if s.Window != tidemark.WindowTerminal || !strings.HasPrefix(s.TerminalReason, "budget of 2 attempts spent; last: unreachable") {
 		t.Fatalf("after the budget: window %s (%q)", s.Window, s.TerminalReason)
 	}
 	h.Clock.Advance(24 * time.Hour)
@@ -472,6 +478,106 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	acts, err := h.Store.Actions(ctx, src.ID, 10)
 	if err != nil || len(acts) != 1 || acts[0].Action != "retry" || acts[0].Actor != "op" {
 		t.Fatalf("actions = %+v, %v", acts, err)
+	}
+}
+
+// testSameKeyTwice: one fetch that names an item twice freezes the first
+// and re-freezes it with the second, as two fetches would.
+func testSameKeyTwice(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 1)
+	items := []tidemark.Item{item("x", "one"), item("k", "v1"), item("y", "two"), item("k", "v2"), item("k", "v2")}
+	rep := settle(t, h, mustClaim(t, h, src, "w"), "c1", items...)
+	if rep.EventsNew != 3 || rep.EventsChanged != 1 {
+		t.Fatalf("new %d, changed %d; want 3 and 1", rep.EventsNew, rep.EventsChanged)
+	}
+	for _, e := range events(t, h, src) {
+		if e.ItemKey == "k" && (e.Revision != 2 || e.EvidenceHash != tidemark.HashEvidence([]byte("v2"))) {
+			t.Fatalf("k: revision %d, hash %s", e.Revision, e.EvidenceHash)
+		}
+	}
+}
+
+// testSettleMany: runs settled together are fenced one by one: a stale
+// claim in the batch fails alone and writes nothing, the others settle
+// with one audit row each.
+func testSettleMany(t *testing.T, h Harness) {
+	bs, ok := h.Store.(ingest.BatchSettler)
+	if !ok {
+		t.Skip("the store does not batch settlements")
+	}
+	var cs []tidemark.Claim
+	var sts []ingest.Settlement
+	for _, name := range []string{"a", "b", "c"} {
+		src := mustAdd(t, h, name, 3)
+		cs = append(cs, mustClaim(t, h, src, "w"))
+		sts = append(sts, ingest.Settlement{Cursor: name + "1", NextDueAt: h.Clock.Now().Add(time.Hour)})
+	}
+	// b's worker lost its lease and another holder took the source over.
+	h.Clock.Advance(ttl + time.Millisecond)
+	taken := mustClaim(t, h, mustSource(t, h, "b"), "w2")
+	_, errs := bs.SettleMany(ctx, cs, sts)
+	for i, name := range []string{"a", "b", "c"} {
+		s := mustSource(t, h, name)
+		if name == "b" {
+			wantErr(t, errs[i], tidemark.ErrStaleClaim, "stale claim in a batch")
+			if s.Cursor != "" || s.ClaimRunID != taken.RunID {
+				t.Fatalf("the stale settlement moved b: %+v", s)
+			}
+			if n := h.AuditRows(t, cs[i].RunID); n != 1 { // the lost run's own
+				t.Fatalf("stale run: %d audit rows, want the loss's 1", n)
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", name, errs[i])
+		}
+		if s.Cursor != name+"1" || s.CursorVersion != 1 || s.ClaimHolder != "" || s.LastOutcome != tidemark.OutcomeEmpty {
+			t.Fatalf("%s after a batched settlement: %+v", name, s)
+		}
+		if n := h.AuditRows(t, cs[i].RunID); n != 1 {
+			t.Fatalf("%s: %d audit rows", name, n)
+		}
+	}
+	// Settling the same claims again changes nothing.
+	_, errs = bs.SettleMany(ctx, cs[:1], sts[:1])
+	wantErr(t, errs[0], tidemark.ErrStaleClaim, "a batched settlement replayed")
+	if n := h.AuditRows(t, cs[0].RunID); n != 1 {
+		t.Fatalf("replay: %d audit rows", n)
+	}
+}
+
+// testFailingSince: the first charged failure of a window records when the
+// outage began, later failures keep it, every claim carries it, and a
+// window stays open past its budget until the policy says terminal; a
+// settlement clears it.
+func testFailingSince(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 2)
+	start := h.Clock.Now().Truncate(time.Millisecond)
+	nc := failure(h, tidemark.OutcomeError)
+	nc.NoCharge = true
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w"), nc); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustSource(t, h, src.ID); s.FailingSince != nil {
+		t.Fatalf("an uncharged failure started an outage at %v", s.FailingSince)
+	}
+	for i := 0; i < 4; i++ {
+		c := mustClaim(t, h, src, "w")
+		if (i == 0) != (c.FailingSince == nil) || (i > 0 && !c.FailingSince.Equal(start)) {
+			t.Fatalf("claim %d: failing since %v, want %v", i, c.FailingSince, start)
+		}
+		if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeUnreachable)); err != nil {
+			t.Fatal(err)
+		}
+		h.Clock.Advance(time.Hour)
+	}
+	s := mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowOpen || s.WindowAttempts != 4 || s.FailingSince == nil || !s.FailingSince.Equal(start) {
+		t.Fatalf("after 4 failures not decided terminal: window %s, %d attempts, failing since %v", s.Window, s.WindowAttempts, s.FailingSince)
+	}
+	settle(t, h, mustClaim(t, h, src, "w"), "c1")
+	if s := mustSource(t, h, src.ID); s.FailingSince != nil || s.WindowAttempts != 0 {
+		t.Fatalf("after a settlement: failing since %v, %d attempts", s.FailingSince, s.WindowAttempts)
 	}
 }
 

@@ -35,7 +35,7 @@ func TestAPIAndStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		c, _ = st.Claim(ctx, "down", "w", time.Minute)
-		if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused", NextDueAt: env.Clock.Now()}); err != nil {
+		if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused", NextDueAt: env.Clock.Now(), Terminal: true}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: time.Second}); err != nil {

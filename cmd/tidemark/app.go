@@ -152,7 +152,16 @@ func (a *app) ingestService(ctx context.Context) (*ingest.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	retry := ingest.DefaultRetryPolicy()
+	if v := os.Getenv("TIDEMARK_OUTAGE_SPAN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, tidemark.Invalidf("TIDEMARK_OUTAGE_SPAN", v, "want a duration such as 24h or 72h (0: terminal as soon as the budget is spent)")
+		}
+		retry.Span = d
+	}
 	return &ingest.Service{
+		Retry:    &retry,
 		Store:    db.Ingest(),
 		Fetchers: a.fetchers(),
 		Clock:    a.clk(),

@@ -189,27 +189,36 @@ func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	r, err := a.publishRound(cmd.Context(), svc, "", 1000)
-	if r.Index == "" {
+	asJSON, _ := cmd.Flags().GetBool("json")
+	t, err := a.publishAll(cmd.Context(), svc, asJSON)
+	if t.Index == "" {
 		return err // nothing was published
 	}
 	if errors.Is(err, tidemark.ErrUnavailable) {
 		// What was published may have drafted intents: deliver them, and
 		// report the outage at the end of the pass.
-		a.leftUndone("summarizer unavailable: events wait to be summarized (%d pages published now)", r.Published.Published)
+		a.leftUndone("summarizer unavailable: events wait to be summarized (%d pages published now)", t.Published)
 		err = nil
-	} else if n := r.Summarized.Failed; n > 0 {
+	} else if n := t.SummariesFailed; n > 0 {
 		a.leftUndone("%d events not summarized", n)
 	}
-	if n := r.Published.Failed; n > 0 {
+	if n := t.PagesFailed; n > 0 {
 		a.leftUndone("%d pages not published", n)
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", r.Published.Published, r.Published.Pages, r.Index)
+	if t.More {
+		a.leftUndone("more pages are pending after %d publishing rounds", publishRoundsLimit)
+	}
+	if asJSON {
+		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
 		return err
 	}
 	fmt.Fprintln(a.stdout)
-	printRound(a, r)
+	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
+	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
+	for _, e := range t.Errors {
+		fmt.Fprintf(a.stdout, "  %s\n", e)
+	}
+	fmt.Fprintf(a.stdout, "wiki:      %s\n", t.Index)
 	return err
 }
 

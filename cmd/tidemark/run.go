@@ -35,12 +35,13 @@ var daemonLoops []func(ctx context.Context, a *app, cmd *cobra.Command) error
 
 func newRunCmd(a *app) *cobra.Command {
 	var (
-		once    bool
-		track   []string
-		workers int
-		lease   time.Duration
-		poll    time.Duration
-		asJSON  bool
+		once      bool
+		track     []string
+		workers   int
+		lease     time.Duration
+		poll      time.Duration
+		asJSON    bool
+		maxPasses int
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -51,8 +52,11 @@ wiki, delivers every outbox lane and resumes pending field migrations, until
 SIGINT or SIGTERM; then it stops claiming and lets runs in flight settle or
 fail. Any number of processes may share one PostgreSQL database.
 
-With --once it runs every source due now, once, finishes detached migrations,
-publishes what changed, delivers what publication drafted, and exits.
+With --once it runs every source due now until it has caught up (a run that
+filled its window is followed at once by the next, up to --max-passes runs per
+source), finishes detached migrations, summarizes and publishes every pending
+page, delivers what publication drafted, and exits. On a terminal, stderr
+shows the progress.
 --track PATH adds the git repository at PATH as a source first (if it is not
 already tracked).`,
 		Args: cobra.NoArgs,
@@ -89,14 +93,8 @@ already tracked).`,
 			}
 			tally := &onceTally{}
 			a.onceUndone = &tally.undone
-			sc.OnReport = func(r ingest.Report, err error) {
-				tally.add(ctx, r, err)
-				if !asJSON {
-					// Each run's line is printed as it ends: the progress of a pass.
-					printReport(a, r, err)
-				}
-			}
-			reports, err := sc.RunOnce(ctx)
+			drained, err := a.ingestOnce(ctx, sc, maxPasses, asJSON, tally)
+			reports := drained.Reports
 			if asJSON {
 				if jerr := writeJSON(a.stdout, reports); jerr != nil {
 					return jerr
@@ -126,7 +124,8 @@ already tracked).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&once, "once", false, "run every due source once, then exit")
+	f.BoolVar(&once, "once", false, "run every due source until it has caught up, publish everything pending, then exit")
+	intFlag(f, &maxPasses, "max-passes", ingest.DefaultMaxPasses, 1, 1000*ingest.DefaultMaxPasses, "with --once: runs of one source at most while it has a backlog")
 	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
 	intFlag(f, &workers, "workers", 4, 1, maxWorkers, "runs in flight at most")
 	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, minLease, maxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
@@ -186,10 +185,12 @@ func (a *app) trackRepo(cmd *cobra.Command, path string) error {
 // user sees what was ingested.
 func (a *app) printRecentEvents(cmd *cobra.Command, reports []ingest.Report) {
 	st := a.db.Ingest()
+	shown := map[string]bool{}
 	for _, r := range reports {
-		if r.EventsNew+r.EventsChanged == 0 {
+		if r.EventsNew+r.EventsChanged == 0 || shown[r.Source] {
 			continue
 		}
+		shown[r.Source] = true
 		evs, err := st.Events(cmd.Context(), ingest.EventFilter{SourceID: r.Source, Limit: 10})
 		if err != nil || len(evs) == 0 {
 			continue

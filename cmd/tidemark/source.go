@@ -307,6 +307,9 @@ func newSourceShowCmd(a *app) *cobra.Command {
 			if src.TerminalReason != "" {
 				fmt.Fprintf(w, "terminal:      %s\n", src.TerminalReason)
 			}
+			if src.FailingSince != nil {
+				fmt.Fprintf(w, "failing since: %s\n", src.FailingSince.Local().Format(time.DateTime))
+			}
 			fmt.Fprintf(w, "last outcome:  %s\n", orDash(string(src.LastOutcome)))
 			if src.LastError != "" {
 				fmt.Fprintf(w, "last error:    %s\n", src.LastError)

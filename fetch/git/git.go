@@ -7,7 +7,8 @@
 // branch to follow. Each commit becomes an item whose frozen
 // evidence is its metadata, message and diffstat in a canonical text form;
 // the cursor is the newest commit admitted, so a run that stops early (at
-// MaxCommits) never moves the cursor past a commit it did not read, and a
+// MaxCommits) never moves the cursor past a commit it did not read (and
+// says More, so the source is due again at once), and a
 // cursor that is no longer an ancestor of the branch head (a rewritten
 // history) fails the run as invalid rather than skip or repeat commits.
 // Every connection to a remote obeys the address guard of fetch/httpx
@@ -316,7 +317,8 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		// refuse rather than settle on nothing.
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git listed no commits between %.12s and %.12s", cursor, head), nil)
 	}
-	if len(hashes) > f.max() {
+	more := len(hashes) > f.max()
+	if more {
 		hashes = hashes[:f.max()]
 	}
 	items, err := f.commits(ctx, dir, hashes)
@@ -326,7 +328,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if len(items) != len(hashes) {
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git log returned %d of %d commits", len(items), len(hashes)), nil)
 	}
-	return tidemark.FetchResult{Items: items, Cursor: hashes[len(hashes)-1], Declared: len(hashes)}, nil
+	return tidemark.FetchResult{Items: items, Cursor: hashes[len(hashes)-1], Declared: len(hashes), More: more}, nil
 }
 
 // descends checks that head descends from the cursor commit. A rewritten

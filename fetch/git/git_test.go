@@ -94,6 +94,8 @@ func TestFetchStopsAtLimitWithoutSkipping(t *testing.T) {
 	f := &git.Fetcher{MaxCommits: 2}
 	var seen []string
 	cursor := ""
+	// Only a full window with commits beyond it says there is more.
+	wantMore := []bool{true, true, false, false}
 	for i := 0; i < 4; i++ {
 		res, err := f.Fetch(ctx, src(dir), cursor)
 		if err != nil {
@@ -101,6 +103,9 @@ func TestFetchStopsAtLimitWithoutSkipping(t *testing.T) {
 		}
 		if res.Declared > len(res.Items) {
 			t.Fatalf("declared %d, admitted %d", res.Declared, len(res.Items))
+		}
+		if res.More != wantMore[i] {
+			t.Fatalf("fetch %d: more = %v, want %v", i, res.More, wantMore[i])
 		}
 		for _, it := range res.Items {
 			seen = append(seen, it.Title)
