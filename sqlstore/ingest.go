@@ -370,7 +370,10 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 			return nil, err
 		}
 		if len(claims) < limit {
-			expired, err := s.claimDue(ctx, holder, ttl, limit-len(claims), `claim_token IS NOT NULL AND lease_expires_at <= $1`)
+			// Expired leases, and claims of gone holders that claimDue's
+			// takeover has just released (unheld now, so the condition
+			// admits unheld rows too).
+			expired, err := s.claimDue(ctx, holder, ttl, limit-len(claims), `(claim_token IS NULL OR lease_expires_at <= $1)`)
 			if err != nil {
 				return nil, err
 			}
