@@ -81,6 +81,16 @@ func (d *Deliverer) log() *slog.Logger {
 	return d.Logger
 }
 
+// guarantee is the lane's guarantee as its provider was built with it
+// (providers.NewWithSecrets); a provider that says nothing gets none of the
+// resends: a write in doubt stays unresolved.
+func (d *Deliverer) guarantee() provider.LaneGuarantee {
+	if g, ok := d.Provider.(provider.Guaranteed); ok {
+		return g.LaneGuarantee()
+	}
+	return provider.LaneGuarantee{Guarantee: provider.AtMostOnce}
+}
+
 func (d *Deliverer) ttl() time.Duration {
 	if d.LeaseTTL <= 0 {
 		return time.Minute
@@ -396,6 +406,31 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 				pi.AttemptStartedAt = nil
 				changed = true
 			}
+		}
+		if changed {
+			if plan, err = MakePlan(in); err != nil {
+				return Step{}, fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
+			}
+		}
+	}
+	// What no fresh read decided is resent only where the lane's guarantee
+	// says so: the server honours the key (within its window), or the lane
+	// opted in to at least once. Otherwise it stays unresolved: at most
+	// once, never twice.
+	if g := d.guarantee(); g.ResendInDoubt && len(plan.Unresolved) > 0 {
+		changed := false
+		for _, id := range plan.Unresolved {
+			it := intents[at[id]]
+			if !g.OptedIn && g.KeyWindow > 0 && now.Sub(it.attemptStart()) >= g.KeyWindow.Std() {
+				continue // the server may have forgotten the key
+			}
+			in.Intents[at[id]].AttemptStartedAt = nil
+			ev := "resent in doubt (" + string(g.Guarantee) + "): " + g.Why
+			if c, ok := rec.Checks[id]; ok {
+				ev = c.Evidence + "; " + ev
+			}
+			rec.Checks[id] = Check{At: now, Verdict: "pending", Evidence: ev}
+			changed = true
 		}
 		if changed {
 			if plan, err = MakePlan(in); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -23,7 +24,15 @@ type kind struct {
 	// from the environment included), for cleaning its errors.
 	build   func(settings map[string]string, clk clock.Clock) (provider.Provider, []string, error)
 	secrets provider.SecretSpec
+	// caps are what the kind can do to decide a write in doubt; the
+	// lane's guarantee is derived from them (provider.Derive).
+	caps provider.Capabilities
 }
+
+// Freshness signals, as the capability table shows them.
+const (
+	freshAge = "Date+Age headers"
+)
 
 var kinds = map[string]kind{
 	"webhook": {
@@ -38,6 +47,16 @@ var kinds = map[string]kind{
 		},
 		secrets: provider.SecretSpec{Keys: []string{"secret"}, OpaqueURLs: []string{"url"},
 			URLs: []string{"list_url", "probe_url", "count_url", "target_url"}},
+		caps: provider.Capabilities{
+			ListOwn: &provider.Capability{Needs: []string{"list_url"}, How: "GET list_url: the receiver's list of our writes"},
+			JoinOn:  "target+parent+body_sha256",
+			Probe:   &provider.Capability{Needs: []string{"probe_url"}, How: "GET probe_url?target=&parent=&body_sha256="},
+			Counter: &provider.Capability{Needs: []string{"count_url"}, How: "GET count_url"},
+			// The receiver is anyone's: it may or may not honour the
+			// Idempotency-Key it is sent, so the key is not counted on.
+			Freshness: []string{freshAge},
+			Notes:     "the receiver's read answers must carry Date and Age headers, or nothing they say is fresh",
+		},
 	},
 	"mastodon": {
 		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
@@ -50,6 +69,16 @@ var kinds = map[string]kind{
 			return p, []string{c.Token}, err
 		},
 		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"base_url"}},
+		caps: provider.Capabilities{
+			IdempotencyKey: &provider.Capability{How: "Idempotency-Key header on POST /api/v1/statuses"},
+			KeyWindow:      time.Hour,
+			ListOwn:        &provider.Capability{How: "GET /api/v1/accounts/:id/statuses"},
+			JoinOn:         "target+parent+fingerprint of the visible text",
+			Probe:          &provider.Capability{How: "the account's newest statuses"},
+			Counter:        &provider.Capability{How: "statuses_count of verify_credentials"},
+			Freshness:      []string{freshAge},
+			Notes:          "Mastodon keeps an idempotency key for one hour",
+		},
 	},
 	"github": {
 		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
@@ -62,7 +91,31 @@ var kinds = map[string]kind{
 			return p, []string{c.Token}, err
 		},
 		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"api_url"}},
+		caps: provider.Capabilities{
+			ListOwn:   &provider.Capability{Needs: []string{"repos"}, How: "GET /repos/{owner}/{repo}/issues/comments, filtered to our login"},
+			JoinOn:    "target+parent+body_sha256",
+			Probe:     &provider.Capability{How: "GET /repos/{owner}/{repo}/issues/{n}/comments"},
+			Freshness: []string{freshAge},
+			Notes:     "GitHub takes no idempotency key",
+		},
 	},
+}
+
+// Capabilities returns what a provider kind can do to decide a write in
+// doubt (false: no such kind).
+func Capabilities(kind string) (provider.Capabilities, bool) {
+	k, ok := kinds[kind]
+	return k.caps, ok
+}
+
+// Guarantee derives the guarantee a lane has with its settings from its
+// kind's capabilities: the one the deliverer honours.
+func Guarantee(kind string, settings map[string]string) (provider.LaneGuarantee, error) {
+	k, ok := kinds[kind]
+	if !ok {
+		return provider.LaneGuarantee{}, tidemark.Invalidf("provider", kind, "unknown kind (known: %v)", Kinds())
+	}
+	return provider.Derive(k.caps, settings)
 }
 
 // Kinds lists the provider kinds.
@@ -114,12 +167,16 @@ func NewWithSecrets(l outbox.Lane, secrets map[string]string, clk clock.Clock) (
 			return nil, tidemark.Invalidf("lane "+l.Name+" setting "+k, v, "is the shown form of a secret kept apart; build the provider with the lane's secrets (LaneSecrets)")
 		}
 	}
+	g, err := provider.Derive(k.caps, settings)
+	if err != nil {
+		return nil, redact.Err(err, k.secrets.Values(settings)...)
+	}
 	p, resolved, err := k.build(settings, clk)
 	known := append(k.secrets.Values(settings), resolved...)
 	if err != nil {
 		return nil, redact.Err(err, known...)
 	}
-	r := &redacting{p: p, secrets: known}
+	r := &redacting{p: p, secrets: known, g: g}
 	if fp, ok := p.(provider.Fingerprinter); ok {
 		// The outbox asks for a fingerprinter; the wrapper must not hide it.
 		return &redactingFingerprinter{r, fp}, nil
@@ -132,11 +189,15 @@ type redactingFingerprinter struct {
 	provider.Fingerprinter
 }
 
-// redacting cleans the text of every error of a provider.
+// redacting cleans the text of every error of a provider, and carries
+// the lane's guarantee to the deliverer.
 type redacting struct {
 	p       provider.Provider
 	secrets []string
+	g       provider.LaneGuarantee
 }
+
+func (r *redacting) LaneGuarantee() provider.LaneGuarantee { return r.g }
 
 func (r *redacting) err(err error) error { return redact.Err(err, r.secrets...) }
 
