@@ -42,6 +42,12 @@ Settings (--setting key=value, repeatable) depend on the provider:
             target, account_id
   github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
             since
+  every kind: resend_in_doubt=true resends a write in doubt that nothing
+            could decide (at least once: it may arrive twice)
+
+The lane's guarantee (exactly once, at most once, at least once) is derived
+from what its provider can do with these settings; see
+"tidemark outbox providers" and "tidemark outbox lane show".
 
 A secret given directly (secret, token, a password or query value in a URL,
 the whole path of a webhook url) is stored apart from the settings and never
@@ -64,6 +70,10 @@ instead; only the name is stored.`,
 			}
 			// Secrets (a signing secret, a token, a URL's credential) are
 			// kept apart from the settings that are shown.
+			g, err := providers.Guarantee(kind, st)
+			if err != nil {
+				return err
+			}
 			shown, secret := providers.Split(kind, st)
 			l, err := db.Outbox().AddLane(cmd.Context(), sqlstore.NewLane{Name: args[0], Provider: kind, Settings: shown, Secrets: secret,
 				MinGap: minGap, Skew: skew, Retirement: outbox.RetirementPolicy{Checks: retireChecks, Spacing: tidemark.Duration(retireSpacing)}})
@@ -73,7 +83,7 @@ instead; only the name is stored.`,
 			if asJSON {
 				return writeJSON(a.stdout, l)
 			}
-			fmt.Fprintf(a.stdout, "added %s lane %q: at least %s between writes\n", l.Provider, l.Name, l.MinGap.Std())
+			fmt.Fprintf(a.stdout, "added %s lane %q: at least %s between writes; %s: %s\n", l.Provider, l.Name, l.MinGap.Std(), g.Guarantee, g.Why)
 			return nil
 		},
 	}
@@ -101,9 +111,15 @@ instead; only the name is stored.`,
 				return err
 			}
 			if showJSON {
-				return writeJSON(a.stdout, l)
+				return writeJSON(a.stdout, withGuarantees([]outbox.Lane{l})[0])
 			}
 			printLanes(a, []outbox.Lane{l})
+			if g, err := providers.Guarantee(l.Provider, l.Settings); err == nil {
+				fmt.Fprintf(a.stdout, "\nguarantee: %s\n  %s\n", g.Guarantee, g.Why)
+				if len(g.Missing) > 0 {
+					fmt.Fprintf(a.stdout, "  exactly once needs one of: %s\n", strings.ReplaceAll(strings.Join(g.Missing, ", "), "|", " or "))
+				}
+			}
 			return nil
 		},
 	}
@@ -128,7 +144,7 @@ func newOutboxLanesCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(a.stdout, ls)
+				return writeJSON(a.stdout, withGuarantees(ls))
 			}
 			if len(ls) == 0 {
 				fmt.Fprintln(a.stdout, "no lanes; add one with `tidemark outbox lane add`")
@@ -144,8 +160,12 @@ func newOutboxLanesCmd(a *app) *cobra.Command {
 
 func printLanes(a *app, ls []outbox.Lane) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LANE\tPROVIDER\tMIN GAP\tTOKEN\tHOLDER\tIN FLIGHT\tNEXT SEND\tINTENTS")
-	for _, l := range ls {
+	fmt.Fprintln(tw, "LANE\tPROVIDER\tGUARANTEE\tMIN GAP\tTOKEN\tHOLDER\tIN FLIGHT\tNEXT SEND\tINTENTS")
+	for _, sl := range withGuarantees(ls) {
+		l, g := sl.Lane, "?"
+		if sl.Guarantee != nil {
+			g = string(sl.Guarantee.Guarantee)
+		}
 		var counts []string
 		for st, n := range l.Counts {
 			counts = append(counts, fmt.Sprintf("%s %d", st, n))
@@ -155,7 +175,7 @@ func printLanes(a *app, ls []outbox.Lane) {
 		if l.NextSendAt.After(a.clk().Now()) {
 			next = l.NextSendAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, l.MinGap.Std(), l.LeaseToken, orDash(l.LeaseHolder),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, g, l.MinGap.Std(), l.LeaseToken, orDash(l.LeaseHolder),
 			orDash(l.InFlight), next, orDash(strings.Join(counts, ", ")))
 	}
 	tw.Flush()

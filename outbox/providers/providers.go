@@ -5,6 +5,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -224,4 +225,100 @@ func (r *redacting) Count(ctx context.Context) (int64, error) {
 func (r *redacting) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	w, err := r.p.CanWrite(ctx, target, parent)
 	return w, r.err(err)
+}
+
+// KindGuarantee is one row of the capability table: what a provider kind
+// can guarantee, what a lane needs for it, and how.
+type KindGuarantee struct {
+	Kind string `json:"kind"`
+	// Best is the guarantee with every setting it can use; Default with
+	// none of the optional ones.
+	Best    provider.Guarantee `json:"best"`
+	Default provider.Guarantee `json:"default"`
+	// Needs: settings of which any one raises Default to Best.
+	Needs        []string              `json:"needs"`
+	Capabilities provider.Capabilities `json:"capabilities"`
+}
+
+// Table derives, for each kind, its guarantees from its capabilities.
+func Table() []KindGuarantee {
+	var out []KindGuarantee
+	for _, name := range Kinds() {
+		c := kinds[name].caps
+		def, err := provider.Derive(c, nil)
+		if err != nil {
+			panic(err) // no settings cannot be invalid
+		}
+		all := map[string]string{}
+		for _, cp := range []*provider.Capability{c.IdempotencyKey, c.ListOwn, c.Probe, c.Counter} {
+			if cp == nil {
+				continue
+			}
+			for _, n := range cp.Needs {
+				alt, _, _ := strings.Cut(n, "|")
+				all[alt] = "set"
+			}
+		}
+		best, err := provider.Derive(c, all)
+		if err != nil {
+			panic(err)
+		}
+		row := KindGuarantee{Kind: name, Best: best.Guarantee, Default: def.Guarantee, Needs: []string{}, Capabilities: c}
+		if best.Guarantee != def.Guarantee {
+			row.Needs = append(row.Needs, def.Missing...)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// MarkdownTable is the capability table as docs/outbox.md shows it.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| provider | guarantee | needs | a write in doubt is decided by | freshness signals | notes |\n")
+	b.WriteString("|----------|-----------|-------|--------------------------------|-------------------|-------|\n")
+	for _, r := range Table() {
+		g := "**" + string(r.Best) + "**"
+		needs := "—"
+		if len(r.Needs) > 0 {
+			g += " (" + string(r.Default) + " without)"
+			var alts []string
+			for _, n := range r.Needs {
+				alts = append(alts, "`"+strings.ReplaceAll(n, "|", "` or `")+"`")
+			}
+			needs = "one of " + strings.Join(alts, ", ")
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Kind, g, needs, decidedBy(r.Capabilities),
+			orDash(strings.Join(r.Capabilities.Freshness, ", ")), orDash(r.Capabilities.Notes))
+	}
+	return b.String()
+}
+
+func decidedBy(c provider.Capabilities) string {
+	var parts []string
+	add := func(name string, cp *provider.Capability) {
+		if cp == nil {
+			return
+		}
+		s := name + ": " + cp.How
+		if len(cp.Needs) > 0 {
+			s += " (needs `" + strings.ReplaceAll(strings.Join(cp.Needs, "`, `"), "|", "` or `") + "`)"
+		}
+		parts = append(parts, s)
+	}
+	add("idempotency key", c.IdempotencyKey)
+	add("listing", c.ListOwn)
+	if c.ListOwn != nil && c.JoinOn != "" {
+		parts[len(parts)-1] += ", joined on " + c.JoinOn
+	}
+	add("probe", c.Probe)
+	add("counter", c.Counter)
+	return orDash(strings.Join(parts, "; "))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return strings.ReplaceAll(s, "|", "\\|")
 }
