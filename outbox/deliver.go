@@ -395,8 +395,8 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 				continue
 			}
 			step.Requests++
-			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew.Std())
-			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Found, f.Reason)
+			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew.Std())
+			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, Cache-Control %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Meta.CacheControl, pr.Found, f.Reason)
 			rec.Checks[id] = Check{At: now, Verdict: string(res), Evidence: ev}
 			switch pi := &in.Intents[at[id]]; res {
 			case Landed:
@@ -529,15 +529,15 @@ func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration) (List
 			return ls, fmt.Errorf("list own writes: %w", err)
 		}
 		ls.Requests++
-		f := Fresh(pg.Meta.Date, pg.Meta.Age, pg.Meta.RequestTime, time.Time{}, skew)
+		f := Fresh(pg.Meta.Date, pg.Meta.EffectiveAge(), pg.Meta.RequestTime, time.Time{}, skew)
 		snap := time.Time{} // an age that cannot be told: older than any attempt
 		if f.SnapshotAt != nil {
 			snap = *f.SnapshotAt
 		}
 		if ls.ListedAt == nil || snap.Before(*ls.ListedAt) {
 			ls.ListedAt = &snap
-			ls.Evidence = fmt.Sprintf("listing page %d: request %s, Date %q, Age %q: %s", page,
-				pg.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pg.Meta.Date, pg.Meta.Age, f.Reason)
+			ls.Evidence = fmt.Sprintf("listing page %d: request %s, Date %q, Age %q, Cache-Control %q: %s", page,
+				pg.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pg.Meta.Date, pg.Meta.Age, pg.Meta.CacheControl, f.Reason)
 		}
 		if ls.Writes == nil {
 			ls.Writes = make([]OwnWrite, 0, len(pg.Writes))

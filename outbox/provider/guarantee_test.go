@@ -58,3 +58,20 @@ func TestDeriveGuaranteeFromCapabilities(t *testing.T) {
 		t.Fatalf("a bad resend_in_doubt: %v", err)
 	}
 }
+
+// An answer that no cache may keep is as old as its Date; one without Age
+// that says nothing of the sort proves nothing.
+func TestEffectiveAge(t *testing.T) {
+	for _, tc := range []struct{ age, cc, want string }{
+		{"", "", ""},
+		{"", "private, no-cache, no-store, must-revalidate", "0"},
+		{"", "No-Store", "0"},
+		{"", "no-cache", ""},
+		{"", "max-age=0, no-storex", ""},
+		{"12", "no-store", "12"},
+	} {
+		if got := (provider.Meta{Age: tc.age, CacheControl: tc.cc}).EffectiveAge(); got != tc.want {
+			t.Errorf("Age %q, Cache-Control %q: effective age %q, want %q", tc.age, tc.cc, got, tc.want)
+		}
+	}
+}

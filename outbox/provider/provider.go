@@ -52,6 +52,24 @@ type Meta struct {
 	RequestTime time.Time
 	Date        string
 	Age         string
+	// CacheControl is the response's Cache-Control header verbatim.
+	CacheControl string
+}
+
+// EffectiveAge is the Age the freshness rule reads: the Age header when
+// there is one, else "0" when the answer says no cache may keep it
+// (Cache-Control: no-store, RFC 9111 §5.2.2.5: a cache must not store any
+// part of it, so it cannot be a kept copy), else "" (no proof of age).
+func (m Meta) EffectiveAge() string {
+	if strings.TrimSpace(m.Age) != "" {
+		return m.Age
+	}
+	for _, d := range strings.Split(m.CacheControl, ",") {
+		if strings.EqualFold(strings.TrimSpace(d), "no-store") {
+			return "0"
+		}
+	}
+	return ""
 }
 
 // Page is one page of our own writes, in the provider's stable order.
@@ -134,7 +152,8 @@ func BodySHA256(body []byte) string { return tidemark.HashEvidence(body) }
 
 // MetaOf reads the age headers of a response.
 func MetaOf(requestTime time.Time, resp *http.Response) Meta {
-	return Meta{RequestTime: requestTime, Date: resp.Header.Get("Date"), Age: resp.Header.Get("Age")}
+	return Meta{RequestTime: requestTime, Date: resp.Header.Get("Date"), Age: resp.Header.Get("Age"),
+		CacheControl: strings.Join(resp.Header.Values("Cache-Control"), ", ")}
 }
 
 // ClassifyPost turns a non-2xx answer to a write into the error that says
