@@ -365,6 +365,11 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		case StateSending, StateUnresolved:
 			start := it.attemptStart()
 			pi.AttemptStartedAt = &start
+			if ls.Horizon != nil && start.Before(*ls.Horizon) && in.ListedAt != nil {
+				// The listing no longer keeps writes that old: that it
+				// does not show this one proves nothing.
+				pi.AttemptStartedAt = in.ListedAt
+			}
 		case StateUnexecutable:
 			in.Unexecutable = append(in.Unexecutable, it.ID)
 		}
@@ -396,6 +401,10 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 			}
 			step.Requests++
 			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew.Std())
+			if res == Pending && pr.Horizon != nil && start.Before(*pr.Horizon) {
+				res = Unresolved
+				f.Reason += "; but the provider keeps writes only since " + pr.Horizon.UTC().Format(time.RFC3339) + ", after the attempt started"
+			}
 			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, Cache-Control %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Meta.CacheControl, pr.Found, f.Reason)
 			rec.Checks[id] = Check{At: now, Verdict: string(res), Evidence: ev}
 			switch pi := &in.Intents[at[id]]; res {
@@ -509,6 +518,9 @@ type Listing struct {
 	Supported bool
 	// Evidence describes the oldest page's age headers.
 	Evidence string
+	// Horizon is the latest of the pages' horizons: a write made before it
+	// may be missing from the listing though it landed.
+	Horizon *time.Time
 }
 
 // ReadOwn reads every page of the provider's listing of our own writes, in
@@ -538,6 +550,10 @@ func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration) (List
 			ls.ListedAt = &snap
 			ls.Evidence = fmt.Sprintf("listing page %d: request %s, Date %q, Age %q, Cache-Control %q: %s", page,
 				pg.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pg.Meta.Date, pg.Meta.Age, pg.Meta.CacheControl, f.Reason)
+		}
+		if pg.Horizon != nil && (ls.Horizon == nil || pg.Horizon.After(*ls.Horizon)) {
+			h := *pg.Horizon
+			ls.Horizon = &h
 		}
 		if ls.Writes == nil {
 			ls.Writes = make([]OwnWrite, 0, len(pg.Writes))

@@ -30,7 +30,7 @@ func newOutboxLaneCmd(a *app) *cobra.Command {
 		asJSON        bool
 	)
 	add := &cobra.Command{
-		Use:   "add NAME --provider webhook|mastodon|github --setting key=value…",
+		Use:   "add NAME --provider KIND --setting key=value…",
 		Short: "Add a lane",
 		Long: `Add a lane: one provider account, written by one fenced writer at a time
 through a pacing gate.
@@ -42,6 +42,8 @@ Settings (--setting key=value, repeatable) depend on the provider:
             target, account_id
   github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
             since
+  ntfy:     base_url (default https://ntfy.sh), token or token_env (optional),
+            topics (read on reconciliation), title, max_bytes, cache_duration
   every kind: resend_in_doubt=true resends a write in doubt that nothing
             could decide (at least once: it may arrive twice)
 
@@ -70,6 +72,10 @@ instead; only the name is stored.`,
 			}
 			// Secrets (a signing secret, a token, a URL's credential) are
 			// kept apart from the settings that are shown.
+			if !cmd.Flags().Changed("min-gap") {
+				// The provider's published rate limits, unless overridden.
+				minGap = providers.MinGap(kind, minGap)
+			}
 			g, err := providers.Guarantee(kind, st)
 			if err != nil {
 				return err
@@ -90,7 +96,7 @@ instead; only the name is stored.`,
 	f := add.Flags()
 	f.StringVar(&kind, "provider", "", "the provider kind: "+strings.Join(providers.Kinds(), ", "))
 	f.StringArrayVar(&settings, "setting", nil, "a provider setting key=value (repeatable)")
-	f.DurationVar(&minGap, "min-gap", 2*time.Second, "least time between two writes on the lane")
+	f.DurationVar(&minGap, "min-gap", 2*time.Second, "least time between two writes on the lane (default: the provider's published rate limit, else 2s)")
 	f.DurationVar(&skew, "skew", 2*time.Second, "clock skew allowed for when judging an answer's freshness")
 	f.IntVar(&retireChecks, "retire-checks", 0, "retire an intent unresolved or unexecutable through this many spaced checks (0: operators only)")
 	f.DurationVar(&retireSpacing, "retire-spacing", 6*time.Hour, "least time between two counted checks")

@@ -19,8 +19,23 @@ const MaxResponseBytes = 8 << 20
 // are tidemark.ErrUnavailable. It refuses any other method: a write goes
 // through a WriteClient, never through a pooled client that may replay it.
 func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request, v any) (Meta, *http.Response, error) {
+	meta, resp, body, err := GetBody(ctx, c, now, req)
+	if err != nil {
+		return meta, resp, err
+	}
+	if v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			return Meta{}, resp, fmt.Errorf("%s %s: decode: %w", req.Method, req.URL.Redacted(), err)
+		}
+	}
+	return meta, resp, nil
+}
+
+// GetBody is GetJSON without the decoding: it returns the body as read
+// (at most MaxResponseBytes), for answers that are not one JSON value.
+func GetBody(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request) (Meta, *http.Response, []byte, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		return Meta{}, nil, fmt.Errorf("provider: %s %s: %w", req.Method, req.URL.Redacted(), ErrNotARead)
+		return Meta{}, nil, nil, fmt.Errorf("provider: %s %s: %w", req.Method, req.URL.Redacted(), ErrNotARead)
 	}
 	req = req.WithContext(ctx)
 	if req.Header.Get("Accept") == "" {
@@ -29,26 +44,21 @@ func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *htt
 	at := now()
 	resp, err := c.Do(req)
 	if err != nil {
-		return Meta{}, nil, fmt.Errorf("%s %s: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
+		return Meta{}, nil, nil, fmt.Errorf("%s %s: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
 	if err != nil {
-		return Meta{}, resp, fmt.Errorf("%s %s: read: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
+		return Meta{}, resp, nil, fmt.Errorf("%s %s: read: %w: %w", req.Method, req.URL.Redacted(), tidemark.ErrUnavailable, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		snippet := string(body)
 		if len(snippet) > 200 {
 			snippet = snippet[:200]
 		}
-		return MetaOf(at, resp), resp, &StatusError{Method: req.Method, URL: req.URL.Redacted(), Status: resp.StatusCode, Body: snippet}
+		return MetaOf(at, resp), resp, nil, &StatusError{Method: req.Method, URL: req.URL.Redacted(), Status: resp.StatusCode, Body: snippet}
 	}
-	if v != nil {
-		if err := json.Unmarshal(body, v); err != nil {
-			return Meta{}, resp, fmt.Errorf("%s %s: decode: %w", req.Method, req.URL.Redacted(), err)
-		}
-	}
-	return MetaOf(at, resp), resp, nil
+	return MetaOf(at, resp), resp, body, nil
 }
 
 // StatusError is a non-2xx answer to a read.

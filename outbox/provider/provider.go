@@ -78,6 +78,10 @@ type Page struct {
 	// Next is the cursor of the following page, "" after the last.
 	Next string
 	Meta Meta
+	// Horizon, when set, is the oldest time the listing can still show: a
+	// provider that keeps writes for a while only (ntfy's cache) cannot
+	// list one made before it, so its absence proves nothing.
+	Horizon *time.Time
 }
 
 // Probed is the answer to a probe of one target for one write.
@@ -85,6 +89,9 @@ type Probed struct {
 	Found    bool
 	RemoteID string
 	Meta     Meta
+	// Horizon, as for Page: a write made before it is not found even if
+	// it landed.
+	Horizon *time.Time
 }
 
 // Writable says whether a target can accept a write now.

@@ -139,3 +139,48 @@ func TestTheDelivererKeepsTheLanesGuarantee(t *testing.T) {
 		})
 	}
 }
+
+// ntfy keeps messages for its cache duration only: a write in doubt
+// reconciled after that is missing from the poll though it landed, and
+// must stay unresolved rather than be sent again.
+func TestAWriteInDoubtBeyondTheListingsHorizonIsNotResent(t *testing.T) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(9)
+	db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
+	st := db.Outbox()
+	r := &receiver{clk: env.Clock}
+	srv, drop := providertest.NewDropServer(t, ntfyKeeping(r, time.Hour))
+	settings := map[string]string{"base_url": srv.URL, "topics": "alerts", "cache_duration": "1h"}
+	if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "ntfy", Settings: settings}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: "alerts", Body: "once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane, err := st.Lane(ctx, "lane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := providers.New(lane, env.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop.DropEvery(1)
+	a := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "a", Clock: env.Clock, LeaseTTL: time.Minute}
+	if s, err := a.Step(ctx); err != nil || s.Outcome != outbox.OutcomeUnknown {
+		t.Fatalf("first step %+v %v", s, err)
+	}
+	// The writer dies; the lane is reconciled two hours later, when ntfy
+	// no longer keeps the message.
+	env.Clock.Advance(2 * time.Hour)
+	b := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "b", Clock: env.Clock, LeaseTTL: 10 * time.Hour}
+	deliverAll(t, env, st, b, 1)
+	got, err := st.Intent(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bodies, _ := r.snapshot(); len(bodies) != 1 || got.State != outbox.StateUnresolved {
+		t.Fatalf("the receiver holds %d writes and the intent is %s; want 1 and unresolved", len(bodies), got.State)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
+	"github.com/tidemark/tidemark/outbox/provider/ntfy"
 	"github.com/tidemark/tidemark/outbox/provider/webhook"
 	"github.com/tidemark/tidemark/redact"
 )
@@ -28,11 +29,24 @@ type kind struct {
 	// caps are what the kind can do to decide a write in doubt; the
 	// lane's guarantee is derived from them (provider.Derive).
 	caps provider.Capabilities
+	// minGap is the least time between two writes the provider's published
+	// rate limits ask for (0: the lane's default).
+	minGap time.Duration
+}
+
+// MinGap is the least time between two writes a provider kind's published
+// rate limits ask for, or def when it publishes none.
+func MinGap(kind string, def time.Duration) time.Duration {
+	if g := kinds[kind].minGap; g > 0 {
+		return g
+	}
+	return def
 }
 
 // Freshness signals, as the capability table shows them.
 const (
-	freshAge = "Date+Age headers"
+	freshAge     = "Date+Age headers"
+	freshNoStore = "Cache-Control: no-store"
 )
 
 var kinds = map[string]kind{
@@ -99,6 +113,26 @@ var kinds = map[string]kind{
 			Freshness: []string{freshAge},
 			Notes:     "GitHub takes no idempotency key",
 		},
+	},
+	"ntfy": {
+		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
+			c, err := ntfy.FromSettings(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Clock = clk
+			p, err := ntfy.New(c)
+			return p, []string{c.Token}, err
+		},
+		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"base_url"}},
+		caps: provider.Capabilities{
+			ListOwn:   &provider.Capability{Needs: []string{"topics"}, How: "GET /{topic}/json?poll=1&since=all"},
+			JoinOn:    "target+parent+body_sha256",
+			Probe:     &provider.Capability{How: "GET /{topic}/json?poll=1&since=all&message={body}"},
+			Freshness: []string{freshAge, freshNoStore},
+			Notes:     "ntfy takes no idempotency key; it keeps messages for its cache duration (12h by default, setting cache_duration), and a write in doubt older than that stays unresolved",
+		},
+		minGap: ntfy.DefaultMinGap,
 	},
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -127,23 +128,77 @@ func githubReceiver(r *receiver, base *string) http.Handler {
 	return mux
 }
 
-// TestWritesAreNeverReplayedWhenAnswersAreLost drives the real deliverer
-// through each provider against a receiver that records every write and
-// then loses the answer to every third one (the connection is closed
-// without a word, as after a crash or a proxy timeout). Every intent must
-// land exactly once at the receiver: a lost answer is an attempt in doubt
-// that the counter or reconciliation decides, never a write the HTTP layer
-// sends again.
-func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
-	const n, every = 30, 3
-	type setup struct {
-		target   string
-		settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper)
-		// counted: the provider has a counter, so a lost answer is decided
-		// at once by subtraction; otherwise reconciliation decides it.
-		counted bool
+// ntfyReceiver is the part of ntfy's API the provider uses, for topics
+// whose messages it keeps: publish (POST /<topic>, the body as the
+// message) and poll (GET /<topic>/json?poll=1&since=all[&message=…],
+// newline-delimited JSON, oldest first).
+func ntfyReceiver(r *receiver) http.Handler { return ntfyKeeping(r, 0) }
+
+// ntfyKeeping is ntfyReceiver with a cache duration: a poll shows only
+// the messages of the last keep (0: all).
+func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	type msg struct {
+		ID      string `json:"id"`
+		Time    int64  `json:"time"`
+		Event   string `json:"event"`
+		Topic   string `json:"topic"`
+		Message string `json:"message"`
 	}
-	kinds := map[string]setup{
+	topics := map[int]string{}
+	var mu sync.Mutex
+	mux.HandleFunc("POST /{topic}", func(w http.ResponseWriter, q *http.Request) {
+		b, err := io.ReadAll(q.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		i, at := r.record(string(b))
+		mu.Lock()
+		topics[i] = q.PathValue("topic")
+		mu.Unlock()
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(msg{ID: fmt.Sprintf("m%011d", i), Time: at.Unix(), Event: "message", Topic: q.PathValue("topic"), Message: string(b)})
+	})
+	mux.HandleFunc("GET /{topic}/json", func(w http.ResponseWriter, q *http.Request) {
+		if q.URL.Query().Get("poll") != "1" || q.URL.Query().Get("since") != "all" {
+			http.Error(w, "this fake only polls everything", http.StatusBadRequest)
+			return
+		}
+		bodies, at := r.snapshot()
+		r.fresh(w)
+		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		enc := json.NewEncoder(w)
+		mu.Lock()
+		defer mu.Unlock()
+		for i, b := range bodies {
+			if topics[i+1] != q.PathValue("topic") {
+				continue
+			}
+			if m := q.URL.Query().Get("message"); m != "" && m != b {
+				continue
+			}
+			if keep > 0 && r.clk.Now().Sub(at[i]) > keep {
+				continue // expired from ntfy's cache
+			}
+			_ = enc.Encode(msg{ID: fmt.Sprintf("m%011d", i+1), Time: at[i].Unix(), Event: "message", Topic: topics[i+1], Message: b})
+		}
+	})
+	return mux
+}
+
+type setup struct {
+	target   string
+	settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper)
+	// counted: the provider has a counter, so a lost answer is decided
+	// at once by subtraction; otherwise reconciliation decides it.
+	counted bool
+}
+
+// fakes are the receivers of every provider kind, each following the
+// provider's documented API, behind a Dropper.
+func fakes() map[string]setup {
+	return map[string]setup{
 		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
 			t.Setenv("TM_HOOK_SECRET", "s3cret")
 			srv := providertest.New(t, env.Clock, []byte("s3cret"))
@@ -174,7 +229,25 @@ func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 			return map[string]string{"api_url": srv.URL, "token_env": "TM_GITHUB_TOKEN", "login": "bot", "repos": "o/r"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
+		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			r := &receiver{clk: env.Clock}
+			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
+			return map[string]string{"base_url": srv.URL, "topics": "alerts"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
 	}
+}
+
+// TestWritesAreNeverReplayedWhenAnswersAreLost drives the real deliverer
+// through each provider against a receiver that records every write and
+// then loses the answer to every third one (the connection is closed
+// without a word, as after a crash or a proxy timeout). Every intent must
+// land exactly once at the receiver: a lost answer is an attempt in doubt
+// that the counter or reconciliation decides, never a write the HTTP layer
+// sends again.
+func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
+	const n, every = 30, 3
+	kinds := fakes()
 	for _, kind := range providers.Kinds() {
 		k, ok := kinds[kind]
 		if !ok {

@@ -1,0 +1,202 @@
+package providers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+const helperEnv = "TM_PROVIDERS_HELPER"
+
+// TestMain doubles as the crash tests' delivering process: re-executed
+// with TM_PROVIDERS_HELPER set, the binary delivers one lane once with the
+// failpoints of TIDEMARK_FAILPOINTS armed, and exits.
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		if err := deliverOnce(os.Getenv("TM_DB_URL"), os.Getenv("TM_LANE")); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func deliverOnce(dbURL, laneName string) error {
+	if err := failpoint.ArmFromEnv(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, dbURL, sqlstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st := db.Outbox()
+	lane, err := st.Lane(ctx, laneName)
+	if err != nil {
+		return err
+	}
+	secrets, err := st.LaneSecrets(ctx, laneName)
+	if err != nil {
+		return err
+	}
+	prov, err := providers.NewWithSecrets(lane, secrets, clock.System{})
+	if err != nil {
+		return err
+	}
+	d := &outbox.Deliverer{Store: st, Provider: prov, Lane: lane.Name, Holder: "helper", Clock: clock.System{}, LeaseTTL: 30 * time.Second}
+	_, err = d.RunOnce(ctx, nil)
+	return err
+}
+
+// TestEveryProviderSurvivesACrashAtEachFailpoint kills a real delivering
+// process at each outbox failpoint, for every provider kind against its
+// fake, then recovers in this process an hour later (the crashed writer's
+// lease has expired). Every intent lands exactly once at the receiver.
+func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	const n = 5
+	for _, kind := range providers.Kinds() {
+		k := fakes()[kind]
+		for _, fps := range [][]string{
+			{"outbox.send.after-journal=crash@3"},
+			{"outbox.send.after-send=crash@3"},
+			{"outbox.send.after-send=crash@2", "outbox.reconcile.after-read=crash"},
+		} {
+			t.Run(fmt.Sprint(kind, fps), func(t *testing.T) {
+				ctx := context.Background()
+				env := sqltest.NewEnv(3)
+				// The receiver's clock, and the recovering writer's, run an
+				// hour ahead of the crashed process's.
+				env.Clock.Set(time.Now().Add(time.Hour))
+				url := sqltest.NewSQLiteURL(t)
+				db := sqltest.MustOpenURL(t, url, env)
+				st := db.Outbox()
+				settings, received, _ := k.settings(t, env)
+				shown, secret := providers.Split(kind, settings)
+				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
+					t.Fatal(err)
+				}
+				var intents []outbox.Intent
+				for i := range n {
+					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("crash write %d", i+1)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					intents = append(intents, in)
+				}
+				for _, fp := range fps {
+					cmd := exec.Command(os.Args[0], "-test.run=^$")
+					cmd.Env = append(os.Environ(), helperEnv+"=1", "TM_DB_URL="+url, "TM_LANE=lane", failpoint.EnvVar+"="+fp)
+					out, err := cmd.CombinedOutput()
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+						t.Fatalf("the helper was not killed at %s: %v\n%s", fp, err, out)
+					}
+				}
+				lane, err := st.Lane(ctx, "lane")
+				if err != nil {
+					t.Fatal(err)
+				}
+				prov, err := providers.NewWithSecrets(lane, secret, env.Clock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "recovery", Clock: env.Clock, LeaseTTL: time.Minute}
+				left := deliverAll(t, env, st, d, n)
+				assertOnce(t, intents, left, received())
+			})
+		}
+	}
+}
+
+// TestEveryProviderRefusesAStaleWriter: a writer whose lease ran out while
+// another took the lane over sends nothing more, and every intent lands
+// once.
+func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
+	const n = 4
+	for _, kind := range providers.Kinds() {
+		k := fakes()[kind]
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			env := sqltest.NewEnv(4)
+			db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
+			st := db.Outbox()
+			settings, received, _ := k.settings(t, env)
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
+				t.Fatal(err)
+			}
+			var intents []outbox.Intent
+			for i := range n {
+				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("stale write %d", i+1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				intents = append(intents, in)
+			}
+			lane, err := st.Lane(ctx, "lane")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov, err := providers.New(lane, env.Clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "a", Clock: env.Clock, LeaseTTL: time.Minute}
+			b := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "b", Clock: env.Clock, LeaseTTL: time.Hour}
+			env.Clock.Advance(time.Second)
+			if s, err := a.Step(ctx); err != nil || s.Kind != outbox.StepSent {
+				t.Fatalf("a's first step: %+v %v", s, err)
+			}
+			env.Clock.Advance(2 * time.Minute) // a's lease runs out
+			if s, err := b.Step(ctx); err != nil || s.Kind != outbox.StepSent {
+				t.Fatalf("b's first step: %+v %v", s, err)
+			}
+			before := len(received())
+			if s, err := a.Step(ctx); !errors.Is(err, tidemark.ErrClaimHeld) {
+				t.Fatalf("the stale writer stepped: %+v %v", s, err)
+			}
+			if after := len(received()); after != before {
+				t.Fatalf("the stale writer sent %d writes", after-before)
+			}
+			left := deliverAll(t, env, st, b, n)
+			assertOnce(t, intents, left, received())
+		})
+	}
+}
+
+func assertOnce(t *testing.T, intents, now []outbox.Intent, bodies []string) {
+	t.Helper()
+	got := map[string]int{}
+	for _, b := range bodies {
+		got[b]++
+	}
+	state := map[string]outbox.State{}
+	for _, in := range now {
+		state[in.ID] = in.State
+	}
+	for _, in := range intents {
+		if got[in.Body] != 1 || state[in.ID] != outbox.StateLanded {
+			t.Errorf("intent %q is %s and reached the receiver %d times", in.Body, state[in.ID], got[in.Body])
+		}
+	}
+	if len(bodies) != len(intents) {
+		t.Errorf("the receiver holds %d writes for %d intents", len(bodies), len(intents))
+	}
+}
