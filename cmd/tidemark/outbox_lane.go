@@ -42,6 +42,8 @@ Settings (--setting key=value, repeatable) depend on the provider:
             target, account_id
   github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
             since
+  discord:  url (the webhook URL), bot_token or bot_token_env (to read the
+            channel: exactly once), channel_id, target, api_url
   ntfy:     base_url (default https://ntfy.sh), token or token_env (optional),
             topics (read on reconciliation), title, max_bytes, cache_duration
   every kind: resend_in_doubt=true resends a write in doubt that nothing

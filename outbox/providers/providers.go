@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/provider/discord"
 	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
 	"github.com/tidemark/tidemark/outbox/provider/ntfy"
@@ -133,6 +134,25 @@ var kinds = map[string]kind{
 			Notes:     "ntfy takes no idempotency key; it keeps messages for its cache duration (12h by default, setting cache_duration), and a write in doubt older than that stays unresolved",
 		},
 		minGap: ntfy.DefaultMinGap,
+	},
+	"discord": {
+		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
+			c, err := discord.FromSettings(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Clock = clk
+			p, err := discord.New(c)
+			return p, []string{c.BotToken, c.WebhookURL}, err
+		},
+		secrets: provider.SecretSpec{Keys: []string{"bot_token"}, OpaqueURLs: []string{"url"}, URLs: []string{"api_url"}},
+		caps: provider.Capabilities{
+			ListOwn:   &provider.Capability{Needs: []string{"bot_token|bot_token_env"}, How: "GET /channels/{id}/messages with a bot token, filtered to our webhook_id"},
+			JoinOn:    "target+parent+SHA-256 of the trimmed content",
+			Freshness: []string{freshAge, freshNoStore},
+			Notes:     "Discord webhooks take no idempotency key; without a bot token nothing can be read",
+		},
+		minGap: discord.DefaultMinGap,
 	},
 }
 

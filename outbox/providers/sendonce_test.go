@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,6 +230,13 @@ func fakes() map[string]setup {
 			return map[string]string{"api_url": srv.URL, "token_env": "TM_GITHUB_TOKEN", "login": "bot", "repos": "o/r"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
+		"discord": {target: "channel", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_DISCORD_BOT", "bottok")
+			r := &receiver{clk: env.Clock}
+			srv, d := providertest.NewDropServer(t, discordReceiver(r))
+			return map[string]string{"url": srv.URL + "/api/webhooks/42/hooktoken", "bot_token_env": "TM_DISCORD_BOT", "api_url": srv.URL + "/api/v10"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
 		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
@@ -236,6 +244,54 @@ func fakes() map[string]setup {
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
 	}
+}
+
+// discordReceiver is the part of Discord's API the provider uses: execute
+// a webhook (POST /api/webhooks/{id}/{token}?wait=true, JSON content), get
+// the webhook (its channel), and a channel's messages for a bot, newest
+// first, paginated with before=.
+func discordReceiver(r *receiver) http.Handler {
+	mux := http.NewServeMux()
+	const hookID, channel = "42", "7"
+	msg := func(i int, at time.Time, body string) map[string]any {
+		return map[string]any{"id": strconv.Itoa(1000 + i), "channel_id": channel, "content": body, "timestamp": at, "webhook_id": hookID}
+	}
+	mux.HandleFunc("POST /api/webhooks/42/hooktoken", func(w http.ResponseWriter, q *http.Request) {
+		var in struct {
+			Content string `json:"content"`
+		}
+		if err := json.NewDecoder(q.Body).Decode(&in); err != nil || q.URL.Query().Get("wait") != "true" {
+			http.Error(w, `{"message":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		i, at := r.record(strings.TrimSpace(in.Content))
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(msg(i, at, strings.TrimSpace(in.Content)))
+	})
+	mux.HandleFunc("GET /api/webhooks/42/hooktoken", func(w http.ResponseWriter, q *http.Request) {
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(map[string]string{"id": hookID, "channel_id": channel})
+	})
+	mux.HandleFunc("GET /api/v10/channels/7/messages", func(w http.ResponseWriter, q *http.Request) {
+		if q.Header.Get("Authorization") != "Bot bottok" {
+			http.Error(w, `{"message":"401: Unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		bodies, at := r.snapshot()
+		limit, _ := strconv.Atoi(q.URL.Query().Get("limit"))
+		before := len(bodies) + 1
+		if b := q.URL.Query().Get("before"); b != "" {
+			n, _ := strconv.Atoi(b)
+			before = n - 1000
+		}
+		out := []map[string]any{}
+		for i := before - 1; i >= 1 && len(out) < limit; i-- {
+			out = append(out, msg(i, at[i-1], bodies[i-1]))
+		}
+		r.fresh(w)
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return mux
 }
 
 // TestWritesAreNeverReplayedWhenAnswersAreLost drives the real deliverer
