@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
 	"github.com/tidemark/tidemark/outbox/provider/ntfy"
+	"github.com/tidemark/tidemark/outbox/provider/slack"
 	"github.com/tidemark/tidemark/outbox/provider/webhook"
 	"github.com/tidemark/tidemark/redact"
 )
@@ -153,6 +154,25 @@ var kinds = map[string]kind{
 			Notes:     "Discord webhooks take no idempotency key; without a bot token nothing can be read",
 		},
 		minGap: discord.DefaultMinGap,
+	},
+	"slack": {
+		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
+			c, err := slack.FromSettings(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Clock = clk
+			p, err := slack.New(c)
+			return p, []string{c.Token}, err
+		},
+		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"api_url"}},
+		caps: provider.Capabilities{
+			ListOwn:   &provider.Capability{Needs: []string{"channels"}, How: "GET conversations.history, filtered to our bot (auth.test)"},
+			JoinOn:    "target+parent+fingerprint of the text (&amp; &lt; &gt; unescaped)",
+			Freshness: []string{freshNoStore},
+			Notes:     "Slack takes no idempotency key; thread replies are not supported",
+		},
+		minGap: slack.DefaultMinGap,
 	},
 }
 

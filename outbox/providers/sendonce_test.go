@@ -237,6 +237,13 @@ func fakes() map[string]setup {
 			return map[string]string{"url": srv.URL + "/api/webhooks/42/hooktoken", "bot_token_env": "TM_DISCORD_BOT", "api_url": srv.URL + "/api/v10"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
+		"slack": {target: "C0TIDE", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_SLACK_TOKEN", "xoxb-tok")
+			r := &receiver{clk: env.Clock}
+			srv, d := providertest.NewDropServer(t, slackReceiver(r))
+			return map[string]string{"api_url": srv.URL + "/api", "token_env": "TM_SLACK_TOKEN", "channels": "C0TIDE"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
 		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
@@ -290,6 +297,75 @@ func discordReceiver(r *receiver) http.Handler {
 		}
 		r.fresh(w)
 		_ = json.NewEncoder(w).Encode(out)
+	})
+	return mux
+}
+
+// slackReceiver is the part of Slack's Web API the provider uses:
+// chat.postMessage, auth.test and conversations.history (newest first, by
+// cursor). Like Slack it escapes &, < and > in the text it returns, and
+// its answers carry Cache-Control: no-store and no Age.
+func slackReceiver(r *receiver) http.Handler {
+	mux := http.NewServeMux()
+	head := func(w http.ResponseWriter) {
+		w.Header().Set("Date", r.clk.Now().UTC().Format(http.TimeFormat))
+		w.Header().Set("Cache-Control", "private, no-cache, no-store, must-revalidate")
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	}
+	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	ts := func(i int, at time.Time) string { return fmt.Sprintf("%d.%06d", at.Unix(), i) }
+	authed := func(w http.ResponseWriter, q *http.Request) bool {
+		if q.Header.Get("Authorization") != "Bearer xoxb-tok" {
+			head(w)
+			_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_auth"}`))
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("POST /api/chat.postMessage", func(w http.ResponseWriter, q *http.Request) {
+		if !authed(w, q) {
+			return
+		}
+		var in struct{ Channel, Text string }
+		if err := json.NewDecoder(q.Body).Decode(&in); err != nil || in.Channel != "C0TIDE" {
+			head(w)
+			_, _ = w.Write([]byte(`{"ok":false,"error":"channel_not_found"}`))
+			return
+		}
+		i, at := r.record(in.Text)
+		head(w)
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": in.Channel, "ts": ts(i, at),
+			"message": map[string]any{"type": "message", "bot_id": "B1", "text": esc.Replace(in.Text), "ts": ts(i, at)}})
+	})
+	mux.HandleFunc("GET /api/auth.test", func(w http.ResponseWriter, q *http.Request) {
+		if authed(w, q) {
+			head(w)
+			_, _ = w.Write([]byte(`{"ok":true,"user_id":"U1","bot_id":"B1"}`))
+		}
+	})
+	mux.HandleFunc("GET /api/conversations.history", func(w http.ResponseWriter, q *http.Request) {
+		if !authed(w, q) {
+			return
+		}
+		bodies, at := r.snapshot()
+		limit, _ := strconv.Atoi(q.URL.Query().Get("limit"))
+		from := len(bodies) // newest first: the cursor is the next index down
+		if c := q.URL.Query().Get("cursor"); c != "" {
+			from, _ = strconv.Atoi(c)
+		}
+		out := []map[string]any{}
+		i := from
+		for ; i >= 1 && len(out) < limit; i-- {
+			out = append(out, map[string]any{"type": "message", "bot_id": "B1", "text": esc.Replace(bodies[i-1]), "ts": ts(i, at[i-1])})
+		}
+		// Someone else's message, between ours.
+		out = append(out, map[string]any{"type": "message", "user": "U2", "text": "hello", "ts": "1.000001"})
+		head(w)
+		ans := map[string]any{"ok": true, "messages": out, "has_more": i >= 1}
+		if i >= 1 {
+			ans["response_metadata"] = map[string]string{"next_cursor": strconv.Itoa(i)}
+		}
+		_ = json.NewEncoder(w).Encode(ans)
 	})
 	return mux
 }

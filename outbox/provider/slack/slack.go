@@ -1,0 +1,321 @@
+// Package slack posts messages to Slack channels with the Web API's
+// chat.postMessage. Slack takes no idempotency key, so the outbox's journal
+// and reconciliation keep a message from being posted twice. The ordered
+// read of our own writes is each configured channel's conversations.history
+// (newest first, by cursor) filtered to our bot (auth.test names it). Slack
+// escapes &, < and > in the text it returns, so writes are matched on a
+// fingerprint of the text with those unescaped and white space collapsed.
+// Slack's answers carry Cache-Control: no-store, which proves their age.
+//
+// Target is a channel id (C…); there is no parent (thread replies are not
+// in conversations.history). A body over 40,000 characters (Slack's limit)
+// is refused unsent.
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/outbox/provider"
+)
+
+const (
+	// MaxText is Slack's limit on a message's text, in characters.
+	MaxText = 40000
+	// DefaultMinGap follows chat.postMessage's limit of about one message
+	// a second per channel.
+	DefaultMinGap = time.Second
+	pageSize      = 200
+)
+
+// Config configures a Slack lane.
+type Config struct {
+	APIURL   string // default https://slack.com/api
+	Token    string // a bot token (xoxb-…) with chat:write and channels:history
+	Channels []string
+	Client   *http.Client
+	Clock    clock.Clock
+}
+
+// FromSettings builds a Config from a lane's settings: token or token_env
+// (default SLACK_TOKEN), channels (comma-separated ids, for
+// reconciliation), api_url.
+func FromSettings(s map[string]string) (Config, error) {
+	st := provider.Settings(s)
+	tok, err := st.Token("token", "token_env", "SLACK_TOKEN", os.Getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{APIURL: st.Get("api_url", "https://slack.com/api"), Token: tok}
+	for _, ch := range strings.Split(st.Get("channels", ""), ",") {
+		if ch = strings.TrimSpace(ch); ch != "" {
+			c.Channels = append(c.Channels, ch)
+		}
+	}
+	return c, nil
+}
+
+// Provider is a Slack lane.
+type Provider struct {
+	c  Config
+	w  *provider.WriteClient
+	mu sync.Mutex
+	me *identity
+}
+
+type identity struct{ userID, botID string }
+
+var channelRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,}$`)
+
+// New checks cfg and returns the provider.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://slack.com/api"
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	if u, err := url.Parse(cfg.APIURL); err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, tidemark.Invalidf("setting api_url", cfg.APIURL, "want https://host/api")
+	}
+	if cfg.Token == "" {
+		return nil, tidemark.Invalidf("token", "", "a Slack lane needs a bot token")
+	}
+	for _, ch := range cfg.Channels {
+		if !channelRE.MatchString(ch) {
+			return nil, tidemark.Invalidf("setting channels", ch, "want channel ids such as C0123ABCD")
+		}
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client)}, nil
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Fingerprinter = (*Provider)(nil)
+)
+
+// Fingerprint is the SHA-256 of the text's words: &amp;, &lt; and &gt;
+// unescaped (Slack escapes them), white space collapsed.
+func (p *Provider) Fingerprint(body []byte) string {
+	return provider.BodySHA256([]byte(strings.Join(strings.Fields(unescape(string(body))), " ")))
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
+}
+
+// answer is the envelope of every Web API answer.
+type answer struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+}
+
+// unexecutable errors say the channel cannot take our message; the
+// message was not posted.
+var unexecutable = map[string]bool{
+	"channel_not_found": true, "is_archived": true, "not_in_channel": true, "restricted_action": true,
+	"restricted_action_read_only_channel": true, "restricted_action_thread_only_channel": true,
+	"restricted_action_non_threadable_channel": true, "cannot_reply_to_message": true,
+}
+
+// unknown errors are Slack's own failures: the message may have been posted.
+var unknown = map[string]bool{"internal_error": true, "fatal_error": true, "service_unavailable": true}
+
+// Post implements provider.Provider: chat.postMessage.
+func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	if !channelRE.MatchString(w.Target) {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("target %q is not a Slack channel id", w.Target)}
+	}
+	if w.Parent != "" {
+		return provider.Posted{}, &provider.RejectedError{Body: "thread replies are not supported: conversations.history cannot list them"}
+	}
+	if n := utf8.RuneCount(w.Body); n > MaxText {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the message is %d characters; Slack takes at most %d", n, MaxText)}
+	}
+	body, _ := json.Marshal(map[string]any{"channel": w.Target, "text": string(w.Body), "unfurl_links": false, "unfurl_media": false})
+	req, err := http.NewRequest(http.MethodPost, p.c.APIURL+"/chat.postMessage", bytes.NewReader(body))
+	if err != nil {
+		return provider.Posted{}, err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+p.c.Token)
+	ans, err := p.w.Post(ctx, p.c.Clock.Now, req)
+	if err != nil {
+		return provider.Posted{}, err
+	}
+	var a struct {
+		answer
+		TS string `json:"ts"`
+	}
+	if err := json.Unmarshal(ans, &a); err != nil {
+		// A 2xx whose envelope cannot be read: ok or not, we cannot tell.
+		return provider.Posted{}, &provider.UnknownError{Err: fmt.Errorf("chat.postMessage: unreadable answer: %w", err)}
+	}
+	switch {
+	case a.OK:
+		return provider.Posted{RemoteID: w.Target + "/" + a.TS, CreatedAt: tsTime(a.TS)}, nil
+	case unexecutable[a.Error]:
+		return provider.Posted{}, fmt.Errorf("slack: %s: %w", a.Error, provider.ErrUnexecutable)
+	case unknown[a.Error]:
+		return provider.Posted{}, &provider.UnknownError{Err: errors.New("chat.postMessage: " + a.Error)}
+	default:
+		return provider.Posted{}, &provider.RejectedError{Status: http.StatusOK, Body: a.Error}
+	}
+}
+
+// tsTime reads a message ts ("1503435956.000247").
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	var s, us int64
+	fmt.Sscan(sec, &s)
+	if frac != "" {
+		fmt.Sscan(frac, &us)
+	}
+	return time.Unix(s, us*1000).UTC()
+}
+
+// read GETs a Web API method and checks its envelope.
+func (p *Provider) read(ctx context.Context, method string, q url.Values, v any) (provider.Meta, error) {
+	req, err := http.NewRequest(http.MethodGet, p.c.APIURL+"/"+method+"?"+q.Encode(), nil)
+	if err != nil {
+		return provider.Meta{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.c.Token)
+	meta, _, body, err := provider.GetBody(ctx, p.c.Client, p.c.Clock.Now, req)
+	if err != nil {
+		return meta, err
+	}
+	var a answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return meta, fmt.Errorf("slack: %s: decode: %w", method, err)
+	}
+	if !a.OK {
+		return meta, fmt.Errorf("slack: %s: %s", method, a.Error)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return meta, fmt.Errorf("slack: %s: decode: %w", method, err)
+	}
+	return meta, nil
+}
+
+func (p *Provider) identity(ctx context.Context) (identity, error) {
+	p.mu.Lock()
+	me := p.me
+	p.mu.Unlock()
+	if me != nil {
+		return *me, nil
+	}
+	var a struct {
+		UserID string `json:"user_id"`
+		BotID  string `json:"bot_id"`
+	}
+	if _, err := p.read(ctx, "auth.test", url.Values{}, &a); err != nil {
+		return identity{}, err
+	}
+	if a.UserID == "" && a.BotID == "" {
+		return identity{}, errors.New("slack: auth.test named no user and no bot")
+	}
+	id := identity{userID: a.UserID, botID: a.BotID}
+	p.mu.Lock()
+	p.me = &id
+	p.mu.Unlock()
+	return id, nil
+}
+
+type message struct {
+	Type  string `json:"type"`
+	User  string `json:"user"`
+	BotID string `json:"bot_id"`
+	Text  string `json:"text"`
+	TS    string `json:"ts"`
+}
+
+// ListOwn implements provider.Provider: each configured channel's
+// conversations.history, newest first, filtered to our bot. The cursor is
+// "channel-index" or "channel-index|slack-cursor".
+func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+	if len(p.c.Channels) == 0 {
+		return provider.Page{}, fmt.Errorf("slack: no channels configured to list: %w", provider.ErrUnsupported)
+	}
+	me, err := p.identity(ctx)
+	if err != nil {
+		return provider.Page{}, err
+	}
+	idx, next := 0, ""
+	if cursor != "" {
+		i, rest, _ := strings.Cut(cursor, "|")
+		if _, err := fmt.Sscan(i, &idx); err != nil || idx < 0 || idx >= len(p.c.Channels) {
+			return provider.Page{}, fmt.Errorf("slack: bad cursor %q", cursor)
+		}
+		next = rest
+	}
+	ch := p.c.Channels[idx]
+	q := url.Values{"channel": {ch}, "limit": {fmt.Sprint(pageSize)}}
+	if next != "" {
+		q.Set("cursor", next)
+	}
+	var h struct {
+		Messages []message `json:"messages"`
+		HasMore  bool      `json:"has_more"`
+		Meta     struct {
+			NextCursor string `json:"next_cursor"`
+		} `json:"response_metadata"`
+	}
+	meta, err := p.read(ctx, "conversations.history", q, &h)
+	if err != nil {
+		return provider.Page{}, err
+	}
+	page := provider.Page{Meta: meta}
+	for _, m := range h.Messages {
+		ours := (me.botID != "" && m.BotID == me.botID) || (m.BotID == "" && me.userID != "" && m.User == me.userID)
+		if m.Type != "message" || !ours {
+			continue
+		}
+		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: ch + "/" + m.TS, CreatedAt: tsTime(m.TS), Target: ch,
+			HasParent: true, BodySHA256: p.Fingerprint([]byte(m.Text))})
+	}
+	switch {
+	case h.HasMore && h.Meta.NextCursor != "":
+		page.Next = fmt.Sprintf("%d|%s", idx, h.Meta.NextCursor)
+	case idx+1 < len(p.c.Channels):
+		page.Next = fmt.Sprint(idx + 1)
+	}
+	return page, nil
+}
+
+// Probe implements provider.Provider: Slack cannot look a message up by
+// its text without a user token (search.messages); the listing is the read.
+func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
+	return provider.Probed{}, fmt.Errorf("slack: %w", provider.ErrUnsupported)
+}
+
+// Count implements provider.Provider: Slack has no counter of our messages.
+func (p *Provider) Count(ctx context.Context) (int64, error) {
+	return 0, fmt.Errorf("slack: %w", provider.ErrUnsupported)
+}
+
+// CanWrite implements provider.Provider: a channel id; an archived or
+// missing channel is found out by the post (its error buckets the intent).
+func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
+	if !channelRE.MatchString(target) {
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not a Slack channel id", target)}, nil
+	}
+	return provider.Writable{OK: true}, nil
+}
