@@ -184,3 +184,67 @@ func TestAWriteInDoubtBeyondTheListingsHorizonIsNotResent(t *testing.T) {
 		t.Fatalf("the receiver holds %d writes and the intent is %s; want 1 and unresolved", len(bodies), got.State)
 	}
 }
+
+// Matrix makes a send idempotent by its transaction id (the intent's
+// key), for as long as the homeserver keeps it: a write in doubt that no
+// fresh read decides is resent with the same id within that window and
+// lands once; past it, it stays unresolved.
+func TestMatrixResendsAWriteInDoubtWithItsTransactionID(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		wait      time.Duration
+		wantSends int
+		want      outbox.State
+	}{
+		{"within the window", time.Minute, 2, outbox.StateLanded},
+		{"past the window", time.Hour, 1, outbox.StateUnresolved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			env := sqltest.NewEnv(10)
+			db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
+			st := db.Outbox()
+			t.Setenv("TM_MATRIX_TOKEN", "mtok")
+			r := &receiver{clk: env.Clock}
+			m := newMatrixReceiver(r)
+			srv, drop := providertest.NewDropServer(t, m.handler())
+			// No rooms to read: only the key can decide.
+			settings := map[string]string{"homeserver_url": srv.URL, "token_env": "TM_MATRIX_TOKEN"}
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "matrix", Settings: settings}); err != nil {
+				t.Fatal(err)
+			}
+			in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: "!room:example.org", Body: "once"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lane, err := st.Lane(ctx, "lane")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov, err := providers.New(lane, env.Clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "a", Clock: env.Clock, LeaseTTL: 10 * time.Hour}
+			drop.DropEvery(1)
+			if s, err := d.Step(ctx); err != nil || s.Outcome != outbox.OutcomeUnknown {
+				t.Fatalf("first step %+v %v", s, err)
+			}
+			drop.DropEvery(0)
+			env.Clock.Advance(tc.wait)
+			for range 4 {
+				if _, err := d.Step(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := st.Intent(ctx, in.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies, _ := r.snapshot()
+			if len(bodies) != 1 || m.sends != tc.wantSends || got.State != tc.want {
+				t.Fatalf("the room holds %d events from %d sends; the intent is %s; want 1 from %d, %s", len(bodies), m.sends, got.State, tc.wantSends, tc.want)
+			}
+		})
+	}
+}

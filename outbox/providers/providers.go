@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/outbox/provider/discord"
 	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
+	"github.com/tidemark/tidemark/outbox/provider/matrix"
 	"github.com/tidemark/tidemark/outbox/provider/ntfy"
 	"github.com/tidemark/tidemark/outbox/provider/slack"
 	"github.com/tidemark/tidemark/outbox/provider/webhook"
@@ -173,6 +174,27 @@ var kinds = map[string]kind{
 			Notes:     "Slack takes no idempotency key; thread replies are not supported",
 		},
 		minGap: slack.DefaultMinGap,
+	},
+	"matrix": {
+		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
+			c, err := matrix.FromSettings(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Clock = clk
+			p, err := matrix.New(c)
+			return p, []string{c.Token}, err
+		},
+		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"homeserver_url"}},
+		caps: provider.Capabilities{
+			IdempotencyKey: &provider.Capability{How: "the transaction id of PUT /rooms/{roomId}/send/m.room.message/{txnId}, per access token"},
+			KeyWindow:      matrix.TxnWindow,
+			ListOwn:        &provider.Capability{Needs: []string{"rooms"}, How: "GET /rooms/{roomId}/messages?dir=b, filtered to our user"},
+			JoinOn:         "target+parent+body_sha256 of content.body",
+			Freshness:      []string{freshAge, freshNoStore},
+			Notes:          "homeservers keep transaction ids for about 30 minutes; after that the listing decides",
+		},
+		minGap: matrix.DefaultMinGap,
 	},
 }
 

@@ -244,6 +244,13 @@ func fakes() map[string]setup {
 			return map[string]string{"api_url": srv.URL + "/api", "token_env": "TM_SLACK_TOKEN", "channels": "C0TIDE"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
+		"matrix": {target: "!room:example.org", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+			t.Setenv("TM_MATRIX_TOKEN", "mtok")
+			r := &receiver{clk: env.Clock}
+			srv, d := providertest.NewDropServer(t, newMatrixReceiver(r).handler())
+			return map[string]string{"homeserver_url": srv.URL, "token_env": "TM_MATRIX_TOKEN", "rooms": "!room:example.org"},
+				func() []string { b, _ := r.snapshot(); return b }, d
+		}},
 		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
@@ -365,6 +372,105 @@ func slackReceiver(r *receiver) http.Handler {
 		if i >= 1 {
 			ans["response_metadata"] = map[string]string{"next_cursor": strconv.Itoa(i)}
 		}
+		_ = json.NewEncoder(w).Encode(ans)
+	})
+	return mux
+}
+
+// matrixReceiver is the part of the Matrix client-server API the provider
+// uses, for one user: send (PUT /rooms/{roomId}/send/{type}/{txnId},
+// idempotent per access token and transaction id: a repeated id returns
+// the first event and makes none), whoami, and a room's messages with
+// dir=b, paginated by from/end tokens. Its answers carry Cache-Control:
+// no-store unless fresh is false, when they carry only a Date.
+type matrixReceiver struct {
+	r     *receiver
+	mu    sync.Mutex
+	txns  map[string]int // token+txnId → index in r.bodies, from 1
+	fresh bool
+	sends int
+}
+
+func newMatrixReceiver(r *receiver) *matrixReceiver {
+	return &matrixReceiver{r: r, txns: map[string]int{}, fresh: true}
+}
+
+func (m *matrixReceiver) handler() http.Handler {
+	mux := http.NewServeMux()
+	head := func(w http.ResponseWriter) {
+		w.Header().Set("Date", m.r.clk.Now().UTC().Format(http.TimeFormat))
+		m.mu.Lock()
+		if m.fresh {
+			w.Header().Set("Cache-Control", "no-cache, no-store, must-revalidate")
+		}
+		m.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+	}
+	authed := func(w http.ResponseWriter, q *http.Request) bool {
+		if q.Header.Get("Authorization") != "Bearer mtok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"errcode":"M_UNKNOWN_TOKEN","error":"unknown token"}`))
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("PUT /_matrix/client/v3/rooms/{room}/send/{type}/{txn}", func(w http.ResponseWriter, q *http.Request) {
+		if !authed(w, q) {
+			return
+		}
+		var c struct{ Msgtype, Body string }
+		if err := json.NewDecoder(q.Body).Decode(&c); err != nil || q.PathValue("room") != "!room:example.org" {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"errcode":"M_FORBIDDEN"}`))
+			return
+		}
+		key := q.Header.Get("Authorization") + "\x00" + q.PathValue("txn")
+		m.mu.Lock()
+		m.sends++
+		i, seen := m.txns[key]
+		m.mu.Unlock()
+		if !seen {
+			i, _ = m.r.record(c.Body)
+			m.mu.Lock()
+			m.txns[key] = i
+			m.mu.Unlock()
+		}
+		head(w)
+		_ = json.NewEncoder(w).Encode(map[string]string{"event_id": fmt.Sprintf("$ev%d", i)})
+	})
+	mux.HandleFunc("GET /_matrix/client/v3/account/whoami", func(w http.ResponseWriter, q *http.Request) {
+		if authed(w, q) {
+			head(w)
+			_, _ = w.Write([]byte(`{"user_id":"@bot:example.org"}`))
+		}
+	})
+	mux.HandleFunc("GET /_matrix/client/v3/rooms/{room}/messages", func(w http.ResponseWriter, q *http.Request) {
+		if !authed(w, q) {
+			return
+		}
+		if q.URL.Query().Get("dir") != "b" {
+			http.Error(w, "this fake pages backwards only", http.StatusBadRequest)
+			return
+		}
+		bodies, at := m.r.snapshot()
+		limit, _ := strconv.Atoi(q.URL.Query().Get("limit"))
+		from := len(bodies)
+		if f := q.URL.Query().Get("from"); f != "" {
+			from, _ = strconv.Atoi(strings.TrimPrefix(f, "t"))
+		}
+		chunk := []map[string]any{}
+		i := from
+		for ; i >= 1 && len(chunk) < limit; i-- {
+			chunk = append(chunk, map[string]any{"event_id": fmt.Sprintf("$ev%d", i), "type": "m.room.message", "sender": "@bot:example.org",
+				"origin_server_ts": at[i-1].UnixMilli(), "content": map[string]string{"msgtype": "m.text", "body": bodies[i-1]}})
+		}
+		chunk = append(chunk, map[string]any{"event_id": "$other", "type": "m.room.message", "sender": "@alice:example.org",
+			"origin_server_ts": 1, "content": map[string]string{"msgtype": "m.text", "body": "hi"}})
+		ans := map[string]any{"chunk": chunk, "start": fmt.Sprintf("t%d", from)}
+		if i >= 1 {
+			ans["end"] = fmt.Sprintf("t%d", i)
+		}
+		head(w)
 		_ = json.NewEncoder(w).Encode(ans)
 	})
 	return mux

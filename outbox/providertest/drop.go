@@ -11,7 +11,7 @@ import (
 
 // Dropper wraps a receiver's handler to lose answers the way a receiver
 // that commits and then crashes, or a proxy that times out, does: every
-// write (a POST) is served by the wrapped handler, so the receiver records
+// write (a POST or a PUT) is served by the wrapped handler, so the receiver records
 // it, and the answer to every nth accepted write is never sent: the
 // connection is hijacked and closed instead. Reads pass through.
 //
@@ -56,7 +56,7 @@ func (d *Dropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	every := d.every
 	d.mu.Unlock()
-	if r.Method != http.MethodPost || every == 0 {
+	if (r.Method != http.MethodPost && r.Method != http.MethodPut) || every == 0 {
 		d.next.ServeHTTP(w, r)
 		return
 	}
