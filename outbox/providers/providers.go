@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/provider/discord"
+	"github.com/tidemark/tidemark/outbox/provider/email"
 	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
 	"github.com/tidemark/tidemark/outbox/provider/matrix"
@@ -195,6 +196,22 @@ var kinds = map[string]kind{
 			Notes:          "homeservers keep transaction ids for about 30 minutes; after that the listing decides",
 		},
 		minGap: matrix.DefaultMinGap,
+	},
+	"email": {
+		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
+			c, err := email.FromSettings(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Clock = clk
+			p, err := email.New(c)
+			return p, []string{c.Password}, err
+		},
+		secrets: provider.SecretSpec{Keys: []string{"password"}, URLs: []string{"smtp_url"}},
+		caps: provider.Capabilities{
+			Notes: "SMTP servers do not deduplicate by Message-ID (derived from the intent's key); reading the sent mailbox over IMAP is not built yet",
+		},
+		minGap: email.DefaultMinGap,
 	},
 }
 

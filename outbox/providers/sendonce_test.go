@@ -190,17 +190,28 @@ func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
 
 type setup struct {
 	target   string
-	settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper)
+	settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper)
 	// counted: the provider has a counter, so a lost answer is decided
 	// at once by subtraction; otherwise reconciliation decides it.
 	counted bool
+	// atMostOnce: nothing can decide a write in doubt; it must stay
+	// unresolved, never be sent twice.
+	atMostOnce bool
+}
+
+// dropper loses the answers to writes that landed (providertest.Dropper
+// for HTTP).
+type dropper interface {
+	DropEvery(n int)
+	Dropped() int
+	Reused() int
 }
 
 // fakes are the receivers of every provider kind, each following the
 // provider's documented API, behind a Dropper.
 func fakes() map[string]setup {
 	return map[string]setup{
-		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_HOOK_SECRET", "s3cret")
 			srv := providertest.New(t, env.Clock, []byte("s3cret"))
 			s := srv.Settings()
@@ -214,14 +225,14 @@ func fakes() map[string]setup {
 				return out
 			}, srv.Dropper
 		}},
-		"mastodon": {target: "timeline", counted: true, settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"mastodon": {target: "timeline", counted: true, settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_MASTODON_TOKEN", "tok")
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, mastodonReceiver(r))
 			return map[string]string{"base_url": srv.URL, "token_env": "TM_MASTODON_TOKEN"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
-		"github": {target: "o/r#1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"github": {target: "o/r#1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_GITHUB_TOKEN", "tok")
 			r := &receiver{clk: env.Clock}
 			var base string
@@ -230,28 +241,34 @@ func fakes() map[string]setup {
 			return map[string]string{"api_url": srv.URL, "token_env": "TM_GITHUB_TOKEN", "login": "bot", "repos": "o/r"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
-		"discord": {target: "channel", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"discord": {target: "channel", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_DISCORD_BOT", "bottok")
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, discordReceiver(r))
 			return map[string]string{"url": srv.URL + "/api/webhooks/42/hooktoken", "bot_token_env": "TM_DISCORD_BOT", "api_url": srv.URL + "/api/v10"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
-		"slack": {target: "C0TIDE", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"slack": {target: "C0TIDE", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_SLACK_TOKEN", "xoxb-tok")
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, slackReceiver(r))
 			return map[string]string{"api_url": srv.URL + "/api", "token_env": "TM_SLACK_TOKEN", "channels": "C0TIDE"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
-		"matrix": {target: "!room:example.org", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"matrix": {target: "!room:example.org", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_MATRIX_TOKEN", "mtok")
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, newMatrixReceiver(r).handler())
 			return map[string]string{"homeserver_url": srv.URL, "token_env": "TM_MATRIX_TOKEN", "rooms": "!room:example.org"},
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
-		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, *providertest.Dropper) {
+		"email": {target: "reader@example.org", atMostOnce: true, settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
+			t.Setenv("TM_SMTP_PASSWORD", "pw")
+			srv := newSMTPReceiver(t)
+			return map[string]string{"smtp_url": "smtp+insecure://" + srv.addr, "from": "tidemark@example.org"},
+				srv.bodies, srv
+		}},
+		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
 			return map[string]string{"base_url": srv.URL, "topics": "alerts"},
@@ -519,6 +536,23 @@ func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 				}
 				dropper.DropEvery(every)
 				d := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "w", Clock: env.Clock, LeaseTTL: time.Hour}
+				if k.atMostOnce {
+					left := deliverAll(t, env, st, d, n)
+					assertAtMostOnce(t, intents, left, received())
+					if dropper.Dropped() == 0 {
+						t.Fatal("no answer was lost: the test proves nothing")
+					}
+					unresolved := 0
+					for _, in := range left {
+						if in.State == outbox.StateUnresolved {
+							unresolved++
+						}
+					}
+					if unresolved != dropper.Dropped() {
+						t.Errorf("%d answers lost, %d intents unresolved", dropper.Dropped(), unresolved)
+					}
+					return
+				}
 				unknown, reconciled := 0, 0
 				for step := 0; ; step++ {
 					if step > 20*n {

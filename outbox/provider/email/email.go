@@ -1,0 +1,292 @@
+// Package email sends each write as a plain-text mail over SMTP
+// (github.com/emersion/go-smtp). Its Message-ID is derived from the
+// intent's idempotency key, so every attempt at one intent carries the same
+// Message-ID, and a mailbox (or a person) can tell a resend from a new mail.
+//
+// SMTP servers do not deduplicate by Message-ID, and this provider cannot
+// yet read a sent mailbox back (IMAP reconciliation is not built), so an
+// email lane is at most once: a mail whose final answer was lost is never
+// sent again; it stays unresolved until an operator decides (or the lane
+// opts in to resend_in_doubt, at least once).
+//
+// An answer that says the mail was not taken (any reply before the final
+// dot, or a 4xx/5xx after it) means it did not land: 4xx is deferred, 5xx
+// refused. Only a connection lost after the final dot leaves it in doubt.
+//
+// Target is the recipient address; there is no parent. The subject is the
+// body's first line.
+package email
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"mime"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/outbox/provider"
+)
+
+const (
+	// DefaultMinGap keeps a lane well under common submission limits
+	// (hosted providers allow from about 20 to 100 messages a minute).
+	DefaultMinGap = 5 * time.Second
+	maxSubject    = 200
+	// MaxBodyBytes bounds one mail's text.
+	MaxBodyBytes = 1 << 20
+)
+
+// Config configures an email lane.
+type Config struct {
+	// SMTPURL is smtp://host:587 (STARTTLS required), smtps://host:465
+	// (implicit TLS), or smtp+insecure://host:port (plain text: tests and
+	// local relays only).
+	SMTPURL  string
+	Username string
+	Password string
+	From     string
+	Timeout  time.Duration
+	// TLSConfig is for tests; nil uses the system's roots.
+	TLSConfig *tls.Config
+	Clock     clock.Clock
+}
+
+// FromSettings builds a Config from a lane's settings: smtp_url, username,
+// password or password_env (default SMTP_PASSWORD; only when username is
+// set), from, timeout.
+func FromSettings(s map[string]string) (Config, error) {
+	st := provider.Settings(s)
+	c := Config{SMTPURL: s["smtp_url"], Username: s["username"], From: s["from"], Timeout: 30 * time.Second}
+	if c.Username != "" {
+		pw, err := st.Token("password", "password_env", "SMTP_PASSWORD", os.Getenv)
+		if err != nil {
+			return c, err
+		}
+		c.Password = pw
+	}
+	if v := s["timeout"]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, tidemark.Invalidf("setting timeout", v, "want a positive duration")
+		}
+		c.Timeout = d
+	}
+	return c, nil
+}
+
+// Provider is an email lane.
+type Provider struct {
+	c      Config
+	scheme string
+	addr   string
+	from   *mail.Address
+}
+
+// New checks cfg and returns the provider.
+func New(cfg Config) (*Provider, error) {
+	u, err := url.Parse(cfg.SMTPURL)
+	if err != nil || u.Host == "" {
+		return nil, tidemark.Invalidf("setting smtp_url", cfg.SMTPURL, "want smtp://host:587, smtps://host:465 or smtp+insecure://host:port")
+	}
+	addr := u.Host
+	switch u.Scheme {
+	case "smtp":
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "587")
+		}
+	case "smtps":
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "465")
+		}
+	case "smtp+insecure":
+		if u.Port() == "" {
+			return nil, tidemark.Invalidf("setting smtp_url", cfg.SMTPURL, "smtp+insecure needs a port")
+		}
+	default:
+		return nil, tidemark.Invalidf("setting smtp_url", cfg.SMTPURL, "want smtp://, smtps:// or smtp+insecure://")
+	}
+	from, err := mail.ParseAddress(cfg.From)
+	if err != nil {
+		return nil, tidemark.Invalidf("setting from", cfg.From, "want an address: %v", err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	return &Provider{c: cfg, scheme: u.Scheme, addr: addr, from: from}, nil
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// MessageID is the Message-ID of an intent's mail: its idempotency key at
+// the sender's domain.
+func (p *Provider) MessageID(key string) string {
+	domain := "tidemark.invalid"
+	if i := strings.LastIndexByte(p.from.Address, '@'); i >= 0 {
+		domain = p.from.Address[i+1:]
+	}
+	return "<" + key + "@" + domain + ">"
+}
+
+// compose renders the mail: headers, then the body as quoted-printable
+// UTF-8 text.
+func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
+	subject, _, _ := strings.Cut(strings.TrimSpace(string(w.Body)), "\n")
+	subject = strings.TrimSpace(subject)
+	if r := []rune(subject); len(r) > maxSubject {
+		subject = string(r[:maxSubject]) + "…"
+	}
+	var b bytes.Buffer
+	h := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
+	h("From", p.from.String())
+	h("To", to.String())
+	h("Subject", mime.QEncoding.Encode("utf-8", subject))
+	h("Date", p.c.Clock.Now().Format(time.RFC1123Z))
+	h("Message-ID", p.MessageID(w.IdempotencyKey))
+	h("MIME-Version", "1.0")
+	h("Content-Type", "text/plain; charset=utf-8")
+	h("Content-Transfer-Encoding", "quoted-printable")
+	b.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(&b)
+	if _, err := qp.Write(bytes.ReplaceAll(w.Body, []byte("\n"), []byte("\r\n"))); err != nil {
+		return nil, err
+	}
+	if err := qp.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// notLanded: the server had not taken the mail when this went wrong.
+func notLanded(step string, err error) error {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) && se.Code >= 500 {
+		return &provider.RejectedError{Status: se.Code, Body: step + ": " + se.Message}
+	}
+	// A 4xx, or a connection that failed before the final dot: try later.
+	return &provider.RetryAfterError{Status: 0, After: time.Minute}
+}
+
+// Post implements provider.Provider: one SMTP transaction on a connection
+// of its own. Nothing retries it.
+func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	if w.Parent != "" {
+		return provider.Posted{}, &provider.RejectedError{Body: "mail has no parent"}
+	}
+	to, err := mail.ParseAddress(w.Target)
+	if err != nil {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("target %q is not an address", w.Target)}
+	}
+	if w.IdempotencyKey == "" {
+		return provider.Posted{}, &provider.RejectedError{Body: "a mail needs the intent's idempotency key for its Message-ID"}
+	}
+	if len(w.Body) > MaxBodyBytes {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the mail is %d bytes; at most %d", len(w.Body), MaxBodyBytes)}
+	}
+	msg, err := p.compose(to, w)
+	if err != nil {
+		return provider.Posted{}, err
+	}
+	c, err := p.dial(ctx)
+	if err != nil {
+		return provider.Posted{}, notLanded("connect", err)
+	}
+	defer c.Close()
+	if p.c.Username != "" {
+		if err := c.Auth(sasl.NewPlainClient("", p.c.Username, p.c.Password)); err != nil {
+			return provider.Posted{}, notLanded("auth", err)
+		}
+	}
+	if err := c.Mail(p.from.Address, nil); err != nil {
+		return provider.Posted{}, notLanded("MAIL FROM", err)
+	}
+	if err := c.Rcpt(to.Address, nil); err != nil {
+		return provider.Posted{}, notLanded("RCPT TO", err)
+	}
+	dw, err := c.Data()
+	if err != nil {
+		return provider.Posted{}, notLanded("DATA", err)
+	}
+	if _, err := dw.Write(msg); err != nil {
+		return provider.Posted{}, notLanded("message", err)
+	}
+	sentAt := p.c.Clock.Now()
+	// Close sends the final dot and reads the answer: from here a lost
+	// connection leaves the mail in doubt.
+	if err := dw.Close(); err != nil {
+		var se *smtp.SMTPError
+		if errors.As(err, &se) {
+			return provider.Posted{}, notLanded("end of data", err)
+		}
+		return provider.Posted{}, &provider.UnknownError{Err: fmt.Errorf("smtp %s: end of data: %w", p.addr, err)}
+	}
+	_ = c.Quit() // the mail is taken; a failed QUIT changes nothing
+	return provider.Posted{RemoteID: p.MessageID(w.IdempotencyKey), CreatedAt: sentAt}, nil
+}
+
+func (p *Provider) dial(ctx context.Context) (*smtp.Client, error) {
+	d := net.Dialer{Timeout: p.c.Timeout}
+	dctx, cancel := context.WithTimeout(ctx, p.c.Timeout)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(p.c.Timeout))
+	tc := p.c.TLSConfig
+	if tc == nil {
+		host, _, _ := net.SplitHostPort(p.addr)
+		tc = &tls.Config{ServerName: host}
+	}
+	switch p.scheme {
+	case "smtps":
+		return smtp.NewClient(tls.Client(conn, tc)), nil
+	case "smtp":
+		c, err := smtp.NewClientStartTLS(conn, tc)
+		if err != nil {
+			conn.Close()
+		}
+		return c, err
+	default:
+		return smtp.NewClient(conn), nil
+	}
+}
+
+// ListOwn implements provider.Provider: reading the sent mailbox back over
+// IMAP is not built, so nothing can be listed.
+func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+	return provider.Page{}, fmt.Errorf("email: %w", provider.ErrUnsupported)
+}
+
+// Probe implements provider.Provider: see ListOwn.
+func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
+	return provider.Probed{}, fmt.Errorf("email: %w", provider.ErrUnsupported)
+}
+
+// Count implements provider.Provider: SMTP has no counter.
+func (p *Provider) Count(ctx context.Context) (int64, error) {
+	return 0, fmt.Errorf("email: %w", provider.ErrUnsupported)
+}
+
+// CanWrite implements provider.Provider: the target must be an address.
+func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
+	if _, err := mail.ParseAddress(target); err != nil {
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not an address", target)}, nil
+	}
+	return provider.Writable{OK: true}, nil
+}

@@ -1,0 +1,98 @@
+package providers_test
+
+import (
+	"io"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/emersion/go-smtp"
+)
+
+// smtpReceiver is an SMTP server on 127.0.0.1 that keeps every mail it
+// takes and, on demand, loses the answer to every nth one: it records the
+// mail, then closes the connection instead of answering the final dot.
+type smtpReceiver struct {
+	addr string
+
+	mu      sync.Mutex
+	mails   []string // bodies, decoded
+	every   int
+	dropped int
+	reused  int
+}
+
+func newSMTPReceiver(t *testing.T) *smtpReceiver {
+	t.Helper()
+	r := &smtpReceiver{}
+	s := smtp.NewServer(r)
+	s.Domain = "localhost"
+	s.AllowInsecureAuth = true
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = l.Addr().String()
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return r
+}
+
+func (r *smtpReceiver) DropEvery(n int) { r.mu.Lock(); r.every = n; r.mu.Unlock() }
+func (r *smtpReceiver) Dropped() int    { r.mu.Lock(); defer r.mu.Unlock(); return r.dropped }
+func (r *smtpReceiver) Reused() int     { r.mu.Lock(); defer r.mu.Unlock(); return r.reused }
+
+func (r *smtpReceiver) bodies() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.mails...)
+}
+
+func (r *smtpReceiver) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &smtpSession{r: r, conn: c.Conn()}, nil
+}
+
+type smtpSession struct {
+	r     *smtpReceiver
+	conn  net.Conn
+	mails int
+}
+
+func (s *smtpSession) Reset()                                         {}
+func (s *smtpSession) Logout() error                                  { return nil }
+func (s *smtpSession) Mail(from string, opts *smtp.MailOptions) error { return nil }
+func (s *smtpSession) Rcpt(to string, opts *smtp.RcptOptions) error   { return nil }
+
+func (s *smtpSession) Data(rd io.Reader) error {
+	m, err := mail.ReadMessage(rd)
+	if err != nil {
+		return err
+	}
+	if m.Header.Get("Message-ID") == "" {
+		return &smtp.SMTPError{Code: 554, Message: "no Message-ID"}
+	}
+	b, err := io.ReadAll(quotedprintable.NewReader(m.Body))
+	if err != nil {
+		return err
+	}
+	r := s.r
+	r.mu.Lock()
+	// The data terminator puts a line break after the last line.
+	r.mails = append(r.mails, strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"))
+	if s.mails > 0 {
+		r.reused++
+	}
+	s.mails++
+	drop := r.every > 0 && len(r.mails)%r.every == 0
+	if drop {
+		r.dropped++
+	}
+	r.mu.Unlock()
+	if drop {
+		s.conn.Close() // taken, but the answer is never sent
+	}
+	return nil
+}
