@@ -11,7 +11,9 @@ func newOutboxCmd(a *app) *cobra.Command {
 		Use:   "outbox",
 		Short: "Deliver outbound writes: lanes, channels, intents, delivery, reconciliation, plans",
 		Long: `The outbox delivers outbound writes (webhooks, Mastodon statuses, GitHub
-comments) to systems tidemark does not own, once each, across crashes.
+comments, Slack, Discord and Matrix messages, ntfy notifications, mail) to
+systems tidemark does not own, across crashes, with the guarantee each lane
+states (tidemark outbox providers).
 
 Each lane is one provider account with a single fenced writer and a pacing
 gate. Publishing a page drafts intents for its source's channels in the same
