@@ -31,7 +31,9 @@ signals that prove a read's age):
   at-least-once  the lane set resend_in_doubt=true: it is sent again, maybe twice
 
 "needs" names the lane settings of which any one raises a kind to its best
-guarantee. A lane shows the guarantee it has with its settings (lane show).`,
+guarantee. "min gap" is the default gap between writes that lane add takes
+from the provider's published rate limits (--min-gap overrides it). A lane
+shows the guarantee it has with its settings (lane show).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rows := providers.Table()
@@ -39,7 +41,7 @@ guarantee. A lane shows the guarantee it has with its settings (lane show).`,
 				return writeJSON(a.stdout, rows)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PROVIDER\tGUARANTEE\tNEEDS\tDECIDED BY\tFRESHNESS")
+			fmt.Fprintln(tw, "PROVIDER\tGUARANTEE\tNEEDS\tDECIDED BY\tFRESHNESS\tMIN GAP")
 			for _, r := range rows {
 				g := string(r.Best)
 				if r.Default != r.Best {
@@ -49,8 +51,12 @@ guarantee. A lane shows the guarantee it has with its settings (lane show).`,
 				if len(r.Needs) > 0 {
 					needs = "one of " + strings.ReplaceAll(strings.Join(r.Needs, ", "), "|", " or ")
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Kind, g, needs, capabilityNames(r.Capabilities),
-					orDash(strings.Join(r.Capabilities.Freshness, ", ")))
+				gap := "-"
+				if r.MinGap > 0 {
+					gap = r.MinGap.Std().String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, g, needs, capabilityNames(r.Capabilities),
+					orDash(strings.Join(r.Capabilities.Freshness, ", ")), gap)
 			}
 			return tw.Flush()
 		},

@@ -41,6 +41,21 @@ func TestOutboxProvidersAndTheLanesGuarantee(t *testing.T) {
 	if code := run(append(append(base, hook...), "bad", "--setting", "resend_in_doubt=maybe"), &out, &errb); code != 2 {
 		t.Fatalf("a bad resend_in_doubt: exit %d (%s), want 2", code, errb.String())
 	}
+	// The provider's published rate limit is the default gap; --min-gap
+	// overrides it.
+	cmd("outbox", "lane", "add", "alerts", "--provider", "ntfy", "--setting", "topics=alerts")
+	cmd("outbox", "lane", "add", "fast", "--provider", "ntfy", "--min-gap", "1s")
+	for lane, want := range map[string]string{"alerts": "5s", "fast": "1s", "blind": "2s"} {
+		var l struct {
+			MinGap string `json:"min_gap"`
+		}
+		if err := json.Unmarshal(cmd("outbox", "lane", "show", lane, "--json"), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.MinGap != want {
+			t.Errorf("lane %s: min gap %s, want %s", lane, l.MinGap, want)
+		}
+	}
 	for lane, want := range map[string]string{"blind": "at-most-once", "listed": "exactly-once", "eager": "at-least-once"} {
 		var l struct {
 			Guarantee struct {

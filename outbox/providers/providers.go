@@ -98,6 +98,8 @@ var kinds = map[string]kind{
 			Freshness:      []string{freshAge},
 			Notes:          "Mastodon keeps an idempotency key for one hour",
 		},
+		// Mastodon allows 300 statuses every 3 hours per account.
+		minGap: 36 * time.Second,
 	},
 	"github": {
 		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
@@ -117,6 +119,9 @@ var kinds = map[string]kind{
 			Freshness: []string{freshAge},
 			Notes:     "GitHub takes no idempotency key",
 		},
+		// GitHub's secondary limit: at most 500 content-creating requests
+		// an hour (and 80 a minute).
+		minGap: 8 * time.Second,
 	},
 	"ntfy": {
 		build: func(s map[string]string, clk clock.Clock) (provider.Provider, []string, error) {
@@ -351,6 +356,9 @@ type KindGuarantee struct {
 	// Needs: settings of which any one raises Default to Best.
 	Needs        []string              `json:"needs"`
 	Capabilities provider.Capabilities `json:"capabilities"`
+	// MinGap is the default gap between writes, from the provider's
+	// published rate limits (0: none published; lane add's default).
+	MinGap tidemark.Duration `json:"min_gap"`
 }
 
 // Table derives, for each kind, its guarantees from its capabilities.
@@ -376,7 +384,8 @@ func Table() []KindGuarantee {
 		if err != nil {
 			panic(err)
 		}
-		row := KindGuarantee{Kind: name, Best: best.Guarantee, Default: def.Guarantee, Needs: []string{}, Capabilities: c}
+		row := KindGuarantee{Kind: name, Best: best.Guarantee, Default: def.Guarantee, Needs: []string{}, Capabilities: c,
+			MinGap: tidemark.Duration(kinds[name].minGap)}
 		if best.Guarantee != def.Guarantee {
 			row.Needs = append(row.Needs, def.Missing...)
 		}
