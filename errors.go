@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -108,24 +107,37 @@ func ExitCode(err error) int {
 	}
 }
 
+// HTTP statuses of the JSON API, one per error kind. They are the numbers
+// of net/http's constants, written here so the domain package does not
+// import net/http.
+const (
+	statusOK                  = 200 // http.StatusOK
+	statusBadRequest          = 400 // http.StatusBadRequest
+	statusNotFound            = 404 // http.StatusNotFound
+	statusConflict            = 409 // http.StatusConflict
+	statusClientClosedRequest = 499 // nginx's "client closed request"; net/http has none
+	statusInternalServerError = 500 // http.StatusInternalServerError
+	statusServiceUnavailable  = 503 // http.StatusServiceUnavailable
+)
+
 // HTTPStatus maps an error to an HTTP status for the JSON API. It is the one
 // place where error kinds become statuses; an unexpected error is a 500 and
 // should be logged in full by the caller.
 func HTTPStatus(err error) int {
 	switch ExitCode(err) {
 	case ExitOK:
-		return http.StatusOK
+		return statusOK
 	case ExitInvalid:
-		return http.StatusBadRequest
+		return statusBadRequest
 	case ExitNotFound:
-		return http.StatusNotFound
+		return statusNotFound
 	case ExitConflict:
-		return http.StatusConflict
+		return statusConflict
 	case ExitUnavailable:
-		return http.StatusServiceUnavailable
+		return statusServiceUnavailable
 	case ExitInterrupted:
-		return 499
+		return statusClientClosedRequest
 	default:
-		return http.StatusInternalServerError
+		return statusInternalServerError
 	}
 }

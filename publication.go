@@ -1,13 +1,9 @@
 package tidemark
 
-import (
-	"context"
-	"database/sql"
-)
-
-// Publication is a page being marked published. Hooks of this shape run
-// inside the transaction that marks it, so whatever they write (the
-// outbox's intents, for one) commits with the mark or not at all.
+// Publication is a page being marked published. The publish pipeline's
+// hooks (publish.Hook) run inside the transaction that marks it, so
+// whatever they write (the outbox's intents, for one) commits with the
+// mark or not at all.
 type Publication struct {
 	PageID     string `json:"page_id"`
 	EventID    string `json:"event_id"`
@@ -19,7 +15,3 @@ type Publication struct {
 	// PageURL is where the published page can be read, if known.
 	PageURL string `json:"page_url,omitempty"`
 }
-
-// PublishHook runs inside the mark-published transaction. An error rolls
-// the mark back.
-type PublishHook func(ctx context.Context, tx *sql.Tx, p Publication) error

@@ -149,7 +149,7 @@ type sqlTx = sql.Tx
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 type (
-	publishHook        = tidemark.PublishHook
+	publishHook        = publish.Hook
 	publishPublication = tidemark.Publication
 )
 

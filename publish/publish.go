@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,13 +42,19 @@ type Override struct {
 	Notes string
 }
 
+// Hook runs inside the transaction that marks a page published, so what
+// it writes (the outbox drafts its intents there) commits with the mark or
+// not at all; an error rolls the mark back. The transaction is the SQL
+// store's: a hook is how another pipeline's store composes a write into it.
+type Hook func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error
+
 // Service publishes summaries.
 type Service struct {
 	Store   Store
 	Objects objstore.Store
 	// Hooks run inside the mark-published transaction (the outbox drafts
 	// its intents there).
-	Hooks     []tidemark.PublishHook
+	Hooks     []Hook
 	Overrides PageOverrides
 	// BaseURL, if set, is where the wiki is served ("https://wiki.example/");
 	// publications carry BaseURL + key as their page URL.

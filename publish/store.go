@@ -198,7 +198,7 @@ type Store interface {
 	// event still points at it with the same evidence hash, and no newer
 	// generation is marked; hooks run inside that transaction. ErrLostRace
 	// when the summary lost.
-	Mark(ctx context.Context, p Plan, w Written, hooks []tidemark.PublishHook) (tidemark.Publication, error)
+	Mark(ctx context.Context, p Plan, w Written, hooks []Hook) (tidemark.Publication, error)
 	// CurrentSummary is the summary the event points at ("" when none).
 	CurrentSummary(ctx context.Context, eventID string) (string, error)
 

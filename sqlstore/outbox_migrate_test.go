@@ -188,7 +188,7 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 		if err != nil || len(ins) != 2 || ins[0].SummaryID != "" || ins[1].SummaryID != sums[1].ID {
 			t.Fatalf("origins after the migration: %+v %v", ins, err)
 		}
-		svc := &publish.Service{Store: db.Publish(), Objects: mem.New(), Hooks: []tidemark.PublishHook{st.PublishHook()}}
+		svc := &publish.Service{Store: db.Publish(), Objects: mem.New(), Hooks: []publish.Hook{st.PublishHook()}}
 		if _, err := svc.Publish(ctx, sums[1].ID); err != nil {
 			t.Fatal(err)
 		}

@@ -321,7 +321,7 @@ func (s *PublishStore) source(ctx context.Context, q querier, id string) (publis
 }
 
 // Mark implements publish.Store.
-func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []tidemark.PublishHook) (tidemark.Publication, error) {
+func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []publish.Hook) (tidemark.Publication, error) {
 	title := p.Title
 	if title == "" {
 		title = p.Event.Title

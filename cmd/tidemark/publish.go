@@ -30,7 +30,7 @@ func init() {
 
 // publishHooks are registered by other pipelines (the outbox) to run inside
 // the mark-published transaction.
-var publishHooks []func(a *app) tidemark.PublishHook
+var publishHooks []func(a *app) publish.Hook
 
 // pageOverrides, when set by another pipeline (documents), supplies page
 // title and notes overrides.

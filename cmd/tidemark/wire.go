@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -17,7 +16,7 @@ import (
 // transaction that marks a page published, and page documents override
 // what a change page shows.
 func init() {
-	publishHooks = append(publishHooks, func(a *app) tidemark.PublishHook { return a.db.Outbox().PublishHook() })
+	publishHooks = append(publishHooks, func(a *app) publish.Hook { return a.db.Outbox().PublishHook() })
 	pageOverrides = func(a *app) publish.PageOverrides { return pageDocuments{a.db.Content()} }
 	afterDocPut = append(afterDocPut, republishEditedPage)
 	// Deliver what the new pages drafted, so `run --once` carries a change
