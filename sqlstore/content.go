@@ -46,10 +46,7 @@ var (
 // lockShare is appended to a SELECT of a collection row by a document
 // write: writes share the collection, a migration batch takes it alone.
 func (d *DB) lockShare() string {
-	if d.Dialect.Name == "postgres" {
-		return " FOR SHARE"
-	}
-	return ""
+	return d.Dialect.LockShare
 }
 
 // CreateCollection implements content.Store.
@@ -176,7 +173,7 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 		}
 		encoded[i] = string(b)
 	}
-	if s.db.Dialect.Name == "sqlite" {
+	if s.db.Dialect.RowAtATime {
 		if err := s.writeEach(ctx, tx, collection, ws, encoded, now); err != nil {
 			return err
 		}

@@ -40,6 +40,9 @@ type Dialect struct {
 	// LockSkipLocked is appended to a SELECT that must lock rows and pass
 	// over rows another transaction holds.
 	LockSkipLocked string
+	// LockShare is appended to a SELECT that must keep the rows it reads
+	// from changing until commit while letting other readers share them.
+	LockShare string
 	// Bytes is the column type for raw bytes.
 	Bytes string
 	// MigrationLock, when set, is run first in every migrating transaction
@@ -53,6 +56,12 @@ type Dialect struct {
 	// run statements prepared once per DB. pgx caches prepared statements
 	// per connection by itself.
 	PrepareOnce bool
+	// RowAtATime: a statement costs no round trip (SQLite runs in the
+	// process), so writing row by row through statements prepared once
+	// costs less than parsing one long multi-row statement. Dialects
+	// without it take the set-based paths, which pass keys as array
+	// parameters (unnest($n::text[])).
+	RowAtATime bool
 	// ModifyingCTE: several writes can be one statement through
 	// data-modifying WITH clauses, one round trip instead of several.
 	ModifyingCTE bool
@@ -63,9 +72,9 @@ type Dialect struct {
 }
 
 var (
-	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", PrepareOnce: true, MaxParams: 32766, search: sqliteSearch,
+	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", PrepareOnce: true, RowAtATime: true, MaxParams: 32766, search: sqliteSearch,
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
-	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", Bytes: "BYTEA",
+	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", LockShare: " FOR SHARE", Bytes: "BYTEA",
 		ModifyingCTE: true, MaxParams: 65535, search: postgresSearch,
 		MigrationLock: `SELECT pg_advisory_xact_lock(746564)`,
 		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns

@@ -761,40 +761,26 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 	if len(items) == 0 {
 		return rep, nil
 	}
-	// PostgreSQL reads every named event in one indexed query up front. On
-	// SQLite, where a statement costs little but a large query's planning
-	// does, a new event is inserted straight away and only an item that
-	// turns out to exist is looked up.
-	lazy := s.db.Dialect.Name == SQLite.Name
-	if !lazy {
+	// A dialect with a round trip per statement reads every named event in
+	// one indexed query up front. Where statements run row at a time
+	// (SQLite), a statement costs little but a large query's planning does:
+	// a new event is inserted straight away and only an item that turns out
+	// to exist is looked up.
+	if !s.db.Dialect.RowAtATime {
 		return s.insertEventsSet(ctx, tx, c, items, now)
 	}
 	known := map[string]frozen{}
-	insertQuery := insertEvent
-	var lookup *sql.Stmt
-	if lazy {
-		insertQuery += ` ON CONFLICT (source_id, item_key) DO NOTHING`
-		var err error
-		if lookup, err = tx.PrepareContext(ctx, lookupEvent); err != nil {
-			return rep, fmt.Errorf("prepare event lookup: %w", err)
-		}
-		defer lookup.Close()
-	} else {
-		var err error
-		if known, err = s.frozenEvents(ctx, tx, c.SourceID, items); err != nil {
-			return rep, err
-		}
+	lookup, err := tx.PrepareContext(ctx, lookupEvent)
+	if err != nil {
+		return rep, fmt.Errorf("prepare event lookup: %w", err)
 	}
-	var ins *sql.Stmt
-	if lazy {
-		var err error
-		if ins, err = tx.PrepareContext(ctx, insertQuery); err != nil {
-			return rep, fmt.Errorf("prepare event insert: %w", err)
-		}
-		defer ins.Close()
+	defer lookup.Close()
+	ins, err := tx.PrepareContext(ctx, insertEvent+` ON CONFLICT (source_id, item_key) DO NOTHING`)
+	if err != nil {
+		return rep, fmt.Errorf("prepare event insert: %w", err)
 	}
-	// The revision insert is prepared when first needed (off the lazy
-	// path: only for re-frozen events).
+	defer ins.Close()
+	// The revision insert is prepared when first needed.
 	var revStmt *sql.Stmt
 	defer func() {
 		if revStmt != nil {
@@ -818,7 +804,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			occurred = now
 		}
 		cur, ok := known[it.Key]
-		if !ok && lazy {
+		if !ok {
 			id := s.db.IDs.New()
 			res, err := ins.ExecContext(ctx, id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now))
 			if err != nil {
@@ -846,32 +832,23 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 			if err := lookup.QueryRowContext(ctx, c.SourceID, it.Key).Scan(&cur.id, &cur.hash, &cur.revision); err != nil {
 				return rep, fmt.Errorf("event %q: read frozen evidence: %w", it.Key, err)
 			}
-			ok = true
 		}
-		switch {
-		case ok && cur.hash == hash:
+		if cur.hash == hash {
 			continue // the same evidence again: nothing changed upstream
-		case ok:
-			if refreeze == nil {
-				var err error
-				if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
-					return rep, fmt.Errorf("prepare event refreeze: %w", err)
-				}
-				defer refreeze.Close()
-			}
-			res, err := refreeze.ExecContext(ctx, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now), cur.id, cur.hash, cur.revision)
-			if err := expectOne(res, err, fmt.Errorf("event %q changed under the source lock: %w", it.Key, tidemark.ErrUnconfirmed)); err != nil {
-				return rep, err
-			}
-			cur = frozen{id: cur.id, hash: hash, revision: cur.revision + 1}
-			rep.EventsChanged++
-		default:
-			cur = frozen{id: s.db.IDs.New(), hash: hash, revision: 1}
-			if _, err := ins.ExecContext(ctx, cur.id, c.SourceID, it.Key, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now)); err != nil {
-				return rep, fmt.Errorf("event %q: %w", it.Key, err)
-			}
-			rep.EventsNew++
 		}
+		if refreeze == nil {
+			var err error
+			if refreeze, err = tx.PrepareContext(ctx, refreezeEvent); err != nil {
+				return rep, fmt.Errorf("prepare event refreeze: %w", err)
+			}
+			defer refreeze.Close()
+		}
+		res, err := refreeze.ExecContext(ctx, it.Title, it.URL, ms(occurred), hash, c.RunID, ms(now), cur.id, cur.hash, cur.revision)
+		if err := expectOne(res, err, fmt.Errorf("event %q changed under the source lock: %w", it.Key, tidemark.ErrUnconfirmed)); err != nil {
+			return rep, err
+		}
+		cur = frozen{id: cur.id, hash: hash, revision: cur.revision + 1}
+		rep.EventsChanged++
 		known[it.Key] = cur
 		rs, err := rev()
 		if err != nil {
@@ -1055,35 +1032,6 @@ func (s *IngestStore) insertRevision(ctx context.Context, rev *sql.Stmt, cur fro
 		return fmt.Errorf("event %q revision %d: %w", it.Key, cur.revision, err)
 	}
 	return nil
-}
-
-// frozenEvents reads the current evidence of the events the items name, in
-// chunks that stay under both backends' parameter limits.
-func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
-	if s.db.Dialect.Name == Postgres.Name {
-		return s.frozenEventsPG(ctx, tx, sourceID, items)
-	}
-	const chunk = 500
-	known := make(map[string]frozen, len(items))
-	for start := 0; start < len(items); start += chunk {
-		end := min(start+chunk, len(items))
-		args := make([]any, 0, end-start+1)
-		args = append(args, sourceID)
-		var q strings.Builder
-		q.WriteString(`SELECT item_key, id, evidence_hash, revision FROM events WHERE source_id = $1 AND item_key IN (`)
-		for i, it := range items[start:end] {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			args = append(args, it.Key)
-			fmt.Fprintf(&q, "$%d", len(args))
-		}
-		q.WriteByte(')')
-		if err := readFrozen(ctx, tx, known, q.String(), args...); err != nil {
-			return nil, err
-		}
-	}
-	return known, nil
 }
 
 func (s *IngestStore) insertAudit(ctx context.Context, tx *sql.Tx, runID string, r sourceRow, holder string, o tidemark.Outcome,
@@ -1409,12 +1357,13 @@ func (s *IngestStore) OutcomeCounts(ctx context.Context) (map[tidemark.Outcome]i
 	return out, rows.Err()
 }
 
-// frozenEventsPG is frozenEvents for PostgreSQL: the keys go as one array
-// parameter and are joined to events through the (source_id, item_key)
-// index one by one. An IN list is filtered over all of the source's events
+// frozenEvents reads the current evidence of the events the items name, for
+// the set-based path (dialects without RowAtATime, which take arrays): the
+// keys go as one array parameter per chunk and are joined to events through
+// the (source_id, item_key) index one by one. An IN list is filtered over all of the source's events
 // instead whenever the statistics are stale (right after a large first
 // ingest), which makes each lookup cost the size of the source.
-func (s *IngestStore) frozenEventsPG(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
+func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID string, items []tidemark.Item) (map[string]frozen, error) {
 	const chunk = 5000
 	known := make(map[string]frozen, len(items))
 	for start := 0; start < len(items); start += chunk {

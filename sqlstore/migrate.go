@@ -39,6 +39,11 @@ type Migration struct {
 
 var migrationDialects = map[string]bool{SQLite.Name: true, Postgres.Name: true}
 
+// AppliesTo says whether the migration runs on d. A dialect's name is how
+// a migration file says which dialect it is written for; this is the one
+// place the name is compared, every behaviour is a capability of Dialect.
+func (m Migration) AppliesTo(d Dialect) bool { return m.Dialect == "" || m.Dialect == d.Name }
+
 // File is the migration's file name.
 func (m Migration) File() string {
 	if m.Dialect != "" {
@@ -115,7 +120,7 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 		if upTo > 0 && m.Version > upTo {
 			break
 		}
-		if m.Dialect != "" && m.Dialect != d.Dialect.Name {
+		if !m.AppliesTo(d.Dialect) {
 			continue
 		}
 		if err := d.apply(ctx, m); err != nil {
@@ -163,7 +168,7 @@ func (d *DB) bootstrapMigrations(ctx context.Context, ms []Migration) error {
 		}
 	}
 	for _, m := range ms {
-		if m.Dialect != "" && m.Dialect != d.Dialect.Name {
+		if !m.AppliesTo(d.Dialect) {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET sha256 = $1 WHERE version = $2 AND sha256 IS NULL`,
