@@ -12,7 +12,6 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
-	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -70,7 +69,7 @@ func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
 		}
 		count := func() int {
 			t.Helper()
-			ins, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane})
+			ins, err := h.st.ListIntents(ctx, outbox.IntentFilter{Lane: h.lane})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +81,7 @@ func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
 			t.Fatalf("a rolled-back publication left %d intents", n)
 		}
 		publish(p1, true)
-		ins, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane})
+		ins, err := h.st.ListIntents(ctx, outbox.IntentFilter{Lane: h.lane})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +105,7 @@ func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
 		p3 := p1
 		p3.PageID = "page-3"
 		publish(p3, true)
-		col, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane, State: outbox.StateCollision})
+		col, err := h.st.ListIntents(ctx, outbox.IntentFilter{Lane: h.lane, State: outbox.StateCollision})
 		if err != nil || len(col) != 2 || col[0].PageID != "page-3" || !strings.Contains(col[0].StateReason, ins[0].ID) {
 			t.Fatalf("colliding page: %+v %v; want two intents in collision naming their twins", col, err)
 		}
@@ -119,7 +118,7 @@ func TestPublishHookDraftsInTheMarkTransaction(t *testing.T) {
 		if n := count(); n != 10 {
 			t.Fatalf("%d intents after two pages with the same text, want 10", n)
 		}
-		pending, err := h.st.ListIntents(ctx, sqlstore.IntentFilter{Lane: h.lane, State: outbox.StatePending})
+		pending, err := h.st.ListIntents(ctx, outbox.IntentFilter{Lane: h.lane, State: outbox.StatePending})
 		if err != nil || len(pending) != 8 || !strings.HasSuffix(pending[7].Body, "page page-5") {
 			t.Fatalf("pending %+v %v", pending, err)
 		}

@@ -44,7 +44,7 @@ func TestTwoPagesWithTheSameTextBothPublish(t *testing.T) {
 			}
 			mustPublished(t, f.mustSummary(t, s.ID), true)
 		}
-		ins, err := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestACollidingDraftIsAVisibleReversibleState(t *testing.T) {
 			t.Fatalf("publish over a colliding intent: %v", err)
 		}
 		mustPublished(t, f.mustSummary(t, s.ID), true)
-		col, err := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook", State: outbox.StateCollision})
+		col, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook", State: outbox.StateCollision})
 		if err != nil || len(col) != 1 || col[0].PageID != plan.PageID || col[0].IdempotencyKey == manual.IdempotencyKey {
 			t.Fatalf("collisions %+v %v", col, err)
 		}
@@ -86,7 +86,7 @@ func TestACollidingDraftIsAVisibleReversibleState(t *testing.T) {
 		if _, err := f.svc.Publish(ctx, s.ID); err != nil {
 			t.Fatal(err)
 		}
-		if all, _ := ob.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"}); len(all) != 2 {
+		if all, _ := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"}); len(all) != 2 {
 			t.Fatalf("%d intents after publishing again", len(all))
 		}
 		// Out of reconciliation's join: the lane's intents are the manual one.

@@ -27,20 +27,6 @@ func (d *DB) Auth() *AuthStore { return &AuthStore{db: d} }
 // one.
 const TokenPrefix = "tmk_"
 
-// Token is an access token as stored: never its secret.
-type Token struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-}
-
-// ErrUnauthenticated: the presented token or session is unknown, revoked
-// or expired. It matches tidemark.ErrNotFound so that nothing tells a
-// guesser which of those it was.
-var ErrUnauthenticated = fmt.Errorf("sqlstore: not signed in: %w", tidemark.ErrNotFound)
-
 func secretHash(secret string) string {
 	h := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(h[:])
@@ -67,28 +53,28 @@ func validTokenName(name string) error {
 
 // CreateToken makes a token named name and returns its secret, the only
 // time it is ever available. A name is unique among unrevoked tokens.
-func (s *AuthStore) CreateToken(ctx context.Context, name string) (string, Token, error) {
+func (s *AuthStore) CreateToken(ctx context.Context, name string) (string, tidemark.Token, error) {
 	if err := validTokenName(name); err != nil {
-		return "", Token{}, err
+		return "", tidemark.Token{}, err
 	}
 	secret := TokenPrefix + newSecret()
-	t := Token{ID: s.db.IDs.New(), Name: name, CreatedAt: s.db.Clock.Now().UTC().Truncate(time.Millisecond)}
+	t := tidemark.Token{ID: s.db.IDs.New(), Name: name, CreatedAt: s.db.Clock.Now().UTC().Truncate(time.Millisecond)}
 	_, err := s.db.db.ExecContext(ctx, `INSERT INTO auth_tokens (id, name, sha256, created_at) VALUES ($1, $2, $3, $4)`,
 		t.ID, t.Name, secretHash(secret), ms(t.CreatedAt))
 	if IsUniqueViolation(err) {
-		return "", Token{}, fmt.Errorf("a token named %q already exists (revoke it first): %w", name, tidemark.ErrConflict)
+		return "", tidemark.Token{}, fmt.Errorf("a token named %q already exists (revoke it first): %w", name, tidemark.ErrConflict)
 	}
 	if err != nil {
-		return "", Token{}, fmt.Errorf("create token %q: %w", name, err)
+		return "", tidemark.Token{}, fmt.Errorf("create token %q: %w", name, err)
 	}
 	return secret, t, nil
 }
 
 const tokenColumns = `id, name, created_at, last_used_at, revoked_at`
 
-func scanToken(sc scanner) (Token, error) {
+func scanToken(sc scanner) (tidemark.Token, error) {
 	var (
-		t             Token
+		t             tidemark.Token
 		created       int64
 		used, revoked sql.NullInt64
 	)
@@ -100,7 +86,7 @@ func scanToken(sc scanner) (Token, error) {
 }
 
 // Tokens lists every token, revoked ones included, oldest first.
-func (s *AuthStore) Tokens(ctx context.Context) ([]Token, error) {
+func (s *AuthStore) Tokens(ctx context.Context) ([]tidemark.Token, error) {
 	return queryAll(ctx, s.db.db, scanToken, `SELECT `+tokenColumns+` FROM auth_tokens ORDER BY created_at, id`)
 }
 
@@ -112,29 +98,29 @@ func (s *AuthStore) HasTokens(ctx context.Context) (bool, error) {
 }
 
 // RevokeToken revokes the unrevoked token named name and ends its sessions.
-func (s *AuthStore) RevokeToken(ctx context.Context, name string) (Token, error) {
+func (s *AuthStore) RevokeToken(ctx context.Context, name string) (tidemark.Token, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	defer tx.Rollback()
 	t, err := scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM auth_tokens WHERE name = $1 AND revoked_at IS NULL`+s.db.Dialect.LockRow, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, fmt.Errorf("token %q: %w", name, tidemark.ErrNotFound)
+		return tidemark.Token{}, fmt.Errorf("token %q: %w", name, tidemark.ErrNotFound)
 	}
 	if err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	now := s.db.Clock.Now()
 	if err := exec1(ctx, tx, fmt.Errorf("token %q: revoked meanwhile: %w", name, tidemark.ErrConflict),
 		`UPDATE auth_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, t.ID, ms(now)); err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM auth_sessions WHERE token_id = $1`, t.ID); err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	r := now.UTC().Truncate(time.Millisecond)
 	t.RevokedAt = &r
@@ -143,23 +129,23 @@ func (s *AuthStore) RevokeToken(ctx context.Context, name string) (Token, error)
 
 // Authenticate returns the unrevoked token whose secret is secret, and
 // records its use.
-func (s *AuthStore) Authenticate(ctx context.Context, secret string) (Token, error) {
+func (s *AuthStore) Authenticate(ctx context.Context, secret string) (tidemark.Token, error) {
 	if !strings.HasPrefix(secret, TokenPrefix) {
-		return Token{}, ErrUnauthenticated
+		return tidemark.Token{}, tidemark.ErrUnauthenticated
 	}
 	t, err := scanToken(s.db.db.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM auth_tokens WHERE sha256 = $1 AND revoked_at IS NULL`, secretHash(secret)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, ErrUnauthenticated
+		return tidemark.Token{}, tidemark.ErrUnauthenticated
 	}
 	if err != nil {
-		return Token{}, err
+		return tidemark.Token{}, err
 	}
 	now := ms(s.db.Clock.Now())
 	// Last use is for people deciding what to revoke; minute resolution
 	// spares a write per request.
 	if t.LastUsedAt == nil || now-ms(*t.LastUsedAt) >= time.Minute.Milliseconds() {
 		if _, err := s.db.db.ExecContext(ctx, `UPDATE auth_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
-			return Token{}, err
+			return tidemark.Token{}, err
 		}
 	}
 	return t, nil
@@ -167,39 +153,39 @@ func (s *AuthStore) Authenticate(ctx context.Context, secret string) (Token, err
 
 // CreateSession opens a sign-in session for the token whose secret is
 // secret, lasting ttl, and returns the session's own secret (the cookie).
-func (s *AuthStore) CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, Token, error) {
+func (s *AuthStore) CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, tidemark.Token, error) {
 	if ttl <= 0 {
-		return "", Token{}, tidemark.Invalidf("session lifetime", ttl.String(), "must be positive")
+		return "", tidemark.Token{}, tidemark.Invalidf("session lifetime", ttl.String(), "must be positive")
 	}
 	t, err := s.Authenticate(ctx, secret)
 	if err != nil {
-		return "", Token{}, err
+		return "", tidemark.Token{}, err
 	}
 	sess := newSecret()
 	now := s.db.Clock.Now()
 	if _, err := s.db.db.ExecContext(ctx, `DELETE FROM auth_sessions WHERE expires_at <= $1`, ms(now)); err != nil {
-		return "", Token{}, err
+		return "", tidemark.Token{}, err
 	}
 	// The token may be revoked between the two statements; the insert
 	// then matches nothing.
-	if err := exec1(ctx, s.db.db, ErrUnauthenticated, `INSERT INTO auth_sessions (sha256, token_id, created_at, expires_at)
+	if err := exec1(ctx, s.db.db, tidemark.ErrUnauthenticated, `INSERT INTO auth_sessions (sha256, token_id, created_at, expires_at)
 		SELECT $1, id, $3, $4 FROM auth_tokens WHERE id = $2 AND revoked_at IS NULL`,
 		secretHash(sess), t.ID, ms(now), ms(now.Add(ttl))); err != nil {
-		return "", Token{}, err
+		return "", tidemark.Token{}, err
 	}
 	return sess, t, nil
 }
 
 // Session returns the token behind an unexpired session.
-func (s *AuthStore) Session(ctx context.Context, session string) (Token, error) {
+func (s *AuthStore) Session(ctx context.Context, session string) (tidemark.Token, error) {
 	if session == "" {
-		return Token{}, ErrUnauthenticated
+		return tidemark.Token{}, tidemark.ErrUnauthenticated
 	}
 	t, err := scanToken(s.db.db.QueryRowContext(ctx, `SELECT t.id, t.name, t.created_at, t.last_used_at, t.revoked_at
 		FROM auth_sessions s JOIN auth_tokens t ON t.id = s.token_id
 		WHERE s.sha256 = $1 AND s.expires_at > $2 AND t.revoked_at IS NULL`, secretHash(session), ms(s.db.Clock.Now())))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, ErrUnauthenticated
+		return tidemark.Token{}, tidemark.ErrUnauthenticated
 	}
 	return t, err
 }

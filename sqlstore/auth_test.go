@@ -50,7 +50,7 @@ func TestAuthTokensAndSessions(t *testing.T) {
 			t.Fatalf("Authenticate: %+v %v", got, err)
 		}
 		for _, bad := range []string{"", secret + "x", strings.TrimPrefix(secret, sqlstore.TokenPrefix)} {
-			if _, err := auth.Authenticate(ctx, bad); !errors.Is(err, sqlstore.ErrUnauthenticated) {
+			if _, err := auth.Authenticate(ctx, bad); !errors.Is(err, tidemark.ErrUnauthenticated) {
 				t.Errorf("Authenticate(%q): %v, want unauthenticated", bad, err)
 			}
 		}
@@ -61,14 +61,14 @@ func TestAuthTokensAndSessions(t *testing.T) {
 		if n, err := db.CountForTest(ctx, "auth_sessions", "sha256", sess); err != nil || n != 0 {
 			t.Fatalf("auth_sessions stores the session itself: %d %v", n, err)
 		}
-		if _, _, err := auth.CreateSession(ctx, "tmk_nope", time.Hour); !errors.Is(err, sqlstore.ErrUnauthenticated) {
+		if _, _, err := auth.CreateSession(ctx, "tmk_nope", time.Hour); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("session for an unknown token: %v", err)
 		}
 		if got, err := auth.Session(ctx, sess); err != nil || got.Name != "ops" {
 			t.Fatalf("Session: %+v %v", got, err)
 		}
 		env.Clock.Advance(2 * time.Hour)
-		if _, err := auth.Session(ctx, sess); !errors.Is(err, sqlstore.ErrUnauthenticated) {
+		if _, err := auth.Session(ctx, sess); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("expired session: %v", err)
 		}
 		sess, _, err = auth.CreateSession(ctx, secret, time.Hour)
@@ -78,10 +78,10 @@ func TestAuthTokensAndSessions(t *testing.T) {
 		if _, err := auth.RevokeToken(ctx, "ops"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := auth.Authenticate(ctx, secret); !errors.Is(err, sqlstore.ErrUnauthenticated) {
+		if _, err := auth.Authenticate(ctx, secret); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("revoked token: %v", err)
 		}
-		if _, err := auth.Session(ctx, sess); !errors.Is(err, sqlstore.ErrUnauthenticated) {
+		if _, err := auth.Session(ctx, sess); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("session of a revoked token: %v", err)
 		}
 		if _, err := auth.RevokeToken(ctx, "ops"); !errors.Is(err, tidemark.ErrNotFound) {

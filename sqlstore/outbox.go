@@ -291,24 +291,13 @@ func (s *OutboxStore) Lanes(ctx context.Context) ([]outbox.Lane, error) {
 	return out, nil
 }
 
-// Channel delivers a source's published pages to a target on a lane.
-type Channel struct {
-	ID        string    `json:"id"`
-	SourceID  string    `json:"source_id"`
-	Source    string    `json:"source"`
-	Lane      string    `json:"lane"`
-	Target    string    `json:"target"`
-	Parent    string    `json:"parent"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
 // AddChannel configures a source (by id or name) to draft an intent on
 // lane for target (and parent) each time one of its pages is published.
-func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, parent string) (Channel, error) {
+func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, parent string) (outbox.Channel, error) {
 	if strings.TrimSpace(target) == "" {
-		return Channel{}, tidemark.Invalidf("--target", target, "required")
+		return outbox.Channel{}, tidemark.Invalidf("--target", target, "required")
 	}
-	var c Channel
+	var c outbox.Channel
 	err := s.db.db.QueryRowContext(ctx, `SELECT id, name FROM sources WHERE id = $1 OR name = $1`, sourceRef).Scan(&c.SourceID, &c.Source)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("source %q: %w", sourceRef, tidemark.ErrNotFound)
@@ -329,8 +318,8 @@ func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, p
 }
 
 // Channels returns every channel.
-func (s *OutboxStore) Channels(ctx context.Context) ([]Channel, error) {
-	return queryAll(ctx, s.db.db, func(sc scanner) (c Channel, err error) {
+func (s *OutboxStore) Channels(ctx context.Context) ([]outbox.Channel, error) {
+	return queryAll(ctx, s.db.db, func(sc scanner) (c outbox.Channel, err error) {
 		var at int64
 		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at)
 		c.CreatedAt = fromMS(at)
@@ -494,20 +483,10 @@ func (s *OutboxStore) Intent(ctx context.Context, id string) (outbox.Intent, err
 	return in, err
 }
 
-// IntentFilter selects intents to list.
-type IntentFilter struct {
-	Lane  string
-	State outbox.State
-	Limit int
-}
-
 // ListIntents lists intents by lane and rank.
-func (s *OutboxStore) ListIntents(ctx context.Context, f IntentFilter) ([]outbox.Intent, error) {
+func (s *OutboxStore) ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error) {
 	q := `SELECT ` + intentColumns + ` FROM outbox_intents WHERE ($1 = '' OR lane = $1) AND ($2 = '' OR state = $2) ORDER BY lane, rank`
-	if f.Limit <= 0 || f.Limit > 100_000 {
-		f.Limit = 1000
-	}
-	q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	q += fmt.Sprintf(" LIMIT %d", f.Bounded())
 	return queryAll(ctx, s.db.db, scanIntent, q, f.Lane, string(f.State))
 }
 
@@ -866,7 +845,7 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(r.Retire)) {
-		if err := s.transition(ctx, tx, id, "retire", "policy", r.Retire[id], []string{"unresolved", "unexecutable"}, func(string) string { return "retired" }); err != nil {
+		if err := s.transition(ctx, tx, outbox.Move{Intent: id, Op: outbox.OpRetire, ByPolicy: true}, "policy", r.Retire[id]); err != nil {
 			return err
 		}
 	}
@@ -885,115 +864,77 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 	return tx.Commit()
 }
 
-// transition moves an intent between states for retire and revive, with an
-// audit row. from lists the states it may leave; to maps the old state to
-// the new one.
-func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, id, action, actor, reason string, from []string, to func(string) string) error {
+// transition applies a retire or revive that outbox.Move decides, with an
+// audit row: the move is read under the intent's row lock and applied
+// only if the intent is still in the state it was decided from.
+func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, m outbox.Move, actor, reason string) error {
 	var state, retiredFrom, lane string
-	err := tx.QueryRowContext(ctx, `SELECT state, retired_from, lane FROM outbox_intents WHERE id = $1`+s.db.Dialect.LockRow, id).Scan(&state, &retiredFrom, &lane)
+	err := tx.QueryRowContext(ctx, `SELECT state, retired_from, lane FROM outbox_intents WHERE id = $1`+s.db.Dialect.LockRow, m.Intent).Scan(&state, &retiredFrom, &lane)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("intent %q: %w", id, tidemark.ErrNotFound)
+		return fmt.Errorf("intent %q: %w", m.Intent, tidemark.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(from, state) {
-		return fmt.Errorf("intent %s is %s; %s applies to %s: %w", id, state, action, strings.Join(from, " or "), tidemark.ErrConflict)
-	}
-	source := state
-	if action == "revive" && state == "retired" {
-		source = retiredFrom
-	}
-	next := to(source)
-	if action == "revive" && source == string(outbox.StateCollision) {
-		// Revived, it is sent only when no other live intent has its
-		// identity: a provider could not tell the two writes apart.
-		var twin string
+	m.State, m.RetiredFrom = outbox.State(state), outbox.State(retiredFrom)
+	if m.AsksTwin() {
 		err := tx.QueryRowContext(ctx, `SELECT t.id FROM outbox_intents t JOIN outbox_intents i ON i.id = $1
 			WHERE t.lane = i.lane AND t.target = i.target AND t.parent = i.parent AND t.body_sha256 = i.body_sha256
-			  AND t.id <> i.id AND t.state NOT IN ('retired', 'collision') ORDER BY t.rank LIMIT 1`, id).Scan(&twin)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			next = string(outbox.StatePending)
-		case err != nil:
+			  AND t.id <> i.id AND t.state NOT IN ('retired', 'collision') ORDER BY t.rank LIMIT 1`, m.Intent).Scan(&m.Twin)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
-		case state == string(outbox.StateCollision):
-			return fmt.Errorf("intent %s shares its target, parent and body with live intent %s; retire %s first: %w",
-				id, twin, twin, tidemark.ErrConflict)
-		default:
-			next = string(outbox.StateCollision)
 		}
 	}
-	now := ms(s.db.Clock.Now())
-	newRetiredFrom := ""
-	if next == "retired" {
-		newRetiredFrom = state
-	}
-	if err := exec1(ctx, tx, fmt.Errorf("intent %s changed meanwhile: %w", id, tidemark.ErrConflict),
-		`UPDATE outbox_intents SET state = $2, retired_from = $3, state_reason = $4, updated_at = $5 WHERE id = $1 AND state = $6`,
-		id, next, newRetiredFrom, action+": "+reason, now, state); err != nil {
+	t, err := m.Decide()
+	if err != nil {
 		return err
 	}
-	if next == "unresolved" {
+	now := ms(s.db.Clock.Now())
+	if err := exec1(ctx, tx, fmt.Errorf("intent %s changed meanwhile: %w", m.Intent, tidemark.ErrConflict),
+		`UPDATE outbox_intents SET state = $2, retired_from = $3, state_reason = $4, updated_at = $5 WHERE id = $1 AND state = $6`,
+		m.Intent, string(t.To), string(t.RetiredFrom), string(m.Op)+": "+reason, now, string(t.From)); err != nil {
+		return err
+	}
+	if t.To == outbox.StateUnresolved {
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 1 WHERE name = $1`, lane); err != nil {
 			return err
 		}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_actions (id, intent_id, action, actor, reason, from_state, to_state, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, s.db.IDs.New(), id, action, actor, reason, state, next, now)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, s.db.IDs.New(), m.Intent, string(m.Op), actor, reason, string(t.From), string(t.To), now)
 	return err
 }
 
 // Retire gives up an unresolved, unexecutable or colliding intent (or a
 // pending one an operator no longer wants sent), with an audit row.
 func (s *OutboxStore) Retire(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	return s.operate(ctx, id, "retire", actor, reason, []string{"pending", "unresolved", "unexecutable", "collision"}, func(string) string { return "retired" })
+	return s.operate(ctx, outbox.Move{Intent: id, Op: outbox.OpRetire}, actor, reason)
 }
 
-// Revive brings back a retired, unexecutable or colliding intent. One
-// retired while unresolved goes back to unresolved, so a fresh answer
-// decides before it is ever sent again; one in collision goes to pending
-// only when no other live intent has its identity (a collision revived
-// while its twin lives is refused; retired, it goes back to collision);
-// the rest go back to pending.
+// Revive brings back a retired, unexecutable or colliding intent, where
+// outbox.Move.Decide says.
 func (s *OutboxStore) Revive(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	return s.operate(ctx, id, "revive", actor, reason, []string{"retired", "unexecutable", "collision"}, func(from string) string {
-		if from == "unresolved" {
-			return "unresolved"
-		}
-		return "pending"
-	})
+	return s.operate(ctx, outbox.Move{Intent: id, Op: outbox.OpRevive}, actor, reason)
 }
 
-func (s *OutboxStore) operate(ctx context.Context, id, action, actor, reason string, from []string, to func(string) string) (outbox.Intent, error) {
+func (s *OutboxStore) operate(ctx context.Context, m outbox.Move, actor, reason string) (outbox.Intent, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return outbox.Intent{}, err
 	}
 	defer tx.Rollback()
-	if err := s.transition(ctx, tx, id, action, actor, reason, from, to); err != nil {
+	if err := s.transition(ctx, tx, m, actor, reason); err != nil {
 		return outbox.Intent{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return outbox.Intent{}, err
 	}
-	return s.Intent(ctx, id)
-}
-
-// Action is an operator's (or the policy's) retire or revive.
-type Action struct {
-	IntentID string    `json:"intent_id"`
-	Action   string    `json:"action"`
-	Actor    string    `json:"actor"`
-	Reason   string    `json:"reason"`
-	From     string    `json:"from_state"`
-	To       string    `json:"to_state"`
-	At       time.Time `json:"at"`
+	return s.Intent(ctx, m.Intent)
 }
 
 // Actions returns an intent's audit trail, oldest first.
-func (s *OutboxStore) Actions(ctx context.Context, intentID string) ([]Action, error) {
-	return queryAll(ctx, s.db.db, func(sc scanner) (a Action, err error) {
+func (s *OutboxStore) Actions(ctx context.Context, intentID string) ([]outbox.Action, error) {
+	return queryAll(ctx, s.db.db, func(sc scanner) (a outbox.Action, err error) {
 		var at int64
 		err = sc.Scan(&a.IntentID, &a.Action, &a.Actor, &a.Reason, &a.From, &a.To, &at)
 		a.At = fromMS(at)
@@ -1002,24 +943,9 @@ func (s *OutboxStore) Actions(ctx context.Context, intentID string) ([]Action, e
 		WHERE intent_id = $1 ORDER BY at, id`, intentID)
 }
 
-// GapReport is what the pacing gate achieved on a lane.
-type GapReport struct {
-	Lane string `json:"lane"`
-	// Count is the number of gaps recorded (sends after the first).
-	Count int `json:"count"`
-	// MinMS and MedianMS are the smallest and median achieved gaps.
-	MinMS    int64 `json:"min_ms"`
-	MedianMS int64 `json:"median_ms"`
-	// ThresholdMS is the lane's configured minimum gap; BelowThreshold
-	// counts gaps shorter than the threshold in force when they were made.
-	ThresholdMS    int64 `json:"threshold_ms"`
-	BelowThreshold int   `json:"below_threshold"`
-	OK             bool  `json:"ok"`
-}
-
 // Gaps reports each lane's achieved gaps (lane "": every lane).
-func (s *OutboxStore) Gaps(ctx context.Context, lane string) ([]GapReport, error) {
-	out, err := queryAll(ctx, s.db.db, func(sc scanner) (r GapReport, err error) {
+func (s *OutboxStore) Gaps(ctx context.Context, lane string) ([]outbox.GapReport, error) {
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (r outbox.GapReport, err error) {
 		return r, sc.Scan(&r.Lane, &r.ThresholdMS)
 	}, `SELECT name, min_gap_ms FROM outbox_lanes WHERE $1 = '' OR name = $1 ORDER BY name`, lane)
 	if err != nil {
@@ -1028,29 +954,14 @@ func (s *OutboxStore) Gaps(ctx context.Context, lane string) ([]GapReport, error
 	if lane != "" && len(out) == 0 {
 		return nil, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
 	}
-	type gap struct{ ms, threshold int64 }
-	for i := range out {
-		r := &out[i]
-		gaps, err := queryAll(ctx, s.db.db, func(sc scanner) (g gap, err error) {
-			return g, sc.Scan(&g.ms, &g.threshold)
+	for i, r := range out {
+		gaps, err := queryAll(ctx, s.db.db, func(sc scanner) (g outbox.Gap, err error) {
+			return g, sc.Scan(&g.MS, &g.ThresholdMS)
 		}, `SELECT gap_ms, min_gap_ms FROM outbox_gaps WHERE lane = $1 ORDER BY gap_ms`, r.Lane)
 		if err != nil {
 			return nil, err
 		}
-		for _, g := range gaps {
-			if g.ms < g.threshold {
-				r.BelowThreshold++
-			}
-		}
-		r.Count = len(gaps)
-		if n := len(gaps); n > 0 {
-			r.MinMS = gaps[0].ms
-			r.MedianMS = gaps[n/2].ms
-			if n%2 == 0 {
-				r.MedianMS = (gaps[n/2-1].ms + gaps[n/2].ms) / 2
-			}
-		}
-		r.OK = r.BelowThreshold == 0
+		out[i] = outbox.ReportGaps(r.Lane, r.ThresholdMS, gaps)
 	}
 	return out, nil
 }

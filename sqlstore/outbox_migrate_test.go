@@ -56,7 +56,7 @@ func TestOutboxOriginMigrationKeepsTheJournal(t *testing.T) {
 
 		db := sqltest.MustOpenURL(t, url, env)
 		st := db.Outbox()
-		ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		ins, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 
 		db := sqltest.MustOpenURL(t, url, env)
 		st := db.Outbox()
-		ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"})
+		ins, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
 		if err != nil || len(ins) != 2 || ins[0].SummaryID != "" || ins[1].SummaryID != sums[1].ID {
 			t.Fatalf("origins after the migration: %+v %v", ins, err)
 		}
@@ -192,7 +192,7 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 		if _, err := svc.Publish(ctx, sums[1].ID); err != nil {
 			t.Fatal(err)
 		}
-		if ins, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "hook"}); err != nil || len(ins) != 2 {
+		if ins, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"}); err != nil || len(ins) != 2 {
 			t.Fatalf("republishing after the migration drafted again: %+v %v", ins, err)
 		}
 	})

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 // Authenticator checks access tokens and the console's sessions. Secrets
@@ -20,12 +19,12 @@ type Authenticator interface {
 	// sign in and the pages say how to make one.
 	HasTokens(ctx context.Context) (bool, error)
 	// Authenticate returns the token whose secret is secret.
-	Authenticate(ctx context.Context, secret string) (sqlstore.Token, error)
+	Authenticate(ctx context.Context, secret string) (tidemark.Token, error)
 	// CreateSession signs in with a token's secret and returns the
 	// session's secret, for the cookie.
-	CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, sqlstore.Token, error)
+	CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, tidemark.Token, error)
 	// Session returns the token behind a session.
-	Session(ctx context.Context, session string) (sqlstore.Token, error)
+	Session(ctx context.Context, session string) (tidemark.Token, error)
 	// EndSession signs a session out.
 	EndSession(ctx context.Context, session string) error
 }
@@ -40,8 +39,8 @@ type principalKey struct{}
 
 // Principal returns the token a request was authenticated with: who did
 // it, for the audit of writes.
-func Principal(ctx context.Context) (sqlstore.Token, bool) {
-	t, ok := ctx.Value(principalKey{}).(sqlstore.Token)
+func Principal(ctx context.Context) (tidemark.Token, bool) {
+	t, ok := ctx.Value(principalKey{}).(tidemark.Token)
 	return t, ok
 }
 
@@ -64,7 +63,7 @@ func (s *Server) requireAuth(next http.Handler) http.Handler {
 			return
 		}
 		var (
-			tok sqlstore.Token
+			tok tidemark.Token
 			err error
 		)
 		if secret, ok := bearer(r); ok {
@@ -72,9 +71,9 @@ func (s *Server) requireAuth(next http.Handler) http.Handler {
 		} else if c, cerr := r.Cookie(SessionCookie); cerr == nil {
 			tok, err = s.Auth.Session(r.Context(), c.Value)
 		} else {
-			err = sqlstore.ErrUnauthenticated
+			err = tidemark.ErrUnauthenticated
 		}
-		if errors.Is(err, sqlstore.ErrUnauthenticated) {
+		if errors.Is(err, tidemark.ErrUnauthenticated) {
 			s.unauthorized(w, r, "")
 			return
 		}
@@ -143,7 +142,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		ttl = DefaultSessionTTL
 	}
 	sess, tok, err := s.Auth.CreateSession(r.Context(), secret, ttl)
-	if errors.Is(err, sqlstore.ErrUnauthenticated) {
+	if errors.Is(err, tidemark.ErrUnauthenticated) {
 		s.renderSignin(w, r, http.StatusUnauthorized, "That token is not valid (unknown or revoked).")
 		return
 	}

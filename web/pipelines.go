@@ -7,14 +7,13 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/outbox"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 // OutboxView is what the status pages read of the outbox.
 type OutboxView interface {
 	Lanes(ctx context.Context) ([]outbox.Lane, error)
-	Gaps(ctx context.Context, lane string) ([]sqlstore.GapReport, error)
-	ListIntents(ctx context.Context, f sqlstore.IntentFilter) ([]outbox.Intent, error)
+	Gaps(ctx context.Context, lane string) ([]outbox.GapReport, error)
+	ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error)
 }
 
 // MigrationView is what the status pages read of field migrations.
@@ -28,7 +27,7 @@ var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outb
 
 type laneRow struct {
 	outbox.Lane
-	Gaps *sqlstore.GapReport
+	Gaps *outbox.GapReport
 }
 
 func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
@@ -43,7 +42,7 @@ func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	byLane := map[string]*sqlstore.GapReport{}
+	byLane := map[string]*outbox.GapReport{}
 	for i := range gaps {
 		byLane[gaps[i].Lane] = &gaps[i]
 	}
@@ -85,7 +84,7 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable, retired or collision"))
 		return
 	}
-	ins, err := s.Outbox.ListIntents(r.Context(), sqlstore.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state, Limit: limit})
+	ins, err := s.Outbox.ListIntents(r.Context(), outbox.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state, Limit: limit})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -136,7 +135,7 @@ func (s *Server) lanePage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	ins, err := s.Outbox.ListIntents(r.Context(), sqlstore.IntentFilter{Lane: lane.Name, Limit: 200})
+	ins, err := s.Outbox.ListIntents(r.Context(), outbox.IntentFilter{Lane: lane.Name, Limit: 200})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 func init() { outboxSubcommands = append(outboxSubcommands, newOutboxIntentsCmd) }
@@ -48,7 +47,7 @@ func newIntentsListCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ins, err := db.Outbox().ListIntents(cmd.Context(), sqlstore.IntentFilter{Lane: lane, State: outbox.State(state), Limit: limit})
+			ins, err := db.Outbox().ListIntents(cmd.Context(), outbox.IntentFilter{Lane: lane, State: outbox.State(state), Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -76,8 +75,8 @@ func newIntentsListCmd(a *app) *cobra.Command {
 // check, and the audit trail.
 type intentDetail struct {
 	outbox.Intent
-	Checks  []outbox.Check    `json:"checks"`
-	Actions []sqlstore.Action `json:"actions"`
+	Checks  []outbox.Check  `json:"checks"`
+	Actions []outbox.Action `json:"actions"`
 }
 
 func newIntentsShowCmd(a *app) *cobra.Command {

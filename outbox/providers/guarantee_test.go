@@ -39,7 +39,7 @@ func deliverAll(t *testing.T, env sqltest.Env, st *sqlstore.OutboxStore, d *outb
 			idle = 0
 		}
 	}
-	left, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: d.Lane})
+	left, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: d.Lane})
 	if err != nil {
 		t.Fatal(err)
 	}

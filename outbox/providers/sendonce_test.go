@@ -576,7 +576,7 @@ func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 					case outbox.StepWait:
 						env.Clock.Set(*s.Until)
 					case outbox.StepIdle:
-						left, err := st.ListIntents(ctx, sqlstore.IntentFilter{Lane: "lane"})
+						left, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "lane"})
 						if err != nil {
 							t.Fatal(err)
 						}

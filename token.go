@@ -1,0 +1,21 @@
+package tidemark
+
+import (
+	"fmt"
+	"time"
+)
+
+// Token is an access token to the server as stored: never its secret, only
+// who it is, for the audit of what it did.
+type Token struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// ErrUnauthenticated: the presented token or session is unknown, revoked
+// or expired. It matches ErrNotFound so that nothing tells a guesser which
+// of those it was.
+var ErrUnauthenticated = fmt.Errorf("tidemark: not signed in: %w", ErrNotFound)
