@@ -324,18 +324,8 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 	if err := s.insertAudit(ctx, tx, r.ClaimRunID, r, r.ClaimHolder, tidemark.OutcomeLost, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
 		return r, err
 	}
-	attempts := r.WindowAttempts
-	failingSince := r.FailingSince
-	if charge {
-		attempts++
-		if failingSince == nil {
-			failingSince = &now
-		}
-	}
-	window, terminalReason := tidemark.WindowOpen, ""
-	if attempts >= r.RetryBudget {
-		window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("budget of %d attempts spent; last: lost: %s", r.RetryBudget, reason)
-	}
+	ch := ingest.ChargeLoss(r.WindowAttempts, r.RetryBudget, r.FailingSince, charge, reason, now)
+	attempts, failingSince, window, terminalReason := r.WindowAttempts+ch.Spent, ch.FailingSince, ch.Window, ch.TerminalReason
 	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
 		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,
 		lease_expires_at = NULL, window_attempts = $1, window_state = $2, terminal_reason = $3,
@@ -1060,32 +1050,17 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	}
 	defer tx.Rollback()
 	now := s.db.Clock.Now()
-	// Outages are not terminal by count alone: the retry policy decides,
-	// and the store records its decision and when the failures began. The
-	// claim carries the window's attempts and failing-since as they were
-	// at the claim; the fence guarantees they have not moved since.
-	charge, failingSince := 0, c.FailingSince
-	window, terminalReason := tidemark.WindowOpen, ""
-	if !f.NoCharge {
-		charge = 1
-		if failingSince == nil {
-			failingSince = &now
-		}
-		if f.Terminal {
-			why := f.Why
-			if why == "" {
-				why = fmt.Sprintf("%d attempts spent", c.Attempt)
-			}
-			window, terminalReason = tidemark.WindowTerminal, fmt.Sprintf("%s; last: %s: %s", why, f.Outcome, f.Reason)
-		}
-	}
+	// ingest.ChargeFailure decides; the store records it. The claim
+	// carries the window's attempts and failing-since as they were at the
+	// claim; the fence guarantees they have not moved since.
+	ch := ingest.ChargeFailure(c, f, now)
 	name, err := s.finish(ctx, tx, c, finish{
 		sourceSet: `claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
 			window_attempts = window_attempts + $2, window_state = $3, terminal_reason = $4, next_due_at = $5,
 			last_outcome = $6, last_error = $7, last_run_at = $1, updated_at = $1, failing_since = $8`,
 		runSet:       `status = 'failed', outcome = $6, error = $7, finished_at = $1`,
 		versionAfter: c.CursorVersion,
-		args:         []any{charge, string(window), terminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(failingSince)},
+		args:         []any{ch.Spent, string(ch.Window), ch.TerminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(ch.FailingSince)},
 		outcome:      f.Outcome, now: now,
 	})
 	if err != nil {

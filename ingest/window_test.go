@@ -1,0 +1,76 @@
+package ingest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+func TestChargeLoss(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	earlier := now.Add(-time.Hour)
+	for _, tc := range []struct {
+		name             string
+		attempts, budget int
+		since            *time.Time
+		charge           bool
+		spent            int
+		wantSince        *time.Time
+		terminal         bool
+	}{
+		{"first loss starts failing", 0, 3, nil, true, 1, &now, false},
+		{"a later loss keeps when failing began", 1, 3, &earlier, true, 1, &earlier, false},
+		{"the loss that spends the budget is terminal", 2, 3, &earlier, true, 1, &earlier, true},
+		{"an uncharged loss spends nothing", 1, 3, nil, false, 0, nil, false},
+		{"an uncharged loss on a spent budget is still terminal", 3, 3, &earlier, false, 0, &earlier, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := ingest.ChargeLoss(tc.attempts, tc.budget, tc.since, tc.charge, "holder h never came back", now)
+			if ch.Spent != tc.spent {
+				t.Errorf("Spent = %d, want %d", ch.Spent, tc.spent)
+			}
+			if (ch.FailingSince == nil) != (tc.wantSince == nil) || ch.FailingSince != nil && !ch.FailingSince.Equal(*tc.wantSince) {
+				t.Errorf("FailingSince = %v, want %v", ch.FailingSince, tc.wantSince)
+			}
+			if got := ch.Window == tidemark.WindowTerminal; got != tc.terminal {
+				t.Errorf("Window = %s, want terminal %v", ch.Window, tc.terminal)
+			}
+			if (ch.TerminalReason != "") != tc.terminal {
+				t.Errorf("TerminalReason = %q, want one only when terminal", ch.TerminalReason)
+			}
+		})
+	}
+	if ch := ingest.ChargeLoss(2, 3, nil, true, "gone", now); ch.TerminalReason != "budget of 3 attempts spent; last: lost: gone" {
+		t.Errorf("TerminalReason = %q", ch.TerminalReason)
+	}
+}
+
+func TestChargeFailure(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	earlier := now.Add(-time.Hour)
+	c := tidemark.Claim{Attempt: 4, FailingSince: &earlier}
+	f := ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused"}
+
+	if ch := ingest.ChargeFailure(tidemark.Claim{Attempt: 1}, f, now); ch.Spent != 1 || ch.FailingSince == nil || !ch.FailingSince.Equal(now) || ch.Window != tidemark.WindowOpen {
+		t.Errorf("a first failure: %+v, want one attempt spent, failing since now, window open", ch)
+	}
+	if ch := ingest.ChargeFailure(c, f, now); ch.Spent != 1 || !ch.FailingSince.Equal(earlier) || ch.Window != tidemark.WindowOpen {
+		t.Errorf("a later failure: %+v, want one attempt spent, failing since earlier, window open", ch)
+	}
+	noCharge := f
+	noCharge.NoCharge, noCharge.Terminal = true, true
+	if ch := ingest.ChargeFailure(tidemark.Claim{Attempt: 1}, noCharge, now); ch.Spent != 0 || ch.FailingSince != nil || ch.Window != tidemark.WindowOpen {
+		t.Errorf("an uncharged failure: %+v, want nothing spent or changed", ch)
+	}
+	terminal := f
+	terminal.Terminal = true
+	if ch := ingest.ChargeFailure(c, terminal, now); ch.Window != tidemark.WindowTerminal || ch.TerminalReason != "4 attempts spent; last: unreachable: connection refused" {
+		t.Errorf("a terminal failure: %+v", ch)
+	}
+	terminal.Why = "unreachable for 3 days"
+	if ch := ingest.ChargeFailure(c, terminal, now); ch.TerminalReason != "unreachable for 3 days; last: unreachable: connection refused" {
+		t.Errorf("a terminal failure with a why: %q", ch.TerminalReason)
+	}
+}
