@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A holder's default identity is host:pid (see HolderID). When a claim's
@@ -58,6 +59,14 @@ func (l *Liveness) Gone(holder string) bool {
 		return false
 	}
 	return HolderGone(holder, l.Host, l.Alive)
+}
+
+// Stands reports whether a claim by holder whose lease expires at
+// leaseExpiresAt still stands at now: its lease has not expired and its
+// holder is not gone. A claim that does not stand is taken over, its run
+// lost.
+func (l *Liveness) Stands(holder string, leaseExpiresAt, now time.Time) bool {
+	return leaseExpiresAt.After(now) && !l.Gone(holder)
 }
 
 // Local returns this host's Liveness: its host name and a probe of its

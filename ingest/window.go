@@ -63,3 +63,16 @@ func ChargeFailure(c tidemark.Claim, f Failure, now time.Time) Charge {
 	}
 	return ch
 }
+
+// Admit decides whether a source nobody holds may be claimed: only an
+// active source with an open window may; otherwise ErrNotClaimable says
+// why (paused, or terminal and waiting for an operator's retry or skip).
+func Admit(src tidemark.Source) error {
+	if src.State != tidemark.SourceActive {
+		return fmt.Errorf("source %s is paused: %w", src.Name, tidemark.ErrNotClaimable)
+	}
+	if src.Window != tidemark.WindowOpen {
+		return fmt.Errorf("source %s: window terminal (%s); retry or skip it: %w", src.Name, src.TerminalReason, tidemark.ErrNotClaimable)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -72,5 +73,43 @@ func TestChargeFailure(t *testing.T) {
 	terminal.Why = "unreachable for 3 days"
 	if ch := ingest.ChargeFailure(c, terminal, now); ch.TerminalReason != "unreachable for 3 days; last: unreachable: connection refused" {
 		t.Errorf("a terminal failure with a why: %q", ch.TerminalReason)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	active := tidemark.Source{Name: "s", State: tidemark.SourceActive, Window: tidemark.WindowOpen}
+	if err := ingest.Admit(active); err != nil {
+		t.Errorf("an active source with an open window: %v", err)
+	}
+	paused := active
+	paused.State = tidemark.SourcePaused
+	terminal := active
+	terminal.Window, terminal.TerminalReason = tidemark.WindowTerminal, "budget spent"
+	for name, src := range map[string]tidemark.Source{"paused": paused, "terminal": terminal} {
+		if err := ingest.Admit(src); !errors.Is(err, tidemark.ErrNotClaimable) {
+			t.Errorf("%s: %v, want ErrNotClaimable", name, err)
+		}
+	}
+}
+
+func TestClaimStands(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	l := &ingest.Liveness{Host: "h", Alive: func(pid int) bool { return pid == 1 }}
+	for _, tc := range []struct {
+		name   string
+		l      *ingest.Liveness
+		holder string
+		until  time.Time
+		stands bool
+	}{
+		{"a live lease of a running holder", l, "h:1", now.Add(time.Second), true},
+		{"an expired lease", l, "h:1", now, false},
+		{"a live lease of a gone holder", l, "h:2", now.Add(time.Second), false},
+		{"a holder of another host is never known gone", l, "other:2", now.Add(time.Second), true},
+		{"no liveness knows of no gone holder", nil, "h:2", now.Add(time.Second), true},
+	} {
+		if got := tc.l.Stands(tc.holder, tc.until, now); got != tc.stands {
+			t.Errorf("%s: Stands = %v, want %v", tc.name, got, tc.stands)
+		}
 	}
 }

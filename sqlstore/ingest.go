@@ -223,7 +223,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		switch {
 		case r.ClaimHolder == holder:
 			return s.reenter(ctx, tx, r, ttl, now)
-		case r.LeaseExpiresAt.After(now) && !s.db.liveness.Gone(r.ClaimHolder):
+		case s.db.liveness.Stands(r.ClaimHolder, *r.LeaseExpiresAt, now):
 			return tidemark.Claim{}, &tidemark.HeldError{Source: r.Name, Holder: r.ClaimHolder, Until: *r.LeaseExpiresAt}
 		}
 		// The lease expired, or its holder's process is gone.
@@ -235,11 +235,8 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 			return tidemark.Claim{}, commitThenFail{fmt.Errorf("its final worker never came back; window terminal: %w", tidemark.ErrNotClaimable)}
 		}
 	}
-	if r.State != tidemark.SourceActive {
-		return tidemark.Claim{}, fmt.Errorf("source %s is paused: %w", r.Name, tidemark.ErrNotClaimable)
-	}
-	if r.Window != tidemark.WindowOpen {
-		return tidemark.Claim{}, fmt.Errorf("source %s: window terminal (%s); retry or skip it: %w", r.Name, r.TerminalReason, tidemark.ErrNotClaimable)
+	if err := ingest.Admit(r.Source); err != nil {
+		return tidemark.Claim{}, err
 	}
 	c := tidemark.Claim{
 		RunID:          s.db.IDs.New(),
@@ -1087,7 +1084,7 @@ func (s *IngestStore) releaseForOperator(ctx context.Context, tx *sql.Tx, r sour
 	if !r.token.Valid {
 		return r, nil
 	}
-	if r.LeaseExpiresAt.After(now) && !s.db.liveness.Gone(r.ClaimHolder) {
+	if s.db.liveness.Stands(r.ClaimHolder, *r.LeaseExpiresAt, now) {
 		return r, fmt.Errorf("source %s: run %s by %s is in progress until %s: %w",
 			r.Name, r.ClaimRunID, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
 	}
