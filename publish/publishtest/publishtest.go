@@ -1,0 +1,712 @@
+// Package publishtest is the conformance suite every publish.Store passes,
+// in the manner of testing/fstest: an implementation's tests call Run with
+// a way to open a fresh store. It holds the store-level promises (summary
+// acceptance, the conditional mark, generations, listings); the service's
+// races against object stores stay in publish's own tests.
+package publishtest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/summarize"
+)
+
+// Harness is a fresh, empty store, the ingest store that records the
+// events it summarizes (the same database), and the fake clock both run on.
+type Harness struct {
+	Store  publish.Store
+	Ingest ingest.Store
+	Clock  *clock.Fake
+}
+
+// Run runs the publish store conformance suite. open returns a fresh,
+// empty store for each subtest.
+func Run(t *testing.T, open func(t *testing.T) Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"AcceptIsIdempotentPerIdentity", testAcceptIdentity},
+		{"AcceptRefusesBadInput", testAcceptInvalid},
+		{"AcceptNeedsCurrentEvidence", testEvidenceMismatch},
+		{"NewerRetiresOlderAndMovesPointer", testNewerRetires},
+		{"RejectedNeverPublished", testRejected},
+		{"MarkPublishes", testMark},
+		{"MarkMatchesNothingWhenSuperseded", testMarkSuperseded},
+		{"MarkMatchesNothingWhenRefrozen", testMarkRefrozen},
+		{"MarkMatchesNothingWhenRejected", testMarkRejected},
+		{"GenerationsIncreaseOlderMarkRefused", testGenerations},
+		{"FailingHookRollsMarkBack", testFailingHook},
+		{"WithdrawOnlyWithoutCurrentSummary", testWithdraw},
+		{"ListingNewestFirstAndLimited", testListing},
+		{"SummariesNewestFirstAndLimited", testSummaries},
+		{"UnsummarizedPerModelAndPrompt", testUnsummarized},
+		{"ObjectGenerationsNeverRestart", testObjects},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, &harness{Harness: open(t)}) })
+	}
+}
+
+var ctx = context.Background()
+
+type harness struct {
+	Harness
+	srcs map[string]tidemark.Source
+}
+
+// mustSource adds (once) a source named name.
+func (h *harness) mustSource(t *testing.T, name string) tidemark.Source {
+	t.Helper()
+	if src, ok := h.srcs[name]; ok {
+		return src
+	}
+	src, err := h.Ingest.AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: "/src/" + name, Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		t.Fatalf("add source %s: %v", name, err)
+	}
+	if h.srcs == nil {
+		h.srcs = map[string]tidemark.Source{}
+	}
+	h.srcs[name] = src
+	return src
+}
+
+// mustEvent settles one item of source "repo" through a real claim and
+// returns its event; settling the same key again re-freezes the event.
+func (h *harness) mustEvent(t *testing.T, key, evidence string) tidemark.Event {
+	t.Helper()
+	return h.mustEventOf(t, "repo", key, evidence)
+}
+
+func (h *harness) mustEventOf(t *testing.T, source, key, evidence string) tidemark.Event {
+	t.Helper()
+	src := h.mustSource(t, source)
+	c, err := h.Ingest.Claim(ctx, src.ID, "publishtest", time.Minute)
+	if err != nil {
+		t.Fatalf("claim %s: %v", source, err)
+	}
+	h.Clock.Advance(time.Second)
+	rep, err := h.Ingest.Settle(ctx, c, ingest.Settlement{
+		Items:     []tidemark.Item{{Key: key, Title: "change " + key, OccurredAt: h.Clock.Now(), Evidence: []byte(evidence)}},
+		Cursor:    fmt.Sprintf("%s@%d", key, h.Clock.Now().UnixNano()),
+		NextDueAt: h.Clock.Now(),
+	})
+	if err != nil {
+		t.Fatalf("settle %s: %v", key, err)
+	}
+	if len(rep.EventIDs) != 1 {
+		t.Fatalf("settle %s recorded %d events, want 1", key, len(rep.EventIDs))
+	}
+	evs, err := h.Ingest.Events(ctx, ingest.EventFilter{SourceID: src.ID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.ID == rep.EventIDs[0] {
+			return ev
+		}
+	}
+	t.Fatalf("settled event %s is not among source %s's events", rep.EventIDs[0], source)
+	return tidemark.Event{}
+}
+
+func draft(text, model string) summarize.Draft {
+	return summarize.Draft{Text: text, Model: model, PromptVersion: "p1"}
+}
+
+func (h *harness) mustAccept(t *testing.T, ev tidemark.Event, text, model string) publish.Summary {
+	t.Helper()
+	h.Clock.Advance(time.Millisecond)
+	s, created, err := h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft(text, model)})
+	if err != nil {
+		t.Fatalf("accept %q: %v", text, err)
+	}
+	if !created || !s.Current || s.ID == "" {
+		t.Fatalf("accept %q: %+v created=%v, want a new current summary", text, s, created)
+	}
+	return s
+}
+
+func (h *harness) mustSummary(t *testing.T, id string) publish.Summary {
+	t.Helper()
+	s, err := h.Store.Summary(ctx, id)
+	if err != nil {
+		t.Fatalf("summary %s: %v", id, err)
+	}
+	return s
+}
+
+func (h *harness) mustPointer(t *testing.T, eventID, want string) {
+	t.Helper()
+	got, err := h.Store.CurrentSummary(ctx, eventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("event %s points at %q, want %q", eventID, got, want)
+	}
+}
+
+func (h *harness) mustPrepare(t *testing.T, id string) publish.Plan {
+	t.Helper()
+	p, err := h.Store.Prepare(ctx, id)
+	if err != nil {
+		t.Fatalf("prepare %s: %v", id, err)
+	}
+	if p.Summary.ID != id || p.PageID == "" || p.Generation < 1 {
+		t.Fatalf("prepare %s: plan %+v", id, p)
+	}
+	return p
+}
+
+func (h *harness) mustMark(t *testing.T, p publish.Plan, etag string) tidemark.Publication {
+	t.Helper()
+	pub, err := h.Store.Mark(ctx, p, publish.Written{ETag: etag}, nil)
+	if err != nil {
+		t.Fatalf("mark %s generation %d: %v", p.Summary.ID, p.Generation, err)
+	}
+	return pub
+}
+
+func (h *harness) mustPublish(t *testing.T, id string) tidemark.Publication {
+	t.Helper()
+	return h.mustMark(t, h.mustPrepare(t, id), "etag-"+id)
+}
+
+func (h *harness) mustPublishedCount(t *testing.T, want int) {
+	t.Helper()
+	n, err := h.Store.PublishedCount(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("%d published pages, want %d", n, want)
+	}
+}
+
+func (h *harness) pageStates(t *testing.T) map[string]publish.PageState {
+	t.Helper()
+	out := map[string]publish.PageState{}
+	if err := h.Store.PageStates(ctx, func(ps publish.PageState) error { out[ps.EventID] = ps; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: %v, want %v", what, err, want)
+	}
+}
+
+func testAcceptIdentity(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence one")
+	s1 := h.mustAccept(t, ev, "Summary one.", "m1")
+	if s1.EventID != ev.ID || s1.EvidenceHash != ev.EvidenceHash || s1.Model != "m1" || s1.PromptVersion != "p1" ||
+		s1.Text != "Summary one." || s1.TextHash == "" || s1.PublishedAt != nil || s1.RetiredAt != nil {
+		t.Fatalf("accepted summary %+v", s1)
+	}
+	h.mustPointer(t, ev.ID, s1.ID)
+
+	// The same identity and text is a harmless replay.
+	again, created, err := h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("Summary one.", "m1")})
+	if err != nil || created || again.ID != s1.ID {
+		t.Fatalf("re-accept: %+v created=%v err=%v, want %s unchanged", again, created, err, s1.ID)
+	}
+	// The same identity with other text is refused and changes nothing.
+	_, _, err = h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("Other text.", "m1")})
+	mustErr(t, "accept other text under the same identity", err, publish.ErrIdentityConflict)
+	mustErr(t, "accept other text under the same identity", err, tidemark.ErrConflict)
+	if got := h.mustSummary(t, s1.ID); got.Text != "Summary one." || !got.Current {
+		t.Fatalf("stored summary changed: %+v", got)
+	}
+	h.mustPointer(t, ev.ID, s1.ID)
+	if all, err := h.Store.Summaries(ctx, publish.SummaryFilter{EventID: ev.ID}); err != nil || len(all) != 1 {
+		t.Fatalf("summaries of the event: %d, %v; want 1", len(all), err)
+	}
+
+	// Each part of the identity makes a new summary: the model, the
+	// prompt version.
+	s2 := h.mustAccept(t, ev, "Summary one.", "m2")
+	h.Clock.Advance(time.Millisecond)
+	s3, created, err := h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash,
+		Draft: summarize.Draft{Text: "Summary one.", Model: "m2", PromptVersion: "p2"}})
+	if err != nil || !created || s3.ID == s2.ID || s3.ID == s1.ID {
+		t.Fatalf("accept under a new prompt version: %+v created=%v err=%v", s3, created, err)
+	}
+	h.mustPointer(t, ev.ID, s3.ID)
+	if _, err := h.Store.Summary(ctx, "no-such-summary"); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("missing summary: %v, want ErrNotFound", err)
+	}
+}
+
+func testAcceptInvalid(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence one")
+	for name, ns := range map[string]publish.NewSummary{
+		"no event":         {EvidenceHash: ev.EvidenceHash, Draft: draft("x", "m1")},
+		"empty text":       {EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("  ", "m1")},
+		"no model":         {EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("x", "")},
+		"no prompt":        {EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: summarize.Draft{Text: "x", Model: "m1"}},
+		"no evidence hash": {EventID: ev.ID, Draft: draft("x", "m1")},
+	} {
+		if _, _, err := h.Store.Accept(ctx, ns); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("accept with %s: %v, want ErrInvalid", name, err)
+		}
+	}
+	_, _, err := h.Store.Accept(ctx, publish.NewSummary{EventID: "no-such-event", EvidenceHash: ev.EvidenceHash, Draft: draft("x", "m1")})
+	mustErr(t, "accept for a missing event", err, tidemark.ErrNotFound)
+	h.mustPointer(t, ev.ID, "")
+}
+
+func testEvidenceMismatch(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence v1")
+	_, _, err := h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: tidemark.HashEvidence([]byte("other")), Draft: draft("x", "m1")})
+	mustErr(t, "accept for other evidence", err, publish.ErrEvidenceMismatch)
+	h.mustPointer(t, ev.ID, "")
+
+	s := h.mustAccept(t, ev, "Summary of v1.", "m1")
+	// Fresh evidence for the same item re-freezes the event: the old hash
+	// is refused, the old summary cannot be prepared, the new hash is
+	// accepted.
+	ev2 := h.mustEvent(t, "c1", "evidence v2")
+	if ev2.ID != ev.ID || ev2.EvidenceHash == ev.EvidenceHash {
+		t.Fatalf("re-frozen event %+v, was %+v", ev2, ev)
+	}
+	_, _, err = h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("Late.", "m9")})
+	mustErr(t, "accept for the old evidence", err, publish.ErrEvidenceMismatch)
+	_, err = h.Store.Prepare(ctx, s.ID)
+	mustErr(t, "prepare over re-frozen evidence", err, publish.ErrSuperseded)
+	if ps := h.pageStates(t)[ev.ID]; ps.SummaryID != s.ID || ps.PointerFresh {
+		t.Fatalf("page state after re-freeze %+v, want the pointer at %s and not fresh", ps, s.ID)
+	}
+	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 0 {
+		t.Fatalf("unpublished over stale evidence: %v %v, want none", un, err)
+	}
+	s2 := h.mustAccept(t, ev2, "Summary of v2.", "m1")
+	h.mustPointer(t, ev.ID, s2.ID)
+	h.mustPrepare(t, s2.ID)
+}
+
+func testNewerRetires(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s1 := h.mustAccept(t, ev, "One.", "m1")
+	s2 := h.mustAccept(t, ev, "Two.", "m2")
+	if old := h.mustSummary(t, s1.ID); old.Current || old.RetiredAt == nil {
+		t.Fatalf("previous summary not retired: %+v", old)
+	}
+	if cur := h.mustSummary(t, s2.ID); !cur.Current || cur.RetiredAt != nil {
+		t.Fatalf("new summary not current: %+v", cur)
+	}
+	h.mustPointer(t, ev.ID, s2.ID)
+	_, err := h.Store.Prepare(ctx, s1.ID)
+	mustErr(t, "prepare the retired summary", err, publish.ErrSuperseded)
+	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 1 || un[0] != s2.ID {
+		t.Fatalf("unpublished = %v %v, want [%s]", un, err, s2.ID)
+	}
+	// Exactly one current summary per event.
+	all, err := h.Store.Summaries(ctx, publish.SummaryFilter{EventID: ev.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := 0
+	for _, s := range all {
+		if s.Current {
+			current++
+		}
+	}
+	if len(all) != 2 || current != 1 {
+		t.Fatalf("%d summaries, %d current; want 2 and 1", len(all), current)
+	}
+}
+
+func testRejected(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "Made up.", "m1")
+	if _, err := h.Store.Reject(ctx, s.ID, " "); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("reject without a reason: %v, want ErrInvalid", err)
+	}
+	if got := h.mustSummary(t, s.ID); got.Rejected() || !got.Current {
+		t.Fatalf("a refused rejection changed the summary: %+v", got)
+	}
+	r, err := h.Store.Reject(ctx, s.ID, "hallucinated a file")
+	if err != nil || !r.Rejected() || r.Current || r.RejectedReason != "hallucinated a file" || r.RejectedAt == nil {
+		t.Fatalf("reject: %+v %v", r, err)
+	}
+	h.mustPointer(t, ev.ID, "")
+	_, err = h.Store.Prepare(ctx, s.ID)
+	mustErr(t, "prepare a rejected summary", err, publish.ErrRejected)
+	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 0 {
+		t.Fatalf("unpublished = %v %v, want none", un, err)
+	}
+	// Rejecting again keeps the first reason.
+	if again, err := h.Store.Reject(ctx, s.ID, "other"); err != nil || again.RejectedReason != "hallucinated a file" {
+		t.Fatalf("reject again: %+v %v", again, err)
+	}
+	if _, err := h.Store.Reject(ctx, "no-such-summary", "x"); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("reject a missing summary: %v, want ErrNotFound", err)
+	}
+	h.mustPublishedCount(t, 0)
+}
+
+func testMark(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "Adds a parser.", "m1")
+	p := h.mustPrepare(t, s.ID)
+	if p.Event.ID != ev.ID || p.Event.EvidenceHash != ev.EvidenceHash || p.Source.ID != ev.SourceID || p.Source.Name != "repo" {
+		t.Fatalf("plan %+v", p)
+	}
+	p.Title = "A parser"
+	pub := h.mustMark(t, p, "etag-1")
+	if pub.PageID != p.PageID || pub.SummaryID != s.ID || pub.EventID != ev.ID || pub.Generation != p.Generation || pub.Title != "A parser" {
+		t.Fatalf("publication %+v for plan %+v", pub, p)
+	}
+	got := h.mustSummary(t, s.ID)
+	if got.PublishedAt == nil || got.PublishedGeneration != p.Generation {
+		t.Fatalf("marked summary %+v, want published at generation %d", got, p.Generation)
+	}
+	ps := h.pageStates(t)[ev.ID]
+	if ps.PageID != p.PageID || ps.PublishedSummaryID != s.ID || ps.PublishedETag != "etag-1" || ps.SummaryID != s.ID || !ps.PointerFresh {
+		t.Fatalf("page state %+v", ps)
+	}
+	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 0 {
+		t.Fatalf("unpublished after the mark = %v %v, want none", un, err)
+	}
+	h.mustPublishedCount(t, 1)
+	var pages []string
+	if err := h.Store.PublishedPages(ctx, func(id, src string) error {
+		if src != ev.SourceID {
+			t.Errorf("page %s of source %s, want %s", id, src, ev.SourceID)
+		}
+		pages = append(pages, id)
+		return nil
+	}); err != nil || len(pages) != 1 || pages[0] != p.PageID {
+		t.Fatalf("published pages %v %v, want [%s]", pages, err, p.PageID)
+	}
+	srcs, err := h.Store.Sources(ctx)
+	if err != nil || len(srcs) != 1 || srcs[0].ID != ev.SourceID || srcs[0].Pages != 1 || srcs[0].Stamp == "" {
+		t.Fatalf("sources %+v %v", srcs, err)
+	}
+	// A newer summary is unpublished until it is marked; the page keeps
+	// its ID and the source's stamp changes when it is.
+	s2 := h.mustAccept(t, ev, "Adds a faster parser.", "m2")
+	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 1 || un[0] != s2.ID {
+		t.Fatalf("unpublished = %v %v, want [%s]", un, err, s2.ID)
+	}
+	h.Clock.Advance(time.Second)
+	pub2 := h.mustPublish(t, s2.ID)
+	if pub2.PageID != p.PageID || pub2.Generation <= p.Generation {
+		t.Fatalf("republication %+v after %+v", pub2, pub)
+	}
+	srcs2, err := h.Store.Sources(ctx)
+	if err != nil || len(srcs2) != 1 || srcs2[0].Stamp == srcs[0].Stamp {
+		t.Fatalf("sources after republishing %+v %v: stamp did not change from %q", srcs2, err, srcs[0].Stamp)
+	}
+}
+
+func testMarkSuperseded(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s1 := h.mustAccept(t, ev, "One.", "m1")
+	p1 := h.mustPrepare(t, s1.ID)
+	// A newer summary becomes current while s1's page is being written.
+	s2 := h.mustAccept(t, ev, "Two.", "m2")
+	_, err := h.Store.Mark(ctx, p1, publish.Written{ETag: "e1"}, nil)
+	mustErr(t, "mark the superseded summary", err, publish.ErrLostRace)
+	mustErr(t, "mark the superseded summary", err, tidemark.ErrConflict)
+	if got := h.mustSummary(t, s1.ID); got.PublishedAt != nil {
+		t.Fatalf("superseded summary marked published: %+v", got)
+	}
+	if ps := h.pageStates(t)[ev.ID]; ps.PublishedSummaryID != "" || ps.PublishedETag != "" {
+		t.Fatalf("page records a lost mark: %+v", ps)
+	}
+	h.mustPublishedCount(t, 0)
+	h.mustPublish(t, s2.ID)
+}
+
+func testMarkRefrozen(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence v1")
+	s := h.mustAccept(t, ev, "One.", "m1")
+	p := h.mustPrepare(t, s.ID)
+	h.mustEvent(t, "c1", "evidence v2")
+	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, nil)
+	mustErr(t, "mark over re-frozen evidence", err, publish.ErrLostRace)
+	if got := h.mustSummary(t, s.ID); got.PublishedAt != nil {
+		t.Fatalf("summary of stale evidence marked published: %+v", got)
+	}
+	h.mustPublishedCount(t, 0)
+}
+
+func testMarkRejected(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "One.", "m1")
+	p := h.mustPrepare(t, s.ID)
+	if _, err := h.Store.Reject(ctx, s.ID, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, nil)
+	mustErr(t, "mark a rejected summary", err, publish.ErrLostRace)
+	if got := h.mustSummary(t, s.ID); got.PublishedAt != nil {
+		t.Fatalf("rejected summary marked published: %+v", got)
+	}
+	h.mustPublishedCount(t, 0)
+}
+
+func testGenerations(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "One.", "m1")
+	older := h.mustPrepare(t, s.ID)
+	newer := h.mustPrepare(t, s.ID)
+	if newer.PageID != older.PageID || newer.Generation <= older.Generation {
+		t.Fatalf("generations %d then %d of page %s/%s, want increasing on one page",
+			older.Generation, newer.Generation, older.PageID, newer.PageID)
+	}
+	h.mustMark(t, newer, "etag-new")
+	_, err := h.Store.Mark(ctx, older, publish.Written{ETag: "etag-old"}, nil)
+	mustErr(t, "mark an older generation", err, publish.ErrNewerPublished)
+	if ps := h.pageStates(t)[ev.ID]; ps.PublishedETag != "etag-new" {
+		t.Fatalf("page records %q, want the newer generation's etag-new", ps.PublishedETag)
+	}
+	if got := h.mustSummary(t, s.ID); got.PublishedGeneration != newer.Generation {
+		t.Fatalf("summary published at generation %d, want %d", got.PublishedGeneration, newer.Generation)
+	}
+	// The same generation twice is refused too: a generation is written once.
+	_, err = h.Store.Mark(ctx, newer, publish.Written{ETag: "etag-again"}, nil)
+	mustErr(t, "mark a generation twice", err, publish.ErrNewerPublished)
+	// Generations keep increasing across summaries of the page.
+	s2 := h.mustAccept(t, ev, "Two.", "m2")
+	if p := h.mustPrepare(t, s2.ID); p.PageID != newer.PageID || p.Generation <= newer.Generation {
+		t.Fatalf("next summary's plan %+v, want page %s after generation %d", p, newer.PageID, newer.Generation)
+	}
+}
+
+func testFailingHook(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "One.", "m1")
+	p := h.mustPrepare(t, s.ID)
+	boom := errors.New("outbox full")
+	var seen tidemark.Publication
+	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, []publish.Hook{
+		func(_ context.Context, _ *sql.Tx, pub tidemark.Publication) error { seen = pub; return boom },
+	})
+	mustErr(t, "mark with a failing hook", err, boom)
+	if seen.SummaryID != s.ID || seen.Generation != p.Generation {
+		t.Fatalf("hook saw %+v", seen)
+	}
+	if got := h.mustSummary(t, s.ID); got.PublishedAt != nil {
+		t.Fatalf("a failed hook left the summary marked: %+v", got)
+	}
+	h.mustPublishedCount(t, 0)
+	// The plan is still good.
+	h.mustMark(t, p, "e1")
+}
+
+func testWithdraw(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "One.", "m1")
+	pub := h.mustPublish(t, s.ID)
+	// A page with a current summary is not withdrawn.
+	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
+		t.Fatalf("withdraw a current page: %v %v, want false", ok, err)
+	}
+	h.mustPublishedCount(t, 1)
+	if _, err := h.Store.Reject(ctx, s.ID, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	ps := h.pageStates(t)[ev.ID]
+	if ps.SummaryID != "" || ps.PointerFresh || ps.PublishedSummaryID != s.ID {
+		t.Fatalf("page state after rejecting its summary %+v", ps)
+	}
+	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || !ok {
+		t.Fatalf("withdraw: %v %v, want true", ok, err)
+	}
+	h.mustPublishedCount(t, 0)
+	if ps := h.pageStates(t)[ev.ID]; ps.PublishedSummaryID != "" || ps.PublishedETag != "" {
+		t.Fatalf("withdrawn page state %+v", ps)
+	}
+	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
+		t.Fatalf("withdraw twice: %v %v, want false", ok, err)
+	}
+	if l, err := h.Store.Listing(ctx, publish.ListingQuery{}); err != nil || len(l) != 0 {
+		t.Fatalf("listing after withdrawal %+v %v", l, err)
+	}
+}
+
+func testListing(t *testing.T, h *harness) {
+	var pubs []tidemark.Publication
+	for i, src := range []string{"a", "b", "a", "a"} {
+		ev := h.mustEventOf(t, src, fmt.Sprintf("c%d", i), fmt.Sprintf("evidence %d", i))
+		s := h.mustAccept(t, ev, fmt.Sprintf("Summary %d.", i), "m1")
+		pubs = append(pubs, h.mustPublish(t, s.ID))
+	}
+	// An accepted but unpublished page is not listed.
+	unlisted := h.mustEventOf(t, "a", "c9", "evidence 9")
+	h.mustAccept(t, unlisted, "Not yet.", "m1")
+
+	all, err := h.Store.Listing(ctx, publish.ListingQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 {
+		t.Fatalf("listing has %d pages, want 4", len(all))
+	}
+	for i, e := range all {
+		if want := pubs[len(pubs)-1-i]; e.PageID != want.PageID || e.EventID != want.EventID || e.SourceID != want.SourceID {
+			t.Fatalf("listing[%d] = %+v, want page %s (newest first)", i, e, want.PageID)
+		}
+		if e.Summary != "" || e.PublishedAt.IsZero() {
+			t.Fatalf("listing[%d] = %+v: summary text without Summaries, or no publication time", i, e)
+		}
+		if i > 0 && e.OccurredAt.After(all[i-1].OccurredAt) {
+			t.Fatalf("listing not newest first: %v after %v", e.OccurredAt, all[i-1].OccurredAt)
+		}
+	}
+	limited, err := h.Store.Listing(ctx, publish.ListingQuery{Limit: 2, Summaries: true})
+	if err != nil || len(limited) != 2 || limited[0].PageID != all[0].PageID || limited[1].PageID != all[1].PageID {
+		t.Fatalf("listing limited to 2: %+v %v", limited, err)
+	}
+	if limited[0].Summary != "Summary 3." {
+		t.Fatalf("listing with summaries shows %q, want %q", limited[0].Summary, "Summary 3.")
+	}
+	b := h.mustSource(t, "b")
+	onlyB, err := h.Store.Listing(ctx, publish.ListingQuery{SourceID: b.ID})
+	if err != nil || len(onlyB) != 1 || onlyB[0].PageID != pubs[1].PageID {
+		t.Fatalf("listing of source b: %+v %v, want page %s", onlyB, err, pubs[1].PageID)
+	}
+	srcs, err := h.Store.Sources(ctx)
+	if err != nil || len(srcs) != 2 || srcs[0].Name != "a" || srcs[0].Pages != 3 || srcs[1].Name != "b" || srcs[1].Pages != 1 {
+		t.Fatalf("sources %+v %v, want a with 3 pages and b with 1", srcs, err)
+	}
+}
+
+func testSummaries(t *testing.T, h *harness) {
+	ev1 := h.mustEvent(t, "c1", "evidence 1")
+	ev2 := h.mustEvent(t, "c2", "evidence 2")
+	var ids []string
+	for i, ev := range []tidemark.Event{ev1, ev2, ev1, ev2, ev1} {
+		ids = append(ids, h.mustAccept(t, ev, fmt.Sprintf("Summary %d.", i), fmt.Sprintf("m%d", i)).ID)
+	}
+	all, err := h.Store.Summaries(ctx, publish.SummaryFilter{})
+	if err != nil || len(all) != 5 {
+		t.Fatalf("summaries: %d %v, want 5", len(all), err)
+	}
+	for i, s := range all {
+		if want := ids[len(ids)-1-i]; s.ID != want {
+			t.Fatalf("summaries[%d] = %s, want %s (newest first)", i, s.ID, want)
+		}
+	}
+	two, err := h.Store.Summaries(ctx, publish.SummaryFilter{Limit: 2})
+	if err != nil || len(two) != 2 || two[0].ID != ids[4] || two[1].ID != ids[3] {
+		t.Fatalf("summaries limited to 2: %+v %v", two, err)
+	}
+	of1, err := h.Store.Summaries(ctx, publish.SummaryFilter{EventID: ev1.ID})
+	if err != nil || len(of1) != 3 || of1[0].ID != ids[4] || of1[1].ID != ids[2] || of1[2].ID != ids[0] {
+		t.Fatalf("summaries of event 1: %+v %v", of1, err)
+	}
+}
+
+func testUnsummarized(t *testing.T, h *harness) {
+	ev1 := h.mustEvent(t, "c1", "evidence 1")
+	ev2 := h.mustEvent(t, "c2", "evidence 2")
+	ev3 := h.mustEvent(t, "c3", "evidence 3")
+	h.mustAccept(t, ev2, "Two.", "m1")
+	check := func(model, prompt string, limit int, want ...tidemark.Event) {
+		t.Helper()
+		evs, err := h.Store.Unsummarized(ctx, model, prompt, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != len(want) {
+			t.Fatalf("unsummarized under %s/%s: %d events, want %d", model, prompt, len(evs), len(want))
+		}
+		for i := range want {
+			if evs[i].ID != want[i].ID {
+				t.Fatalf("unsummarized under %s/%s [%d] = %s, want %s (oldest first)", model, prompt, i, evs[i].ID, want[i].ID)
+			}
+		}
+	}
+	check("m1", "p1", 0, ev1, ev3)
+	check("m1", "p1", 1, ev1)
+	check("m2", "p1", 0, ev1, ev2, ev3)
+	check("m1", "p2", 0, ev1, ev2, ev3)
+	// A re-frozen event needs a summary of its new evidence (its place in
+	// the order follows its occurred-at time, which is ingest's business).
+	h.mustEvent(t, "c2", "evidence 2, again")
+	evs, err := h.Store.Unsummarized(ctx, "m1", "p1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		found = found || e.ID == ev2.ID
+	}
+	if len(evs) != 3 || !found {
+		t.Fatalf("unsummarized after re-freezing %s: %d events, re-frozen listed %v; want 3 and true", ev2.ID, len(evs), found)
+	}
+}
+
+func testObjects(t *testing.T, h *harness) {
+	src := h.mustSource(t, "repo")
+	alloc := func(key, kind, sourceID string) int64 {
+		t.Helper()
+		g, err := h.Store.AllocateObject(ctx, key, kind, sourceID)
+		if err != nil {
+			t.Fatalf("allocate %s: %v", key, err)
+		}
+		return g
+	}
+	objects := func() map[string]publish.WikiObject {
+		t.Helper()
+		os, err := h.Store.WikiObjects(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]publish.WikiObject{}
+		for _, o := range os {
+			out[o.Key] = o
+		}
+		return out
+	}
+	g1 := alloc("index.html", "index", "")
+	g2 := alloc("index.html", "index", "")
+	if g1 < 1 || g2 <= g1 {
+		t.Fatalf("generations %d then %d, want increasing from 1", g1, g2)
+	}
+	card := alloc("sources/repo.html", "card", src.ID)
+	if card != 1 {
+		t.Fatalf("a new key's first generation is %d, want 1", card)
+	}
+	if err := h.Store.RecordObject(ctx, "index.html", g2, "etag-2", "hash-2", "stamp-2"); err != nil {
+		t.Fatal(err)
+	}
+	// An older generation's write does not overwrite a newer record.
+	if err := h.Store.RecordObject(ctx, "index.html", g1, "etag-1", "hash-1", "stamp-1"); err != nil {
+		t.Fatal(err)
+	}
+	o := objects()["index.html"]
+	if o.ETag != "etag-2" || o.ContentHash != "hash-2" || o.Stamp != "stamp-2" || o.Kind != "index" || o.SourceID != "" {
+		t.Fatalf("index object %+v, want generation %d's record", o, g2)
+	}
+	if c := objects()["sources/repo.html"]; c.Kind != "card" || c.SourceID != src.ID || c.ETag != "" {
+		t.Fatalf("card object %+v", c)
+	}
+	if err := h.Store.ForgetObject(ctx, "index.html"); err != nil {
+		t.Fatal(err)
+	}
+	if o := objects()["index.html"]; o.ETag != "" || o.ContentHash != "" || o.Stamp != "" {
+		t.Fatalf("forgotten object %+v, want its record cleared", o)
+	}
+	// Generations never restart, so an old writer cannot pass a new one.
+	if g3 := alloc("index.html", "index", ""); g3 <= g2 {
+		t.Fatalf("generation after forgetting is %d, want more than %d", g3, g2)
+	}
+}

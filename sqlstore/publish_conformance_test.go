@@ -1,0 +1,18 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"github.com/tidemark/tidemark/publish/publishtest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+func TestPublishConformance(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		publishtest.Run(t, func(t *testing.T) publishtest.Harness {
+			env := sqltest.NewEnv(1)
+			db := sqltest.MustOpen(t, b, env)
+			return publishtest.Harness{Store: db.Publish(), Ingest: db.Ingest(), Clock: env.Clock}
+		})
+	})
+}
