@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"LeaseTokenOnlyGrows", testLeaseToken},
 		{"StaleTokenChangesNothing", testStaleToken},
 		{"ExpiredLeaseChangesNothing", testExpiredLease},
+		{"SameHolderOlderTokenChangesNothing", testSameHolderOlderToken},
 		{"FinishRecordsEachOutcome", testFinishOutcomes},
 		{"OneAttemptInFlight", testOneInFlight},
 		{"PacingGate", testPacingGate},
@@ -349,6 +350,29 @@ func testStaleToken(t *testing.T, h Harness) {
 	}
 }
 
+// A holder that acquires again (a restarted process keeping its name)
+// fences off its own older lease: only the token tells them apart.
+func testSameHolderOlderToken(t *testing.T, h Harness) {
+	h.AddLane(t, "chat", 0)
+	a := mustDraft(t, h, byHand("chat", "a"))
+	b := mustDraft(t, h, byHand("chat", "b"))
+	old := mustAcquire(t, h, "chat", "w1")
+	attempt := mustBegin(t, h, old, a.ID)
+	cur := mustAcquire(t, h, "chat", "w1")
+	staleEverywhere(t, h, old, b.ID, a.ID, attempt)
+	_, err := h.Store.Renew(ctx, old, ttl)
+	mustErr(t, "renew the older lease", err, tidemark.ErrStaleClaim)
+	// Releasing the older lease does not free the lane.
+	if err := h.Store.Release(ctx, old); err != nil {
+		t.Fatalf("release the older lease: %v", err)
+	}
+	if err := h.Store.CheckLease(ctx, cur); err != nil {
+		t.Fatalf("releasing the older lease freed the current one: %v", err)
+	}
+	_, err = h.Store.Acquire(ctx, "chat", "w2", ttl)
+	mustErr(t, "acquire after an older lease's release", err, tidemark.ErrClaimHeld)
+}
+
 func testExpiredLease(t *testing.T, h Harness) {
 	h.AddLane(t, "chat", 0)
 	a := mustDraft(t, h, byHand("chat", "a"))
@@ -389,6 +413,9 @@ func testFinishOutcomes(t *testing.T, h Harness) {
 			t.Fatalf("%s: landed at %v", tc.outcome, got.LandedAt)
 		}
 		mustInDoubt(t, h, l, tc.doubt)
+		if got := mustLane(t, h, "chat"); got.NeedsReconcile != (tc.outcome == outbox.OutcomeUnknown) {
+			t.Fatalf("%s: lane needs reconcile = %v", tc.outcome, got.NeedsReconcile)
+		}
 		// An attempt is finished once.
 		mustErr(t, "finish twice", h.Store.Finish(ctx, l, a, landed(h, "again")), tidemark.ErrStaleClaim)
 		mustState(t, h, in.ID, tc.want)
@@ -489,6 +516,9 @@ func testApply(t *testing.T, h Harness) {
 	mustFinish(t, h, l, mustBegin(t, h, l, a.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
 	mustBegin(t, h, l, b.ID) // the process dies here
 	mustInDoubt(t, h, l, true)
+	if !mustLane(t, h, "chat").NeedsReconcile {
+		t.Fatal("an unknown outcome did not mark the lane for reconciliation")
+	}
 
 	unbalanced := &outbox.Plan{Landed: []string{a.ID}, Accounting: outbox.Accounting{Total: 3, Landed: 1}}
 	mustErr(t, "apply an unbalanced plan", h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: unbalanced}), outbox.ErrUnbalanced)
@@ -511,6 +541,9 @@ func testApply(t *testing.T, h Harness) {
 	mustState(t, h, b.ID, outbox.StatePending)
 	mustState(t, h, c.ID, outbox.StatePending)
 	mustInDoubt(t, h, l, false)
+	if mustLane(t, h, "chat").NeedsReconcile {
+		t.Fatal("reconciliation left the lane marked for reconciliation")
+	}
 	if next, ok, err := h.Store.NextPending(ctx, l); err != nil || !ok || next.ID != b.ID {
 		t.Fatalf("next pending after reconciliation %+v %v %v, want %s", next, ok, err, b.ID)
 	}
