@@ -424,7 +424,7 @@ func testTypeFlip(t *testing.T, h Harness) {
 		got := fieldType(t, st, "things", "v")
 		if r.Status == content.RunDone {
 			if got != content.Number || r.FinishedAt == nil || r.Converted != int64(len(ids)) {
-				t.Fatalf("done run %+v leaves the type %s, want number", r, got)
+				t.Fatalf("done run %+v: type %s with %d converted, want number with all %d", r, got, r.Converted, len(ids))
 			}
 			break
 		}
