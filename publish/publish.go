@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
@@ -59,7 +60,14 @@ type Service struct {
 	// BaseURL, if set, is where the wiki is served ("https://wiki.example/");
 	// publications carry BaseURL + key as their page URL.
 	BaseURL string
-	Logger  *slog.Logger
+	// StoreLocation is Objects' location in canonical form (an absolute
+	// directory, s3://bucket/prefix), recorded with the store's identity
+	// at the first publication and compared at every start.
+	StoreLocation string
+	Logger        *slog.Logger
+
+	bindMu sync.Mutex
+	bound  *StoreIdentity // set once BindStore verified the store
 }
 
 func (s *Service) log() *slog.Logger {
@@ -109,6 +117,11 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, err
 	}
 	res.PageID, res.Key, res.Generation = plan.PageID, PageKey(plan.PageID), plan.Generation
+	// The store is the wiki's store (bound at the first publication;
+	// checked once per service), so a refused publication writes nothing.
+	if _, err := s.BindStore(ctx); err != nil {
+		return res, err
+	}
 	if err := fpAfterPrecheck.Hit(ctx); err != nil {
 		return res, err
 	}

@@ -139,13 +139,23 @@ func raceOnce(t *testing.T, b sqltest.Backend, store objstore.Store, sched []int
 	s1 := f.mustAccept(t, ev, "Older summary.", "m1")
 	log.gens = nil
 
+	// Each writer's service checks the store's identity before the race,
+	// so the schedule orders the publications' operations alone.
+	obj1, obj2 := &swappable{Store: log}, &swappable{Store: log}
+	svc1 := &publish.Service{Store: f.svc.Store, Objects: obj1}
+	svc2 := &publish.Service{Store: f.svc.Store, Objects: obj2}
+	for _, svc := range []*publish.Service{svc1, svc2} {
+		if _, err := svc.BindStore(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	prepared := make(chan struct{})
 	var once sync.Once
 	var s2ID string
 	errs := objstoretest.RunSchedule(t, log, sched,
 		func(ctx context.Context, s objstore.Store) error {
-			svc := *f.svc
-			svc.Objects = &signalFirst{Store: s, first: func() { once.Do(func() { close(prepared) }) }}
+			obj1.Store = &signalFirst{Store: s, first: func() { once.Do(func() { close(prepared) }) }}
+			svc := svc1
 			_, err := svc.Publish(ctx, s1.ID)
 			once.Do(func() { close(prepared) })
 			return err
@@ -154,8 +164,8 @@ func raceOnce(t *testing.T, b sqltest.Backend, store objstore.Store, sched []int
 			<-prepared // the older summary passed its pre-checks
 			s2 := f.mustAccept(t, ev, "Newer summary.", "m2")
 			s2ID = s2.ID
-			svc := *f.svc
-			svc.Objects = s
+			obj2.Store = s
+			svc := svc2
 			_, err := svc.Publish(ctx, s2.ID)
 			return err
 		})
@@ -256,3 +266,7 @@ func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.W
 	}
 	return a.Store.Mark(ctx, p, w, hooks)
 }
+
+// swappable is an object store whose backing store a test replaces after
+// the service using it has checked the store's identity.
+type swappable struct{ objstore.Store }

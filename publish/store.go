@@ -235,6 +235,15 @@ type Store interface {
 	// ForgetObject forgets a collected listing object's recorded version;
 	// its generation counter is kept, so generations never restart.
 	ForgetObject(ctx context.Context, key string) error
+
+	// BoundStore is the object store the wiki was bound to at its first
+	// publication; ok is false when it is bound to none yet.
+	BoundStore(ctx context.Context) (id StoreIdentity, ok bool, err error)
+	// BindStore records id as the wiki's store unless one is recorded, and
+	// returns the one recorded (id, or another binder's that came first).
+	BindStore(ctx context.Context, id StoreIdentity) (StoreIdentity, error)
+	// RebindStore records id as the wiki's store, replacing any other.
+	RebindStore(ctx context.Context, id StoreIdentity) (StoreIdentity, error)
 }
 
 // ListingQuery narrows Listing: one source's pages ("" for all), at most

@@ -118,6 +118,9 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 // does not hold (nil: find them).
 func (s *Service) refreshListings(ctx context.Context, absent *absence) (ListingReport, error) {
 	var rep ListingReport
+	if _, err := s.BindStore(ctx); err != nil {
+		return rep, err
+	}
 	sources, err := s.Store.Sources(ctx)
 	if err != nil {
 		return rep, err
@@ -273,6 +276,9 @@ type SweepReport struct {
 // a sweep with nothing to repair costs one query and one listing.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
+	if _, err := s.BindStore(ctx); err != nil {
+		return rep, err
+	}
 	stored := map[string]objstore.Info{}
 	if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { stored[in.Key] = in; return nil }); err != nil {
 		return rep, err

@@ -67,6 +67,9 @@ func TestReadBackMismatchIsNotPublished(t *testing.T) {
 		f := mustFixture(t, b, mem.New())
 		ev := f.mustEvent(t, "c1", "change", "evidence")
 		s := f.mustAccept(t, ev, "The summary.", "m1")
+		if _, err := f.svc.BindStore(ctx); err != nil { // the marker's read is not the one torn
+			t.Fatal(err)
+		}
 		f.svc.Objects = &tamperGet{Store: f.objs, armed: true}
 		if _, err := f.svc.Publish(ctx, s.ID); !errors.Is(err, publish.ErrReadBack) || !errors.Is(err, tidemark.ErrUnconfirmed) {
 			t.Fatalf("publish: %v, want ErrReadBack", err)

@@ -616,3 +616,68 @@ func (s *PublishStore) ForgetObject(ctx context.Context, key string) error {
 		WHERE key = $2`, ms(s.db.Clock.Now()), key)
 	return err
 }
+
+// BoundStore implements publish.Store.
+func (s *PublishStore) BoundStore(ctx context.Context) (publish.StoreIdentity, bool, error) {
+	return s.boundStore(ctx, s.db.db)
+}
+
+// schemaWikiStore is the migration that added wiki_store.
+const schemaWikiStore = 12
+
+func (s *PublishStore) boundStore(ctx context.Context, q querier) (publish.StoreIdentity, bool, error) {
+	if !s.db.hasSchema(schemaWikiStore) {
+		return publish.StoreIdentity{}, false, nil
+	}
+	var (
+		id publish.StoreIdentity
+		at int64
+	)
+	err := q.QueryRowContext(ctx, `SELECT store_id, location, bound_at FROM wiki_store WHERE singleton = 1`).
+		Scan(&id.ID, &id.Location, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("wiki store: %w", err)
+	}
+	id.BoundAt = fromMS(at)
+	return id, true, nil
+}
+
+// BindStore implements publish.Store: the first binder's row stands.
+func (s *PublishStore) BindStore(ctx context.Context, id publish.StoreIdentity) (publish.StoreIdentity, error) {
+	if id.ID == "" {
+		return id, tidemark.Invalidf("store id", "", "is required")
+	}
+	if !s.db.hasSchema(schemaWikiStore) {
+		return id, nil // a migration test's "before": nothing recorded then
+	}
+	if _, err := s.db.db.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
+		VALUES (1, $1, $2, $3) ON CONFLICT (singleton) DO NOTHING`, id.ID, id.Location, ms(s.db.Clock.Now())); err != nil {
+		return id, fmt.Errorf("bind wiki store: %w", err)
+	}
+	rec, ok, err := s.boundStore(ctx, s.db.db)
+	if err == nil && !ok {
+		err = fmt.Errorf("bind wiki store: the row is not there after the insert: %w", tidemark.ErrUnconfirmed)
+	}
+	return rec, err
+}
+
+// RebindStore implements publish.Store.
+func (s *PublishStore) RebindStore(ctx context.Context, id publish.StoreIdentity) (publish.StoreIdentity, error) {
+	if id.ID == "" {
+		return id, tidemark.Invalidf("store id", "", "is required")
+	}
+	now := s.db.Clock.Now()
+	if _, err := s.db.db.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
+		VALUES (1, $1, $2, $3) ON CONFLICT (singleton) DO UPDATE SET store_id = excluded.store_id,
+		location = excluded.location, bound_at = excluded.bound_at`, id.ID, id.Location, ms(now)); err != nil {
+		return id, fmt.Errorf("rebind wiki store: %w", err)
+	}
+	rec, ok, err := s.boundStore(ctx, s.db.db)
+	if err == nil && (!ok || rec.ID != id.ID || rec.Location != id.Location) {
+		err = fmt.Errorf("rebind wiki store: the row read back is not the one written: %w", tidemark.ErrUnconfirmed)
+	}
+	return rec, err
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,6 +71,41 @@ func (a *app) objectStore() (objstore.Store, error) {
 	return dir.Open(loc)
 }
 
+// canonicalStore is --store in the form recorded with the store's identity:
+// s3://bucket/prefix without redundant slashes, or an absolute directory
+// with its symbolic links resolved.
+func (a *app) canonicalStore() string {
+	loc := a.storeLocation()
+	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if prefix = strings.Trim(path.Clean("/"+prefix), "/"); prefix != "" {
+			return "s3://" + bucket + "/" + prefix
+		}
+		return "s3://" + bucket
+	}
+	if abs, err := filepath.Abs(loc); err == nil {
+		loc = abs
+	}
+	if real, err := filepath.EvalSymlinks(loc); err == nil {
+		loc = real
+	}
+	return loc
+}
+
+// bindStore opens the publish pipeline and checks, before anything starts,
+// that --store is the store this database's wiki lives in (binding it if
+// the wiki lives in none yet).
+func (a *app) bindStore(ctx context.Context) (*publish.Service, error) {
+	svc, err := a.publishService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := svc.BindStore(ctx); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
 // indexLocation is where a user finds the wiki's index.
 func (a *app) indexLocation() string {
 	loc := a.storeLocation()
@@ -91,7 +127,8 @@ func (a *app) publishService(ctx context.Context) (*publish.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log, BaseURL: os.Getenv("TIDEMARK_WIKI_URL")}
+	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log, BaseURL: os.Getenv("TIDEMARK_WIKI_URL"),
+		StoreLocation: a.canonicalStore()}
 	for _, h := range publishHooks {
 		svc.Hooks = append(svc.Hooks, h(a))
 	}
@@ -245,6 +282,9 @@ func publishLoop(ctx context.Context, a *app, cmd *cobra.Command) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if fatalLoopError(err) {
+				return err // another store than the wiki's: waiting will not fix it
+			}
 			pause = b.Fail()
 			a.log.Error("publish round failed; retrying", "err", err, "retry_in", pause)
 		} else {
@@ -289,7 +329,7 @@ current, unrejected summary of its current evidence).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, err := a.publishService(ctx)
+			svc, err := a.bindStore(ctx)
 			if err != nil {
 				return err
 			}
@@ -325,7 +365,7 @@ current, unrejected summary of its current evidence).`,
 	f.StringVar(&summarizer, "summarizer", "", "extractive or openai (env TIDEMARK_SUMMARIZER; default extractive)")
 	limitFlag(f, &limit, 1000, "events to summarize and summaries to publish, at most")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a))
+	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a), newRebindCmd(a))
 	return cmd
 }
 
@@ -336,7 +376,7 @@ func newSweepCmd(a *app) *cobra.Command {
 		Short: "Converge every page to its current published summary; collect orphans",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := a.publishService(cmd.Context())
+			svc, err := a.bindStore(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -438,5 +478,37 @@ func newRejectCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+func newRebindCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rebind",
+		Short: "Bind the wiki to --store after moving or emptying it on purpose",
+		Long: `The database records the object store its wiki lives in (a marker object in
+the store and the store's location) at the first publication, and every worker
+whose --store differs refuses to publish or sweep. After moving the wiki (or
+emptying it) on purpose, rebind binds it to --store; the next sweep
+republishes every page the store does not show. Every other worker must then
+use the same --store.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := a.publishService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			id, err := svc.Rebind(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, id)
+			}
+			fmt.Fprintf(a.stdout, "the wiki now lives in %s (marker %s); run `tidemark publish sweep` to republish its pages there\n", id.Location, id.ID)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the store's identity as JSON")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/publish"
 )
 
 func init() { register(newRunCmd) }
@@ -67,6 +68,18 @@ already tracked).`,
 				if _, err := sweepInterval(); err != nil {
 					return err
 				}
+			}
+			// A worker whose store is not the wiki's refuses before it
+			// claims anything.
+			// A daemon waits out a store or database that is away; a store
+			// that is not the wiki's stops it at once.
+			bind := func() (*publish.Service, error) { return a.bindStore(ctx) }
+			if once {
+				if _, err := bind(); err != nil {
+					return err
+				}
+			} else if _, err := retryStart(ctx, a, "check the wiki's store", bind); err != nil {
+				return err
 			}
 			svc, err := a.ingestService(ctx)
 			if err != nil {

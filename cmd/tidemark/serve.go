@@ -27,7 +27,7 @@ func init() { register(newServeCmd) }
 
 // storeHandler serves the wiki from the object store as it stands: a path
 // is a key, "/" and directories are their index.html. Hidden keys (the
-// directory store's sidecars) are never served.
+// directory store's sidecars) and the store's marker are never served.
 // An object store's error is logged, never shown: it may name a file or a
 // bucket.
 func storeHandler(objs objstore.Store, log *slog.Logger) http.Handler {
@@ -40,7 +40,7 @@ func storeHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 		if key == "" || strings.HasSuffix(r.URL.Path, "/") {
 			key = strings.TrimPrefix(key+"/index.html", "/")
 		}
-		if objstore.CheckKey(key) != nil {
+		if objstore.CheckKey(key) != nil || strings.HasPrefix(key, "_tidemark/") {
 			http.NotFound(w, r)
 			return
 		}
@@ -131,6 +131,16 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			}
 			db, err := a.open(cmd.Context())
 			if err != nil {
+				return err
+			}
+			// The wiki served is the database's: a server on another store
+			// would show another wiki, or none. Checked, never bound: serve
+			// writes nothing.
+			svc, err := a.publishService(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := svc.CheckStore(cmd.Context()); err != nil {
 				return err
 			}
 			for _, h := range hosts {

@@ -1,0 +1,14 @@
+-- Settings that a scale-out shares through the database instead of each
+-- process's environment.
+--
+-- wiki_store is the object store the wiki lives in, recorded at the first
+-- publication (one row at most): the random ID of the marker object written
+-- into the store, and the store's location in canonical form. A worker
+-- whose store carries another marker, or none, or sits elsewhere, refuses
+-- to publish or sweep. Times are Unix milliseconds.
+CREATE TABLE wiki_store (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    store_id  TEXT NOT NULL,
+    location  TEXT NOT NULL,
+    bound_at  BIGINT NOT NULL
+);
