@@ -29,19 +29,23 @@ const (
 // by the source's fetcher; CursorVersion increases by one every time the
 // cursor is written, and fences every claim.
 type Source struct {
-	ID             string            `json:"id"`
-	Name           string            `json:"name"`
-	Kind           string            `json:"kind"`
-	Location       string            `json:"location"`
-	Config         map[string]string `json:"config,omitempty"`
-	State          SourceState       `json:"state"`
-	Interval       Duration          `json:"interval"`
-	RetryBudget    int               `json:"retry_budget"`
-	Cursor         string            `json:"cursor"`
-	CursorVersion  int64             `json:"cursor_version"`
-	Window         WindowState       `json:"window"`
-	WindowAttempts int               `json:"window_attempts"`
-	TerminalReason string            `json:"terminal_reason,omitempty"`
+	ID       string            `json:"id"`
+	Name     string            `json:"name"`
+	Kind     string            `json:"kind"`
+	Location string            `json:"location"`
+	Config   map[string]string `json:"config,omitempty"`
+	// AllowPrivate lets this source's fetches reach private, loopback and
+	// link-local addresses; stored with the source, so every worker
+	// fetches it alike.
+	AllowPrivate   bool        `json:"allow_private"`
+	State          SourceState `json:"state"`
+	Interval       Duration    `json:"interval"`
+	RetryBudget    int         `json:"retry_budget"`
+	Cursor         string      `json:"cursor"`
+	CursorVersion  int64       `json:"cursor_version"`
+	Window         WindowState `json:"window"`
+	WindowAttempts int         `json:"window_attempts"`
+	TerminalReason string      `json:"terminal_reason,omitempty"`
 	// FailingSince is when the window's first failure was recorded; nil
 	// while the window has not failed.
 	FailingSince   *time.Time `json:"failing_since,omitempty"`

@@ -23,6 +23,9 @@ type Store interface {
 	Sources(ctx context.Context) ([]tidemark.Source, error)
 	// SetState pauses or resumes a source; the change is audited.
 	SetState(ctx context.Context, ref string, state tidemark.SourceState, actor string) (tidemark.Source, error)
+	// SetAllowPrivate sets whether the source's fetches may reach private
+	// addresses.
+	SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error)
 
 	// Claim admits one active run for the source. A claim over an expired
 	// lease marks the old run lost (and may make the window terminal); the
@@ -68,6 +71,8 @@ type NewSource struct {
 	Config      map[string]string
 	Interval    time.Duration
 	RetryBudget int
+	// AllowPrivate lets the source's fetches reach private addresses.
+	AllowPrivate bool
 }
 
 // Validate refuses a source no scheduler could run: one without a name or

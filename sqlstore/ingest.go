@@ -39,7 +39,7 @@ var _ ingest.Store = (*IngestStore)(nil)
 const sourceColumns = `id, name, kind, location, config, state, interval_ms, retry_budget,
 	cursor, cursor_version, window_state, window_attempts, terminal_reason, failing_since,
 	claim_token, claim_holder, claim_run_id, lease_expires_at, next_due_at,
-	last_outcome, last_error, last_run_at, created_at`
+	last_outcome, last_error, last_run_at, created_at, allow_private`
 
 // sourceRow is a source as stored, with its claim token, which never
 // leaves the store except inside a Claim.
@@ -60,11 +60,12 @@ func scanSource(s scanner) (sourceRow, error) {
 		failingSince       sql.NullInt64
 		nextDue, created   int64
 		lastOutcome        string
+		allowPrivate       int
 	)
 	err := s.Scan(&r.ID, &r.Name, &r.Kind, &r.Location, &config, &state, &intervalMS, &r.RetryBudget,
 		&r.Cursor, &r.CursorVersion, &win, &r.WindowAttempts, &r.TerminalReason, &failingSince,
 		&r.token, &holder, &runID, &lease, &nextDue,
-		&lastOutcome, &r.LastError, &lastRun, &created)
+		&lastOutcome, &r.LastError, &lastRun, &created, &allowPrivate)
 	if err != nil {
 		return r, err
 	}
@@ -84,6 +85,7 @@ func scanSource(s scanner) (sourceRow, error) {
 	r.LastOutcome = tidemark.Outcome(lastOutcome)
 	r.LastRunAt = fromNullMS(lastRun)
 	r.CreatedAt = fromMS(created)
+	r.AllowPrivate = allowPrivate == 1
 	return r, nil
 }
 
@@ -102,9 +104,9 @@ func (s *IngestStore) AddSource(ctx context.Context, ns ingest.NewSource) (tidem
 	now := s.db.Clock.Now()
 	id := s.db.IDs.New()
 	_, err := s.db.db.ExecContext(ctx, `INSERT INTO sources
-		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now))
+		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at, allow_private)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)`,
+		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now), boolInt(ns.AllowPrivate))
 	if IsUniqueViolation(err) {
 		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", ns.Name, tidemark.ErrConflict)
 	}
@@ -172,6 +174,26 @@ func (s *IngestStore) SetState(ctx context.Context, ref string, state tidemark.S
 		return tidemark.Source{}, err
 	}
 	return s.Source(ctx, r.ID)
+}
+
+// SetAllowPrivate implements ingest.Store.
+func (s *IngestStore) SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error) {
+	src, err := s.Source(ctx, ref)
+	if err != nil {
+		return src, err
+	}
+	if err := exec1(ctx, s.db.db, fmt.Errorf("source %s: %w", src.Name, tidemark.ErrNotFound), `UPDATE sources SET allow_private = $1, updated_at = $2 WHERE id = $3`,
+		boolInt(allow), ms(s.db.Clock.Now()), src.ID); err != nil {
+		return src, err
+	}
+	return s.Source(ctx, src.ID)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Claim implements ingest.Store.

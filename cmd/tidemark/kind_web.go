@@ -42,8 +42,11 @@ const AllowPrivateEnv = httpx.AllowPrivateEnv
 
 var (
 	webMu sync.Mutex
-	// webShared holds the process's clients, one per allow-private setting.
-	webShared = map[bool]*httpx.Client{}
+	// webShared is the process's client. It refuses private addresses
+	// unless the fetch's context carries a source that allows them
+	// (httpx.WithAllowPrivate): the setting is each source's, never the
+	// process's.
+	webShared *httpx.Client
 	// allowPrivateFlag is set by the --allow-private flag of the commands
 	// that have one.
 	allowPrivateFlag bool
@@ -52,6 +55,9 @@ var (
 	probes = map[probeKey]detect.Result{}
 )
 
+// allowPrivate is the default of a new source's own setting: the
+// --allow-private flag where a command has one, or TIDEMARK_ALLOW_PRIVATE.
+// It is read when a source is added or tested, never when one is fetched.
 func allowPrivate() bool {
 	switch strings.ToLower(os.Getenv(AllowPrivateEnv)) {
 	case "1", "true", "yes":
@@ -62,15 +68,12 @@ func allowPrivate() bool {
 
 // webClient returns the process's shared HTTP client.
 func webClient() *httpx.Client {
-	allow := allowPrivate()
 	webMu.Lock()
 	defer webMu.Unlock()
-	c := webShared[allow]
-	if c == nil {
-		c = httpx.New(httpx.Options{AllowPrivate: allow})
-		webShared[allow] = c
+	if webShared == nil {
+		webShared = httpx.New(httpx.Options{})
 	}
-	return c
+	return webShared
 }
 
 type probeKey struct {
@@ -85,7 +88,7 @@ func isHTTP(loc string) bool {
 // probe asks a URL once what it is; the answer is remembered for the
 // preparer.
 func probe(ctx context.Context, loc string) (detect.Result, error) {
-	key := probeKey{allowPrivate(), loc}
+	key := probeKey{httpx.AllowsPrivate(ctx), loc}
 	webMu.Lock()
 	r, ok := probes[key]
 	webMu.Unlock()

@@ -164,7 +164,7 @@ func printReport(a *app, r ingest.Report, err error) {
 func (a *app) trackRepo(cmd *cobra.Command, path string) error {
 	ctx := cmd.Context()
 	ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: "git", Location: path,
-		Interval: defaultInterval, RetryBudget: defaultRetryBudget}, nil)
+		Interval: defaultInterval, RetryBudget: defaultRetryBudget, AllowPrivate: allowPrivate()}, nil)
 	if err != nil {
 		return fmt.Errorf("--track %s: %w", path, err)
 	}

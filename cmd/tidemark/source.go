@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch"
+	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/redact"
 )
@@ -29,7 +30,7 @@ func newSourceCmd(a *app) *cobra.Command {
 		Use:   "source",
 		Short: "Add, list, inspect, pause, resume, retry and skip sources",
 	}
-	cmd.AddCommand(newSourceAddCmd(a), newSourceListCmd(a), newSourceShowCmd(a),
+	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), newSourceListCmd(a), newSourceShowCmd(a),
 		newSourceStateCmd(a, "pause", tidemark.SourcePaused), newSourceStateCmd(a, "resume", tidemark.SourceActive),
 		newSourceRetryCmd(a), newSourceSkipCmd(a))
 	for _, f := range sourceSubcommands {
@@ -66,6 +67,8 @@ func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string)
 	if err := checkLocationCredentials(ns.Location); err != nil {
 		return ns, err
 	}
+	// Detection and checks reach what the source will be allowed to.
+	ctx = httpx.WithAllowPrivate(ctx, ns.AllowPrivate)
 	if ns.Kind == "" {
 		for _, d := range kindDetectors {
 			if k, ok := d(ctx, ns.Location); ok {
@@ -143,6 +146,7 @@ func newSourceAddCmd(a *app) *cobra.Command {
 		budget     int
 		config     []string
 		asJSON     bool
+		private    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "add LOCATION",
@@ -150,8 +154,11 @@ func newSourceAddCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if !cmd.Flags().Changed("allow-private") {
+				private = allowPrivate() // the default for new sources
+			}
 			ns, err := resolveNewSource(ctx, ingest.NewSource{Name: name, Kind: kind, Location: args[0],
-				Interval: interval, RetryBudget: budget}, config)
+				Interval: interval, RetryBudget: budget, AllowPrivate: private}, config)
 			if err != nil {
 				return err
 			}
@@ -180,6 +187,48 @@ func newSourceAddCmd(a *app) *cobra.Command {
 	f.IntVar(&budget, "retry-budget", defaultRetryBudget, "attempts at one window before it goes terminal")
 	f.StringArrayVar(&config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
 	f.BoolVar(&asJSON, "json", false, "print the added source as JSON")
+	f.BoolVar(&private, "allow-private", false, "let this source reach private, loopback and link-local addresses (default: env "+AllowPrivateEnv+")")
+	return cmd
+}
+
+// newSourceSetCmd changes a source's settings that every worker reads from
+// the database.
+func newSourceSetCmd(a *app) *cobra.Command {
+	var (
+		private bool
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set NAME --allow-private[=false]",
+		Short: "Change a source's settings (whether it may reach private addresses)",
+		Long: `Change a source's settings. They are stored with the source, so every worker
+fetches it alike, whatever its own environment.
+
+--allow-private lets the source reach private, loopback and link-local
+addresses (a feed on the local network, a git server on localhost);
+--allow-private=false takes that back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("allow-private") {
+				return tidemark.Invalidf("settings", "", "name one to change: --allow-private or --allow-private=false")
+			}
+			db, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			src, err := db.Ingest().SetAllowPrivate(cmd.Context(), args[0], private)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, src)
+			}
+			fmt.Fprintf(a.stdout, "%s: private addresses %s\n", src.Name, map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the source as JSON")
 	return cmd
 }
 
@@ -301,6 +350,9 @@ func newSourceShowCmd(a *app) *cobra.Command {
 			fmt.Fprintf(w, "name:          %s\nkind:          %s\nlocation:      %s\n", src.Name, src.Kind, src.Location)
 			for k, v := range src.Config {
 				fmt.Fprintf(w, "config:        %s=%s\n", k, v)
+			}
+			if src.AllowPrivate {
+				fmt.Fprintln(w, "private:       allowed (it may reach private, loopback and link-local addresses)")
 			}
 			fmt.Fprintf(w, "state:         %s\ncursor:        %s (version %d)\n", src.State, orDash(src.Cursor), src.CursorVersion)
 			fmt.Fprintf(w, "window:        %s, %d of %d attempts spent\n", src.Window, src.WindowAttempts, src.RetryBudget)

@@ -169,7 +169,8 @@ func newSourceImportOPMLCmd(a *app) *cobra.Command {
 				for i := 2; names[f.Name]; i++ {
 					f.Name = fmt.Sprintf("%s-%d", base, i)
 				}
-				ns := ingest.NewSource{Name: f.Name, Kind: "feed", Location: f.Location, Config: map[string]string{}, Interval: interval, RetryBudget: budget}
+				ns := ingest.NewSource{Name: f.Name, Kind: "feed", Location: f.Location, Config: map[string]string{}, Interval: interval, RetryBudget: budget,
+					AllowPrivate: allowPrivate()}
 				if err := validateNewSource(ns); err != nil {
 					return err
 				}

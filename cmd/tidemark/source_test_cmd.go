@@ -57,13 +57,14 @@ was unreachable, 2 when its answer was unusable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: kind, Location: args[0]}, config)
+			ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: kind, Location: args[0], AllowPrivate: allowPrivate()}, config)
 			if err != nil {
 				return err
 			}
 			kind := ns.Kind
 			newFetcher := fetcherKinds[kind]
-			src := tidemark.Source{Name: ns.Name, Kind: kind, Location: ns.Location, Config: ns.Config, State: tidemark.SourceActive}
+			src := tidemark.Source{Name: ns.Name, Kind: kind, Location: ns.Location, Config: ns.Config, State: tidemark.SourceActive,
+				AllowPrivate: ns.AllowPrivate}
 			rep := testReport{Kind: kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []testItem{}, Cursor: cursor}
 			res, ferr := newFetcher(a).Fetch(ctx, src, cursor)
 			if ferr != nil {

@@ -54,6 +54,7 @@ type Fetcher struct {
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
 	if err != nil {
 		return tidemark.FetchResult{}, err

@@ -261,6 +261,7 @@ func (e *gitError) Unwrap() error { return e.err }
 // Head returns the commit the source's branch points at (for a remote,
 // after fetching it).
 func (f *Fetcher) Head(ctx context.Context, src tidemark.Source) (string, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err
@@ -289,6 +290,7 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -377,6 +379,7 @@ func branch(src tidemark.Source) string {
 
 // DescribeRange says which commits lie between two cursors.
 func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err
@@ -517,6 +520,7 @@ func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, err
 // that cannot be reached now is returned as unreachable, for the caller to
 // decide.
 func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	ref, named := branch(src), src.Config[ConfigBranch] != ""
 	if !IsRemote(src.Location) {
 		if !named {
@@ -557,6 +561,7 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 // to: it must name a commit, and that commit must be on the source's
 // branch (an ancestor of its head), or the next run would fail on it.
 func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to string) (string, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err

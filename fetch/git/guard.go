@@ -285,7 +285,7 @@ func (f *Fetcher) resolveChecked(ctx context.Context, host, port string) (netip.
 		return netip.Addr{}, tidemark.Unreachable("DNS: no address for "+host, 0, nil)
 	}
 	for _, a := range addrs {
-		if err := f.guard().Check(net.JoinHostPort(a.Unmap().String(), port)); err != nil {
+		if err := f.guard().CheckContext(ctx, net.JoinHostPort(a.Unmap().String(), port)); err != nil {
 			return netip.Addr{}, tidemark.Unusable("network safety", err)
 		}
 	}

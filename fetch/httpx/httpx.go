@@ -128,7 +128,9 @@ func New(opt Options) *Client {
 	c := &Client{opt: opt, hosts: map[string]*hostState{}}
 	rt := opt.Transport
 	if rt == nil {
-		rt = c.transport()
+		// Two pools: a connection dialled for a source that may reach a
+		// private address is never reused for one that may not.
+		rt = splitTransport{public: c.transport(false), private: c.transport(true)}
 	}
 	c.hc = &http.Client{
 		Transport: rt,
@@ -156,11 +158,50 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// AllowPrivateEnv names the environment variable with which a user lets
-// sources reach private addresses; a refusal names it so the user knows the
-// way out. The program reads it (one place: the command's allowPrivate);
-// the package only names it.
+// AllowPrivateEnv names the environment variable that gives new sources
+// their default: whether they may reach private addresses. The setting is
+// each source's own, stored with it (so every worker reads one source the
+// same way); a refusal names both so the user knows the way out. The
+// program reads the variable (one place: the command's allowPrivate); the
+// package only names it.
 const AllowPrivateEnv = "TIDEMARK_ALLOW_PRIVATE"
+
+type allowPrivateKey struct{}
+
+// WithAllowPrivate returns ctx carrying one source's own setting: whether
+// its fetch may reach private, loopback and link-local addresses. Requests
+// and dials under ctx obey it (on top of Options.AllowPrivate).
+func WithAllowPrivate(ctx context.Context, allow bool) context.Context {
+	return context.WithValue(ctx, allowPrivateKey{}, allow)
+}
+
+// AllowsPrivate reports the setting WithAllowPrivate put in ctx (false
+// when none).
+func AllowsPrivate(ctx context.Context) bool {
+	allow, _ := ctx.Value(allowPrivateKey{}).(bool)
+	return allow
+}
+
+// CheckContext is Check for a dial under ctx: a source whose setting
+// allows private addresses may dial them.
+func (c *Client) CheckContext(ctx context.Context, addr string) error {
+	if AllowsPrivate(ctx) {
+		return nil
+	}
+	return c.Check(addr)
+}
+
+// splitTransport sends a request whose context allows private addresses
+// through the transport that may dial them, every other one through the
+// one that may not; each keeps its own connections.
+type splitTransport struct{ public, private http.RoundTripper }
+
+func (t splitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if AllowsPrivate(req.Context()) {
+		return t.private.RoundTrip(req)
+	}
+	return t.public.RoundTrip(req)
+}
 
 // AddrError is the guard's refusal of an address.
 type AddrError struct {
@@ -169,7 +210,8 @@ type AddrError struct {
 }
 
 func (e *AddrError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only when enabled: set %s=1)", e.Addr, e.Reason, AllowPrivateEnv)
+	return fmt.Sprintf("refused to connect to %s: %s address (private addresses are allowed only for a source that allows them: "+
+		"`tidemark source set NAME --allow-private`; %s=1 makes it the default for new sources)", e.Addr, e.Reason, AllowPrivateEnv)
 }
 
 type redirectError struct{ n int }
@@ -284,10 +326,14 @@ var reserved = []netip.Prefix{
 // Control hook, after DNS resolution and before the socket connects, so
 // every connection — the first, each redirect's, each DNS answer's — passes
 // through it.
-func (c *Client) transport() *http.Transport {
+func (c *Client) transport(allowPrivate bool) *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil, // a proxy would dial on our behalf, past the guard
-		DialContext:           c.DialContext,
+		Proxy: nil, // a proxy would dial on our behalf, past the guard
+		// The transport's own setting, not the dial's context: its
+		// connections are reused by later requests.
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			return c.DialContext(WithAllowPrivate(ctx, allowPrivate), network, address)
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxConnsPerHost:       c.opt.PerHost,
@@ -302,14 +348,14 @@ func (c *Client) transport() *http.Transport {
 // runs after DNS resolution and before each socket connects, so a name
 // that resolves to a refused address is never connected to. It is the one
 // way out for other transports that must obey the same rule (the git kind
-// tunnels every connection git makes through it). A refusal wraps an
-// *AddrError.
+// tunnels every connection git makes through it). A source's own setting
+// comes in ctx (WithAllowPrivate). A refusal wraps an *AddrError.
 func (c *Client) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	d := &net.Dialer{
 		Timeout:   c.opt.Timeout,
 		KeepAlive: 30 * time.Second,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			return c.Check(address)
+		ControlContext: func(ctx context.Context, network, address string, _ syscall.RawConn) error {
+			return c.CheckContext(ctx, address)
 		},
 	}
 	return d.DialContext(ctx, network, address)

@@ -406,3 +406,34 @@ func TestRefusalNamesTheSwitch(t *testing.T) {
 		t.Fatalf("refusal %v does not name %s", err, httpx.AllowPrivateEnv)
 	}
 }
+
+// A source's own setting, carried in the fetch's context, lets one fetch
+// reach a private address; a fetch without it is refused, even right after
+// (an allowed connection is never reused for it).
+func TestAllowPrivatePerFetch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	c := httpx.New(httpx.Options{MinInterval: -1})
+	ctx := context.Background()
+	var ae *httpx.AddrError
+	if _, err := c.Get(ctx, httpx.Request{URL: srv.URL}); !errors.As(err, &ae) {
+		t.Fatalf("fetch without the setting: %v, want a refusal", err)
+	}
+	r, err := c.Get(httpx.WithAllowPrivate(ctx, true), httpx.Request{URL: srv.URL})
+	if err != nil || string(r.Body) != "ok" {
+		t.Fatalf("fetch of a source that allows private addresses: %v", err)
+	}
+	if _, err := c.Get(httpx.WithAllowPrivate(ctx, false), httpx.Request{URL: srv.URL}); !errors.As(err, &ae) {
+		t.Fatalf("fetch without the setting after an allowed one: %v, want a refusal", err)
+	}
+	if _, err := c.DialContext(ctx, "tcp", srv.Listener.Addr().String()); !errors.As(err, &ae) {
+		t.Fatalf("dial without the setting: %v, want a refusal", err)
+	}
+	conn, err := c.DialContext(httpx.WithAllowPrivate(ctx, true), "tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatalf("dial with the setting: %v", err)
+	}
+	conn.Close()
+}

@@ -105,6 +105,7 @@ var ErrNoText = errors.New("page: no readable text")
 
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	maxBytes, err := fetch.IntConfig(src.Config, ConfigMaxBytes, 0)
 	if err != nil {
 		return tidemark.FetchResult{}, err

@@ -12,3 +12,11 @@ CREATE TABLE wiki_store (
     location  TEXT NOT NULL,
     bound_at  BIGINT NOT NULL
 );
+
+-- sources.allow_private says whether this source's fetches may reach
+-- private, loopback and link-local addresses. It is the source's own
+-- setting, read by every worker alike, never a process's environment
+-- (TIDEMARK_ALLOW_PRIVATE is only the default of `source add`). Sources
+-- stored before this migration may not (0); `tidemark source set NAME
+-- --allow-private` allows one.
+ALTER TABLE sources ADD COLUMN allow_private INTEGER NOT NULL DEFAULT 0;
