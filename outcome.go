@@ -87,3 +87,30 @@ func Classify(err error) (Outcome, string, time.Duration) {
 	}
 	return OutcomeError, err.Error(), 0
 }
+
+// ErrCannotServe: this worker cannot serve the source (a local path it
+// cannot see, a kind it was not built with), though another worker may.
+// The run records OutcomeError, tidemark's own, without spending the
+// window's retry budget, and the source is left for other workers.
+var ErrCannotServe = errors.New("tidemark: this worker cannot serve the source")
+
+// CannotServeError says why this worker cannot serve a source. It matches
+// ErrCannotServe.
+type CannotServeError struct {
+	Reason string
+	Err    error
+}
+
+func (e *CannotServeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("this worker cannot serve the source: %s: %v", e.Reason, e.Err)
+	}
+	return "this worker cannot serve the source: " + e.Reason
+}
+
+func (e *CannotServeError) Is(target error) bool { return target == ErrCannotServe }
+
+func (e *CannotServeError) Unwrap() error { return e.Err }
+
+// CannotServe returns a *CannotServeError.
+func CannotServe(reason string, err error) error { return &CannotServeError{Reason: reason, Err: err} }

@@ -190,7 +190,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	rep.Source = src.Name
 	fetcher := s.Fetchers[src.Kind]
 	if fetcher == nil {
-		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, fmt.Sprintf("no fetcher for kind %q", src.Kind), 0, false)
+		return s.cannotServe(finishCtx, c, src, rep, tidemark.CannotServe(fmt.Sprintf("it was built without the kind %q", src.Kind), nil))
 	}
 
 	fetchCtx, cancel := context.WithCancelCause(ctx)
@@ -222,6 +222,9 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	if ferr != nil {
 		if ctx.Err() != nil {
 			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
+		}
+		if errors.Is(ferr, tidemark.ErrCannotServe) {
+			return s.cannotServe(finishCtx, c, src, rep, ferr)
 		}
 		if errors.Is(fetchCtx.Err(), context.DeadlineExceeded) {
 			// Whatever the fetcher made of it, the upstream did not answer in time.
@@ -315,6 +318,38 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	s.logger().Warn("run failed", "source", src.Name, "run", c.RunID, "outcome", o, "reason", reason,
 		"attempt", c.Attempt, "budget", c.RetryBudget)
 	return rep, &RunFailedError{Outcome: o, Reason: reason}
+}
+
+// cannotServe fails a run that this worker cannot serve (a local path it
+// cannot see, a kind it was not built with): the outcome is error, our
+// own; the window's budget is not spent, since the source may be fine for
+// other workers; the source is due again after a first backoff, so that
+// any worker may take it; and the worker is recorded as unable to serve it.
+func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report, why error) (Report, error) {
+	reason := redact.Text(fmt.Sprintf("worker %s: %v (budget not spent; left for other workers)", s.Holder, why),
+		redact.Credentials(src.Location)...)
+	now := s.Clock.Now()
+	r := 0.5
+	if s.Rand != nil {
+		r = s.Rand.Float64()
+	}
+	// The pause of a first failure under the service's retry policy,
+	// whatever this window's attempts: long enough for other workers to
+	// take the source, never charged to it.
+	first := s.retry().Decide(FailureFacts{Outcome: tidemark.OutcomeError, Attempt: 1, Budget: c.RetryBudget,
+		Now: now, Interval: src.Interval.Std()}, r)
+	next := now.Add(first.Delay)
+	f := Failure{Outcome: tidemark.OutcomeError, Reason: reason, NextDueAt: next, NoCharge: true}
+	if _, err := s.Store.Fail(ctx, c, f); err != nil {
+		return rep, fmt.Errorf("record that run %s cannot be served: %w", c.RunID, err)
+	}
+	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now}); err != nil {
+		// The run is recorded; only the list in source show misses it.
+		s.logger().Error("record the worker that cannot serve a source", "source", src.Name, "err", err)
+	}
+	rep.Outcome, rep.Error = tidemark.OutcomeError, reason
+	s.logger().Warn("cannot serve source here; left for other workers", "source", src.Name, "run", c.RunID, "reason", reason)
+	return rep, &RunFailedError{Outcome: tidemark.OutcomeError, Reason: reason}
 }
 
 // heartbeat extends the lease every third of its length until done. If the

@@ -61,6 +61,21 @@ type Store interface {
 	// NextDue returns when the earliest claimable source is due; ok is
 	// false when none is.
 	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+
+	// RecordUnserved records that a worker could not serve a source (the
+	// latest reason per source and worker).
+	RecordUnserved(ctx context.Context, u Unserved) error
+	// Unserved lists the workers that could not serve a source, latest
+	// first.
+	Unserved(ctx context.Context, sourceID string) ([]Unserved, error)
+}
+
+// Unserved says that a worker could not serve a source, and why.
+type Unserved struct {
+	SourceID string    `json:"source_id"`
+	Holder   string    `json:"holder"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
 }
 
 // NewSource describes a source to add.
@@ -159,6 +174,8 @@ type Detail struct {
 	tidemark.Source
 	Runs    []tidemark.Run `json:"runs"`
 	Actions []Action       `json:"actions"`
+	// UnservedBy are the workers that could not serve the source.
+	UnservedBy []Unserved `json:"unserved_by"`
 }
 
 // SourceDetail reads a source with up to limit of its newest runs and
@@ -176,7 +193,11 @@ func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail,
 	if err != nil {
 		return Detail{}, err
 	}
-	return Detail{Source: src, Runs: runs, Actions: actions}, nil
+	unserved, err := st.Unserved(ctx, src.ID)
+	if err != nil {
+		return Detail{}, err
+	}
+	return Detail{Source: src, Runs: runs, Actions: actions, UnservedBy: unserved}, nil
 }
 
 // BatchSettler is implemented by stores that can settle many runs that

@@ -1421,3 +1421,32 @@ func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
 	}
 	return time.Time{}, false, nil
 }
+
+// RecordUnserved implements ingest.Store.
+func (s *IngestStore) RecordUnserved(ctx context.Context, u ingest.Unserved) error {
+	_, err := s.db.db.ExecContext(ctx, `INSERT INTO source_unserved (source_id, holder, reason, at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (source_id, holder) DO UPDATE SET reason = excluded.reason, at = excluded.at`,
+		u.SourceID, u.Holder, u.Reason, ms(u.At))
+	if err != nil {
+		return fmt.Errorf("record unserved source %s: %w", u.SourceID, err)
+	}
+	return nil
+}
+
+// Unserved implements ingest.Store.
+func (s *IngestStore) Unserved(ctx context.Context, sourceID string) ([]ingest.Unserved, error) {
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (ingest.Unserved, error) {
+		var u ingest.Unserved
+		var at int64
+		err := sc.Scan(&u.SourceID, &u.Holder, &u.Reason, &at)
+		u.At = fromMS(at)
+		return u, err
+	}, `SELECT source_id, holder, reason, at FROM source_unserved WHERE source_id = $1 ORDER BY at DESC, holder`, sourceID)
+	if err != nil {
+		return nil, fmt.Errorf("unserved source %s: %w", sourceID, err)
+	}
+	if out == nil {
+		out = []ingest.Unserved{}
+	}
+	return out, nil
+}

@@ -370,6 +370,12 @@ func newSourceShowCmd(a *app) *cobra.Command {
 				fmt.Fprintf(w, "claimed by:    %s (run %s, lease until %s)\n", src.ClaimHolder, src.ClaimRunID, src.LeaseExpiresAt.Local().Format(time.DateTime))
 			}
 			fmt.Fprintf(w, "next due:      %s\n", src.NextDueAt.Local().Format(time.DateTime))
+			if len(d.UnservedBy) > 0 {
+				fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
+				for _, u := range d.UnservedBy {
+					fmt.Fprintf(w, "  %s  %s: %s\n", u.At.Local().Format(time.DateTime), u.Holder, u.Reason)
+				}
+			}
 			if len(runs) > 0 {
 				fmt.Fprintln(w, "\nrecent runs:")
 				printRuns(w, runs, false)

@@ -187,14 +187,15 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 var errTooMany = errors.New("dir: too many files")
 
 // rootError classifies a root that cannot be opened: missing (an
-// unmounted volume, a moved directory) is unreachable, like a repository
-// that is not there; not a directory is invalid; permission denied is our
-// own failure (this process lacks the right to read what it was asked to
-// watch). None is ever empty.
+// unmounted volume, a moved directory, a worker on another machine) is
+// this worker's own inability to serve the source, which spends no budget
+// and leaves it for workers that see the directory; not a directory is
+// invalid; permission denied is our own failure (this process lacks the
+// right to read what it was asked to watch). None is ever empty.
 func rootError(root string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return tidemark.Unreachable("directory "+root+" not found", 0, err)
+		return tidemark.CannotServe("directory "+root+" not found on this worker", err)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("dir: cannot read %s: %w", root, err)
 	}

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/dir"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -96,8 +98,20 @@ func TestDirLimitsAndFailures(t *testing.T) {
 		t.Fatalf("include: %+v", rep)
 	}
 
+	// A directory this worker cannot see may be another worker's (a
+	// volume mounted there): error, the budget unspent, the worker named.
 	h = fetchtest.MustHarness(t, b, "dir", filepath.Join(root, "missing"), nil, &dir.Fetcher{})
-	h.MustRun(t, tidemark.OutcomeUnreachable)
+	for range 3 {
+		h.Env.Clock.Advance(time.Hour)
+		h.MustRun(t, tidemark.OutcomeError)
+	}
+	if cur := h.Current(t); cur.WindowAttempts != 0 || cur.Window != tidemark.WindowOpen {
+		t.Fatalf("a missing directory spent the budget: %d attempts, window %s", cur.WindowAttempts, cur.Window)
+	}
+	d, err := ingest.SourceDetail(context.Background(), h.Store, h.Source.ID, 10)
+	if err != nil || len(d.UnservedBy) != 1 || d.UnservedBy[0].Holder != "test" || !strings.Contains(d.UnservedBy[0].Reason, "not found on this worker") {
+		t.Fatalf("unserved by: %+v %v", d.UnservedBy, err)
+	}
 }
 
 // A file swapped for a symbolic link between listing and open is never
@@ -154,7 +168,7 @@ func TestDirRootThatIsALinkIsRead(t *testing.T) {
 		t.Fatalf("root through a link: %+v %v", res.Items, err)
 	}
 	file := filepath.Join(target, "a.txt")
-	for loc, want := range map[string]tidemark.Outcome{filepath.Join(target, "missing"): tidemark.OutcomeUnreachable, file: tidemark.OutcomeInvalid} {
+	for loc, want := range map[string]tidemark.Outcome{filepath.Join(target, "missing"): tidemark.OutcomeError, file: tidemark.OutcomeInvalid} {
 		_, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: loc}, "")
 		if o, _, _ := tidemark.Classify(err); err == nil || o != want {
 			t.Errorf("%s: %v, want %s", loc, err, want)

@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +173,11 @@ func (f *Fetcher) cacheDir() (string, error) {
 // location itself, or the remote's bare mirror, brought up to date.
 func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error) {
 	if !IsRemote(src.Location) {
+		// A local repository another worker may see (a shared volume)
+		// is not broken because this one cannot.
+		if _, err := os.Stat(src.Location); errors.Is(err, fs.ErrNotExist) {
+			return "", tidemark.CannotServe("repository "+src.Location+" not found on this worker", err)
+		}
 		return src.Location, nil
 	}
 	base, err := f.cacheDir()

@@ -127,7 +127,7 @@ func TestFetchFailuresAreClassified(t *testing.T) {
 		cursor string
 		want   tidemark.Outcome
 	}{
-		{"missing repository", src(filepath.Join(dir, "nope")), "", tidemark.OutcomeUnreachable},
+
 		{"cursor not in history", src(dir), strings.Repeat("ab", 20), tidemark.OutcomeInvalid},
 		{"unknown branch", tidemark.Source{Location: dir, Config: map[string]string{git.ConfigBranch: "nope"}}, "", tidemark.OutcomeInvalid},
 	}
@@ -139,6 +139,15 @@ func TestFetchFailuresAreClassified(t *testing.T) {
 				t.Fatalf("got %v, want a %s FetchError", err, tc.want)
 			}
 		})
+	}
+}
+
+// A local repository this worker cannot see may be another worker's (a
+// shared volume): the fetch says so, and the run spends no budget.
+func TestMissingLocalRepositoryCannotBeServedHere(t *testing.T) {
+	_, err := (&git.Fetcher{}).Fetch(context.Background(), src(filepath.Join(mustRepo(t, 1), "nope")), "")
+	if !errors.Is(err, tidemark.ErrCannotServe) {
+		t.Fatalf("got %v, want ErrCannotServe", err)
 	}
 }
 

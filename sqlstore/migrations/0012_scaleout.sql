@@ -20,3 +20,16 @@ CREATE TABLE wiki_store (
 -- stored before this migration may not (0); `tidemark source set NAME
 -- --allow-private` allows one.
 ALTER TABLE sources ADD COLUMN allow_private INTEGER NOT NULL DEFAULT 0;
+
+-- source_unserved records the workers that could not serve a source (a
+-- local path they cannot see, a kind they were not built with): their runs
+-- are recorded as `error` without spending the window's budget and the
+-- source is left for other workers. One row per source and worker, the
+-- latest reason.
+CREATE TABLE source_unserved (
+    source_id TEXT NOT NULL REFERENCES sources (id),
+    holder    TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    at        BIGINT NOT NULL,
+    PRIMARY KEY (source_id, holder)
+);
