@@ -121,6 +121,12 @@ func (f *Fetcher) exec(ctx context.Context, dir string, stdin string, inv invoca
 	for _, kv := range inv.config {
 		pre = append(pre, "-c", kv)
 	}
+	// A worker without git (a minimal container image) cannot serve any
+	// git source; another worker may. Checked here, at the one place git
+	// runs, so a remote is refused by the address guard first.
+	if _, err := exec.LookPath(f.git()); err != nil {
+		return nil, tidemark.CannotServe("git is not installed on this worker", err)
+	}
 	cmd := exec.CommandContext(ctx, f.git(), append(pre, args...)...)
 	cmd.Env = append(scrub(cmd.Environ()), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	cmd.Env = append(cmd.Env, inv.env...)

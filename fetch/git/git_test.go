@@ -151,6 +151,15 @@ func TestMissingLocalRepositoryCannotBeServedHere(t *testing.T) {
 	}
 }
 
+// A worker without git cannot serve a git source, and says so.
+func TestWorkerWithoutGitCannotServe(t *testing.T) {
+	f := &git.Fetcher{Git: filepath.Join(t.TempDir(), "no-git-here")}
+	_, err := f.Fetch(context.Background(), src(mustRepo(t, 1)), "")
+	if !errors.Is(err, tidemark.ErrCannotServe) {
+		t.Fatalf("got %v, want ErrCannotServe", err)
+	}
+}
+
 func TestBranchSelection(t *testing.T) {
 	ctx := context.Background()
 	dir := mustRepo(t, 1)
