@@ -40,8 +40,9 @@ func TestAllowPrivateIsTheSourcesSetting(t *testing.T) {
 			show("allowed").AllowPrivate, show("refused").AllowPrivate, show("defaulted").AllowPrivate)
 	}
 
-	// A worker without the variable reads the sources that allow it.
-	worker("", 0, "run", "--once")
+	// A worker without the variable reads the sources that allow it
+	// (and exits 5: one source failed).
+	worker("", 5, "run", "--once")
 	if o := show("allowed").LastOutcome; o != tidemark.OutcomeItems {
 		t.Fatalf("allowed source read by a worker without the variable: %s", o)
 	}
@@ -54,7 +55,7 @@ func TestAllowPrivateIsTheSourcesSetting(t *testing.T) {
 	}
 	// A worker with the variable does not read it either.
 	worker("1", 0, "source", "retry", "refused")
-	worker("1", 0, "run", "--once")
+	worker("1", 5, "run", "--once")
 	if o := show("refused").LastOutcome; o.Advances() {
 		t.Fatalf("a worker's variable let it read a source that refuses private addresses: %s", o)
 	}
