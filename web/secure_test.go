@@ -165,6 +165,11 @@ func TestServerSignIn(t *testing.T) {
 			}
 		}
 	}
+	// Someone not signed in is offered the wiki, not a way out of a
+	// session or links to pages that would send them back here.
+	if r := do("GET", "/signin", "", nil); r.Code != 200 || strings.Contains(r.Body, "/signout") || strings.Contains(r.Body, `href="/status"`) {
+		t.Fatalf("sign-in page: %d, offers sign-out or status links:\n%s", r.Code, r.Body)
+	}
 	if r := do("POST", "/signin", "", form(url.Values{"token": {"tmk_wrong"}}, nil)); r.Code != 401 || r.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("sign in with a wrong token: %d %q", r.Code, r.Header.Get("Set-Cookie"))
 	}
