@@ -1,0 +1,389 @@
+// Package kinds knows every source kind: how a location is recognised as
+// one, how a new source of it is checked and normalised, which config keys
+// it reads, and the fetcher that reads it. It is the one place that knows
+// them all, as outbox/providers is for provider kinds; a program that
+// embeds tidemark gets every kind from New.
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch"
+	"github.com/tidemark/tidemark/fetch/detect"
+	"github.com/tidemark/tidemark/fetch/dir"
+	"github.com/tidemark/tidemark/fetch/feed"
+	"github.com/tidemark/tidemark/fetch/git"
+	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/fetch/jsonsrc"
+	"github.com/tidemark/tidemark/fetch/page"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/redact"
+)
+
+// Kind is one source kind.
+type Kind struct {
+	Name string
+	// ConfigKeys are the config keys the kind understands; any other key
+	// is refused when a source is added, so a typo does not pass silently.
+	ConfigKeys []string
+	// detect tells the kind of a location, if it can (the web kinds share
+	// one detector, held by the first of them). It may ask the location
+	// (an HTTP probe), so it takes the caller's context.
+	detect func(ctx context.Context, s *Set, loc string) (kind string, ok bool)
+	// prepare checks and normalises a new source of this kind (resolve a
+	// path, verify a repository, follow a page's announced feed).
+	prepare func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error)
+	// fetcher reads sources of this kind.
+	fetcher func(s *Set) tidemark.Fetcher
+}
+
+// Options configure a Set.
+type Options struct {
+	// GitCache is the directory that holds mirrors of remote repositories
+	// (required for the git kind to fetch remotes).
+	GitCache string
+	// Warn receives what a check could not decide but did not refuse (a
+	// remote that cannot be reached now is added as given). Nil drops it.
+	Warn func(msg string)
+}
+
+// Set is every kind, sharing one HTTP client per process so that the
+// per-host limits hold across every source. The client refuses private
+// addresses unless the fetch's context carries a source that allows them
+// (httpx.WithAllowPrivate): the setting is each source's, never the
+// process's.
+type Set struct {
+	opt    Options
+	client *httpx.Client
+	kinds  []Kind
+
+	mu sync.Mutex
+	// probes remembers what detection found, so the preparation that
+	// follows does not ask the upstream again.
+	probes map[probeKey]detect.Result
+}
+
+type probeKey struct {
+	allow bool
+	loc   string
+}
+
+// New returns every kind. The order is the order of detection: the first
+// kind that recognises a location wins.
+func New(opt Options) *Set {
+	s := &Set{opt: opt, client: httpx.New(httpx.Options{}), probes: map[probeKey]detect.Result{}}
+	s.kinds = []Kind{
+		{Name: "git", ConfigKeys: []string{git.ConfigBranch}, detect: detectGit, prepare: prepareGit,
+			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }},
+		{Name: "feed", ConfigKeys: []string{feed.ConfigMaxBytes, feed.ConfigMaxItems}, detect: detectWeb, prepare: prepareWeb("feed"),
+			fetcher: func(s *Set) tidemark.Fetcher { return &feed.Fetcher{Client: s.client} }},
+		{Name: "page", ConfigKeys: []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes, page.ConfigMaxNodes},
+			prepare: prepareWeb("page"),
+			fetcher: func(s *Set) tidemark.Fetcher { return &page.Fetcher{Client: s.client} }},
+		{Name: "json", ConfigKeys: []string{jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL,
+			jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes},
+			prepare: prepareWeb("json"),
+			fetcher: func(s *Set) tidemark.Fetcher { return &jsonsrc.Fetcher{Client: s.client} }},
+		{Name: "dir", ConfigKeys: []string{dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles},
+			detect: detectDir, prepare: prepareDir,
+			fetcher: func(*Set) tidemark.Fetcher { return &dir.Fetcher{} }},
+	}
+	return s
+}
+
+// Client is the process's shared HTTP client.
+func (s *Set) Client() *httpx.Client { return s.client }
+
+// Names lists the kinds, sorted.
+func (s *Set) Names() []string {
+	var ns []string
+	for _, k := range s.kinds {
+		ns = append(ns, k.Name)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Kind finds a kind by name.
+func (s *Set) Kind(name string) (Kind, bool) {
+	for _, k := range s.kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Fetchers returns a fetcher per kind, for ingest.Service.
+func (s *Set) Fetchers() ingest.Fetchers {
+	fs := ingest.Fetchers{}
+	for _, k := range s.kinds {
+		fs[k.Name] = k.fetcher(s)
+	}
+	return fs
+}
+
+func (s *Set) warn(format string, args ...any) {
+	if s.opt.Warn != nil {
+		s.opt.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// Resolve completes a new source: the kind (detected unless named), its
+// config checked against the kind's keys, the kind's own preparation, and
+// a default name. It refuses a location that carries a credential before
+// anything reads it. Detection and checks reach only what the source will
+// be allowed to (ns.AllowPrivate).
+func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	if err := CheckLocationCredentials(ns.Location); err != nil {
+		return ns, err
+	}
+	ctx = httpx.WithAllowPrivate(ctx, ns.AllowPrivate)
+	if ns.Kind == "" {
+		for _, k := range s.kinds {
+			if k.detect == nil {
+				continue
+			}
+			if kind, ok := k.detect(ctx, s, ns.Location); ok {
+				ns.Kind = kind
+				break
+			}
+		}
+	}
+	if ns.Kind == "" {
+		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with --kind")
+	}
+	k, ok := s.Kind(ns.Kind)
+	if !ok {
+		return ns, tidemark.Invalidf("--kind", ns.Kind, "unknown kind (known: %s)", strings.Join(s.Names(), ", "))
+	}
+	if err := k.CheckConfig(ns.Config); err != nil {
+		return ns, err
+	}
+	var err error
+	if ns, err = k.prepare(ctx, s, ns); err != nil {
+		return ns, err
+	}
+	if ns.Name == "" {
+		ns.Name = defaultName(ns.Location)
+	}
+	return ns, nil
+}
+
+// CheckConfig refuses a key the kind does not read, and a bound (max_…)
+// that is not a positive integer.
+func (k Kind) CheckConfig(cfg map[string]string) error {
+	for key, v := range cfg {
+		if !slices.Contains(k.ConfigKeys, key) {
+			list := strings.Join(k.ConfigKeys, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return tidemark.Invalidf("--config", key, "not a %s setting (known: %s)", k.Name, list)
+		}
+		if strings.HasPrefix(key, "max_") {
+			if _, err := fetch.IntConfig(cfg, key, 1); err != nil {
+				return tidemark.Invalidf("--config", key+"="+v, "want a positive integer")
+			}
+		}
+	}
+	return nil
+}
+
+// CheckLocationCredentials refuses a location that carries a credential: a
+// password in its userinfo (any scheme), or any userinfo in an http(s) URL,
+// where a token rides as the user name (https://TOKEN@host/...). A location
+// is shown everywhere (source list, --json, the API, the status pages, run
+// errors), so a credential in it would be shown too; git's credential
+// helpers, ~/.netrc and SSH keys hold credentials instead. An SSH user name
+// (ssh://git@host/...) is not a secret and is kept.
+func CheckLocationCredentials(loc string) error {
+	u, err := url.Parse(loc)
+	if err != nil || u.User == nil || u.Host == "" {
+		return nil
+	}
+	_, hasPassword := u.User.Password()
+	web := u.Scheme == "http" || u.Scheme == "https"
+	if hasPassword || (web && u.User.Username() != "") {
+		return tidemark.Invalidf("location", redact.URL(loc, false), "carries a credential (user:password@ or token@); "+
+			"tidemark shows locations everywhere and never stores credentials in them: "+
+			"give git its credentials with a credential helper, ~/.netrc or an SSH key, and drop them from the URL")
+	}
+	return nil
+}
+
+func defaultName(loc string) string {
+	loc = strings.TrimRight(loc, "/")
+	loc = strings.TrimSuffix(loc, ".git")
+	if i := strings.LastIndexAny(loc, "/:"); i >= 0 && i < len(loc)-1 {
+		loc = loc[i+1:]
+	}
+	return loc
+}
+
+// probe asks a URL once what it is; the answer is remembered for the
+// preparation that follows.
+func (s *Set) probe(ctx context.Context, loc string) (detect.Result, error) {
+	key := probeKey{httpx.AllowsPrivate(ctx), loc}
+	s.mu.Lock()
+	r, ok := s.probes[key]
+	s.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
+	defer cancel()
+	r, err := detect.Probe(ctx, s.client, loc)
+	if err != nil {
+		return r, err
+	}
+	s.mu.Lock()
+	s.probes[key] = r
+	s.mu.Unlock()
+	return r, nil
+}
+
+func isHTTP(loc string) bool {
+	return strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://")
+}
+
+// detectWeb tells an http(s) location's kind by asking it once.
+func detectWeb(ctx context.Context, s *Set, loc string) (string, bool) {
+	if !isHTTP(loc) {
+		return "", false
+	}
+	r, err := s.probe(ctx, loc)
+	if err != nil {
+		s.warn("could not probe %s to tell its kind: %v", loc, err)
+		return "", false
+	}
+	return r.Kind, true
+}
+
+func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error) {
+	return func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error) {
+		if err := detect.CheckURL(ns.Location); err != nil {
+			return ns, err
+		}
+		switch kind {
+		case "feed":
+			// An HTML page named as a feed: follow its announced feed. A
+			// feed that cannot be probed now is added as given.
+			if r, err := s.probe(ctx, ns.Location); err == nil && r.Kind == "feed" && r.Discovered {
+				ns.Location = r.Location
+			}
+		case "page":
+			for _, k := range []string{page.ConfigSelector, page.ConfigIgnore} {
+				if sel := ns.Config[k]; sel != "" {
+					if err := page.CheckSelector(sel); err != nil {
+						return ns, tidemark.Invalidf("--config", k+"="+sel, "not a CSS selector: %v", err)
+					}
+				}
+			}
+		case "json":
+			if _, err := jsonsrc.NewSelector(ns.Config, 0); err != nil {
+				return ns, err
+			}
+		}
+		if ns.Name == "" {
+			ns.Name = detect.Name(ns.Location)
+		}
+		return ns, nil
+	}
+}
+
+func detectDir(_ context.Context, _ *Set, loc string) (string, bool) {
+	if fi, err := os.Stat(loc); err == nil && fi.IsDir() {
+		return "dir", true
+	}
+	return "", false
+}
+
+func prepareDir(_ context.Context, _ *Set, ns ingest.NewSource) (ingest.NewSource, error) {
+	abs, err := filepath.Abs(ns.Location)
+	if err != nil {
+		return ns, err
+	}
+	// A root that is a link is stored resolved: the source watches the
+	// directory the user meant, not whatever the link points at later.
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return ns, tidemark.Invalidf("location", ns.Location, "not a readable directory: %v", err)
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil || !fi.IsDir() {
+		return ns, tidemark.Invalidf("location", ns.Location, "not a directory")
+	}
+	ns.Location = resolved
+	if ns.Name == "" {
+		ns.Name = filepath.Base(abs)
+	}
+	return ns, nil
+}
+
+func detectGit(_ context.Context, _ *Set, loc string) (string, bool) {
+	if strings.HasSuffix(loc, ".git") || strings.HasSuffix(loc, ".git/") {
+		return "git", true
+	}
+	if !strings.Contains(loc, "://") && git.IsRemote(loc) {
+		return "git", true // user@host:path is only ever git
+	}
+	return "git", isGitDir(loc)
+}
+
+// isGitDir tells a local repository: a work tree (with .git, a directory or
+// a file) or a bare repository by its layout.
+func isGitDir(loc string) bool {
+	if fi, err := os.Stat(filepath.Join(loc, ".git")); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
+		return true
+	}
+	for _, p := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(loc, p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// prepareGit resolves a local repository to its top (or the bare
+// repository itself) and checks that the branch exists, asking a remote
+// through the address guard. A remote that cannot be reached now is added
+// with a warning; one the guard refuses, or whose branch is missing, is
+// refused.
+func prepareGit(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error) {
+	f := &git.Fetcher{Guard: s.client}
+	if !git.IsRemote(ns.Location) {
+		loc, err := f.LocalRepository(ctx, ns.Location)
+		if err != nil {
+			return ns, err
+		}
+		ns.Location = loc
+		if ns.Name == "" {
+			ns.Name = strings.TrimSuffix(filepath.Base(loc), ".git")
+		}
+	}
+	err := f.Check(ctx, tidemark.Source{Kind: "git", Location: ns.Location, Config: ns.Config})
+	var fe *tidemark.FetchError
+	switch {
+	case err == nil:
+	case errors.Is(err, tidemark.ErrInvalid):
+		return ns, err
+	case errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeInvalid:
+		return ns, tidemark.Invalidf("location", ns.Location, "%s", fe.Error())
+	case errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeUnreachable:
+		s.warn("could not reach %s to check it now (%v); adding it as given", ns.Location, err)
+	default:
+		return ns, err
+	}
+	return ns, nil
+}

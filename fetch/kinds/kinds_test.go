@@ -1,0 +1,81 @@
+package kinds_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/kinds"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+func TestResolveTellsKindsApart(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	s := kinds.New(kinds.Options{GitCache: t.TempDir()})
+	plain := t.TempDir()
+	repo := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	for loc, want := range map[string]string{plain: "dir", repo: "git", "git@example.org:team/app.git": "git"} {
+		ns, err := s.Resolve(ctx, ingest.NewSource{Location: loc})
+		// A remote git source that cannot be reached is added as given.
+		if err != nil && !strings.HasPrefix(loc, "git@") {
+			t.Fatalf("%s: %v", loc, err)
+		}
+		if ns.Kind != want {
+			t.Errorf("%s: kind %q, want %q", loc, ns.Kind, want)
+		}
+	}
+	ns, err := s.Resolve(ctx, ingest.NewSource{Location: plain})
+	if err != nil || ns.Name != filepath.Base(plain) {
+		t.Fatalf("default name %q, %v", ns.Name, err)
+	}
+}
+
+func TestResolveRefusesBadInput(t *testing.T) {
+	s := kinds.New(kinds.Options{})
+	dir := t.TempDir()
+	for name, ns := range map[string]ingest.NewSource{
+		"unknown kind":       {Kind: "ftp", Location: dir},
+		"unknown config key": {Kind: "dir", Location: dir, Config: map[string]string{"branch": "main"}},
+		"bad bound":          {Kind: "dir", Location: dir, Config: map[string]string{"max_files": "-3"}},
+		"credential":         {Location: "https://user:pw@example.org/feed.xml"},
+		"token as user":      {Location: "https://ghp_token@example.org/feed.xml"},
+		"not a directory":    {Kind: "dir", Location: filepath.Join(dir, "missing")},
+		"no kind":            {Location: "nowhere-at-all"},
+	} {
+		_, err := s.Resolve(context.Background(), ns)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid input", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw@") {
+			t.Errorf("%s: the refusal shows the credential: %v", name, err)
+		}
+	}
+}
+
+func TestFetchersCoverEveryKind(t *testing.T) {
+	s := kinds.New(kinds.Options{})
+	fs := s.Fetchers()
+	for _, n := range s.Names() {
+		if fs[n] == nil {
+			t.Errorf("kind %s has no fetcher", n)
+		}
+		k, _ := s.Kind(n)
+		if len(k.ConfigKeys) == 0 {
+			t.Errorf("kind %s reads no config key", n)
+		}
+	}
+	if len(fs) != 5 {
+		t.Fatalf("%d kinds", len(fs))
+	}
+
+}

@@ -1,0 +1,87 @@
+// Package stores opens an object store from its location: a directory, or
+// s3://BUCKET[/PREFIX]. It is the one place that knows every kind of store,
+// as outbox/providers is for provider kinds.
+package stores
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/objstore/s3"
+)
+
+// S3 holds what an s3:// location does not say: where the server is and
+// how to sign in.
+type S3 struct {
+	Endpoint string // empty: AWS's own endpoints
+	// PathStyle addresses the bucket in the path; nil: path style exactly
+	// when an Endpoint is given (most self-hosted servers need it).
+	PathStyle *bool
+	Region    string // default us-east-1
+	AccessKey string
+	SecretKey string
+}
+
+// Open opens the store at loc. flag names the setting loc came from, for
+// the error that refuses it.
+func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
+	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if bucket == "" {
+			return nil, tidemark.Invalidf(flag, loc, "want s3://BUCKET[/PREFIX]")
+		}
+		pathStyle := s3cfg.Endpoint != ""
+		if s3cfg.PathStyle != nil {
+			pathStyle = *s3cfg.PathStyle
+		}
+		region := s3cfg.Region
+		if region == "" {
+			region = "us-east-1"
+		}
+		return s3.New(s3.Config{Bucket: bucket, Prefix: prefix, Endpoint: s3cfg.Endpoint, PathStyle: pathStyle,
+			Region: region, AccessKey: s3cfg.AccessKey, SecretKey: s3cfg.SecretKey})
+	}
+	if strings.Contains(loc, "://") {
+		return nil, tidemark.Invalidf(flag, loc, "want a directory or s3://BUCKET[/PREFIX]")
+	}
+	return dir.Open(loc)
+}
+
+// IsLocal reports whether loc is a directory on this machine.
+func IsLocal(loc string) bool { return !strings.Contains(loc, "://") }
+
+// Canonical is loc in the form recorded with the store's identity:
+// s3://bucket/prefix without redundant slashes, or an absolute directory
+// with its symbolic links resolved.
+func Canonical(loc string) string {
+	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		if prefix = strings.Trim(path.Clean("/"+prefix), "/"); prefix != "" {
+			return "s3://" + bucket + "/" + prefix
+		}
+		return "s3://" + bucket
+	}
+	if abs, err := filepath.Abs(loc); err == nil {
+		loc = abs
+	}
+	if real, err := filepath.EvalSymlinks(loc); err == nil {
+		loc = real
+	}
+	return loc
+}
+
+// Locate is where a user finds the object key in the store at loc: a URL
+// for s3://, an absolute path for a directory.
+func Locate(loc, key string) string {
+	if strings.HasPrefix(loc, "s3://") {
+		return strings.TrimRight(loc, "/") + "/" + key
+	}
+	if abs, err := filepath.Abs(loc); err == nil {
+		loc = abs
+	}
+	return filepath.Join(loc, filepath.FromSlash(key))
+}
