@@ -1,50 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidemark/tidemark"
 )
-
-// fakeSleep replaces the daemon's waits: each wait is recorded and returns
-// at once; onWait (if set) sees the waits so far and may cancel.
-func fakeSleep(t *testing.T, onWait func(waits []time.Duration)) *[]time.Duration {
-	t.Helper()
-	var waits []time.Duration
-	old := daemonSleep
-	daemonSleep = func(ctx context.Context, d time.Duration) error {
-		waits = append(waits, d)
-		if onWait != nil {
-			onWait(waits)
-		}
-		return ctx.Err()
-	}
-	t.Cleanup(func() { daemonSleep = old })
-	return &waits
-}
-
-func TestBackoffDoublesUpToItsCap(t *testing.T) {
-	b := &backoff{Min: time.Second, Max: 10 * time.Second}
-	var got []time.Duration
-	for range 6 {
-		got = append(got, b.Fail())
-	}
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
-	if !slices.Equal(got, want) {
-		t.Fatalf("pauses %v, want %v", got, want)
-	}
-	b.Reset()
-	if d := b.Fail(); d != time.Second {
-		t.Fatalf("after a success the pause is %s, want %s", d, time.Second)
-	}
-}
 
 func TestRunRefusesABadSweepIntervalAtStart(t *testing.T) {
 	for _, v := range []string{"soon", "0s", "-1m", "10"} {
@@ -58,92 +19,5 @@ func TestRunRefusesABadSweepIntervalAtStart(t *testing.T) {
 				t.Fatalf("want a refusal naming the setting before anything runs:\n%s", out)
 			}
 		})
-	}
-}
-
-// A loop that fails in a way retrying cannot fix stops the daemon at once,
-// and its error (not the cancellation it caused) is the exit status.
-func TestDaemonStopsWhenALoopFails(t *testing.T) {
-	a := &app{log: slog.New(slog.DiscardHandler)}
-	mainStopped := make(chan struct{})
-	scheduler := func(ctx context.Context) error {
-		<-ctx.Done()
-		close(mainStopped)
-		return ctx.Err()
-	}
-	waiting := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	failing := func(ctx context.Context) error {
-		return tidemark.Invalidf("setting", "x", "broken")
-	}
-	err := runDaemon(context.Background(), a, scheduler, []func(context.Context) error{waiting, failing, waiting})
-	select {
-	case <-mainStopped:
-	default:
-		t.Fatal("the scheduler was not stopped")
-	}
-	if code := tidemark.ExitCode(err); code != tidemark.ExitInvalid {
-		t.Fatalf("err %v: exit %d, want %d", err, code, tidemark.ExitInvalid)
-	}
-	// An interrupt is not a failure.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := runDaemon(ctx, a, waiting, []func(context.Context) error{waiting}); err != nil {
-		t.Fatalf("after an interrupt: %v", err)
-	}
-}
-
-// The delivery loop outlives a database that is away: it logs, waits a
-// growing pause, and picks up when the database is back.
-func TestDeliverLoopRetriesWithBackoff(t *testing.T) {
-	home := t.TempDir()
-	a := &app{home: home, log: slog.New(slog.DiscardHandler)}
-	db, err := a.open(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close() // every query fails from here on
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	waits := fakeSleep(t, func(waits []time.Duration) {
-		switch len(waits) {
-		case 11: // the database is back
-			a.db, a.dbURL = nil, "sqlite:"+filepath.Join(home, "tidemark.db")
-		case 12:
-			cancel()
-		}
-	})
-	if err := deliverLoop(a, ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
-		t.Fatalf("loop ended with %v; want it to run until cancelled", err)
-	}
-	defer a.close()
-	s := time.Second
-	want := []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 32 * s, 64 * s, 128 * s, 256 * s, 5 * time.Minute, 5 * time.Minute}
-	if got := (*waits)[:11]; !slices.Equal(got, want) {
-		t.Fatalf("pauses %v, want %v", got, want)
-	}
-	if last := (*waits)[11]; last > 5*time.Second || last <= 0 {
-		t.Fatalf("after the database came back the loop waited %s, want its poll", last)
-	}
-}
-
-func TestRetryStartGivesUpOnlyOnBadConfiguration(t *testing.T) {
-	a := &app{log: slog.New(slog.DiscardHandler)}
-	waits := fakeSleep(t, nil)
-	calls := 0
-	v, err := retryStart(context.Background(), a, "open", func() (int, error) {
-		calls++
-		if calls < 4 {
-			return 0, tidemark.ErrUnavailable
-		}
-		return 7, nil
-	})
-	if err != nil || v != 7 || len(*waits) != 3 {
-		t.Fatalf("v %d err %v after %d waits", v, err, len(*waits))
-	}
-	_, err = retryStart(context.Background(), a, "open", func() (int, error) {
-		return 0, tidemark.Invalidf("setting", "x", "broken")
-	})
-	if !errors.Is(err, tidemark.ErrInvalid) || len(*waits) != 3 {
-		t.Fatalf("bad configuration: %v after %d waits", err, len(*waits))
 	}
 }

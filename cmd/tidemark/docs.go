@@ -18,8 +18,6 @@ import (
 	"github.com/tidemark/tidemark/sqlstore"
 )
 
-func init() { register(newDocsCmd) }
-
 func (a *app) content(cmd *cobra.Command) (*sqlstore.ContentStore, error) {
 	db, err := a.open(cmd.Context())
 	if err != nil {
@@ -366,10 +364,6 @@ func newDocsListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// afterDocPut runs after a document write (the wiki republishes a page
-// whose page document changed).
-var afterDocPut []func(a *app, cmd *cobra.Command, d content.Document) error
-
 func newDocsPutCmd(a *app) *cobra.Command {
 	var (
 		jsonFields, textFields, unset []string
@@ -417,18 +411,16 @@ notes='[{"_type":"block","children":[{"_type":"span","text":"…"}]}]');
 			if len(p.Set) == 0 && len(p.Unset) == 0 {
 				return tidemark.Invalidf("fields", "", "nothing to write: give --field, --text or --unset")
 			}
-			st, err := a.content(cmd)
+			pl, err := a.pipe(cmd.Context())
 			if err != nil {
 				return err
 			}
-			d, err := st.Put(cmd.Context(), args[0], p)
+			d, res, err := pl.PutDocument(cmd.Context(), args[0], p)
 			if err != nil {
 				return err
 			}
-			for _, after := range afterDocPut {
-				if err := after(a, cmd, d); err != nil {
-					return fmt.Errorf("%s/%s is at version %d, but: %w", d.Collection, d.ID, d.Version, err)
-				}
+			if res != nil {
+				fmt.Fprintf(a.stderr, "republished page %s (generation %d)\n", res.PageID, res.Generation)
 			}
 			if asJSON {
 				return writeJSON(a.stdout, d)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestRunOnceDrainsALongHistory(t *testing.T) {
 	})
 }
 
-func sourceName(repo string) string { return defaultName(repo) }
+func sourceName(repo string) string { return filepath.Base(repo) }
 
 // TestSourceRunNow runs one source that is not due, and refuses a paused
 // one with a clear error.

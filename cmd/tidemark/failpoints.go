@@ -9,8 +9,6 @@ import (
 	"github.com/tidemark/tidemark/failpoint"
 )
 
-func init() { register(newFailpointsCmd) }
-
 func newFailpointsCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -1,6 +1,6 @@
 // Command tidemark is the change-tracking pipeline's binary: CLI, daemon
-// and (later) web UI. Each subcommand lives in a file of its own and
-// registers itself with register.
+// and web console, over the pipeline package. It parses flags, calls the
+// pipeline and prints.
 package main
 
 import (
@@ -20,13 +20,14 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/pipeline"
 )
 
-// commands holds the constructors of the top-level subcommands; each
-// subcommand's file adds its own in init, so files never edit each other.
-var commands []func(*app) *cobra.Command
-
-func register(f func(*app) *cobra.Command) { commands = append(commands, f) }
+// commands are the top-level subcommands, in the order help lists them.
+var commands = []func(*app) *cobra.Command{
+	newRunCmd, newSourceCmd, newRunsCmd, newEventsCmd, newPublishCmd, newOutboxCmd, newDocsCmd, newMigrateCmd,
+	newServeCmd, newTokenCmd, newConfigCmd, newFailpointsCmd, newVersionCmd,
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -45,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Every printer writes text through a textWriter, which escapes what
 	// could drive the terminal; JSON and raw bytes go to raw(a.stdout).
 	a := &app{stdout: newTextWriter(stdout), stderr: newTextWriter(stderr)}
+	a.cfg, a.cfgErr = pipeline.Load(os.Getenv)
 	root := newRoot(a)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -106,16 +108,24 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 			if err := failpoint.ArmFromEnv(); err != nil {
 				return &usageError{err}
 			}
-			return a.initLogger()
+			if a.cfgErr != nil {
+				return &usageError{a.cfgErr}
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: a.cfg.LogLevel}))
+			return nil
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
 	f := root.PersistentFlags()
-	f.StringVar(&a.home, "home", envOr("TIDEMARK_HOME", ".tidemark"), "data directory for the embedded default (env TIDEMARK_HOME)")
-	f.StringVar(&a.dbURL, "db", os.Getenv("TIDEMARK_DB"), "database: sqlite:PATH or postgres://… (env TIDEMARK_DB; default sqlite:HOME/tidemark.db)")
-	f.StringVar(&a.storeURL, "store", os.Getenv("TIDEMARK_STORE"), "object store: a directory or s3://bucket/prefix (env TIDEMARK_STORE; default HOME/wiki)")
-	f.StringVar(&a.holder, "holder", os.Getenv("TIDEMARK_HOLDER"), "this worker's identity for claims (env TIDEMARK_HOLDER; default host:pid)")
-	f.StringVar(&a.logLevel, "log-level", envOr("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	for _, o := range pipeline.Options {
+		if o.Flag != "" {
+			usage := o.Usage
+			if len(o.Env) > 0 {
+				usage += " (env " + strings.Join(o.Env, ", ") + ")"
+			}
+			f.Var(&optionFlag{a: a, o: o}, o.Flag, usage)
+		}
+	}
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
@@ -155,29 +165,27 @@ func usageErrors(c *cobra.Command) {
 	}
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
+// optionFlag sets a pipeline option from its global flag; its default
+// shown is the value from the environment or the option's default.
+type optionFlag struct {
+	a *app
+	o pipeline.Option
 }
 
-func (a *app) initLogger() error {
-	var lvl slog.Level
-	switch strings.ToLower(a.logLevel) {
-	case "debug":
-		lvl = slog.LevelDebug
-	case "info":
-		lvl = slog.LevelInfo
-	case "warn", "warning":
-		lvl = slog.LevelWarn
-	case "error":
-		lvl = slog.LevelError
-	default:
-		return &usageError{tidemark.Invalidf("--log-level", a.logLevel, "want debug, info, warn or error")}
+func (f *optionFlag) String() string {
+	if f.a == nil {
+		return ""
 	}
-	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: lvl}))
-	return nil
+	for _, s := range f.a.cfg.Effective() {
+		if s.Name == f.o.Name {
+			return s.Value
+		}
+	}
+	return ""
+}
+func (f *optionFlag) Type() string { return "string" }
+func (f *optionFlag) Set(v string) error {
+	return f.a.cfg.Set(f.o.Name, v, "--"+f.o.Flag)
 }
 
 // writeJSON prints v as indented JSON: the stable, documented form of every

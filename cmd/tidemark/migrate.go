@@ -15,21 +15,12 @@ import (
 	"github.com/tidemark/tidemark/content"
 )
 
-func init() {
-	register(newMigrateCmd)
-	daemonLoops = append(daemonLoops, migrationLoop)
-	afterRunOnce[stepMigrate] = append(afterRunOnce[stepMigrate], resumePendingMigrations)
-}
-
-// migrationPoll is how often the daemon looks for pending migration runs.
-const migrationPoll = 5 * time.Second
-
 func (a *app) migrator(cmd *cobra.Command) (*content.Migrator, error) {
-	st, err := a.content(cmd)
+	p, err := a.pipe(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	return &content.Migrator{Store: st, Holder: a.holderID()}, nil
+	return p.Migrator(), nil
 }
 
 // progress returns a progress reporter for a run: a bar on stderr when
@@ -289,55 +280,4 @@ func newRunActionCmd(a *app, use, short string, abort bool) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON when it ends")
 	return cmd
-}
-
-// migrationLoop is the daemon's share of migrations: it carries on every
-// pending run (detached, or left by a worker that died) until stopped.
-func migrationLoop(ctx context.Context, a *app, cmd *cobra.Command) error {
-	m, err := retryStart(ctx, a, "migration loop: open", func() (*content.Migrator, error) { return a.migrator(cmd) })
-	if err != nil {
-		return err
-	}
-	b := newBackoff()
-	for {
-		n, err := m.ResumePending(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		pause := migrationPoll
-		switch {
-		case err != nil:
-			pause = max(pause, b.Fail())
-			a.log.Error("migration runs failed; retrying", "err", err, "retry_in", pause)
-		case n > 0:
-			b.Reset()
-			a.log.Info("migration runs finished", "count", n)
-		default:
-			b.Reset()
-		}
-		if err := daemonSleep(ctx, pause); err != nil {
-			return err
-		}
-	}
-}
-
-// resumePendingMigrations lets `run --once` carry detached runs out too. A
-// run that fails is reported on stderr and left for an operator; it does
-// not fail the ingest pass.
-func resumePendingMigrations(a *app, cmd *cobra.Command) error {
-	m, err := a.migrator(cmd)
-	if err != nil {
-		return err
-	}
-	n, err := m.ResumePending(cmd.Context())
-	if n > 0 {
-		fmt.Fprintf(a.stderr, "tidemark: %d migration run(s) finished\n", n)
-	}
-	if err != nil {
-		if cmd.Context().Err() != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "tidemark: %v\n", err)
-	}
-	return nil
 }

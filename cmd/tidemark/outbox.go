@@ -4,8 +4,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newOutboxCmd) }
-
 func newOutboxCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "outbox",
@@ -20,12 +18,7 @@ gate. Publishing a page drafts intents for its source's channels in the same
 transaction. After a crash a lane is reconciled with one ordered read of its
 own writes. See docs/outbox.md.`,
 	}
-	cmd.AddCommand(newOutboxPlanCmd(a))
-	for _, f := range outboxSubcommands {
-		cmd.AddCommand(f(a))
-	}
+	cmd.AddCommand(newOutboxLaneCmd(a), newOutboxLanesCmd(a), newOutboxChannelCmd(a), newOutboxIntentsCmd(a),
+		newOutboxDeliverCmd(a), newOutboxReconcileCmd(a), newOutboxGapsCmd(a), newOutboxPlanCmd(a), newOutboxProvidersCmd(a))
 	return cmd
 }
-
-// outboxSubcommands are the outbox's other subcommands, one file each.
-var outboxSubcommands []func(*app) *cobra.Command

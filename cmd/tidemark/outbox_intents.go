@@ -11,8 +11,6 @@ import (
 	"github.com/tidemark/tidemark/outbox"
 )
 
-func init() { outboxSubcommands = append(outboxSubcommands, newOutboxIntentsCmd) }
-
 func newOutboxIntentsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "intents", Short: "List, show, draft, retire and revive intents"}
 	cmd.AddCommand(newIntentsListCmd(a), newIntentsShowCmd(a), newIntentsDraftCmd(a),

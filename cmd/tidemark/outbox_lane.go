@@ -15,10 +15,6 @@ import (
 	"github.com/tidemark/tidemark/sqlstore"
 )
 
-func init() {
-	outboxSubcommands = append(outboxSubcommands, newOutboxLaneCmd, newOutboxLanesCmd, newOutboxChannelCmd)
-}
-
 func newOutboxLaneCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "lane", Short: "Add and show delivery lanes (one provider account each)"}
 	var (

@@ -12,10 +12,6 @@ import (
 	"github.com/tidemark/tidemark/outbox/providers"
 )
 
-func init() {
-	outboxSubcommands = append(outboxSubcommands, newOutboxProvidersCmd)
-}
-
 func newOutboxProvidersCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

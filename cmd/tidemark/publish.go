@@ -1,217 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/objstore"
-	"github.com/tidemark/tidemark/objstore/dir"
-	"github.com/tidemark/tidemark/objstore/s3"
+	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
-	"github.com/tidemark/tidemark/summarize"
-	"github.com/tidemark/tidemark/summarize/extractive"
-	"github.com/tidemark/tidemark/summarize/openai"
 )
 
-func init() {
-	register(newPublishCmd)
-	afterRunOnce[stepPublish] = append(afterRunOnce[stepPublish], publishAfterRunOnce)
-	daemonLoops = append(daemonLoops, publishLoop)
-}
-
-// publishHooks are registered by other pipelines (the outbox) to run inside
-// the mark-published transaction.
-var publishHooks []func(a *app) publish.Hook
-
-// pageOverrides, when set by another pipeline (documents), supplies page
-// title and notes overrides.
-var pageOverrides func(a *app) publish.PageOverrides
-
-// objectStore opens --store: a directory, or s3://bucket/prefix.
-func (a *app) objectStore() (objstore.Store, error) {
-	loc := a.storeLocation()
-	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if bucket == "" {
-			return nil, tidemark.Invalidf("--store", loc, "want s3://BUCKET[/PREFIX]")
-		}
-		endpoint := os.Getenv("TIDEMARK_S3_ENDPOINT")
-		pathStyle := endpoint != ""
-		if v := os.Getenv("TIDEMARK_S3_PATH_STYLE"); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, tidemark.Invalidf("TIDEMARK_S3_PATH_STYLE", v, "want true or false")
-			}
-			pathStyle = b
-		}
-		return s3.New(s3.Config{
-			Bucket: bucket, Prefix: prefix, Endpoint: endpoint, PathStyle: pathStyle,
-			Region:    envOr("TIDEMARK_S3_REGION", envOr("AWS_REGION", "us-east-1")),
-			AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		})
-	}
-	if strings.Contains(loc, "://") {
-		return nil, tidemark.Invalidf("--store", loc, "want a directory or s3://BUCKET[/PREFIX]")
-	}
-	if a.storeURL == "" {
-		if err := a.checkHome(); err != nil {
-			return nil, err
-		}
-	}
-	return dir.Open(loc)
-}
-
-// canonicalStore is --store in the form recorded with the store's identity:
-// s3://bucket/prefix without redundant slashes, or an absolute directory
-// with its symbolic links resolved.
-func (a *app) canonicalStore() string {
-	loc := a.storeLocation()
-	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if prefix = strings.Trim(path.Clean("/"+prefix), "/"); prefix != "" {
-			return "s3://" + bucket + "/" + prefix
-		}
-		return "s3://" + bucket
-	}
-	if abs, err := filepath.Abs(loc); err == nil {
-		loc = abs
-	}
-	if real, err := filepath.EvalSymlinks(loc); err == nil {
-		loc = real
-	}
-	return loc
-}
-
-// bindStore opens the publish pipeline and checks, before anything starts,
-// that --store is the store this database's wiki lives in (binding it if
-// the wiki lives in none yet).
-func (a *app) bindStore(ctx context.Context) (*publish.Service, error) {
-	svc, err := a.publishService(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := svc.BindStore(ctx); err != nil {
-		return nil, err
-	}
-	return svc, nil
-}
-
-// indexLocation is where a user finds the wiki's index.
-func (a *app) indexLocation() string {
-	loc := a.storeLocation()
-	if strings.HasPrefix(loc, "s3://") {
-		return strings.TrimRight(loc, "/") + "/" + publish.IndexKey
-	}
-	if abs, err := filepath.Abs(loc); err == nil {
-		loc = abs
-	}
-	return filepath.Join(loc, publish.IndexKey)
-}
-
-func (a *app) publishService(ctx context.Context) (*publish.Service, error) {
-	db, err := a.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := a.objectStore()
-	if err != nil {
-		return nil, err
-	}
-	svc := &publish.Service{Store: db.Publish(), Objects: objs, Logger: a.log, BaseURL: os.Getenv("TIDEMARK_WIKI_URL"),
-		StoreLocation: a.canonicalStore()}
-	for _, h := range publishHooks {
-		svc.Hooks = append(svc.Hooks, h(a))
-	}
-	if pageOverrides != nil {
-		svc.Overrides = pageOverrides(a)
-	}
-	return svc, nil
-}
-
-// summarizer builds the configured summarizer: --summarizer or
-// TIDEMARK_SUMMARIZER (extractive by default, or openai).
-func (a *app) summarizer(name string) (summarize.Summarizer, error) {
-	if name == "" {
-		name = envOr("TIDEMARK_SUMMARIZER", "extractive")
-	}
-	switch name {
-	case "extractive":
-		return extractive.Summarizer{}, nil
-	case "openai":
-		key := os.Getenv("TIDEMARK_OPENAI_API_KEY")
-		if key == "" {
-			key = os.Getenv("OPENAI_API_KEY")
-		}
-		cfg := openai.Config{
-			BaseURL:       envOr("TIDEMARK_OPENAI_BASE_URL", "https://api.openai.com/v1"),
-			APIKey:        key,
-			Model:         os.Getenv("TIDEMARK_OPENAI_MODEL"),
-			PromptVersion: os.Getenv("TIDEMARK_OPENAI_PROMPT_VERSION"),
-		}
-		if path := os.Getenv("TIDEMARK_OPENAI_PROMPT_FILE"); path != "" {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return nil, tidemark.Invalidf("TIDEMARK_OPENAI_PROMPT_FILE", path, "%v", err)
-			}
-			cfg.Prompt = string(b)
-		}
-		return openai.New(cfg)
-	default:
-		return nil, tidemark.Invalidf("--summarizer", name, "want extractive or openai")
-	}
-}
-
-// publishRound summarizes what is new, publishes what is pending and
-// refreshes the listings.
-type publishRound struct {
-	Summarized publish.SummarizeReport `json:"summarized"`
-	Published  publish.PublishReport   `json:"published"`
-	Index      string                  `json:"index"`
-}
-
-func (a *app) publishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publishRound, error) {
-	var r publishRound
-	sum, err := a.summarizer(summarizer)
-	if err != nil {
-		return r, err
-	}
-	// An unavailable summarizer stops summarizing at its first refusal;
-	// what it accepted before, and what was pending already, is still
-	// published, and the round then reports the outage (exit 5).
-	var serr error
-	r.Summarized, serr = svc.Summarize(ctx, sum, limit)
-	if errors.Is(serr, context.Canceled) {
-		return r, fmt.Errorf("publish interrupted: %d summaries accepted and kept, no page published in this round: %w", r.Summarized.Accepted, serr)
-	}
-	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
-		return r, serr
-	}
-	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
-		if errors.Is(err, context.Canceled) {
-			return r, fmt.Errorf("publish interrupted: %d summaries accepted, %d pages published, all kept: %w",
-				r.Summarized.Accepted, r.Published.Published, err)
-		}
-		return r, errors.Join(serr, err)
-	}
-	r.Index = a.indexLocation()
-	if serr != nil {
-		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
-			serr, r.Published.Published)
-	}
-	return r, serr
-}
-
-func printRound(a *app, r publishRound) {
+func printRound(a *app, r pipeline.PublishRound) {
 	s, p := r.Summarized, r.Published
 	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", s.Accepted, s.Unchanged, s.Failed)
 	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", p.Published, p.Failed, p.Pages)
@@ -221,94 +22,14 @@ func printRound(a *app, r publishRound) {
 	fmt.Fprintf(a.stdout, "wiki:      %s\n", r.Index)
 }
 
-func publishAfterRunOnce(a *app, cmd *cobra.Command) error {
-	svc, err := a.publishService(cmd.Context())
-	if err != nil {
-		return err
-	}
-	asJSON, _ := cmd.Flags().GetBool("json")
-	t, err := a.publishAll(cmd.Context(), svc, asJSON)
-	if t.Index == "" {
-		return err // nothing was published
-	}
-	if errors.Is(err, tidemark.ErrUnavailable) {
-		// What was published may have drafted intents: deliver them, and
-		// report the outage at the end of the pass.
-		a.leftUndone("summarizer unavailable: events wait to be summarized (%d pages published now)", t.Published)
-		err = nil
-	} else if n := t.SummariesFailed; n > 0 {
-		a.leftUndone("%d events not summarized", n)
-	}
-	if n := t.PagesFailed; n > 0 {
-		a.leftUndone("%d pages not published", n)
-	}
-	if t.More {
-		a.leftUndone("more pages are pending after %d publishing rounds", publishRoundsLimit)
-	}
-	if asJSON {
-		fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
-		return err
-	}
-	fmt.Fprintln(a.stdout)
+// printTotals prints what `run --once` published.
+func printTotals(a *app, t pipeline.PublishTotals) {
 	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
 	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
 	for _, e := range t.Errors {
 		fmt.Fprintf(a.stdout, "  %s\n", e)
 	}
 	fmt.Fprintf(a.stdout, "wiki:      %s\n", t.Index)
-	return err
-}
-
-// publishLoop summarizes, publishes and sweeps periodically inside
-// `tidemark run` (every TIDEMARK_SWEEP_INTERVAL, default 1m; `run` refuses
-// a bad value before it starts anything). A failed round is logged and
-// tried again after a growing pause, capped at the larger of the interval
-// and backoffMax.
-func publishLoop(ctx context.Context, a *app, cmd *cobra.Command) error {
-	every, err := sweepInterval()
-	if err != nil {
-		return err
-	}
-	// One service for every round: the object store's client (and its
-	// connections) lives as long as the loop.
-	svc, err := retryStart(ctx, a, "publish loop: open", func() (*publish.Service, error) { return a.publishService(ctx) })
-	if err != nil {
-		return err
-	}
-	b := &backoff{Min: backoffMin, Max: max(every, backoffMax)}
-	for {
-		pause := every
-		if err := a.publishAndSweep(ctx, svc); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if fatalLoopError(err) {
-				return err // another store than the wiki's: waiting will not fix it
-			}
-			pause = b.Fail()
-			a.log.Error("publish round failed; retrying", "err", err, "retry_in", pause)
-		} else {
-			b.Reset()
-		}
-		if err := daemonSleep(ctx, pause); err != nil {
-			return err
-		}
-	}
-}
-
-// publishAndSweep is one round of the publish loop.
-func (a *app) publishAndSweep(ctx context.Context, svc *publish.Service) error {
-	r, err := a.publishRound(ctx, svc, "", 1000)
-	if err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	rep, err := svc.Sweep(ctx)
-	if err != nil {
-		return fmt.Errorf("sweep: %w", err)
-	}
-	a.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
-		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
-	return nil
 }
 
 func newPublishCmd(a *app) *cobra.Command {
@@ -329,7 +50,11 @@ current, unrejected summary of its current evidence).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, err := a.bindStore(ctx)
+			p, err := a.pipe(ctx)
+			if err != nil {
+				return err
+			}
+			svc, err := p.BindStore(ctx)
 			if err != nil {
 				return err
 			}
@@ -347,7 +72,7 @@ current, unrejected summary of its current evidence).`,
 				fmt.Fprintf(a.stdout, "published summary %s on page %s (%s, generation %d)\n", res.SummaryID, res.PageID, res.Key, res.Generation)
 				return nil
 			}
-			r, err := a.publishRound(ctx, svc, summarizer, limit)
+			r, err := p.PublishRound(ctx, svc, summarizer, limit)
 			if r.Index == "" {
 				return err // nothing was published
 			}
@@ -376,7 +101,11 @@ func newSweepCmd(a *app) *cobra.Command {
 		Short: "Converge every page to its current published summary; collect orphans",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := a.bindStore(cmd.Context())
+			p, err := a.pipe(cmd.Context())
+			if err != nil {
+				return err
+			}
+			svc, err := p.BindStore(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -494,7 +223,11 @@ republishes every page the store does not show. Every other worker must then
 use the same --store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, err := a.publishService(cmd.Context())
+			p, err := a.pipe(cmd.Context())
+			if err != nil {
+				return err
+			}
+			svc, err := p.Publisher()
 			if err != nil {
 				return err
 			}

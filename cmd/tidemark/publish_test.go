@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/objstore/dir"
 )
@@ -189,60 +186,6 @@ func TestRunOnceOnS3(t *testing.T) {
 	}
 	if out, code := runCLI(t, "--home", home, "--store", "ftp://x", "publish", "sweep"); code != 2 {
 		t.Fatalf("bad store URL: exit %d\n%s", code, out)
-	}
-}
-
-// cancelOnRound cancels the daemon's context when the publish loop logs the
-// end of a round.
-type cancelOnRound struct {
-	slog.Handler
-	cancel func()
-}
-
-func (h cancelOnRound) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h cancelOnRound) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "publish round" {
-		h.cancel()
-	}
-	return nil
-}
-
-// The daemon's publish loop sweeps: a page deleted behind the books' back
-// (which publish alone leaves alone: it is marked published) is back after
-// one round.
-func TestPublishLoopSweeps(t *testing.T) {
-	t.Setenv("TIDEMARK_SUMMARIZER", "")
-	t.Setenv("TIDEMARK_SWEEP_INTERVAL", "")
-	home := t.TempDir()
-	if out, code := runCLI(t, "--home", home, "run", "--once", "--track", mustGitRepo(t)); code != 0 {
-		t.Fatalf("run --once: exit %d\n%s", code, out)
-	}
-	objs, err := dir.Open(filepath.Join(home, "wiki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, _ := filepath.Glob(filepath.Join(home, "wiki", "changes", "*.html"))
-	if len(pages) != 2 {
-		t.Fatalf("pages %v", pages)
-	}
-	key := "changes/" + filepath.Base(pages[0])
-	if err := objs.Delete(context.Background(), key); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	a := &app{stdout: &out, stderr: &out, home: home, log: slog.New(cancelOnRound{Handler: slog.DiscardHandler, cancel: cancel})}
-	defer a.close()
-	cmd := &cobra.Command{}
-	cmd.SetContext(ctx)
-	if err := publishLoop(ctx, a, cmd); err != context.Canceled {
-		t.Fatalf("publish loop: %v, want context.Canceled after one round\n%s", err, out.String())
-	}
-	if _, err := objs.Get(context.Background(), key); err != nil {
-		t.Fatalf("%s after one round of the loop: %v", key, err)
 	}
 }
 

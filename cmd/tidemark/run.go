@@ -2,37 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
-	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/pipeline"
 )
-
-func init() { register(newRunCmd) }
-
-// onceStep is a step `run --once` takes after ingesting. Steps run in the
-// order declared here, whatever order their files register them in.
-type onceStep int
-
-const (
-	stepMigrate onceStep = iota // finish detached field migrations
-	stepPublish                 // summarize and publish what changed
-	stepDeliver                 // deliver what publication drafted
-	onceSteps
-)
-
-// afterRunOnce holds each step's functions; pipelines' files add theirs.
-var afterRunOnce [onceSteps][]func(a *app, cmd *cobra.Command) error
-
-// daemonLoops are the long-running loops `run` starts beside the ingest
-// scheduler (the publish sweeper, the outbox writer, …). A loop retries
-// what may pass and returns only when ctx ends or on an error that stops
-// the daemon (runDaemon).
-var daemonLoops []func(ctx context.Context, a *app, cmd *cobra.Command) error
 
 func newRunCmd(a *app) *cobra.Command {
 	var (
@@ -63,77 +41,64 @@ already tracked).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if !once {
-				// Refuse a bad setting before anything starts.
-				if _, err := sweepInterval(); err != nil {
-					return err
-				}
-			}
-			// A worker whose store is not the wiki's refuses before it
-			// claims anything.
-			// A daemon waits out a store or database that is away; a store
-			// that is not the wiki's stops it at once.
-			bind := func() (*publish.Service, error) { return a.bindStore(ctx) }
-			if once {
-				if _, err := bind(); err != nil {
-					return err
-				}
-			} else if _, err := retryStart(ctx, a, "check the wiki's store", bind); err != nil {
-				return err
-			}
-			svc, err := a.ingestService(ctx)
+			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
-			svc.LeaseTTL = lease
-			for _, path := range track {
-				if err := a.trackRepo(cmd, path); err != nil {
-					return err
-				}
-			}
-			sc := &ingest.Scheduler{Service: svc, Workers: workers, Poll: poll, Logger: a.log}
 			if !once {
-				fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", svc.Holder, a.db.URL(), sc.Workers)
-				sc.OnReport = func(r ingest.Report, err error) { printReport(a, r, err) }
-				loops := make([]func(context.Context) error, 0, len(daemonLoops))
-				for _, loop := range daemonLoops {
-					loops = append(loops, func(ctx context.Context) error { return loop(ctx, a, cmd) })
-				}
-				err := runDaemon(ctx, a, sc.Run, loops)
+				err := p.Run(ctx, pipeline.RunOptions{Workers: workers, Lease: lease, Poll: poll,
+					OnStart: func(holder string, workers int) {
+						fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", holder, p.DB().URL(), workers)
+					},
+					OnReport: func(r ingest.Report, err error) { printReport(a, r, err) }})
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed, and what settled is kept "+
 					"(a fetch cut short was released without spending its retry budget); start it again to resume")
 				return err
 			}
-			tally := &onceTally{}
-			a.onceUndone = &tally.undone
-			drained, err := a.ingestOnce(ctx, sc, maxPasses, asJSON, tally)
-			reports := drained.Reports
+			prog := &activity{}
+			if !asJSON {
+				prog = a.activity("run --once")
+			}
+			res, err := p.RunOnce(ctx, pipeline.OnceOptions{MaxPasses: maxPasses, Workers: workers, Lease: lease, Poll: poll, Track: track,
+				OnTracked: func(src tidemark.Source) {
+					fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.Location, src.Name)
+				},
+				OnReport: func(r ingest.Report, err error) {
+					if !asJSON {
+						prog.print(func() { printReport(a, r, err) })
+					}
+				},
+				OnProgress: prog.describe,
+			})
+			prog.finish()
 			if asJSON {
-				if jerr := writeJSON(a.stdout, reports); jerr != nil {
+				if jerr := writeJSON(a.stdout, res.Reports); jerr != nil {
 					return jerr
 				}
-			} else {
-				if len(reports) == 0 {
-					fmt.Fprintln(a.stdout, "no source is due; `tidemark source list` shows when each is")
+			} else if res.Ingested && len(res.Reports) == 0 {
+				fmt.Fprintln(a.stdout, "no source is due; `tidemark source list` shows when each is")
+			}
+			if res.Migrations > 0 {
+				fmt.Fprintf(a.stderr, "tidemark: %d migration run(s) finished\n", res.Migrations)
+			}
+			if res.MigrationErr != nil {
+				fmt.Fprintf(a.stderr, "tidemark: %v\n", res.MigrationErr)
+			}
+			if t := res.Publish; t != nil {
+				if asJSON {
+					fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
+				} else {
+					fmt.Fprintln(a.stdout)
+					printTotals(a, *t)
 				}
 			}
-			if errors.Is(err, context.Canceled) {
-				return tally.interrupted(err)
+			for _, r := range res.Deliveries {
+				printDeliver(a, r)
 			}
-			if err != nil {
-				return err
+			if _, incomplete := err.(*pipeline.IncompleteError); !asJSON && res.Ingested && (err == nil || incomplete) {
+				a.printRecentEvents(ctx, p, res.Reports)
 			}
-			for _, step := range afterRunOnce {
-				for _, after := range step {
-					if err := after(a, cmd); err != nil {
-						return errors.Join(err, tally.err())
-					}
-				}
-			}
-			if !asJSON {
-				a.printRecentEvents(cmd, reports)
-			}
-			return tally.err()
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -159,57 +124,22 @@ func printReport(a *app, r ingest.Report, err error) {
 	}
 }
 
-// trackRepo adds the git repository containing path as a source, unless a
-// source already tracks it.
-func (a *app) trackRepo(cmd *cobra.Command, path string) error {
-	ctx := cmd.Context()
-	ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: "git", Location: path,
-		Interval: defaultInterval, RetryBudget: defaultRetryBudget, AllowPrivate: allowPrivate()}, nil)
-	if err != nil {
-		return fmt.Errorf("--track %s: %w", path, err)
-	}
-	db, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	srcs, err := db.Ingest().Sources(ctx)
-	if err != nil {
-		return err
-	}
-	names := map[string]bool{}
-	for _, s := range srcs {
-		if s.Kind == "git" && s.Location == ns.Location {
-			return nil
-		}
-		names[s.Name] = true
-	}
-	for i, base := 2, ns.Name; names[ns.Name]; i++ {
-		ns.Name = fmt.Sprintf("%s-%d", base, i)
-	}
-	src, err := db.Ingest().AddSource(ctx, ns)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.Location, src.Name)
-	return nil
-}
-
 // printRecentEvents shows the newest events of the sources just run, so the
 // user sees what was ingested.
-func (a *app) printRecentEvents(cmd *cobra.Command, reports []ingest.Report) {
-	st := a.db.Ingest()
+func (a *app) printRecentEvents(ctx context.Context, p *pipeline.Pipeline, reports []ingest.Report) {
+	st := p.DB().Ingest()
 	shown := map[string]bool{}
 	for _, r := range reports {
 		if r.EventsNew+r.EventsChanged == 0 || shown[r.Source] {
 			continue
 		}
 		shown[r.Source] = true
-		evs, err := st.Events(cmd.Context(), ingest.EventFilter{SourceID: r.Source, Limit: 10})
+		evs, err := st.Events(ctx, ingest.EventFilter{SourceID: r.Source, Limit: 10})
 		if err != nil || len(evs) == 0 {
 			continue
 		}
 		fmt.Fprintf(a.stdout, "\nnewest events of %s:\n", r.Source)
 		printEvents(a.stdout, evs)
 	}
-	fmt.Fprintf(a.stdout, "\ndata: %s\n", a.db.URL())
+	fmt.Fprintf(a.stdout, "\ndata: %s\n", p.DB().URL())
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 )
 
-func init() { register(newRunsCmd); register(newEventsCmd) }
-
 func newRunsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "Inspect ingest runs"}
 	var (

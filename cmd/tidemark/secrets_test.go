@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/outbox/provider/webhook"
+	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -76,7 +77,8 @@ func TestLaneSecretsNeverShown(t *testing.T) {
 		t.Errorf("the shown settings do not say a secret is set:\n%s", shown["lanes --json"])
 	}
 
-	a := &app{dbURL: db, stdout: io.Discard, stderr: io.Discard}
+	a := &app{cfg: pipeline.Defaults(), stdout: io.Discard, stderr: io.Discard}
+	a.cfg.Database = db
 	defer a.close()
 	d, err := a.open(context.Background())
 	if err != nil {

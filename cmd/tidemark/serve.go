@@ -23,8 +23,6 @@ import (
 	"github.com/tidemark/tidemark/web"
 )
 
-func init() { register(newServeCmd) }
-
 // storeHandler serves the wiki from the object store as it stands: a path
 // is a key, "/" and directories are their index.html. Hidden keys (the
 // directory store's sidecars) and the store's marker are never served.
@@ -125,18 +123,19 @@ Requests are answered only for IP addresses, localhost and the names given
 with --host, so a DNS-rebinding page cannot reach the server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			objs, err := a.objectStore()
+			p, err := a.pipe(cmd.Context())
 			if err != nil {
 				return err
 			}
-			db, err := a.open(cmd.Context())
+			db := p.DB()
+			objs, err := p.Objects()
 			if err != nil {
 				return err
 			}
 			// The wiki served is the database's: a server on another store
 			// would show another wiki, or none. Checked, never bound: serve
 			// writes nothing.
-			svc, err := a.publishService(cmd.Context())
+			svc, err := p.Publisher()
 			if err != nil {
 				return err
 			}
@@ -166,7 +165,7 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 				fmt.Fprintln(a.stderr, "tidemark: no access token exists yet, so only the wiki is open; create one with `tidemark token create NAME`")
 			}
 			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.storeLocation(), ln.Addr(), ln.Addr())
+			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.cfg.StoreLocation(), ln.Addr(), ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
 				_ = srv.Close()
@@ -181,7 +180,7 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", envOr("TIDEMARK_SERVE_ADDR", "127.0.0.1:8080"), "listen address (env TIDEMARK_SERVE_ADDR)")
+	f.StringVar(&addr, "addr", a.cfg.ServeAddr, "listen address (env TIDEMARK_SERVE_ADDR)")
 	f.StringArrayVar(&hosts, "host", nil, "a host name the server answers for, besides IP addresses and localhost (repeatable)")
 	f.BoolVar(&publicMetrics, "public-metrics", false, "serve /metrics without a token (for a scraper on a trusted network)")
 	f.BoolVar(&secureCookies, "secure-cookies", false, "mark the session cookie Secure (TLS ends at a proxy in front)")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/pipeline"
 )
 
 // failingStore answers every read with an error that names a file, as a
@@ -89,7 +90,8 @@ func TestTokenCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out2, `"name": "ci"`) || strings.Contains(out2, token) || strings.Contains(out2, strings.TrimPrefix(token, "tmk_")) {
 		t.Fatalf("token list: exit %d\n%s", code, out2)
 	}
-	a := &app{home: home, stdout: io.Discard, stderr: io.Discard}
+	a := &app{cfg: pipeline.Defaults(), stdout: io.Discard, stderr: io.Discard}
+	a.cfg.Home = home
 	defer a.close()
 	db, err := a.open(context.Background())
 	if err != nil {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"os/user"
-	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,16 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/fetch"
 	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/ingest"
-	"github.com/tidemark/tidemark/redact"
+	"github.com/tidemark/tidemark/pipeline"
 )
-
-func init() { register(newSourceCmd) }
-
-// sourceSubcommands lets other files add subcommands under "source".
-var sourceSubcommands []func(*app) *cobra.Command
 
 func newSourceCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -32,10 +22,8 @@ func newSourceCmd(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), newSourceListCmd(a), newSourceShowCmd(a),
 		newSourceStateCmd(a, "pause", tidemark.SourcePaused), newSourceStateCmd(a, "resume", tidemark.SourceActive),
-		newSourceRetryCmd(a), newSourceSkipCmd(a))
-	for _, f := range sourceSubcommands {
-		cmd.AddCommand(f(a))
-	}
+		newSourceRetryCmd(a), newSourceSkipCmd(a), newSourceRunCmd(a), newSourceTestCmd(a),
+		newSourceImportOPMLCmd(a), newSourceExportOPMLCmd(a))
 	return cmd
 }
 
@@ -47,83 +35,9 @@ func actor() string {
 	return "operator"
 }
 
-// A new source's schedule unless the user sets one.
-const (
-	defaultInterval    = 15 * time.Minute
-	defaultRetryBudget = 5
-)
-
-// kindDetectors guess a source's kind from its location; kinds' files add
-// theirs. The first that answers wins. A detector may ask the location
-// (an HTTP probe), so it takes the command's context.
-var kindDetectors []func(ctx context.Context, location string) (kind string, ok bool)
-
-// resolveNewSource completes what `source add` and `source test` were
-// given: the kind (detected unless named), the --config pairs, the kind's
-// own preparation (resolving a path, checking config keys) and a default
-// name.
-func resolveNewSource(ctx context.Context, ns ingest.NewSource, config []string) (ingest.NewSource, error) {
-	// Before anything reads the location (a kind detector may fetch it).
-	if err := checkLocationCredentials(ns.Location); err != nil {
-		return ns, err
-	}
-	// Detection and checks reach what the source will be allowed to.
-	ctx = httpx.WithAllowPrivate(ctx, ns.AllowPrivate)
-	if ns.Kind == "" {
-		for _, d := range kindDetectors {
-			if k, ok := d(ctx, ns.Location); ok {
-				ns.Kind = k
-				break
-			}
-		}
-	}
-	if ns.Kind == "" {
-		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with --kind")
-	}
-	if _, ok := fetcherKinds[ns.Kind]; !ok {
-		return ns, tidemark.Invalidf("--kind", ns.Kind, "unknown kind (known: %s)", strings.Join(knownKinds(), ", "))
-	}
-	var err error
-	if ns.Config, err = parseKeyValues("--config", config); err != nil {
-		return ns, err
-	}
-	if err := checkConfig(ns.Kind, ns.Config); err != nil {
-		return ns, err
-	}
-	if prep := sourcePreparers[ns.Kind]; prep != nil {
-		if ns, err = prep(ctx, ns); err != nil {
-			return ns, err
-		}
-	}
-	if ns.Name == "" {
-		ns.Name = defaultName(ns.Location)
-	}
-	return ns, nil
-}
-
-// configKeys are the config keys each kind understands (each kind's file
-// adds its own); any other key is refused at add, for every kind, so a
-// typo does not pass silently.
-var configKeys = map[string][]string{}
-
-func checkConfig(kind string, cfg map[string]string) error {
-	known := configKeys[kind]
-	for k, v := range cfg {
-		if !slices.Contains(known, k) {
-			list := strings.Join(known, ", ")
-			if list == "" {
-				list = "none"
-			}
-			return tidemark.Invalidf("--config", k, "not a %s setting (known: %s)", kind, list)
-		}
-		if strings.HasPrefix(k, "max_") {
-			if _, err := fetch.IntConfig(cfg, k, 1); err != nil {
-				return tidemark.Invalidf("--config", k+"="+v, "want a positive integer")
-			}
-		}
-	}
-	return nil
-}
+// AllowPrivateEnv names the variable that makes private addresses allowed
+// by default for new sources.
+const AllowPrivateEnv = httpx.AllowPrivateEnv
 
 // parseKeyValues reads the key=value pairs of a repeatable flag.
 func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
@@ -155,21 +69,18 @@ func newSourceAddCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if !cmd.Flags().Changed("allow-private") {
-				private = allowPrivate() // the default for new sources
+				private = a.cfg.AllowPrivate // the default for new sources
 			}
-			ns, err := resolveNewSource(ctx, ingest.NewSource{Name: name, Kind: kind, Location: args[0],
-				Interval: interval, RetryBudget: budget, AllowPrivate: private}, config)
+			cfg, err := parseKeyValues("--config", config)
 			if err != nil {
 				return err
 			}
-			if err := validateNewSource(ns); err != nil {
-				return err
-			}
-			db, err := a.open(ctx)
+			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
-			src, err := db.Ingest().AddSource(ctx, ns)
+			src, err := p.AddSource(ctx, ingest.NewSource{Name: name, Kind: kind, Location: args[0],
+				Interval: interval, RetryBudget: budget, AllowPrivate: private, Config: cfg})
 			if err != nil {
 				return err
 			}
@@ -183,8 +94,8 @@ func newSourceAddCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "a unique name (default: derived from the location)")
 	f.StringVar(&kind, "kind", "", "the source kind (default: detected from the location)")
-	f.DurationVar(&interval, "interval", defaultInterval, "how often to fetch")
-	f.IntVar(&budget, "retry-budget", defaultRetryBudget, "attempts at one window before it goes terminal")
+	f.DurationVar(&interval, "interval", pipeline.DefaultInterval, "how often to fetch")
+	f.IntVar(&budget, "retry-budget", pipeline.DefaultRetryBudget, "attempts at one window before it goes terminal")
 	f.StringArrayVar(&config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
 	f.BoolVar(&asJSON, "json", false, "print the added source as JSON")
 	f.BoolVar(&private, "allow-private", false, "let this source reach private, loopback and link-local addresses (default: env "+AllowPrivateEnv+")")
@@ -230,65 +141,6 @@ addresses (a feed on the local network, a git server on localhost);
 	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the source as JSON")
 	return cmd
-}
-
-// sourcePreparers normalize and check a new source of their kind (resolve
-// a path, verify a repository); kinds' files add theirs.
-var sourcePreparers = map[string]func(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error){}
-
-func knownKinds() []string {
-	var ks []string
-	for k := range fetcherKinds {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// checkLocationCredentials refuses a location that carries a credential: a
-// password in its userinfo (any scheme), or any userinfo in an http(s) URL,
-// where a token rides as the user name (https://TOKEN@host/...). A location
-// is shown everywhere (source list, --json, the API, the status pages, run
-// errors), so a credential in it would be shown too; git's credential
-// helpers, ~/.netrc and SSH keys hold credentials instead. An SSH user name
-// (ssh://git@host/...) is not a secret and is kept.
-func checkLocationCredentials(loc string) error {
-	u, err := url.Parse(loc)
-	if err != nil || u.User == nil || u.Host == "" {
-		return nil
-	}
-	_, hasPassword := u.User.Password()
-	web := u.Scheme == "http" || u.Scheme == "https"
-	if hasPassword || (web && u.User.Username() != "") {
-		return tidemark.Invalidf("location", redact.URL(loc, false), "carries a credential (user:password@ or token@); "+
-			"tidemark shows locations everywhere and never stores credentials in them: "+
-			"give git its credentials with a credential helper, ~/.netrc or an SSH key, and drop them from the URL")
-	}
-	return nil
-}
-
-func validateNewSource(ns ingest.NewSource) error {
-	if err := checkLocationCredentials(ns.Location); err != nil {
-		return err
-	}
-	switch {
-	case strings.TrimSpace(ns.Name) == "":
-		return tidemark.Invalidf("--name", ns.Name, "must not be empty")
-	case ns.Interval < time.Second:
-		return tidemark.Invalidf("--interval", ns.Interval.String(), "must be at least 1s")
-	case ns.RetryBudget < 1 || ns.RetryBudget > 1000:
-		return tidemark.Invalidf("--retry-budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
-	}
-	return nil
-}
-
-func defaultName(loc string) string {
-	loc = strings.TrimRight(loc, "/")
-	loc = strings.TrimSuffix(loc, ".git")
-	if i := strings.LastIndexAny(loc, "/:"); i >= 0 && i < len(loc)-1 {
-		loc = loc[i+1:]
-	}
-	return loc
 }
 
 func newSourceListCmd(a *app) *cobra.Command {
@@ -450,11 +302,11 @@ kinds that have one, such as git). The window reopens with a fresh budget.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, err := a.ingestService(ctx)
+			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
-			src, err := svc.Skip(ctx, args[0], to, actor(), note)
+			src, err := p.Ingest().Skip(ctx, args[0], to, actor(), note)
 			if err != nil {
 				return err
 			}

@@ -15,11 +15,8 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/detect"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/pipeline"
 )
-
-func init() {
-	sourceSubcommands = append(sourceSubcommands, newSourceImportOPMLCmd, newSourceExportOPMLCmd)
-}
 
 // Limits on an OPML file.
 const (
@@ -170,8 +167,8 @@ func newSourceImportOPMLCmd(a *app) *cobra.Command {
 					f.Name = fmt.Sprintf("%s-%d", base, i)
 				}
 				ns := ingest.NewSource{Name: f.Name, Kind: "feed", Location: f.Location, Config: map[string]string{}, Interval: interval, RetryBudget: budget,
-					AllowPrivate: allowPrivate()}
-				if err := validateNewSource(ns); err != nil {
+					AllowPrivate: a.cfg.AllowPrivate}
+				if err := pipeline.ValidateSource(ns); err != nil {
 					return err
 				}
 				if !dryRun {

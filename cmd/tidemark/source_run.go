@@ -1,16 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 )
-
-func init() { sourceSubcommands = append(sourceSubcommands, newSourceRunCmd) }
 
 func newSourceRunCmd(a *app) *cobra.Command {
 	var (
@@ -28,37 +22,22 @@ source another worker holds. Publication is left to the next 'run' or
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			svc, err := a.ingestService(ctx)
+			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
-			var reports []ingest.Report
-			var runErr error
-			for pass := 0; pass < maxPasses; pass++ {
-				r, err := svc.RunSource(ctx, args[0])
-				if r.Outcome == "" && err != nil {
-					return err // not run: not found, paused, terminal, held
-				}
-				reports = append(reports, r)
+			reports, runErr := p.RunSource(ctx, args[0], maxPasses, func(r ingest.Report, err error) {
 				if !asJSON {
 					printReport(a, r, err)
 				}
-				if err != nil {
-					runErr = err
-					break
-				}
-				if !r.Backlog {
-					break
-				}
+			})
+			if len(reports) == 0 {
+				return runErr // not run: not found, paused, terminal, held
 			}
 			if asJSON {
 				if err := writeJSON(a.stdout, reports); err != nil {
 					return err
 				}
-			}
-			var failed *ingest.RunFailedError
-			if errors.As(runErr, &failed) && failed.Outcome == tidemark.OutcomeUnreachable {
-				return fmt.Errorf("source %s: %w: %w", args[0], tidemark.ErrUnavailable, runErr)
 			}
 			return runErr
 		},

@@ -11,9 +11,8 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/pipeline"
 )
-
-func init() { sourceSubcommands = append(sourceSubcommands, newSourceTestCmd) }
 
 // testReport is `source test --json`: what one fetch would become.
 type testReport struct {
@@ -46,6 +45,7 @@ func newSourceTestCmd(a *app) *cobra.Command {
 		kind, cursor     string
 		config           []string
 		asJSON, evidence bool
+		private          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "test LOCATION",
@@ -57,16 +57,24 @@ was unreachable, 2 when its answer was unusable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ns, err := resolveNewSource(ctx, ingest.NewSource{Kind: kind, Location: args[0], AllowPrivate: allowPrivate()}, config)
+			if !cmd.Flags().Changed("allow-private") {
+				private = a.cfg.AllowPrivate
+			}
+			cfg, err := parseKeyValues("--config", config)
+			if err != nil {
+				return err
+			}
+			// Nothing is stored, so no database is opened.
+			ks := pipeline.NewKinds(a.cfg)
+			ns, err := ks.Resolve(ctx, ingest.NewSource{Kind: kind, Location: args[0], AllowPrivate: private, Config: cfg})
 			if err != nil {
 				return err
 			}
 			kind := ns.Kind
-			newFetcher := fetcherKinds[kind]
 			src := tidemark.Source{Name: ns.Name, Kind: kind, Location: ns.Location, Config: ns.Config, State: tidemark.SourceActive,
 				AllowPrivate: ns.AllowPrivate}
 			rep := testReport{Kind: kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []testItem{}, Cursor: cursor}
-			res, ferr := newFetcher(a).Fetch(ctx, src, cursor)
+			res, ferr := ks.Fetchers()[kind].Fetch(ctx, src, cursor)
 			if ferr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -121,7 +129,7 @@ was unreachable, 2 when its answer was unusable.`,
 	f.StringVar(&cursor, "cursor", "", "fetch as if the source's cursor were this (default: a new source)")
 	f.BoolVar(&asJSON, "json", false, "print JSON (fields in docs/sources.md)")
 	f.BoolVar(&evidence, "evidence", false, "include each item's evidence")
-	f.BoolVar(&allowPrivateFlag, "allow-private", false, "allow private, loopback and link-local addresses (env "+AllowPrivateEnv+")")
+	f.BoolVar(&private, "allow-private", false, "allow private, loopback and link-local addresses (env "+AllowPrivateEnv+")")
 	return cmd
 }
 

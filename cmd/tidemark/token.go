@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newTokenCmd) }
-
 // newTokenCmd manages the access tokens `serve` requires for everything but
 // the wiki. A token's secret is printed once; only its SHA-256 is stored.
 func newTokenCmd(a *app) *cobra.Command {

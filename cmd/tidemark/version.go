@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newVersionCmd) }
-
 // versionInfo is what `tidemark version` reports: the module version
 // (a tag for `go install …@vX`, "(devel)" for a local build), the VCS
 // revision and time stamped by go build where known, and the Go version.

@@ -1,0 +1,317 @@
+package pipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/ids"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/stores"
+	"github.com/tidemark/tidemark/summarize/summarizers"
+)
+
+// Config is everything a pipeline is opened with. Options lists every
+// setting that comes from the environment or a command-line flag, in one
+// place: Load reads them, and `tidemark config` prints them.
+type Config struct {
+	// Home holds the embedded default: the SQLite database, the wiki's
+	// directory and git mirrors.
+	Home string
+	// Database is sqlite:PATH or postgres://…; empty: sqlite:Home/tidemark.db.
+	Database string
+	// Store is a directory or s3://BUCKET[/PREFIX]; empty: Home/wiki.
+	Store string
+	// Holder is this worker's identity for claims; empty: host:pid.
+	Holder   string
+	LogLevel slog.Level
+	// AllowPrivate is the default of a new source's own setting (whether
+	// its fetches may reach private addresses). A source's fetches obey
+	// its own setting, never this.
+	AllowPrivate bool
+	// OutageSpan is how long a window keeps failing before it may go
+	// terminal once its budget is spent (0: as soon as it is spent).
+	OutageSpan time.Duration
+	// SweepInterval is how often the daemon publishes and sweeps.
+	SweepInterval time.Duration
+	// WikiURL is the wiki's public address, for absolute links in feeds
+	// and outbound posts.
+	WikiURL    string
+	Summarizer string
+	OpenAI     summarizers.OpenAI
+	S3         stores.S3
+	// ServeAddr is where `serve` listens unless told otherwise.
+	ServeAddr string
+
+	// What a program sets in code, not in the environment: all optional.
+	Clock  clock.Clock
+	IDs    ids.Source
+	Logger *slog.Logger
+	// Warn receives what a check could not decide but did not refuse (a
+	// remote that cannot be reached now is added as given). Nil: logged.
+	Warn func(msg string)
+
+	// origin says where each option's value came from (a flag, an
+	// environment variable); absent: its default.
+	origin map[string]string
+}
+
+// DatabaseURL is Database, or the embedded default under Home.
+func (c Config) DatabaseURL() string {
+	if c.Database != "" {
+		return c.Database
+	}
+	return "sqlite:" + filepath.Join(c.Home, "tidemark.db")
+}
+
+// StoreLocation is Store, or the embedded default under Home.
+func (c Config) StoreLocation() string {
+	if c.Store != "" {
+		return c.Store
+	}
+	return filepath.Join(c.Home, "wiki")
+}
+
+// Option is one setting: its name, the flag and environment variables it
+// is read from (the first variable set wins; a flag wins over them all),
+// its default and what it means.
+type Option struct {
+	Name string
+	// Flag is the global command-line flag, if the setting has one.
+	Flag    string
+	Env     []string
+	Default string
+	Usage   string
+	// Secret values are never printed.
+	Secret bool
+	set    func(c *Config, v string) error
+	get    func(c *Config) string
+}
+
+func str(p func(*Config) *string) (func(*Config, string) error, func(*Config) string) {
+	return func(c *Config, v string) error { *p(c) = v; return nil }, func(c *Config) string { return *p(c) }
+}
+
+func duration(p func(*Config) *time.Duration, min time.Duration, want string) (func(*Config, string) error, func(*Config) string) {
+	return func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < min {
+				return fmt.Errorf("want %s", want)
+			}
+			*p(c) = d
+			return nil
+		}, func(c *Config) string {
+			return p(c).String()
+		}
+}
+
+func boolean(p func(*Config) *bool) (func(*Config, string) error, func(*Config) string) {
+	return func(c *Config, v string) error {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "1", "true", "yes", "on":
+				*p(c) = true
+			case "0", "false", "no", "off", "":
+				*p(c) = false
+			default:
+				return fmt.Errorf("want true or false")
+			}
+			return nil
+		}, func(c *Config) string {
+			return strconv.FormatBool(*p(c))
+		}
+}
+
+func option(name, flag string, env []string, def, usage string, secret bool, set func(*Config, string) error, get func(*Config) string) Option {
+	return Option{Name: name, Flag: flag, Env: env, Default: def, Usage: usage, Secret: secret, set: set, get: get}
+}
+
+// Options is every setting, in the order `tidemark config` shows them.
+var Options = func() []Option {
+	var os []Option
+	add := func(o Option) { os = append(os, o) }
+	s, g := str(func(c *Config) *string { return &c.Home })
+	add(option("home", "home", []string{"TIDEMARK_HOME"}, ".tidemark", "data directory for the embedded default", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.Database })
+	add(option("db", "db", []string{"TIDEMARK_DB"}, "", "database: sqlite:PATH or postgres://… (default sqlite:HOME/tidemark.db)", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.Store })
+	add(option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix (default HOME/wiki)", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.Holder })
+	add(option("holder", "holder", []string{"TIDEMARK_HOLDER"}, "", "this worker's identity for claims (default host:pid)", false, s, g))
+	add(option("log-level", "log-level", []string{"TIDEMARK_LOG_LEVEL"}, "warn", "debug, info, warn or error", false,
+		func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "debug":
+				c.LogLevel = slog.LevelDebug
+			case "info":
+				c.LogLevel = slog.LevelInfo
+			case "warn", "warning":
+				c.LogLevel = slog.LevelWarn
+			case "error":
+				c.LogLevel = slog.LevelError
+			default:
+				return fmt.Errorf("want debug, info, warn or error")
+			}
+			return nil
+		}, func(c *Config) string { return strings.ToLower(c.LogLevel.String()) }))
+	bs, bg := boolean(func(c *Config) *bool { return &c.AllowPrivate })
+	add(option("allow-private", "", []string{httpx.AllowPrivateEnv}, "false",
+		"the default for new sources: may they reach private, loopback and link-local addresses (each source keeps its own setting)", false, bs, bg))
+	ds, dg := duration(func(c *Config) *time.Duration { return &c.OutageSpan }, 0, "a duration such as 24h or 72h (0: terminal as soon as the budget is spent)")
+	add(option("outage-span", "", []string{"TIDEMARK_OUTAGE_SPAN"}, ingest.DefaultRetryPolicy().Span.String(),
+		"how long a source keeps failing before its window may go terminal", false, ds, dg))
+	ds, dg = duration(func(c *Config) *time.Duration { return &c.SweepInterval }, time.Nanosecond, "a positive duration such as 1m")
+	add(option("sweep-interval", "", []string{"TIDEMARK_SWEEP_INTERVAL"}, "1m0s", "how often the daemon publishes and sweeps the wiki", false, ds, dg))
+	s, g = str(func(c *Config) *string { return &c.WikiURL })
+	add(option("wiki-url", "", []string{"TIDEMARK_WIKI_URL"}, "", "the wiki's public address, for absolute links in feeds and posts", false, s, g))
+	add(option("summarizer", "", []string{"TIDEMARK_SUMMARIZER"}, summarizers.Default, "extractive or openai", false,
+		func(c *Config, v string) error {
+			for _, n := range summarizers.Names {
+				if v == n {
+					c.Summarizer = v
+					return nil
+				}
+			}
+			return fmt.Errorf("want %s", strings.Join(summarizers.Names, " or "))
+		}, func(c *Config) string { return c.Summarizer }))
+	s, g = str(func(c *Config) *string { return &c.OpenAI.BaseURL })
+	add(option("openai-base-url", "", []string{"TIDEMARK_OPENAI_BASE_URL"}, "https://api.openai.com/v1", "the openai summarizer's endpoint (any chat-completions API)", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.OpenAI.APIKey })
+	add(option("openai-api-key", "", []string{"TIDEMARK_OPENAI_API_KEY", "OPENAI_API_KEY"}, "", "the openai summarizer's API key", true, s, g))
+	s, g = str(func(c *Config) *string { return &c.OpenAI.Model })
+	add(option("openai-model", "", []string{"TIDEMARK_OPENAI_MODEL"}, "", "the openai summarizer's model", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.OpenAI.PromptVersion })
+	add(option("openai-prompt-version", "", []string{"TIDEMARK_OPENAI_PROMPT_VERSION"}, "", "names the prompt; change it whenever the prompt changes", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.OpenAI.PromptFile })
+	add(option("openai-prompt-file", "", []string{"TIDEMARK_OPENAI_PROMPT_FILE"}, "", "a file holding the openai summarizer's prompt", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.S3.Endpoint })
+	add(option("s3-endpoint", "", []string{"TIDEMARK_S3_ENDPOINT"}, "", "an S3-compatible server's URL (default: AWS)", false, s, g))
+	add(option("s3-path-style", "", []string{"TIDEMARK_S3_PATH_STYLE"}, "", "address the bucket in the path (default: when an endpoint is set)", false,
+		func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false")
+			}
+			c.S3.PathStyle = &b
+			return nil
+		}, func(c *Config) string {
+			if c.S3.PathStyle == nil {
+				return ""
+			}
+			return strconv.FormatBool(*c.S3.PathStyle)
+		}))
+	s, g = str(func(c *Config) *string { return &c.S3.Region })
+	add(option("s3-region", "", []string{"TIDEMARK_S3_REGION", "AWS_REGION"}, "us-east-1", "the S3 region", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.S3.AccessKey })
+	add(option("s3-access-key", "", []string{"AWS_ACCESS_KEY_ID"}, "", "the S3 access key", false, s, g))
+	s, g = str(func(c *Config) *string { return &c.S3.SecretKey })
+	add(option("s3-secret-key", "", []string{"AWS_SECRET_ACCESS_KEY"}, "", "the S3 secret key", true, s, g))
+	s, g = str(func(c *Config) *string { return &c.ServeAddr })
+	add(option("serve-addr", "", []string{"TIDEMARK_SERVE_ADDR"}, "127.0.0.1:8080", "where `serve` listens", false, s, g))
+	return os
+}()
+
+// Defaults is the configuration with every option at its default.
+func Defaults() Config {
+	var c Config
+	for _, o := range Options {
+		if o.Default != "" {
+			if err := o.set(&c, o.Default); err != nil {
+				panic(fmt.Sprintf("option %s: bad default %q: %v", o.Name, o.Default, err))
+			}
+		}
+	}
+	return c
+}
+
+// Load reads every option from the environment (getenv, e.g. os.Getenv)
+// over its default. A value that cannot be used is refused, naming the
+// variable and what it wants: configuration is checked once, at start.
+func Load(getenv func(string) string) (Config, error) {
+	c := Defaults()
+	for _, o := range Options {
+		for _, name := range o.Env {
+			v := getenv(name)
+			if v == "" {
+				continue
+			}
+			if err := c.Set(o.Name, v, name); err != nil {
+				return c, err
+			}
+			break
+		}
+	}
+	return c, nil
+}
+
+// Set sets the option called name from v, recording from (a flag or a
+// variable) as where it came from; a value that cannot be used is refused
+// as invalid input naming from.
+func (c *Config) Set(name, v, from string) error {
+	for _, o := range Options {
+		if o.Name != name {
+			continue
+		}
+		if err := o.set(c, v); err != nil {
+			shown := v
+			if o.Secret {
+				shown = ""
+			}
+			return tidemark.Invalidf(from, shown, "%v", err)
+		}
+		if c.origin == nil {
+			c.origin = map[string]string{}
+		}
+		c.origin[name] = from
+		return nil
+	}
+	return tidemark.Invalidf("option", name, "no such option")
+}
+
+// Setting is one option's effective value, as `tidemark config` shows it.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	// From is the flag or variable the value came from, or "default".
+	From   string `json:"from"`
+	Secret bool   `json:"secret,omitempty"`
+	Usage  string `json:"usage"`
+	// Env lists the variables the option is read from.
+	Env  []string `json:"env,omitempty"`
+	Flag string   `json:"flag,omitempty"`
+}
+
+// Effective lists every option's value and where it came from, secrets
+// shown only as set or not.
+func (c Config) Effective() []Setting {
+	var out []Setting
+	for _, o := range Options {
+		s := Setting{Name: o.Name, Value: o.get(&c), From: "default", Secret: o.Secret, Usage: o.Usage, Env: o.Env}
+		if o.Flag != "" {
+			s.Flag = "--" + o.Flag
+		}
+		if from, ok := c.origin[o.Name]; ok {
+			s.From = from
+		}
+		if o.Secret && s.Value != "" {
+			s.Value = "••• (set)"
+		}
+		switch o.Name {
+		case "db":
+			if s.Value == "" {
+				s.Value = c.DatabaseURL()
+			}
+		case "store":
+			if s.Value == "" {
+				s.Value = c.StoreLocation()
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}

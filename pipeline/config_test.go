@@ -1,0 +1,81 @@
+package pipeline
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadReadsEveryOptionFromItsVariables(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"TIDEMARK_HOME": "/data", "TIDEMARK_OUTAGE_SPAN": "72h", "TIDEMARK_ALLOW_PRIVATE": "yes",
+		"TIDEMARK_LOG_LEVEL": "debug", "OPENAI_API_KEY": "sk-fallback", "AWS_REGION": "eu-west-1",
+		"TIDEMARK_S3_PATH_STYLE": "false",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Home != "/data" || c.OutageSpan != 72*time.Hour || !c.AllowPrivate || c.LogLevel != slog.LevelDebug ||
+		c.OpenAI.APIKey != "sk-fallback" || c.S3.Region != "eu-west-1" || c.S3.PathStyle == nil || *c.S3.PathStyle {
+		t.Fatalf("loaded %+v", c)
+	}
+	if c.DatabaseURL() != "sqlite:/data/tidemark.db" || c.StoreLocation() != "/data/wiki" {
+		t.Fatalf("defaults under home: %s %s", c.DatabaseURL(), c.StoreLocation())
+	}
+	// The first variable set wins.
+	c, _ = Load(env(map[string]string{"TIDEMARK_OPENAI_API_KEY": "sk-own", "OPENAI_API_KEY": "sk-fallback"}))
+	if c.OpenAI.APIKey != "sk-own" {
+		t.Fatalf("key %q", c.OpenAI.APIKey)
+	}
+}
+
+func TestLoadRefusesWhatCannotBeUsed(t *testing.T) {
+	for name, v := range map[string]string{
+		"TIDEMARK_SWEEP_INTERVAL": "0s", "TIDEMARK_OUTAGE_SPAN": "-1h", "TIDEMARK_LOG_LEVEL": "loud",
+		"TIDEMARK_ALLOW_PRIVATE": "maybe", "TIDEMARK_SUMMARIZER": "gpt", "TIDEMARK_S3_PATH_STYLE": "sometimes",
+	} {
+		_, err := Load(env(map[string]string{name: v}))
+		var inv *tidemark.InvalidError
+		if !errors.As(err, &inv) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v, want an invalid-input error naming the variable", name, v, err)
+		}
+	}
+}
+
+func TestEffectiveSaysWhereEachValueCameFromAndHidesSecrets(t *testing.T) {
+	c, err := Load(env(map[string]string{"TIDEMARK_OPENAI_API_KEY": "sk-secret", "AWS_SECRET_ACCESS_KEY": "hush"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("home", "/srv/tidemark", "--home"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Setting{}
+	for _, s := range c.Effective() {
+		got[s.Name] = s
+		if strings.Contains(s.Value, "sk-secret") || strings.Contains(s.Value, "hush") {
+			t.Fatalf("a secret is shown: %+v", s)
+		}
+	}
+	if len(got) != len(Options) {
+		t.Fatalf("%d settings for %d options", len(got), len(Options))
+	}
+	if s := got["home"]; s.Value != "/srv/tidemark" || s.From != "--home" {
+		t.Fatalf("home %+v", s)
+	}
+	if s := got["openai-api-key"]; s.From != "TIDEMARK_OPENAI_API_KEY" || !s.Secret || s.Value == "" {
+		t.Fatalf("key %+v", s)
+	}
+	if s := got["sweep-interval"]; s.From != "default" || s.Value != "1m0s" {
+		t.Fatalf("sweep %+v", s)
+	}
+	if s := got["db"]; s.Value != "sqlite:/srv/tidemark/tidemark.db" {
+		t.Fatalf("db %+v", s)
+	}
+}

@@ -1,0 +1,330 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
+)
+
+// The daemon's loops (delivery, publish and sweep, field migrations) never
+// die silently: an error is logged and the loop goes on after a capped,
+// growing pause, or, when retrying cannot help (bad configuration), the
+// loop returns it and Run stops every other loop and returns it.
+
+// sleep is how a daemon loop waits; tests replace it so that no test
+// sleeps.
+var sleep = outbox.Sleep
+
+// Pauses after consecutive failures of a daemon loop.
+const (
+	backoffMin = time.Second
+	backoffMax = 5 * time.Minute
+	// migrationPoll is how often the daemon looks for pending migration
+	// runs; lanePoll how often it looks at an idle lane.
+	migrationPoll = 5 * time.Second
+	lanePoll      = 5 * time.Second
+)
+
+// backoff is a pause that doubles with each consecutive failure, from Min
+// up to Max, and starts over after a success.
+type backoff struct {
+	Min, Max time.Duration
+	cur      time.Duration
+}
+
+func newBackoff() *backoff { return &backoff{Min: backoffMin, Max: backoffMax} }
+
+// Fail returns the pause after one more failure.
+func (b *backoff) Fail() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.Min
+	} else {
+		b.cur = min(2*b.cur, b.Max)
+	}
+	return b.cur
+}
+
+// Reset starts over after a success.
+func (b *backoff) Reset() { b.cur = 0 }
+
+// fatal reports whether a loop's error stops the daemon: the configuration
+// is wrong, and waiting will not fix it. Anything else (a database or an
+// object store that is away, a provider that fails) is retried.
+func fatal(err error) bool { return errors.Is(err, tidemark.ErrInvalid) }
+
+// RunOptions configure the daemon.
+type RunOptions struct {
+	Workers int           // runs in flight at most (default 4)
+	Lease   time.Duration // claim lease (default ingest.DefaultLeaseTTL)
+	Poll    time.Duration // longest pause between looks for due sources (default 5s)
+	// OnStart is called once the store is checked, before anything is
+	// claimed.
+	OnStart func(holder string, workers int)
+	// OnReport is called after each ingest run.
+	OnReport func(ingest.Report, error)
+}
+
+// Run is the daemon: the ingest scheduler, and the publish-and-sweep, the
+// outbox's delivery and the migration loops beside it, until ctx ends or
+// one of them fails in a way retrying cannot fix (then every other loop
+// is stopped and the error returned). A store that is not the wiki's stops
+// it before anything is claimed; a database or store that is away is
+// waited out.
+func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
+	if _, err := retryStart(ctx, p, "check the wiki's store", func() (*publish.Service, error) { return p.BindStore(ctx) }); err != nil {
+		return err
+	}
+	svc := p.Ingest()
+	svc.LeaseTTL = o.Lease
+	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log, OnReport: o.OnReport}
+	if sc.Workers <= 0 {
+		sc.Workers = 4
+	}
+	if o.OnStart != nil {
+		o.OnStart(svc.Holder, sc.Workers)
+	}
+	return p.group(ctx, sc.Run, []func(context.Context) error{
+		p.publishLoop,
+		func(ctx context.Context) error { return p.DeliverLoop(ctx, "", time.Minute) },
+		p.migrationLoop,
+	})
+}
+
+// group runs main (the ingest scheduler) and every loop until ctx ends or
+// one of them fails. A loop that returns an error other than ctx's end
+// cancels the rest and its error is returned, so the process stops at
+// once instead of running on without it.
+func (p *Pipeline) group(ctx context.Context, main func(context.Context) error, loops []func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	type ended struct {
+		loop bool
+		err  error
+	}
+	done := make(chan ended, len(loops)+1)
+	for _, loop := range loops {
+		go func() { done <- ended{true, loop(ctx)} }()
+	}
+	go func() { done <- ended{false, main(ctx)} }()
+	var failed []error
+	for range len(loops) + 1 {
+		e := <-done
+		if e.err == nil || (ctx.Err() != nil && errors.Is(e.err, ctx.Err())) {
+			continue
+		}
+		if e.loop {
+			p.log.Error("daemon loop stopped; stopping the daemon", "err", e.err)
+		}
+		failed = append(failed, e.err)
+		cancel(e.err)
+	}
+	return errors.Join(failed...)
+}
+
+// retryStart calls start until it succeeds, ctx ends, or it fails in a way
+// retrying cannot fix; each other failure is logged and waited out.
+func retryStart[T any](ctx context.Context, p *Pipeline, what string, start func() (T, error)) (T, error) {
+	b := newBackoff()
+	for {
+		v, err := start()
+		if err == nil {
+			return v, nil
+		}
+		if ctx.Err() != nil {
+			return v, ctx.Err()
+		}
+		if fatal(err) {
+			return v, fmt.Errorf("%s: %w", what, err)
+		}
+		pause := b.Fail()
+		p.log.Error(what+" failed; retrying", "err", err, "retry_in", pause)
+		if err := sleep(ctx, pause); err != nil {
+			return v, err
+		}
+	}
+}
+
+// publishLoop summarizes, publishes and sweeps every SweepInterval. A
+// failed round is logged and tried again after a growing pause, capped at
+// the larger of the interval and backoffMax.
+func (p *Pipeline) publishLoop(ctx context.Context) error {
+	every := p.cfg.SweepInterval
+	if every <= 0 {
+		every = time.Minute
+	}
+	// One service for every round: the object store's client (and its
+	// connections) lives as long as the loop.
+	svc, err := retryStart(ctx, p, "publish loop: open", p.Publisher)
+	if err != nil {
+		return err
+	}
+	b := &backoff{Min: backoffMin, Max: max(every, backoffMax)}
+	for {
+		pause := every
+		if err := p.publishAndSweep(ctx, svc); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if fatal(err) {
+				return err // another store than the wiki's: waiting will not fix it
+			}
+			pause = b.Fail()
+			p.log.Error("publish round failed; retrying", "err", err, "retry_in", pause)
+		} else {
+			b.Reset()
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+// publishAndSweep is one round of the publish loop.
+func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) error {
+	r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	rep, err := svc.Sweep(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	p.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
+		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
+	return nil
+}
+
+// migrationLoop carries on every pending migration run (detached, or left
+// by a worker that died) until ctx ends.
+func (p *Pipeline) migrationLoop(ctx context.Context) error {
+	m := p.Migrator()
+	b := newBackoff()
+	for {
+		n, err := m.ResumePending(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		pause := migrationPoll
+		switch {
+		case err != nil:
+			pause = max(pause, b.Fail())
+			p.log.Error("migration runs failed; retrying", "err", err, "retry_in", pause)
+		case n > 0:
+			b.Reset()
+			p.log.Info("migration runs finished", "count", n)
+		default:
+			b.Reset()
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+// laneNames is only, or every lane.
+func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error) {
+	if only != "" {
+		return []string{only}, nil
+	}
+	return p.db.Outbox().LaneNames(ctx)
+}
+
+// DeliverLoop steps every lane (or only one) until ctx ends, each under
+// its lane's lease of ttl. A lane another process holds is passed over; a
+// lane that fails is retried after a pause that grows with its consecutive
+// failures; a failure to list the lanes is logged and retried the same
+// way. It returns only when ctx ends.
+func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
+	ds := map[string]*outbox.Deliverer{}
+	nextAt := map[string]time.Time{}
+	failing := map[string]*backoff{}
+	pause := func(name string) time.Duration {
+		b := failing[name]
+		if b == nil {
+			b = newBackoff()
+			failing[name] = b
+		}
+		return b.Fail()
+	}
+	defer func() {
+		for _, d := range ds {
+			_ = d.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	listing := newBackoff()
+	for {
+		names, err := p.laneNames(ctx, only)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			wait := listing.Fail()
+			p.log.Error("outbox: listing lanes failed; retrying", "err", err, "retry_in", wait)
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+			continue
+		}
+		listing.Reset()
+		wake := p.clock.Now().Add(lanePoll)
+		for _, name := range names {
+			now := p.clock.Now()
+			if at, ok := nextAt[name]; ok && now.Before(at) {
+				wake = minTime(wake, at)
+				continue
+			}
+			d := ds[name]
+			if d == nil {
+				if d, err = p.Deliverer(ctx, name, ttl); err != nil {
+					wait := pause(name)
+					p.log.Warn("outbox: lane not deliverable; retrying", "lane", name, "err", err, "retry_in", wait)
+					nextAt[name] = now.Add(wait)
+					wake = minTime(wake, nextAt[name])
+					continue
+				}
+				ds[name] = d
+			}
+			s, err := d.Step(ctx)
+			if b := failing[name]; b != nil && err == nil {
+				b.Reset()
+			}
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, tidemark.ErrClaimHeld):
+				nextAt[name] = now.Add(lanePoll)
+			case err != nil:
+				wait := pause(name)
+				p.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)
+				nextAt[name] = now.Add(wait)
+			case s.Kind == outbox.StepIdle:
+				nextAt[name] = now.Add(lanePoll)
+			case s.Kind == outbox.StepWait:
+				nextAt[name] = *s.Until
+			default:
+				nextAt[name] = now
+				wake = now
+				if s.Alert != "" {
+					p.log.Error("outbox: duplicate alert", "lane", name, "intent", s.IntentID, "alert", s.Alert)
+				}
+			}
+			wake = minTime(wake, nextAt[name])
+		}
+		if err := sleep(ctx, wake.Sub(p.clock.Now())); err != nil {
+			return err
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,365 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
+)
+
+// OnceOptions configure RunOnce.
+type OnceOptions struct {
+	// MaxPasses bounds the runs of one source while it has a backlog
+	// (default ingest.DefaultMaxPasses).
+	MaxPasses int
+	Workers   int           // runs in flight at most (default 4)
+	Lease     time.Duration // claim lease (default ingest.DefaultLeaseTTL)
+	Poll      time.Duration
+	// Track names git repositories to add as sources first, unless a
+	// source already tracks them.
+	Track []string
+	// OnTracked is called for each source Track added.
+	OnTracked func(tidemark.Source)
+	// OnReport is called after each ingest run.
+	OnReport func(ingest.Report, error)
+	// OnProgress describes the work under way ("ingest: 12 runs, 340
+	// events"), for a progress display.
+	OnProgress func(desc string)
+}
+
+// OnceResult is what RunOnce did.
+type OnceResult struct {
+	// Ingested says the ingest step ran (its Reports are all there are).
+	Ingested bool
+	// Reports are the ingest runs, in the order they ended.
+	Reports []ingest.Report
+	// Migrations counts the detached migration runs finished; MigrationErr
+	// is what stopped one (left for an operator, not a failure of the pass).
+	Migrations   int
+	MigrationErr error
+	// Publish adds up the publishing rounds; nil when nothing was
+	// published (no store or nothing to do before an error).
+	Publish *PublishTotals
+	// Deliveries are each lane's steps.
+	Deliveries []DeliverReport
+}
+
+// RunOnce runs every source due now until it has caught up, finishes
+// detached field migrations, summarizes and publishes every pending page,
+// and delivers what publication drafted. A pass that leaves anything
+// undone (a source that failed, pages not published) returns an
+// *IncompleteError (tidemark.ErrUnavailable): what succeeded is kept, and
+// running it again, later, does the rest.
+func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
+	var res OnceResult
+	// A worker whose store is not the wiki's refuses before it claims
+	// anything.
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, path := range o.Track {
+		src, added, err := p.TrackRepo(ctx, path)
+		if err != nil {
+			return res, err
+		}
+		if added && o.OnTracked != nil {
+			o.OnTracked(src)
+		}
+	}
+	t := &tally{}
+	err = p.ingestOnce(ctx, o, t, &res)
+	res.Ingested = true
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return res, t.interrupted(err)
+		}
+		return res, err
+	}
+	// Detached migrations: a run that fails is reported and left for an
+	// operator; it does not fail the pass.
+	res.Migrations, res.MigrationErr = p.Migrator().ResumePending(ctx)
+	if res.MigrationErr != nil && ctx.Err() != nil {
+		return res, errors.Join(res.MigrationErr, t.err())
+	}
+	if err := p.publishOnce(ctx, svc, o, t, &res); err != nil {
+		return res, errors.Join(err, t.err())
+	}
+	// Deliver what the new pages drafted, so a change goes all the way out.
+	deliveries, err := p.DeliverOnce(ctx, "", time.Minute)
+	res.Deliveries = deliveries
+	if err != nil {
+		return res, errors.Join(err, t.err())
+	}
+	return res, t.err()
+}
+
+func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res *OnceResult) error {
+	svc := p.Ingest()
+	svc.LeaseTTL = o.Lease
+	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log}
+	if sc.Workers <= 0 {
+		sc.Workers = 4
+	}
+	maxPasses := o.MaxPasses
+	if maxPasses <= 0 {
+		maxPasses = ingest.DefaultMaxPasses
+	}
+	var runs, events int
+	sc.OnReport = func(r ingest.Report, err error) {
+		t.add(ctx, r, err)
+		runs++
+		events += r.EventsNew + r.EventsChanged
+		if o.OnReport != nil {
+			o.OnReport(r, err)
+		}
+		if o.OnProgress != nil {
+			o.OnProgress(fmt.Sprintf("ingest: %d runs, %d events", runs, events))
+		}
+	}
+	drained, err := sc.Drain(ctx, ingest.DrainOptions{MaxPasses: maxPasses})
+	res.Reports = drained.Reports
+	if drained.Pending > 0 {
+		t.undone = append(t.undone, fmt.Sprintf("%d sources still have a backlog after %d runs each", drained.Pending, maxPasses))
+	}
+	return err
+}
+
+func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o OnceOptions, t *tally, res *OnceResult) error {
+	tot, err := p.PublishAll(ctx, svc, o.OnProgress)
+	if tot.Index == "" {
+		return err // nothing was published
+	}
+	res.Publish = &tot
+	if errors.Is(err, tidemark.ErrUnavailable) {
+		// What was published may have drafted intents: deliver them, and
+		// report the outage at the end of the pass.
+		t.undone = append(t.undone, fmt.Sprintf("summarizer unavailable: events wait to be summarized (%d pages published now)", tot.Published))
+		err = nil
+	} else if n := tot.SummariesFailed; n > 0 {
+		t.undone = append(t.undone, fmt.Sprintf("%d events not summarized", n))
+	}
+	if n := tot.PagesFailed; n > 0 {
+		t.undone = append(t.undone, fmt.Sprintf("%d pages not published", n))
+	}
+	if tot.More {
+		t.undone = append(t.undone, fmt.Sprintf("more pages are pending after %d publishing rounds", publishRoundsLimit))
+	}
+	return err
+}
+
+// tally is what RunOnce could not do: the sources whose run failed, and
+// the work its later steps left undone.
+type tally struct {
+	runs, settled, failed int
+	// cut counts the runs that ended after an interrupt without settling:
+	// they were released without spending their retry budget.
+	cut    int
+	names  []string
+	undone []string
+}
+
+// add counts one run's report. A source another worker holds is not a
+// failure of this pass: that worker is running it.
+func (t *tally) add(ctx context.Context, r ingest.Report, err error) {
+	t.runs++
+	switch {
+	case r.Outcome.Advances():
+		t.settled++
+	case ctx.Err() != nil:
+		t.cut++
+	case r.Outcome == "" && (err == nil || errors.Is(err, tidemark.ErrClaimHeld) || errors.Is(err, context.Canceled)):
+	default:
+		t.failed++
+		what := string(r.Outcome)
+		if what == "" {
+			what = "not run"
+		}
+		if len(t.names) < 5 {
+			t.names = append(t.names, fmt.Sprintf("%s %s", r.Source, what))
+		}
+	}
+}
+
+// err is nil when the pass did everything it set out to do.
+func (t *tally) err() error {
+	if t.failed == 0 && len(t.undone) == 0 {
+		return nil
+	}
+	var parts []string
+	if t.failed > 0 {
+		names := strings.Join(t.names, ", ")
+		if t.failed > len(t.names) {
+			names += ", …"
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d sources failed (%s)", t.failed, t.runs, names))
+	}
+	parts = append(parts, t.undone...)
+	return &IncompleteError{strings.Join(parts, "; ")}
+}
+
+// interrupted says what an interrupted pass kept.
+func (t *tally) interrupted(err error) error {
+	return fmt.Errorf("run --once interrupted: %d runs settled and are kept, %d failed, %d were cut short and released "+
+		"without spending their retry budget; publishing and delivery did not run: %w", t.settled, t.failed, t.cut, err)
+}
+
+// IncompleteError says a pass finished with work left undone; it matches
+// tidemark.ErrUnavailable (exit 5): running the same pass again, later, is
+// how the rest gets done.
+type IncompleteError struct{ What string }
+
+func (e *IncompleteError) Error() string {
+	return "run --once left work undone: " + e.What + ".\nWhat succeeded is kept (settled runs, published pages, sent intents); " +
+		"run the same command again to retry the rest (a failed source is due again after its backoff: `tidemark source list`)"
+}
+func (e *IncompleteError) Unwrap() error { return tidemark.ErrUnavailable }
+
+// Publishing rounds: a round handles up to publishRoundSize events and
+// pages; PublishAll stops after publishRoundsLimit rounds (ten million
+// pages).
+const (
+	publishRoundSize   = 1000
+	publishRoundsLimit = 10000
+)
+
+// PublishRound is what one round of summarizing and publishing did.
+type PublishRound struct {
+	Summarized publish.SummarizeReport `json:"summarized"`
+	Published  publish.PublishReport   `json:"published"`
+	Index      string                  `json:"index"`
+}
+
+// PublishRound summarizes what is new with the summarizer called
+// summarizer ("": the configured one), publishes what is pending (at most
+// limit of each) and refreshes the listings. An unavailable summarizer
+// stops summarizing at its first refusal; what it accepted before, and
+// what was pending already, is still published, and the round then
+// returns the outage (tidemark.ErrUnavailable). Index is empty when
+// nothing was published.
+func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (PublishRound, error) {
+	var r PublishRound
+	sum, err := p.Summarizer(summarizer)
+	if err != nil {
+		return r, err
+	}
+	var serr error
+	r.Summarized, serr = svc.Summarize(ctx, sum, limit)
+	if errors.Is(serr, context.Canceled) {
+		return r, fmt.Errorf("publish interrupted: %d summaries accepted and kept, no page published in this round: %w", r.Summarized.Accepted, serr)
+	}
+	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
+		return r, serr
+	}
+	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return r, fmt.Errorf("publish interrupted: %d summaries accepted, %d pages published, all kept: %w",
+				r.Summarized.Accepted, r.Published.Published, err)
+		}
+		return r, errors.Join(serr, err)
+	}
+	r.Index = p.IndexLocation()
+	if serr != nil {
+		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
+			serr, r.Published.Published)
+	}
+	return r, serr
+}
+
+// PublishTotals adds up the rounds of PublishAll.
+type PublishTotals struct {
+	Accepted        int      `json:"accepted"`
+	Unchanged       int      `json:"unchanged"`
+	SummariesFailed int      `json:"summaries_failed"`
+	Published       int      `json:"published"`
+	PagesFailed     int      `json:"pages_failed"`
+	Pages           int      `json:"pages"`
+	Errors          []string `json:"errors,omitempty"`
+	Index           string   `json:"index"`
+	// More says PublishAll stopped at its round limit with work left.
+	More bool `json:"more,omitempty"`
+}
+
+// PublishAll summarizes and publishes in rounds until nothing is pending:
+// a round that made no progress (everything left failed) or handled less
+// than a full round ends it, so a failure that repeats cannot spin.
+// progress, if set, is told the running totals.
+func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (PublishTotals, error) {
+	var t PublishTotals
+	for round := 0; ; round++ {
+		if round == publishRoundsLimit {
+			t.More = true
+			return t, nil
+		}
+		r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+		s, pr := r.Summarized, r.Published
+		t.Accepted += s.Accepted
+		t.Unchanged += s.Unchanged
+		t.SummariesFailed += s.Failed
+		t.Published += pr.Published
+		t.PagesFailed += pr.Failed
+		t.Pages = max(t.Pages, pr.Pages)
+		if r.Index != "" {
+			t.Index = r.Index
+		}
+		for _, e := range append(s.Errors, pr.Errors...) {
+			if len(t.Errors) < 20 {
+				t.Errors = append(t.Errors, e)
+			}
+		}
+		if progress != nil {
+			progress(fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published))
+		}
+		if err != nil {
+			// What the round did is counted above and kept; the caller
+			// says what the error left undone.
+			return t, err
+		}
+		full := s.Considered >= publishRoundSize || pr.Published+pr.Failed >= publishRoundSize
+		if !full || s.Accepted+pr.Published == 0 {
+			return t, nil
+		}
+	}
+}
+
+// DeliverReport is one lane's delivery.
+type DeliverReport struct {
+	Lane  string        `json:"lane"`
+	Steps []outbox.Step `json:"steps"`
+	Error string        `json:"error,omitempty"`
+}
+
+// DeliverOnce delivers what is pending on every lane (or only one), each
+// under its lane's lease of ttl, and reports each lane's steps.
+func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) ([]DeliverReport, error) {
+	names, err := p.laneNames(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	reports := make([]DeliverReport, 0, len(names))
+	var errs []error
+	for _, name := range names {
+		r := DeliverReport{Lane: name, Steps: []outbox.Step{}}
+		d, err := p.Deliverer(ctx, name, ttl)
+		if err == nil {
+			var steps []outbox.Step
+			steps, err = d.RunOnce(ctx, nil)
+			r.Steps = append(r.Steps, steps...)
+			if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
+				err = rerr
+			}
+		}
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
+		}
+		reports = append(reports, r)
+	}
+	return reports, errors.Join(errs...)
+}

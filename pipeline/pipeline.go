@@ -1,0 +1,282 @@
+// Package pipeline joins tidemark's pipelines into one program: ingest,
+// publish, the outbox and documents over one database and one object
+// store. The CLI, the web console and the API, and any program that embeds
+// tidemark, use the same operations from here:
+//
+//	p, err := pipeline.Open(ctx, cfg)
+//	defer p.Close()
+//	res, err := p.RunOnce(ctx, pipeline.OnceOptions{})
+//
+// Open wires the pipelines; RunOnce ingests every due source until it has
+// caught up, publishes, and delivers; Run is the daemon: the ingest
+// scheduler and the publish, outbox and migration loops in one group.
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/fetch/kinds"
+	"github.com/tidemark/tidemark/ids"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/stores"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/summarize"
+	"github.com/tidemark/tidemark/summarize/summarizers"
+)
+
+// Pipeline is an open tidemark: its database, its object store (opened on
+// first use) and the pipelines over them. It is safe for concurrent use.
+type Pipeline struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	db    *sqlstore.DB
+	kinds *kinds.Set
+
+	objsMu sync.Mutex
+	objs   objstore.Store
+}
+
+// Open opens the database (creating the embedded default under Home when
+// no database is named) and wires the pipelines. The object store is
+// opened when first used.
+func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
+	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.clock == nil {
+		p.clock = clock.System{}
+	}
+	if cfg.IDs == nil {
+		p.cfg.IDs = ids.NewULIDs(p.clock, rand.Reader)
+	}
+	if cfg.Database == "" {
+		if err := p.checkHome(); err != nil {
+			return nil, err
+		}
+	}
+	p.kinds = p.newKinds()
+	// Liveness lets this process take over at once the claims of a crashed
+	// process of this host, rather than wait out their leases.
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL(), sqlstore.Options{Clock: p.clock, IDs: p.cfg.IDs, Liveness: ingest.Local()})
+	if err != nil {
+		return nil, err
+	}
+	// Lanes stored before secrets were kept apart give them up now.
+	if _, err := db.Outbox().SealLaneSecrets(ctx, providers.Split); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("seal lane secrets: %w", err)
+	}
+	p.db = db
+	return p, nil
+}
+
+// newKinds returns every source kind, with git mirrors under Home, the
+// rest of this worker's data.
+func (p *Pipeline) newKinds() *kinds.Set {
+	warn := p.cfg.Warn
+	if warn == nil {
+		warn = func(msg string) {
+			if p.log != nil {
+				p.log.Warn(msg)
+			}
+		}
+	}
+	cache, err := filepath.Abs(filepath.Join(p.cfg.Home, "git"))
+	if err != nil {
+		cache = filepath.Join(p.cfg.Home, "git")
+	}
+	return kinds.New(kinds.Options{GitCache: cache, Warn: warn})
+}
+
+// Close closes the database and the object store.
+func (p *Pipeline) Close() error {
+	p.objsMu.Lock()
+	if c, ok := p.objs.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	p.objsMu.Unlock()
+	return p.db.Close()
+}
+
+// Config is the configuration the pipeline was opened with.
+func (p *Pipeline) Config() Config { return p.cfg }
+
+// DB is the database, for reads the pipeline has no operation for.
+func (p *Pipeline) DB() *sqlstore.DB { return p.db }
+
+// Logger is the pipeline's logger.
+func (p *Pipeline) Logger() *slog.Logger { return p.log }
+
+// Clock is the pipeline's clock.
+func (p *Pipeline) Clock() clock.Clock { return p.clock }
+
+// Kinds are the source kinds this pipeline serves.
+func (p *Pipeline) Kinds() *kinds.Set { return p.kinds }
+
+// checkHome makes sure the data directory exists and can be written before
+// the embedded default stores anything there. A home that cannot be used is
+// the configuration's to fix (invalid input), said plainly.
+func (p *Pipeline) checkHome() error {
+	home := p.cfg.Home
+	bad := func(err error) error {
+		return tidemark.Invalidf("--home", home, "cannot use it as the data directory (%v); choose a writable directory with --home or TIDEMARK_HOME", err)
+	}
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return bad(err)
+	}
+	f, err := os.CreateTemp(home, ".write-check-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// Holder is this worker's identity for claims: Config.Holder, or host:pid.
+func (p *Pipeline) Holder() string {
+	if p.cfg.Holder != "" {
+		return p.cfg.Holder
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return ingest.HolderID(host, os.Getpid())
+}
+
+// Ingest is the ingest pipeline.
+func (p *Pipeline) Ingest() *ingest.Service {
+	retry := ingest.DefaultRetryPolicy()
+	retry.Span = p.cfg.OutageSpan
+	return &ingest.Service{
+		Retry:    &retry,
+		Store:    p.db.Ingest(),
+		Fetchers: p.kinds.Fetchers(),
+		Clock:    p.clock,
+		Rand:     ids.NewRand(uint64(os.Getpid())),
+		Holder:   p.Holder(),
+		// Every fetch ends: a hung upstream (a git remote that never
+		// answers) is unreachable after this, not a run held forever by
+		// its heartbeats.
+		FetchTimeout: 10 * time.Minute,
+		Logger:       p.log,
+	}
+}
+
+// Objects is the object store the wiki lives in, opened on first use.
+func (p *Pipeline) Objects() (objstore.Store, error) {
+	p.objsMu.Lock()
+	defer p.objsMu.Unlock()
+	if p.objs != nil {
+		return p.objs, nil
+	}
+	if p.cfg.Store == "" {
+		if err := p.checkHome(); err != nil {
+			return nil, err
+		}
+	}
+	objs, err := stores.Open("--store", p.cfg.StoreLocation(), p.cfg.S3)
+	if err != nil {
+		return nil, err
+	}
+	p.objs = objs
+	return objs, nil
+}
+
+// IndexLocation is where a user finds the wiki's index.
+func (p *Pipeline) IndexLocation() string {
+	return stores.Locate(p.cfg.StoreLocation(), publish.IndexKey)
+}
+
+// Publisher is the publish pipeline over the wiki's store. Publications
+// draft the outbox's intents inside the transaction that marks a page
+// published, and page documents override what a change page shows. It
+// does not check that the store is the wiki's: BindStore does.
+func (p *Pipeline) Publisher() (*publish.Service, error) {
+	objs, err := p.Objects()
+	if err != nil {
+		return nil, err
+	}
+	return &publish.Service{Store: p.db.Publish(), Objects: objs, Logger: p.log, BaseURL: p.cfg.WikiURL,
+		StoreLocation: stores.Canonical(p.cfg.StoreLocation()),
+		Hooks:         []publish.Hook{p.db.Outbox().PublishHook()},
+		Overrides:     pageDocuments{p.db.Content()},
+	}, nil
+}
+
+// BindStore returns the publish pipeline after checking that the store is
+// the one this database's wiki lives in (binding it if the wiki lives in
+// none yet). A worker whose store differs is refused, with the fix.
+func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
+	svc, err := p.Publisher()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := svc.BindStore(ctx); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// Summarizer builds the summarizer called name ("": Config.Summarizer).
+func (p *Pipeline) Summarizer(name string) (summarize.Summarizer, error) {
+	flag := "--summarizer"
+	if name == "" {
+		name, flag = p.cfg.Summarizer, "TIDEMARK_SUMMARIZER"
+	}
+	return summarizers.Open(flag, name, p.cfg.OpenAI)
+}
+
+// Deliverer is the single writer of a lane, holding its lease for ttl.
+func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
+	l, err := p.db.Outbox().Lane(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	if err != nil {
+		return nil, fmt.Errorf("lane %s: %w", lane, err)
+	}
+	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
+}
+
+// Migrator carries out field migrations of documents.
+func (p *Pipeline) Migrator() *content.Migrator {
+	return &content.Migrator{Store: p.db.Content(), Holder: p.Holder()}
+}
+
+// pageDocuments adapts the documents' built-in pages collection to the
+// publish pipeline's overrides.
+type pageDocuments struct{ st *sqlstore.ContentStore }
+
+func (d pageDocuments) PageOverride(ctx context.Context, eventID string) (publish.Override, bool, error) {
+	o, ok, err := d.st.PageOverrides(ctx, eventID)
+	if err != nil || !ok {
+		return publish.Override{}, false, err
+	}
+	out := publish.Override{Notes: o.NotesText}
+	if o.HasTitle {
+		out.Title = o.Title
+	}
+	return out, true, nil
+}

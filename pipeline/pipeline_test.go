@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/dir"
+)
+
+// gitRepo makes a repository with two commits.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	for i, msg := range []string{"parser: read <feeds>\n\nThe parser reads RSS and Atom.", "cursor: never move past unread data"} {
+		if err := os.WriteFile(filepath.Join(repo, "f"+string(rune('a'+i))+".txt"), []byte(msg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git("add", ".")
+		git("commit", "-q", "-m", msg)
+	}
+	return repo
+}
+
+func open(t *testing.T, home string, logger *slog.Logger) *Pipeline {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Home, cfg.Logger = home, logger
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// cancelOnRound cancels the daemon's context when the publish loop logs the
+// end of a round.
+type cancelOnRound struct {
+	slog.Handler
+	cancel func()
+}
+
+func (h cancelOnRound) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h cancelOnRound) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "publish round" {
+		h.cancel()
+	}
+	return nil
+}
+
+// The daemon's publish loop sweeps: a page deleted behind the books' back
+// (which publish alone leaves alone: it is marked published) is back after
+// one round.
+func TestPublishLoopSweeps(t *testing.T) {
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := open(t, home, slog.New(cancelOnRound{Handler: slog.DiscardHandler, cancel: cancel}))
+	if _, err := p.RunOnce(context.Background(), OnceOptions{Track: []string{gitRepo(t)}}); err != nil {
+		t.Fatalf("run once: %v", err)
+	}
+	objs, err := dir.Open(filepath.Join(home, "wiki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := filepath.Glob(filepath.Join(home, "wiki", "changes", "*.html"))
+	if len(pages) != 2 {
+		t.Fatalf("pages %v", pages)
+	}
+	key := "changes/" + filepath.Base(pages[0])
+	if err := objs.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.publishLoop(ctx); err != context.Canceled {
+		t.Fatalf("publish loop: %v, want context.Canceled after one round", err)
+	}
+	if _, err := objs.Get(context.Background(), key); err != nil {
+		t.Fatalf("%s after one round of the loop: %v", key, err)
+	}
+}
+
+// RunOnce carries a change all the way: tracked, ingested, summarized and
+// published; a second pass has nothing to do and says so by doing nothing.
+func TestRunOnceTracksIngestsAndPublishes(t *testing.T) {
+	home := t.TempDir()
+	p := open(t, home, nil)
+	repo := gitRepo(t)
+	var tracked []tidemark.Source
+	res, err := p.RunOnce(context.Background(), OnceOptions{Track: []string{repo, repo}, OnTracked: func(s tidemark.Source) { tracked = append(tracked, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tracked) != 1 {
+		t.Fatalf("tracked %d sources for one repository named twice", len(tracked))
+	}
+	if len(res.Reports) != 1 || res.Reports[0].EventsNew != 2 {
+		t.Fatalf("reports %+v", res.Reports)
+	}
+	if res.Publish == nil || res.Publish.Published != 2 || !strings.HasSuffix(res.Publish.Index, "index.html") {
+		t.Fatalf("publish %+v", res.Publish)
+	}
+	again, err := p.RunOnce(context.Background(), OnceOptions{})
+	if err != nil || len(again.Reports) != 0 || (again.Publish != nil && again.Publish.Published != 0) {
+		t.Fatalf("second pass: %+v, %v", again, err)
+	}
+}
+
+// A pass where a source fails is incomplete (exit 5), and what the other
+// sources did is kept.
+func TestRunOnceIsIncompleteWhenASourceFails(t *testing.T) {
+	home := t.TempDir()
+	p := open(t, home, nil)
+	repo := gitRepo(t)
+	if _, err := p.AddSource(context.Background(), ingestSource("good", repo)); err != nil {
+		t.Fatal(err)
+	}
+	gone := gitRepo(t)
+	if _, err := p.AddSource(context.Background(), ingestSource("gone", gone)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.RunOnce(context.Background(), OnceOptions{})
+	var inc *IncompleteError
+	if !errors.As(err, &inc) || tidemark.ExitCode(err) != tidemark.ExitUnavailable || !strings.Contains(inc.What, "gone") {
+		t.Fatalf("err %v (exit %d), want an incomplete pass naming the failed source", err, tidemark.ExitCode(err))
+	}
+	if res.Publish == nil || res.Publish.Published != 2 {
+		t.Fatalf("the good source's pages were not published: %+v", res.Publish)
+	}
+}
+
+// A store that is not the wiki's is refused before anything is claimed.
+func TestRunOnceRefusesAnotherStore(t *testing.T) {
+	home := t.TempDir()
+	p := open(t, home, nil)
+	if _, err := p.RunOnce(context.Background(), OnceOptions{Track: []string{gitRepo(t)}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	cfg := Defaults()
+	cfg.Home, cfg.Store = home, t.TempDir()
+	q, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	res, err := q.RunOnce(context.Background(), OnceOptions{})
+	if !errors.Is(err, tidemark.ErrInvalid) || res.Ingested {
+		t.Fatalf("err %v, ingested %v: want a refusal before any claim", err, res.Ingested)
+	}
+}
+
+func ingestSource(name, loc string) ingest.NewSource {
+	return ingest.NewSource{Name: name, Location: loc, Interval: DefaultInterval, RetryBudget: DefaultRetryBudget}
+}

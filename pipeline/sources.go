@@ -1,0 +1,121 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/kinds"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// A new source's schedule unless the user sets one.
+const (
+	DefaultInterval    = 15 * time.Minute
+	DefaultRetryBudget = 5
+)
+
+// NewKinds returns every source kind as cfg configures them (git mirrors
+// under Home), for work that needs no database (`source test`).
+func NewKinds(cfg Config) *kinds.Set {
+	p := &Pipeline{cfg: cfg}
+	return p.newKinds()
+}
+
+// ResolveSource completes a new source (see kinds.Set.Resolve) and checks
+// its schedule: what `source add` stores and `source test` fetches.
+func (p *Pipeline) ResolveSource(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	ns, err := p.kinds.Resolve(ctx, ns)
+	if err != nil {
+		return ns, err
+	}
+	return ns, ValidateSource(ns)
+}
+
+// ValidateSource checks what every new source needs, whatever its kind.
+func ValidateSource(ns ingest.NewSource) error {
+	if err := kinds.CheckLocationCredentials(ns.Location); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(ns.Name) == "":
+		return tidemark.Invalidf("--name", ns.Name, "must not be empty")
+	case ns.Interval < time.Second:
+		return tidemark.Invalidf("--interval", ns.Interval.String(), "must be at least 1s")
+	case ns.RetryBudget < 1 || ns.RetryBudget > 1000:
+		return tidemark.Invalidf("--retry-budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
+	}
+	return nil
+}
+
+// AddSource resolves, checks and stores a new source.
+func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
+	ns, err := p.ResolveSource(ctx, ns)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	return p.db.Ingest().AddSource(ctx, ns)
+}
+
+// TrackRepo adds the git repository containing path as a source, unless a
+// source already tracks it (then added is false and src is that source).
+func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Source, added bool, err error) {
+	ns, err := p.kinds.Resolve(ctx, ingest.NewSource{Kind: "git", Location: path,
+		Interval: DefaultInterval, RetryBudget: DefaultRetryBudget, AllowPrivate: p.cfg.AllowPrivate})
+	if err != nil {
+		return src, false, fmt.Errorf("--track %s: %w", path, err)
+	}
+	srcs, err := p.db.Ingest().Sources(ctx)
+	if err != nil {
+		return src, false, err
+	}
+	names := map[string]bool{}
+	for _, s := range srcs {
+		if s.Kind == "git" && s.Location == ns.Location {
+			return s, false, nil
+		}
+		names[s.Name] = true
+	}
+	for i, base := 2, ns.Name; names[ns.Name]; i++ {
+		ns.Name = fmt.Sprintf("%s-%d", base, i)
+	}
+	src, err = p.db.Ingest().AddSource(ctx, ns)
+	return src, err == nil, err
+}
+
+// RunSource claims the source now, due or not, and runs it; while a run
+// fills its window (a backlog), it runs it again, up to maxPasses runs.
+// A source that could not be run at all (not found, paused, terminal,
+// held) is an error with no reports. A run that failed because its
+// upstream is away matches tidemark.ErrUnavailable.
+func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
+	svc := p.Ingest()
+	if maxPasses <= 0 {
+		maxPasses = ingest.DefaultMaxPasses
+	}
+	var reports []ingest.Report
+	for range maxPasses {
+		r, err := svc.RunSource(ctx, ref)
+		if r.Outcome == "" && err != nil {
+			return reports, err
+		}
+		reports = append(reports, r)
+		if onReport != nil {
+			onReport(r, err)
+		}
+		if err != nil {
+			var failed *ingest.RunFailedError
+			if errors.As(err, &failed) && failed.Outcome == tidemark.OutcomeUnreachable {
+				return reports, fmt.Errorf("source %s: %w: %w", ref, tidemark.ErrUnavailable, err)
+			}
+			return reports, err
+		}
+		if !r.Backlog {
+			break
+		}
+	}
+	return reports, nil
+}
