@@ -142,7 +142,7 @@ var Options = func() []Option {
 	s, g = str(func(c *Config) *string { return &c.Store })
 	add(option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix (default HOME/wiki)", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.Holder })
-	add(option("holder", "holder", []string{"TIDEMARK_HOLDER"}, "", "this worker's identity for claims (default host:pid)", false, s, g))
+	add(option("holder", "holder", []string{"TIDEMARK_HOLDER"}, "", "this worker's identity for claims (empty: host:pid)", false, s, g))
 	add(option("log-level", "log-level", []string{"TIDEMARK_LOG_LEVEL"}, "warn", "debug, info, warn or error", false,
 		func(c *Config, v string) error {
 			switch strings.ToLower(v) {
