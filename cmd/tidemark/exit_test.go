@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/pipeline"
 )
 
 // Each command line that cannot be run as written exits with the code the
@@ -91,24 +91,11 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "tidemark ") || !strings.Contains(out, runtime.Version()) {
 		t.Fatalf("version printed %q", out)
 	}
-	var v versionInfo
+	var v pipeline.Version
 	if err := json.Unmarshal([]byte(mustTidemark(t, 0, "version", "--json")), &v); err != nil {
 		t.Fatal(err)
 	}
 	if v.Version == "" || v.GoVersion != runtime.Version() {
 		t.Fatalf("version --json: %+v", v)
-	}
-}
-
-func TestVersionFromBuildInfo(t *testing.T) {
-	bi := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-11-30T19:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
-	got := versionFrom(bi, true).String()
-	want := "tidemark v1.2.3 (0123456789ab, 2026-11-30T19:00:00Z, modified) " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
-	if got != want {
-		t.Fatalf("got  %q\nwant %q", got, want)
-	}
-	if v := versionFrom(nil, false); v.Version != "(unknown)" || v.GoVersion != runtime.Version() {
-		t.Fatalf("without build info: %+v", v)
 	}
 }
