@@ -10,7 +10,7 @@ import (
 )
 
 // Store is what the ingest pipeline needs from storage. sqlstore implements
-// it for SQLite and PostgreSQL; storetest.Ingest is the conformance suite
+// it for SQLite and PostgreSQL; ingesttest.Run is the conformance suite
 // every implementation passes.
 //
 // Every method that takes a Claim is fenced: it changes something only if

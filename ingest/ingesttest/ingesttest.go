@@ -1,7 +1,10 @@
-// Package storetest is the conformance suite every implementation of the
-// pipelines' stores must pass, in the manner of testing/fstest: an
-// implementation's tests call Ingest with a way to open a fresh store.
-package storetest
+// Package ingesttest is the conformance suite every ingest.Store passes, in
+// the manner of testing/fstest: an implementation's tests call Run with a
+// way to open a fresh store. It holds the store's promises: one active run
+// per source, re-entry by the same holder, lost leases, fenced settlement
+// that moves the cursor with its data or not at all, retry budgets and
+// terminal windows, skips, pauses, and due claims under concurrency.
+package ingesttest
 
 import (
 	"context"
@@ -29,9 +32,9 @@ type Harness struct {
 
 const ttl = time.Minute
 
-// Ingest runs the ingest store conformance suite. open returns a fresh,
-// empty store for each subtest.
-func Ingest(t *testing.T, open func(t *testing.T) Harness) {
+// Run runs the ingest store conformance suite. open returns a fresh, empty
+// store for each subtest.
+func Run(t *testing.T, open func(t *testing.T) Harness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, h Harness)
