@@ -192,50 +192,26 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// send makes one attempt at the lane's next pending intent, in phases
+// that mirror the design: pick it through the pacing gate, check that its
+// target accepts writes, read the counter, journal the attempt, re-check
+// the fence, post, verify by subtraction, and finish the journal. A phase
+// that returns a step with a Kind ends the step there.
 func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
-	in, ok, err := d.Store.NextPending(ctx, l)
-	if err != nil || !ok {
-		return Step{Kind: StepIdle}, err
+	in, stop, err := d.pickPending(ctx, l)
+	if err != nil || stop.Kind != "" {
+		return stop, err
 	}
-	lane, err := d.Store.Lane(ctx, d.Lane)
+	if stop, err := d.checkTarget(ctx, l, in); err != nil || stop.Kind != "" {
+		return stop, err
+	}
+	before, err := d.countBefore(ctx)
 	if err != nil {
 		return Step{}, err
 	}
-	if now := d.Clock.Now(); now.Before(lane.NextSendAt) {
-		until := lane.NextSendAt
-		return Step{Kind: StepWait, IntentID: in.ID, Until: &until}, nil
-	}
-	w, err := d.Provider.CanWrite(ctx, in.Target, in.Parent)
-	if err != nil {
-		return Step{}, fmt.Errorf("outbox: lane %s: check target %s: %w", d.Lane, in.Target, err)
-	}
-	if !w.OK {
-		check := Check{At: d.Clock.Now(), Verdict: "unexecutable", Evidence: "target refuses writes: " + w.Reason}
-		if err := d.Store.Bucket(ctx, l, in.ID, w.Reason, check); errors.Is(err, tidemark.ErrConflict) {
-			return Step{Kind: StepSkipped, IntentID: in.ID}, nil
-		} else if err != nil {
-			return Step{}, err
-		}
-		return Step{Kind: StepBucketed, IntentID: in.ID}, nil
-	}
-	var before *int64
-	if n, err := d.Provider.Count(ctx); err == nil {
-		before = &n
-	} else if !errors.Is(err, provider.ErrUnsupported) {
-		return Step{}, fmt.Errorf("outbox: lane %s: count before: %w", d.Lane, err)
-	}
-	att, err := d.Store.Begin(ctx, l, in.ID, before)
-	if err != nil {
-		var gate *GateClosedError
-		if errors.As(err, &gate) {
-			return Step{Kind: StepWait, IntentID: in.ID, Until: &gate.Until}, nil
-		}
-		if errors.Is(err, tidemark.ErrConflict) {
-			// An operator retired it since it was picked: nothing was
-			// journaled; the next step picks again.
-			return Step{Kind: StepSkipped, IntentID: in.ID}, nil
-		}
-		return Step{}, err
+	att, stop, err := d.journal(ctx, l, in, before)
+	if err != nil || stop.Kind != "" {
+		return stop, err
 	}
 	if err := fpAfterJournal.Hit(ctx); err != nil {
 		return Step{}, err
@@ -261,6 +237,92 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if err := fpAfterSend.Hit(finishCtx); err != nil {
 		return Step{}, err
 	}
+	res := postResult(sentAt, posted, perr)
+	step := Step{Kind: StepSent, IntentID: in.ID}
+	step.Alert = d.verifyByCount(finishCtx, in, before, &res)
+	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
+		return Step{}, err
+	}
+	step.Outcome = res.Outcome
+	return step, nil
+}
+
+// pickPending decides what is sent next: the lane's next pending intent,
+// if there is one (else the step is idle) and the pacing gate is open
+// (else the step waits until it opens).
+func (d *Deliverer) pickPending(ctx context.Context, l Lease) (Intent, Step, error) {
+	in, ok, err := d.Store.NextPending(ctx, l)
+	if err != nil || !ok {
+		return Intent{}, Step{Kind: StepIdle}, err
+	}
+	lane, err := d.Store.Lane(ctx, d.Lane)
+	if err != nil {
+		return Intent{}, Step{}, err
+	}
+	if now := d.Clock.Now(); now.Before(lane.NextSendAt) {
+		until := lane.NextSendAt
+		return in, Step{Kind: StepWait, IntentID: in.ID, Until: &until}, nil
+	}
+	return in, Step{}, nil
+}
+
+// checkTarget decides whether the intent's target accepts a write; one
+// that does not is bucketed as unexecutable (reversibly) instead of sent.
+func (d *Deliverer) checkTarget(ctx context.Context, l Lease, in Intent) (Step, error) {
+	w, err := d.Provider.CanWrite(ctx, in.Target, in.Parent)
+	if err != nil {
+		return Step{}, fmt.Errorf("outbox: lane %s: check target %s: %w", d.Lane, in.Target, err)
+	}
+	if w.OK {
+		return Step{}, nil
+	}
+	check := Check{At: d.Clock.Now(), Verdict: "unexecutable", Evidence: "target refuses writes: " + w.Reason}
+	if err := d.Store.Bucket(ctx, l, in.ID, w.Reason, check); errors.Is(err, tidemark.ErrConflict) {
+		return Step{Kind: StepSkipped, IntentID: in.ID}, nil
+	} else if err != nil {
+		return Step{}, err
+	}
+	return Step{Kind: StepBucketed, IntentID: in.ID}, nil
+}
+
+// countBefore reads the provider's count of our writes before the write,
+// so the write can be verified by subtraction; nil when the provider keeps
+// no count.
+func (d *Deliverer) countBefore(ctx context.Context) (*int64, error) {
+	n, err := d.Provider.Count(ctx)
+	if err == nil {
+		return &n, nil
+	}
+	if errors.Is(err, provider.ErrUnsupported) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("outbox: lane %s: count before: %w", d.Lane, err)
+}
+
+// journal decides whether the attempt may be made, by committing it to the
+// journal before the call: a gate closed meanwhile makes the step wait, an
+// intent an operator retired since it was picked skips it.
+func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int64) (Attempt, Step, error) {
+	att, err := d.Store.Begin(ctx, l, in.ID, before)
+	if err == nil {
+		return att, Step{}, nil
+	}
+	var gate *GateClosedError
+	if errors.As(err, &gate) {
+		return att, Step{Kind: StepWait, IntentID: in.ID, Until: &gate.Until}, nil
+	}
+	if errors.Is(err, tidemark.ErrConflict) {
+		// An operator retired it since it was picked: nothing was
+		// journaled; the next step picks again.
+		return att, Step{Kind: StepSkipped, IntentID: in.ID}, nil
+	}
+	return att, Step{}, err
+}
+
+// postResult decides what the provider's answer to a post says: landed,
+// deferred (Retry-After), unexecutable (the target refused it), or unknown
+// (no answer that can be trusted either way).
+func postResult(sentAt time.Time, posted provider.Posted, perr error) Result {
 	res := Result{SentAt: sentAt, RemoteID: posted.RemoteID}
 	var (
 		retry *provider.RetryAfterError
@@ -281,37 +343,41 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if perr != nil {
 		res.Error = perr.Error()
 	}
-	step := Step{Kind: StepSent, IntentID: in.ID}
-	if before != nil && (res.Outcome == OutcomeLanded || res.Outcome == OutcomeUnknown) {
-		// Verify by subtraction. With one write in flight on the lane,
-		// nothing else of ours moves the counter.
-		if after, err := d.Provider.Count(finishCtx); err == nil {
-			res.CountAfter = &after
-			verdict, alert := VerifyCount(*before, after)
-			res.CountVerdict = verdict
-			switch verdict {
-			case CountLandedOnce:
-				res.Outcome = OutcomeLanded
-			case CountDuplicate:
-				res.Outcome = OutcomeLanded
-				step.Alert = alert.Error()
-				d.log().Error("outbox: duplicate write", "lane", d.Lane, "intent", in.ID, "count_before", *before, "count_after", after)
-			case CountNotLanded:
-				if res.Outcome == OutcomeUnknown {
-					res.Outcome = OutcomeNotLanded
-				} else {
-					// A 2xx the counter does not show: let a fresh read decide.
-					res.Outcome = OutcomeUnknown
-					res.Error = "the provider accepted the write but its counter did not move"
-				}
-			}
+	return res
+}
+
+// verifyByCount decides, where the provider keeps a count of our writes,
+// what the difference says about a write that landed or is unknown: 0 not
+// landed, 1 landed once, more duplicates (returned as an alert). With one
+// write in flight on the lane, nothing else of ours moves the counter.
+func (d *Deliverer) verifyByCount(ctx context.Context, in Intent, before *int64, res *Result) (alert string) {
+	if before == nil || (res.Outcome != OutcomeLanded && res.Outcome != OutcomeUnknown) {
+		return ""
+	}
+	after, err := d.Provider.Count(ctx)
+	if err != nil {
+		return ""
+	}
+	res.CountAfter = &after
+	verdict, dup := VerifyCount(*before, after)
+	res.CountVerdict = verdict
+	switch verdict {
+	case CountLandedOnce:
+		res.Outcome = OutcomeLanded
+	case CountDuplicate:
+		res.Outcome = OutcomeLanded
+		alert = dup.Error()
+		d.log().Error("outbox: duplicate write", "lane", d.Lane, "intent", in.ID, "count_before", *before, "count_after", after)
+	case CountNotLanded:
+		if res.Outcome == OutcomeUnknown {
+			res.Outcome = OutcomeNotLanded
+		} else {
+			// A 2xx the counter does not show: let a fresh read decide.
+			res.Outcome = OutcomeUnknown
+			res.Error = "the provider accepted the write but its counter did not move"
 		}
 	}
-	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
-		return Step{}, err
-	}
-	step.Outcome = res.Outcome
-	return step, nil
+	return alert
 }
 
 // Reconcile takes the lane's lease and reconciles it now.
@@ -323,37 +389,93 @@ func (d *Deliverer) Reconcile(ctx context.Context) (Step, error) {
 	return d.reconcile(ctx, l)
 }
 
+// round is one reconciliation's working state: what was read, the plan's
+// input as the phases refine it, the plan, and what will be recorded.
+type round struct {
+	lane     Lane
+	intents  []Intent
+	at       map[string]int // index in intents and in in.Intents
+	in       PlanInput
+	plan     *Plan
+	rec      Reconciliation
+	now      time.Time
+	evidence string // what the listing says about its own freshness
+	requests int    // provider reads made
+}
+
+// reconcile reconciles the lane in phases: one ordered read of our own
+// writes, a plan from it, probes for what the listing could not judge,
+// resends of what the lane's guarantee allows, re-checks of unexecutable
+// targets, the retirement policy, and one transaction that records it all.
 func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
-	lane, err := d.Store.Lane(ctx, d.Lane)
+	r, err := d.readRound(ctx, l)
 	if err != nil {
 		return Step{}, err
+	}
+	if err := d.replan(r); err != nil {
+		return Step{}, err
+	}
+	changed := d.probeUnresolved(ctx, r)
+	if err := d.replanIf(r, changed); err != nil {
+		return Step{}, err
+	}
+	changed = d.resendInDoubt(r)
+	if err := d.replanIf(r, changed); err != nil {
+		return Step{}, err
+	}
+	for _, id := range r.plan.Unresolved {
+		if _, ok := r.rec.Checks[id]; !ok {
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence}
+		}
+	}
+	kept, err := d.recheckUnexecutable(ctx, r)
+	if err != nil {
+		return Step{}, err
+	}
+	if err := d.applyRetirement(ctx, r, kept); err != nil {
+		return Step{}, err
+	}
+	r.rec.Plan = r.plan
+	if err := d.Store.Apply(ctx, l, r.rec); err != nil {
+		return Step{}, err
+	}
+	return Step{Kind: StepReconciled, Requests: r.requests, Plan: r.plan}, nil
+}
+
+// readRound reads the lane, its intents and, in one ordered read, our own
+// writes, and decides what the planner may believe of each intent: what
+// the journal knows landed, which attempts are in doubt (and since when,
+// as far as the listing's horizon can tell), which targets are
+// unexecutable.
+func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
+	lane, err := d.Store.Lane(ctx, d.Lane)
+	if err != nil {
+		return nil, err
 	}
 	intents, err := d.Store.Intents(ctx, l)
 	if err != nil {
-		return Step{}, err
+		return nil, err
 	}
-	step := Step{Kind: StepReconciled}
 	// One ordered read of our own writes, paginated.
 	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std())
 	if err != nil {
-		return Step{}, fmt.Errorf("outbox: lane %s: %w", d.Lane, err)
+		return nil, fmt.Errorf("outbox: lane %s: %w", d.Lane, err)
 	}
-	step.Requests += ls.Requests
-	own, listedAt, listed, evidence := ls.Writes, ls.ListedAt, ls.Supported, ls.Evidence
 	if err := fpMidReconcile.Hit(ctx); err != nil {
-		return Step{}, err
+		return nil, err
 	}
-	in := PlanInput{OwnWrites: own, ListedAt: listedAt}
-	if !listed {
+	r := &round{lane: lane, intents: intents, requests: ls.Requests, evidence: ls.Evidence,
+		in: PlanInput{OwnWrites: ls.Writes, ListedAt: ls.ListedAt}}
+	if !ls.Supported {
 		// Nothing to read in order: every attempt in doubt needs a probe.
 		old := time.Time{}
-		in.ListedAt = &old
-		evidence = "the provider cannot list own writes"
+		r.in.ListedAt = &old
+		r.evidence = "the provider cannot list own writes"
 	}
 	fp, _ := d.Provider.(provider.Fingerprinter)
-	at := make(map[string]int, len(intents)) // index in intents and in.Intents
+	r.at = make(map[string]int, len(intents))
 	for i, it := range intents {
-		at[it.ID] = i
+		r.at[it.ID] = i
 		pi := PlanIntent{ID: it.ID, Rank: it.Rank, Target: it.Target, Parent: it.Parent, HasParent: true, BodySHA256: it.BodySHA256}
 		if fp != nil {
 			// The listing shows what the provider made of the body.
@@ -365,110 +487,127 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		case StateSending, StateUnresolved:
 			start := it.attemptStart()
 			pi.AttemptStartedAt = &start
-			if ls.Horizon != nil && start.Before(*ls.Horizon) && in.ListedAt != nil {
+			if ls.Horizon != nil && start.Before(*ls.Horizon) && r.in.ListedAt != nil {
 				// The listing no longer keeps writes that old: that it
 				// does not show this one proves nothing.
-				pi.AttemptStartedAt = in.ListedAt
+				pi.AttemptStartedAt = r.in.ListedAt
 			}
 		case StateUnexecutable:
-			in.Unexecutable = append(in.Unexecutable, it.ID)
+			r.in.Unexecutable = append(r.in.Unexecutable, it.ID)
 		}
-		in.Intents = append(in.Intents, pi)
+		r.in.Intents = append(r.in.Intents, pi)
 	}
-	plan, err := MakePlan(in)
+	r.rec = Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}}
+	r.now = d.Clock.Now()
+	return r, nil
+}
+
+// replan makes the plan from the round's input; a plan refused is an error
+// and nothing is recorded.
+func (d *Deliverer) replan(r *round) error {
+	plan, err := MakePlan(r.in)
 	if err != nil {
-		return Step{}, fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
+		return fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
 	}
-	rec := Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}}
-	now := d.Clock.Now()
-	// What the listing could not say, a fresh probe may.
-	if len(plan.Unresolved) > 0 {
-		changed := false
-		for i, id := range plan.Unresolved {
-			if i >= maxProbesPerRound {
-				break
-			}
-			it := intents[at[id]]
-			start := it.attemptStart()
-			pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
-			if errors.Is(err, provider.ErrUnsupported) {
-				rec.Checks[id] = Check{At: now, Verdict: "unresolved", Evidence: evidence + "; no probe"}
-				continue
-			}
-			if err != nil {
-				rec.Checks[id] = Check{At: now, Verdict: "unresolved", Evidence: evidence + "; probe failed: " + err.Error()}
-				continue
-			}
-			step.Requests++
-			res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, lane.Skew.Std())
-			if res == Pending && pr.Horizon != nil && start.Before(*pr.Horizon) {
-				res = Unresolved
-				f.Reason += "; but the provider keeps writes only since " + pr.Horizon.UTC().Format(time.RFC3339) + ", after the attempt started"
-			}
-			ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, Cache-Control %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Meta.CacheControl, pr.Found, f.Reason)
-			rec.Checks[id] = Check{At: now, Verdict: string(res), Evidence: ev}
-			switch pi := &in.Intents[at[id]]; res {
-			case Landed:
-				pi.KnownLanded, pi.KnownRemoteID = true, pr.RemoteID
-				changed = true
-			case Pending:
-				pi.AttemptStartedAt = nil
-				changed = true
-			}
-		}
-		if changed {
-			if plan, err = MakePlan(in); err != nil {
-				return Step{}, fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
-			}
-		}
+	r.plan = plan
+	return nil
+}
+
+func (d *Deliverer) replanIf(r *round, changed bool) error {
+	if !changed {
+		return nil
 	}
-	// What no fresh read decided is resent only where the lane's guarantee
-	// says so: the server honours the key (within its window), or the lane
-	// opted in to at least once. Otherwise it stays unresolved: at most
-	// once, never twice.
-	if g := d.guarantee(); g.ResendInDoubt && len(plan.Unresolved) > 0 {
-		changed := false
-		for _, id := range plan.Unresolved {
-			it := intents[at[id]]
-			if !g.OptedIn && g.KeyWindow > 0 && now.Sub(it.attemptStart()) >= g.KeyWindow.Std() {
-				continue // the server may have forgotten the key
-			}
-			in.Intents[at[id]].AttemptStartedAt = nil
-			ev := "resent in doubt (" + string(g.Guarantee) + "): " + g.Why
-			if c, ok := rec.Checks[id]; ok {
-				ev = c.Evidence + "; " + ev
-			}
-			rec.Checks[id] = Check{At: now, Verdict: "pending", Evidence: ev}
+	return d.replan(r)
+}
+
+// probeUnresolved decides, by a fresh probe, what the listing could not:
+// an intent in doubt found by a probe assembled after its attempt began
+// landed, one not found is pending again; anything else stays unresolved,
+// with the probe's evidence kept. It reports whether the input changed.
+func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool) {
+	skew := r.lane.Skew.Std()
+	for i, id := range r.plan.Unresolved {
+		if i >= maxProbesPerRound {
+			break
+		}
+		it := r.intents[r.at[id]]
+		start := it.attemptStart()
+		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
+		if errors.Is(err, provider.ErrUnsupported) {
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence + "; no probe"}
+			continue
+		}
+		if err != nil {
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence + "; probe failed: " + err.Error()}
+			continue
+		}
+		r.requests++
+		res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, skew)
+		if res == Pending && pr.Horizon != nil && start.Before(*pr.Horizon) {
+			res = Unresolved
+			f.Reason += "; but the provider keeps writes only since " + pr.Horizon.UTC().Format(time.RFC3339) + ", after the attempt started"
+		}
+		ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, Cache-Control %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Meta.CacheControl, pr.Found, f.Reason)
+		r.rec.Checks[id] = Check{At: r.now, Verdict: string(res), Evidence: ev}
+		switch pi := &r.in.Intents[r.at[id]]; res {
+		case Landed:
+			pi.KnownLanded, pi.KnownRemoteID = true, pr.RemoteID
+			changed = true
+		case Pending:
+			pi.AttemptStartedAt = nil
 			changed = true
 		}
-		if changed {
-			if plan, err = MakePlan(in); err != nil {
-				return Step{}, fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
-			}
-		}
 	}
-	for _, id := range plan.Unresolved {
-		if _, ok := rec.Checks[id]; !ok {
-			rec.Checks[id] = Check{At: now, Verdict: "unresolved", Evidence: evidence}
-		}
+	return changed
+}
+
+// resendInDoubt decides which intents no fresh read decided are resent:
+// only where the lane's guarantee says so (the server honours the key,
+// within its window, or the lane opted in to at least once). Otherwise
+// they stay unresolved: at most once, never twice. It reports whether the
+// input changed.
+func (d *Deliverer) resendInDoubt(r *round) (changed bool) {
+	g := d.guarantee()
+	if !g.ResendInDoubt {
+		return false
 	}
-	// Unexecutable targets are looked at again, spaced by the policy.
-	kept := map[string][]Check{} // the checks read so far, by intent
-	for i, id := range plan.Unexecutable {
+	for _, id := range r.plan.Unresolved {
+		it := r.intents[r.at[id]]
+		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.attemptStart()) >= g.KeyWindow.Std() {
+			continue // the server may have forgotten the key
+		}
+		r.in.Intents[r.at[id]].AttemptStartedAt = nil
+		ev := "resent in doubt (" + string(g.Guarantee) + "): " + g.Why
+		if c, ok := r.rec.Checks[id]; ok {
+			ev = c.Evidence + "; " + ev
+		}
+		r.rec.Checks[id] = Check{At: r.now, Verdict: "pending", Evidence: ev}
+		changed = true
+	}
+	return changed
+}
+
+// recheckUnexecutable decides, spaced by the lane's retirement policy,
+// whether an unexecutable target accepts writes again (the intent is
+// revived) or still refuses them (the check is kept as evidence). It
+// returns the checks it read, by intent.
+func (d *Deliverer) recheckUnexecutable(ctx context.Context, r *round) (map[string][]Check, error) {
+	kept := map[string][]Check{}
+	for i, id := range r.plan.Unexecutable {
 		if i >= maxRechecksPerRound {
 			break
 		}
-		it := intents[at[id]]
+		it := r.intents[r.at[id]]
 		checks, err := d.Store.Checks(ctx, id)
 		if err != nil {
-			return Step{}, err
+			return nil, err
 		}
 		kept[id] = checks
 		var last *time.Time
 		if len(checks) > 0 {
 			last = &checks[len(checks)-1].At
 		}
-		if !lane.Retirement.CheckDue(last, now) {
+		if !r.lane.Retirement.CheckDue(last, r.now) {
 			continue
 		}
 		w, err := d.Provider.CanWrite(ctx, it.Target, it.Parent)
@@ -476,14 +615,20 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 			continue
 		}
 		if w.OK {
-			rec.Revive = append(rec.Revive, id)
-			rec.Checks[id] = Check{At: now, Verdict: "pending", Evidence: "target accepts writes again"}
+			r.rec.Revive = append(r.rec.Revive, id)
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "pending", Evidence: "target accepts writes again"}
 			continue
 		}
-		rec.Checks[id] = Check{At: now, Verdict: "unexecutable", Evidence: "target refuses writes: " + w.Reason}
+		r.rec.Checks[id] = Check{At: r.now, Verdict: "unexecutable", Evidence: "target refuses writes: " + w.Reason}
 	}
-	// The retirement policy, over the checks kept so far plus this one.
-	for id, c := range rec.Checks {
+	return kept, nil
+}
+
+// applyRetirement decides which unresolved or unexecutable intents the
+// lane's retirement policy retires, over the checks kept so far plus this
+// round's.
+func (d *Deliverer) applyRetirement(ctx context.Context, r *round, kept map[string][]Check) error {
+	for id, c := range r.rec.Checks {
 		if c.Verdict != "unresolved" && c.Verdict != "unexecutable" {
 			continue
 		}
@@ -491,19 +636,14 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		if !ok {
 			var err error
 			if checks, err = d.Store.Checks(ctx, id); err != nil {
-				return Step{}, err
+				return err
 			}
 		}
-		if due, why := lane.Retirement.Due(append(checks, c)); due {
-			rec.Retire[id] = "policy: " + why
+		if due, why := r.lane.Retirement.Due(append(checks, c)); due {
+			r.rec.Retire[id] = "policy: " + why
 		}
 	}
-	rec.Plan = plan
-	if err := d.Store.Apply(ctx, l, rec); err != nil {
-		return Step{}, err
-	}
-	step.Plan = plan
-	return step, nil
+	return nil
 }
 
 // Listing is the result of one ordered read of a lane's own writes.

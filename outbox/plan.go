@@ -205,30 +205,73 @@ func readableKey(j JoinKey, in PlanIntent) string {
 // unique among the intents. It returns the plan with ErrUnbalanced when the
 // accounting does not add up; such a plan must not be executed.
 func MakePlan(in PlanInput) (*Plan, error) {
-	intents := append([]PlanIntent(nil), in.Intents...)
+	intents, byID, err := rankIntents(in.Intents)
+	if err != nil {
+		return nil, err
+	}
+	unexec, err := unexecutableSet(in.Unexecutable, byID)
+	if err != nil {
+		return nil, err
+	}
+	join := ChooseJoin(intents, in.OwnWrites)
+	keyed, err := keyIntents(join, intents)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Join: join, Landed: []string{}, Untouched: []string{}, Holes: []string{}, Replay: []string{},
+		Unexecutable: []string{}, ReplayAlreadyLanded: []string{}, UnmatchedOwnWrites: []string{},
+		LandedAs: map[string]OwnWrite{},
+	}
+	landed := matchOwnWrites(p, in, intents, keyed)
+	markAt := placeMark(p, intents, landed)
+	bucketIntents(p, in.ListedAt, intents, byID, landed, unexec, markAt)
+	p.Accounting = account(p, len(intents))
+	if !p.Accounting.Balanced {
+		return p, fmt.Errorf("%w: %+v, replay_already_landed %v", ErrUnbalanced, p.Accounting, p.ReplayAlreadyLanded)
+	}
+	return p, nil
+}
+
+// rankIntents decides the order the plan reasons in: the intents sorted by
+// rank, each id and each rank carried by one intent only. It returns each
+// id's index in that order.
+func rankIntents(in []PlanIntent) ([]PlanIntent, map[string]int, error) {
+	intents := append([]PlanIntent(nil), in...)
 	sort.SliceStable(intents, func(i, j int) bool { return intents[i].Rank < intents[j].Rank })
 	byID := make(map[string]int, len(intents))
 	for i, it := range intents {
 		if it.ID == "" {
-			return nil, tidemark.Invalidf("intent id", "", "an intent (rank %d) has no id", it.Rank)
+			return nil, nil, tidemark.Invalidf("intent id", "", "an intent (rank %d) has no id", it.Rank)
 		}
 		if _, dup := byID[it.ID]; dup {
-			return nil, tidemark.Invalidf("intent id", it.ID, "appears more than once")
+			return nil, nil, tidemark.Invalidf("intent id", it.ID, "appears more than once")
 		}
 		if i > 0 && intents[i-1].Rank == it.Rank {
-			return nil, tidemark.Invalidf("rank", fmt.Sprint(it.Rank), "intents %s and %s share it; ranks order the intents and must be unique", intents[i-1].ID, it.ID)
+			return nil, nil, tidemark.Invalidf("rank", fmt.Sprint(it.Rank), "intents %s and %s share it; ranks order the intents and must be unique", intents[i-1].ID, it.ID)
 		}
 		byID[it.ID] = i
 	}
-	unexec := make(map[string]bool, len(in.Unexecutable))
-	for _, id := range in.Unexecutable {
+	return intents, byID, nil
+}
+
+// unexecutableSet decides which intents are bucketed as unexecutable:
+// those named, each of which must be one of the intents.
+func unexecutableSet(ids []string, byID map[string]int) (map[string]bool, error) {
+	unexec := make(map[string]bool, len(ids))
+	for _, id := range ids {
 		if _, ok := byID[id]; !ok {
 			return nil, tidemark.Invalidf("unexecutable id", id, "no intent has this id")
 		}
 		unexec[id] = true
 	}
+	return unexec, nil
+}
 
-	join := ChooseJoin(intents, in.OwnWrites)
+// keyIntents decides whether the join key tells the intents apart: each
+// intent's key maps to its index, and a key two intents share refuses the
+// plan (an own write matching it could be either).
+func keyIntents(join JoinKey, intents []PlanIntent) (map[joinKeyOf]int, error) {
 	keyed := make(map[joinKeyOf]int, len(intents))
 	for i, it := range intents {
 		k := joinKey(join, it.Target, it.Parent, it.BodySHA256)
@@ -237,26 +280,30 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		}
 		keyed[k] = i
 	}
+	return keyed, nil
+}
 
-	p := &Plan{
-		Join: join, Landed: []string{}, Untouched: []string{}, Holes: []string{}, Replay: []string{},
-		Unexecutable: []string{}, ReplayAlreadyLanded: []string{}, UnmatchedOwnWrites: []string{},
-		LandedAs: map[string]OwnWrite{},
-	}
-	// Freshness before existence: a listing assembled before an attempt
-	// began can say nothing about it, neither that it landed nor that it
-	// did not.
-	stale := func(it PlanIntent) bool {
-		return !it.KnownLanded && it.AttemptStartedAt != nil && in.ListedAt != nil && !in.ListedAt.After(*it.AttemptStartedAt)
-	}
+// listingTooOld says whether a listing assembled at listedAt can say
+// nothing about it: freshness before existence, a listing assembled before
+// an attempt began tells neither that it landed nor that it did not.
+func listingTooOld(listedAt *time.Time, it PlanIntent) bool {
+	return !it.KnownLanded && it.AttemptStartedAt != nil && listedAt != nil && !listedAt.After(*it.AttemptStartedAt)
+}
+
+// matchOwnWrites decides which intents landed: those an own write matches
+// (when the listing is fresh enough to say), the earliest write kept as the
+// one that landed it and later ones recorded as duplicates, and those
+// already known to have landed. Own writes no intent matches are recorded
+// as unmatched.
+func matchOwnWrites(p *Plan, in PlanInput, intents []PlanIntent, keyed map[joinKeyOf]int) []bool {
 	landed := make([]bool, len(intents))
 	for _, w := range in.OwnWrites {
-		i, ok := keyed[joinKey(join, w.Target, w.Parent, w.BodySHA256)]
+		i, ok := keyed[joinKey(p.Join, w.Target, w.Parent, w.BodySHA256)]
 		if !ok {
 			p.UnmatchedOwnWrites = append(p.UnmatchedOwnWrites, w.RemoteID)
 			continue
 		}
-		if stale(intents[i]) {
+		if listingTooOld(in.ListedAt, intents[i]) {
 			continue
 		}
 		id := intents[i].ID
@@ -278,8 +325,12 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			p.LandedAs[it.ID] = OwnWrite{RemoteID: it.KnownRemoteID, Target: it.Target, Parent: it.Parent, BodySHA256: it.BodySHA256}
 		}
 	}
+	return landed
+}
 
-	// The mark: the highest-ranked landed intent, whatever the clock says.
+// placeMark decides the mark: the highest-ranked landed intent, whatever
+// the clock says. It returns the mark's index, -1 when nothing landed.
+func placeMark(p *Plan, intents []PlanIntent, landed []bool) int {
 	markAt := -1
 	for i := len(intents) - 1; i >= 0; i-- {
 		if landed[i] {
@@ -297,14 +348,22 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		}
 		p.Mark = m
 	}
+	return markAt
+}
 
+// bucketIntents decides each intent's bucket, in this order of precedence:
+// landed, unexecutable, unresolved (the listing is too old to judge it),
+// untouched (above the mark) or a hole (below it); the untouched and the
+// holes are replayed. A replayed intent that landed is recorded so the
+// accounting refuses the plan.
+func bucketIntents(p *Plan, listedAt *time.Time, intents []PlanIntent, byID map[string]int, landed []bool, unexec map[string]bool, markAt int) {
 	for i, it := range intents {
 		switch {
 		case landed[i]:
 			p.Landed = append(p.Landed, it.ID)
 		case unexec[it.ID]:
 			p.Unexecutable = append(p.Unexecutable, it.ID)
-		case stale(it):
+		case listingTooOld(listedAt, it):
 			p.Unresolved = append(p.Unresolved, it.ID)
 		case i > markAt:
 			p.Untouched = append(p.Untouched, it.ID)
@@ -319,11 +378,6 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			p.ReplayAlreadyLanded = append(p.ReplayAlreadyLanded, id)
 		}
 	}
-	p.Accounting = account(p, len(intents))
-	if !p.Accounting.Balanced {
-		return p, fmt.Errorf("%w: %+v, replay_already_landed %v", ErrUnbalanced, p.Accounting, p.ReplayAlreadyLanded)
-	}
-	return p, nil
 }
 
 // account checks the accounting identity, and that the buckets partition
