@@ -115,133 +115,165 @@ func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
 }
 
 // refreshListings is RefreshListings given the published pages the store
-// does not hold (nil: find them).
+// does not hold (nil: find them). Its phases: read what the books record
+// and what the store holds, refresh each source's group, then the index's,
+// then collect what no group rendered.
 func (s *Service) refreshListings(ctx context.Context, absent *absence) (ListingReport, error) {
-	var rep ListingReport
 	if _, err := s.BindStore(ctx); err != nil {
-		return rep, err
+		return ListingReport{}, err
 	}
 	sources, err := s.Store.Sources(ctx)
 	if err != nil {
-		return rep, err
+		return ListingReport{}, err
 	}
-	recorded := map[string]WikiObject{}
-	objs, err := s.Store.WikiObjects(ctx)
+	r, err := s.readListings(ctx)
 	if err != nil {
-		return rep, err
-	}
-	for _, o := range objs {
-		recorded[o.Key] = o
-	}
-	stored := map[string]objstore.Info{}
-	for _, prefix := range listingPrefixes {
-		if err := s.Objects.List(ctx, prefix, func(in objstore.Info) error { stored[in.Key] = in; return nil }); err != nil {
-			return rep, err
-		}
-	}
-	for _, key := range []string{IndexKey, FeedKey} {
-		if in, err := s.Objects.Head(ctx, key); err == nil {
-			stored[key] = in
-		} else if !errors.Is(err, objstore.ErrNotFound) {
-			return rep, err
-		}
+		return ListingReport{}, err
 	}
 	if absent == nil {
 		if absent, err = s.absentPages(ctx); err != nil {
-			return rep, err
+			return r.rep, err
 		}
-	}
-	absentStamp := func(ids []string) string {
-		if len(ids) == 0 {
-			return ""
-		}
-		return "|absent:" + tidemark.HashEvidence([]byte(strings.Join(ids, ",")))
-	}
-	current := func(key string) bool {
-		rec, ok := recorded[key]
-		st, sok := stored[key]
-		return ok && sok && rec.ETag != "" && rec.ETag == st.ETag
-	}
-	live := map[string]bool{}
-	// refresh rewrites a group of listing objects (one source's, or the
-	// index's) unless the store holds every object recorded for the group
-	// and the pages they list are unchanged (same stamp: nothing to
-	// render); otherwise it renders the group and writes each object whose
-	// content differs.
-	refresh := func(mainKey, kind, sourceID, stamp string, renderer func() ([]listingObject, error)) error {
-		fresh := current(mainKey) && recorded[mainKey].Stamp == stamp
-		var members []string
-		for key, rec := range recorded {
-			if rec.Kind == kind && rec.SourceID == sourceID && rec.ETag != "" {
-				members = append(members, key)
-				fresh = fresh && current(key) && rec.Stamp == stamp
-			}
-		}
-		if fresh {
-			for _, key := range members {
-				live[key] = true
-			}
-			rep.Unchanged += len(members)
-			return nil
-		}
-		group, err := renderer()
-		if err != nil {
-			return err
-		}
-		for _, o := range group {
-			live[o.key] = true
-			hash, err := contentHash(o.render)
-			if err != nil {
-				return err
-			}
-			if current(o.key) && recorded[o.key].ContentHash == hash && recorded[o.key].Stamp == stamp {
-				rep.Unchanged++
-				continue
-			}
-			wrote, err := s.writeListing(ctx, o.key, kind, sourceID, stamp, hash, o.render)
-			if wrote {
-				rep.Written++
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
 	}
 	var indexStamp strings.Builder
 	for _, src := range sources {
 		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absent.bySource[src.ID])
 		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
-		err := refresh(CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
+		err := s.refreshGroup(ctx, r, CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
 			return s.renderCard(ctx, src.SourceInfo, absent.all)
 		})
 		if err != nil {
-			return rep, err
+			return r.rep, err
 		}
 	}
-	err = refresh(IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
+	err = s.refreshGroup(ctx, r, IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
 		return s.renderIndex(ctx, sources, absent.all)
 	})
 	if err != nil {
-		return rep, err
+		return r.rep, err
 	}
-	// Collect listing objects nothing renders: in the store or in the books.
-	for key := range stored {
-		if key != IndexKey && !live[key] {
+	err = s.collectListings(ctx, r)
+	return r.rep, err
+}
+
+// listingRefresh is one refresh's view of the listing objects: what the
+// books record, what the store holds, and what this refresh rendered.
+type listingRefresh struct {
+	recorded map[string]WikiObject
+	stored   map[string]objstore.Info
+	live     map[string]bool
+	rep      ListingReport
+}
+
+// readListings reads the listing objects the books record and those the
+// store holds (under the listing prefixes, and the index and the feed).
+func (s *Service) readListings(ctx context.Context) (*listingRefresh, error) {
+	r := &listingRefresh{recorded: map[string]WikiObject{}, stored: map[string]objstore.Info{}, live: map[string]bool{}}
+	objs, err := s.Store.WikiObjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		r.recorded[o.Key] = o
+	}
+	for _, prefix := range listingPrefixes {
+		if err := s.Objects.List(ctx, prefix, func(in objstore.Info) error { r.stored[in.Key] = in; return nil }); err != nil {
+			return nil, err
+		}
+	}
+	for _, key := range []string{IndexKey, FeedKey} {
+		if in, err := s.Objects.Head(ctx, key); err == nil {
+			r.stored[key] = in
+		} else if !errors.Is(err, objstore.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// absentStamp is the part of a group's stamp that says which of its pages
+// the store does not hold, so a group is re-rendered when that changes.
+func absentStamp(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return "|absent:" + tidemark.HashEvidence([]byte(strings.Join(ids, ",")))
+}
+
+// current says whether the store holds the very object the books record
+// for key.
+func (r *listingRefresh) current(key string) bool {
+	rec, ok := r.recorded[key]
+	st, sok := r.stored[key]
+	return ok && sok && rec.ETag != "" && rec.ETag == st.ETag
+}
+
+// refreshGroup decides whether a group of listing objects (one source's,
+// or the index's) is rewritten: not when the store holds every object
+// recorded for the group and the pages they list are unchanged (same
+// stamp: nothing to render); otherwise it renders the group and writes
+// each object whose content differs.
+func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, kind, sourceID, stamp string, renderer func() ([]listingObject, error)) error {
+	fresh := r.current(mainKey) && r.recorded[mainKey].Stamp == stamp
+	var members []string
+	for key, rec := range r.recorded {
+		if rec.Kind == kind && rec.SourceID == sourceID && rec.ETag != "" {
+			members = append(members, key)
+			fresh = fresh && r.current(key) && rec.Stamp == stamp
+		}
+	}
+	if fresh {
+		for _, key := range members {
+			r.live[key] = true
+		}
+		r.rep.Unchanged += len(members)
+		return nil
+	}
+	group, err := renderer()
+	if err != nil {
+		return err
+	}
+	for _, o := range group {
+		r.live[o.key] = true
+		hash, err := contentHash(o.render)
+		if err != nil {
+			return err
+		}
+		if r.current(o.key) && r.recorded[o.key].ContentHash == hash && r.recorded[o.key].Stamp == stamp {
+			r.rep.Unchanged++
+			continue
+		}
+		wrote, err := s.writeListing(ctx, o.key, kind, sourceID, stamp, hash, o.render)
+		if wrote {
+			r.rep.Written++
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collectListings decides what no group rendered any more: such objects
+// are deleted from the store (the index excepted) and forgotten by the
+// books.
+func (s *Service) collectListings(ctx context.Context, r *listingRefresh) error {
+	for key := range r.stored {
+		if key != IndexKey && !r.live[key] {
 			if err := s.Objects.Delete(ctx, key); err != nil {
-				return rep, err
+				return err
 			}
-			rep.Collected++
+			r.rep.Collected++
 		}
 	}
-	for key, o := range recorded {
-		if !live[key] && o.ETag != "" {
+	for key, o := range r.recorded {
+		if !r.live[key] && o.ETag != "" {
 			if err := s.Store.ForgetObject(ctx, key); err != nil {
-				return rep, err
+				return err
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // SweepReport counts what a sweep found and did.
