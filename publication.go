@@ -1,9 +1,8 @@
 package tidemark
 
-// Publication is a page being marked published. The publish pipeline's
-// hooks (publish.Hook) run inside the transaction that marks it, so
-// whatever they write (the outbox's intents, for one) commits with the
-// mark or not at all.
+// Publication is a page being marked published. What other pipelines
+// write with it (the outbox's intents, for one) commits in the transaction
+// that marks it, or not at all.
 type Publication struct {
 	PageID     string `json:"page_id"`
 	EventID    string `json:"event_id"`

@@ -213,10 +213,9 @@ func (p *Pipeline) Publisher() (*publish.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &publish.Service{Store: p.db.Publish(), Objects: objs, Logger: p.log, BaseURL: p.cfg.WikiURL,
-		StoreLocation: stores.Canonical(p.cfg.StoreLocation()),
-		Hooks:         []publish.Hook{p.db.Outbox().PublishHook()},
-		Overrides:     pageDocuments{p.db.Content()},
+	return &publish.Service{Store: p.db.Publish().WithHooks(p.db.Outbox().PublishHook()), Objects: objs, Logger: p.log,
+		BaseURL: p.cfg.WikiURL, StoreLocation: stores.Canonical(p.cfg.StoreLocation()),
+		Overrides: pageDocuments{p.db.Content()},
 	}, nil
 }
 

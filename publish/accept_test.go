@@ -135,9 +135,9 @@ func TestPublishAndHooks(t *testing.T) {
 				s := f.mustAccept(t, ev, "Adds a parser.\n\nSecond <b>paragraph</b>.", "m1")
 
 				// A failing hook rolls the mark back.
-				f.svc.Hooks = []publish.Hook{func(ctx context.Context, tx *sqlTx, p tidemark.Publication) error {
+				f.svc.Store = f.st.WithHooks(func(ctx context.Context, tx *sqlTx, p tidemark.Publication) error {
 					return errors.New("outbox full")
-				}}
+				})
 				if _, err := f.svc.Publish(ctx, s.ID); err == nil {
 					t.Fatal("publish with a failing hook succeeded")
 				}
@@ -145,7 +145,7 @@ func TestPublishAndHooks(t *testing.T) {
 
 				var seen []tidemark.Publication
 				f.svc.BaseURL = "https://wiki.example/"
-				f.svc.Hooks = []publish.Hook{func(ctx context.Context, tx *sqlTx, p tidemark.Publication) error {
+				f.svc.Store = f.st.WithHooks(func(ctx context.Context, tx *sqlTx, p tidemark.Publication) error {
 					// The hook sees the mark inside the transaction.
 					var at *int64
 					if err := tx.QueryRowContext(ctx, `SELECT published_at FROM summaries WHERE id = $1`, p.SummaryID).Scan(&at); err != nil || at == nil {
@@ -153,7 +153,7 @@ func TestPublishAndHooks(t *testing.T) {
 					}
 					seen = append(seen, p)
 					return nil
-				}}
+				})
 				res, err := f.svc.Publish(ctx, s.ID)
 				if err != nil {
 					t.Fatal(err)

@@ -149,7 +149,6 @@ type sqlTx = sql.Tx
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 type (
-	publishHook        = publish.Hook
 	publishPublication = tidemark.Publication
 )
 

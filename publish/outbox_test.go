@@ -24,7 +24,7 @@ func mustChannel(t *testing.T, f *fixture) *sqlstore.OutboxStore {
 	if _, err := ob.AddChannel(ctx, f.src.ID, "hook", "room-1", ""); err != nil {
 		t.Fatal(err)
 	}
-	f.svc.Hooks = []publishHook{ob.PublishHook()}
+	f.svc.Store = f.st.WithHooks(ob.PublishHook())
 	return ob
 }
 

@@ -3,7 +3,6 @@ package publish
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,19 +42,13 @@ type Override struct {
 	Notes string
 }
 
-// Hook runs inside the transaction that marks a page published, so what
-// it writes (the outbox drafts its intents there) commits with the mark or
-// not at all; an error rolls the mark back. The transaction is the SQL
-// store's: a hook is how another pipeline's store composes a write into it.
-type Hook func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error
-
 // Service publishes summaries.
 type Service struct {
-	Store   Store
-	Objects objstore.Store
-	// Hooks run inside the mark-published transaction (the outbox drafts
-	// its intents there).
-	Hooks     []Hook
+	// Store's Mark commits whatever other pipelines write with a mark (the
+	// outbox drafts its intents there) in its own transaction: the SQL
+	// store is given those writes (sqlstore.(*PublishStore).WithHooks).
+	Store     Store
+	Objects   objstore.Store
 	Overrides PageOverrides
 	// BaseURL, if set, is where the wiki is served ("https://wiki.example/");
 	// publications carry BaseURL + key as their page URL.
@@ -166,7 +159,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag}, s.Hooks)
+	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag})
 	if err == nil {
 		return res, nil
 	}

@@ -220,7 +220,6 @@ func TestFailedRepairConvergesAfterOneSweep(t *testing.T) {
 				var s2ID string
 				// The newer summary is accepted between the older one's
 				// object write and its mark; the repair then fails.
-				f.svc.Hooks = nil
 				t.Cleanup(failpoint.Reset)
 				if err := failpoint.Arm("publish.before-repair=error"); err != nil {
 					t.Fatal(err)
@@ -259,12 +258,12 @@ type acceptBeforeMark struct {
 	done   bool
 }
 
-func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written, hooks []publishHook) (publishPublication, error) {
+func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (publishPublication, error) {
 	if !a.done {
 		a.done = true
 		a.accept()
 	}
-	return a.Store.Mark(ctx, p, w, hooks)
+	return a.Store.Mark(ctx, p, w)
 }
 
 // swappable is an object store whose backing store a test replaces after

@@ -196,9 +196,10 @@ type Store interface {
 	Prepare(ctx context.Context, summaryID string) (Plan, error)
 	// Mark marks the plan's summary published if it is still current, the
 	// event still points at it with the same evidence hash, and no newer
-	// generation is marked; hooks run inside that transaction. ErrLostRace
-	// when the summary lost.
-	Mark(ctx context.Context, p Plan, w Written, hooks []Hook) (tidemark.Publication, error)
+	// generation is marked. What other pipelines write with a mark (the
+	// outbox's drafts) commits in the same transaction, or the mark does
+	// not. ErrLostRace when the summary lost.
+	Mark(ctx context.Context, p Plan, w Written) (tidemark.Publication, error)
 	// CurrentSummary is the summary the event points at ("" when none).
 	CurrentSummary(ctx context.Context, eventID string) (string, error)
 

@@ -96,9 +96,6 @@ type DB struct {
 	missed    map[string]bool
 	anyMissed atomic.Bool
 	closed    bool
-	// schemaUpTo is the last migration applied when a test stopped them
-	// early (0: all are); see hasSchema.
-	schemaUpTo int
 }
 
 // Options injects time and identity. Zero values mean the system clock and
@@ -178,7 +175,6 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		d.db.Close()
 		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact(url), tidemark.ErrUnavailable, err)
 	}
-	d.schemaUpTo = opt.migrateUpTo
 	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {
 		d.db.Close()
 		return nil, err
@@ -450,8 +446,3 @@ func IsUniqueViolation(err error) bool {
 	}
 	return false
 }
-
-// hasSchema reports whether migration version is applied. Only a test of a
-// migration opens a database short of the newest schema, and then writes
-// its "before" data with today's code, which leaves newer columns alone.
-func (d *DB) hasSchema(version int) bool { return d.schemaUpTo == 0 || d.schemaUpTo >= version }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
-	"github.com/tidemark/tidemark/publish"
 )
 
 // OutboxStore implements outbox.Store, and the operators' side of the
@@ -348,7 +347,7 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // and an unpublished one never does. Publishing the same summary again
 // drafts nothing new; a draft whose remote identity another intent already
 // has is kept in collision, never an error that rolls the mark back.
-func (s *OutboxStore) PublishHook() publish.Hook {
+func (s *OutboxStore) PublishHook() MarkHook {
 	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
 		body := outbox.PublicationBody(p)
 		drafts, err := queryAll(ctx, tx, func(sc scanner) (outbox.Draft, error) {

@@ -12,7 +12,6 @@ import (
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
-	"github.com/tidemark/tidemark/summarize"
 )
 
 // Migration 0006 rebuilds the intents table and its children so that a
@@ -127,36 +126,25 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 				t.Fatalf("%v\n%s", err, q)
 			}
 		}
-		var sums []publish.Summary
-		for i, text := range []string{"First take.", "Bumps dependencies."} {
-			s, _, err := old.Publish().Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash,
-				Draft: summarize.Draft{Text: text, Model: fmt.Sprint("m", i), PromptVersion: "p"}})
-			if err != nil {
-				t.Fatal(err)
+		// Two summaries of the event, the second current, and the page
+		// showing it, as the old release stored and marked them (generation
+		// 2, published): old rows, written with the old release's SQL.
+		sums := []publish.Summary{{ID: "sum1", Text: "First take."}, {ID: "sum2", Text: "Bumps dependencies."}}
+		plan := publish.Plan{PageID: "page1"}
+		for i, s := range sums {
+			current, retired := 0, any(now)
+			if i == len(sums)-1 {
+				current, retired = 1, nil
 			}
-			sums = append(sums, s)
-			// Published without hooks: the old release's intents are written by hand below.
-			// Marked as the old release marked it (today's code needs columns of later
-			// migrations): a generation allocated, the summary and the page marked.
-			plan, err := old.Publish().Prepare(ctx, s.ID)
-			if err != nil {
+			if _, err := old.SQL().ExecContext(ctx, `INSERT INTO summaries (id, event_id, evidence_hash, prompt_version, model, text, text_hash,
+				is_current, published_at, published_generation, retired_at, created_at) VALUES ($1, 'ev1', $2, 'p', $3, $4, $5, $6, 1, $7, $8, $9)`,
+				s.ID, ev.EvidenceHash, fmt.Sprint("m", i), s.Text, tidemark.HashEvidence([]byte(s.Text)), current, i+1, retired, now); err != nil {
 				t.Fatal(err)
-			}
-			for _, q := range []string{
-				`UPDATE summaries SET published_at = 1, published_generation = $2 WHERE id = $1`,
-				`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = 'e', published_at = 1 WHERE id = $3`,
-			} {
-				args := []any{s.ID, plan.Generation, plan.PageID}
-				if !strings.Contains(q, "$3") {
-					args = args[:2]
-				}
-				if _, err := old.SQL().ExecContext(ctx, q, args...); err != nil {
-					t.Fatalf("%v\n%s", err, q)
-				}
 			}
 		}
-		plan, err := old.Publish().Prepare(ctx, sums[1].ID)
-		if err != nil {
+		if _, err := old.SQL().ExecContext(ctx, `INSERT INTO pages (id, event_id, source_id, summary_id, evidence_hash, generation,
+			published_summary_id, published_generation, published_etag, published_at, created_at, updated_at)
+			VALUES ($1, 'ev1', 'src1', 'sum2', $2, 2, 'sum2', 2, 'e', 1, $3, $3)`, plan.PageID, ev.EvidenceHash, now); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range []string{
@@ -188,7 +176,7 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 		if err != nil || len(ins) != 2 || ins[0].SummaryID != "" || ins[1].SummaryID != sums[1].ID {
 			t.Fatalf("origins after the migration: %+v %v", ins, err)
 		}
-		svc := &publish.Service{Store: db.Publish(), Objects: mem.New(), Hooks: []publish.Hook{st.PublishHook()}}
+		svc := &publish.Service{Store: db.Publish().WithHooks(st.PublishHook()), Objects: mem.New()}
 		if _, err := svc.Publish(ctx, sums[1].ID); err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,12 @@
 package sqlstore_test
 
 import (
+	"context"
+	"database/sql"
 	"testing"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/publish/publishtest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -12,7 +16,10 @@ func TestPublishConformance(t *testing.T) {
 		publishtest.Run(t, func(t *testing.T) publishtest.Harness {
 			env := sqltest.NewEnv(1)
 			db := sqltest.MustOpen(t, b, env)
-			return publishtest.Harness{Store: db.Publish(), Ingest: db.Ingest(), Clock: env.Clock}
+			return publishtest.Harness{Store: db.Publish(), Ingest: db.Ingest(), Clock: env.Clock,
+				MarkingWith: func(write func(context.Context, tidemark.Publication) error) publish.Store {
+					return db.Publish().WithHooks(func(ctx context.Context, _ *sql.Tx, p tidemark.Publication) error { return write(ctx, p) })
+				}}
 		})
 	})
 }

@@ -7,7 +7,6 @@ package publishtest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -26,6 +25,9 @@ type Harness struct {
 	Store  publish.Store
 	Ingest ingest.Store
 	Clock  *clock.Fake
+	// MarkingWith returns Store such that its Mark also runs write inside
+	// the mark's transaction (as the outbox drafts its intents there).
+	MarkingWith func(write func(context.Context, tidemark.Publication) error) publish.Store
 }
 
 // Run runs the publish store conformance suite. open returns a fresh,
@@ -45,7 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"MarkMatchesNothingWhenRefrozen", testMarkRefrozen},
 		{"MarkMatchesNothingWhenRejected", testMarkRejected},
 		{"GenerationsIncreaseOlderMarkRefused", testGenerations},
-		{"FailingHookRollsMarkBack", testFailingHook},
+		{"FailingWriteRollsMarkBack", testFailingWrite},
 		{"WithdrawOnlyWithoutCurrentSummary", testWithdraw},
 		{"ListingNewestFirstAndLimited", testListing},
 		{"SummariesNewestFirstAndLimited", testSummaries},
@@ -171,7 +173,7 @@ func (h *harness) mustPrepare(t *testing.T, id string) publish.Plan {
 
 func (h *harness) mustMark(t *testing.T, p publish.Plan, etag string) tidemark.Publication {
 	t.Helper()
-	pub, err := h.Store.Mark(ctx, p, publish.Written{ETag: etag}, nil)
+	pub, err := h.Store.Mark(ctx, p, publish.Written{ETag: etag})
 	if err != nil {
 		t.Fatalf("mark %s generation %d: %v", p.Summary.ID, p.Generation, err)
 	}
@@ -420,7 +422,7 @@ func testMarkSuperseded(t *testing.T, h *harness) {
 	p1 := h.mustPrepare(t, s1.ID)
 	// A newer summary becomes current while s1's page is being written.
 	s2 := h.mustAccept(t, ev, "Two.", "m2")
-	_, err := h.Store.Mark(ctx, p1, publish.Written{ETag: "e1"}, nil)
+	_, err := h.Store.Mark(ctx, p1, publish.Written{ETag: "e1"})
 	mustErr(t, "mark the superseded summary", err, publish.ErrLostRace)
 	mustErr(t, "mark the superseded summary", err, tidemark.ErrConflict)
 	if got := h.mustSummary(t, s1.ID); got.PublishedAt != nil {
@@ -438,7 +440,7 @@ func testMarkRefrozen(t *testing.T, h *harness) {
 	s := h.mustAccept(t, ev, "One.", "m1")
 	p := h.mustPrepare(t, s.ID)
 	h.mustEvent(t, "c1", "evidence v2")
-	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, nil)
+	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"})
 	mustErr(t, "mark over re-frozen evidence", err, publish.ErrLostRace)
 	if got := h.mustSummary(t, s.ID); got.PublishedAt != nil {
 		t.Fatalf("summary of stale evidence marked published: %+v", got)
@@ -453,7 +455,7 @@ func testMarkRejected(t *testing.T, h *harness) {
 	if _, err := h.Store.Reject(ctx, s.ID, "wrong"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, nil)
+	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"})
 	mustErr(t, "mark a rejected summary", err, publish.ErrLostRace)
 	if got := h.mustSummary(t, s.ID); got.PublishedAt != nil {
 		t.Fatalf("rejected summary marked published: %+v", got)
@@ -471,7 +473,7 @@ func testGenerations(t *testing.T, h *harness) {
 			older.Generation, newer.Generation, older.PageID, newer.PageID)
 	}
 	h.mustMark(t, newer, "etag-new")
-	_, err := h.Store.Mark(ctx, older, publish.Written{ETag: "etag-old"}, nil)
+	_, err := h.Store.Mark(ctx, older, publish.Written{ETag: "etag-old"})
 	mustErr(t, "mark an older generation", err, publish.ErrNewerPublished)
 	if ps := h.pageStates(t)[ev.ID]; ps.PublishedETag != "etag-new" {
 		t.Fatalf("page records %q, want the newer generation's etag-new", ps.PublishedETag)
@@ -480,7 +482,7 @@ func testGenerations(t *testing.T, h *harness) {
 		t.Fatalf("summary published at generation %d, want %d", got.PublishedGeneration, newer.Generation)
 	}
 	// The same generation twice is refused too: a generation is written once.
-	_, err = h.Store.Mark(ctx, newer, publish.Written{ETag: "etag-again"}, nil)
+	_, err = h.Store.Mark(ctx, newer, publish.Written{ETag: "etag-again"})
 	mustErr(t, "mark a generation twice", err, publish.ErrNewerPublished)
 	// Generations keep increasing across summaries of the page.
 	s2 := h.mustAccept(t, ev, "Two.", "m2")
@@ -489,16 +491,17 @@ func testGenerations(t *testing.T, h *harness) {
 	}
 }
 
-func testFailingHook(t *testing.T, h *harness) {
+// testFailingWrite: what another pipeline writes with a mark commits with
+// it or not at all.
+func testFailingWrite(t *testing.T, h *harness) {
 	ev := h.mustEvent(t, "c1", "evidence")
 	s := h.mustAccept(t, ev, "One.", "m1")
 	p := h.mustPrepare(t, s.ID)
 	boom := errors.New("outbox full")
 	var seen tidemark.Publication
-	_, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e1"}, []publish.Hook{
-		func(_ context.Context, _ *sql.Tx, pub tidemark.Publication) error { seen = pub; return boom },
-	})
-	mustErr(t, "mark with a failing hook", err, boom)
+	st := h.MarkingWith(func(_ context.Context, pub tidemark.Publication) error { seen = pub; return boom })
+	_, err := st.Mark(ctx, p, publish.Written{ETag: "e1"})
+	mustErr(t, "mark with a failing write", err, boom)
 	if seen.SummaryID != s.ID || seen.Generation != p.Generation {
 		t.Fatalf("hook saw %+v", seen)
 	}
