@@ -693,33 +693,43 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 	<-firstBatch
 	edits := map[string]int{}
 	refused, editsDuring, released := 0, 0, false
-	for i := 0; ; i++ {
+	// finish checks, once the run has ended, that it converted every
+	// document and lost no edit.
+	finish := func(err error, steps int) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("drive: %v", err)
+		}
+		if refused == 0 || editsDuring < 3 {
+			t.Fatalf("the run ended before the edits overlapped it: %d edits, %d refused", editsDuring, refused)
+		}
+		for _, id := range ids {
+			d, err := st.Document(ctx, "things", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf(`"edit %d"`, edits[id]); edits[id] > 0 && string(d.Fields["keep"]) != want {
+				t.Fatalf("doc %s keep = %s, want %s: an edit was lost", id, d.Fields["keep"], want)
+			}
+			var n float64
+			if err := json.Unmarshal(d.Fields["v"], &n); err != nil {
+				t.Fatalf("doc %s v = %s, not converted", id, d.Fields["v"])
+			}
+		}
+		t.Logf("%d edits during the run, %d writes to the migrating field refused", steps, refused)
+	}
+	// The writers take a bounded number of steps: enough to overlap the
+	// paused run and then its remaining batches; after them, the test
+	// waits for the run to end.
+	const maxSteps = 10 * 40
+	for i := 0; i < maxSteps; i++ {
 		if !released && refused > 0 && editsDuring >= 3 {
 			close(overlapped)
 			released = true
 		}
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Fatalf("drive: %v", err)
-			}
-			if refused == 0 || editsDuring < 3 {
-				t.Fatalf("the run ended before the edits overlapped it: %d edits, %d refused", editsDuring, refused)
-			}
-			for _, id := range ids {
-				d, err := st.Document(ctx, "things", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := fmt.Sprintf(`"edit %d"`, edits[id]); edits[id] > 0 && string(d.Fields["keep"]) != want {
-					t.Fatalf("doc %s keep = %s, want %s: an edit was lost", id, d.Fields["keep"], want)
-				}
-				var n float64
-				if err := json.Unmarshal(d.Fields["v"], &n); err != nil {
-					t.Fatalf("doc %s v = %s, not converted", id, d.Fields["v"])
-				}
-			}
-			t.Logf("%d edits during the run, %d writes to the migrating field refused", i, refused)
+			finish(err, i)
 			return
 		default:
 		}
@@ -752,4 +762,10 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 		edits[id]++
 		editsDuring++
 	}
+	if !released {
+		// The run is paused until released: the writers never overlapped it.
+		close(overlapped)
+		t.Fatalf("%d steps without overlapping the run: %d edits, %d refused", maxSteps, editsDuring, refused)
+	}
+	finish(<-done, maxSteps)
 }
