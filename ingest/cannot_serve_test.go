@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,90 @@ func TestCannotServeSpendsNoBudget(t *testing.T) {
 			})}}
 		if rep, err := able.RunSource(ctx, "s"); err != nil || rep.Outcome != tidemark.OutcomeItems {
 			t.Fatalf("the able worker: %+v %v", rep, err)
+		}
+	})
+}
+
+// A worker that could not serve a source does not claim it again until its
+// record expires (UnservedFor) or the source's settings change, while
+// other workers take it; a run it then serves clears its record.
+func TestCannotServeIsNotReclaimed(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		serve := false
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			if !serve {
+				return tidemark.FetchResult{}, tidemark.CannotServe("directory /mnt/feeds not found on this worker", nil)
+			}
+			return tidemark.FetchResult{Cursor: "c1"}, nil
+		})
+		fx.svc.UnservedFor = 2 * time.Hour
+		w1 := &ingest.Scheduler{Service: fx.svc, Workers: 1}
+		able := &ingest.Scheduler{Workers: 1, Service: &ingest.Service{Store: fx.svc.Store, Clock: fx.env.Clock, Rand: fx.env.Rand,
+			Holder: "w2", LeaseTTL: time.Minute, Fetchers: ingest.Fetchers{"test": fetchFunc(func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+				return tidemark.FetchResult{Cursor: "c1"}, nil
+			})}}}
+		// runs counts the runs a pass made; a source passed over is
+		// reported, as cannot serve, but not run.
+		runs := func(sc *ingest.Scheduler) int {
+			t.Helper()
+			reps, err := sc.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range reps {
+				if r.RunID != "" {
+					n++
+				} else if !strings.Contains(r.Error, "passed over") {
+					t.Fatalf("a source not run: %+v", r)
+				}
+			}
+			return n
+		}
+		if n := runs(w1); n != 1 {
+			t.Fatalf("w1 ran %d, want its one failed run", n)
+		}
+		start := fx.env.Clock.Now()
+		// Due again soon for any worker, but not for w1, however often it
+		// looks, until its record expires.
+		for fx.env.Clock.Now().Add(10 * time.Minute).Before(start.Add(2 * time.Hour)) {
+			fx.env.Clock.Advance(10 * time.Minute)
+			if n := runs(w1); n != 0 {
+				t.Fatalf("w1 claimed the source it could not serve again after %s", fx.env.Clock.Now().Sub(start))
+			}
+		}
+		if at, ok, err := fx.svc.Store.NextDue(ctx, "w1"); err != nil || !ok || !at.Equal(start.Add(2*time.Hour)) {
+			t.Fatalf("w1's next due %v %v %v, want when its record expires", at, ok, err)
+		}
+		// Another worker serves it meanwhile.
+		if n := runs(able); n != 1 {
+			t.Fatalf("the able worker ran %d", n)
+		}
+		// Past the expiry, w1 tries again; it still cannot serve it.
+		fx.env.Clock.Advance(2 * time.Hour)
+		if n := runs(w1); n != 1 {
+			t.Fatalf("w1 ran %d after its record expired, want 1", n)
+		}
+		if n := runs(w1); n != 0 {
+			t.Fatal("w1 claimed again at once")
+		}
+		// The source's settings change: w1 may try at once, and now serves it.
+		allow := true
+		if _, err := fx.svc.Store.Set(ctx, "s", ingest.Settings{AllowPrivate: &allow}, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		fx.env.Clock.Advance(10 * time.Minute) // due again (the first backoff)
+		serve = true
+		if n := runs(w1); n != 1 {
+			t.Fatalf("w1 ran %d after the source changed, want 1", n)
+		}
+		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.UnservedBy) != 0 {
+			t.Fatalf("unserved by %+v after w1 served the source", d.UnservedBy)
 		}
 	})
 }

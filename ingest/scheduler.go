@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -127,6 +128,9 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		if len(due) == 0 {
 			break
 		}
+		if due, err = sc.passOverUnserved(ctx, due, now, &res); err != nil {
+			return res, err
+		}
 		var (
 			wg  sync.WaitGroup
 			sem = make(chan struct{}, sc.workers())
@@ -169,6 +173,37 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		}
 	}
 	return res, ctx.Err()
+}
+
+// passOverUnserved reports, without running them, the due sources this
+// worker recorded it could not serve, until the record expires (as
+// ClaimDue passes them over): other workers serve them meanwhile, and a
+// run here would only fail again. It returns the others.
+func (sc *Scheduler) passOverUnserved(ctx context.Context, due []tidemark.Source, now time.Time, res *DrainResult) ([]tidemark.Source, error) {
+	s := sc.Service
+	kept := due[:0]
+	for _, src := range due {
+		us, err := s.Store.Unserved(ctx, src.ID)
+		if err != nil {
+			return nil, err
+		}
+		var mine *Unserved
+		for i := range us {
+			if us[i].Holder == s.Holder && us[i].Until.After(now) {
+				mine = &us[i]
+			}
+		}
+		if mine == nil {
+			kept = append(kept, src)
+			continue
+		}
+		err = fmt.Errorf("source %s passed over: worker %s could not serve it at %s, and leaves it to other workers until %s (or its settings change): %w",
+			src.Name, s.Holder, mine.At.UTC().Format(time.RFC3339), mine.Until.UTC().Format(time.RFC3339), tidemark.ErrCannotServe)
+		r := Report{Source: src.Name, Error: err.Error()}
+		res.add(r, err)
+		sc.report(r, err)
+	}
+	return kept, nil
 }
 
 // Run claims and runs due sources until ctx is cancelled, then stops
@@ -245,7 +280,7 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 		// may leave its source due at once), never longer than poll: other
 		// processes add and reschedule sources too.
 		wait := poll
-		if at, ok, err := s.Store.NextDue(ctx); err == nil && ok {
+		if at, ok, err := s.Store.NextDue(ctx, s.Holder); err == nil && ok {
 			if d := at.Sub(s.Clock.Now()); d < wait {
 				// Due already but not claimable here (another worker's
 				// row lock): look again shortly rather than spin.

@@ -73,11 +73,27 @@ type Service struct {
 	Retry *RetryPolicy
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
-	Logger       *slog.Logger
+	// UnservedFor is how long this worker leaves alone a source it could
+	// not serve (a local path it cannot see, a kind it was not built with)
+	// before it tries again, unless the source's settings change first
+	// (0: DefaultUnservedFor). Other workers take the source meanwhile.
+	UnservedFor time.Duration
+	Logger      *slog.Logger
 
 	// group commits settlements of runs that admitted nothing and finished
 	// together, when the store can (BatchSettler).
 	group group
+}
+
+// DefaultUnservedFor is how long a worker leaves alone a source it could
+// not serve, by default.
+const DefaultUnservedFor = time.Hour
+
+func (s *Service) unservedFor() time.Duration {
+	if s.UnservedFor > 0 {
+		return s.UnservedFor
+	}
+	return DefaultUnservedFor
 }
 
 // settle records a successful fetch: in a group commit with the runs that
@@ -324,7 +340,8 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 // cannot see, a kind it was not built with): the outcome is error, our
 // own; the window's budget is not spent, since the source may be fine for
 // other workers; the source is due again after a first backoff, so that
-// any worker may take it; and the worker is recorded as unable to serve it.
+// any worker may take it; and the worker is recorded as unable to serve
+// it, which keeps it from claiming the source for UnservedFor.
 func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report, why error) (Report, error) {
 	reason := redact.Text(fmt.Sprintf("worker %s: %v (budget not spent; left for other workers)", s.Holder, why),
 		redact.Credentials(src.Location)...)
@@ -343,8 +360,9 @@ func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemar
 	if _, err := s.Store.Fail(ctx, c, f); err != nil {
 		return rep, fmt.Errorf("record that run %s cannot be served: %w", c.RunID, err)
 	}
-	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now}); err != nil {
-		// The run is recorded; only the list in source show misses it.
+	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now, Until: now.Add(s.unservedFor())}); err != nil {
+		// The run is recorded; only the list in source show misses it,
+		// and this worker may claim the source again when it is due.
 		s.logger().Error("record the worker that cannot serve a source", "source", src.Name, "err", err)
 	}
 	rep.Outcome, rep.Error = tidemark.OutcomeError, reason

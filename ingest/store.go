@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -23,16 +24,19 @@ type Store interface {
 	Sources(ctx context.Context) ([]tidemark.Source, error)
 	// SetState pauses or resumes a source; the change is audited.
 	SetState(ctx context.Context, ref string, state tidemark.SourceState, actor string) (tidemark.Source, error)
-	// SetAllowPrivate sets whether the source's fetches may reach private
-	// addresses.
-	SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error)
+	// Set changes the source's settings (the fields of set that are not
+	// nil) and records who set what, an action "set", in one transaction.
+	// It clears the workers' records that they could not serve the source:
+	// the change may let them.
+	Set(ctx context.Context, ref string, set Settings, actor string) (tidemark.Source, error)
 
 	// Claim admits one active run for the source. A claim over an expired
 	// lease marks the old run lost (and may make the window terminal); the
 	// same holder re-enters its own run without waiting for the lease.
 	Claim(ctx context.Context, sourceID, holder string, leaseTTL time.Duration) (tidemark.Claim, error)
 	// ClaimDue claims up to limit due sources, passing over sources that
-	// other workers hold.
+	// other workers hold and sources this holder recorded it could not
+	// serve, until that record's Until.
 	ClaimDue(ctx context.Context, holder string, leaseTTL time.Duration, limit int) ([]tidemark.Claim, error)
 	// Heartbeat extends the claim's lease.
 	Heartbeat(ctx context.Context, c tidemark.Claim, leaseTTL time.Duration) (tidemark.Claim, error)
@@ -40,7 +44,9 @@ type Store interface {
 	// read, the cursor advance, the run's outcome and its audit row.
 	Settle(ctx context.Context, c tidemark.Claim, s Settlement) (SettleReport, error)
 	// Fail records a failed run and releases the claim, leaving the cursor
-	// where it was.
+	// where it was. A settlement, or a failure that Served, deletes the
+	// holder's record that it could not serve the source, in the same
+	// transaction.
 	Fail(ctx context.Context, c tidemark.Claim, f Failure) (tidemark.Run, error)
 
 	// Retry reopens a window with a fresh budget, due now.
@@ -58,15 +64,19 @@ type Store interface {
 	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
 	// OutcomeCounts counts finished runs by outcome, over all sources.
 	OutcomeCounts(ctx context.Context) (map[tidemark.Outcome]int64, error)
-	// NextDue returns when the earliest claimable source is due; ok is
-	// false when none is.
-	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+	// NextDue returns when the earliest source that holder may claim is
+	// due (holder "": any holder); ok is false when none is. A source the
+	// holder recorded it could not serve is due for it when the record
+	// expires.
+	NextDue(ctx context.Context, holder string) (at time.Time, ok bool, err error)
 
 	// RecordUnserved records that a worker could not serve a source (the
-	// latest reason per source and worker).
+	// latest reason per source and worker), and keeps the worker from
+	// claiming it through ClaimDue until u.Until.
 	RecordUnserved(ctx context.Context, u Unserved) error
 	// Unserved lists the workers that could not serve a source, latest
-	// first.
+	// first, expired records included. A record is deleted when its worker
+	// serves the source, or the source's settings change.
 	Unserved(ctx context.Context, sourceID string) ([]Unserved, error)
 }
 
@@ -76,6 +86,35 @@ type Unserved struct {
 	Holder   string    `json:"holder"`
 	Reason   string    `json:"reason"`
 	At       time.Time `json:"at"`
+	// Until is when the record stops keeping the worker from claiming the
+	// source (the worker then tries again).
+	Until time.Time `json:"until"`
+}
+
+// Settings are a source's settings that change what a fetch may do, as
+// every worker reads them from the store. A nil field is left as it is.
+type Settings struct {
+	// AllowPrivate lets the source's fetches reach private, loopback and
+	// link-local addresses.
+	AllowPrivate *bool `json:"allow_private,omitempty"`
+}
+
+// Validate refuses settings that change nothing.
+func (s Settings) Validate() error {
+	if s.AllowPrivate == nil {
+		return tidemark.Invalidf("settings", "", "name one to change (allow_private)")
+	}
+	return nil
+}
+
+// Note describes what the settings change on src, for the audit: each
+// setting as it was and as it is set, e.g. "allow_private: false -> true".
+func (s Settings) Note(src tidemark.Source) string {
+	var parts []string
+	if s.AllowPrivate != nil {
+		parts = append(parts, fmt.Sprintf("allow_private: %t -> %t", src.AllowPrivate, *s.AllowPrivate))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // NewSource describes a source to add.
@@ -127,9 +166,15 @@ type Failure struct {
 	Terminal bool
 	Why      string
 	// NoCharge releases the claim without spending the window's budget:
-	// the run was interrupted by our own shutdown, not failed by the source.
+	// the run was interrupted by our own shutdown, or this worker cannot
+	// serve the source; it was not failed by the source.
 	NoCharge bool
 }
+
+// Served says whether a run that ended in f showed that its worker can
+// serve the source: a charged failure is the source's (the worker ran the
+// fetch); an uncharged one (cannot serve, interrupted) shows nothing.
+func (f Failure) Served() bool { return !f.NoCharge }
 
 // SettleReport is what a settlement recorded.
 type SettleReport struct {

@@ -176,17 +176,47 @@ func (s *IngestStore) SetState(ctx context.Context, ref string, state tidemark.S
 	return s.Source(ctx, r.ID)
 }
 
-// SetAllowPrivate implements ingest.Store.
-func (s *IngestStore) SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error) {
-	src, err := s.Source(ctx, ref)
+// Set implements ingest.Store.
+func (s *IngestStore) Set(ctx context.Context, ref string, set ingest.Settings, actor string) (tidemark.Source, error) {
+	if err := set.Validate(); err != nil {
+		return tidemark.Source{}, err
+	}
+	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return src, err
+		return tidemark.Source{}, err
 	}
-	if err := exec1(ctx, s.db.db, fmt.Errorf("source %s: %w", src.Name, tidemark.ErrNotFound), `UPDATE sources SET allow_private = $1, updated_at = $2 WHERE id = $3`,
-		boolInt(allow), ms(s.db.Clock.Now()), src.ID); err != nil {
-		return src, err
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
 	}
-	return s.Source(ctx, src.ID)
+	now := s.db.Clock.Now()
+	note := set.Note(r.Source)
+	if set.AllowPrivate != nil {
+		if err := exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
+			`UPDATE sources SET allow_private = $1, updated_at = $2 WHERE id = $3`, boolInt(*set.AllowPrivate), ms(now), r.ID); err != nil {
+			return tidemark.Source{}, err
+		}
+	}
+	if err := s.insertAction(ctx, tx, r, "set", actor, r.Cursor, r.CursorVersion, note, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	// The change may let the workers that could not serve the source.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM source_unserved WHERE source_id = $1`, r.ID); err != nil {
+		return tidemark.Source{}, fmt.Errorf("source %s: clear the workers that could not serve it: %w", r.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+// SetAllowPrivate sets whether the source's fetches may reach private
+// addresses, recorded as set by an unknown actor.
+//
+// Deprecated: use Set, which records who set it.
+func (s *IngestStore) SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error) {
+	return s.Set(ctx, ref, ingest.Settings{AllowPrivate: &allow}, "")
 }
 
 func boolInt(b bool) int {
@@ -407,6 +437,7 @@ var claimUnheldPG = `WITH due AS (
 	SELECT id, row_number() OVER () AS n FROM (
 		SELECT id FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
+		  AND NOT EXISTS (` + unservedBy("sources.id", "$5", "$1") + `)
 		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
 ), fresh AS (
 	SELECT * FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS f(run_id, token, n)
@@ -421,6 +452,13 @@ var claimUnheldPG = `WITH due AS (
 	SELECT claim_run_id, id, claim_token, $5, window_attempts + 1, cursor_version, cursor, 'active', $1, $1, $6 FROM claimed
 )
 SELECT ` + sourceColumns + ` FROM claimed ORDER BY next_due_at, id`
+
+// unservedBy selects the live record that holder could not serve the
+// source with ID sourceID (SQL expressions): ClaimDue passes such sources
+// over until the record expires.
+func unservedBy(sourceID, holder, now string) string {
+	return `SELECT 1 FROM source_unserved u WHERE u.source_id = ` + sourceID + ` AND u.holder = ` + holder + ` AND u.until_at > ` + now
+}
 
 // prefixed qualifies every column of a column list with p.
 func prefixed(p, columns string) string {
@@ -473,7 +511,8 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 	now := ms(s.db.Clock.Now())
 	due, err := queryAll(ctx, s.db.on(tx), scanSource, `SELECT `+sourceColumns+` FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND `+cond+`
-		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit)
+		  AND NOT EXISTS (`+unservedBy("sources.id", "$3", "$1")+`)
+		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit, holder)
 	if err != nil {
 		return nil, fmt.Errorf("claim due: %w", err)
 	}
@@ -644,7 +683,7 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 			events_new = $7, events_changed = $8, finished_at = $1`,
 		cursorAfter: `$2`, versionAfter: c.CursorVersion + 1,
 		args:    []any{st.Cursor, ms(st.NextDueAt), string(outcome), st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged},
-		outcome: outcome, nNew: rep.EventsNew, nChanged: rep.EventsChanged, now: now,
+		outcome: outcome, nNew: rep.EventsNew, nChanged: rep.EventsChanged, now: now, served: true,
 	})
 	if err != nil {
 		return rep, fmt.Errorf("settle run %s: %w", c.RunID, err)
@@ -683,6 +722,9 @@ type finish struct {
 	outcome           tidemark.Outcome
 	nNew, nChanged    int
 	now               time.Time
+	// served: the run showed that its holder can serve the source, whose
+	// record that it could not is deleted.
+	served bool
 }
 
 // errRunNotActive: the source's fence held but its run row is not active
@@ -711,13 +753,20 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 		WHERE id = ` + p(4) + ` AND token = ` + p(2) + ` AND status = 'active'`
 	auditCols := `(run_id, source_id, holder, outcome, cursor_before, cursor_after, cursor_version_before, cursor_version_after, events_new, events_changed, at)`
 	stale := fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, c.SourceID, c.CursorVersion, tidemark.ErrStaleClaim)
+	clearUnserved := `DELETE FROM source_unserved WHERE source_id = ` + p(1) + ` AND holder = ` + p(5)
 	if s.db.Dialect.ModifyingCTE {
 		var name sql.NullString
 		var runs, audits int
+		cleared := ""
+		if f.served {
+			// Runs whatever the final SELECT reads; rolled back with the
+			// rest when the fence failed.
+			cleared = `, cleared AS (` + clearUnserved + ` AND EXISTS (SELECT 1 FROM src))`
+		}
 		err := tx.QueryRowContext(ctx, `WITH src AS (`+srcUpdate+`), run AS (`+runUpdate+` AND EXISTS (SELECT 1 FROM src) RETURNING id),
 			audit AS (INSERT INTO ingest_audit `+auditCols+`
 				SELECT id, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1 FROM run
-				RETURNING run_id)
+				RETURNING run_id)`+cleared+`
 			SELECT (SELECT name FROM src), (SELECT COUNT(*) FROM run), (SELECT COUNT(*) FROM audit)`, args...).Scan(&name, &runs, &audits)
 		switch {
 		case IsUniqueViolation(err):
@@ -749,7 +798,15 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 	if IsUniqueViolation(err) {
 		return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
 	}
-	return name, err
+	if err != nil {
+		return "", err
+	}
+	if f.served {
+		if _, err := q.ExecContext(ctx, clearUnserved, args...); err != nil {
+			return "", fmt.Errorf("run %s: clear the record that %s could not serve the source: %w", c.RunID, c.Holder, err)
+		}
+	}
+	return name, nil
 }
 
 // frozen is an event's identity and current evidence, as read before a
@@ -1080,7 +1137,7 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 		runSet:       `status = 'failed', outcome = $6, error = $7, finished_at = $1`,
 		versionAfter: c.CursorVersion,
 		args:         []any{ch.Spent, string(ch.Window), ch.TerminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(ch.FailingSince)},
-		outcome:      f.Outcome, now: now,
+		outcome:      f.Outcome, now: now, served: f.Served(),
 	})
 	if err != nil {
 		return tidemark.Run{}, fmt.Errorf("fail run %s: %w", c.RunID, err)
@@ -1396,37 +1453,49 @@ func readFrozen(ctx context.Context, tx *sql.Tx, known map[string]frozen, query 
 	return nil
 }
 
-// NextDue implements ingest.Store. It reads two index entries, never the
-// table: the first unclaimed source in due order, and the earliest end of
-// a claim (a source in flight is due again when its lease runs out, if its
-// holder never comes back).
-func (s *IngestStore) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var unheld, held sql.NullInt64
+// NextDue implements ingest.Store. It reads index entries, never the
+// table: the first unclaimed source in due order, the earliest end of a
+// claim (a source in flight is due again when its lease runs out, if its
+// holder never comes back), and the earliest end of the holder's records
+// that it could not serve a source (such a source is passed over until
+// then).
+func (s *IngestStore) NextDue(ctx context.Context, holder string) (time.Time, bool, error) {
+	var unheld, held, unserved sql.NullInt64
 	err := s.db.on(nil).QueryRowContext(ctx, `SELECT
 		(SELECT next_due_at FROM sources WHERE state = 'active' AND window_state = 'open' AND claim_token IS NULL
+			AND NOT EXISTS (`+unservedBy("sources.id", "$1", "$2")+`)
 			ORDER BY next_due_at LIMIT 1),
 		(SELECT MIN(CASE WHEN lease_expires_at > next_due_at THEN lease_expires_at ELSE next_due_at END)
-			FROM sources WHERE claim_token IS NOT NULL AND state = 'active' AND window_state = 'open')`).Scan(&unheld, &held)
+			FROM sources WHERE claim_token IS NOT NULL AND state = 'active' AND window_state = 'open'
+			AND NOT EXISTS (`+unservedBy("sources.id", "$1", "$2")+`)),
+		(SELECT MIN(u.until_at) FROM source_unserved u JOIN sources s ON s.id = u.source_id
+			WHERE u.holder = $1 AND u.until_at > $2 AND s.state = 'active' AND s.window_state = 'open')`,
+		holder, ms(s.db.Clock.Now())).Scan(&unheld, &held, &unserved)
 	if err != nil {
 		return time.Time{}, false, err
 	}
 	s.db.warm(ctx)
-	switch {
-	case unheld.Valid && held.Valid:
-		return fromMS(min(unheld.Int64, held.Int64)), true, nil
-	case unheld.Valid:
-		return fromMS(unheld.Int64), true, nil
-	case held.Valid:
-		return fromMS(held.Int64), true, nil
+	var at int64
+	ok := false
+	for _, v := range []sql.NullInt64{unheld, held, unserved} {
+		if v.Valid && (!ok || v.Int64 < at) {
+			at, ok = v.Int64, true
+		}
 	}
-	return time.Time{}, false, nil
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	return fromMS(at), true, nil
 }
 
 // RecordUnserved implements ingest.Store.
 func (s *IngestStore) RecordUnserved(ctx context.Context, u ingest.Unserved) error {
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO source_unserved (source_id, holder, reason, at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (source_id, holder) DO UPDATE SET reason = excluded.reason, at = excluded.at`,
-		u.SourceID, u.Holder, u.Reason, ms(u.At))
+	if u.SourceID == "" || u.Holder == "" {
+		return tidemark.Invalidf("unserved source", u.SourceID, "needs a source and a holder")
+	}
+	_, err := s.db.db.ExecContext(ctx, `INSERT INTO source_unserved (source_id, holder, reason, at, until_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (source_id, holder) DO UPDATE SET reason = excluded.reason, at = excluded.at, until_at = excluded.until_at`,
+		u.SourceID, u.Holder, u.Reason, ms(u.At), ms(u.Until))
 	if err != nil {
 		return fmt.Errorf("record unserved source %s: %w", u.SourceID, err)
 	}
@@ -1437,11 +1506,11 @@ func (s *IngestStore) RecordUnserved(ctx context.Context, u ingest.Unserved) err
 func (s *IngestStore) Unserved(ctx context.Context, sourceID string) ([]ingest.Unserved, error) {
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (ingest.Unserved, error) {
 		var u ingest.Unserved
-		var at int64
-		err := sc.Scan(&u.SourceID, &u.Holder, &u.Reason, &at)
-		u.At = fromMS(at)
+		var at, until int64
+		err := sc.Scan(&u.SourceID, &u.Holder, &u.Reason, &at, &until)
+		u.At, u.Until = fromMS(at), fromMS(until)
 		return u, err
-	}, `SELECT source_id, holder, reason, at FROM source_unserved WHERE source_id = $1 ORDER BY at DESC, holder`, sourceID)
+	}, `SELECT source_id, holder, reason, at, until_at FROM source_unserved WHERE source_id = $1 ORDER BY at DESC, holder`, sourceID)
 	if err != nil {
 		return nil, fmt.Errorf("unserved source %s: %w", sourceID, err)
 	}

@@ -41,6 +41,10 @@ const settleManyPG = `WITH req AS (
 	SELECT req.run_id, req.source_id, req.holder, 'empty', req.cursor_before, req.cursor_after, req.version, req.version + 1, 0, 0, $1
 	FROM req JOIN run ON run.id = req.run_id
 	RETURNING run_id
+), cleared AS (
+	-- a settled run shows its holder can serve the source
+	DELETE FROM source_unserved u USING req JOIN src ON src.id = req.source_id
+	WHERE u.source_id = req.source_id AND u.holder = req.holder
 )
 SELECT src.id, CASE WHEN run.id IS NOT NULL AND audit.run_id IS NOT NULL THEN src.name
 	-- a source settled without its run: fail the statement, so none of it stays
@@ -128,7 +132,7 @@ func (s *IngestStore) settleMany(ctx context.Context, cs []tidemark.Claim, sts [
 			events_new = $7, events_changed = $8, finished_at = $1`,
 				cursorAfter: `$2`, versionAfter: c.CursorVersion + 1,
 				args:    []any{sts[i].Cursor, ms(sts[i].NextDueAt), string(tidemark.OutcomeEmpty), 0, 0, 0, 0},
-				outcome: tidemark.OutcomeEmpty, now: now,
+				outcome: tidemark.OutcomeEmpty, now: now, served: true,
 			})
 			switch {
 			case err == nil:

@@ -247,7 +247,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if _, _, err := s.Ingest.NextDue(r.Context()); err != nil {
+	if _, _, err := s.Ingest.NextDue(r.Context(), ""); err != nil {
 		// /healthz is public: the cause goes to the log only.
 		s.logger().Error("healthz", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database does not answer"})

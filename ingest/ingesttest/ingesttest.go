@@ -61,6 +61,10 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ClaimDueRespectsDueAndHeld", testClaimDue},
 		{"ConcurrentClaimersOneWins", testConcurrentClaim},
 		{"ConcurrentClaimDueNoDoubleClaim", testConcurrentClaimDue},
+		{"UnservedPassedOverUntilItExpires", testUnservedPassedOver},
+		{"UnservedClearedWhenServed", testUnservedCleared},
+		{"UnservedClearedInABatch", testUnservedClearedInBatch},
+		{"SetIsAuditedAndClearsUnserved", testSet},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -467,7 +471,7 @@ func testBudgetTerminal(t *testing.T, h Harness) {
 	if cs, err := h.Store.ClaimDue(ctx, "w", ttl, 10); err != nil || len(cs) != 0 {
 		t.Fatalf("ClaimDue offered a terminal window: %v %v", cs, err)
 	}
-	if _, ok, err := h.Store.NextDue(ctx); err != nil || ok {
+	if _, ok, err := h.Store.NextDue(ctx, ""); err != nil || ok {
 		t.Fatalf("a terminal window counts as due (err %v)", err)
 	}
 	if _, err := h.Store.Retry(ctx, src.Name, "op", "upstream fixed"); err != nil {
@@ -772,5 +776,187 @@ func testConcurrentClaimDue(t *testing.T, h Harness) {
 	}
 	if len(claimed) != sources {
 		t.Fatalf("%d of %d sources claimed", len(claimed), sources)
+	}
+}
+
+// mustUnserved records that holder could not serve src, for d from now.
+func mustUnserved(t *testing.T, h Harness, src tidemark.Source, holder string, d time.Duration) {
+	t.Helper()
+	now := h.Clock.Now()
+	if err := h.Store.RecordUnserved(ctx, ingest.Unserved{SourceID: src.ID, Holder: holder, Reason: "not here", At: now, Until: now.Add(d)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unservedBy lists the holders recorded as unable to serve src.
+func unservedBy(t *testing.T, h Harness, src tidemark.Source) []string {
+	t.Helper()
+	us, err := h.Store.Unserved(ctx, src.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holders []string
+	for _, u := range us {
+		holders = append(holders, u.Holder)
+	}
+	return holders
+}
+
+func claimedIDs(cs []tidemark.Claim) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.SourceID)
+	}
+	return out
+}
+
+// A worker that recorded it could not serve a source does not claim it
+// through ClaimDue, nor wake for it, until the record expires; other
+// workers claim it meanwhile; an explicit claim is not refused.
+func testUnservedPassedOver(t *testing.T, h Harness) {
+	a := mustAdd(t, h, "a", 3)
+	b := mustAdd(t, h, "b", 3)
+	mustUnserved(t, h, a, "w1", time.Hour)
+	until := h.Clock.Now().Add(time.Hour)
+	cs, err := h.Store.ClaimDue(ctx, "w1", ttl, 10)
+	if err != nil || len(cs) != 1 || cs[0].SourceID != b.ID {
+		t.Fatalf("w1 claimed %v (%v), want b only", claimedIDs(cs), err)
+	}
+	settle(t, h, cs[0], "c1")
+	// b paused: only a is left, due now.
+	if _, err := h.Store.SetState(ctx, b.ID, tidemark.SourcePaused, "op"); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok, err := h.Store.NextDue(ctx, "w1"); err != nil || !ok || !at.Equal(until) {
+		t.Fatalf("next due for w1: %v %v %v, want %v, when its record expires", at, ok, err, until)
+	}
+	if at, ok, err := h.Store.NextDue(ctx, ""); err != nil || !ok || at.After(h.Clock.Now()) {
+		t.Fatalf("next due for any worker: %v %v %v, want now", at, ok, err)
+	}
+	h.Clock.Advance(time.Hour - time.Millisecond)
+	if cs, err := h.Store.ClaimDue(ctx, "w1", ttl, 10); err != nil || len(cs) != 0 {
+		t.Fatalf("w1 claimed %v (%v) before its record expired", claimedIDs(cs), err)
+	}
+	// Another worker takes it; its claim, held and then expired, does not
+	// make w1 wake for it either.
+	cs, err = h.Store.ClaimDue(ctx, "w2", ttl, 10)
+	if err != nil || len(cs) != 1 || cs[0].SourceID != a.ID {
+		t.Fatalf("w2 claimed %v (%v), want a", claimedIDs(cs), err)
+	}
+	if _, err := h.Store.Fail(ctx, cs[0], ingest.Failure{Outcome: tidemark.OutcomeError, Reason: "x", NextDueAt: h.Clock.Now(), NoCharge: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Expired: w1 tries again.
+	h.Clock.Advance(time.Millisecond)
+	cs, err = h.Store.ClaimDue(ctx, "w1", ttl, 10)
+	if err != nil || len(cs) != 1 || cs[0].SourceID != a.ID {
+		t.Fatalf("w1 claimed %v (%v) after its record expired, want a", claimedIDs(cs), err)
+	}
+	if got := unservedBy(t, h, a); len(got) != 1 || got[0] != "w1" {
+		t.Fatalf("unserved by %v after a claim: the record stays until the run is served", got)
+	}
+	// An explicit claim (an operator's run) is not refused by a live record.
+	settle(t, h, cs[0], "c1")
+	mustUnserved(t, h, a, "w1", time.Hour)
+	mustClaim(t, h, a, "w1")
+}
+
+// A run its worker serves deletes that worker's record, and only that
+// worker's: a settlement, or a failure charged to the source; an uncharged
+// failure (cannot serve, interrupted) keeps it.
+func testUnservedCleared(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 5)
+	mustUnserved(t, h, src, "w1", time.Hour)
+	mustUnserved(t, h, src, "w2", time.Hour)
+	f := failure(h, tidemark.OutcomeError)
+	f.NoCharge = true
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w1"), f); err != nil {
+		t.Fatal(err)
+	}
+	if got := unservedBy(t, h, src); len(got) != 2 {
+		t.Fatalf("an uncharged failure cleared a record: %v", got)
+	}
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w1"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+		t.Fatal(err)
+	}
+	if got := unservedBy(t, h, src); len(got) != 1 || got[0] != "w2" {
+		t.Fatalf("after w1's charged failure: unserved by %v, want w2", got)
+	}
+	settle(t, h, mustClaim(t, h, src, "w2"), "c1")
+	if got := unservedBy(t, h, src); len(got) != 0 {
+		t.Fatalf("after w2 settled: unserved by %v, want none", got)
+	}
+	// A stale settlement clears nothing.
+	c := mustClaim(t, h, src, "w3")
+	mustUnserved(t, h, src, "w3", time.Hour)
+	h.Clock.Advance(ttl + time.Millisecond)
+	settle(t, h, mustClaim(t, h, src, "w4"), "c2")
+	if _, err := h.Store.Settle(ctx, c, ingest.Settlement{Cursor: "c3", NextDueAt: h.Clock.Now()}); !errors.Is(err, tidemark.ErrStaleClaim) {
+		t.Fatalf("stale settle: %v", err)
+	}
+	if got := unservedBy(t, h, src); len(got) != 1 || got[0] != "w3" {
+		t.Fatalf("after a stale settlement: unserved by %v, want w3", got)
+	}
+}
+
+// A batched settlement clears its holders' records too.
+func testUnservedClearedInBatch(t *testing.T, h Harness) {
+	bs, ok := h.Store.(ingest.BatchSettler)
+	if !ok {
+		t.Skip("the store does not batch settlements")
+	}
+	var cs []tidemark.Claim
+	var sts []ingest.Settlement
+	var srcs []tidemark.Source
+	for _, name := range []string{"a", "b"} {
+		src := mustAdd(t, h, name, 3)
+		srcs = append(srcs, src)
+		mustUnserved(t, h, src, "w", time.Hour)
+		mustUnserved(t, h, src, "other", time.Hour)
+		cs = append(cs, mustClaim(t, h, src, "w"))
+		sts = append(sts, ingest.Settlement{Cursor: name + "1", NextDueAt: h.Clock.Now().Add(time.Hour)})
+	}
+	if _, errs := bs.SettleMany(ctx, cs, sts); errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for _, src := range srcs {
+		if got := unservedBy(t, h, src); len(got) != 1 || got[0] != "other" {
+			t.Fatalf("%s after a batched settlement: unserved by %v, want other", src.Name, got)
+		}
+	}
+}
+
+// Set changes a setting, records who set what, and clears the records of
+// workers that could not serve the source: the change may let them.
+func testSet(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	if _, err := h.Store.Set(ctx, src.Name, ingest.Settings{}, "op"); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("set nothing: %v, want ErrInvalid", err)
+	}
+	mustUnserved(t, h, src, "w1", time.Hour)
+	allow := true
+	got, err := h.Store.Set(ctx, src.Name, ingest.Settings{AllowPrivate: &allow}, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.AllowPrivate || !mustSource(t, h, src.ID).AllowPrivate {
+		t.Fatalf("allow_private not set: %+v", got)
+	}
+	acts, err := h.Store.Actions(ctx, src.Name, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 1 || acts[0].Action != "set" || acts[0].Actor != "op" || acts[0].Note != "allow_private: false -> true" ||
+		acts[0].CursorVersionBefore != acts[0].CursorVersionAfter {
+		t.Fatalf("actions after set: %+v", acts)
+	}
+	if got := unservedBy(t, h, src); len(got) != 0 {
+		t.Fatalf("unserved by %v after the source was set, want none", got)
+	}
+	if cs, err := h.Store.ClaimDue(ctx, "w1", ttl, 10); err != nil || len(cs) != 1 {
+		t.Fatalf("w1 claimed %v (%v) after the source was set, want it", claimedIDs(cs), err)
+	}
+	if _, err := h.Store.Set(ctx, "nope", ingest.Settings{AllowPrivate: &allow}, "op"); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("set an unknown source: %v", err)
 	}
 }
