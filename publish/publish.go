@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
@@ -95,6 +96,11 @@ const IndexKey = "index.html"
 
 const contentType = "text/html; charset=utf-8"
 
+// finishTimeout bounds what a publication does after its body is written
+// (the read-back and the mark), which runs even when its context is
+// cancelled.
+const finishTimeout = 30 * time.Second
+
 // Publish publishes a summary on its event's page. When the final mark
 // loses to a newer summary it repairs the page (one level) and returns an
 // error matching ErrLostRace, whatever the repair's outcome.
@@ -135,10 +141,15 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		// ErrNewerGeneration: a newer publication owns the page.
 		return res, fmt.Errorf("publish %s: write %s: %w", summaryID, res.Key, err)
 	}
-	if err := fpAfterObjectWrite.Hit(ctx); err != nil {
+	// From here on the publication is finished whatever happens to ctx (a
+	// worker told to stop): the body is in the store, and the books must
+	// say so, or the store stays ahead of them until a sweep.
+	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := fpAfterObjectWrite.Hit(finishCtx); err != nil {
 		return res, err
 	}
-	got, err := s.Objects.Get(ctx, res.Key)
+	got, err := s.Objects.Get(finishCtx, res.Key)
 	if err != nil {
 		return res, fmt.Errorf("publish %s: read back %s: %w", summaryID, res.Key, err)
 	}
@@ -152,14 +163,14 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 		return res, fmt.Errorf("publish %s: %s generation %d: %w", summaryID, res.Key, plan.Generation, ErrReadBack)
 	}
 	res.ETag = info.ETag
-	if err := fpAfterReadBack.Hit(ctx); err != nil {
+	if err := fpAfterReadBack.Hit(finishCtx); err != nil {
 		return res, err
 	}
 	// 3. The conditional mark.
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(ctx, plan, Written{ETag: info.ETag})
+	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag})
 	if err == nil {
 		return res, nil
 	}
