@@ -72,14 +72,15 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 		t.Skip("re-executes the test binary")
 	}
 	const n = 5
-	for _, kind := range providers.Kinds() {
-		k := fakes()[kind]
+	for _, name := range setupNames(t) {
+		k := fakes()[name]
+		kind := k.providerKind(name)
 		for _, fps := range [][]string{
 			{"outbox.send.after-journal=crash@3"},
 			{"outbox.send.after-send=crash@3"},
 			{"outbox.send.after-send=crash@2", "outbox.reconcile.after-read=crash"},
 		} {
-			t.Run(fmt.Sprint(kind, fps), func(t *testing.T) {
+			t.Run(fmt.Sprint(name, fps), func(t *testing.T) {
 				ctx := context.Background()
 				env := sqltest.NewEnv(3)
 				// The receiver's clock, and the recovering writer's, run an
@@ -135,9 +136,10 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 // once.
 func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 	const n = 4
-	for _, kind := range providers.Kinds() {
-		k := fakes()[kind]
-		t.Run(kind, func(t *testing.T) {
+	for _, name := range setupNames(t) {
+		k := fakes()[name]
+		kind := k.providerKind(name)
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			env := sqltest.NewEnv(4)
 			db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)

@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"bytes"
 	"io"
 	"mime/quotedprintable"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/tidemark/tidemark/outbox/providertest"
 )
 
 // smtpReceiver is an SMTP server on 127.0.0.1 that keeps every mail it
@@ -17,6 +20,9 @@ import (
 // mail, then closes the connection instead of answering the final dot.
 type smtpReceiver struct {
 	addr string
+	// sent, when set, is the sent mailbox every mail taken is filed into
+	// (before its answer is lost or sent), as a submission server does.
+	sent *providertest.SentMailbox
 
 	mu      sync.Mutex
 	mails   []string // bodies, decoded
@@ -67,7 +73,11 @@ func (s *smtpSession) Mail(from string, opts *smtp.MailOptions) error { return n
 func (s *smtpSession) Rcpt(to string, opts *smtp.RcptOptions) error   { return nil }
 
 func (s *smtpSession) Data(rd io.Reader) error {
-	m, err := mail.ReadMessage(rd)
+	raw, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	m, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
@@ -79,6 +89,11 @@ func (s *smtpSession) Data(rd io.Reader) error {
 		return err
 	}
 	r := s.r
+	if r.sent != nil {
+		if err := r.sent.Add(raw); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
 	// The data terminator puts a line break after the last line.
 	r.mails = append(r.mails, strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"))
