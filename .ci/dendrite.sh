@@ -36,7 +36,7 @@ tidemark_dendrite_setup() {
 	mkdir -p "$state" || return 1
 	local pid=""
 	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
-	if [ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$bindir/dendrite"; then
+	if [ -n "$pid" ] && ! tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$bindir/dendrite"; then
 		pid=""
 	fi
 	if [ -z "$pid" ] || [ ! -f "$state/secret" ] || ! curl -sf -o /dev/null "$url/_matrix/client/versions"; then
@@ -59,11 +59,13 @@ tidemark_dendrite_setup() {
 			-e "s|registration_shared_secret: .*|registration_shared_secret: \"$secret\"|" \
 			-e "s|registration_disabled: false|registration_disabled: true|" \
 			-e "s|max_open_conns: 90|max_open_conns: 20|" "$root/dendrite.yaml"
-		(cd "$root" && nohup "$bindir/dendrite" --config "$root/dendrite.yaml" \
+		# Every path in the generated config is absolute (-dir, and the
+		# key above), so it runs from anywhere.
+		nohup "$bindir/dendrite" --config "$root/dendrite.yaml" \
 			--http-bind-address "127.0.0.1:$port" --https-bind-address "" \
 			>"$state/log" 2>&1 </dev/null &
-			echo $! >"$state/pid")
-		pid="$(cat "$state/pid")"
+		pid=$!
+		echo "$pid" >"$state/pid"
 		echo "$secret" >"$state/secret"
 		local i
 		for i in $(seq 1 300); do
@@ -77,8 +79,11 @@ tidemark_dendrite_setup() {
 			fi
 			sleep 0.1
 		done
-		if ! curl -sf -o /dev/null "$url/_matrix/client/versions"; then
-			echo "dendrite.sh: dendrite did not answer on $url" >&2
+		# The server answering must be the one just started (another one
+		# on the port would make this one exit), or its secret is not ours.
+		if ! curl -sf -o /dev/null "$url/_matrix/client/versions" || ! kill -0 "$pid" 2>/dev/null; then
+			echo "dendrite.sh: dendrite did not answer on $url:" >&2
+			tail -n 5 "$state/log" >&2
 			return 1
 		fi
 	fi

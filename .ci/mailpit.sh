@@ -31,7 +31,7 @@ tidemark_mailpit_setup() {
 	local pid=""
 	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
 	# A recorded pid counts only while it is still our mailpit.
-	if [ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$bin"; then
+	if [ -n "$pid" ] && ! tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$bin"; then
 		pid=""
 	fi
 	if [ -z "$pid" ] || ! curl -sf -o /dev/null "$api/api/v1/info"; then

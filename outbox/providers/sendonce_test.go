@@ -193,9 +193,16 @@ func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
 
 type setup struct {
 	// kind is the provider kind (default: the setup's name).
-	kind     string
-	target   string
-	settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper)
+	kind   string
+	target string
+	// targetOf, when set, gives the target from the settings (a room the
+	// setup made on a real server).
+	targetOf func(settings map[string]string) string
+	// realClock: the server dates its answers by the real clock, so a
+	// test whose crashed writer used the real clock recovers at real time,
+	// not an hour later.
+	realClock bool
+	settings  func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper)
 	// counted: the provider has a counter, so a lost answer is decided
 	// at once by subtraction; otherwise reconciliation decides it.
 	counted bool
@@ -208,6 +215,9 @@ type setup struct {
 // for HTTP).
 type dropper interface {
 	DropEvery(n int)
+	// KillAt calls kill (a SIGKILL of the writing process) once the nth
+	// write was taken, before its answer leaves; the answer is lost.
+	KillAt(n int, kill func())
 	Dropped() int
 	Reused() int
 }
@@ -215,7 +225,7 @@ type dropper interface {
 // fakes are the receivers of every provider kind, each following the
 // provider's documented API, behind a Dropper.
 func fakes() map[string]setup {
-	return map[string]setup{
+	all := map[string]setup{
 		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_HOOK_SECRET", "s3cret")
 			srv := providertest.New(t, env.Clock, []byte("s3cret"))
@@ -287,6 +297,8 @@ func fakes() map[string]setup {
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
 	}
+	maps.Copy(all, realServers())
+	return all
 }
 
 // setupNames lists every setup: one per provider kind (fakes fails the
@@ -300,6 +312,13 @@ func setupNames(t *testing.T) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(all))
+}
+
+func (s setup) targetFor(settings map[string]string) string {
+	if s.targetOf != nil {
+		return s.targetOf(settings)
+	}
+	return s.target
 }
 
 func (s setup) providerKind(name string) string {
@@ -554,7 +573,7 @@ func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 				}
 				var intents []outbox.Intent
 				for i := range n {
-					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("write %d of %d", i+1, n)})
+					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("write %d of %d", i+1, n)})
 					if err != nil {
 						t.Fatal(err)
 					}

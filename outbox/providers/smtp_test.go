@@ -27,6 +27,8 @@ type smtpReceiver struct {
 	mu      sync.Mutex
 	mails   []string // bodies, decoded
 	every   int
+	killAt  int
+	kill    func()
 	dropped int
 	reused  int
 }
@@ -48,8 +50,13 @@ func newSMTPReceiver(t *testing.T) *smtpReceiver {
 }
 
 func (r *smtpReceiver) DropEvery(n int) { r.mu.Lock(); r.every = n; r.mu.Unlock() }
-func (r *smtpReceiver) Dropped() int    { r.mu.Lock(); defer r.mu.Unlock(); return r.dropped }
-func (r *smtpReceiver) Reused() int     { r.mu.Lock(); defer r.mu.Unlock(); return r.reused }
+func (r *smtpReceiver) KillAt(n int, kill func()) {
+	r.mu.Lock()
+	r.killAt, r.kill = n, kill
+	r.mu.Unlock()
+}
+func (r *smtpReceiver) Dropped() int { r.mu.Lock(); defer r.mu.Unlock(); return r.dropped }
+func (r *smtpReceiver) Reused() int  { r.mu.Lock(); defer r.mu.Unlock(); return r.reused }
 
 func (r *smtpReceiver) bodies() []string {
 	r.mu.Lock()
@@ -102,10 +109,17 @@ func (s *smtpSession) Data(rd io.Reader) error {
 	}
 	s.mails++
 	drop := r.every > 0 && len(r.mails)%r.every == 0
+	var kill func()
+	if r.kill != nil && len(r.mails) == r.killAt {
+		kill, drop = r.kill, true
+	}
 	if drop {
 		r.dropped++
 	}
 	r.mu.Unlock()
+	if kill != nil {
+		kill()
+	}
 	if drop {
 		s.conn.Close() // taken, but the answer is never sent
 	}

@@ -1,0 +1,419 @@
+package providers_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-message/mail"
+
+	"github.com/tidemark/tidemark/outbox/providertest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// The real servers .ci/run starts (.ci/mailpit.sh, .ci/dendrite.sh). Each
+// joins the send-once, crash and stale-writer suites as a setup of its own
+// when its variables are set; without them those setups are not run.
+const (
+	envSMTPAddr     = "TIDEMARK_TEST_SMTP_ADDR"
+	envMailpitAPI   = "TIDEMARK_TEST_MAILPIT_API"
+	envMatrixURL    = "TIDEMARK_TEST_MATRIX_URL"
+	envMatrixSecret = "TIDEMARK_TEST_MATRIX_SHARED_SECRET"
+)
+
+// realServers are the setups against real servers whose variables are set.
+func realServers() map[string]setup {
+	out := map[string]setup{}
+	if os.Getenv(envSMTPAddr) != "" && os.Getenv(envMailpitAPI) != "" {
+		// mailpit takes the mail over SMTP and shows what it took through
+		// its API. It has no IMAP: the sent mailbox the lane reads back is
+		// providertest's IMAP server mirroring, at each session, what
+		// mailpit holds from this setup's sender, as a submission server
+		// files what it takes into Sent.
+		out["email@mailpit"] = setup{kind: "email", target: "reader@example.org", realClock: true,
+			settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
+				api := os.Getenv(envMailpitAPI)
+				from := "tidemark-" + uniqueName(t) + "@example.org"
+				proxy := newSMTPDropProxy(t, os.Getenv(envSMTPAddr))
+				box := providertest.NewSentMailbox(t)
+				box.Mirror(func() (map[string][]byte, error) { return mailpitMails(api, from) })
+				s := box.Settings()
+				s["smtp_url"], s["from"] = "smtp+insecure://"+proxy.addr, from
+				return s, func() []string {
+					mails, err := mailpitMails(api, from)
+					if err != nil {
+						t.Fatalf("mailpit: %v", err)
+					}
+					var bodies []string
+					for _, raw := range mails {
+						bodies = append(bodies, mustMailText(t, raw))
+					}
+					return bodies
+				}, proxy
+			}}
+	}
+	if os.Getenv(envMatrixURL) != "" && os.Getenv(envMatrixSecret) != "" {
+		// Dendrite, through a proxy that loses the answers to writes it
+		// passed on (providertest.Dropper).
+		out["matrix@dendrite"] = setup{kind: "matrix", realClock: true,
+			targetOf: func(s map[string]string) string { return s["rooms"] },
+			settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
+				hs := os.Getenv(envMatrixURL)
+				token, user := mustRegisterMatrixUser(t, hs, os.Getenv(envMatrixSecret))
+				room := mustCreateRoom(t, hs, token)
+				u, err := url.Parse(hs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv, d := providertest.NewDropServer(t, httputil.NewSingleHostReverseProxy(u))
+				return map[string]string{"homeserver_url": srv.URL, "token": token, "user_id": user, "rooms": room},
+					func() []string { return matrixBodies(t, hs, token, room, user) }, d
+			}}
+	}
+	return out
+}
+
+// uniqueName names what a test makes on a shared server (a sender, a
+// user), so no two tests, runs or backends see each other's.
+func uniqueName(t *testing.T) string { return strings.ToLower(rand.Text()) }
+
+// mailpitMails returns the raw mails mailpit holds from sender, by id.
+func mailpitMails(api, from string) (map[string][]byte, error) {
+	q := url.Values{"query": {"from:" + from}, "limit": {"1000"}}
+	resp, err := http.Get(api + "/api/v1/search?" + q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var found struct {
+		Total    int `json:"messages_count"`
+		Messages []struct {
+			ID string `json:"ID"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if found.Total != len(found.Messages) {
+		return nil, fmt.Errorf("search: %d mails, %d listed", found.Total, len(found.Messages))
+	}
+	out := map[string][]byte{}
+	for _, m := range found.Messages {
+		r, err := http.Get(api + "/api/v1/message/" + url.PathEscape(m.ID) + "/raw")
+		if err != nil {
+			return nil, err
+		}
+		raw, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil || r.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("raw %s: status %d %v", m.ID, r.StatusCode, err)
+		}
+		out[m.ID] = raw
+	}
+	return out, nil
+}
+
+// mustMailText is a mail's text part, decoded, as the intent's body was.
+func mustMailText(t *testing.T, raw []byte) string {
+	t.Helper()
+	r, err := mail.CreateReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := r.NextPart()
+		if err != nil {
+			t.Fatalf("no text part: %v", err)
+		}
+		if h, ok := p.Header.(*mail.InlineHeader); ok {
+			if ct, _, _ := h.ContentType(); ct == "text/plain" {
+				b, err := io.ReadAll(p.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strings.TrimRight(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+			}
+		}
+	}
+}
+
+// smtpDropProxy passes SMTP sessions to a real server and, on demand,
+// loses the answer to every nth mail: the server took it (its final dot
+// went through), but the proxy closes the client's connection instead of
+// passing the answer on.
+type smtpDropProxy struct {
+	addr string
+
+	mu      sync.Mutex
+	every   int
+	killAt  int
+	kill    func()
+	mails   int
+	dropped int
+}
+
+func newSMTPDropProxy(t *testing.T, upstream string) *smtpDropProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &smtpDropProxy{addr: l.Addr().String()}
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); p.serve(c, upstream) }()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	return p
+}
+
+func (p *smtpDropProxy) DropEvery(n int) { p.mu.Lock(); p.every = n; p.mu.Unlock() }
+func (p *smtpDropProxy) KillAt(n int, kill func()) {
+	p.mu.Lock()
+	p.killAt, p.kill = n, kill
+	p.mu.Unlock()
+}
+func (p *smtpDropProxy) Dropped() int { p.mu.Lock(); defer p.mu.Unlock(); return p.dropped }
+
+// Reused: every mail has a connection of its own (the provider's rule),
+// and the proxy passes that on; it has no kept-alive writes to count.
+func (p *smtpDropProxy) Reused() int { return 0 }
+
+func (p *smtpDropProxy) serve(client net.Conn, upstream string) {
+	defer client.Close()
+	server, err := net.DialTimeout("tcp", upstream, 10*time.Second)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	var mu sync.Mutex
+	dropNext := false // the next reply is the answer to a mail to lose
+	var kill func()   // called before it is lost
+	done := make(chan struct{})
+	go func() { // server → client
+		defer close(done)
+		r := bufio.NewReader(server)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				client.Close()
+				return
+			}
+			mu.Lock()
+			drop, k := dropNext, kill
+			mu.Unlock()
+			if drop {
+				if k != nil {
+					k()
+				}
+				client.Close()
+				server.Close()
+				return
+			}
+			if _, err := client.Write([]byte(line)); err != nil {
+				return
+			}
+		}
+	}()
+	r := bufio.NewReader(client)
+	inData := false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		switch {
+		case !inData && strings.EqualFold(strings.TrimSpace(line), "DATA"):
+			inData = true
+		case inData && line == ".\r\n":
+			inData = false
+			p.mu.Lock()
+			p.mails++
+			drop := p.every > 0 && p.mails%p.every == 0
+			var k func()
+			if p.kill != nil && p.mails == p.killAt {
+				k, drop = p.kill, true
+			}
+			if drop {
+				p.dropped++
+			}
+			p.mu.Unlock()
+			mu.Lock()
+			dropNext, kill = drop, k
+			mu.Unlock()
+		}
+		if _, err := server.Write([]byte(line)); err != nil {
+			break
+		}
+	}
+	server.Close()
+	<-done
+}
+
+// mustRegisterMatrixUser registers a new user through the homeserver's
+// shared-secret registration (the admin API Synapse defined and Dendrite
+// serves) and returns its access token and user id.
+func mustRegisterMatrixUser(t *testing.T, hs, secret string) (token, userID string) {
+	t.Helper()
+	var nonce struct{ Nonce string }
+	mustMatrixJSON(t, http.MethodGet, hs+"/_synapse/admin/v1/register", "", nil, &nonce)
+	user, pass := "tm"+uniqueName(t), "pw-"+uniqueName(t)
+	mac := hmac.New(sha1.New, []byte(secret))
+	mac.Write([]byte(nonce.Nonce + "\x00" + user + "\x00" + pass + "\x00notadmin"))
+	var reg struct {
+		AccessToken string `json:"access_token"`
+		UserID      string `json:"user_id"`
+	}
+	mustMatrixJSON(t, http.MethodPost, hs+"/_synapse/admin/v1/register", "", map[string]any{
+		"nonce": nonce.Nonce, "username": user, "password": pass, "admin": false, "mac": hex.EncodeToString(mac.Sum(nil)),
+	}, &reg)
+	if reg.AccessToken == "" || reg.UserID == "" {
+		t.Fatalf("registration gave no token: %+v", reg)
+	}
+	return reg.AccessToken, reg.UserID
+}
+
+func mustCreateRoom(t *testing.T, hs, token string) string {
+	t.Helper()
+	var room struct {
+		RoomID string `json:"room_id"`
+	}
+	mustMatrixJSON(t, http.MethodPost, hs+"/_matrix/client/v3/createRoom", token, map[string]any{"preset": "private_chat"}, &room)
+	return room.RoomID
+}
+
+// matrixBodies returns the bodies our user sent to the room, oldest
+// first. Dendrite answers a send once its room server took the event, and
+// serves /messages from its sync server, which catches up a moment later;
+// so it first sends a marker of its own, and reads until the marker shows
+// (everything sent before it shows then too), waiting between reads on a
+// /sync long poll: the server's own signal that something new arrived.
+func matrixBodies(t *testing.T, hs, token, room, user string) []string {
+	t.Helper()
+	marker := "marker " + uniqueName(t)
+	var sent struct {
+		EventID string `json:"event_id"`
+	}
+	mustMatrixJSON(t, http.MethodPut, hs+"/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/send/m.room.message/"+uniqueName(t), token,
+		map[string]string{"msgtype": "m.notice", "body": marker}, &sent)
+	since := ""
+	for range 30 {
+		bodies, seen := matrixRead(t, hs, token, room, user, marker)
+		if seen {
+			return bodies
+		}
+		q := url.Values{"timeout": {"5000"}, "filter": {`{"room":{"rooms":[]},"presence":{"types":[]}}`}}
+		if since != "" {
+			q.Set("since", since)
+		}
+		var sync struct {
+			NextBatch string `json:"next_batch"`
+		}
+		mustMatrixJSON(t, http.MethodGet, hs+"/_matrix/client/v3/sync?"+q.Encode(), token, nil, &sync)
+		since = sync.NextBatch
+	}
+	t.Fatalf("the room's messages never showed the marker %s", sent.EventID)
+	return nil
+}
+
+// matrixRead reads the room's messages newest first (Dendrite wants a from
+// token to read forwards) and returns our user's bodies but the marker,
+// oldest first, and whether the marker was among them.
+func matrixRead(t *testing.T, hs, token, room, user, marker string) ([]string, bool) {
+	t.Helper()
+	var out []string
+	seen := false
+	from := ""
+	for range 100 {
+		q := url.Values{"dir": {"b"}, "limit": {"100"}}
+		if from != "" {
+			q.Set("from", from)
+		}
+		var page struct {
+			Chunk []struct {
+				Type    string `json:"type"`
+				Sender  string `json:"sender"`
+				Content struct {
+					Msgtype string `json:"msgtype"`
+					Body    string `json:"body"`
+				} `json:"content"`
+			} `json:"chunk"`
+			End string `json:"end"`
+		}
+		mustMatrixJSON(t, http.MethodGet, hs+"/_matrix/client/v3/rooms/"+url.PathEscape(room)+"/messages?"+q.Encode(), token, nil, &page)
+		for _, e := range page.Chunk {
+			switch {
+			case e.Type != "m.room.message" || e.Sender != user:
+			case e.Content.Body == marker:
+				seen = true
+			case e.Content.Msgtype == "m.notice":
+				// An earlier read's marker.
+			default:
+				out = append(out, e.Content.Body)
+			}
+		}
+		if page.End == "" || len(page.Chunk) == 0 {
+			slices.Reverse(out)
+			return out, seen
+		}
+		from = page.End
+	}
+	t.Fatal("more than 100 pages of room messages")
+	return nil, false
+}
+
+func mustMatrixJSON(t *testing.T, method, u, token string, in, out any) {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: status %d: %s", method, u, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s %s: %v: %s", method, u, err, b)
+	}
+}
