@@ -199,7 +199,7 @@ var kinds = map[string]kind{
 			ListOwn:        &provider.Capability{Needs: []string{"rooms"}, How: "GET /rooms/{roomId}/messages?dir=b, filtered to our user"},
 			JoinOn:         "target+parent+body_sha256 of content.body",
 			Freshness:      []string{freshAge, freshNoStore},
-			Notes:          "homeservers keep transaction ids for about 30 minutes; after that the listing decides",
+			Notes:          "homeservers keep transaction ids for about 30 minutes; after that only a listing whose answers prove their age decides (Dendrite's carry no Age and no Cache-Control: no-store, so a write in doubt for longer stays unresolved there)",
 		},
 		minGap: matrix.DefaultMinGap,
 	},
