@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-message/mail"
+	gomail "github.com/emersion/go-message/mail"
 
 	"github.com/tidemark/tidemark/outbox/providertest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -133,22 +133,32 @@ func mailpitMails(api, from string) (map[string][]byte, error) {
 // mustMailText is a mail's text part, decoded, as the intent's body was.
 func mustMailText(t *testing.T, raw []byte) string {
 	t.Helper()
-	r, err := mail.CreateReader(bytes.NewReader(raw))
+	text, err := mailText(raw)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return text
+}
+
+// mailText is a mail's text part, decoded, with LF line breaks and no
+// trailing ones: the intent's body as it was drafted.
+func mailText(raw []byte) (string, error) {
+	r, err := gomail.CreateReader(bytes.NewReader(raw))
+	if err != nil {
+		return "", err
 	}
 	for {
 		p, err := r.NextPart()
 		if err != nil {
-			t.Fatalf("no text part: %v", err)
+			return "", fmt.Errorf("no text part: %w", err)
 		}
-		if h, ok := p.Header.(*mail.InlineHeader); ok {
+		if h, ok := p.Header.(*gomail.InlineHeader); ok {
 			if ct, _, _ := h.ContentType(); ct == "text/plain" {
 				b, err := io.ReadAll(p.Body)
 				if err != nil {
-					t.Fatal(err)
+					return "", err
 				}
-				return strings.TrimRight(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+				return strings.TrimRight(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"), nil
 			}
 		}
 	}

@@ -3,10 +3,8 @@ package providers_test
 import (
 	"bytes"
 	"io"
-	"mime/quotedprintable"
 	"net"
 	"net/mail"
-	"strings"
 	"sync"
 	"testing"
 
@@ -91,9 +89,9 @@ func (s *smtpSession) Data(rd io.Reader) error {
 	if m.Header.Get("Message-ID") == "" {
 		return &smtp.SMTPError{Code: 554, Message: "no Message-ID"}
 	}
-	b, err := io.ReadAll(quotedprintable.NewReader(m.Body))
+	text, err := mailText(raw)
 	if err != nil {
-		return err
+		return &smtp.SMTPError{Code: 554, Message: err.Error()}
 	}
 	r := s.r
 	if r.sent != nil {
@@ -103,7 +101,7 @@ func (s *smtpSession) Data(rd io.Reader) error {
 	}
 	r.mu.Lock()
 	// The data terminator puts a line break after the last line.
-	r.mails = append(r.mails, strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"))
+	r.mails = append(r.mails, text)
 	if s.mails > 0 {
 		r.reused++
 	}

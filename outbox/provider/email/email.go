@@ -1,5 +1,6 @@
-// Package email sends each write as a plain-text mail over SMTP
-// (github.com/emersion/go-smtp). Its Message-ID is derived from the
+// Package email sends each write as a mail over SMTP
+// (github.com/emersion/go-smtp): its text, with an HTML rendering of it
+// beside (multipart/alternative). Its Message-ID is derived from the
 // intent's idempotency key, so every attempt at one intent carries the same
 // Message-ID, and a mailbox (or a person) can tell a resend from a new mail.
 //
@@ -186,7 +187,7 @@ func (p *Provider) MessageID(key string) string {
 }
 
 // compose renders the mail: headers, then the body as quoted-printable
-// UTF-8 text.
+// UTF-8 text and its HTML rendering, as multipart/alternative.
 func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 	subject, _, _ := strings.Cut(strings.TrimSpace(string(w.Body)), "\n")
 	subject = strings.TrimSpace(subject)
@@ -201,16 +202,29 @@ func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 	h("Date", p.c.Clock.Now().Format(time.RFC1123Z))
 	h("Message-ID", p.MessageID(w.IdempotencyKey))
 	h("MIME-Version", "1.0")
-	h("Content-Type", "text/plain; charset=utf-8")
-	h("Content-Transfer-Encoding", "quoted-printable")
+	// The text and provider.TextHTML of it, as alternatives; the boundary
+	// comes from the intent's key, so every attempt sends the same bytes.
+	boundary := "tidemark-" + strings.TrimPrefix(w.IdempotencyKey, "tm-")
+	h("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
 	b.WriteString("\r\n")
-	qp := quotedprintable.NewWriter(&b)
-	if _, err := qp.Write(bytes.ReplaceAll(w.Body, []byte("\n"), []byte("\r\n"))); err != nil {
-		return nil, err
+	for _, part := range []struct{ ctype, text string }{
+		{"text/plain", string(w.Body)},
+		{"text/html", "<!DOCTYPE html><html><body>" + provider.TextHTML(string(w.Body)) + "</body></html>"},
+	} {
+		b.WriteString("--" + boundary + "\r\n")
+		h("Content-Type", part.ctype+"; charset=utf-8")
+		h("Content-Transfer-Encoding", "quoted-printable")
+		b.WriteString("\r\n")
+		qp := quotedprintable.NewWriter(&b)
+		if _, err := qp.Write([]byte(strings.ReplaceAll(part.text, "\n", "\r\n"))); err != nil {
+			return nil, err
+		}
+		if err := qp.Close(); err != nil {
+			return nil, err
+		}
+		b.WriteString("\r\n")
 	}
-	if err := qp.Close(); err != nil {
-		return nil, err
-	}
+	b.WriteString("--" + boundary + "--\r\n")
 	return b.Bytes(), nil
 }
 

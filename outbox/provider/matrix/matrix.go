@@ -9,6 +9,9 @@
 // /rooms/{roomId}/messages?dir=b) sent by our user, matched on the SHA-256
 // of content.body, which the homeserver returns as sent.
 //
+// Each message carries its text as body and provider.TextHTML of it as
+// formatted_body (org.matrix.custom.html) while both fit in one event.
+//
 // Target is a room id (!opaque:server); there is no parent.
 package matrix
 
@@ -132,7 +135,13 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if len(w.Body) > MaxBodyBytes {
 		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the message is %d bytes; a Matrix event holds at most %d", len(w.Body), MaxBodyBytes)}
 	}
-	body, _ := json.Marshal(map[string]string{"msgtype": "m.text", "body": string(w.Body)})
+	content := map[string]string{"msgtype": "m.text", "body": string(w.Body)}
+	// The HTML rendering goes beside the text while the event stays in
+	// bounds; the body, what the listing joins on, is the same either way.
+	if h := provider.TextHTML(string(w.Body)); len(w.Body)+len(h) <= MaxBodyBytes {
+		content["format"], content["formatted_body"] = "org.matrix.custom.html", h
+	}
+	body, _ := json.Marshal(content)
 	path := "/rooms/" + url.PathEscape(w.Target) + "/send/m.room.message/" + url.PathEscape(w.IdempotencyKey)
 	req, err := http.NewRequest(http.MethodPut, p.url(path, nil), bytes.NewReader(body))
 	if err != nil {
