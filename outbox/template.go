@@ -26,6 +26,10 @@ type Message struct {
 	Link string `json:"link"`
 	// Source is the name of the source that changed.
 	Source string `json:"source"`
+	// Page is the change's page id: the default templates name it where
+	// there is no link, so two changes with the same title and summary are
+	// still two different writes.
+	Page string `json:"page,omitempty"`
 }
 
 // Markups a channel's body is written in.
@@ -51,10 +55,12 @@ type Format struct {
 	Template string `json:"template"`
 }
 
+// The default templates. The text one drafts exactly PublicationBody.
 const (
-	textTemplate     = "{{.Title}}\n\n{{.Summary}}\n\n{{.Link}}"
-	mrkdwnTemplate   = "*{{.Title}}*\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}|{{if .Source}}{{.Source}}{{else}}read more{{end}}>{{end}}"
-	markdownTemplate = "**{{.Title}}**\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}>{{end}}"
+	pageRef          = "{{if .Link}}{{.Link}}{{else if .Page}}page {{.Page}}{{end}}"
+	textTemplate     = "{{.Title}}\n\n{{.Summary}}\n\n" + pageRef
+	mrkdwnTemplate   = "*{{.Title}}*\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}|{{if .Source}}{{.Source}}{{else}}read more{{end}}>{{else if .Page}}page {{.Page}}{{end}}"
+	markdownTemplate = "**{{.Title}}**\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}>{{else if .Page}}page {{.Page}}{{end}}"
 )
 
 // formats are the provider kinds' formats, from their documented limits.
@@ -125,8 +131,8 @@ func ParseTemplate(text string) (*Template, error) {
 	if err != nil {
 		return nil, tidemark.Invalidf("template", text, "%v", err)
 	}
-	if err := t.Execute(&bytes.Buffer{}, Message{Title: "t", Summary: "s", Link: "https://example.org/", Source: "src"}); err != nil {
-		return nil, tidemark.Invalidf("template", text, "%v (a template reads .Title, .Summary, .Link and .Source)", err)
+	if err := t.Execute(&bytes.Buffer{}, Message{Title: "t", Summary: "s", Link: "https://example.org/", Source: "src", Page: "p"}); err != nil {
+		return nil, tidemark.Invalidf("template", text, "%v (a template reads .Title, .Summary, .Link, .Source and .Page)", err)
 	}
 	return &Template{t: t}, nil
 }
@@ -142,7 +148,8 @@ func (t *Template) Render(kind string, m Message) (Rendered, error) {
 
 func (t *Template) render(f Format, m Message) (Rendered, error) {
 	esc := escaper(f.Markup)
-	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(strings.TrimSpace(m.Summary)), Link: linkEscape(f.Markup, m.Link), Source: esc(oneLine(m.Source))}
+	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(strings.TrimSpace(m.Summary)), Link: linkEscape(f.Markup, m.Link),
+		Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))}
 	out := Rendered{Kind: f.Kind, Markup: f.Markup, Limit: limitText(f)}
 	body, err := t.exec(data)
 	if err != nil {
@@ -269,4 +276,17 @@ func linkEscape(markup, link string) string {
 		return ""
 	}
 	return link
+}
+
+// ChannelBody is the body a channel drafts for a published page: its
+// template (the kind's default when blank) over the publication and the
+// source's name. A template that fails on this page (a title longer than
+// the provider takes) drafts PublicationBody instead, and says why: a
+// publication is never refused for its notification.
+func ChannelBody(kind, tmpl string, p tidemark.Publication, source string) (string, error) {
+	r, err := Preview(kind, tmpl, Message{Title: p.Title, Summary: p.Summary, Link: p.PageURL, Source: source, Page: p.PageID})
+	if err != nil {
+		return PublicationBody(p), err
+	}
+	return r.Body, nil
 }

@@ -82,3 +82,20 @@ func TestPreviewDropsALinkThatCouldBreakOut(t *testing.T) {
 		t.Fatalf("the link broke out: %q", r.Body)
 	}
 }
+
+// A text channel without a template drafts exactly what it drafted before
+// templates: PublicationBody.
+func TestTheDefaultTextTemplateIsThePublicationBody(t *testing.T) {
+	for _, p := range []tidemark.Publication{
+		{PageID: "p1", Title: "Title", Summary: "Line one.\nLine two.", PageURL: "https://wiki.example/p1"},
+		{PageID: "p2", Title: "Title", Summary: "Same summary."},
+		{PageID: "p3", Title: "Only a title"},
+	} {
+		for _, kind := range []string{"webhook", "matrix", "email", "ntfy", "github"} {
+			got, err := outbox.ChannelBody(kind, "", p, "src")
+			if err != nil || got != outbox.PublicationBody(p) {
+				t.Errorf("%s, %+v: %q (%v), want %q", kind, p, got, err, outbox.PublicationBody(p))
+			}
+		}
+	}
+}

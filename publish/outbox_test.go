@@ -2,6 +2,7 @@ package publish_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -117,6 +118,44 @@ func TestACollidingDraftIsAVisibleReversibleState(t *testing.T) {
 		}
 		if got, err := ob.Revive(ctx, col[0].ID, "ops", "post it"); err != nil || got.State != outbox.StatePending {
 			t.Fatalf("revive after the twin retired: %+v %v", got, err)
+		}
+	})
+}
+
+// A channel's template shapes what its lane is sent, in the lane's
+// markup; a template that would fail on every change is refused when it
+// is set, and the channel keeps the one it had.
+func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := f.db.Outbox()
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "chat", Provider: "discord"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ob.AddChannel(ctx, f.src.ID, "chat", "channel", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ob.SetChannelTemplate(ctx, c.ID, "{{.Author}}"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a template reading a field no change has: %v", err)
+		}
+		if c, err = ob.SetChannelTemplate(ctx, c.ID, "New in {{.Source}}: {{.Title}} ({{.Page}})"); err != nil || c.Template == "" {
+			t.Fatalf("set template: %+v %v", c, err)
+		}
+		f.svc.Hooks = []publishHook{ob.PublishHook()}
+		ev := f.mustEvent(t, "c1", "bump *all* deps", "evidence")
+		s := f.mustAccept(t, ev, "Bumps dependencies.", "m1")
+		p, err := f.svc.Publish(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "chat"})
+		if err != nil || len(ins) != 1 {
+			t.Fatalf("intents %+v %v", ins, err)
+		}
+		if want := "New in " + f.src.Name + ": bump \\*all\\* deps (" + p.PageID + ")"; ins[0].Body != want {
+			t.Fatalf("drafted %q, want %q", ins[0].Body, want)
 		}
 	})
 }

@@ -321,11 +321,42 @@ func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, p
 func (s *OutboxStore) Channels(ctx context.Context) ([]outbox.Channel, error) {
 	return queryAll(ctx, s.db.db, func(sc scanner) (c outbox.Channel, err error) {
 		var at int64
-		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at)
+		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &c.Template, &at)
 		c.CreatedAt = fromMS(at)
 		return c, err
-	}, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at
+	}, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.template, c.created_at
 		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
+}
+
+// SetChannelTemplate sets a channel's message template ("": the lane's
+// provider kind's default), checked with outbox.ParseTemplate first: a
+// template that would fail on every change is refused, and the channel
+// keeps the one it had.
+func (s *OutboxStore) SetChannelTemplate(ctx context.Context, channelID, template string) (outbox.Channel, error) {
+	if strings.TrimSpace(template) != "" {
+		if _, err := outbox.ParseTemplate(template); err != nil {
+			return outbox.Channel{}, err
+		}
+	}
+	res, err := s.db.db.ExecContext(ctx, `UPDATE outbox_channels SET template = $1 WHERE id = $2`, template, channelID)
+	if err != nil {
+		return outbox.Channel{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return outbox.Channel{}, err
+	} else if n != 1 {
+		return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
+	}
+	cs, err := s.Channels(ctx)
+	if err != nil {
+		return outbox.Channel{}, err
+	}
+	for _, c := range cs {
+		if c.ID == channelID {
+			return c, nil
+		}
+	}
+	return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
 }
 
 // Draft implements outbox.Store.
@@ -350,11 +381,19 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // has is kept in collision, never an error that rolls the mark back.
 func (s *OutboxStore) PublishHook() publish.Hook {
 	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
-		body := outbox.PublicationBody(p)
 		drafts, err := queryAll(ctx, tx, func(sc scanner) (outbox.Draft, error) {
-			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID, SummaryID: p.SummaryID}
-			return d, sc.Scan(&d.ChannelID, &d.Lane, &d.Target, &d.Parent)
-		}, `SELECT id, lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
+			d := outbox.Draft{SourceID: p.SourceID, PageID: p.PageID, SummaryID: p.SummaryID}
+			var kind, template, source string
+			if err := sc.Scan(&d.ChannelID, &d.Lane, &d.Target, &d.Parent, &template, &kind, &source); err != nil {
+				return d, err
+			}
+			// A template that fails on this page drafts PublicationBody:
+			// the page is published whatever its notification says.
+			d.Body, _ = outbox.ChannelBody(kind, template, p, source)
+			return d, nil
+		}, `SELECT c.id, c.lane, c.target, c.parent, c.template, l.provider, s.name
+			FROM outbox_channels c JOIN outbox_lanes l ON l.name = c.lane JOIN sources s ON s.id = c.source_id
+			WHERE c.source_id = $1 ORDER BY c.created_at, c.id`, p.SourceID)
 		if err != nil {
 			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
 		}
