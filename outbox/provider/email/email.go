@@ -125,6 +125,10 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is an email lane.
 type Provider struct {
+	// Probe: the listing of the sent mailbox is the read.
+	provider.NoProbe
+	// Count: SMTP has no counter.
+	provider.NoCount
 	c      Config
 	scheme string
 	addr   string
@@ -172,7 +176,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Provider{c: cfg, scheme: u.Scheme, addr: addr, from: from, imap: ic}, nil
+	return &Provider{NoProbe: "email", NoCount: "email", c: cfg, scheme: u.Scheme, addr: addr, from: from, imap: ic}, nil
 }
 
 var (
@@ -321,17 +325,6 @@ func (p *Provider) dial(ctx context.Context) (*smtp.Client, error) {
 	default:
 		return smtp.NewClient(conn), nil
 	}
-}
-
-// Probe implements provider.Provider: the listing of the sent mailbox is
-// the read.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("email: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: SMTP has no counter.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("email: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: the target must be an address.

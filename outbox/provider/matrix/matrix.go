@@ -77,6 +77,10 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is a Matrix lane.
 type Provider struct {
+	// Probe: the listing is the read.
+	provider.NoProbe
+	// Count: Matrix has no counter of our events.
+	provider.NoCount
 	c  Config
 	w  *provider.WriteClient
 	mu sync.Mutex
@@ -99,13 +103,8 @@ func New(cfg Config) (*Provider, error) {
 			return nil, tidemark.Invalidf("setting rooms", r, "want room ids such as !abc:example.org")
 		}
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), me: cfg.UserID}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoProbe: "matrix", NoCount: "matrix", c: cfg, w: w, me: cfg.UserID}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -215,15 +214,12 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	if err != nil {
 		return provider.Page{}, err
 	}
-	idx, from := 0, ""
-	if cursor != "" {
-		i, rest, _ := strings.Cut(cursor, "|")
-		if _, err := fmt.Sscan(i, &idx); err != nil || idx < 0 || idx >= len(p.c.Rooms) {
-			return provider.Page{}, fmt.Errorf("matrix: bad cursor %q", cursor)
-		}
-		from = rest
+	at, err := provider.ParsePageTargets("matrix", cursor, len(p.c.Rooms))
+	if err != nil {
+		return provider.Page{}, err
 	}
-	room := p.c.Rooms[idx]
+	from := at.Token
+	room := p.c.Rooms[at.Index]
 	q := url.Values{"dir": {"b"}, "limit": {fmt.Sprint(pageSize)}}
 	if from != "" {
 		q.Set("from", from)
@@ -244,23 +240,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: e.EventID, CreatedAt: time.UnixMilli(e.TS).UTC(), Target: room,
 			HasParent: true, BodySHA256: provider.BodySHA256([]byte(e.Content.Body))})
 	}
-	switch {
-	case ans.End != "" && len(ans.Chunk) > 0 && ans.End != from:
-		page.Next = fmt.Sprintf("%d|%s", idx, ans.End)
-	case idx+1 < len(p.c.Rooms):
-		page.Next = fmt.Sprint(idx + 1)
-	}
+	page.Next = at.Next(ans.End != "" && len(ans.Chunk) > 0 && ans.End != from, ans.End)
 	return page, nil
-}
-
-// Probe implements provider.Provider: the listing is the read.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("matrix: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: Matrix has no counter of our events.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("matrix: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: a room id; a room we cannot send
