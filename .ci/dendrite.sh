@@ -17,7 +17,9 @@ tidemark_dendrite_setup() {
 	local port="${TIDEMARK_CI_MATRIX_PORT:-7180}"
 	local url="http://127.0.0.1:$port"
 	local state="$cache/dendrite-run"
-	local db=tidemark_dendrite
+	# A database of its own per port, so a second server (another port) never
+	# drops the first one's.
+	local db="tidemark_dendrite${TIDEMARK_CI_MATRIX_PORT:+_$TIDEMARK_CI_MATRIX_PORT}"
 
 	if [ ! -x "$bindir/dendrite" ] || [ ! -x "$bindir/generate-keys" ] || [ ! -x "$bindir/generate-config" ]; then
 		echo "dendrite.sh: building dendrite $version (first run only)" >&2
@@ -44,7 +46,7 @@ tidemark_dendrite_setup() {
 		# A fresh server each start: a new key, config and database, so
 		# nothing left by an earlier server (signed with another key) is
 		# read by this one.
-		su postgres -c "psql -qc 'DROP DATABASE IF EXISTS $db WITH (FORCE)'" >&2 || return 1
+		su postgres -c "PGOPTIONS=--client-min-messages=warning psql -qc 'DROP DATABASE IF EXISTS $db WITH (FORCE)'" >&2 || return 1
 		su postgres -c "psql -qc 'CREATE DATABASE $db OWNER tidemark'" >&2 || return 1
 		local root
 		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-dendrite.XXXXXX")" || return 1
