@@ -38,8 +38,10 @@ tidemark_mailpit_setup() {
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
 		local root
 		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-mailpit.XXXXXX")" || return 1
-		# --max 0 keeps every message: tests find theirs by a recipient of
-		# their own, so nothing may be pruned under them.
+		# --max 0 keeps every message: tests find theirs by a sender of
+		# their own, so nothing may be pruned under them. Mails with the
+		# same Message-ID are all kept (no --ignore-duplicate-ids): a mail
+		# sent twice must show twice, or the tests could not see it.
 		nohup "$bin" --smtp "127.0.0.1:$smtp_port" --listen "127.0.0.1:$http_port" \
 			--database "$root/mailpit.db" --max 0 --disable-version-check --smtp-disable-rdns \
 			--smtp-auth-accept-any --smtp-auth-allow-insecure --quiet \
