@@ -177,6 +177,7 @@ type smtpDropProxy struct {
 	kill    func()
 	mails   int
 	dropped int
+	reused  int
 }
 
 func newSMTPDropProxy(t *testing.T, upstream string) *smtpDropProxy {
@@ -209,9 +210,9 @@ func (p *smtpDropProxy) KillAt(n int, kill func()) {
 }
 func (p *smtpDropProxy) Dropped() int { p.mu.Lock(); defer p.mu.Unlock(); return p.dropped }
 
-// Reused: every mail has a connection of its own (the provider's rule),
-// and the proxy passes that on; it has no kept-alive writes to count.
-func (p *smtpDropProxy) Reused() int { return 0 }
+// Reused is how many mails came on a connection that had carried one
+// before (the provider opens one per mail, so none should).
+func (p *smtpDropProxy) Reused() int { p.mu.Lock(); defer p.mu.Unlock(); return p.reused }
 
 func (p *smtpDropProxy) serve(client net.Conn, upstream string) {
 	defer client.Close()
@@ -250,7 +251,7 @@ func (p *smtpDropProxy) serve(client net.Conn, upstream string) {
 		}
 	}()
 	r := bufio.NewReader(client)
-	inData := false
+	inData, mailsHere := false, 0
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
@@ -263,6 +264,9 @@ func (p *smtpDropProxy) serve(client net.Conn, upstream string) {
 			inData = false
 			p.mu.Lock()
 			p.mails++
+			if mailsHere++; mailsHere > 1 {
+				p.reused++
+			}
 			drop := p.every > 0 && p.mails%p.every == 0
 			var k func()
 			if p.kill != nil && p.mails == p.killAt {
