@@ -24,7 +24,11 @@ import (
 
 	gomail "github.com/emersion/go-message/mail"
 
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider/matrix"
+	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/outbox/providertest"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -429,5 +433,57 @@ func mustMatrixJSON(t *testing.T, method, u, token string, in, out any) {
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatalf("%s %s: %v: %s", method, u, err, b)
+	}
+}
+
+// TestDendriteBeyondTheKeyWindowLeavesAWriteInDoubtUnresolved: Dendrite's
+// answers prove no freshness (no Age, no Cache-Control: no-store), so once
+// a write in doubt is older than the 30 minutes a homeserver keeps its
+// transaction id, nothing can decide it: it stays unresolved and is never
+// sent again, and the room holds it once, as the providers table says.
+func TestDendriteBeyondTheKeyWindowLeavesAWriteInDoubtUnresolved(t *testing.T) {
+	k, ok := realServers()["matrix@dendrite"]
+	if !ok {
+		t.Skip("no Dendrite: source .ci/dendrite.sh")
+	}
+	ctx := context.Background()
+	env := sqltest.NewEnv(9)
+	db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
+	st := db.Outbox()
+	settings, received, d := k.settings(t, env)
+	if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "matrix", Settings: settings}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: "in doubt for an hour"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane, err := st.Lane(ctx, "lane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := providers.New(lane, env.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "w", Clock: env.Clock, LeaseTTL: 2 * time.Hour}
+	d.DropEvery(1)
+	if s, err := dl.Step(ctx); err != nil || s.Kind != outbox.StepSent || s.Outcome != outbox.OutcomeUnknown {
+		t.Fatalf("the send: %+v %v", s, err)
+	}
+	d.DropEvery(0)
+	env.Clock.Advance(matrix.TxnWindow + time.Minute)
+	for range 5 {
+		if _, err := dl.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		env.Clock.Advance(time.Minute)
+	}
+	got, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "lane"})
+	if err != nil || len(got) != 1 || got[0].ID != in.ID || got[0].State != outbox.StateUnresolved {
+		t.Fatalf("intents %+v %v: want the one unresolved", got, err)
+	}
+	if bodies := received(); len(bodies) != 1 {
+		t.Fatalf("the room holds %q", bodies)
 	}
 }
