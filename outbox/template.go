@@ -9,11 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox/provider"
-	"github.com/tidemark/tidemark/outbox/provider/discord"
-	"github.com/tidemark/tidemark/outbox/provider/email"
-	"github.com/tidemark/tidemark/outbox/provider/matrix"
-	"github.com/tidemark/tidemark/outbox/provider/ntfy"
-	"github.com/tidemark/tidemark/outbox/provider/slack"
 )
 
 // Message is what a channel says about a change: the fields its template
@@ -64,12 +59,16 @@ const (
 )
 
 // formats are the provider kinds' formats, from their documented limits.
+// The numbers are the provider packages' own (matrix.MaxBodyBytes,
+// email.MaxBodyBytes, slack.MaxText, discord.MaxContent,
+// ntfy.DefaultMaxBytes), written here so the outbox's rules import no
+// provider; a test in outbox/providers holds them equal.
 var formats = map[string]Format{
-	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: matrix.MaxBodyBytes, Template: textTemplate},
-	"email":    {Markup: MarkupText, HTML: true, MaxBytes: email.MaxBodyBytes, Template: textTemplate},
-	"slack":    {Markup: MarkupMrkdwn, MaxRunes: slack.MaxText, Template: mrkdwnTemplate},
-	"discord":  {Markup: MarkupMarkdown, MaxRunes: discord.MaxContent, Template: markdownTemplate},
-	"ntfy":     {Markup: MarkupText, MaxBytes: ntfy.DefaultMaxBytes, Template: textTemplate},
+	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Template: textTemplate},
+	"email":    {Markup: MarkupText, HTML: true, MaxBytes: 1 << 20, Template: textTemplate},
+	"slack":    {Markup: MarkupMrkdwn, MaxRunes: 40000, Template: mrkdwnTemplate},
+	"discord":  {Markup: MarkupMarkdown, MaxRunes: 2000, Template: markdownTemplate},
+	"ntfy":     {Markup: MarkupText, MaxBytes: 4096, Template: textTemplate},
 	"mastodon": {Markup: MarkupText, MaxRunes: 500, Template: textTemplate},   // a status's default limit
 	"github":   {Markup: MarkupText, MaxRunes: 65536, Template: textTemplate}, // a comment's limit
 	"webhook":  {Markup: MarkupText, Template: textTemplate},
