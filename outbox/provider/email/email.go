@@ -112,6 +112,9 @@ func FromSettings(s map[string]string) (Config, error) {
 		if c.IMAPUsername == "" {
 			return c, tidemark.Invalidf("setting imap_username", "", "reading the sent mailbox needs a user (imap_username or username)")
 		}
+		if c.IMAPPassword == "" {
+			return c, tidemark.Invalidf("setting imap_password", "", "reading the sent mailbox as %s needs its password (imap_password or imap_password_env)", c.IMAPUsername)
+		}
 	}
 	if v := s["timeout"]; v != "" {
 		d, err := time.ParseDuration(v)

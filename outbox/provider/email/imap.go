@@ -173,7 +173,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	uids = slices.DeleteFunc(uids, func(u imap.UID) bool { return uint64(u) <= after })
 	page := provider.Page{Meta: liveMeta(at)}
 	if len(uids) == 0 {
-		return page, c.Logout().Wait()
+		_ = c.Logout().Wait() // what was read stands; Close ends the session anyway
+		return page, nil
 	}
 	more := len(uids) > imapPageSize
 	if more {
@@ -202,7 +203,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	if more {
 		page.Next = fmt.Sprintf("%d:%d", sel.UIDValidity, uids[len(uids)-1])
 	}
-	return page, c.Logout().Wait()
+	_ = c.Logout().Wait()
+	return page, nil
 }
 
 // ownWrite reads one mail of the sent mailbox: ours when its Message-ID

@@ -92,3 +92,11 @@ func TestWithoutASentMailboxNothingIsListed(t *testing.T) {
 		t.Fatalf("a bad imap_url: %v", err)
 	}
 }
+
+func TestASentMailboxNeedsItsPassword(t *testing.T) {
+	_, err := email.FromSettings(map[string]string{"smtp_url": "smtps://mail.example.org", "from": "a@example.org",
+		"imap_url": "imaps://mail.example.org", "imap_username": "reader"})
+	if !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("a sent mailbox without a password: %v", err)
+	}
+}
