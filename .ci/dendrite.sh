@@ -48,8 +48,11 @@ tidemark_dendrite_setup() {
 		# read by this one.
 		su postgres -c "PGOPTIONS=--client-min-messages=warning psql -qc 'DROP DATABASE IF EXISTS $db WITH (FORCE)'" >&2 || return 1
 		su postgres -c "psql -qc 'CREATE DATABASE $db OWNER tidemark'" >&2 || return 1
+		# The last server's directory goes with it.
+		[ -f "$state/root" ] && rm -rf "$(cat "$state/root")"
 		local root
 		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-dendrite.XXXXXX")" || return 1
+		echo "$root" >"$state/root"
 		local secret
 		secret="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 		(cd "$root" && "$bindir/generate-keys" --private-key matrix_key.pem >/dev/null) || return 1
@@ -70,7 +73,9 @@ tidemark_dendrite_setup() {
 		echo "$pid" >"$state/pid"
 		echo "$secret" >"$state/secret"
 		local i
-		for i in $(seq 1 300); do
+		# Its first start on a fresh database creates its schema: allow a minute
+		# and a half on a busy machine.
+		for i in $(seq 1 900); do
 			if curl -sf -o /dev/null "$url/_matrix/client/versions"; then
 				break
 			fi

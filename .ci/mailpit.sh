@@ -36,8 +36,11 @@ tidemark_mailpit_setup() {
 	fi
 	if [ -z "$pid" ] || ! curl -sf -o /dev/null "$api/api/v1/info"; then
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
+		# The last server's directory goes with it.
+		[ -f "$state/root" ] && rm -rf "$(cat "$state/root")"
 		local root
 		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-mailpit.XXXXXX")" || return 1
+		echo "$root" >"$state/root"
 		# --max 0 keeps every message: tests find theirs by a sender of
 		# their own, so nothing may be pruned under them. Mails with the
 		# same Message-ID are all kept (no --ignore-duplicate-ids): a mail
@@ -49,7 +52,7 @@ tidemark_mailpit_setup() {
 		pid=$!
 		echo "$pid" >"$state/pid"
 		local i
-		for i in $(seq 1 100); do
+		for i in $(seq 1 300); do
 			if curl -sf -o /dev/null "$api/api/v1/info"; then
 				break
 			fi
