@@ -143,6 +143,12 @@ func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
 		if c, err = ob.SetChannelTemplate(ctx, c.ID, "New in {{.Source}}: {{.Title}} ({{.Page}})"); err != nil || c.Template == "" {
 			t.Fatalf("set template: %+v %v", c, err)
 		}
+		if cp, err := ob.ChannelPreview(ctx, c.ID); err != nil || !cp.Sample || cp.Message.Title == "" {
+			t.Fatalf("a preview before any page is published: %+v %v", cp, err)
+		}
+		if _, err := ob.ChannelPreview(ctx, "no-such-channel"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("the preview of a channel that is not there: %v", err)
+		}
 		f.svc.Hooks = []publishHook{ob.PublishHook()}
 		ev := f.mustEvent(t, "c1", "bump *all* deps", "evidence")
 		s := f.mustAccept(t, ev, "Bumps dependencies.", "m1")
@@ -156,6 +162,15 @@ func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
 		}
 		if want := "New in " + f.src.Name + ": bump \\*all\\* deps (" + p.PageID + ")"; ins[0].Body != want {
 			t.Fatalf("drafted %q, want %q", ins[0].Body, want)
+		}
+		// The preview of the channel renders the same page the same way.
+		cp, err := ob.ChannelPreview(ctx, c.ID)
+		if err != nil || cp.Sample || cp.Kind != "discord" {
+			t.Fatalf("preview %+v %v", cp, err)
+		}
+		r, err := outbox.Preview(cp.Kind, cp.Channel.Template, cp.Message)
+		if err != nil || r.Body != ins[0].Body {
+			t.Fatalf("the preview renders %q (%v), the draft was %q", r.Body, err, ins[0].Body)
 		}
 	})
 }

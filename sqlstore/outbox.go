@@ -359,6 +359,54 @@ func (s *OutboxStore) SetChannelTemplate(ctx context.Context, channelID, templat
 	return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
 }
 
+// ChannelPreview is what a channel's preview is rendered from: its lane's
+// provider kind, its template, and a message: the latest published page of
+// its source, or a sample when the source has none yet.
+type ChannelPreview struct {
+	Channel outbox.Channel
+	Kind    string
+	Message outbox.Message
+	// Sample: the source has no published page; Message is made up.
+	Sample bool
+}
+
+// ChannelPreview reads what outbox.Preview needs to show what a channel
+// would send (`outbox channel test`): render it with
+// outbox.Preview(cp.Kind, template or cp.Channel.Template, cp.Message).
+// The message's Link is left to the caller, which knows the wiki's URL.
+func (s *OutboxStore) ChannelPreview(ctx context.Context, channelID string) (ChannelPreview, error) {
+	var cp ChannelPreview
+	cs, err := s.Channels(ctx)
+	if err != nil {
+		return cp, err
+	}
+	found := false
+	for _, c := range cs {
+		if c.ID == channelID {
+			cp.Channel, found = c, true
+		}
+	}
+	if !found {
+		return cp, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
+	}
+	l, err := s.Lane(ctx, cp.Channel.Lane)
+	if err != nil {
+		return cp, err
+	}
+	cp.Kind = l.Provider
+	cp.Message = outbox.Message{Source: cp.Channel.Source}
+	err = s.db.db.QueryRowContext(ctx, `SELECT e.title, su.text, p.id
+		FROM pages p JOIN summaries su ON su.id = p.published_summary_id JOIN events e ON e.id = p.event_id
+		WHERE p.source_id = $1 AND p.published_at IS NOT NULL
+		ORDER BY p.published_at DESC, p.id DESC LIMIT 1`, cp.Channel.SourceID).Scan(&cp.Message.Title, &cp.Message.Summary, &cp.Message.Page)
+	if errors.Is(err, sql.ErrNoRows) {
+		cp.Sample = true
+		cp.Message.Title, cp.Message.Summary, cp.Message.Page = "An example change", "What changed, as its summary says it.", "example-page"
+		return cp, nil
+	}
+	return cp, err
+}
+
 // Draft implements outbox.Store.
 func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, error) {
 	tx, err := s.db.Begin(ctx)
