@@ -33,12 +33,15 @@ func (f IntentFilter) Bounded() int {
 
 // Channel delivers a source's published pages to a target on a lane.
 type Channel struct {
-	ID        string    `json:"id"`
-	SourceID  string    `json:"source_id"`
-	Source    string    `json:"source"`
-	Lane      string    `json:"lane"`
-	Target    string    `json:"target"`
-	Parent    string    `json:"parent"`
+	ID       string `json:"id"`
+	SourceID string `json:"source_id"`
+	Source   string `json:"source"`
+	Lane     string `json:"lane"`
+	Target   string `json:"target"`
+	Parent   string `json:"parent"`
+	// Template is the channel's message template ("": the provider
+	// kind's default; see Preview).
+	Template  string    `json:"template"`
 	CreatedAt time.Time `json:"created_at"`
 }
 

@@ -2,6 +2,7 @@ package publish_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -117,6 +118,59 @@ func TestACollidingDraftIsAVisibleReversibleState(t *testing.T) {
 		}
 		if got, err := ob.Revive(ctx, col[0].ID, "ops", "post it"); err != nil || got.State != outbox.StatePending {
 			t.Fatalf("revive after the twin retired: %+v %v", got, err)
+		}
+	})
+}
+
+// A channel's template shapes what its lane is sent, in the lane's
+// markup; a template that would fail on every change is refused when it
+// is set, and the channel keeps the one it had.
+func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := f.db.Outbox()
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "chat", Provider: "discord"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ob.AddChannel(ctx, f.src.ID, "chat", "channel", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ob.SetChannelTemplate(ctx, c.ID, "{{.Author}}"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a template reading a field no change has: %v", err)
+		}
+		if c, err = ob.SetChannelTemplate(ctx, c.ID, "New in {{.Source}}: {{.Title}} ({{.Page}})"); err != nil || c.Template == "" {
+			t.Fatalf("set template: %+v %v", c, err)
+		}
+		if cp, err := ob.ChannelPreview(ctx, c.ID); err != nil || !cp.Sample || cp.Message.Title == "" {
+			t.Fatalf("a preview before any page is published: %+v %v", cp, err)
+		}
+		if _, err := ob.ChannelPreview(ctx, "no-such-channel"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("the preview of a channel that is not there: %v", err)
+		}
+		f.svc.Store = f.st.WithHooks(ob.PublishHook())
+		ev := f.mustEvent(t, "c1", "bump *all* deps", "evidence")
+		s := f.mustAccept(t, ev, "Bumps dependencies.", "m1")
+		p, err := f.svc.Publish(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "chat"})
+		if err != nil || len(ins) != 1 {
+			t.Fatalf("intents %+v %v", ins, err)
+		}
+		if want := "New in " + f.src.Name + ": bump \\*all\\* deps (" + p.PageID + ")"; ins[0].Body != want {
+			t.Fatalf("drafted %q, want %q", ins[0].Body, want)
+		}
+		// The preview of the channel renders the same page the same way.
+		cp, err := ob.ChannelPreview(ctx, c.ID)
+		if err != nil || cp.Sample || cp.Kind != "discord" {
+			t.Fatalf("preview %+v %v", cp, err)
+		}
+		r, err := outbox.Preview(cp.Kind, cp.Channel.Template, cp.Message)
+		if err != nil || r.Body != ins[0].Body {
+			t.Fatalf("the preview renders %q (%v), the draft was %q", r.Body, err, ins[0].Body)
 		}
 	})
 }

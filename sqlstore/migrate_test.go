@@ -15,17 +15,18 @@ import (
 // migrations are immutable: a change to one is a new file, and a new file
 // needs its pin here (sha256sum sqlstore/migrations/NNNN_*.sql).
 var releasedMigrations = map[string]string{
-	"0001_ingest.sql":          "c540763a01255480cf357a224eb0651de708b48783382b73f0d2f4ce7018e500",
-	"0003_publish.sql":         "376c9bae1afcc6c2518ae362a617037a87e4a6599b4be0d75097ec2215a3a53c",
-	"0004_outbox.sql":          "22b23b25036254f6381695ca3f85e48a6a6b383a14479c26b18102fffee88ea0",
-	"0005_documents.sql":       "52bb5b888692d0bd21136ad83423270c126d82c3e58ba57f52c3eb48dcdeb97f",
-	"0006_outbox_origin.sql":   "255ac38bc4a0a29f37c2f075f415019f4b61e57a80aa430d9f92c3960dd811ea",
-	"0007_secrets_auth.sql":    "270a902b2e322cd86fb33b087403c0e9824226ab9f2e1725a989eb4dd93cbecb",
-	"0009_search.postgres.sql": "cc3b27f39c2c25bc87c4fa9ec09c274cbba4ba14e29d1ab0242af2d372811544",
-	"0009_search.sqlite.sql":   "6bb03a46a58200ecefe3420d2de2a268c82d097cec971aba173d2d328fbc2537",
-	"0010_throughput.sql":      "81b8eff944175a39b16721bffddf8355e48b996bceadac4ba958f34e6879d6f5",
-	"0012_scaleout.sql":        "94b7c219856789f1fbec601356f2d2c507fb395942b9e7b3a7c508dc1523cdc3",
-	"0015_source_settings.sql": "9b1945dca9326a359598d2f9bb7214b79b366c138b6d11380e15d0675cedae54",
+	"0001_ingest.sql":           "c540763a01255480cf357a224eb0651de708b48783382b73f0d2f4ce7018e500",
+	"0003_publish.sql":          "376c9bae1afcc6c2518ae362a617037a87e4a6599b4be0d75097ec2215a3a53c",
+	"0004_outbox.sql":           "22b23b25036254f6381695ca3f85e48a6a6b383a14479c26b18102fffee88ea0",
+	"0005_documents.sql":        "52bb5b888692d0bd21136ad83423270c126d82c3e58ba57f52c3eb48dcdeb97f",
+	"0006_outbox_origin.sql":    "255ac38bc4a0a29f37c2f075f415019f4b61e57a80aa430d9f92c3960dd811ea",
+	"0007_secrets_auth.sql":     "270a902b2e322cd86fb33b087403c0e9824226ab9f2e1725a989eb4dd93cbecb",
+	"0009_search.postgres.sql":  "cc3b27f39c2c25bc87c4fa9ec09c274cbba4ba14e29d1ab0242af2d372811544",
+	"0009_search.sqlite.sql":    "6bb03a46a58200ecefe3420d2de2a268c82d097cec971aba173d2d328fbc2537",
+	"0010_throughput.sql":       "81b8eff944175a39b16721bffddf8355e48b996bceadac4ba958f34e6879d6f5",
+	"0012_scaleout.sql":         "94b7c219856789f1fbec601356f2d2c507fb395942b9e7b3a7c508dc1523cdc3",
+	"0014_channel_template.sql": "720ba3425bbf8d001da2d70f05242d3fb36e14582117f8dab00b4c2fbde59a47",
+	"0015_source_settings.sql":  "9b1945dca9326a359598d2f9bb7214b79b366c138b6d11380e15d0675cedae54",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

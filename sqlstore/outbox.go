@@ -320,11 +320,90 @@ func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, p
 func (s *OutboxStore) Channels(ctx context.Context) ([]outbox.Channel, error) {
 	return queryAll(ctx, s.db.db, func(sc scanner) (c outbox.Channel, err error) {
 		var at int64
-		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at)
+		err = sc.Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &c.Template, &at)
 		c.CreatedAt = fromMS(at)
 		return c, err
-	}, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at
+	}, `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.template, c.created_at
 		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
+}
+
+// SetChannelTemplate sets a channel's message template ("": the lane's
+// provider kind's default), checked with outbox.ParseTemplate first: a
+// template that would fail on every change is refused, and the channel
+// keeps the one it had.
+func (s *OutboxStore) SetChannelTemplate(ctx context.Context, channelID, template string) (outbox.Channel, error) {
+	if strings.TrimSpace(template) != "" {
+		if _, err := outbox.ParseTemplate(template); err != nil {
+			return outbox.Channel{}, err
+		}
+	}
+	res, err := s.db.db.ExecContext(ctx, `UPDATE outbox_channels SET template = $1 WHERE id = $2`, template, channelID)
+	if err != nil {
+		return outbox.Channel{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return outbox.Channel{}, err
+	} else if n != 1 {
+		return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
+	}
+	cs, err := s.Channels(ctx)
+	if err != nil {
+		return outbox.Channel{}, err
+	}
+	for _, c := range cs {
+		if c.ID == channelID {
+			return c, nil
+		}
+	}
+	return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
+}
+
+// ChannelPreview is what a channel's preview is rendered from: its lane's
+// provider kind, its template, and a message: the latest published page of
+// its source, or a sample when the source has none yet.
+type ChannelPreview struct {
+	Channel outbox.Channel
+	Kind    string
+	Message outbox.Message
+	// Sample: the source has no published page; Message is made up.
+	Sample bool
+}
+
+// ChannelPreview reads what outbox.Preview needs to show what a channel
+// would send (`outbox channel test`): render it with
+// outbox.Preview(cp.Kind, template or cp.Channel.Template, cp.Message).
+// The message's Link is left to the caller, which knows the wiki's URL.
+func (s *OutboxStore) ChannelPreview(ctx context.Context, channelID string) (ChannelPreview, error) {
+	var cp ChannelPreview
+	cs, err := s.Channels(ctx)
+	if err != nil {
+		return cp, err
+	}
+	found := false
+	for _, c := range cs {
+		if c.ID == channelID {
+			cp.Channel, found = c, true
+		}
+	}
+	if !found {
+		return cp, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
+	}
+	l, err := s.Lane(ctx, cp.Channel.Lane)
+	if err != nil {
+		return cp, err
+	}
+	cp.Kind = l.Provider
+	cp.Message = outbox.Message{Source: cp.Channel.Source}
+	err = s.db.db.QueryRowContext(ctx, `SELECT e.title, su.text, p.id
+		FROM pages p JOIN summaries su ON su.id = p.published_summary_id JOIN events e ON e.id = p.event_id
+		WHERE p.source_id = $1 AND p.published_at IS NOT NULL
+		ORDER BY p.published_at DESC, p.id DESC LIMIT 1`, cp.Channel.SourceID).Scan(&cp.Message.Title, &cp.Message.Summary, &cp.Message.Page)
+	if errors.Is(err, sql.ErrNoRows) {
+		cp.Sample = true
+		cp.Message.Title, cp.Message.Summary, cp.Message.Page = "An example change", "What changed, as its summary says it.", "example-page"
+		return cp, nil
+	}
+	return cp, err
 }
 
 // Draft implements outbox.Store.
@@ -349,11 +428,19 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // has is kept in collision, never an error that rolls the mark back.
 func (s *OutboxStore) PublishHook() MarkHook {
 	return func(ctx context.Context, tx *sql.Tx, p tidemark.Publication) error {
-		body := outbox.PublicationBody(p)
 		drafts, err := queryAll(ctx, tx, func(sc scanner) (outbox.Draft, error) {
-			d := outbox.Draft{Body: body, SourceID: p.SourceID, PageID: p.PageID, SummaryID: p.SummaryID}
-			return d, sc.Scan(&d.ChannelID, &d.Lane, &d.Target, &d.Parent)
-		}, `SELECT id, lane, target, parent FROM outbox_channels WHERE source_id = $1 ORDER BY created_at, id`, p.SourceID)
+			d := outbox.Draft{SourceID: p.SourceID, PageID: p.PageID, SummaryID: p.SummaryID}
+			var kind, template, source string
+			if err := sc.Scan(&d.ChannelID, &d.Lane, &d.Target, &d.Parent, &template, &kind, &source); err != nil {
+				return d, err
+			}
+			// A template that fails on this page drafts PublicationBody:
+			// the page is published whatever its notification says.
+			d.Body, _ = outbox.ChannelBody(kind, template, p, source)
+			return d, nil
+		}, `SELECT c.id, c.lane, c.target, c.parent, c.template, l.provider, s.name
+			FROM outbox_channels c JOIN outbox_lanes l ON l.name = c.lane JOIN sources s ON s.id = c.source_id
+			WHERE c.source_id = $1 ORDER BY c.created_at, c.id`, p.SourceID)
 		if err != nil {
 			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
 		}

@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,19 +73,25 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 		t.Skip("re-executes the test binary")
 	}
 	const n = 5
-	for _, kind := range providers.Kinds() {
-		k := fakes()[kind]
+	for _, name := range setupNames(t) {
+		k := fakes()[name]
+		kind := k.providerKind(name)
 		for _, fps := range [][]string{
 			{"outbox.send.after-journal=crash@3"},
 			{"outbox.send.after-send=crash@3"},
 			{"outbox.send.after-send=crash@2", "outbox.reconcile.after-read=crash"},
 		} {
-			t.Run(fmt.Sprint(kind, fps), func(t *testing.T) {
+			t.Run(fmt.Sprint(name, fps), func(t *testing.T) {
 				ctx := context.Background()
 				env := sqltest.NewEnv(3)
 				// The receiver's clock, and the recovering writer's, run an
 				// hour ahead of the crashed process's.
 				env.Clock.Set(time.Now().Add(time.Hour))
+				if k.realClock {
+					// Past the crashed writer's lease (30s), well within a
+					// key window.
+					env.Clock.Set(time.Now().Add(time.Minute))
+				}
 				url := sqltest.NewSQLiteURL(t)
 				db := sqltest.MustOpenURL(t, url, env)
 				st := db.Outbox()
@@ -95,7 +102,7 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 				}
 				var intents []outbox.Intent
 				for i := range n {
-					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("crash write %d", i+1)})
+					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("crash write %d", i+1)})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -130,14 +137,92 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 	}
 }
 
+// TestEveryProviderSurvivesAKillMidSend kills (SIGKILL, from outside) a
+// real delivering process while its third write is in flight: the receiver
+// took the write, and the process dies before the answer reaches it, with
+// the attempt journaled and nothing recorded after. Recovery in this
+// process then lands every intent exactly once where the lane's guarantee
+// says so, and never twice where it says at most once.
+func TestEveryProviderSurvivesAKillMidSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	const n = 5
+	for _, name := range setupNames(t) {
+		k := fakes()[name]
+		kind := k.providerKind(name)
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			env := sqltest.NewEnv(6)
+			env.Clock.Set(time.Now().Add(time.Hour))
+			if k.realClock {
+				env.Clock.Set(time.Now().Add(time.Minute))
+			}
+			url := sqltest.NewSQLiteURL(t)
+			db := sqltest.MustOpenURL(t, url, env)
+			st := db.Outbox()
+			settings, received, d := k.settings(t, env)
+			shown, secret := providers.Split(kind, settings)
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
+				t.Fatal(err)
+			}
+			var intents []outbox.Intent
+			for i := range n {
+				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("killed write %d", i+1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				intents = append(intents, in)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"=1", "TM_DB_URL="+url, "TM_LANE=lane")
+			started := make(chan struct{})
+			d.KillAt(3, func() {
+				<-started
+				_ = cmd.Process.Kill() // SIGKILL
+			})
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			close(started)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+				t.Fatalf("the helper was not killed mid-send: %v\n%s", err, out.Bytes())
+			}
+			if got := len(received()); got != 3 {
+				t.Fatalf("the receiver took %d writes before the kill, want 3", got)
+			}
+			lane, err := st.Lane(ctx, "lane")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov, err := providers.NewWithSecrets(lane, secret, env.Clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "recovery", Clock: env.Clock, LeaseTTL: time.Minute}
+			left := deliverAll(t, env, st, rd, n)
+			if k.atMostOnce {
+				assertAtMostOnce(t, intents, left, received())
+				return
+			}
+			assertOnce(t, intents, left, received())
+		})
+	}
+}
+
 // TestEveryProviderRefusesAStaleWriter: a writer whose lease ran out while
 // another took the lane over sends nothing more, and every intent lands
 // once.
 func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 	const n = 4
-	for _, kind := range providers.Kinds() {
-		k := fakes()[kind]
-		t.Run(kind, func(t *testing.T) {
+	for _, name := range setupNames(t) {
+		k := fakes()[name]
+		kind := k.providerKind(name)
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			env := sqltest.NewEnv(4)
 			db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
@@ -148,7 +233,7 @@ func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 			}
 			var intents []outbox.Intent
 			for i := range n {
-				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("stale write %d", i+1)})
+				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("stale write %d", i+1)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,12 +257,13 @@ func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 			if s, err := b.Step(ctx); err != nil || s.Kind != outbox.StepSent {
 				t.Fatalf("b's first step: %+v %v", s, err)
 			}
-			before := len(received())
+			beforeBodies := received()
+			before := len(beforeBodies)
 			if s, err := a.Step(ctx); !errors.Is(err, tidemark.ErrClaimHeld) {
 				t.Fatalf("the stale writer stepped: %+v %v", s, err)
 			}
 			if after := len(received()); after != before {
-				t.Fatalf("the stale writer sent %d writes", after-before)
+				t.Fatalf("the stale writer sent %d writes: %q then %q", after-before, beforeBodies, received())
 			}
 			left := deliverAll(t, env, st, b, n)
 			assertOnce(t, intents, left, received())

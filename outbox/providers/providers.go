@@ -51,6 +51,7 @@ func MinGap(kind string, def time.Duration) time.Duration {
 const (
 	freshAge     = "Date+Age headers"
 	freshNoStore = "Cache-Control: no-store"
+	freshIMAP    = "a live IMAP session (no cache between)"
 )
 
 var kinds = map[string]kind{
@@ -198,7 +199,7 @@ var kinds = map[string]kind{
 			ListOwn:        &provider.Capability{Needs: []string{"rooms"}, How: "GET /rooms/{roomId}/messages?dir=b, filtered to our user"},
 			JoinOn:         "target+parent+body_sha256 of content.body",
 			Freshness:      []string{freshAge, freshNoStore},
-			Notes:          "homeservers keep transaction ids for about 30 minutes; after that the listing decides",
+			Notes:          "homeservers keep transaction ids for about 30 minutes; after that only a listing whose answers prove their age decides (Dendrite's carry no Age and no Cache-Control: no-store, so a write in doubt for longer stays unresolved there)",
 		},
 		minGap: matrix.DefaultMinGap,
 	},
@@ -210,11 +211,15 @@ var kinds = map[string]kind{
 			}
 			c.Clock = clk
 			p, err := email.New(c)
-			return p, []string{c.Password}, err
+			return p, []string{c.Password, c.IMAPPassword}, err
 		},
-		secrets: provider.SecretSpec{Keys: []string{"password"}, URLs: []string{"smtp_url"}},
+		secrets: provider.SecretSpec{Keys: []string{"password", "imap_password"}, URLs: []string{"smtp_url", "imap_url"}},
 		caps: provider.Capabilities{
-			Notes: "SMTP servers do not deduplicate by Message-ID (derived from the intent's key); reading the sent mailbox over IMAP is not built yet",
+			ListOwn: &provider.Capability{Needs: []string{"imap_url"},
+				How: "IMAP: the sent mailbox (sent_mailbox, default Sent) searched for our Message-IDs (derived from the intent's key)"},
+			JoinOn:    "target+parent+SHA-256 of the text part (LF line breaks, no trailing ones)",
+			Freshness: []string{freshIMAP},
+			Notes:     "SMTP servers do not deduplicate by Message-ID; the sent mailbox must be one the submission server files what it takes into, not one a client appends its copies to",
 		},
 		minGap: email.DefaultMinGap,
 	},

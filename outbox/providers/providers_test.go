@@ -33,6 +33,8 @@ func TestSplitSecrets(t *testing.T) {
 		{"discord", map[string]string{"url": "https://discord.com/api/webhooks/42/HOOKTOKEN", "bot_token": "bot1234", "channel_id": "7"},
 			[]string{"url", "bot_token"}},
 		{"email", map[string]string{"smtp_url": "smtps://mail.example:465", "from": "a@b.example", "username": "a", "password": "pw1234"}, []string{"password"}},
+		{"email", map[string]string{"smtp_url": "smtps://mail.example:465", "from": "a@b.example", "imap_url": "imaps://u:imappw99@mail.example",
+			"imap_username": "u", "imap_password": "imap1234"}, []string{"imap_url", "imap_password"}},
 		{"matrix", map[string]string{"homeserver_url": "https://matrix.example", "token": "syt_1234", "rooms": "!a:b"}, []string{"token"}},
 		{"slack", map[string]string{"token": "xoxb-1234", "channels": "C0TIDE"}, []string{"token"}},
 		{"ntfy", map[string]string{"base_url": "https://ntfy.sh", "token": "tk_abcd", "topics": "a,b"}, []string{"token"}},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/outbox/providertest"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -189,8 +192,17 @@ func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
 }
 
 type setup struct {
-	target   string
-	settings func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper)
+	// kind is the provider kind (default: the setup's name).
+	kind   string
+	target string
+	// targetOf, when set, gives the target from the settings (a room the
+	// setup made on a real server).
+	targetOf func(settings map[string]string) string
+	// realClock: the server dates its answers by the real clock, so a
+	// test whose crashed writer used the real clock recovers at real time,
+	// not an hour later.
+	realClock bool
+	settings  func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper)
 	// counted: the provider has a counter, so a lost answer is decided
 	// at once by subtraction; otherwise reconciliation decides it.
 	counted bool
@@ -203,6 +215,9 @@ type setup struct {
 // for HTTP).
 type dropper interface {
 	DropEvery(n int)
+	// KillAt calls kill (a SIGKILL of the writing process) once the nth
+	// write was taken, before its answer leaves; the answer is lost.
+	KillAt(n int, kill func())
 	Dropped() int
 	Reused() int
 }
@@ -210,7 +225,7 @@ type dropper interface {
 // fakes are the receivers of every provider kind, each following the
 // provider's documented API, behind a Dropper.
 func fakes() map[string]setup {
-	return map[string]setup{
+	all := map[string]setup{
 		"webhook": {target: "t1", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			t.Setenv("TM_HOOK_SECRET", "s3cret")
 			srv := providertest.New(t, env.Clock, []byte("s3cret"))
@@ -268,6 +283,13 @@ func fakes() map[string]setup {
 			return map[string]string{"smtp_url": "smtp+insecure://" + srv.addr, "from": "tidemark@example.org"},
 				srv.bodies, srv
 		}},
+		"email+imap": {kind: "email", target: "reader@example.org", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
+			srv := newSMTPReceiver(t)
+			srv.sent = providertest.NewSentMailbox(t)
+			s := srv.sent.Settings()
+			s["smtp_url"], s["from"] = "smtp+insecure://"+srv.addr, "tidemark@example.org"
+			return s, srv.bodies, srv
+		}},
 		"ntfy": {target: "alerts", settings: func(t *testing.T, env sqltest.Env) (map[string]string, func() []string, dropper) {
 			r := &receiver{clk: env.Clock}
 			srv, d := providertest.NewDropServer(t, ntfyReceiver(r))
@@ -275,6 +297,35 @@ func fakes() map[string]setup {
 				func() []string { b, _ := r.snapshot(); return b }, d
 		}},
 	}
+	maps.Copy(all, realServers())
+	return all
+}
+
+// setupNames lists every setup: one per provider kind (fakes fails the
+// test when a kind has none), and the variants of some.
+func setupNames(t *testing.T) []string {
+	t.Helper()
+	all := fakes()
+	for _, kind := range providers.Kinds() {
+		if _, ok := all[kind]; !ok {
+			t.Fatalf("provider kind %s has no receiver in this test", kind)
+		}
+	}
+	return slices.Sorted(maps.Keys(all))
+}
+
+func (s setup) targetFor(settings map[string]string) string {
+	if s.targetOf != nil {
+		return s.targetOf(settings)
+	}
+	return s.target
+}
+
+func (s setup) providerKind(name string) string {
+	if s.kind != "" {
+		return s.kind
+	}
+	return name
 }
 
 // discordReceiver is the part of Discord's API the provider uses: execute
@@ -503,24 +554,26 @@ func (m *matrixReceiver) handler() http.Handler {
 func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 	const n, every = 30, 3
 	kinds := fakes()
-	for _, kind := range providers.Kinds() {
-		k, ok := kinds[kind]
-		if !ok {
-			t.Fatalf("provider kind %s has no receiver in this test", kind)
-		}
-		t.Run(kind, func(t *testing.T) {
+	for _, name := range setupNames(t) {
+		k := kinds[name]
+		kind := k.providerKind(name)
+		t.Run(name, func(t *testing.T) {
 			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 				ctx := context.Background()
 				env := sqltest.NewEnv(11)
 				db := sqltest.MustOpen(t, b, env)
 				st := db.Outbox()
 				settings, received, dropper := k.settings(t, env)
+				// The guarantee the table derives is the one this test holds the lane to.
+				if g, err := providers.Guarantee(kind, settings); err != nil || (g.Guarantee == provider.AtMostOnce) != k.atMostOnce {
+					t.Fatalf("the lane's derived guarantee is %q (%v), the test expects at most once: %v", g.Guarantee, err, k.atMostOnce)
+				}
 				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
 					t.Fatal(err)
 				}
 				var intents []outbox.Intent
 				for i := range n {
-					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.target, Body: fmt.Sprintf("write %d of %d", i+1, n)})
+					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("write %d of %d", i+1, n)})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,15 +1,16 @@
 package providers_test
 
 import (
+	"bytes"
 	"io"
-	"mime/quotedprintable"
 	"net"
 	"net/mail"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/tidemark/tidemark/outbox/providertest"
 )
 
 // smtpReceiver is an SMTP server on 127.0.0.1 that keeps every mail it
@@ -17,10 +18,15 @@ import (
 // mail, then closes the connection instead of answering the final dot.
 type smtpReceiver struct {
 	addr string
+	// sent, when set, is the sent mailbox every mail taken is filed into
+	// (before its answer is lost or sent), as a submission server does.
+	sent *providertest.SentMailbox
 
 	mu      sync.Mutex
 	mails   []string // bodies, decoded
 	every   int
+	killAt  int
+	kill    func()
 	dropped int
 	reused  int
 }
@@ -42,8 +48,13 @@ func newSMTPReceiver(t *testing.T) *smtpReceiver {
 }
 
 func (r *smtpReceiver) DropEvery(n int) { r.mu.Lock(); r.every = n; r.mu.Unlock() }
-func (r *smtpReceiver) Dropped() int    { r.mu.Lock(); defer r.mu.Unlock(); return r.dropped }
-func (r *smtpReceiver) Reused() int     { r.mu.Lock(); defer r.mu.Unlock(); return r.reused }
+func (r *smtpReceiver) KillAt(n int, kill func()) {
+	r.mu.Lock()
+	r.killAt, r.kill = n, kill
+	r.mu.Unlock()
+}
+func (r *smtpReceiver) Dropped() int { r.mu.Lock(); defer r.mu.Unlock(); return r.dropped }
+func (r *smtpReceiver) Reused() int  { r.mu.Lock(); defer r.mu.Unlock(); return r.reused }
 
 func (r *smtpReceiver) bodies() []string {
 	r.mu.Lock()
@@ -67,30 +78,46 @@ func (s *smtpSession) Mail(from string, opts *smtp.MailOptions) error { return n
 func (s *smtpSession) Rcpt(to string, opts *smtp.RcptOptions) error   { return nil }
 
 func (s *smtpSession) Data(rd io.Reader) error {
-	m, err := mail.ReadMessage(rd)
+	raw, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	m, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
 	if m.Header.Get("Message-ID") == "" {
 		return &smtp.SMTPError{Code: 554, Message: "no Message-ID"}
 	}
-	b, err := io.ReadAll(quotedprintable.NewReader(m.Body))
+	text, err := mailText(raw)
 	if err != nil {
-		return err
+		return &smtp.SMTPError{Code: 554, Message: err.Error()}
 	}
 	r := s.r
+	if r.sent != nil {
+		if err := r.sent.Add(raw); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
 	// The data terminator puts a line break after the last line.
-	r.mails = append(r.mails, strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"))
+	r.mails = append(r.mails, text)
 	if s.mails > 0 {
 		r.reused++
 	}
 	s.mails++
 	drop := r.every > 0 && len(r.mails)%r.every == 0
+	var kill func()
+	if r.kill != nil && len(r.mails) == r.killAt {
+		kill, drop = r.kill, true
+	}
 	if drop {
 		r.dropped++
 	}
 	r.mu.Unlock()
+	if kill != nil {
+		kill()
+	}
 	if drop {
 		s.conn.Close() // taken, but the answer is never sent
 	}

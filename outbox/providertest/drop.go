@@ -23,7 +23,9 @@ type Dropper struct {
 
 	mu      sync.Mutex
 	every   int
-	writes  int // accepted writes
+	killAt  int    // the accepted write whose answer kill precedes (0: none)
+	kill    func() // kills the writer (SIGKILL) while its write is answered
+	writes  int    // accepted writes
 	dropped int
 	reused  int // writes that arrived on a connection that had served a request before
 }
@@ -33,6 +35,12 @@ func NewDropper(next http.Handler) *Dropper { return &Dropper{next: next} }
 
 // DropEvery loses the answer to every nth accepted write (0: none).
 func (d *Dropper) DropEvery(n int) { d.mu.Lock(); d.every = n; d.mu.Unlock() }
+
+// KillAt calls kill (which kills the writing process, as kill -9 from
+// outside does) once the nth accepted write has been taken and before its
+// answer leaves; the answer is then lost with the process: a crash in the
+// middle of a send.
+func (d *Dropper) KillAt(n int, kill func()) { d.mu.Lock(); d.killAt, d.kill = n, kill; d.mu.Unlock() }
 
 // Dropped is how many answers were lost.
 func (d *Dropper) Dropped() int { d.mu.Lock(); defer d.mu.Unlock(); return d.dropped }
@@ -54,9 +62,9 @@ func (d *Dropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		served = n.Add(1) - 1
 	}
 	d.mu.Lock()
-	every := d.every
+	every, hooked := d.every, d.kill != nil
 	d.mu.Unlock()
-	if (r.Method != http.MethodPost && r.Method != http.MethodPut) || every == 0 {
+	if (r.Method != http.MethodPost && r.Method != http.MethodPut) || (every == 0 && !hooked) {
 		d.next.ServeHTTP(w, r)
 		return
 	}
@@ -64,17 +72,24 @@ func (d *Dropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.next.ServeHTTP(rec, r)
 	d.mu.Lock()
 	drop := false
+	var kill func()
 	if rec.Code/100 == 2 {
 		d.writes++
 		if served > 0 {
 			d.reused++
 		}
-		drop = d.writes%every == 0
+		drop = every > 0 && d.writes%every == 0
+		if d.kill != nil && d.writes == d.killAt {
+			kill, drop = d.kill, true
+		}
 		if drop {
 			d.dropped++
 		}
 	}
 	d.mu.Unlock()
+	if kill != nil {
+		kill()
+	}
 	if drop {
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {

@@ -72,6 +72,11 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is a Discord lane.
 type Provider struct {
+	// Probe: Discord cannot look up a message by its content, and the
+	// listing is the read.
+	provider.NoProbe
+	// Count: Discord has no counter of our messages.
+	provider.NoCount
 	c         Config
 	w         *provider.WriteClient
 	webhookID string
@@ -99,13 +104,8 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Target == "" {
 		cfg.Target = "channel"
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), webhookID: m[1], channel: cfg.ChannelID}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoProbe: "discord", NoCount: "discord", c: cfg, w: w, webhookID: m[1], channel: cfg.ChannelID}, nil
 }
 
 func redactHook(s string) string {
@@ -235,18 +235,6 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Next = ms[len(ms)-1].ID
 	}
 	return page, nil
-}
-
-// Probe implements provider.Provider: Discord cannot look up a message by
-// its content, and the listing is the read.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("discord: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: Discord has no counter of our
-// messages.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("discord: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: the lane's one target; a deleted

@@ -1,13 +1,20 @@
-// Package email sends each write as a plain-text mail over SMTP
-// (github.com/emersion/go-smtp). Its Message-ID is derived from the
+// Package email sends each write as a mail over SMTP
+// (github.com/emersion/go-smtp): its text, with an HTML rendering of it
+// beside (multipart/alternative). Its Message-ID is derived from the
 // intent's idempotency key, so every attempt at one intent carries the same
 // Message-ID, and a mailbox (or a person) can tell a resend from a new mail.
 //
-// SMTP servers do not deduplicate by Message-ID, and this provider cannot
-// yet read a sent mailbox back (IMAP reconciliation is not built), so an
-// email lane is at most once: a mail whose final answer was lost is never
-// sent again; it stays unresolved until an operator decides (or the lane
-// opts in to resend_in_doubt, at least once).
+// SMTP servers do not deduplicate by Message-ID. Where the lane names a
+// sent mailbox over IMAP (imap_url, sent_mailbox) that the submission
+// server files what it takes into (as Gmail, Fastmail and most hosted
+// providers do), a mail in doubt is decided by reading that mailbox back
+// in a live session: our mails are the ones whose Message-ID is ours, and
+// the lane is exactly once. Without it nothing can tell whether a mail
+// whose final answer was lost was taken, so the lane is at most once: it
+// is never sent again and stays unresolved until an operator decides (or
+// the lane opts in to resend_in_doubt, at least once). A mailbox a client
+// appends its own copies to is not such a mailbox: a mail the server took
+// before the client crashed would be missing from it, and sent again.
 //
 // An answer that says the mail was not taken (any reply before the final
 // dot, or a 4xx/5xx after it) means it did not land: 4xx is deferred, 5xx
@@ -62,20 +69,52 @@ type Config struct {
 	// TLSConfig is for tests; nil uses the system's roots.
 	TLSConfig *tls.Config
 	Clock     clock.Clock
+
+	// IMAPURL, when set, is where the sent mailbox is read back:
+	// imaps://host:993, imap://host:143 (STARTTLS required) or
+	// imap+insecure://host:port (tests only).
+	IMAPURL      string
+	IMAPUsername string
+	IMAPPassword string
+	// SentMailbox is the mailbox the submission server files sent mail
+	// into (default DefaultSentMailbox).
+	SentMailbox string
 }
 
 // FromSettings builds a Config from a lane's settings: smtp_url, username,
 // password or password_env (default SMTP_PASSWORD; only when username is
-// set), from, timeout.
+// set), from, timeout, and for reading the sent mailbox back: imap_url,
+// imap_username (default username), imap_password or imap_password_env
+// (default IMAP_PASSWORD; when neither is set, the SMTP password),
+// sent_mailbox (default Sent).
 func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
-	c := Config{SMTPURL: s["smtp_url"], Username: s["username"], From: s["from"], Timeout: 30 * time.Second}
+	c := Config{SMTPURL: s["smtp_url"], Username: s["username"], From: s["from"], Timeout: 30 * time.Second,
+		IMAPURL: s["imap_url"], IMAPUsername: st.Get("imap_username", s["username"]), SentMailbox: st.Get("sent_mailbox", DefaultSentMailbox)}
 	if c.Username != "" {
 		pw, err := st.Token("password", "password_env", "SMTP_PASSWORD", os.Getenv)
 		if err != nil {
 			return c, err
 		}
 		c.Password = pw
+	}
+	if c.IMAPURL != "" {
+		switch {
+		case s["imap_password"] != "" || s["imap_password_env"] != "":
+			pw, err := st.Token("imap_password", "imap_password_env", "IMAP_PASSWORD", os.Getenv)
+			if err != nil {
+				return c, err
+			}
+			c.IMAPPassword = pw
+		case c.IMAPUsername == c.Username:
+			c.IMAPPassword = c.Password
+		}
+		if c.IMAPUsername == "" {
+			return c, tidemark.Invalidf("setting imap_username", "", "reading the sent mailbox needs a user (imap_username or username)")
+		}
+		if c.IMAPPassword == "" {
+			return c, tidemark.Invalidf("setting imap_password", "", "reading the sent mailbox as %s needs its password (imap_password or imap_password_env)", c.IMAPUsername)
+		}
 	}
 	if v := s["timeout"]; v != "" {
 		d, err := time.ParseDuration(v)
@@ -89,10 +128,15 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is an email lane.
 type Provider struct {
+	// Probe: the listing of the sent mailbox is the read.
+	provider.NoProbe
+	// Count: SMTP has no counter.
+	provider.NoCount
 	c      Config
 	scheme string
 	addr   string
 	from   *mail.Address
+	imap   *imapConfig // nil: no sent mailbox to read
 }
 
 // New checks cfg and returns the provider.
@@ -122,29 +166,35 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, tidemark.Invalidf("setting from", cfg.From, "want an address: %v", err)
 	}
+	ic, err := parseIMAPURL(cfg.IMAPURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SentMailbox == "" {
+		cfg.SentMailbox = DefaultSentMailbox
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Provider{c: cfg, scheme: u.Scheme, addr: addr, from: from}, nil
+	return &Provider{NoProbe: "email", NoCount: "email", c: cfg, scheme: u.Scheme, addr: addr, from: from, imap: ic}, nil
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Fingerprinter = (*Provider)(nil)
+)
 
 // MessageID is the Message-ID of an intent's mail: its idempotency key at
 // the sender's domain.
 func (p *Provider) MessageID(key string) string {
-	domain := "tidemark.invalid"
-	if i := strings.LastIndexByte(p.from.Address, '@'); i >= 0 {
-		domain = p.from.Address[i+1:]
-	}
-	return "<" + key + "@" + domain + ">"
+	return "<" + key + "@" + p.domain() + ">"
 }
 
 // compose renders the mail: headers, then the body as quoted-printable
-// UTF-8 text.
+// UTF-8 text and its HTML rendering, as multipart/alternative.
 func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 	subject, _, _ := strings.Cut(strings.TrimSpace(string(w.Body)), "\n")
 	subject = strings.TrimSpace(subject)
@@ -159,16 +209,29 @@ func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 	h("Date", p.c.Clock.Now().Format(time.RFC1123Z))
 	h("Message-ID", p.MessageID(w.IdempotencyKey))
 	h("MIME-Version", "1.0")
-	h("Content-Type", "text/plain; charset=utf-8")
-	h("Content-Transfer-Encoding", "quoted-printable")
+	// The text and provider.TextHTML of it, as alternatives; the boundary
+	// comes from the intent's key, so every attempt sends the same bytes.
+	boundary := "tidemark-" + strings.TrimPrefix(w.IdempotencyKey, "tm-")
+	h("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
 	b.WriteString("\r\n")
-	qp := quotedprintable.NewWriter(&b)
-	if _, err := qp.Write(bytes.ReplaceAll(w.Body, []byte("\n"), []byte("\r\n"))); err != nil {
-		return nil, err
+	for _, part := range []struct{ ctype, text string }{
+		{"text/plain", string(w.Body)},
+		{"text/html", "<!DOCTYPE html><html><body>" + provider.TextHTML(string(w.Body)) + "</body></html>"},
+	} {
+		b.WriteString("--" + boundary + "\r\n")
+		h("Content-Type", part.ctype+"; charset=utf-8")
+		h("Content-Transfer-Encoding", "quoted-printable")
+		b.WriteString("\r\n")
+		qp := quotedprintable.NewWriter(&b)
+		if _, err := qp.Write([]byte(strings.ReplaceAll(part.text, "\n", "\r\n"))); err != nil {
+			return nil, err
+		}
+		if err := qp.Close(); err != nil {
+			return nil, err
+		}
+		b.WriteString("\r\n")
 	}
-	if err := qp.Close(); err != nil {
-		return nil, err
-	}
+	b.WriteString("--" + boundary + "--\r\n")
 	return b.Bytes(), nil
 }
 
@@ -265,22 +328,6 @@ func (p *Provider) dial(ctx context.Context) (*smtp.Client, error) {
 	default:
 		return smtp.NewClient(conn), nil
 	}
-}
-
-// ListOwn implements provider.Provider: reading the sent mailbox back over
-// IMAP is not built, so nothing can be listed.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
-	return provider.Page{}, fmt.Errorf("email: %w", provider.ErrUnsupported)
-}
-
-// Probe implements provider.Provider: see ListOwn.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("email: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: SMTP has no counter.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("email: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: the target must be an address.

@@ -58,6 +58,8 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is a GitHub lane.
 type Provider struct {
+	// Count: GitHub has no counter of our comments.
+	provider.NoCount
 	c     Config
 	w     *provider.WriteClient // every POST goes through it; reads use c.Client
 	mu    sync.Mutex
@@ -78,13 +80,8 @@ func New(cfg Config) (*Provider, error) {
 			return nil, tidemark.Invalidf("setting repos", r, "want owner/repo")
 		}
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), login: cfg.Login}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoCount: "github", c: cfg, w: w, login: cfg.Login}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -215,21 +212,17 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	if err != nil {
 		return provider.Page{}, err
 	}
-	idx, next := 0, ""
-	if cursor != "" {
-		i, rest, _ := strings.Cut(cursor, "|")
-		if idx, err = strconv.Atoi(i); err != nil || idx < 0 || idx >= len(p.c.Repos) {
-			return provider.Page{}, fmt.Errorf("github: bad cursor %q", cursor)
-		}
-		next = rest
+	at, err := provider.ParsePageTargets("github", cursor, len(p.c.Repos))
+	if err != nil {
+		return provider.Page{}, err
 	}
-	u := next
+	u := at.Token
 	if u == "" {
 		q := url.Values{"sort": {"created"}, "direction": {"asc"}, "per_page": {"100"}}
 		if p.c.Since != "" {
 			q.Set("since", p.c.Since)
 		}
-		u = fmt.Sprintf("/repos/%s/issues/comments?%s", p.c.Repos[idx], q.Encode())
+		u = fmt.Sprintf("/repos/%s/issues/comments?%s", p.c.Repos[at.Index], q.Encode())
 	} else if !strings.HasPrefix(u, p.c.APIURL+"/") {
 		return provider.Page{}, fmt.Errorf("github: next page %q leaves %s", u, p.c.APIURL)
 	}
@@ -246,12 +239,7 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 			page.Writes = append(page.Writes, w)
 		}
 	}
-	switch {
-	case nextURL != "":
-		page.Next = strconv.Itoa(idx) + "|" + nextURL
-	case idx+1 < len(p.c.Repos):
-		page.Next = strconv.Itoa(idx + 1)
-	}
+	page.Next = at.Next(nextURL != "", nextURL)
 	return page, nil
 }
 
@@ -288,11 +276,6 @@ func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed
 	}
 	// The oldest page read dates the answer.
 	return provider.Probed{Meta: *first}, nil
-}
-
-// Count implements provider.Provider: GitHub has no counter of our comments.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("github: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: the issue must exist and not be

@@ -78,13 +78,8 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.PageSize <= 0 || cfg.PageSize > 40 {
 		cfg.PageSize = 40
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), acct: cfg.AccountID}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{c: cfg, w: w, acct: cfg.AccountID}, nil
 }
 
 var (

@@ -9,6 +9,9 @@
 // /rooms/{roomId}/messages?dir=b) sent by our user, matched on the SHA-256
 // of content.body, which the homeserver returns as sent.
 //
+// Each message carries its text as body and provider.TextHTML of it as
+// formatted_body (org.matrix.custom.html) while both fit in one event.
+//
 // Target is a room id (!opaque:server); there is no parent.
 package matrix
 
@@ -74,6 +77,10 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is a Matrix lane.
 type Provider struct {
+	// Probe: the listing is the read.
+	provider.NoProbe
+	// Count: Matrix has no counter of our events.
+	provider.NoCount
 	c  Config
 	w  *provider.WriteClient
 	mu sync.Mutex
@@ -96,13 +103,8 @@ func New(cfg Config) (*Provider, error) {
 			return nil, tidemark.Invalidf("setting rooms", r, "want room ids such as !abc:example.org")
 		}
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client), me: cfg.UserID}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoProbe: "matrix", NoCount: "matrix", c: cfg, w: w, me: cfg.UserID}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -132,7 +134,13 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if len(w.Body) > MaxBodyBytes {
 		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the message is %d bytes; a Matrix event holds at most %d", len(w.Body), MaxBodyBytes)}
 	}
-	body, _ := json.Marshal(map[string]string{"msgtype": "m.text", "body": string(w.Body)})
+	content := map[string]string{"msgtype": "m.text", "body": string(w.Body)}
+	// The HTML rendering goes beside the text while the event stays in
+	// bounds; the body, what the listing joins on, is the same either way.
+	if h := provider.TextHTML(string(w.Body)); len(w.Body)+len(h) <= MaxBodyBytes {
+		content["format"], content["formatted_body"] = "org.matrix.custom.html", h
+	}
+	body, _ := json.Marshal(content)
 	path := "/rooms/" + url.PathEscape(w.Target) + "/send/m.room.message/" + url.PathEscape(w.IdempotencyKey)
 	req, err := http.NewRequest(http.MethodPut, p.url(path, nil), bytes.NewReader(body))
 	if err != nil {
@@ -206,15 +214,12 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	if err != nil {
 		return provider.Page{}, err
 	}
-	idx, from := 0, ""
-	if cursor != "" {
-		i, rest, _ := strings.Cut(cursor, "|")
-		if _, err := fmt.Sscan(i, &idx); err != nil || idx < 0 || idx >= len(p.c.Rooms) {
-			return provider.Page{}, fmt.Errorf("matrix: bad cursor %q", cursor)
-		}
-		from = rest
+	at, err := provider.ParsePageTargets("matrix", cursor, len(p.c.Rooms))
+	if err != nil {
+		return provider.Page{}, err
 	}
-	room := p.c.Rooms[idx]
+	from := at.Token
+	room := p.c.Rooms[at.Index]
 	q := url.Values{"dir": {"b"}, "limit": {fmt.Sprint(pageSize)}}
 	if from != "" {
 		q.Set("from", from)
@@ -235,23 +240,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: e.EventID, CreatedAt: time.UnixMilli(e.TS).UTC(), Target: room,
 			HasParent: true, BodySHA256: provider.BodySHA256([]byte(e.Content.Body))})
 	}
-	switch {
-	case ans.End != "" && len(ans.Chunk) > 0 && ans.End != from:
-		page.Next = fmt.Sprintf("%d|%s", idx, ans.End)
-	case idx+1 < len(p.c.Rooms):
-		page.Next = fmt.Sprint(idx + 1)
-	}
+	page.Next = at.Next(ans.End != "" && len(ans.Chunk) > 0 && ans.End != from, ans.End)
 	return page, nil
-}
-
-// Probe implements provider.Provider: the listing is the read.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("matrix: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: Matrix has no counter of our events.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("matrix: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: a room id; a room we cannot send

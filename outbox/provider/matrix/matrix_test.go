@@ -2,9 +2,11 @@ package matrix_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/outbox/provider"
@@ -39,5 +41,33 @@ func TestTheTransactionIDIsTheIntentsKey(t *testing.T) {
 	var rej *provider.RejectedError
 	if _, err := p.Post(context.Background(), w); !errors.As(err, &rej) || len(paths) != 2 {
 		t.Fatalf("a send without a key: %v (%d sends)", err, len(paths))
+	}
+}
+
+// A message carries its HTML rendering beside the text while both fit in
+// one event, and the text alone when they would not.
+func TestAMessageCarriesItsHTMLWhileItFits(t *testing.T) {
+	var got []map[string]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var c map[string]string
+		_ = json.NewDecoder(r.Body).Decode(&c)
+		got = append(got, c)
+		_, _ = w.Write([]byte(`{"event_id":"$1"}`))
+	}))
+	defer srv.Close()
+	p, err := matrix.New(matrix.Config{HomeserverURL: srv.URL, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"Title & co\n\nhttps://wiki.example/p/1", strings.Repeat("<>", 20000)} {
+		if _, err := p.Post(context.Background(), provider.Write{Target: "!r:example.org", Body: []byte(body), IdempotencyKey: "tm-" + body[:2]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0]["format"] != "org.matrix.custom.html" || got[0]["formatted_body"] != provider.TextHTML(got[0]["body"]) {
+		t.Fatalf("first message %v", got[0])
+	}
+	if _, ok := got[1]["formatted_body"]; ok || len(got[1]["body"]) != 40000 {
+		t.Fatalf("a message whose HTML would not fit carries it: %d bytes of HTML", len(got[1]["formatted_body"]))
 	}
 }

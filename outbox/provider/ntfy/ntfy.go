@@ -98,6 +98,8 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is an ntfy lane.
 type Provider struct {
+	// Count: ntfy has no counter of our messages.
+	provider.NoCount
 	c Config
 	w *provider.WriteClient
 }
@@ -121,13 +123,8 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.CacheDuration <= 0 {
 		cfg.CacheDuration = DefaultCacheDuration
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client)}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoCount: "ntfy", c: cfg, w: w}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -265,11 +262,6 @@ func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed
 	}
 	horizon := meta.RequestTime.Add(-p.c.CacheDuration)
 	return provider.Probed{Meta: meta, Horizon: &horizon}, nil
-}
-
-// Count implements provider.Provider: ntfy has no counter of our messages.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("ntfy: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: any topic name can be written to

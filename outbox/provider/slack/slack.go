@@ -70,6 +70,11 @@ func FromSettings(s map[string]string) (Config, error) {
 
 // Provider is a Slack lane.
 type Provider struct {
+	// Probe: Slack cannot look a message up by its text without a user
+	// token (search.messages); the listing is the read.
+	provider.NoProbe
+	// Count: Slack has no counter of our messages.
+	provider.NoCount
 	c  Config
 	w  *provider.WriteClient
 	mu sync.Mutex
@@ -97,13 +102,8 @@ func New(cfg Config) (*Provider, error) {
 			return nil, tidemark.Invalidf("setting channels", ch, "want channel ids such as C0123ABCD")
 		}
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client)}, nil
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
+	return &Provider{NoProbe: "slack", NoCount: "slack", c: cfg, w: w}, nil
 }
 
 var (
@@ -258,15 +258,12 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	if err != nil {
 		return provider.Page{}, err
 	}
-	idx, next := 0, ""
-	if cursor != "" {
-		i, rest, _ := strings.Cut(cursor, "|")
-		if _, err := fmt.Sscan(i, &idx); err != nil || idx < 0 || idx >= len(p.c.Channels) {
-			return provider.Page{}, fmt.Errorf("slack: bad cursor %q", cursor)
-		}
-		next = rest
+	at, err := provider.ParsePageTargets("slack", cursor, len(p.c.Channels))
+	if err != nil {
+		return provider.Page{}, err
 	}
-	ch := p.c.Channels[idx]
+	next := at.Token
+	ch := p.c.Channels[at.Index]
 	q := url.Values{"channel": {ch}, "limit": {fmt.Sprint(pageSize)}}
 	if next != "" {
 		q.Set("cursor", next)
@@ -291,24 +288,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: ch + "/" + m.TS, CreatedAt: tsTime(m.TS), Target: ch,
 			HasParent: true, BodySHA256: p.Fingerprint([]byte(m.Text))})
 	}
-	switch {
-	case h.HasMore && h.Meta.NextCursor != "":
-		page.Next = fmt.Sprintf("%d|%s", idx, h.Meta.NextCursor)
-	case idx+1 < len(p.c.Channels):
-		page.Next = fmt.Sprint(idx + 1)
-	}
+	page.Next = at.Next(h.HasMore && h.Meta.NextCursor != "", h.Meta.NextCursor)
 	return page, nil
-}
-
-// Probe implements provider.Provider: Slack cannot look a message up by
-// its text without a user token (search.messages); the listing is the read.
-func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	return provider.Probed{}, fmt.Errorf("slack: %w", provider.ErrUnsupported)
-}
-
-// Count implements provider.Provider: Slack has no counter of our messages.
-func (p *Provider) Count(ctx context.Context) (int64, error) {
-	return 0, fmt.Errorf("slack: %w", provider.ErrUnsupported)
 }
 
 // CanWrite implements provider.Provider: a channel id; an archived or

@@ -81,16 +81,11 @@ func New(cfg Config) (*Provider, error) {
 	if len(cfg.Secret) == 0 {
 		return nil, tidemark.Invalidf("secret", "", "a webhook needs a secret to sign with")
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
-	}
+	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
 	if cfg.PageSize <= 0 || cfg.PageSize > 1000 {
 		cfg.PageSize = 100
 	}
-	return &Provider{c: cfg, w: provider.NewWriteClient(cfg.Client)}, nil
+	return &Provider{c: cfg, w: w}, nil
 }
 
 var _ provider.Provider = (*Provider)(nil)

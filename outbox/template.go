@@ -1,0 +1,291 @@
+package outbox
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox/provider"
+)
+
+// Message is what a channel says about a change: the fields its template
+// reads. Each reaches the template escaped for the channel's markup, so a
+// title cannot become a mention or a link it did not hold.
+type Message struct {
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+	// Link is where the change's page can be read ("" when unknown).
+	Link string `json:"link"`
+	// Source is the name of the source that changed.
+	Source string `json:"source"`
+	// Page is the change's page id: the default templates name it where
+	// there is no link, so two changes with the same title and summary are
+	// still two different writes.
+	Page string `json:"page,omitempty"`
+}
+
+// Markups a channel's body is written in.
+const (
+	MarkupText     = "text"     // plain text
+	MarkupMrkdwn   = "mrkdwn"   // Slack: *bold*, <url|label>; & < > escaped
+	MarkupMarkdown = "markdown" // Discord: **bold**, <url>; markdown characters escaped
+)
+
+// Format is how a provider kind takes a message: the markup of its body,
+// whether it sends an HTML rendering beside it, the most one write may
+// hold, and the template a channel uses when it sets none.
+type Format struct {
+	Kind   string `json:"kind"`
+	Markup string `json:"markup"`
+	// HTML: the provider sends provider.TextHTML of the body beside it
+	// (Matrix's formatted_body, an email's text/html part).
+	HTML bool `json:"html"`
+	// MaxRunes and MaxBytes bound the body (0: no bound of that kind).
+	MaxRunes int `json:"max_runes,omitempty"`
+	MaxBytes int `json:"max_bytes,omitempty"`
+	// Template is the default template.
+	Template string `json:"template"`
+}
+
+// The default templates. The text one drafts exactly PublicationBody.
+const (
+	pageRef          = "{{if .Link}}{{.Link}}{{else if .Page}}page {{.Page}}{{end}}"
+	textTemplate     = "{{.Title}}\n\n{{.Summary}}\n\n" + pageRef
+	mrkdwnTemplate   = "*{{.Title}}*\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}|{{if .Source}}{{.Source}}{{else}}read more{{end}}>{{else if .Page}}page {{.Page}}{{end}}"
+	markdownTemplate = "**{{.Title}}**\n\n{{.Summary}}\n\n{{if .Link}}<{{.Link}}>{{else if .Page}}page {{.Page}}{{end}}"
+)
+
+// formats are the provider kinds' formats, from their documented limits.
+// The numbers are the provider packages' own (matrix.MaxBodyBytes,
+// email.MaxBodyBytes, slack.MaxText, discord.MaxContent,
+// ntfy.DefaultMaxBytes), written here so the outbox's rules import no
+// provider; a test in outbox/providers holds them equal.
+var formats = map[string]Format{
+	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Template: textTemplate},
+	"email":    {Markup: MarkupText, HTML: true, MaxBytes: 1 << 20, Template: textTemplate},
+	"slack":    {Markup: MarkupMrkdwn, MaxRunes: 40000, Template: mrkdwnTemplate},
+	"discord":  {Markup: MarkupMarkdown, MaxRunes: 2000, Template: markdownTemplate},
+	"ntfy":     {Markup: MarkupText, MaxBytes: 4096, Template: textTemplate},
+	"mastodon": {Markup: MarkupText, MaxRunes: 500, Template: textTemplate},   // a status's default limit
+	"github":   {Markup: MarkupText, MaxRunes: 65536, Template: textTemplate}, // a comment's limit
+	"webhook":  {Markup: MarkupText, Template: textTemplate},
+}
+
+// FormatOf returns the format of a provider kind (false: no such kind).
+func FormatOf(kind string) (Format, bool) {
+	f, ok := formats[kind]
+	f.Kind = kind
+	return f, ok
+}
+
+// Rendered is what a channel would send for a message.
+type Rendered struct {
+	Kind   string `json:"kind"`
+	Markup string `json:"markup"`
+	// Body is the intent's body: what is sent, and what the intent's
+	// identity is computed on.
+	Body string `json:"body"`
+	// HTML is what the provider sends beside the body, if anything.
+	HTML string `json:"html,omitempty"`
+	// Truncated: the summary was shortened (ending in …) so the body fits
+	// Limit.
+	Truncated bool   `json:"truncated"`
+	Limit     string `json:"limit,omitempty"`
+}
+
+// Preview renders what a channel of a lane of the given provider kind would
+// send for a message, without sending anything: the template (the kind's
+// default when tmpl is blank) over the message's fields escaped for the
+// kind's markup, blank runs of lines closed up, and the summary shortened
+// until the body fits the kind's limit. A template that does not parse, or
+// reads a field a message does not have, or cannot fit even with no
+// summary, is tidemark.ErrInvalid with the reason.
+func Preview(kind, tmpl string, m Message) (Rendered, error) {
+	f, ok := FormatOf(kind)
+	if !ok {
+		return Rendered{}, tidemark.Invalidf("provider", kind, "no such provider kind")
+	}
+	if strings.TrimSpace(tmpl) == "" {
+		tmpl = f.Template
+	}
+	t, err := ParseTemplate(tmpl)
+	if err != nil {
+		return Rendered{}, err
+	}
+	return t.render(f, m)
+}
+
+// Template is a channel's message template, parsed.
+type Template struct{ t *template.Template }
+
+// ParseTemplate parses a channel's template (Go text/template over a
+// Message: {{.Title}}, {{.Summary}}, {{.Link}}, {{.Source}}) and checks it
+// against an example message, so a template that would fail on every
+// change is refused when it is set, not when a page is published.
+func ParseTemplate(text string) (*Template, error) {
+	t, err := template.New("channel").Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, tidemark.Invalidf("template", text, "%v", err)
+	}
+	if err := t.Execute(&bytes.Buffer{}, Message{Title: "t", Summary: "s", Link: "https://example.org/", Source: "src", Page: "p"}); err != nil {
+		return nil, tidemark.Invalidf("template", text, "%v (a template reads .Title, .Summary, .Link, .Source and .Page)", err)
+	}
+	return &Template{t: t}, nil
+}
+
+// Render is Preview with a parsed template.
+func (t *Template) Render(kind string, m Message) (Rendered, error) {
+	f, ok := FormatOf(kind)
+	if !ok {
+		return Rendered{}, tidemark.Invalidf("provider", kind, "no such provider kind")
+	}
+	return t.render(f, m)
+}
+
+func (t *Template) render(f Format, m Message) (Rendered, error) {
+	esc := escaper(f.Markup)
+	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(strings.TrimSpace(m.Summary)), Link: linkEscape(f.Markup, m.Link),
+		Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))}
+	out := Rendered{Kind: f.Kind, Markup: f.Markup, Limit: limitText(f)}
+	body, err := t.exec(data)
+	if err != nil {
+		return out, err
+	}
+	if !fits(f, body) {
+		// Shorten the summary, the longest part and the one a reader can
+		// follow the link for, to the longest that fits.
+		summary := []rune(data.Summary)
+		lo, hi := 0, len(summary) // lo fits (checked below), hi does not
+		try := func(n int) (string, bool, error) {
+			d := data
+			d.Summary = strings.TrimSpace(string(summary[:n]))
+			if n < len(summary) {
+				d.Summary += "…"
+			}
+			b, err := t.exec(d)
+			return b, fits(f, b), err
+		}
+		b, ok, err := try(0)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			return out, tidemark.Invalidf("template", "", "the message is longer than %s even with no summary", out.Limit)
+		}
+		body = b
+		for lo+1 < hi {
+			mid := (lo + hi) / 2
+			b, ok, err := try(mid)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				lo, body = mid, b
+			} else {
+				hi = mid
+			}
+		}
+		out.Truncated = true
+	}
+	out.Body = body
+	if f.HTML {
+		out.HTML = provider.TextHTML(body)
+	}
+	return out, nil
+}
+
+func (t *Template) exec(m Message) (string, error) {
+	var b bytes.Buffer
+	if err := t.t.Execute(&b, m); err != nil {
+		return "", tidemark.Invalidf("template", "", "%v", err)
+	}
+	return closeUp(b.String()), nil
+}
+
+// closeUp trims the body and closes runs of blank lines (left by an empty
+// field) to one.
+func closeUp(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var out []string
+	blank := false
+	for _, l := range lines {
+		l = strings.TrimRight(l, " \t")
+		if l == "" {
+			if blank {
+				continue
+			}
+			blank = true
+		} else {
+			blank = false
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func fits(f Format, body string) bool {
+	return (f.MaxBytes == 0 || len(body) <= f.MaxBytes) && (f.MaxRunes == 0 || utf8.RuneCountInString(body) <= f.MaxRunes)
+}
+
+func limitText(f Format) string {
+	switch {
+	case f.MaxRunes > 0:
+		return fmt.Sprintf("%d characters", f.MaxRunes)
+	case f.MaxBytes > 0:
+		return fmt.Sprintf("%d bytes", f.MaxBytes)
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// escaper returns the escaping of text for a markup.
+func escaper(markup string) func(string) string {
+	switch markup {
+	case MarkupMrkdwn:
+		// Slack's documented escapes: &, < and > (so no <!channel> or
+		// <url|label> can be smuggled in); its formatting characters are
+		// left alone, as Slack offers no escape for them.
+		return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+	case MarkupMarkdown:
+		// Discord's markdown: a backslash before each formatting
+		// character, and no mention can ping (the provider also sends
+		// allowed_mentions with nothing to parse).
+		return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`, ">", `\>`, "<", `\<`,
+			"#", `\#`, "[", `\[`, "]", `\]`, "@", "@\u200b").Replace
+	}
+	return func(s string) string { return s }
+}
+
+// linkEscape keeps a link usable in the markup: only a link that is one
+// http(s) URL is kept (anything else could break out of <…>).
+func linkEscape(markup, link string) string {
+	link = strings.TrimSpace(link)
+	if link == "" {
+		return ""
+	}
+	if markup == MarkupText {
+		return link
+	}
+	if !(strings.HasPrefix(link, "https://") || strings.HasPrefix(link, "http://")) || strings.ContainsAny(link, " \t\n<>|") {
+		return ""
+	}
+	return link
+}
+
+// ChannelBody is the body a channel drafts for a published page: its
+// template (the kind's default when blank) over the publication and the
+// source's name. A template that fails on this page (a title longer than
+// the provider takes) drafts PublicationBody instead, and says why: a
+// publication is never refused for its notification.
+func ChannelBody(kind, tmpl string, p tidemark.Publication, source string) (string, error) {
+	r, err := Preview(kind, tmpl, Message{Title: p.Title, Summary: p.Summary, Link: p.PageURL, Source: source, Page: p.PageID})
+	if err != nil {
+		return PublicationBody(p), err
+	}
+	return r.Body, nil
+}

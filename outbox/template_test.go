@@ -1,0 +1,101 @@
+package outbox_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
+)
+
+var change = outbox.Message{Title: "Release 2.0 <b> & co", Summary: "Adds *bold* things.\nFixes @everyone bugs.",
+	Link: "https://wiki.example/p/1", Source: "Project feed"}
+
+// Each kind's default template in its own markup, every field escaped for
+// it, and the HTML rendering beside the text where the provider sends one.
+func TestPreviewRendersEachKindsMarkup(t *testing.T) {
+	for _, tc := range []struct {
+		kind, body, html string
+	}{
+		{"matrix", "Release 2.0 <b> & co\n\nAdds *bold* things.\nFixes @everyone bugs.\n\nhttps://wiki.example/p/1",
+			`<p><strong>Release 2.0 &lt;b&gt; &amp; co</strong></p><p>Adds *bold* things.<br>Fixes @everyone bugs.</p><p><a href="https://wiki.example/p/1">https://wiki.example/p/1</a></p>`},
+		{"slack", "*Release 2.0 &lt;b&gt; &amp; co*\n\nAdds *bold* things.\nFixes @everyone bugs.\n\n<https://wiki.example/p/1|Project feed>", ""},
+		{"discord", "**Release 2.0 \\<b\\> & co**\n\nAdds \\*bold\\* things.\nFixes @\u200beveryone bugs.\n\n<https://wiki.example/p/1>", ""},
+	} {
+		r, err := outbox.Preview(tc.kind, "", change)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.kind, err)
+		}
+		if r.Body != tc.body || r.HTML != tc.html || r.Truncated {
+			t.Errorf("%s:\n body %q\n want %q\n html %q\n want %q", tc.kind, r.Body, tc.body, r.HTML, tc.html)
+		}
+	}
+}
+
+// A body over the provider's limit keeps its title and link and loses the
+// end of its summary, marked with …; it then fits exactly as far as it can.
+func TestPreviewShortensTheSummaryToTheLimit(t *testing.T) {
+	long := outbox.Message{Title: "T", Summary: strings.Repeat("word ", 1000), Link: "https://wiki.example/p/2"}
+	r, err := outbox.Preview("discord", "", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCountInString(r.Body); !r.Truncated || n > 2000 || n < 1990 {
+		t.Fatalf("discord body of %d characters, truncated %v", n, r.Truncated)
+	}
+	if !strings.HasPrefix(r.Body, "**T**") || !strings.HasSuffix(r.Body, "…\n\n<https://wiki.example/p/2>") {
+		t.Fatalf("the title or the link was cut: %q…%q", r.Body[:10], r.Body[len(r.Body)-40:])
+	}
+	if _, err := outbox.Preview("discord", "{{.Title}}", outbox.Message{Title: strings.Repeat("x", 3000)}); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("a title over the limit: %v", err)
+	}
+}
+
+func TestTemplatesAreCheckedWhenParsed(t *testing.T) {
+	for _, bad := range []string{"{{.Title", "{{.Author}}", "{{template \"x\"}}"} {
+		if _, err := outbox.ParseTemplate(bad); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	r, err := outbox.Preview("ntfy", "{{.Source}}: {{.Title}}\n\n\n\n{{.Summary}}\n\n{{.Link}}", outbox.Message{Title: "t", Source: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Body != "s: t" {
+		t.Fatalf("empty fields leave blank lines: %q", r.Body)
+	}
+	if _, err := outbox.Preview("carrier-pigeon", "", change); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("an unknown kind: %v", err)
+	}
+}
+
+// A slack or discord link must stay one link: anything but an http(s)
+// URL is dropped rather than let out of its angle brackets.
+func TestPreviewDropsALinkThatCouldBreakOut(t *testing.T) {
+	r, err := outbox.Preview("slack", "", outbox.Message{Title: "t", Link: "https://x.example/|<!channel>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Body, "<!channel>") || strings.Contains(r.Body, "x.example") {
+		t.Fatalf("the link broke out: %q", r.Body)
+	}
+}
+
+// A text channel without a template drafts exactly what it drafted before
+// templates: PublicationBody.
+func TestTheDefaultTextTemplateIsThePublicationBody(t *testing.T) {
+	for _, p := range []tidemark.Publication{
+		{PageID: "p1", Title: "Title", Summary: "Line one.\nLine two.", PageURL: "https://wiki.example/p1"},
+		{PageID: "p2", Title: "Title", Summary: "Same summary."},
+		{PageID: "p3", Title: "Only a title"},
+	} {
+		for _, kind := range []string{"webhook", "matrix", "email", "ntfy", "github"} {
+			got, err := outbox.ChannelBody(kind, "", p, "src")
+			if err != nil || got != outbox.PublicationBody(p) {
+				t.Errorf("%s, %+v: %q (%v), want %q", kind, p, got, err, outbox.PublicationBody(p))
+			}
+		}
+	}
+}
