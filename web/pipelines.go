@@ -9,15 +9,18 @@ import (
 	"github.com/tidemark/tidemark/outbox"
 )
 
-// OutboxView is what the status pages read of the outbox.
+// OutboxView is what the status pages and /metrics read of the outbox.
 type OutboxView interface {
+	OutboxStats
 	Lanes(ctx context.Context) ([]outbox.Lane, error)
 	Gaps(ctx context.Context, lane string) ([]outbox.GapReport, error)
 	ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error)
 }
 
-// MigrationView is what the status pages read of field migrations.
+// MigrationView is what the status pages and /metrics read of field
+// migrations.
 type MigrationView interface {
+	MigrationStats
 	Runs(ctx context.Context, f content.RunFilter) ([]content.Run, error)
 }
 

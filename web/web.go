@@ -51,7 +51,13 @@ type Server struct {
 	Ingest     ingest.Store
 	Outbox     OutboxView
 	Migrations MigrationView
-	Logger     *slog.Logger
+	// Publish, when set, adds publication's metrics read from the
+	// database (sqlstore's PublishStore).
+	Publish PublishStats
+	// Pipeline, when set, adds the process-local counters of the
+	// pipelines this process runs (NewPipelineMetrics).
+	Pipeline *PipelineMetrics
+	Logger   *slog.Logger
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
@@ -137,9 +143,9 @@ func (s *Server) Handler() http.Handler {
 	private("/api/outbox/intents", get(s.apiIntents))
 	private("/api/migrations", get(s.apiMigrations))
 	if s.PublicMetrics {
-		public("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
+		public("/metrics", s.methods(s.MetricsHandler().ServeHTTP, http.MethodGet))
 	} else {
-		private("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
+		private("/metrics", s.methods(s.MetricsHandler().ServeHTTP, http.MethodGet))
 	}
 	var h http.Handler = mux
 	cop := http.NewCrossOriginProtection()
