@@ -1,0 +1,201 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+type noSearch struct{}
+
+func (noSearch) Search(context.Context, publish.SearchQuery) (publish.SearchResult, error) {
+	return publish.SearchResult{}, nil
+}
+
+// mustFullServer is a Server with every part set, so every route exists.
+func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
+	t.Helper()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
+	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
+		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics()}, db
+}
+
+type openAPIDoc struct {
+	Paths map[string]map[string]struct {
+		Security *[]map[string][]string `json:"security"`
+	} `json:"paths"`
+}
+
+// The OpenAPI document names every API route the router has, and nothing
+// else: checked against the table the router is built from and against
+// the router itself (which pattern answers each documented path).
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	s, _ := mustFullServer(t)
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	var head struct{ OpenAPI string }
+	_ = json.Unmarshal(openAPIDocument, &head)
+	if head.OpenAPI != "3.1.0" {
+		t.Errorf("openapi.json is version %q, want 3.1.0", head.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+			// Public operations say so (security: []); private ones
+			// inherit the document's bearer requirement.
+			isPublic := op.Security != nil && len(*op.Security) == 0
+			found := false
+			for _, rt := range s.routes() {
+				if rt.Pattern == path && rt.Method == strings.ToUpper(method) {
+					found = true
+					if (rt.Access == public) != isPublic {
+						t.Errorf("%s %s: the document says public=%v, the route is not", method, path, isPublic)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("the document names %s %s, which no route serves", strings.ToUpper(method), path)
+			}
+		}
+	}
+	for _, rt := range s.routes() {
+		if rt.api() && !documented[rt.Method+" "+rt.Pattern] {
+			t.Errorf("route %s %s is missing from openapi.json", rt.Method, rt.Pattern)
+		}
+	}
+	// The router itself: each documented path, its parameters filled in,
+	// is answered by the pattern the document names, not by the /api/
+	// fallback.
+	mux := s.mux()
+	for key := range documented {
+		method, path, _ := strings.Cut(key, " ")
+		concrete := strings.NewReplacer("{name}", "x").Replace(path)
+		if strings.Contains(concrete, "{") {
+			t.Errorf("%s: fill in its path parameters in this test", path)
+			continue
+		}
+		_, pattern := mux.Handler(httptest.NewRequest(method, concrete, nil))
+		if pattern != path {
+			t.Errorf("%s %s is answered by pattern %q, not %q", method, concrete, pattern, path)
+		}
+	}
+}
+
+// The document is served without a token, and is the document.
+func TestOpenAPIServedPublicly(t *testing.T) {
+	s, _ := mustFullServer(t)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/api/openapi.json", nil))
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || rec.Body.String() != string(openAPIDocument) {
+		t.Fatalf("/api/openapi.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+// Every write the site accepts is audited, by the store in the write's
+// transaction or through Server.Write.
+func TestEveryWriteIsAudited(t *testing.T) {
+	s, _ := mustFullServer(t)
+	writes := 0
+	for _, rt := range s.routes() {
+		if rt.Method == "" && rt.Pattern != "/" && rt.Pattern != "/api/" {
+			t.Errorf("route %s answers every method; only the wiki and the /api/ fallback may", rt.Pattern)
+		}
+		if !rt.write() {
+			continue
+		}
+		writes++
+		if rt.Audit != auditStore && rt.Audit != auditWrite {
+			t.Errorf("write %s %s is not audited", rt.Method, rt.Pattern)
+		}
+		if rt.Audit == auditWrite && rt.Access != private {
+			t.Errorf("write %s %s is audited through Write but public: nobody would be named", rt.Method, rt.Pattern)
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no write routes: the table is not what this test expects")
+	}
+}
+
+// failingAuditor is an Authenticator whose audit cannot be written.
+type failingAuditor struct{ Authenticator }
+
+func (failingAuditor) StartAudit(context.Context, tidemark.Token, string, string) (tidemark.AuditEntry, error) {
+	return tidemark.AuditEntry{}, errors.New("disk full")
+}
+
+// Server.Write records who made a write before it runs and how it ended
+// after; a write that cannot be audited is refused and never runs.
+func TestWriteIsAuditedWithWhoDidIt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		db := sqltest.MustOpen(t, b, sqltest.NewEnv(12))
+		s := &Server{Ingest: db.Ingest(), Auth: db.Auth()}
+		secret, tok, err := db.Auth().CreateToken(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		var seen string
+		mux := http.NewServeMux()
+		mux.Handle("POST /w/ok", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) {
+			ran++
+			seen = Actor(r.Context())
+			w.WriteHeader(http.StatusNoContent)
+		})))
+		mux.Handle("POST /w/conflict", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) {
+			ran++
+			s.fail(w, r, fmt.Errorf("already poked: %w", tidemark.ErrConflict))
+		})))
+		post := func(h http.Handler, path string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest("POST", "http://127.0.0.1"+path, nil)
+			req.Header.Set("Authorization", "Bearer "+secret)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		if rec := post(mux, "/w/ok"); rec.Code != 204 || seen != "alice" {
+			t.Fatalf("write: %d, actor %q", rec.Code, seen)
+		}
+		if rec := post(mux, "/w/conflict"); rec.Code != 409 {
+			t.Fatalf("conflicting write: %d", rec.Code)
+		}
+		log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range log {
+			if e.Actor != "alice" || e.TokenID != tok.ID || e.Action != "poke" {
+				t.Errorf("entry %+v: want alice's poke", e)
+			}
+			got = append(got, e.Target+" "+e.Outcome)
+		}
+		slices.Sort(got)
+		if want := []string{"/w/conflict conflict", "/w/ok ok"}; !slices.Equal(got, want) {
+			t.Fatalf("audit %q, want %q", got, want)
+		}
+
+		// An audit that cannot be written refuses the write.
+		s.Auth = failingAuditor{db.Auth()}
+		ran = 0
+		refused := http.NewServeMux()
+		refused.Handle("POST /w/ok", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) { ran++ })))
+		if rec := post(refused, "/w/ok"); rec.Code != http.StatusServiceUnavailable || ran != 0 {
+			t.Fatalf("write without an audit: %d, ran %d times", rec.Code, ran)
+		}
+	})
+}
