@@ -27,13 +27,16 @@ var funcs = template.FuncMap{
 		if t == nil || t.IsZero() {
 			return "never"
 		}
-		return t.Local().Format(time.DateTime)
+		return stamp(*t)
 	},
-	"when":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
+	"when":  stamp,
 	"short": func(s string) string { return shorten(s, 12) },
 	"clip":  func(s string) string { return shorten(s, 160) },
 	"count": func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 }
+
+// stamp shows a time to people.
+func stamp(t time.Time) string { return t.Local().Format(time.DateTime) }
 
 func shorten(s string, n int) string {
 	if len(s) <= n {
