@@ -238,7 +238,7 @@ func NewPipelineMetrics() *PipelineMetrics {
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_publish_published_total",
 			Help: "Publications this process completed; the database's count across processes is tidemark_publish_pages_published." + local}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "tidemark_publish_failures_total",
-			Help: "Publications that failed (a lost race included), by this process." + local}),
+			Help: "Publications that failed (a lost race included), by this process's publish rounds and sweeps." + local}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_publish_repairs_total",
 			Help: "Repairs after a lost race, by result (ok, failed)." + local}, []string{"result"}),
 		sweep: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tidemark_publish_sweep_duration_seconds",
@@ -260,6 +260,7 @@ func (m *PipelineMetrics) ObservePublish(rep publish.PublishReport) {
 func (m *PipelineMetrics) ObserveSweep(d time.Duration, rep publish.SweepReport) {
 	m.sweep.Observe(d.Seconds())
 	m.republished.Add(float64(rep.Republished))
+	m.failed.Add(float64(rep.Failed))
 }
 
 func (m *PipelineMetrics) collectors() []prometheus.Collector {

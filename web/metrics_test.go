@@ -191,7 +191,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 
 		pm := web.NewPipelineMetrics()
 		pm.ObservePublish(publish.PublishReport{Published: 3, Relinked: 1, Failed: 2, Repaired: 1, RepairFailed: 1})
-		pm.ObserveSweep(1500*time.Millisecond, publish.SweepReport{Republished: 4})
+		pm.ObserveSweep(1500*time.Millisecond, publish.SweepReport{Republished: 4, Failed: 1})
 		got := mustScrape(t, db, pm)
 		mustMetrics(t, got, map[string]float64{
 			`tidemark_database_up`:                                        1,
@@ -228,7 +228,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			`tidemark_migration_open_run_documents{collection="notes", count="converted", field="score", status="failed"}`: 2,
 			// Process-local: what this process observed.
 			`tidemark_publish_published_total`:                4,
-			`tidemark_publish_failures_total`:                 2,
+			`tidemark_publish_failures_total`:                 3, // two publishing, one sweeping
 			`tidemark_publish_repairs_total{result="ok"}`:     1,
 			`tidemark_publish_repairs_total{result="failed"}`: 1,
 			`tidemark_publish_sweep_duration_seconds_count`:   1,
