@@ -10,8 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -198,4 +202,140 @@ func TestWriteIsAuditedWithWhoDidIt(t *testing.T) {
 			t.Fatalf("write without an audit: %d, ran %d times", rec.Code, ran)
 		}
 	})
+}
+
+// The documented response schemas hold for real answers: every property
+// a schema requires is in every object the route returns.
+func TestOpenAPISchemasMatchAnswers(t *testing.T) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(13)
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
+	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}}
+	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/x", Interval: time.Minute, RetryBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Ingest().Claim(ctx, "src", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: env.Clock.Now(),
+		Items: []tidemark.Item{{Key: "1", Title: "t", OccurredAt: env.Clock.Now(), Evidence: []byte("e")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "l", Target: "t", Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "n", Type: content.Text}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Content().StartRun(ctx, "notes", "n", content.Number, 10); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := db.Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Auth().CreateSession(ctx, secret, time.Hour); err != nil { // an audit entry
+		t.Fatal(err)
+	}
+
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct{ Schema json.RawMessage } `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	type schema struct {
+		Ref        string                     `json:"$ref"`
+		Required   []string                   `json:"required"`
+		AllOf      []json.RawMessage          `json:"allOf"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Items      json.RawMessage            `json:"items"`
+	}
+	var resolve func(raw json.RawMessage) schema
+	resolve = func(raw json.RawMessage) schema {
+		var sc schema
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			t.Fatalf("schema %s: %v", raw, err)
+		}
+		if name, ok := strings.CutPrefix(sc.Ref, "#/components/schemas/"); ok {
+			def, found := doc.Components.Schemas[name]
+			if !found {
+				t.Fatalf("$ref %s names no schema", sc.Ref)
+			}
+			return resolve(def)
+		}
+		for _, part := range sc.AllOf {
+			p := resolve(part)
+			sc.Required = append(sc.Required, p.Required...)
+			if sc.Properties == nil {
+				sc.Properties = map[string]json.RawMessage{}
+			}
+			for k, v := range p.Properties {
+				sc.Properties[k] = v
+			}
+		}
+		return sc
+	}
+	var check func(where string, sc schema, v any)
+	check = func(where string, sc schema, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, req := range sc.Required {
+				if _, ok := v[req]; !ok {
+					t.Errorf("%s: required property %q missing from the answer", where, req)
+				}
+			}
+			for k, raw := range sc.Properties {
+				if x, ok := v[k]; ok && x != nil {
+					check(where+"."+k, resolve(raw), x)
+				}
+			}
+		case []any:
+			if sc.Items == nil {
+				return
+			}
+			item := resolve(sc.Items)
+			for i, x := range v {
+				check(fmt.Sprintf("%s[%d]", where, i), item, x)
+			}
+		}
+	}
+	h := s.Handler()
+	checked := 0
+	for path, ops := range doc.Paths {
+		op, ok := ops["get"]
+		if !ok || path == "/api/openapi.json" {
+			continue
+		}
+		concrete := strings.NewReplacer("{name}", "src").Replace(path)
+		req := httptest.NewRequest("GET", "http://127.0.0.1"+concrete+"?q=x", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Errorf("GET %s: %d %s", concrete, rec.Code, rec.Body)
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Errorf("GET %s: %v", concrete, err)
+			continue
+		}
+		check(path, resolve(op.Responses["200"].Content["application/json"].Schema), v)
+		checked++
+	}
+	if checked < 9 {
+		t.Fatalf("checked %d answers", checked)
+	}
 }
