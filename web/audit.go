@@ -59,7 +59,8 @@ func (a *auditRecorder) Write(b []byte) (int, error) {
 // audited is refused, 503, and not made), and finished with its outcome
 // after, "ok" or the class of the error h failed with. A write whose
 // process dies in between stays on record as "started". Write must sit
-// behind the token check (a private route), which names the token.
+// behind the token check (a private route), which names the token; a write
+// in the table of routes gets it without asking (Server.audited).
 func (s *Server) Write(action string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := Principal(r.Context())

@@ -19,8 +19,9 @@ const (
 	// auditStore: the store writes the entry in the write's own
 	// transaction (sign-in, sign-out).
 	auditStore = "store"
-	// auditWrite: the route goes through Server.Write, which records the
-	// entry before the write runs and its outcome after.
+	// auditWrite (the default for a write): the site wraps the route in
+	// Server.Write, which records the entry before the write runs and its
+	// outcome after.
 	auditWrite = "write"
 )
 
@@ -31,7 +32,9 @@ type route struct {
 	Method  string // "" answers every method (the wiki, the /api/ fallback)
 	Pattern string // a net/http pattern without its method
 	Access  access
-	Audit   string // for a write: auditStore or auditWrite
+	Audit   string // for a write: auditStore, or auditWrite (also when empty)
+	// Action names a write in the audit; empty, it is "METHOD PATTERN".
+	Action  string
 	Handler http.Handler
 }
 
@@ -86,6 +89,24 @@ func (s *Server) routes() []route {
 	return rs
 }
 
+// audited returns a route's handler, wrapped in Server.Write when it is a
+// write the store does not audit itself: a write added to the table is
+// audited without anyone remembering to. A public write has nobody to
+// name, so only the store-audited sign-in and sign-out may be public.
+func (s *Server) audited(rt route) http.Handler {
+	if !rt.write() || rt.Audit == auditStore {
+		return rt.Handler
+	}
+	if rt.Access != private {
+		panic("web: " + rt.Method + " " + rt.Pattern + " is a public write: it could not be audited with who made it")
+	}
+	action := rt.Action
+	if action == "" {
+		action = rt.Method + " " + rt.Pattern
+	}
+	return s.Write(action, rt.Handler.ServeHTTP)
+}
+
 // mux serves the routes: one pattern per path, its methods dispatched
 // inside so a wrong method is a 405 in JSON under /api.
 func (s *Server) mux() *http.ServeMux {
@@ -113,7 +134,7 @@ func (s *Server) mux() *http.ServeMux {
 			continue
 		}
 		e.methods = append(e.methods, rt.Method)
-		e.byMeth[rt.Method] = rt.Handler
+		e.byMeth[rt.Method] = s.audited(rt)
 	}
 	for _, p := range order {
 		e := byPattern[p]

@@ -107,9 +107,10 @@ type Server struct {
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //
-// The table of routes is Server.routes; a write added to it must be
-// audited (through Server.Write), and an /api route must be in
-// openapi.json: the tests walk the table and the router.
+// The table of routes is Server.routes: a write added to it is wrapped in
+// Server.Write (audited with its token) by construction, and an /api route
+// must be in openapi.json, which the tests check against the table and the
+// router.
 //
 // Every response carries the security headers (SecurityHeaders); a Host
 // the server does not answer for is refused (HostCheck); unsafe methods
