@@ -107,6 +107,28 @@ func ExitCode(err error) int {
 	}
 }
 
+// ExitClass names an exit code's kind, as the JSON API's errors carry it:
+// "invalid", "not_found", "conflict", "unavailable", "interrupted" or
+// "internal".
+func ExitClass(code int) string {
+	switch code {
+	case ExitOK:
+		return "ok"
+	case ExitInvalid:
+		return "invalid"
+	case ExitNotFound:
+		return "not_found"
+	case ExitConflict:
+		return "conflict"
+	case ExitUnavailable:
+		return "unavailable"
+	case ExitInterrupted:
+		return "interrupted"
+	default:
+		return "internal"
+	}
+}
+
 // HTTP statuses of the JSON API, one per error kind. They are the numbers
 // of net/http's constants, written here so the domain package does not
 // import net/http.

@@ -34,3 +34,12 @@ func TestHTTPStatusIsNetHTTPs(t *testing.T) {
 		}
 	}
 }
+
+func TestExitClassNamesEveryCode(t *testing.T) {
+	for code, want := range map[int]string{tidemark.ExitInvalid: "invalid", tidemark.ExitNotFound: "not_found", tidemark.ExitConflict: "conflict",
+		tidemark.ExitUnavailable: "unavailable", tidemark.ExitInterrupted: "interrupted", tidemark.ExitInternal: "internal"} {
+		if got := tidemark.ExitClass(code); got != want {
+			t.Errorf("ExitClass(%d) = %q, want %q", code, got, want)
+		}
+	}
+}

@@ -115,9 +115,13 @@ type RunClaim struct {
 	LeaseExpiresAt time.Time `json:"lease_expires_at"`
 }
 
-// RunFilter narrows a run listing; Limit 0 means 100.
+// RunFilter narrows a run listing; Limit 0 means 100. BeforeID pages a
+// listing that is not Pending (newest first): only runs strictly older
+// than (BeforeCreatedAt, BeforeID).
 type RunFilter struct {
-	Collection string
-	Pending    bool
-	Limit      int
+	Collection      string
+	Pending         bool
+	Limit           int
+	BeforeCreatedAt time.Time
+	BeforeID        string
 }

@@ -199,18 +199,24 @@ type Action struct {
 	At                  time.Time `json:"at"`
 }
 
-// RunFilter narrows a run listing. Zero values mean no narrowing; Limit 0
-// means 100.
+// RunFilter narrows a run listing, newest first. Zero values mean no
+// narrowing; Limit 0 means 100. BeforeID pages: only runs strictly older
+// than (BeforeStartedAt, BeforeID), the last run of the previous page.
 type RunFilter struct {
-	SourceID string
-	Outcome  tidemark.Outcome
-	Limit    int
+	SourceID        string
+	Outcome         tidemark.Outcome
+	Limit           int
+	BeforeStartedAt time.Time
+	BeforeID        string
 }
 
 // EventFilter narrows an event listing, newest first; Limit 0 means 100.
+// BeforeID pages as RunFilter's does, on (OccurredAt, ID).
 type EventFilter struct {
-	SourceID string
-	Limit    int
+	SourceID         string
+	Limit            int
+	BeforeOccurredAt time.Time
+	BeforeID         string
 }
 
 // Detail is a source with its recent runs and operator actions: what

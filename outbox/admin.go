@@ -14,6 +14,10 @@ type IntentFilter struct {
 	Lane  string // "": every lane
 	State State  // "": every state
 	Limit int    // at most this many; see MaxIntents
+	// AfterLane and AfterRank page through a listing (ordered by lane, then
+	// rank): only intents after that one. AfterLane "" starts at the first.
+	AfterLane string
+	AfterRank int64
 }
 
 // DefaultIntents and MaxIntents bound a listing: a limit that is not

@@ -277,12 +277,26 @@ type PublishReport struct {
 	Published int      `json:"published"`
 	Failed    int      `json:"failed"`
 	Errors    []string `json:"errors,omitempty"`
+	// Repaired and RepairFailed count the failed publications that lost
+	// the race and repaired their page, and those whose repair failed.
+	Repaired     int `json:"repaired"`
+	RepairFailed int `json:"repair_failed"`
 	// Relinked pages were republished because their neighbours changed.
 	Relinked int `json:"relinked"`
 	// Listings is what RefreshListings wrote.
 	Listings ListingReport `json:"listings"`
 	// Pages is how many pages are published in all.
 	Pages int `json:"pages"`
+}
+
+func (rep *PublishReport) countRepair(res Result) {
+	switch {
+	case res.Repaired == nil:
+	case res.RepairErr == nil:
+		rep.Repaired++
+	default:
+		rep.RepairFailed++
+	}
 }
 
 // PublishPending publishes up to limit current summaries whose pages do not
@@ -294,11 +308,12 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 		return rep, err
 	}
 	for _, id := range ids {
-		if _, err := s.Publish(ctx, id); err != nil {
+		if res, err := s.Publish(ctx, id); err != nil {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
 			rep.Failed++
+			rep.countRepair(res)
 			if len(rep.Errors) < 20 {
 				rep.Errors = append(rep.Errors, err.Error())
 			}
@@ -312,11 +327,12 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 		return rep, err
 	}
 	for _, id := range relink {
-		if _, err := s.Publish(ctx, id); err != nil {
+		if res, err := s.Publish(ctx, id); err != nil {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
 			rep.Failed++
+			rep.countRepair(res)
 			if len(rep.Errors) < 20 {
 				rep.Errors = append(rep.Errors, err.Error())
 			}

@@ -153,6 +153,7 @@ func (s *AuthStore) Authenticate(ctx context.Context, secret string) (tidemark.T
 
 // CreateSession opens a sign-in session for the token whose secret is
 // secret, lasting ttl, and returns the session's own secret (the cookie).
+// The sign-in is audited in the transaction that opens the session.
 func (s *AuthStore) CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, tidemark.Token, error) {
 	if ttl <= 0 {
 		return "", tidemark.Token{}, tidemark.Invalidf("session lifetime", ttl.String(), "must be positive")
@@ -163,14 +164,26 @@ func (s *AuthStore) CreateSession(ctx context.Context, secret string, ttl time.D
 	}
 	sess := newSecret()
 	now := s.db.Clock.Now()
-	if _, err := s.db.db.ExecContext(ctx, `DELETE FROM auth_sessions WHERE expires_at <= $1`, ms(now)); err != nil {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
 		return "", tidemark.Token{}, err
 	}
-	// The token may be revoked between the two statements; the insert
-	// then matches nothing.
-	if err := exec1(ctx, s.db.db, tidemark.ErrUnauthenticated, `INSERT INTO auth_sessions (sha256, token_id, created_at, expires_at)
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM auth_sessions WHERE expires_at <= $1`, ms(now)); err != nil {
+		return "", tidemark.Token{}, err
+	}
+	// The token may be revoked between Authenticate and this insert; the
+	// insert then matches nothing.
+	if err := exec1(ctx, tx, tidemark.ErrUnauthenticated, `INSERT INTO auth_sessions (sha256, token_id, created_at, expires_at)
 		SELECT $1, id, $3, $4 FROM auth_tokens WHERE id = $2 AND revoked_at IS NULL`,
 		secretHash(sess), t.ID, ms(now), ms(now.Add(ttl))); err != nil {
+		return "", tidemark.Token{}, err
+	}
+	if err := s.insertAudit(ctx, tx, tidemark.AuditEntry{At: now, Actor: t.Name, TokenID: t.ID, Action: "signin",
+		Outcome: tidemark.AuditOK, Detail: "session for " + ttl.String()}, true); err != nil {
+		return "", tidemark.Token{}, err
+	}
+	if err := tx.Commit(); err != nil {
 		return "", tidemark.Token{}, err
 	}
 	return sess, t, nil
@@ -190,9 +203,96 @@ func (s *AuthStore) Session(ctx context.Context, session string) (tidemark.Token
 	return t, err
 }
 
-// EndSession ends a session (signing out). Ending an unknown session is
-// not an error: the caller is signed out either way.
+// EndSession ends a session (signing out), audited in the same
+// transaction. Ending an unknown session is not an error: the caller is
+// signed out either way, and nobody is recorded.
 func (s *AuthStore) EndSession(ctx context.Context, session string) error {
-	_, err := s.db.db.ExecContext(ctx, `DELETE FROM auth_sessions WHERE sha256 = $1`, secretHash(session))
-	return err
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	t, err := scanToken(tx.QueryRowContext(ctx, `SELECT t.id, t.name, t.created_at, t.last_used_at, t.revoked_at
+		FROM auth_sessions s JOIN auth_tokens t ON t.id = s.token_id WHERE s.sha256 = $1`+s.db.Dialect.LockRow, secretHash(session)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("session ended meanwhile: %w", tidemark.ErrConflict),
+		`DELETE FROM auth_sessions WHERE sha256 = $1`, secretHash(session)); err != nil {
+		return err
+	}
+	if err := s.insertAudit(ctx, tx, tidemark.AuditEntry{At: s.db.Clock.Now(), Actor: t.Name, TokenID: t.ID,
+		Action: "signout", Outcome: tidemark.AuditOK}, true); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *AuthStore) insertAudit(ctx context.Context, q execer, e tidemark.AuditEntry, ended bool) error {
+	if e.ID == "" {
+		e.ID = s.db.IDs.New()
+	}
+	var end any
+	if ended {
+		end = ms(e.At)
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO audit_log (id, at, actor, token_id, action, target, outcome, detail, ended_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, e.ID, ms(e.At), e.Actor, e.TokenID, e.Action, e.Target, e.Outcome, e.Detail, end)
+	if err != nil {
+		return fmt.Errorf("audit %s by %s: %w", e.Action, e.Actor, err)
+	}
+	return nil
+}
+
+// StartAudit records that the token tok is about to make a write (action
+// on target) and returns the entry, outcome "started". It is committed
+// before the write runs: a write that cannot be audited is not made.
+func (s *AuthStore) StartAudit(ctx context.Context, tok tidemark.Token, action, target string) (tidemark.AuditEntry, error) {
+	if tok.ID == "" || action == "" {
+		return tidemark.AuditEntry{}, tidemark.Invalidf("audit entry", action, "needs a token and an action")
+	}
+	e := tidemark.AuditEntry{ID: s.db.IDs.New(), At: s.db.Clock.Now().UTC().Truncate(time.Millisecond), Actor: tok.Name,
+		TokenID: tok.ID, Action: action, Target: target, Outcome: tidemark.AuditStarted}
+	return e, s.insertAudit(ctx, s.db.db, e, false)
+}
+
+// FinishAudit records how a started write ended. An entry is finished
+// once: finishing it again is a conflict.
+func (s *AuthStore) FinishAudit(ctx context.Context, id, outcome, detail string) error {
+	if outcome == "" || outcome == tidemark.AuditStarted {
+		return tidemark.Invalidf("audit outcome", outcome, "want ok or an error class")
+	}
+	return exec1(ctx, s.db.db, fmt.Errorf("audit entry %s: unknown or already finished: %w", id, tidemark.ErrConflict),
+		`UPDATE audit_log SET outcome = $2, detail = $3, ended_at = $4 WHERE id = $1 AND ended_at IS NULL`,
+		id, outcome, shortText(detail, 1000), ms(s.db.Clock.Now()))
+}
+
+// AuditLog lists audit entries, newest first.
+func (s *AuthStore) AuditLog(ctx context.Context, f tidemark.AuditFilter) ([]tidemark.AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT id, at, actor, token_id, action, target, outcome, detail FROM audit_log WHERE ($1 = '' OR actor = $1)`
+	args := []any{f.Actor, f.Limit}
+	if f.BeforeID != "" {
+		q += ` AND (at < $3 OR (at = $3 AND id < $4))`
+		args = append(args, ms(f.BeforeAt), f.BeforeID)
+	}
+	q += ` ORDER BY at DESC, id DESC LIMIT $2`
+	return queryAll(ctx, s.db.db, func(sc scanner) (e tidemark.AuditEntry, err error) {
+		var at int64
+		err = sc.Scan(&e.ID, &at, &e.Actor, &e.TokenID, &e.Action, &e.Target, &e.Outcome, &e.Detail)
+		e.At = fromMS(at)
+		return e, err
+	}, q, args...)
+}
+
+func shortText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -71,8 +71,14 @@ func (s *ContentStore) Runs(ctx context.Context, f content.RunFilter) ([]content
 		q += ` AND status IN ('running', 'aborting') AND (claim_token IS NULL OR lease_expires_at <= $3) ORDER BY created_at, id LIMIT $2`
 		args = append(args, f.Limit, ms(s.db.Clock.Now()))
 	} else {
+		if f.BeforeID != "" {
+			q += ` AND (created_at < $3 OR (created_at = $3 AND id < $4))`
+		}
 		q += ` ORDER BY created_at DESC, id DESC LIMIT $2`
 		args = append(args, f.Limit)
+		if f.BeforeID != "" {
+			args = append(args, ms(f.BeforeCreatedAt), f.BeforeID)
+		}
 	}
 	rows, err := queryAll(ctx, s.db.db, scanRunRow, q, args...)
 	if err != nil {

@@ -1318,6 +1318,10 @@ func (s *IngestStore) Runs(ctx context.Context, f ingest.RunFilter) ([]tidemark.
 		args = append(args, string(f.Outcome))
 		q += fmt.Sprintf(` AND r.outcome = $%d`, len(args))
 	}
+	if f.BeforeID != "" {
+		args = append(args, ms(f.BeforeStartedAt), f.BeforeID)
+		q += fmt.Sprintf(` AND (r.started_at < $%d OR (r.started_at = $%d AND r.id < $%d))`, len(args)-1, len(args)-1, len(args))
+	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY r.started_at DESC, r.id DESC LIMIT $%d`, len(args))
 	runs, err := queryAll(ctx, s.db.db, scanRun, q, args...)
@@ -1343,7 +1347,7 @@ func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidem
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := `SELECT ` + eventColumns + ` FROM events`
+	q := `SELECT ` + eventColumns + ` FROM events WHERE 1 = 1`
 	args := []any{}
 	if f.SourceID != "" {
 		src, err := s.Source(ctx, f.SourceID)
@@ -1351,7 +1355,11 @@ func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidem
 			return nil, err
 		}
 		args = append(args, src.ID)
-		q += ` WHERE source_id = $1`
+		q += ` AND source_id = $1`
+	}
+	if f.BeforeID != "" {
+		args = append(args, ms(f.BeforeOccurredAt), f.BeforeID)
+		q += fmt.Sprintf(` AND (occurred_at < $%d OR (occurred_at = $%d AND id < $%d))`, len(args)-1, len(args)-1, len(args))
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY occurred_at DESC, id DESC LIMIT $%d`, len(args))

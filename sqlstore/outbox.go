@@ -571,9 +571,10 @@ func (s *OutboxStore) Intent(ctx context.Context, id string) (outbox.Intent, err
 
 // ListIntents lists intents by lane and rank.
 func (s *OutboxStore) ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error) {
-	q := `SELECT ` + intentColumns + ` FROM outbox_intents WHERE ($1 = '' OR lane = $1) AND ($2 = '' OR state = $2) ORDER BY lane, rank`
+	q := `SELECT ` + intentColumns + ` FROM outbox_intents WHERE ($1 = '' OR lane = $1) AND ($2 = '' OR state = $2)
+		AND ($3 = '' OR lane > $3 OR (lane = $3 AND rank > $4)) ORDER BY lane, rank`
 	q += fmt.Sprintf(" LIMIT %d", f.Bounded())
-	return queryAll(ctx, s.db.db, scanIntent, q, f.Lane, string(f.State))
+	return queryAll(ctx, s.db.db, scanIntent, q, f.Lane, string(f.State), f.AfterLane, f.AfterRank)
 }
 
 // Acquire implements outbox.Store.

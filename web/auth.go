@@ -21,12 +21,15 @@ type Authenticator interface {
 	// Authenticate returns the token whose secret is secret.
 	Authenticate(ctx context.Context, secret string) (tidemark.Token, error)
 	// CreateSession signs in with a token's secret and returns the
-	// session's secret, for the cookie.
+	// session's secret, for the cookie; the sign-in is audited with the
+	// session. EndSession audits the sign-out the same way.
 	CreateSession(ctx context.Context, secret string, ttl time.Duration) (string, tidemark.Token, error)
 	// Session returns the token behind a session.
 	Session(ctx context.Context, session string) (tidemark.Token, error)
 	// EndSession signs a session out.
 	EndSession(ctx context.Context, session string) error
+	// Auditor records who made each write.
+	Auditor
 }
 
 // SessionCookie is the name of the console's session cookie.
@@ -94,7 +97,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string
 	}
 	if isAPI(r) || r.URL.Path == "/metrics" || r.Method != http.MethodGet {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+		failStatus(w, http.StatusUnauthorized, fmt.Errorf("%s: %w", msg, tidemark.ErrUnauthenticated))
 		return
 	}
 	http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -182,7 +185,7 @@ func (s *Server) methods(h http.HandlerFunc, allowed ...string) http.Handler {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		msg := "method " + r.Method + " not allowed (allowed: " + strings.Join(allowed, ", ") + ")"
 		if isAPI(r) || r.URL.Path == "/metrics" {
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": msg})
+			failStatus(w, http.StatusMethodNotAllowed, tidemark.Invalidf("method", r.Method, "allowed: %s", strings.Join(allowed, ", ")))
 			return
 		}
 		http.Error(w, msg, http.StatusMethodNotAllowed)

@@ -3,21 +3,25 @@ package web
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/outbox"
 )
 
-// OutboxView is what the status pages read of the outbox.
+// OutboxView is what the status pages and /metrics read of the outbox.
 type OutboxView interface {
+	OutboxStats
 	Lanes(ctx context.Context) ([]outbox.Lane, error)
 	Gaps(ctx context.Context, lane string) ([]outbox.GapReport, error)
 	ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error)
 }
 
-// MigrationView is what the status pages read of field migrations.
+// MigrationView is what the status pages and /metrics read of field
+// migrations.
 type MigrationView interface {
+	MigrationStats
 	Runs(ctx context.Context, f content.RunFilter) ([]content.Run, error)
 }
 
@@ -61,20 +65,21 @@ func (s *Server) migrations(ctx context.Context, limit int) ([]content.Run, erro
 }
 
 func (s *Server) apiLanes(w http.ResponseWriter, r *http.Request) {
+	limit, cur, err := pageParams(r, "lanes")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	rows, err := s.lanes(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rows)
+	writeJSON(w, http.StatusOK, pageAfter(rows, limit, cur, "lanes", func(l laneRow) string { return l.Name }))
 }
 
 func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
-	if s.Outbox == nil {
-		writeJSON(w, http.StatusOK, []outbox.Intent{})
-		return
-	}
-	limit, err := limitParam(r)
+	limit, cur, err := pageParams(r, "intents")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -84,12 +89,19 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable, retired or collision"))
 		return
 	}
-	ins, err := s.Outbox.ListIntents(r.Context(), outbox.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state, Limit: limit})
+	if s.Outbox == nil {
+		writeJSON(w, http.StatusOK, Page[outbox.Intent]{Items: []outbox.Intent{}})
+		return
+	}
+	ins, err := s.Outbox.ListIntents(r.Context(), outbox.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state,
+		Limit: limit + 1, AfterLane: cur.Key, AfterRank: cur.N})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ins)
+	writeJSON(w, http.StatusOK, paginate(ins, limit, func(last outbox.Intent) pageCursor {
+		return pageCursor{List: "intents", Key: last.Lane, N: last.Rank}
+	}))
 }
 
 func validState(st outbox.State) bool {
@@ -102,17 +114,23 @@ func validState(st outbox.State) bool {
 }
 
 func (s *Server) apiMigrations(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r)
+	limit, cur, err := pageParams(r, "migrations")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	runs, err := s.migrations(r.Context(), limit)
+	if s.Migrations == nil {
+		writeJSON(w, http.StatusOK, Page[content.Run]{Items: []content.Run{}})
+		return
+	}
+	runs, err := s.Migrations.Runs(r.Context(), content.RunFilter{Limit: limit + 1, BeforeCreatedAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, paginate(runs, limit, func(last content.Run) pageCursor {
+		return pageCursor{List: "migrations", At: last.CreatedAt.UnixMilli(), Key: last.ID}
+	}))
 }
 
 func (s *Server) lanePage(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,8 @@ package web
 
 import (
 	"net"
+
+	"github.com/tidemark/tidemark"
 	"net/http"
 	"strings"
 )
@@ -47,7 +49,7 @@ func HostCheck(hosts []string, next http.Handler) http.Handler {
 		}
 		msg := "this server does not answer for host " + r.Host + " (start serve with --host NAME to allow it)"
 		if isAPI(r) {
-			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": msg})
+			failStatus(w, http.StatusMisdirectedRequest, tidemark.Invalidf("host", r.Host, "%s", msg))
 			return
 		}
 		http.Error(w, msg, http.StatusMisdirectedRequest)

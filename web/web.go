@@ -12,7 +12,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -28,13 +27,16 @@ var funcs = template.FuncMap{
 		if t == nil || t.IsZero() {
 			return "never"
 		}
-		return t.Local().Format(time.DateTime)
+		return stamp(*t)
 	},
-	"when":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
+	"when":  stamp,
 	"short": func(s string) string { return shorten(s, 12) },
 	"clip":  func(s string) string { return shorten(s, 160) },
 	"count": func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 }
+
+// stamp shows a time to people.
+func stamp(t time.Time) string { return t.Local().Format(time.DateTime) }
 
 func shorten(s string, n int) string {
 	if len(s) <= n {
@@ -51,7 +53,13 @@ type Server struct {
 	Ingest     ingest.Store
 	Outbox     OutboxView
 	Migrations MigrationView
-	Logger     *slog.Logger
+	// Publish, when set, adds publication's metrics read from the
+	// database (sqlstore's PublishStore).
+	Publish PublishStats
+	// Pipeline, when set, adds the process-local counters of the
+	// pipelines this process runs (NewPipelineMetrics).
+	Pipeline *PipelineMetrics
+	Logger   *slog.Logger
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
@@ -79,74 +87,43 @@ type Server struct {
 //	GET  /                       the wiki, as the object store holds it
 //	GET  /search, /api/search    search over the published pages (when Search is set)
 //	GET  /healthz                200 when the database answers
-//	GET  /signin, POST /signin   trade a token for a console session
-//	POST /signout
+//	GET  /signin, POST /signin   trade a token for a console session (audited)
+//	POST /signout                (audited)
+//	GET  /api/openapi.json       the OpenAPI 3.1 document of the API
 //
 // Behind a token (Authorization: Bearer) or a console session:
 //
 //	GET /status                 sources and their health, recent runs (HTML)
 //	GET /status/sources/{name}  one source: claim, window, runs, actions (HTML)
 //	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
-//	GET /api/sources            []source
+//	GET /api/sources            Page[source] (?limit=&cursor=)
 //	GET /api/sources/{name}     source with runs and actions
-//	GET /api/runs               []run  (?source=&outcome=&limit=)
-//	GET /api/events             []event (?source=&limit=)
-//	GET /api/outbox/lanes       []lane with its intent counts and gaps
-//	GET /api/outbox/intents     []intent (?lane=&state=&limit=)
-//	GET /api/migrations         []migration run (?limit=)
+//	GET /api/runs               Page[run] (?source=&outcome=&limit=&cursor=)
+//	GET /api/events             Page[event] (?source=&limit=&cursor=)
+//	GET /api/outbox/lanes       Page[lane] with intent counts and gaps
+//	GET /api/outbox/intents     Page[intent] (?lane=&state=&limit=&cursor=)
+//	GET /api/migrations         Page[migration run] (?limit=&cursor=)
+//	GET /api/audit              Page[audit entry] (?actor=&limit=&cursor=)
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
+//
+// The table of routes is Server.routes: a write added to it is wrapped in
+// Server.Write (audited with its token) by construction, and an /api route
+// must be in openapi.json, which the tests check against the table and the
+// router.
 //
 // Every response carries the security headers (SecurityHeaders); a Host
 // the server does not answer for is refused (HostCheck); unsafe methods
 // from another origin are refused (http.CrossOriginProtection); every
 // /api error, an unknown path or a wrong method included, is JSON.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	public := func(pattern string, h http.Handler) { mux.Handle(pattern, h) }
-	private := func(pattern string, h http.Handler) { mux.Handle(pattern, s.requireAuth(h)) }
-	get := func(h http.HandlerFunc) http.Handler { return s.methods(h, http.MethodGet) }
-
-	public("/healthz", get(s.healthz))
-	public("/signin", s.methods(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			s.signin(w, r)
-			return
-		}
-		s.signinPage(w, r)
-	}, http.MethodGet, http.MethodPost))
-	public("/signout", s.methods(s.signout, http.MethodPost))
-	if s.Wiki != nil {
-		public("/", s.Wiki)
-	}
-	if s.Search != nil {
-		search := SearchHandler(s.Search, s.Logger)
-		public("GET /search", search)
-		public("GET /api/search", search)
-	}
-
-	private("/status", get(s.status))
-	private("/status/sources/{name}", get(s.sourcePage))
-	private("/status/lanes/{name}", get(s.lanePage))
-	private("/api/", http.HandlerFunc(s.apiNotFound))
-	private("/api/sources", get(s.apiSources))
-	private("/api/sources/{name}", get(s.apiSource))
-	private("/api/runs", get(s.apiRuns))
-	private("/api/events", get(s.apiEvents))
-	private("/api/outbox/lanes", get(s.apiLanes))
-	private("/api/outbox/intents", get(s.apiIntents))
-	private("/api/migrations", get(s.apiMigrations))
-	if s.PublicMetrics {
-		public("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
-	} else {
-		private("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
-	}
+	mux := s.mux()
 	var h http.Handler = mux
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		msg := "cross-origin " + r.Method + " refused"
 		if isAPI(r) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": msg})
+			failStatus(w, http.StatusForbidden, tidemark.Invalidf("origin", r.Header.Get("Origin"), "%s", msg))
 			return
 		}
 		http.Error(w, msg, http.StatusForbidden)
@@ -163,16 +140,40 @@ func (s *Server) logger() *slog.Logger {
 	return s.Logger
 }
 
+// apiError is the body of every JSON error: the message, and the kind of
+// error as the CLI's exit code and its class (tidemark.ExitCode,
+// tidemark.ExitClass), so a client branches on Class, never on the text.
+type apiError struct {
+	Error    string `json:"error"`
+	Class    string `json:"class"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// errorBody makes the JSON error of err.
+func errorBody(err error) apiError {
+	code := tidemark.ExitCode(err)
+	return apiError{Error: err.Error(), Class: tidemark.ExitClass(code), ExitCode: code}
+}
+
 // fail writes err with the status its kind maps to. Internal errors are
 // logged in full and shown without detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if rec, ok := w.(*auditRecorder); ok {
+		rec.err = err
+	}
 	status := tidemark.HTTPStatus(err)
-	msg := err.Error()
+	body := errorBody(err)
 	if status == http.StatusInternalServerError {
 		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error"
+		body.Error = "internal error"
 	}
-	writeJSON(w, status, map[string]string{"error": msg})
+	writeJSON(w, status, body)
+}
+
+// failStatus writes a JSON error whose status is not an error kind's (401,
+// 403, 405, 421): the body still carries the kind of err.
+func failStatus(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, errorBody(err))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -183,25 +184,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-func limitParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return 100, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1000 {
-		return 0, tidemark.Invalidf("limit", v, "want a whole number from 1 to 1000")
-	}
-	return n, nil
-}
-
 func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
+	limit, cur, err := pageParams(r, "sources")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	srcs, err := s.Ingest.Sources(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, srcs)
+	writeJSON(w, http.StatusOK, pageAfter(srcs, limit, cur, "sources", func(s tidemark.Source) string { return s.Name }))
 }
 
 func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
@@ -214,7 +208,7 @@ func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r)
+	limit, cur, err := pageParams(r, "runs")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -224,26 +218,32 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, tidemark.Invalidf("outcome", string(outcome), "want items, empty, unreachable, invalid, error or lost"))
 		return
 	}
-	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: r.URL.Query().Get("source"), Outcome: outcome, Limit: limit})
+	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: r.URL.Query().Get("source"), Outcome: outcome,
+		Limit: limit + 1, BeforeStartedAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runs)
+	writeJSON(w, http.StatusOK, paginate(runs, limit, func(last tidemark.Run) pageCursor {
+		return pageCursor{List: "runs", At: last.StartedAt.UnixMilli(), Key: last.ID}
+	}))
 }
 
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
-	limit, err := limitParam(r)
+	limit, cur, err := pageParams(r, "events")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: r.URL.Query().Get("source"), Limit: limit})
+	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: r.URL.Query().Get("source"), Limit: limit + 1,
+		BeforeOccurredAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, evs)
+	writeJSON(w, http.StatusOK, paginate(evs, limit, func(last tidemark.Event) pageCursor {
+		return pageCursor{List: "events", At: last.OccurredAt.UnixMilli(), Key: last.ID}
+	}))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

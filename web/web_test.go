@@ -90,8 +90,8 @@ func TestAPIAndStatus(t *testing.T) {
 			t.Fatalf("/api/migrations %d %s", code, body)
 		}
 		code, body = get("/api/sources")
-		var srcs []tidemark.Source
-		if code != 200 || json.Unmarshal([]byte(body), &srcs) != nil || len(srcs) != 2 {
+		var srcs web.Page[tidemark.Source]
+		if code != 200 || json.Unmarshal([]byte(body), &srcs) != nil || len(srcs.Items) != 2 || srcs.Next != "" {
 			t.Fatalf("/api/sources %d %s", code, body)
 		}
 		code, body = get("/api/events?source=good")

@@ -1,0 +1,369 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+type noSearch struct{}
+
+func (noSearch) Search(context.Context, publish.SearchQuery) (publish.SearchResult, error) {
+	return publish.SearchResult{}, nil
+}
+
+// mustFullServer is a Server with every part set, so every route exists.
+func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
+	t.Helper()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
+	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
+		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics()}, db
+}
+
+type openAPIDoc struct {
+	Paths map[string]map[string]struct {
+		Security *[]map[string][]string `json:"security"`
+	} `json:"paths"`
+}
+
+// The OpenAPI document names every API route the router has, and nothing
+// else: checked against the table the router is built from and against
+// the router itself (which pattern answers each documented path).
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	s, _ := mustFullServer(t)
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	var head struct{ OpenAPI string }
+	_ = json.Unmarshal(openAPIDocument, &head)
+	if head.OpenAPI != "3.1.0" {
+		t.Errorf("openapi.json is version %q, want 3.1.0", head.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+			// Public operations say so (security: []); private ones
+			// inherit the document's bearer requirement.
+			isPublic := op.Security != nil && len(*op.Security) == 0
+			found := false
+			for _, rt := range s.routes() {
+				if rt.Pattern == path && rt.Method == strings.ToUpper(method) {
+					found = true
+					if (rt.Access == public) != isPublic {
+						t.Errorf("%s %s: the document says public=%v, the route is not", method, path, isPublic)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("the document names %s %s, which no route serves", strings.ToUpper(method), path)
+			}
+		}
+	}
+	for _, rt := range s.routes() {
+		if rt.api() && !documented[rt.Method+" "+rt.Pattern] {
+			t.Errorf("route %s %s is missing from openapi.json", rt.Method, rt.Pattern)
+		}
+	}
+	// The router itself: each documented path, its parameters filled in,
+	// is answered by the pattern the document names, not by the /api/
+	// fallback.
+	mux := s.mux()
+	for key := range documented {
+		method, path, _ := strings.Cut(key, " ")
+		concrete := strings.NewReplacer("{name}", "x").Replace(path)
+		if strings.Contains(concrete, "{") {
+			t.Errorf("%s: fill in its path parameters in this test", path)
+			continue
+		}
+		_, pattern := mux.Handler(httptest.NewRequest(method, concrete, nil))
+		if pattern != path {
+			t.Errorf("%s %s is answered by pattern %q, not %q", method, concrete, pattern, path)
+		}
+	}
+}
+
+// The document is served without a token, and is the document.
+func TestOpenAPIServedPublicly(t *testing.T) {
+	s, _ := mustFullServer(t)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/api/openapi.json", nil))
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || rec.Body.String() != string(openAPIDocument) {
+		t.Fatalf("/api/openapi.json: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+// Every write the site accepts is audited, by the store in the write's
+// transaction or through Server.Write.
+func TestEveryWriteIsAudited(t *testing.T) {
+	s, _ := mustFullServer(t)
+	writes := 0
+	for _, rt := range s.routes() {
+		if rt.Method == "" && rt.Pattern != "/" && rt.Pattern != "/api/" {
+			t.Errorf("route %s answers every method; only the wiki and the /api/ fallback may", rt.Pattern)
+		}
+		if !rt.write() {
+			continue
+		}
+		writes++
+		if rt.Audit == auditStore && rt.Pattern != "/signin" && rt.Pattern != "/signout" {
+			t.Errorf("write %s %s says the store audits it; only sign-in and sign-out are", rt.Method, rt.Pattern)
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no write routes: the table is not what this test expects")
+	}
+}
+
+// A write in the table is audited by construction: the site wraps it.
+func TestTableWritesAreWrapped(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(14))
+	s := &Server{Ingest: db.Ingest(), Auth: db.Auth()}
+	secret, _, err := db.Auth().CreateToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.requireAuth(s.audited(route{Method: http.MethodPost, Pattern: "/api/sources/{name}/pause", Access: private,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })}))
+	req := httptest.NewRequest("POST", "http://127.0.0.1/api/sources/x/pause", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 204 || len(log) != 1 || log[0].Actor != "alice" || log[0].Action != "POST /api/sources/{name}/pause" ||
+		log[0].Target != "/api/sources/x/pause" || log[0].Outcome != tidemark.AuditOK {
+		t.Fatalf("%d, audit %+v", rec.Code, log)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a public write was accepted into the site")
+		}
+	}()
+	s.audited(route{Method: http.MethodPost, Pattern: "/api/x", Access: public, Handler: http.NotFoundHandler()})
+}
+
+// failingAuditor is an Authenticator whose audit cannot be written.
+type failingAuditor struct{ Authenticator }
+
+func (failingAuditor) StartAudit(context.Context, tidemark.Token, string, string) (tidemark.AuditEntry, error) {
+	return tidemark.AuditEntry{}, errors.New("disk full")
+}
+
+// Server.Write records who made a write before it runs and how it ended
+// after; a write that cannot be audited is refused and never runs.
+func TestWriteIsAuditedWithWhoDidIt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		db := sqltest.MustOpen(t, b, sqltest.NewEnv(12))
+		s := &Server{Ingest: db.Ingest(), Auth: db.Auth()}
+		secret, tok, err := db.Auth().CreateToken(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		var seen string
+		mux := http.NewServeMux()
+		mux.Handle("POST /w/ok", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) {
+			ran++
+			seen = Actor(r.Context())
+			w.WriteHeader(http.StatusNoContent)
+		})))
+		mux.Handle("POST /w/conflict", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) {
+			ran++
+			s.fail(w, r, fmt.Errorf("already poked: %w", tidemark.ErrConflict))
+		})))
+		post := func(h http.Handler, path string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest("POST", "http://127.0.0.1"+path, nil)
+			req.Header.Set("Authorization", "Bearer "+secret)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		if rec := post(mux, "/w/ok"); rec.Code != 204 || seen != "alice" {
+			t.Fatalf("write: %d, actor %q", rec.Code, seen)
+		}
+		if rec := post(mux, "/w/conflict"); rec.Code != 409 {
+			t.Fatalf("conflicting write: %d", rec.Code)
+		}
+		log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range log {
+			if e.Actor != "alice" || e.TokenID != tok.ID || e.Action != "poke" {
+				t.Errorf("entry %+v: want alice's poke", e)
+			}
+			got = append(got, e.Target+" "+e.Outcome)
+		}
+		slices.Sort(got)
+		if want := []string{"/w/conflict conflict", "/w/ok ok"}; !slices.Equal(got, want) {
+			t.Fatalf("audit %q, want %q", got, want)
+		}
+
+		// An audit that cannot be written refuses the write.
+		s.Auth = failingAuditor{db.Auth()}
+		ran = 0
+		refused := http.NewServeMux()
+		refused.Handle("POST /w/ok", s.requireAuth(s.Write("poke", func(w http.ResponseWriter, r *http.Request) { ran++ })))
+		if rec := post(refused, "/w/ok"); rec.Code != http.StatusServiceUnavailable || ran != 0 {
+			t.Fatalf("write without an audit: %d, ran %d times", rec.Code, ran)
+		}
+	})
+}
+
+// The documented response schemas hold for real answers: every property
+// a schema requires is in every object the route returns.
+func TestOpenAPISchemasMatchAnswers(t *testing.T) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(13)
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
+	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}}
+	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/x", Interval: time.Minute, RetryBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Ingest().Claim(ctx, "src", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: env.Clock.Now(),
+		Items: []tidemark.Item{{Key: "1", Title: "t", OccurredAt: env.Clock.Now(), Evidence: []byte("e")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "l", Target: "t", Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "n", Type: content.Text}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Content().StartRun(ctx, "notes", "n", content.Number, 10); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := db.Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Auth().CreateSession(ctx, secret, time.Hour); err != nil { // an audit entry
+		t.Fatal(err)
+	}
+
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct{ Schema json.RawMessage } `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	type schema struct {
+		Ref        string                     `json:"$ref"`
+		Required   []string                   `json:"required"`
+		AllOf      []json.RawMessage          `json:"allOf"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Items      json.RawMessage            `json:"items"`
+	}
+	var resolve func(raw json.RawMessage) schema
+	resolve = func(raw json.RawMessage) schema {
+		var sc schema
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			t.Fatalf("schema %s: %v", raw, err)
+		}
+		if name, ok := strings.CutPrefix(sc.Ref, "#/components/schemas/"); ok {
+			def, found := doc.Components.Schemas[name]
+			if !found {
+				t.Fatalf("$ref %s names no schema", sc.Ref)
+			}
+			return resolve(def)
+		}
+		for _, part := range sc.AllOf {
+			p := resolve(part)
+			sc.Required = append(sc.Required, p.Required...)
+			if sc.Properties == nil {
+				sc.Properties = map[string]json.RawMessage{}
+			}
+			for k, v := range p.Properties {
+				sc.Properties[k] = v
+			}
+		}
+		return sc
+	}
+	var check func(where string, sc schema, v any)
+	check = func(where string, sc schema, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, req := range sc.Required {
+				if _, ok := v[req]; !ok {
+					t.Errorf("%s: required property %q missing from the answer", where, req)
+				}
+			}
+			for k, raw := range sc.Properties {
+				if x, ok := v[k]; ok && x != nil {
+					check(where+"."+k, resolve(raw), x)
+				}
+			}
+		case []any:
+			if sc.Items == nil {
+				return
+			}
+			item := resolve(sc.Items)
+			for i, x := range v {
+				check(fmt.Sprintf("%s[%d]", where, i), item, x)
+			}
+		}
+	}
+	h := s.Handler()
+	checked := 0
+	for path, ops := range doc.Paths {
+		op, ok := ops["get"]
+		if !ok || path == "/api/openapi.json" {
+			continue
+		}
+		concrete := strings.NewReplacer("{name}", "src").Replace(path)
+		req := httptest.NewRequest("GET", "http://127.0.0.1"+concrete+"?q=x", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Errorf("GET %s: %d %s", concrete, rec.Code, rec.Body)
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+			t.Errorf("GET %s: %v", concrete, err)
+			continue
+		}
+		check(path, resolve(op.Responses["200"].Content["application/json"].Schema), v)
+		checked++
+	}
+	if checked < 9 {
+		t.Fatalf("checked %d answers", checked)
+	}
+}
