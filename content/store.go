@@ -26,6 +26,16 @@ type Store interface {
 	// Documents lists documents in ID order after the ID after.
 	Documents(ctx context.Context, collection, after string, limit int) ([]Document, error)
 	Versions(ctx context.Context, collection, id string) ([]Version, error)
+	// Delete removes the document, which must still be at version base,
+	// with its version snapshots, and records a (filled in with the
+	// document's last version and fields) in the same transaction. A
+	// document that moved on is tidemark.ErrConflict, and so is every
+	// delete while a migration run of the collection is unfinished.
+	Delete(ctx context.Context, collection, id string, base int64, a Action) (Action, error)
+	// Record adds an action to the audit.
+	Record(ctx context.Context, a Action) (Action, error)
+	// Actions lists the audit, newest first.
+	Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 
 	// StartRun records a migration run of field to type to, refusing a
 	// change CheckChange refuses. It does not claim the run.
@@ -59,6 +69,9 @@ type Put struct {
 	BaseVersion int64    `json:"base_version"`
 	Set         Fields   `json:"set,omitempty"`
 	Unset       []string `json:"unset,omitempty"`
+	// Actor, when set, is recorded in the audit with the write, in its
+	// transaction.
+	Actor string `json:"-"`
 }
 
 // RunStatus is where a migration run is in its life.

@@ -25,6 +25,7 @@ var releasedMigrations = map[string]string{
 	"0009_search.sqlite.sql":   "6bb03a46a58200ecefe3420d2de2a268c82d097cec971aba173d2d328fbc2537",
 	"0010_throughput.sql":      "81b8eff944175a39b16721bffddf8355e48b996bceadac4ba958f34e6879d6f5",
 	"0012_scaleout.sql":        "94b7c219856789f1fbec601356f2d2c507fb395942b9e7b3a7c508dc1523cdc3",
+	"0019_content_actions.sql": "302521104097dca10563a8e1e5132d995ff2845fb4bb1b76dbc6de4d882e75e4",
 }
 
 func TestMigrationsArePinned(t *testing.T) {
