@@ -2,6 +2,7 @@ package content
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -133,4 +134,24 @@ type RunFilter struct {
 	Collection string
 	Pending    bool
 	Limit      int
+}
+
+// CollectionDetail is a collection with its unfinished migration runs.
+type CollectionDetail struct {
+	Collection
+	Migrations []Run `json:"migrations"`
+}
+
+// Describe says in one sentence where the run is.
+func (r Run) Describe() string {
+	switch r.Status {
+	case RunDone:
+		return fmt.Sprintf("migration %s done: %s.%s is now %s (%d documents walked, %d converted, %d batches)",
+			r.ID, r.Collection, r.Field, r.To, r.Walked, r.Converted, r.Batches)
+	case RunAborted:
+		return fmt.Sprintf("migration %s aborted: %s.%s stays %s (%d documents restored)", r.ID, r.Collection, r.Field, r.From, r.Restored)
+	case RunFailed:
+		return fmt.Sprintf("migration %s failed at document %s (value %s): %s", r.ID, r.FailedDocumentID, r.FailedValue, r.Error)
+	}
+	return fmt.Sprintf("migration %s is %s: %s.%s %s→%s, %d of %d walked", r.ID, r.Status, r.Collection, r.Field, r.From, r.To, r.Walked, r.Total)
 }

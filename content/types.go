@@ -189,3 +189,25 @@ func CheckFields(fields []Field) error {
 	}
 	return nil
 }
+
+// ParseAssignments reads field values given as NAME=JSON (jsonKVs) and as
+// NAME=STRING (textKVs, a string without JSON quoting).
+func ParseAssignments(jsonKVs, textKVs []string) (Fields, error) {
+	out := Fields{}
+	for _, kv := range jsonKVs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !json.Valid([]byte(v)) {
+			return nil, tidemark.Invalidf("--field", kv, `want NAME=JSON, e.g. n=3 or title='"Hello"'`)
+		}
+		out[k] = json.RawMessage(v)
+	}
+	for _, kv := range textKVs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, tidemark.Invalidf("--text", kv, "want NAME=STRING")
+		}
+		b, _ := json.Marshal(v)
+		out[k] = b
+	}
+	return out, nil
+}

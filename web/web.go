@@ -72,6 +72,12 @@ type Server struct {
 	SecureCookies bool
 	// SessionTTL is how long a console sign-in lasts (DefaultSessionTTL).
 	SessionTTL time.Duration
+	// Docs, when set, serves the documents' and field migrations' console
+	// pages and API (see docRoutes).
+	Docs DocOps
+
+	// driven, in tests, is told of each background migration drive.
+	driven func(done <-chan struct{})
 }
 
 // Handler returns the whole site. Public:
@@ -136,6 +142,7 @@ func (s *Server) Handler() http.Handler {
 	private("/api/outbox/lanes", get(s.apiLanes))
 	private("/api/outbox/intents", get(s.apiIntents))
 	private("/api/migrations", get(s.apiMigrations))
+	s.docRoutes(private)
 	if s.PublicMetrics {
 		public("/metrics", s.methods(s.metricsHandler().ServeHTTP, http.MethodGet))
 	} else {
