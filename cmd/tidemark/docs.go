@@ -1,14 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,44 +11,6 @@ import (
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/pipeline"
 )
-
-// op builds a command that runs one pipeline operation and prints its
-// result: as JSON with --json, else with text. A result that is not zero
-// is printed even beside an error (a failed run, a partial report).
-func op[T any](a *app, use, short string, nargs int, run func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (T, error), text func(T)) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.RangeArgs(nargs, nargs), RunE: func(cmd *cobra.Command, args []string) error {
-		p, err := a.pipe(cmd.Context())
-		if err != nil {
-			return err
-		}
-		v, err := run(cmd, p, args)
-		if err != nil && reflect.ValueOf(&v).Elem().IsZero() {
-			return err
-		}
-		if asJSON {
-			if jerr := writeJSON(a.stdout, v); jerr != nil {
-				return jerr
-			}
-		} else if text != nil {
-			text(v)
-		}
-		return err
-	}}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	return cmd
-}
-
-// table prints tab-separated lines in aligned columns.
-func table(w io.Writer, lines ...string) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, l := range lines {
-		fmt.Fprintln(tw, l)
-	}
-	tw.Flush()
-}
-
-func day(t time.Time) string { return t.Local().Format(time.DateTime) }
 
 func newDocsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "docs", Short: "Typed documents: collections, import, get, put, delete, versions, field type changes",
@@ -88,17 +45,7 @@ notes), which publication renders from. Writes are audited with who made them.`}
 		})
 	list := op(a, "list", "List collections", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Collection, error) {
 		return p.Collections(cmd.Context())
-	}, func(cs []content.Collection) {
-		lines := []string{"COLLECTION\tDOCUMENTS\tFIELDS"}
-		for _, c := range cs {
-			var fs []string
-			for _, f := range c.Fields {
-				fs = append(fs, f.Name+":"+string(f.Type))
-			}
-			lines = append(lines, fmt.Sprintf("%s\t%d\t%s", c.Name, c.Documents, strings.Join(fs, " ")))
-		}
-		table(a.stdout, lines...)
-	})
+	}, columns[content.Collection](a, "name", "documents", "fields"))
 	coll := &cobra.Command{Use: "collection", Short: "Create, show and list collections"}
 	coll.AddCommand(create, show, list)
 	field := &cobra.Command{Use: "field", Short: "Change a field's type through a migration run"}
@@ -150,14 +97,7 @@ func newDocsVersionsCmd(a *app) *cobra.Command {
 	return op(a, "versions NAME ID", "List a document's version snapshots, oldest first", 2,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Version, error) {
 			return p.DocumentVersions(cmd.Context(), args[0], args[1])
-		}, func(vs []content.Version) {
-			lines := []string{"VERSION\tREASON\tRUN\tAT\tFIELDS"}
-			for _, v := range vs {
-				b, _ := json.Marshal(v.Fields)
-				lines = append(lines, fmt.Sprintf("%d\t%s\t%s\t%s\t%s", v.Version, v.Reason, orDash(v.RunID), day(v.At), short(string(b), 80)))
-			}
-			table(a.stdout, lines...)
-		})
+		}, columns[content.Version](a, "version", "reason", "run_id", "at", "fields"))
 }
 
 func newDocsListCmd(a *app) *cobra.Command {
@@ -166,14 +106,7 @@ func newDocsListCmd(a *app) *cobra.Command {
 	cmd := op(a, "list NAME", "List documents in ID order (page with --after)", 1,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Document, error) {
 			return p.Documents(cmd.Context(), args[0], after, limit)
-		}, func(docs []content.Document) {
-			lines := []string{"ID\tVERSION\tFIELDS"}
-			for _, d := range docs {
-				b, _ := json.Marshal(d.Fields)
-				lines = append(lines, fmt.Sprintf("%s\t%d\t%s", d.ID, d.Version, short(string(b), 100)))
-			}
-			table(a.stdout, lines...)
-		})
+		}, columns[content.Document](a, "id", "version", "fields"))
 	cmd.Flags().StringVar(&after, "after", "", "only documents with an ID after this one")
 	limitFlag(cmd.Flags(), &limit, 100, "at most this many")
 	return cmd

@@ -83,39 +83,14 @@ func newMigrateCmd(a *app) *cobra.Command {
 	var f content.RunFilter
 	list := op(a, "list", "List migration runs, newest first", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Run, error) {
 		return p.MigrationRuns(cmd.Context(), f)
-	}, func(runs []content.Run) {
-		lines := []string{"RUN\tFIELD\tCHANGE\tSTATUS\tWALKED\tCONVERTED\tRESTORED\tHOLDER\tERROR"}
-		for _, r := range runs {
-			lines = append(lines, fmt.Sprintf("%s\t%s.%s\t%s→%s\t%s\t%d/%d\t%d\t%d\t%s\t%s", r.ID, r.Collection, r.Field, r.From, r.To, r.Status,
-				r.Walked, r.Total, r.Converted, r.Restored, orDash(r.Holder), short(r.Error, 60)))
-		}
-		table(a.stdout, lines...)
-	})
+	}, columns[content.Run](a, "id", "collection", "field", "from", "to", "status", "walked", "total", "converted", "restored", "holder", "error"))
 	list.Flags().StringVar(&f.Collection, "collection", "", "only this collection")
 	list.Flags().BoolVar(&f.Pending, "pending", false, "only runs a worker could take now (running or aborting, unclaimed or lease expired)")
 	limitFlag(list.Flags(), &f.Limit, 50, "at most this many")
 	show := op(a, "show RUN", "Show a migration run: its cursor, counts, claim and any failure", 1,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Run, error) {
 			return p.MigrationRun(cmd.Context(), args[0])
-		}, func(r content.Run) {
-			lines := []string{"run\t" + r.ID, "field\t" + r.Collection + "." + r.Field, fmt.Sprintf("change\t%s→%s", r.From, r.To),
-				"status\t" + string(r.Status), fmt.Sprintf("batch size\t%d", r.BatchSize), "cursor\t" + orDash(r.Cursor),
-				fmt.Sprintf("walked\t%d of %d (at start)", r.Walked, r.Total), fmt.Sprintf("converted\t%d", r.Converted), fmt.Sprintf("batches\t%d", r.Batches)}
-			if r.Status == content.RunAborting || r.Status == content.RunAborted {
-				lines = append(lines, "undo cursor\t"+orDash(r.UndoCursor), fmt.Sprintf("restored\t%d", r.Restored))
-			}
-			if r.Holder != "" {
-				lines = append(lines, fmt.Sprintf("holder\t%s until %s", r.Holder, day(*r.LeaseExpiresAt)))
-			}
-			if r.Error != "" {
-				lines = append(lines, "failed at\t"+r.FailedDocumentID, "value\t"+r.FailedValue, "error\t"+r.Error)
-			}
-			lines = append(lines, "created\t"+day(r.CreatedAt))
-			if r.FinishedAt != nil {
-				lines = append(lines, "finished\t"+day(*r.FinishedAt))
-			}
-			table(a.stdout, lines...)
-		})
+		}, details[content.Run](a))
 	resume := driven(a, "resume RUN", "Carry a run on from its cursor (a failed run after its document is fixed; a crashed, detached or interrupted abort)", 1, nil,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Run, error) {
 			return p.ResumeMigration(cmd.Context(), actor(), args[0])

@@ -3,12 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +22,7 @@ func newServeCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the wiki, the status pages and the JSON API over HTTP (read-only, no JavaScript)",
+		Short: "Serve the wiki, the operator console and the JSON API over HTTP (no JavaScript needed)",
 		Long: `Serve the wiki, the status pages and the JSON API over HTTP.
 
 The wiki and /healthz are public. The status pages, the API and /metrics need
@@ -64,7 +60,7 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
 				Wiki: web.WikiHandler(objs, db.Ingest(), a.log), Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
 				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p}).Handler()
-			ln, err := listen(addr)
+			ln, err := web.Listen(addr)
 			if err != nil {
 				return err
 			}
@@ -93,29 +89,4 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 	f.BoolVar(&secureCookies, "secure-cookies", false, "mark the session cookie Secure (TLS ends at a proxy in front)")
 	f.DurationVar(&sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a browser sign-in lasts")
 	return cmd
-}
-
-// listen listens on addr. An address that cannot be one (no port, a port
-// out of range, a host that is not this machine's) is invalid input (exit
-// 2); an address in use or refused by the system is unavailable (exit 5):
-// the same command may work once the other server stops.
-func listen(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, tidemark.Invalidf("--addr", addr, "want HOST:PORT, e.g. 127.0.0.1:8080 or :8080")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return nil, tidemark.Invalidf("--addr", addr, "port %q is not a number from 0 to 65535", port)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	switch {
-	case err == nil:
-		return ln, nil
-	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fmt.Errorf("--addr %s is in use (another server, or another tidemark serve?); stop it or choose another address: %w", addr, tidemark.ErrUnavailable)
-	case errors.Is(err, os.ErrPermission):
-		return nil, fmt.Errorf("--addr %s: not permitted to listen there (ports below 1024 need privileges): %w", addr, tidemark.ErrUnavailable)
-	default:
-		return nil, tidemark.Invalidf("--addr", addr, "cannot listen there: %v", err)
-	}
 }

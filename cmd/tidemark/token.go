@@ -33,23 +33,7 @@ The API takes it as "Authorization: Bearer TOKEN"; a browser signs in with it
 at /signin.`
 	list := op(a, "list", "List tokens (never their secrets)", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]tidemark.Token, error) {
 		return p.DB().Auth().Tokens(cmd.Context())
-	}, func(ts []tidemark.Token) {
-		if len(ts) == 0 {
-			fmt.Fprintln(a.stdout, "no tokens; create one with `tidemark token create NAME`")
-			return
-		}
-		when := func(t *time.Time) string {
-			if t == nil {
-				return "-"
-			}
-			return day(*t)
-		}
-		lines := []string{"NAME\tCREATED\tLAST USED\tREVOKED"}
-		for _, t := range ts {
-			lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s", t.Name, day(t.CreatedAt), when(t.LastUsedAt), when(t.RevokedAt)))
-		}
-		table(a.stdout, lines...)
-	})
+	}, columns[tidemark.Token](a, "name", "created_at", "last_used_at", "revoked_at"))
 	revoke := op(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", 1, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (tidemark.Token, error) {
 		return p.DB().Auth().RevokeToken(cmd.Context(), args[0])
 	}, func(t tidemark.Token) { fmt.Fprintf(a.stdout, "revoked token %q\n", t.Name) })
