@@ -61,10 +61,16 @@ func (p *Pipeline) CreateCollection(ctx context.Context, actor, name string, spe
 // maxImportLine bounds one line of an import.
 const maxImportLine = content.MaxDocumentBytes + 1024
 
+// Imported is what an import created.
+type Imported struct {
+	Collection string `json:"collection"`
+	Imported   int    `json:"imported"`
+}
+
 // ImportDocuments creates a document from every line of r (JSON lines:
 // one object of field values a line, with an optional "id"), all or
 // nothing, audited with actor. name is what errors call r (a file name).
-func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name string, r io.Reader) (int, error) {
+func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name string, r io.Reader) (Imported, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
 	line := 0
@@ -89,11 +95,11 @@ func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name 
 	st := p.db.Content()
 	n, err := st.Import(ctx, collection, next)
 	if err != nil {
-		return n, err
+		return Imported{}, err
 	}
 	_, err = st.Record(ctx, content.Action{Action: content.ActionImport, Collection: collection, Actor: actor,
 		Note: fmt.Sprintf("%d documents from %s", n, name)})
-	return n, err
+	return Imported{collection, n}, err
 }
 
 func parseImportLine(b []byte) (content.Put, error) {

@@ -109,8 +109,8 @@ func TestDocumentsAndMigrations(t *testing.T) {
 			t.Fatalf("bad field spec: %v", err)
 		}
 		n, err := p.ImportDocuments(ctx, "ann", "things", "in.jsonl", strings.NewReader("{\"n\":\"1\"}\n\n{\"n\":\"2\"}\n{\"n\":\"x\"}\n"))
-		if err != nil || n != 3 {
-			t.Fatalf("import: %d %v", n, err)
+		if err != nil || n.Imported != 3 {
+			t.Fatalf("import: %+v %v", n, err)
 		}
 		if _, err := p.ImportDocuments(ctx, "ann", "things", "in.jsonl", strings.NewReader("{\"n\":\"1\"}\nnot json\n")); !errors.Is(err, tidemark.ErrInvalid) {
 			t.Fatalf("import of a bad line: %v", err)

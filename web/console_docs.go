@@ -46,7 +46,22 @@ func actor(r *http.Request) string {
 // maxFormBytes bounds a console form or an API body.
 const maxFormBytes = 2 << 20
 
-// docRoutes adds the documents' and migrations' pages and API.
+// docRoutes adds the documents' and migrations' pages and API:
+//
+//	GET  /console/docs                      the collections
+//	GET  /console/docs/{c}                  a collection's documents (?after=)
+//	GET  /console/docs/{c}/{id}             a document, its audit; a page document's edit form
+//	POST /console/docs/{c}/{id}             save a page document (title, notes, base_version)
+//	POST /console/docs/{c}/{id}/delete      delete (force=on for what loses data)
+//	GET  /console/migrations                start form and every run
+//	POST /console/migrations                start a type change (field=c.f, to, batch)
+//	GET  /console/migrations/{id}           a run's progress; refreshes itself while active
+//	POST /console/migrations/{id}/resume|abort
+//	GET  /api/docs, /api/docs/{c}           collections; documents (?after=&limit=)
+//	GET|PUT|DELETE /api/docs/{c}/{id}       PUT {base_version, set, unset}: stale is 409; DELETE ?force=true
+//	POST /api/migrations                    {collection, field, to, batch}: 202 with the run
+//	GET  /api/migrations/{id}
+//	POST /api/migrations/{id}/resume|abort  202 with the run
 func (s *Server) docRoutes(private func(string, http.Handler)) {
 	if s.Docs == nil {
 		return

@@ -100,6 +100,9 @@ type Server struct {
 //	GET /api/outbox/lanes       []lane with its intent counts and gaps
 //	GET /api/outbox/intents     []intent (?lane=&state=&limit=)
 //	GET /api/migrations         []migration run (?limit=)
+//	/console/docs…, /console/migrations…, /api/docs…, POST /api/migrations…
+//	                            documents and field migrations (when Docs is
+//	                            set; see docRoutes)
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //

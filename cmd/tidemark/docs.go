@@ -19,13 +19,7 @@ richtext, datetime). Every write is based on a version and mints a version
 snapshot; a write based on an old version is refused. The built-in collection
 "pages" holds the wiki's page documents (ID = the event's ID; fields title and
 notes), which publication renders from. Writes are audited with who made them.`}
-	fields := func(c content.Collection) {
-		lines := []string{"FIELD\tTYPE"}
-		for _, f := range c.Fields {
-			lines = append(lines, fmt.Sprintf("%s\t%s", f.Name, f.Type))
-		}
-		table(a.stdout, lines...)
-	}
+	fields := func(c content.Collection) { columns[content.Field](a, "name", "type")(c.Fields) }
 	var specs []string
 	create := op(a, "create NAME --field NAME:TYPE ...", "Create a collection with typed fields", 1,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Collection, error) {
@@ -56,23 +50,19 @@ notes), which publication renders from. Writes are audited with who made them.`}
 
 func newDocsImportCmd(a *app) *cobra.Command {
 	return op(a, "import NAME FILE.jsonl", `Create documents from JSON lines (one object of field values a line, optional "id"); all or nothing`, 2,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (map[string]any, error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (pipeline.Imported, error) {
 			var r io.Reader = os.Stdin
 			if args[1] != "-" {
 				f, err := os.Open(args[1])
 				if err != nil {
-					return nil, tidemark.Invalidf("FILE", args[1], "%v", err)
+					return pipeline.Imported{}, tidemark.Invalidf("FILE", args[1], "%v", err)
 				}
 				defer f.Close()
 				r = f
 			}
-			n, err := p.ImportDocuments(cmd.Context(), actor(), args[0], args[1], r)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]any{"collection": args[0], "imported": n}, nil
-		}, func(m map[string]any) {
-			fmt.Fprintf(a.stdout, "imported %d documents into %s\n", m["imported"], m["collection"])
+			return p.ImportDocuments(cmd.Context(), actor(), args[0], args[1], r)
+		}, func(m pipeline.Imported) {
+			fmt.Fprintf(a.stdout, "imported %d documents into %s\n", m.Imported, m.Collection)
 		})
 }
 
