@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
@@ -104,7 +105,21 @@ func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": msg, "Back": r.Referer()})
+	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": msg, "Back": backTo(r)})
+}
+
+// backTo is the console page a form was posted from: the document, the
+// run, or the listing it acts on. (Referer is not sent: the pages say
+// no-referrer.)
+func backTo(r *http.Request) string {
+	p := r.URL.Path
+	if r.Method != http.MethodPost {
+		return path.Dir(p) // the page itself failed: its parent
+	}
+	for _, suffix := range []string{"/delete", "/resume", "/abort"} {
+		p = strings.TrimSuffix(p, suffix)
+	}
+	return p
 }
 
 func (s *Server) docsPage(w http.ResponseWriter, r *http.Request) {
