@@ -74,6 +74,32 @@ type PublishTotals struct {
 	More bool `json:"more,omitempty"`
 }
 
+// Totals are one round's counts as PublishAll adds them up.
+func (r PublishRound) Totals() PublishTotals {
+	var t PublishTotals
+	t.add(r)
+	return t
+}
+
+// add counts a round in t: at most 20 errors are kept.
+func (t *PublishTotals) add(r PublishRound) {
+	s, pr := r.Summarized, r.Published
+	t.Accepted += s.Accepted
+	t.Unchanged += s.Unchanged
+	t.SummariesFailed += s.Failed
+	t.Published += pr.Published
+	t.PagesFailed += pr.Failed
+	t.Pages = max(t.Pages, pr.Pages)
+	if r.Index != "" {
+		t.Index = r.Index
+	}
+	for _, e := range append(s.Errors, pr.Errors...) {
+		if len(t.Errors) < 20 {
+			t.Errors = append(t.Errors, e)
+		}
+	}
+}
+
 // PublishAll summarizes and publishes in rounds until nothing is pending:
 // a round that made no progress (everything left failed) or handled less
 // than a full round ends it, so a failure that repeats cannot spin.
@@ -86,21 +112,8 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			return t, nil
 		}
 		r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+		t.add(r)
 		s, pr := r.Summarized, r.Published
-		t.Accepted += s.Accepted
-		t.Unchanged += s.Unchanged
-		t.SummariesFailed += s.Failed
-		t.Published += pr.Published
-		t.PagesFailed += pr.Failed
-		t.Pages = max(t.Pages, pr.Pages)
-		if r.Index != "" {
-			t.Index = r.Index
-		}
-		for _, e := range append(s.Errors, pr.Errors...) {
-			if len(t.Errors) < 20 {
-				t.Errors = append(t.Errors, e)
-			}
-		}
 		if progress != nil {
 			progress(fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published))
 		}

@@ -51,9 +51,7 @@ func newPublishCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stdout, "published summary %s on page %s (%s, generation %d)\n", res.SummaryID, res.PageID, res.Key, res.Generation)
 				return
 			}
-			s, p := v.Summarized, v.Published
-			printTotals(a, pipeline.PublishTotals{Accepted: s.Accepted, Unchanged: s.Unchanged, SummariesFailed: s.Failed,
-				Published: p.Published, PagesFailed: p.Failed, Pages: p.Pages, Errors: append(s.Errors, p.Errors...), Index: v.Index})
+			printTotals(a, v.Totals())
 		})
 	cmd.Args = cobra.MaximumNArgs(1)
 	cmd.Long = `Without an argument: summarize every event that has no summary of its current
