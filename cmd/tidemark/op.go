@@ -25,7 +25,7 @@ import (
 // is printed even beside an error (a failed run, a partial report).
 func op[T any](a *app, use, short string, nargs int, run func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (T, error), text func(T)) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.RangeArgs(nargs, nargs), RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs), RunE: func(cmd *cobra.Command, args []string) error {
 		p, err := a.pipe(cmd.Context())
 		if err != nil {
 			return err
