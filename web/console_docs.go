@@ -133,6 +133,10 @@ func (s *Server) docsPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) collectionPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("collection")
+	if id := strings.TrimSpace(r.FormValue("edit")); id != "" { // the "edit the page of event …" form
+		http.Redirect(w, r, "/console/docs/"+url.PathEscape(name)+"/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
 	c, err := s.Docs.Collection(r.Context(), name)
 	if err != nil {
 		s.problem(w, r, err)

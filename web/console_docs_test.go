@@ -198,6 +198,9 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 		ctx := context.Background()
 		p, tok, do, _ := docsServer(t, b)
 		id := "01J0000000000000000000000B"
+		if code, h, _ := do("GET", "/console/docs/pages?edit="+id, tok, "", ""); code != 303 || h.Get("Location") != "/console/docs/pages/"+id {
+			t.Fatalf("edit the page of an event: %d %v", code, h)
+		}
 		if code, _, body := do("GET", "/console/docs/pages/"+id, tok, "", ""); code != 200 || !strings.Contains(body, "saving creates it") {
 			t.Fatalf("edit page of a new document: %d %s", code, body)
 		}
