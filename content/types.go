@@ -211,3 +211,20 @@ func ParseAssignments(jsonKVs, textKVs []string) (Fields, error) {
 	}
 	return out, nil
 }
+
+// FieldValue is one field of a document with its declared type; Value is
+// nil when the document has no value for it.
+type FieldValue struct {
+	Name  string          `json:"name"`
+	Type  FieldType       `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Values lists d's values in the order of c's fields.
+func (c Collection) Values(d Document) []FieldValue {
+	out := make([]FieldValue, len(c.Fields))
+	for i, f := range c.Fields {
+		out[i] = FieldValue{f.Name, f.Type, d.Fields[f.Name]}
+	}
+	return out
+}

@@ -196,17 +196,8 @@ func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := content.OverridesOf(d)
-	var values []fieldValue
-	for _, f := range c.Fields {
-		values = append(values, fieldValue{f, string(d.Fields[f.Name])})
-	}
-	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": values, "Actions": acts, "Notice": r.FormValue("notice"),
+	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": r.FormValue("notice"),
 		"Pages": coll == content.PagesCollection, "Form": pageForm{Title: o.Title, Notes: o.NotesText}})
-}
-
-type fieldValue struct {
-	content.Field
-	Value string
 }
 
 // pagePut turns the edit form of a page document into a write: an empty

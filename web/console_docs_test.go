@@ -112,6 +112,9 @@ func TestAPIDocuments(t *testing.T) {
 		if code != 200 || json.Unmarshal([]byte(body), &d) != nil || d.Version != 2 || string(d.Fields["n"]) != `"2"` {
 			t.Fatalf("get: %d %s", code, body)
 		}
+		if code, _, body := do("GET", "/console/docs/things/"+id, tok, "", ""); code != 200 || !strings.Contains(body, "<code>&#34;2&#34;</code>") {
+			t.Fatalf("the document's page: %d %s", code, body)
+		}
 		if code, _, body := do("DELETE", "/api/docs/things/"+id, tok, "", ""); code != 409 {
 			t.Fatalf("delete of a document with history, unforced: %d %s", code, body)
 		}

@@ -75,11 +75,7 @@ func newDocsGetCmd(a *app) *cobra.Command {
 		return p.Document(cmd.Context(), args[0], args[1])
 	}, func(d content.Document) {
 		fmt.Fprintf(a.stdout, "%s/%s version %d, updated %s\n", d.Collection, d.ID, d.Version, day(d.UpdatedAt))
-		var lines []string
-		for _, f := range c.Fields {
-			lines = append(lines, fmt.Sprintf("  %s\t%s\t%s", f.Name, f.Type, orDash(string(d.Fields[f.Name]))))
-		}
-		table(a.stdout, lines...)
+		columns[content.FieldValue](a, "name", "type", "value")(c.Values(d))
 	})
 }
 
