@@ -158,7 +158,7 @@ func TestConsoleMigrations(t *testing.T) {
 		if code != 200 || !strings.Contains(body, "failed") || strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, "started things.n") {
 			t.Fatalf("the failed run's page: %d %s", code, body)
 		}
-		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 {
+		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 || !strings.Contains(h.Get("Location"), "notice=aborting") {
 			t.Fatalf("abort: %d %v %s", code, h, body)
 		}
 		wait()

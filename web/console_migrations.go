@@ -125,7 +125,8 @@ func (s *Server) migrationAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.drive(r.Context(), run.ID)
-	notice(w, r, "/console/migrations/"+url.PathEscape(run.ID), r.PathValue("action")+"d: "+run.Describe())
+	done := map[string]string{"resume": "resumed", "abort": "aborting"}[r.PathValue("action")]
+	notice(w, r, "/console/migrations/"+url.PathEscape(run.ID), done+": "+run.Describe())
 }
 
 func (s *Server) apiMigrationStart(w http.ResponseWriter, r *http.Request) {
