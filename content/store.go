@@ -2,6 +2,7 @@ package content
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -26,6 +27,16 @@ type Store interface {
 	// Documents lists documents in ID order after the ID after.
 	Documents(ctx context.Context, collection, after string, limit int) ([]Document, error)
 	Versions(ctx context.Context, collection, id string) ([]Version, error)
+	// Delete removes the document, which must still be at version base,
+	// with its version snapshots, and records a (filled in with the
+	// document's last version and fields) in the same transaction. A
+	// document that moved on is tidemark.ErrConflict, and so is every
+	// delete while a migration run of the collection is unfinished.
+	Delete(ctx context.Context, collection, id string, base int64, a Action) (Action, error)
+	// Record adds an action to the audit.
+	Record(ctx context.Context, a Action) (Action, error)
+	// Actions lists the audit, newest first.
+	Actions(ctx context.Context, f ActionFilter) ([]Action, error)
 
 	// StartRun records a migration run of field to type to, refusing a
 	// change CheckChange refuses. It does not claim the run.
@@ -59,6 +70,9 @@ type Put struct {
 	BaseVersion int64    `json:"base_version"`
 	Set         Fields   `json:"set,omitempty"`
 	Unset       []string `json:"unset,omitempty"`
+	// Actor, when set, is recorded in the audit with the write, in its
+	// transaction.
+	Actor string `json:"-"`
 }
 
 // RunStatus is where a migration run is in its life.
@@ -124,4 +138,24 @@ type RunFilter struct {
 	Limit           int
 	BeforeCreatedAt time.Time
 	BeforeID        string
+}
+
+// CollectionDetail is a collection with its unfinished migration runs.
+type CollectionDetail struct {
+	Collection
+	Migrations []Run `json:"migrations"`
+}
+
+// Describe says in one sentence where the run is.
+func (r Run) Describe() string {
+	switch r.Status {
+	case RunDone:
+		return fmt.Sprintf("migration %s done: %s.%s is now %s (%d documents walked, %d converted, %d batches)",
+			r.ID, r.Collection, r.Field, r.To, r.Walked, r.Converted, r.Batches)
+	case RunAborted:
+		return fmt.Sprintf("migration %s aborted: %s.%s stays %s (%d documents restored)", r.ID, r.Collection, r.Field, r.From, r.Restored)
+	case RunFailed:
+		return fmt.Sprintf("migration %s failed at document %s (value %s): %s", r.ID, r.FailedDocumentID, r.FailedValue, r.Error)
+	}
+	return fmt.Sprintf("migration %s is %s: %s.%s %s→%s, %d of %d walked", r.ID, r.Status, r.Collection, r.Field, r.From, r.To, r.Walked, r.Total)
 }

@@ -189,3 +189,42 @@ func CheckFields(fields []Field) error {
 	}
 	return nil
 }
+
+// ParseAssignments reads field values given as NAME=JSON (jsonKVs) and as
+// NAME=STRING (textKVs, a string without JSON quoting).
+func ParseAssignments(jsonKVs, textKVs []string) (Fields, error) {
+	out := Fields{}
+	for _, kv := range jsonKVs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !json.Valid([]byte(v)) {
+			return nil, tidemark.Invalidf("--field", kv, `want NAME=JSON, e.g. n=3 or title='"Hello"'`)
+		}
+		out[k] = json.RawMessage(v)
+	}
+	for _, kv := range textKVs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, tidemark.Invalidf("--text", kv, "want NAME=STRING")
+		}
+		b, _ := json.Marshal(v)
+		out[k] = b
+	}
+	return out, nil
+}
+
+// FieldValue is one field of a document with its declared type; Value is
+// nil when the document has no value for it.
+type FieldValue struct {
+	Name  string          `json:"name"`
+	Type  FieldType       `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Values lists d's values in the order of c's fields.
+func (c Collection) Values(d Document) []FieldValue {
+	out := make([]FieldValue, len(c.Fields))
+	for i, f := range c.Fields {
+		out[i] = FieldValue{f.Name, f.Type, d.Fields[f.Name]}
+	}
+	return out
+}

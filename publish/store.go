@@ -53,6 +53,20 @@ type Summary struct {
 // Rejected reports whether the summary was rejected.
 func (s Summary) Rejected() bool { return s.RejectedReason != "" }
 
+// State is the summary's one-word state: rejected, published, current
+// (accepted, not yet on its page) or retired.
+func (s Summary) State() string {
+	switch {
+	case s.Rejected():
+		return "rejected"
+	case s.Current && s.PublishedAt != nil:
+		return "published"
+	case s.Current:
+		return "current"
+	}
+	return "retired"
+}
+
 // NewSummary is a draft offered for acceptance against the evidence hash
 // it was made from.
 type NewSummary struct {

@@ -478,6 +478,12 @@ func (s *ContentStore) Put(ctx context.Context, collection string, p content.Put
 	if err := s.writeVersions(ctx, tx, collection, []docWrite{{ID: p.ID, Base: p.BaseVersion, Fields: fields, Reason: reason}}, s.db.Clock.Now()); err != nil {
 		return content.Document{}, err
 	}
+	if p.Actor != "" {
+		if _, err := s.record(ctx, tx, content.Action{Action: content.ActionPut, Collection: collection, DocumentID: p.ID,
+			Version: p.BaseVersion + 1, Actor: p.Actor}); err != nil {
+			return content.Document{}, err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return content.Document{}, fmt.Errorf("put %s/%s: commit: %w", collection, p.ID, err)
 	}

@@ -78,6 +78,7 @@ func (s *Server) routes() []route {
 		metrics = public
 	}
 	rs = append(rs, route{Method: http.MethodGet, Pattern: "/metrics", Access: metrics, Handler: s.MetricsHandler()})
+	rs = append(rs, s.docRoutes()...)
 	if s.Search != nil {
 		search := SearchHandler(s.Search, s.Logger)
 		rs = append(rs, route{Method: http.MethodGet, Pattern: "/search", Access: public, Handler: search},

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -32,7 +33,8 @@ func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
 	t.Helper()
 	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
 	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
-		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics()}, db
+		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics(),
+		Docs: struct{ DocOps }{}}, db
 }
 
 type openAPIDoc struct {
@@ -87,7 +89,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	mux := s.mux()
 	for key := range documented {
 		method, path, _ := strings.Cut(key, " ")
-		concrete := strings.NewReplacer("{name}", "x").Replace(path)
+		concrete := strings.NewReplacer("{name}", "x", "{collection}", "c", "{id}", "i", "{action}", "abort").Replace(path)
 		if strings.Contains(concrete, "{") {
 			t.Errorf("%s: fill in its path parameters in this test", path)
 			continue
@@ -237,8 +239,16 @@ func TestWriteIsAuditedWithWhoDidIt(t *testing.T) {
 func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	ctx := context.Background()
 	env := sqltest.NewEnv(13)
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
-	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}}
+	url := sqltest.Backends()[0].NewURL(t)
+	db := sqltest.MustOpenURL(t, url, env)
+	cfg := pipeline.Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), url
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}, Docs: p}
 	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/x", Interval: time.Minute, RetryBudget: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +269,12 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "n", Type: content.Text}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Content().StartRun(ctx, "notes", "n", content.Number, 10); err != nil {
+	note, err := db.Content().Put(ctx, "notes", content.Put{Set: content.Fields{"n": json.RawMessage(`"1"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := db.Content().StartRun(ctx, "notes", "n", content.Number, 10)
+	if err != nil {
 		t.Fatal(err)
 	}
 	secret, _, err := db.Auth().CreateToken(ctx, "ops")
@@ -346,7 +361,11 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		if !ok || path == "/api/openapi.json" {
 			continue
 		}
-		concrete := strings.NewReplacer("{name}", "src").Replace(path)
+		concrete := strings.NewReplacer("{name}", "src", "{collection}", "notes").Replace(path)
+		if strings.HasPrefix(path, "/api/migrations/") {
+			concrete = strings.Replace(concrete, "{id}", run.ID, 1)
+		}
+		concrete = strings.Replace(concrete, "{id}", note.ID, 1)
 		req := httptest.NewRequest("GET", "http://127.0.0.1"+concrete+"?q=x", nil)
 		req.Header.Set("Authorization", "Bearer "+secret)
 		rec := httptest.NewRecorder()

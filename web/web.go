@@ -80,6 +80,12 @@ type Server struct {
 	SecureCookies bool
 	// SessionTTL is how long a console sign-in lasts (DefaultSessionTTL).
 	SessionTTL time.Duration
+	// Docs, when set, serves the documents' and field migrations' console
+	// pages and API (see docRoutes).
+	Docs DocOps
+
+	// driven, in tests, is told of each background migration drive.
+	driven func(done <-chan struct{})
 }
 
 // Handler returns the whole site. Public:
@@ -104,6 +110,9 @@ type Server struct {
 //	GET /api/outbox/intents     Page[intent] (?lane=&state=&limit=&cursor=)
 //	GET /api/migrations         Page[migration run] (?limit=&cursor=)
 //	GET /api/audit              Page[audit entry] (?actor=&limit=&cursor=)
+//	/console/docs…, /console/migrations…, /api/docs…, POST /api/migrations…
+//	                            documents and field migrations (when Docs is
+//	                            set; see docRoutes)
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //

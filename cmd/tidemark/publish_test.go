@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/web"
 )
 
 func mustGitRepo(t *testing.T) string {
@@ -106,7 +107,7 @@ func TestRunOnceBuildsWiki(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(storeHandler(objs, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(web.StoreHandler(objs, slog.New(slog.DiscardHandler)))
 	defer srv.Close()
 	for path, want := range map[string]int{"/": 200, "/index.html": 200, "/.index.html.meta": 404, "/../tidemark.db": 404, "/changes/nope.html": 404, "/feed.atom": 200} {
 		resp, err := http.Get(srv.URL + path)

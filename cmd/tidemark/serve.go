@@ -1,107 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"mime"
-	"net"
 	"net/http"
-	"os"
-	"path"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/web"
 )
-
-// storeHandler serves the wiki from the object store as it stands: a path
-// is a key, "/" and directories are their index.html. Hidden keys (the
-// directory store's sidecars) and the store's marker are never served.
-// An object store's error is logged, never shown: it may name a file or a
-// bucket.
-func storeHandler(objs objstore.Store, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		key := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
-		if key == "" || strings.HasSuffix(r.URL.Path, "/") {
-			key = strings.TrimPrefix(key+"/index.html", "/")
-		}
-		if objstore.CheckKey(key) != nil || strings.HasPrefix(key, "_tidemark/") {
-			http.NotFound(w, r)
-			return
-		}
-		o, err := objs.Get(r.Context(), key)
-		if errors.Is(err, objstore.ErrNotFound) {
-			http.NotFound(w, r)
-			return
-		}
-		if err != nil {
-			log.Error("serve: object store", "key", key, "err", err)
-			http.Error(w, "the wiki's store did not answer", http.StatusBadGateway)
-			return
-		}
-		if path.Ext(key) == ".atom" { // the wiki's feeds; not in every mime table
-			w.Header().Set("Content-Type", "application/atom+xml; charset=utf-8")
-		} else if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
-			w.Header().Set("Content-Type", ct)
-		}
-		w.Header().Set("ETag", o.ETag)
-		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
-	})
-}
-
-// evidenceHandler serves an event's frozen evidence at a revision, as the
-// bytes that were hashed (GET /evidence/{event}/{revision}): the download
-// every change page links to. It is part of the public wiki, as the pages
-// that link to it are.
-func evidenceHandler(ev interface {
-	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
-}) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("event")
-		rev, err := strconv.Atoi(r.PathValue("revision"))
-		if err != nil || rev < 1 {
-			http.Error(w, "revision must be a positive number", http.StatusBadRequest)
-			return
-		}
-		b, hash, err := ev.Evidence(r.Context(), id, rev)
-		if errors.Is(err, tidemark.ErrNotFound) {
-			http.NotFound(w, r)
-			return
-		}
-		if err != nil {
-			http.Error(w, "internal error", http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="evidence-%s-r%d.txt"`, sanitizeName(id), rev))
-		w.Header().Set("X-Evidence-SHA256", hash)
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("ETag", `"`+hash+`"`)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
-	})
-}
-
-func sanitizeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, s)
-}
 
 func newServeCmd(a *app) *cobra.Command {
 	var (
@@ -112,7 +22,7 @@ func newServeCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the wiki, the status pages and the JSON API over HTTP (read-only, no JavaScript)",
+		Short: "Serve the wiki, the operator console and the JSON API over HTTP (no JavaScript needed)",
 		Long: `Serve the wiki, the status pages and the JSON API over HTTP.
 
 The wiki and /healthz are public. The status pages, the API and /metrics need
@@ -147,17 +57,10 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 					return tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
 				}
 			}
-			// The wiki: the store as it stands, and the frozen evidence
-			// every change page links to (public, as the pages are).
-			wiki := http.NewServeMux()
-			wiki.Handle("GET /evidence/{event}/{revision}", evidenceHandler(db.Ingest()))
-			wiki.Handle("/", storeHandler(objs, a.log))
-			// The wiki (with search over what it publishes), and the
-			// operator's pages and the JSON API beside it.
 			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
-				Wiki: wiki, Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
-				SecureCookies: secureCookies, SessionTTL: sessionTTL}).Handler()
-			ln, err := listen(addr)
+				Wiki: web.WikiHandler(objs, db.Ingest(), a.log), Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
+				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p, Publish: db.Publish()}).Handler()
+			ln, err := web.Listen(addr)
 			if err != nil {
 				return err
 			}
@@ -186,29 +89,4 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 	f.BoolVar(&secureCookies, "secure-cookies", false, "mark the session cookie Secure (TLS ends at a proxy in front)")
 	f.DurationVar(&sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a browser sign-in lasts")
 	return cmd
-}
-
-// listen listens on addr. An address that cannot be one (no port, a port
-// out of range, a host that is not this machine's) is invalid input (exit
-// 2); an address in use or refused by the system is unavailable (exit 5):
-// the same command may work once the other server stops.
-func listen(addr string) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, tidemark.Invalidf("--addr", addr, "want HOST:PORT, e.g. 127.0.0.1:8080 or :8080")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return nil, tidemark.Invalidf("--addr", addr, "port %q is not a number from 0 to 65535", port)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	switch {
-	case err == nil:
-		return ln, nil
-	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fmt.Errorf("--addr %s is in use (another server, or another tidemark serve?); stop it or choose another address: %w", addr, tidemark.ErrUnavailable)
-	case errors.Is(err, os.ErrPermission):
-		return nil, fmt.Errorf("--addr %s: not permitted to listen there (ports below 1024 need privileges): %w", addr, tidemark.ErrUnavailable)
-	default:
-		return nil, tidemark.Invalidf("--addr", addr, "cannot listen there: %v", err)
-	}
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ClaimFence", testClaimFence},
 		{"PendingRuns", testPendingRuns},
 		{"ConcurrentWritersDuringRun", testConcurrentWriters},
+		{"DeleteIsVersionedAndAudited", testDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -768,4 +769,59 @@ func testConcurrentWriters(t *testing.T, h Harness) {
 		t.Fatalf("%d steps without overlapping the run: %d edits, %d refused", maxSteps, editsDuring, refused)
 	}
 	finish(<-done, maxSteps)
+}
+
+func testDelete(t *testing.T, h Harness) {
+	st := h.Store
+	ids := seed(t, st, "notes", 3)
+	d := mustPut(t, st, "notes", content.Put{ID: ids[0], BaseVersion: 1, Set: content.Fields{"v": str("edited")}, Actor: "ann"})
+	if d.Version != 2 {
+		t.Fatalf("put: version %d", d.Version)
+	}
+	// A delete based on an old version changes nothing.
+	if _, err := st.Delete(ctx, "notes", ids[0], 1, content.Action{Actor: "bob"}); !errors.Is(err, tidemark.ErrConflict) {
+		t.Fatalf("stale delete: %v", err)
+	}
+	mustDocument(t, st, "notes", ids[0])
+	a, err := st.Delete(ctx, "notes", ids[0], 2, content.Action{Actor: "bob", Forced: true, Note: "spam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Action != content.ActionDelete || a.Version != 2 || string(a.Fields["v"]) != `"edited"` || a.Actor != "bob" || !a.Forced {
+		t.Fatalf("delete's audit: %+v", a)
+	}
+	if _, err := st.Document(ctx, "notes", ids[0]); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("deleted document still reads: %v", err)
+	}
+	if _, err := st.Delete(ctx, "notes", ids[0], 2, content.Action{Actor: "bob"}); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	// The ID can be used again: its history went with it.
+	if d := mustPut(t, st, "notes", content.Put{ID: ids[0], Set: content.Fields{"v": str("again")}}); d.Version != 1 {
+		t.Fatalf("recreated at version %d", d.Version)
+	}
+	acts, err := st.Actions(ctx, content.ActionFilter{Collection: "notes", DocumentID: ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 2 || acts[0].Action != content.ActionDelete || acts[1].Action != content.ActionPut || acts[1].Actor != "ann" || acts[1].Version != 2 {
+		t.Fatalf("audit, newest first: %+v", acts)
+	}
+	// No delete while a migration of the collection is unfinished: its
+	// cursor and an abort's restorations count on the documents.
+	m := &content.Migrator{Store: st, Holder: "w1"}
+	run := mustStart(t, m, "notes", content.RichText, 1)
+	if _, err := st.Delete(ctx, "notes", ids[1], 1, content.Action{Actor: "bob", Forced: true}); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), run.ID) {
+		t.Fatalf("delete during a run: %v", err)
+	}
+	mustDocument(t, st, "notes", ids[1])
+	if _, err := st.Record(ctx, content.Action{Action: content.ActionMigrationStart, Collection: "notes"}); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("an action without an actor: %v", err)
+	}
+	if _, err := st.Record(ctx, content.Action{Action: content.ActionMigrationStart, Collection: "notes", RunID: run.ID, Actor: "cy"}); err != nil {
+		t.Fatal(err)
+	}
+	if acts, err := st.Actions(ctx, content.ActionFilter{RunID: run.ID}); err != nil || len(acts) != 1 || acts[0].Actor != "cy" {
+		t.Fatalf("the run's audit: %+v %v", acts, err)
+	}
 }

@@ -1,0 +1,182 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/publish"
+)
+
+// Publishing rounds: a round handles up to publishRoundSize events and
+// pages; PublishAll stops after publishRoundsLimit rounds (ten million
+// pages).
+const (
+	publishRoundSize   = 1000
+	publishRoundsLimit = 10000
+)
+
+// PublishRound is what one round of summarizing and publishing did.
+type PublishRound struct {
+	Summarized publish.SummarizeReport `json:"summarized"`
+	Published  publish.PublishReport   `json:"published"`
+	Index      string                  `json:"index"`
+}
+
+// PublishRound summarizes what is new with the summarizer called
+// summarizer ("": the configured one), publishes what is pending (at most
+// limit of each) and refreshes the listings. An unavailable summarizer
+// stops summarizing at its first refusal; what it accepted before, and
+// what was pending already, is still published, and the round then
+// returns the outage (tidemark.ErrUnavailable). Index is empty when
+// nothing was published.
+func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (PublishRound, error) {
+	var r PublishRound
+	sum, err := p.Summarizer(summarizer)
+	if err != nil {
+		return r, err
+	}
+	var serr error
+	r.Summarized, serr = svc.Summarize(ctx, sum, limit)
+	if errors.Is(serr, context.Canceled) {
+		return r, fmt.Errorf("publish interrupted: %d summaries accepted and kept, no page published in this round: %w", r.Summarized.Accepted, serr)
+	}
+	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
+		return r, serr
+	}
+	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return r, fmt.Errorf("publish interrupted: %d summaries accepted, %d pages published, all kept: %w",
+				r.Summarized.Accepted, r.Published.Published, err)
+		}
+		return r, errors.Join(serr, err)
+	}
+	r.Index = p.IndexLocation()
+	if serr != nil {
+		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
+			serr, r.Published.Published)
+	}
+	return r, serr
+}
+
+// PublishTotals adds up the rounds of PublishAll.
+type PublishTotals struct {
+	Accepted        int      `json:"accepted"`
+	Unchanged       int      `json:"unchanged"`
+	SummariesFailed int      `json:"summaries_failed"`
+	Published       int      `json:"published"`
+	PagesFailed     int      `json:"pages_failed"`
+	Pages           int      `json:"pages"`
+	Errors          []string `json:"errors,omitempty"`
+	Index           string   `json:"index"`
+	// More says PublishAll stopped at its round limit with work left.
+	More bool `json:"more,omitempty"`
+}
+
+// Totals are one round's counts as PublishAll adds them up.
+func (r PublishRound) Totals() PublishTotals {
+	var t PublishTotals
+	t.add(r)
+	return t
+}
+
+// add counts a round in t: at most 20 errors are kept.
+func (t *PublishTotals) add(r PublishRound) {
+	s, pr := r.Summarized, r.Published
+	t.Accepted += s.Accepted
+	t.Unchanged += s.Unchanged
+	t.SummariesFailed += s.Failed
+	t.Published += pr.Published
+	t.PagesFailed += pr.Failed
+	t.Pages = max(t.Pages, pr.Pages)
+	if r.Index != "" {
+		t.Index = r.Index
+	}
+	for _, e := range append(s.Errors, pr.Errors...) {
+		if len(t.Errors) < 20 {
+			t.Errors = append(t.Errors, e)
+		}
+	}
+}
+
+// PublishAll summarizes and publishes in rounds until nothing is pending:
+// a round that made no progress (everything left failed) or handled less
+// than a full round ends it, so a failure that repeats cannot spin.
+// progress, if set, is told the running totals.
+func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (PublishTotals, error) {
+	var t PublishTotals
+	for round := 0; ; round++ {
+		if round == publishRoundsLimit {
+			t.More = true
+			return t, nil
+		}
+		r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+		t.add(r)
+		s, pr := r.Summarized, r.Published
+		if progress != nil {
+			progress(fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published))
+		}
+		if err != nil {
+			// What the round did is counted above and kept; the caller
+			// says what the error left undone.
+			return t, err
+		}
+		full := s.Considered >= publishRoundSize || pr.Published+pr.Failed >= publishRoundSize
+		if !full || s.Accepted+pr.Published == 0 {
+			return t, nil
+		}
+	}
+}
+
+// PublishSummary publishes one summary on its page (refused unless it is
+// the event's current, unrejected summary of its current evidence) and
+// refreshes the listings.
+func (p *Pipeline) PublishSummary(ctx context.Context, summaryID string) (publish.Result, error) {
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		return publish.Result{}, err
+	}
+	res, err := svc.Publish(ctx, summaryID)
+	if err != nil {
+		return res, err
+	}
+	_, err = svc.RefreshListings(ctx)
+	return res, err
+}
+
+// Sweep converges every page to its current published summary and
+// collects orphans. Pages that failed to converge make it an error
+// (tidemark.ErrUnconfirmed) beside the report.
+func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		return publish.SweepReport{}, err
+	}
+	rep, err := svc.Sweep(ctx)
+	if err == nil && rep.Failed > 0 {
+		err = fmt.Errorf("sweep: %d pages failed to converge: %w", rep.Failed, tidemark.ErrUnconfirmed)
+	}
+	return rep, err
+}
+
+// Summaries lists summaries, newest first.
+func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) ([]publish.Summary, error) {
+	return p.db.Publish().Summaries(ctx, f)
+}
+
+// RejectSummary rejects a summary: it is never published, and the next
+// sweep withdraws its page.
+func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
+	return p.db.Publish().Reject(ctx, summaryID, reason)
+}
+
+// Rebind binds the wiki to the configured store, after moving or emptying
+// it on purpose; the next sweep republishes what the store does not show.
+func (p *Pipeline) Rebind(ctx context.Context) (publish.StoreIdentity, error) {
+	svc, err := p.Publisher()
+	if err != nil {
+		return publish.StoreIdentity{}, err
+	}
+	return svc.Rebind(ctx)
+}

@@ -1,0 +1,358 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/publish"
+)
+
+// DocOps are the operations on documents and field migrations the console
+// and the API offer; *pipeline.Pipeline implements them. Every write takes
+// the signed-in token's name as its actor, for the audit.
+type DocOps interface {
+	Collections(ctx context.Context) ([]content.Collection, error)
+	Collection(ctx context.Context, name string) (content.CollectionDetail, error)
+	Document(ctx context.Context, collection, id string) (content.Document, error)
+	Documents(ctx context.Context, collection, after string, limit int) ([]content.Document, error)
+	DocumentActions(ctx context.Context, f content.ActionFilter) ([]content.Action, error)
+	PutDocument(ctx context.Context, actor, collection string, put content.Put) (content.Document, *publish.Result, error)
+	DeleteDocument(ctx context.Context, actor, collection, id string, force bool) (content.Action, *publish.Result, error)
+
+	MigrationRuns(ctx context.Context, f content.RunFilter) ([]content.Run, error)
+	MigrationRun(ctx context.Context, id string) (content.Run, error)
+	StartMigration(ctx context.Context, actor, collection, field, to string, batch int) (content.Run, error)
+	ResumeMigration(ctx context.Context, actor, id string) (content.Run, error)
+	AbortMigration(ctx context.Context, actor, id string) (content.Run, error)
+	DriveMigration(ctx context.Context, id string, progress func(content.Run)) (content.Run, error)
+}
+
+// actor is who a write is audited as: the signed-in token's name.
+func actor(r *http.Request) string {
+	if t, ok := Principal(r.Context()); ok {
+		return t.Name
+	}
+	return ""
+}
+
+// maxFormBytes bounds a console form or an API body.
+const maxFormBytes = 2 << 20
+
+// docRoutes adds the documents' and migrations' pages and API:
+//
+//	GET  /console/docs                      the collections
+//	GET  /console/docs/{c}                  a collection's documents (?after=)
+//	GET  /console/docs/{c}/{id}             a document, its audit; a page document's edit form
+//	POST /console/docs/{c}/{id}             save a page document (title, notes, base_version)
+//	POST /console/docs/{c}/{id}/delete      delete (force=on for what loses data)
+//	GET  /console/migrations                start form and every run
+//	POST /console/migrations                start a type change (field=c.f, to, batch)
+//	GET  /console/migrations/{id}           a run's progress; refreshes itself while active
+//	POST /console/migrations/{id}/resume|abort
+//	GET  /api/docs, /api/docs/{c}           collections; documents (?after=&limit=)
+//	GET|PUT|DELETE /api/docs/{c}/{id}       PUT {base_version, set, unset}: stale is 409; DELETE ?force=true
+//	POST /api/migrations                    {collection, field, to, batch}: 202 with the run
+//	GET  /api/migrations/{id}
+//	POST /api/migrations/{id}/resume|abort  202 with the run
+func (s *Server) docRoutes() []route {
+	if s.Docs == nil {
+		return nil
+	}
+	r := func(method, pattern string, h http.HandlerFunc) route {
+		return route{Method: method, Pattern: pattern, Access: private, Handler: h}
+	}
+	get, post := http.MethodGet, http.MethodPost
+	return []route{
+		r(get, "/console/docs", s.docsPage),
+		r(get, "/console/docs/{collection}", s.collectionPage),
+		r(get, "/console/docs/{collection}/{id}", s.documentPage),
+		r(post, "/console/docs/{collection}/{id}", s.documentSave),
+		r(post, "/console/docs/{collection}/{id}/delete", s.documentDelete),
+		r(get, "/console/migrations", s.migrationsPage),
+		r(post, "/console/migrations", s.migrationStart),
+		r(get, "/console/migrations/{id}", s.migrationPage),
+		r(post, "/console/migrations/{id}/{action}", s.migrationAct),
+
+		r(get, "/api/docs", s.apiCollections),
+		r(get, "/api/docs/{collection}", s.apiDocuments),
+		r(get, "/api/docs/{collection}/{id}", s.apiDocument),
+		r(http.MethodPut, "/api/docs/{collection}/{id}", s.apiDocument),
+		r(http.MethodDelete, "/api/docs/{collection}/{id}", s.apiDocument),
+		r(post, "/api/migrations", s.apiMigrationStart),
+		r(get, "/api/migrations/{id}", s.apiMigration),
+		r(post, "/api/migrations/{id}/{action}", s.apiMigrationAct),
+	}
+}
+
+// notice redirects back (303) with a short notice the page shows.
+func notice(w http.ResponseWriter, r *http.Request, to, msg string) {
+	sep := "?"
+	if strings.Contains(to, "?") {
+		sep = "&"
+	}
+	http.Redirect(w, r, to+sep+"notice="+url.QueryEscape(msg), http.StatusSeeOther)
+}
+
+// problem renders a console write's error on the page it came from: the
+// status its kind maps to, the message unless it is internal.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	status := tidemark.HTTPStatus(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error; see the server's log"
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": msg, "Back": backTo(r)})
+}
+
+// backTo is the console page a form was posted from: the document, the
+// run, or the listing it acts on. (Referer is not sent: the pages say
+// no-referrer.)
+func backTo(r *http.Request) string {
+	p := r.URL.Path
+	if r.Method != http.MethodPost {
+		return path.Dir(p) // the page itself failed: its parent
+	}
+	for _, suffix := range []string{"/delete", "/resume", "/abort"} {
+		p = strings.TrimSuffix(p, suffix)
+	}
+	return p
+}
+
+func (s *Server) docsPage(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Docs.Collections(r.Context())
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.render(w, r, "docs.html", map[string]any{"Collections": cs, "Notice": r.FormValue("notice")})
+}
+
+func (s *Server) collectionPage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("collection")
+	if id := strings.TrimSpace(r.FormValue("edit")); id != "" { // the "edit the page of event …" form
+		http.Redirect(w, r, "/console/docs/"+url.PathEscape(name)+"/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
+	c, err := s.Docs.Collection(r.Context(), name)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	after := r.FormValue("after")
+	docs, err := s.Docs.Documents(r.Context(), name, after, 100)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	next := ""
+	if len(docs) == 100 {
+		next = docs[len(docs)-1].ID
+	}
+	rows := make([]docRow, len(docs))
+	for i, d := range docs {
+		rows[i] = docRow{d, fieldsText(d.Fields)}
+	}
+	s.render(w, r, "collection.html", map[string]any{"C": c, "Docs": rows, "Next": next, "Notice": r.FormValue("notice"),
+		"Pages": name == content.PagesCollection})
+}
+
+type docRow struct {
+	content.Document
+	Text string
+}
+
+func fieldsText(f content.Fields) string {
+	b, _ := json.Marshal(f)
+	return shorten(string(b), 160)
+}
+
+// pageForm is a page document's editable fields as plain text.
+type pageForm struct {
+	Title, Notes string
+}
+
+func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
+	coll, id := r.PathValue("collection"), r.PathValue("id")
+	d, err := s.Docs.Document(r.Context(), coll, id)
+	if errors.Is(err, tidemark.ErrNotFound) && coll == content.PagesCollection {
+		d, err = content.Document{Collection: coll, ID: id, Fields: content.Fields{}}, content.CheckID(id)
+	}
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	c, err := s.Docs.Collection(r.Context(), coll)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	acts, err := s.Docs.DocumentActions(r.Context(), content.ActionFilter{Collection: coll, DocumentID: id, Limit: 20})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	o := content.OverridesOf(d)
+	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": r.FormValue("notice"),
+		"Pages": coll == content.PagesCollection, "Form": pageForm{Title: o.Title, Notes: o.NotesText}})
+}
+
+// pagePut turns the edit form of a page document into a write: an empty
+// title or notes field removes the override.
+func pagePut(id string, base int64, title, notes string) content.Put {
+	put := content.Put{ID: id, BaseVersion: base, Set: content.Fields{}}
+	if t := strings.TrimSpace(title); t != "" {
+		b, _ := json.Marshal(t)
+		put.Set["title"] = b
+	} else {
+		put.Unset = append(put.Unset, "title")
+	}
+	if n := strings.TrimSpace(strings.ReplaceAll(notes, "\r\n", "\n")); n != "" {
+		b, _ := json.Marshal(content.Wrap(n))
+		put.Set["notes"] = b
+	} else {
+		put.Unset = append(put.Unset, "notes")
+	}
+	return put
+}
+
+func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	coll, id := r.PathValue("collection"), r.PathValue("id")
+	if coll != content.PagesCollection {
+		s.problem(w, r, tidemark.Invalidf("collection", coll, "the console edits page documents only; use the API or `tidemark docs put`"))
+		return
+	}
+	base, err := strconv.ParseInt(r.PostFormValue("base_version"), 10, 64)
+	if err != nil {
+		s.problem(w, r, tidemark.Invalidf("base_version", r.PostFormValue("base_version"), "want the version the edit is based on"))
+		return
+	}
+	d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, pagePut(id, base, r.PostFormValue("title"), r.PostFormValue("notes")))
+	if err != nil && d.Version == 0 {
+		s.problem(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("saved version %d", d.Version)
+	switch {
+	case err != nil:
+		msg += "; but: " + err.Error()
+	case res != nil:
+		msg += fmt.Sprintf("; page %s republished", res.PageID)
+	}
+	notice(w, r, "/console/docs/"+url.PathEscape(coll)+"/"+url.PathEscape(id), msg)
+}
+
+func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	coll, id := r.PathValue("collection"), r.PathValue("id")
+	a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), coll, id, r.PostFormValue("force") == "on")
+	if err != nil && a.ID == "" {
+		s.problem(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("deleted %s/%s (version %d kept in the audit)", coll, id, a.Version)
+	if err != nil {
+		msg += "; but: " + err.Error()
+	} else if res != nil {
+		msg += fmt.Sprintf("; page %s republished without it", res.PageID)
+	}
+	notice(w, r, "/console/docs/"+url.PathEscape(coll), msg)
+}
+
+func (s *Server) apiCollections(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Docs.Collections(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, cur, err := pageParams(r, "docs")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pageAfter(cs, limit, cur, "docs", func(c content.Collection) string { return c.Name }))
+}
+
+func (s *Server) apiDocuments(w http.ResponseWriter, r *http.Request) {
+	list := "docs/" + r.PathValue("collection")
+	limit, cur, err := pageParams(r, list)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	docs, err := s.Docs.Documents(r.Context(), r.PathValue("collection"), cur.Key, limit+1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, paginate(docs, limit, func(last content.Document) pageCursor { return pageCursor{List: list, Key: last.ID} }))
+}
+
+// docWrite is the body of PUT /api/docs/{collection}/{id}.
+type docWrite struct {
+	BaseVersion *int64         `json:"base_version"`
+	Set         content.Fields `json:"set"`
+	Unset       []string       `json:"unset"`
+}
+
+// apiDocument reads (GET), writes (PUT, based on a version: a stale base
+// is 409) and deletes (DELETE, ?force=true for what loses data) a
+// document.
+func (s *Server) apiDocument(w http.ResponseWriter, r *http.Request) {
+	coll, id := r.PathValue("collection"), r.PathValue("id")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		d, err := s.Docs.Document(r.Context(), coll, id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, d)
+	case http.MethodPut:
+		var body docWrite
+		if err := decodeJSON(w, r, &body); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if body.BaseVersion == nil {
+			s.fail(w, r, tidemark.Invalidf("base_version", "", "a write names the version it is based on (0 creates)"))
+			return
+		}
+		d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, content.Put{ID: id, BaseVersion: *body.BaseVersion, Set: body.Set, Unset: body.Unset})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"document": d, "republished": res})
+	case http.MethodDelete:
+		a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), coll, id, r.URL.Query().Get("force") == "true")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"deleted": a, "republished": res})
+	}
+}
+
+// decodeJSON reads one JSON object from a request body of at most
+// maxFormBytes; unknown fields are refused.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxFormBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return tidemark.Invalidf("body", "", "want a JSON object: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore"
+)
+
+// StoreHandler serves the wiki from the object store as it stands: a path
+// is a key, "/" and directories are their index.html. Hidden keys (the
+// directory store's sidecars) and the store's marker are never served.
+// An object store's error is logged, never shown: it may name a file or a
+// bucket.
+func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		key := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		if key == "" || strings.HasSuffix(r.URL.Path, "/") {
+			key = strings.TrimPrefix(key+"/index.html", "/")
+		}
+		if objstore.CheckKey(key) != nil || strings.HasPrefix(key, "_tidemark/") {
+			http.NotFound(w, r)
+			return
+		}
+		o, err := objs.Get(r.Context(), key)
+		if errors.Is(err, objstore.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			log.Error("serve: object store", "key", key, "err", err)
+			http.Error(w, "the wiki's store did not answer", http.StatusBadGateway)
+			return
+		}
+		if path.Ext(key) == ".atom" { // the wiki's feeds; not in every mime table
+			w.Header().Set("Content-Type", "application/atom+xml; charset=utf-8")
+		} else if ct := mime.TypeByExtension(path.Ext(key)); ct != "" {
+			w.Header().Set("Content-Type", ct)
+		}
+		w.Header().Set("ETag", o.ETag)
+		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
+	})
+}
+
+// EvidenceSource reads an event's frozen evidence at a revision: the
+// bytes that were hashed, and their hash.
+type EvidenceSource interface {
+	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+}
+
+// EvidenceHandler serves an event's frozen evidence at a revision, as the
+// bytes that were hashed (GET /evidence/{event}/{revision}): the download
+// every change page links to. It is part of the public wiki, as the pages
+// that link to it are.
+func EvidenceHandler(ev EvidenceSource) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("event")
+		rev, err := strconv.Atoi(r.PathValue("revision"))
+		if err != nil || rev < 1 {
+			http.Error(w, "revision must be a positive number", http.StatusBadRequest)
+			return
+		}
+		b, hash, err := ev.Evidence(r.Context(), id, rev)
+		if errors.Is(err, tidemark.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="evidence-%s-r%d.txt"`, sanitizeName(id), rev))
+		w.Header().Set("X-Evidence-SHA256", hash)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("ETag", `"`+hash+`"`)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
+	})
+}
+
+// WikiHandler is the public wiki: the store as it stands, and the frozen
+// evidence every change page links to.
+func WikiHandler(objs objstore.Store, ev EvidenceSource, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /evidence/{event}/{revision}", EvidenceHandler(ev))
+	mux.Handle("/", StoreHandler(objs, log))
+	return mux
+}
+
+func sanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
