@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/ids"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/stores"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/summarize/summarizers"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	S3         stores.S3
 	// ServeAddr is where `serve` listens unless told otherwise.
 	ServeAddr string
+	// MetricsAddr is where the daemon serves /metrics ("": nowhere).
+	MetricsAddr string
 
 	// What a program sets in code, not in the environment: all optional.
 	Clock  clock.Clock
@@ -56,10 +59,20 @@ type Config struct {
 	// Warn receives what a check could not decide but did not refuse (a
 	// remote that cannot be reached now is added as given). Nil: logged.
 	Warn func(msg string)
+	// Observer, if set, is told what the daemon's publish loop did: what
+	// only this process knows (the database records the rest).
+	Observer PublishObserver
 
 	// origin says where each option's value came from (a flag, an
 	// environment variable); absent: its default.
 	origin map[string]string
+}
+
+// PublishObserver counts the daemon's publishing rounds and sweeps (the
+// web package's PipelineMetrics is one).
+type PublishObserver interface {
+	ObservePublish(publish.PublishReport)
+	ObserveSweep(time.Duration, publish.SweepReport)
 }
 
 // DatabaseURL is Database, or the embedded default under Home.
@@ -211,6 +224,8 @@ var Options = func() []Option {
 	add(option("s3-access-key", "", []string{"AWS_ACCESS_KEY_ID"}, "", "the S3 access key", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.S3.SecretKey })
 	add(option("s3-secret-key", "", []string{"AWS_SECRET_ACCESS_KEY"}, "", "the S3 secret key", true, s, g))
+	s, g = str(func(c *Config) *string { return &c.MetricsAddr })
+	add(option("metrics-addr", "", []string{"TIDEMARK_METRICS_ADDR"}, "", "where the daemon (`run`) serves /metrics, with what only it counts (empty: nowhere)", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.ServeAddr })
 	add(option("serve-addr", "", []string{"TIDEMARK_SERVE_ADDR"}, "127.0.0.1:8080", "where `serve` listens", false, s, g))
 	return os

@@ -187,13 +187,21 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 
 // publishAndSweep is one round of the publish loop.
 func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) error {
+	obs := p.cfg.Observer
 	r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+	if obs != nil {
+		obs.ObservePublish(r.Published)
+	}
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
+	start := time.Now()
 	rep, err := svc.Sweep(ctx)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	if obs != nil {
+		obs.ObserveSweep(time.Since(start), rep)
 	}
 	p.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
 		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/publish"
 )
 
 // gitRepo makes a repository with two commits.
@@ -42,10 +44,13 @@ func gitRepo(t *testing.T) string {
 	return repo
 }
 
-func open(t *testing.T, home string, logger *slog.Logger) *Pipeline {
+func open(t *testing.T, home string, logger *slog.Logger, obs ...PublishObserver) *Pipeline {
 	t.Helper()
 	cfg := Defaults()
 	cfg.Home, cfg.Logger = home, logger
+	if len(obs) > 0 {
+		cfg.Observer = obs[0]
+	}
 	p, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +82,8 @@ func TestPublishLoopSweeps(t *testing.T) {
 	home := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := open(t, home, slog.New(cancelOnRound{Handler: slog.DiscardHandler, cancel: cancel}))
+	obs := &observer{}
+	p := open(t, home, slog.New(cancelOnRound{Handler: slog.DiscardHandler, cancel: cancel}), obs)
 	if _, err := p.RunOnce(context.Background(), OnceOptions{Track: []string{gitRepo(t)}}); err != nil {
 		t.Fatalf("run once: %v", err)
 	}
@@ -99,6 +105,18 @@ func TestPublishLoopSweeps(t *testing.T) {
 	if _, err := objs.Get(context.Background(), key); err != nil {
 		t.Fatalf("%s after one round of the loop: %v", key, err)
 	}
+	// The loop tells its observer what only this process knows.
+	if obs.rounds != 1 || obs.sweeps != 1 || obs.republished != 1 {
+		t.Fatalf("observed %d rounds, %d sweeps, %d republished; want 1, 1, 1", obs.rounds, obs.sweeps, obs.republished)
+	}
+}
+
+type observer struct{ rounds, sweeps, republished int }
+
+func (o *observer) ObservePublish(publish.PublishReport) { o.rounds++ }
+func (o *observer) ObserveSweep(_ time.Duration, rep publish.SweepReport) {
+	o.sweeps++
+	o.republished += rep.Republished
 }
 
 // RunOnce carries a change all the way: tracked, ingested, summarized and

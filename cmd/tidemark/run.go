@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/web"
 )
 
 func newRunCmd(a *app) *cobra.Command {
@@ -41,11 +43,21 @@ already tracked).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			var metrics *web.PipelineMetrics
+			if !once && a.cfg.MetricsAddr != "" {
+				metrics = web.NewPipelineMetrics()
+				a.cfg.Observer = metrics
+			}
 			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
 			if !once {
+				if metrics != nil {
+					if err := a.serveMetrics(ctx, p, metrics); err != nil {
+						return err
+					}
+				}
 				err := p.Run(ctx, pipeline.RunOptions{Workers: workers, Lease: lease, Poll: poll,
 					OnStart: func(holder string, workers int) {
 						fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", holder, p.DB().URL(), workers)
@@ -142,4 +154,24 @@ func (a *app) printRecentEvents(ctx context.Context, p *pipeline.Pipeline, repor
 		printEvents(a.stdout, evs)
 	}
 	fmt.Fprintf(a.stdout, "\ndata: %s\n", p.DB().URL())
+}
+
+// serveMetrics serves the daemon's /metrics on TIDEMARK_METRICS_ADDR until
+// ctx ends: the database's view, as `serve` gives it, and what only this
+// process counts (its publishing rounds and sweeps). It has no token: bind
+// it to an address only the scraper reaches.
+func (a *app) serveMetrics(ctx context.Context, p *pipeline.Pipeline, m *web.PipelineMetrics) error {
+	ln, err := web.Listen(a.cfg.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	db := p.DB()
+	site := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: a.log}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", site.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	fmt.Fprintf(a.stderr, "tidemark: metrics on http://%s/metrics\n", ln.Addr())
+	return nil
 }
