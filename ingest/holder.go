@@ -51,6 +51,26 @@ type Liveness struct {
 	// Alive reports whether the process pid of Host is running; when it
 	// cannot tell, it must answer true.
 	Alive func(pid int) bool
+	// Every bounds how often a store looks among the live leases for
+	// claims of gone holders when it claims due sources (0:
+	// DefaultLivenessEvery): a process's first claim of due sources looks
+	// at once, so a restarted worker takes over its crashed predecessor's
+	// claims at once; later ones look again only once this has passed.
+	// A claim of one named source that meets a gone holder takes it over
+	// at once regardless.
+	Every time.Duration
+}
+
+// DefaultLivenessEvery is the Liveness.Every of a zero Liveness: the
+// scheduler's default poll.
+const DefaultLivenessEvery = 5 * time.Second
+
+// Interval returns l.Every, or its default.
+func (l *Liveness) Interval() time.Duration {
+	if l == nil || l.Every <= 0 {
+		return DefaultLivenessEvery
+	}
+	return l.Every
 }
 
 // Gone reports whether holder is a process of l.Host that is not running.

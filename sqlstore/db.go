@@ -90,6 +90,9 @@ type DB struct {
 	url     string
 	// liveness tells which claim holders are gone (Options.Liveness).
 	liveness *ingest.Liveness
+	// nextTakeover is when ClaimDue may next look for claims of gone
+	// holders (Unix ms; 0: at once).
+	nextTakeover atomic.Int64
 
 	stmtMu    sync.Mutex
 	stmts     map[string]*sql.Stmt
@@ -180,6 +183,17 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// takeoverDue reports whether a look for claims of gone holders is due at
+// now, and if so books the next one every later. Of callers racing for the
+// same look, one wins.
+func (d *DB) takeoverDue(now time.Time, every time.Duration) bool {
+	next := d.nextTakeover.Load()
+	if next != 0 && ms(now) < next {
+		return false
+	}
+	return d.nextTakeover.CompareAndSwap(next, ms(now.Add(every)))
 }
 
 // Close closes the database.

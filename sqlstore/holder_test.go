@@ -106,3 +106,69 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 		}
 	})
 }
+
+// The look for claims of gone holders is not on the claim path's every
+// call: a process's first ClaimDue makes it (so a restarted worker takes
+// over its crashed predecessor's claims at once), and then at most once
+// per Liveness.Every, by the store's clock. A gone holder met by a claim
+// of its own source is taken over at once regardless.
+func TestClaimDueLooksForGoneHoldersOncePerInterval(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(3)
+		dead := map[int]bool{}
+		probes := 0
+		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+			Liveness: &ingest.Liveness{Host: "box", Every: 5 * time.Second, Alive: func(pid int) bool { probes++; return !dead[pid] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		st := db.Ingest()
+		add := func(name string) tidemark.Source {
+			t.Helper()
+			src, err := st.AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: "x", Interval: time.Minute, RetryBudget: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return src
+		}
+		// A predecessor on this host crashed holding a claim: the first
+		// ClaimDue of this process takes it over at once.
+		crashed := add("crashed")
+		if _, err := st.Claim(ctx, crashed.ID, "box:41", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		dead[41] = true
+		cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10)
+		if err != nil || len(cs) != 1 || cs[0].SourceID != crashed.ID {
+			t.Fatalf("first ClaimDue: %+v, %v; want the crashed holder's source taken over", cs, err)
+		}
+		// A live holder of this host: the many claims that follow within
+		// the interval do not look again.
+		live := add("live")
+		if _, err := st.Claim(ctx, live.ID, "box:43", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		probes = 0
+		for i := 0; i < 5; i++ {
+			if cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10); err != nil || len(cs) != 0 {
+				t.Fatalf("ClaimDue: %+v, %v", cs, err)
+			}
+		}
+		if probes != 0 {
+			t.Fatalf("%d liveness probes within the interval, want none", probes)
+		}
+		// Once the interval has passed, the next ClaimDue looks again:
+		// box:43 has died meanwhile and is taken over.
+		dead[43] = true
+		env.Clock.Advance(5 * time.Second)
+		cs, err = st.ClaimDue(ctx, "box:42", time.Hour, 10)
+		if err != nil || len(cs) != 1 || cs[0].SourceID != live.ID {
+			t.Fatalf("ClaimDue after the interval: %+v, %v; want the dead holder's source taken over", cs, err)
+		}
+		if probes != 1 {
+			t.Fatalf("%d liveness probes, want 1", probes)
+		}
+	})
+}

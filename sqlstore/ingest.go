@@ -505,7 +505,7 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	defer tx.Rollback()
-	if err := s.takeOverGone(ctx, tx); err != nil {
+	if err := s.takeOverGone(ctx, tx, holder); err != nil {
 		return nil, err
 	}
 	now := ms(s.db.Clock.Now())
@@ -543,15 +543,23 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 // takeOverGone releases, as lost, the live-leased claims whose holders are
 // processes of this host that are no longer running, so the claim that
 // follows in tx finds their sources free instead of waiting out the leases.
-func (s *IngestStore) takeOverGone(ctx context.Context, tx *sql.Tx) error {
+// It looks only once per Liveness.Interval (a process's first look is at
+// once), not on every claim: the live leases are mostly this process's own
+// runs in flight, and reading them on every claim would put a read of them
+// all on the hot path. The caller's own claims (holder) are alive by
+// definition and not read.
+func (s *IngestStore) takeOverGone(ctx context.Context, tx *sql.Tx, holder string) error {
 	l := s.db.liveness
 	if l == nil || l.Host == "" {
 		return nil
 	}
 	now := s.db.Clock.Now()
+	if !s.db.takeoverDue(now, l.Interval()) {
+		return nil
+	}
 	held, err := queryAll(ctx, tx, scanSource, `SELECT `+sourceColumns+` FROM sources
-		WHERE claim_token IS NOT NULL AND lease_expires_at > $1 AND claim_holder LIKE $2 ESCAPE '\'`+s.db.Dialect.LockSkipLocked,
-		ms(now), likePrefix(l.Host+":"))
+		WHERE claim_token IS NOT NULL AND lease_expires_at > $1 AND claim_holder LIKE $2 ESCAPE '\' AND claim_holder <> $3`+s.db.Dialect.LockSkipLocked,
+		ms(now), likePrefix(l.Host+":"), holder)
 	if err != nil {
 		return fmt.Errorf("claim due: look for claims of gone holders: %w", err)
 	}
