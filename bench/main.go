@@ -331,7 +331,9 @@ type tidemarkBench struct {
 }
 
 func newTidemarkBench(ctx context.Context, dbURL string, n, conns int) (*tidemarkBench, error) {
-	db, err := sqlstore.Open(ctx, dbURL, sqlstore.Options{MaxOpenConns: conns})
+	// As the daemon opens it: with this host's liveness probe, so that the
+	// claim path pays for the takeover of crashed holders as it does there.
+	db, err := sqlstore.Open(ctx, dbURL, sqlstore.Options{MaxOpenConns: conns, Liveness: ingest.Local()})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 type Scheduler struct {
 	Service *Service
 	// Workers bounds the fetches in flight (default 4). A run's settlement
-	// does not hold a worker: at most as many runs again may be settling.
+	// does not hold a worker: up to a group commit's worth of runs (256)
+	// more may be settling.
 	Workers int
 	// Poll is the longest the scheduler sleeps between looks for due
 	// sources (default 5s).
@@ -222,9 +223,11 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	defer wg.Wait()
 	slots := make(chan struct{}, sc.workers())
 	// Runs in flight, fetching or settling: a run frees its fetch slot
-	// when its fetch returns, and this one when it has settled, so at most
-	// as many again wait on the database as fetch.
-	inflight := make(chan struct{}, 2*sc.workers())
+	// when its fetch returns, and this one when it has settled. Settling
+	// holds no worker, and runs that admitted nothing settle together in
+	// one group commit, so up to a group's worth may wait on the database
+	// while the workers fetch: claims go on while a commit is under way.
+	inflight := make(chan struct{}, sc.workers()+maxGroup)
 	wake := make(chan struct{}, 1)
 	for {
 		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))
