@@ -65,6 +65,9 @@ type Dialect struct {
 	// ModifyingCTE: several writes can be one statement through
 	// data-modifying WITH clauses, one round trip instead of several.
 	ModifyingCTE bool
+	// CopyFrom: bulk rows stream in with COPY inside a transaction (pgx's
+	// CopyFrom on the transaction's connection).
+	CopyFrom bool
 	// MaxParams is the most bind parameters one statement may carry.
 	MaxParams int
 	// search is the dialect's full-text search.
@@ -75,7 +78,7 @@ var (
 	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", PrepareOnce: true, RowAtATime: true, MaxParams: 32766, search: sqliteSearch,
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
 	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", LockShare: " FOR SHARE", Bytes: "BYTEA",
-		ModifyingCTE: true, MaxParams: 65535, search: postgresSearch,
+		ModifyingCTE: true, CopyFrom: true, MaxParams: 65535, search: postgresSearch,
 		MigrationLock: `SELECT pg_advisory_xact_lock(746564)`,
 		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`}

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/ingest"
@@ -659,8 +662,42 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 			return rep, tidemark.Invalidf("item", fmt.Sprint(i), "has no identity key")
 		}
 	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
+	// Many items on a dialect that can COPY: the new events stream in with
+	// COPY, straight away when none of them seems to exist yet. If one did
+	// after all, that COPY failed on the unique key and wrote nothing (the
+	// events are the transaction's first write): settle again, reading
+	// first which exist.
+	copying := s.db.Dialect.CopyFrom && len(st.Items) >= copyMinItems
+	rep, err := s.settle(ctx, c, st, copying, copying)
+	if errors.Is(err, errCopyMetExisting) {
+		rep, err = s.settle(ctx, c, st, copying, false)
+	}
+	return rep, err
+}
+
+// errCopyMetExisting: a COPY of events presumed new met one that exists;
+// the transaction wrote nothing else and is rolled back.
+var errCopyMetExisting = errors.New("a copied event exists")
+
+// settle is Settle in one transaction. With copying, new events are
+// written with COPY; with presumeNew too, without reading first which of
+// them exist, when a probe of the first and last keys finds neither.
+func (s *IngestStore) settle(ctx context.Context, c tidemark.Claim, st ingest.Settlement, copying, presumeNew bool) (ingest.SettleReport, error) {
+	var rep ingest.SettleReport
+	var cp *copier
+	var tx *sql.Tx
+	var err error
+	if copying {
+		var conn *sql.Conn
+		if conn, err = s.db.db.Conn(ctx); err != nil {
+			return rep, fmt.Errorf("sqlstore: connection: %w", err)
+		}
+		defer conn.Close() // after the rollback below: defers run last first
+		if tx, err = conn.BeginTx(ctx, nil); err != nil {
+			return rep, fmt.Errorf("sqlstore: begin: %w", err)
+		}
+		cp = &copier{copy: pgxCopy(conn), presumeNew: presumeNew}
+	} else if tx, err = s.db.Begin(ctx); err != nil {
 		return rep, err
 	}
 	defer tx.Rollback()
@@ -669,7 +706,7 @@ func (s *IngestStore) Settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	// with it when the fenced update below matches nothing, and a
 	// concurrent writer of the same event is caught by the unique key and
 	// the re-freeze's own condition.
-	if rep, err = s.insertEvents(ctx, tx, c, st.Items, now); err != nil {
+	if rep, err = s.insertEvents(ctx, tx, cp, c, st.Items, now); err != nil {
 		return rep, err
 	}
 	// items means new data was recorded; a fetch that re-read only what is
@@ -830,7 +867,7 @@ type frozen struct {
 // revision (the old evidence stays in event_revisions), and an item whose
 // evidence is already frozen is left alone. The caller holds the source's
 // lock, so the events read here cannot change before the writes.
-func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
+func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, cp *copier, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
 	var rep ingest.SettleReport
 	if len(items) == 0 {
 		return rep, nil
@@ -841,7 +878,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 	// a new event is inserted straight away and only an item that turns out
 	// to exist is looked up.
 	if !s.db.Dialect.RowAtATime {
-		return s.insertEventsSet(ctx, tx, c, items, now)
+		return s.insertEventsSet(ctx, tx, cp, c, items, now)
 	}
 	known := map[string]frozen{}
 	lookup, err := tx.PrepareContext(ctx, lookupEvent)
@@ -942,7 +979,7 @@ func (s *IngestStore) insertEvents(ctx context.Context, tx *sql.Tx, c tidemark.C
 // their evidence likewise; only the items that already existed, or that
 // repeat a key of the same fetch, are then judged one by one against what
 // is frozen.
-func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
+func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, cp *copier, c tidemark.Claim, items []tidemark.Item, now time.Time) (ingest.SettleReport, error) {
 	var rep ingest.SettleReport
 	firstAt := make(map[string]int, len(items))
 	fresh := make([]freshEvent, 0, len(items))
@@ -957,7 +994,14 @@ func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, c tidemar
 		}
 		fresh = append(fresh, freshEvent{cur: frozen{id: s.db.IDs.New(), hash: it.EvidenceHash(), revision: 1}, it: it, occurred: occurred})
 	}
-	inserted, err := s.insertFresh(ctx, tx, c, fresh, now)
+	var inserted map[string]bool
+	var old map[string]frozen // the keys the source had, when already read
+	var err error
+	if cp != nil {
+		inserted, old, err = s.copyFresh(ctx, tx, cp, c, fresh, now)
+	} else {
+		inserted, err = s.insertFresh(ctx, tx, c, fresh, now)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -970,7 +1014,10 @@ func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, c tidemar
 			existing = append(existing, f.it)
 		}
 	}
-	if len(existing) > 0 {
+	for k, f := range old {
+		known[k] = f
+	}
+	if len(existing) > 0 && old == nil {
 		old, err := s.frozenEvents(ctx, tx, c.SourceID, existing)
 		if err != nil {
 			return rep, err
@@ -1094,6 +1141,108 @@ func (s *IngestStore) insertFresh(ctx context.Context, tx *sql.Tx, c tidemark.Cl
 		}
 	}
 	return inserted, nil
+}
+
+// copyMinItems is the fewest items a settlement writes with COPY: below it,
+// holding a connection of its own and two COPY exchanges cost more than
+// the set-based inserts.
+const copyMinItems = 100
+
+// copier writes rows with COPY inside the transaction open on the
+// connection it holds.
+type copier struct {
+	copy func(ctx context.Context, table string, columns []string, rows [][]any) (int64, error)
+	// presumeNew: copy without reading first which events exist, unless a
+	// probe of the first and last keys finds one.
+	presumeNew bool
+}
+
+// pgxCopy copies through the pgx connection under conn. database/sql's
+// transaction on conn is open, so COPY runs inside it.
+func pgxCopy(conn *sql.Conn) func(ctx context.Context, table string, columns []string, rows [][]any) (int64, error) {
+	return func(ctx context.Context, table string, columns []string, rows [][]any) (int64, error) {
+		var n int64
+		err := conn.Raw(func(dc any) error {
+			pc, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("sqlstore: COPY needs a pgx connection, have %T", dc)
+			}
+			var err error
+			n, err = pc.Conn().CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromRows(rows))
+			return err
+		})
+		return n, err
+	}
+}
+
+// copyFresh is insertFresh with COPY. Unless cp presumes the events new,
+// the keys the source already has are read in one indexed query first, and
+// only the rest are copied in, with their evidence; the keys read come
+// back as old. COPY has no ON CONFLICT: a key that exists after all
+// (presumed new, or written meanwhile by a stale claim of the same source,
+// whose settlement is about to fail its fence) fails the COPY on the
+// unique key, and the transaction must roll back.
+func (s *IngestStore) copyFresh(ctx context.Context, tx *sql.Tx, cp *copier, c tidemark.Claim, fresh []freshEvent, now time.Time) (inserted map[string]bool, old map[string]frozen, err error) {
+	presumed := cp.presumeNew
+	if presumed {
+		// A re-read (a feed fetched again) has old items at one end or the
+		// other: read first rather than fail a COPY.
+		var found bool
+		ends := []string{fresh[0].it.Key, fresh[len(fresh)-1].it.Key}
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE source_id = $1 AND item_key = ANY($2::text[]))`,
+			c.SourceID, ends).Scan(&found); err != nil {
+			return nil, nil, fmt.Errorf("probe events: %w", err)
+		}
+		presumed = !found
+	}
+	if !presumed {
+		items := make([]tidemark.Item, len(fresh))
+		for i, f := range fresh {
+			items[i] = f.it
+		}
+		if old, err = s.frozenEvents(ctx, tx, c.SourceID, items); err != nil {
+			return nil, nil, err
+		}
+	}
+	inserted = make(map[string]bool, len(fresh))
+	evRows, revRows := make([][]any, 0, len(fresh)), make([][]any, 0, len(fresh))
+	for _, f := range fresh {
+		if _, ok := old[f.it.Key]; ok {
+			continue
+		}
+		e := f.it.Evidence
+		if e == nil {
+			e = []byte{}
+		}
+		evRows = append(evRows, []any{f.cur.id, c.SourceID, f.it.Key, f.it.Title, f.it.URL, ms(f.occurred), f.cur.hash, 1, c.RunID, ms(now), ms(now)})
+		revRows = append(revRows, []any{f.cur.id, 1, f.cur.hash, e, c.RunID, ms(now)})
+		inserted[f.cur.id] = true
+	}
+	if old == nil {
+		old = map[string]frozen{}
+	}
+	if len(evRows) == 0 {
+		return inserted, old, nil
+	}
+	n, err := cp.copy(ctx, "events", []string{"id", "source_id", "item_key", "title", "url", "occurred_at", "evidence_hash", "revision", "run_id", "created_at", "updated_at"}, evRows)
+	switch {
+	case IsUniqueViolation(err) && presumed:
+		return nil, nil, fmt.Errorf("insert %d events: %w", len(evRows), errCopyMetExisting)
+	case IsUniqueViolation(err):
+		return nil, nil, fmt.Errorf("insert %d events: another settlement of %s wrote one of them meanwhile: %w", len(evRows), c.SourceID, tidemark.ErrConflict)
+	case err != nil:
+		return nil, nil, fmt.Errorf("insert %d events: %w", len(evRows), err)
+	case n != int64(len(evRows)):
+		return nil, nil, fmt.Errorf("%w: copied %d of %d events", tidemark.ErrUnconfirmed, n, len(evRows))
+	}
+	n, err = cp.copy(ctx, "event_revisions", []string{"event_id", "revision", "evidence_hash", "evidence", "run_id", "created_at"}, revRows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("insert %d revisions: %w", len(revRows), err)
+	}
+	if n != int64(len(revRows)) {
+		return nil, nil, fmt.Errorf("%w: copied %d of %d revisions", tidemark.ErrUnconfirmed, n, len(revRows))
+	}
+	return inserted, old, nil
 }
 
 // insertRevision keeps an item's evidence as its event's revision cur.
@@ -1438,9 +1587,8 @@ func (s *IngestStore) frozenEvents(ctx context.Context, tx *sql.Tx, sourceID str
 		for _, it := range items[start:min(start+chunk, len(items))] {
 			keys = append(keys, it.Key)
 		}
-		err := readFrozen(ctx, tx, known, `SELECT e.item_key, e.id, e.evidence_hash, e.revision
-			FROM unnest($2::text[]) AS k(item_key)
-			JOIN events e ON e.source_id = $1 AND e.item_key = k.item_key`, sourceID, keys)
+		err := readFrozen(ctx, tx, known, `SELECT item_key, id, evidence_hash, revision
+			FROM events WHERE source_id = $1 AND item_key = ANY($2::text[])`, sourceID, keys)
 		if err != nil {
 			return nil, err
 		}

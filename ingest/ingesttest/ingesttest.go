@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
 		{"OutageStartRecordedAndCleared", testFailingSince},
 		{"SameKeyTwiceInOneFetch", testSameKeyTwice},
+		{"LargeSettlementsFreezeEachItemOnce", testLargeSettlements},
 		{"BatchedSettlementFencesEachRun", testSettleMany},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
 		{"SkipIsAuditedCursorMove", testSkip},
@@ -501,6 +502,68 @@ func testSameKeyTwice(t *testing.T, h Harness) {
 		if e.ItemKey == "k" && (e.Revision != 2 || e.EvidenceHash != tidemark.HashEvidence([]byte("v2"))) {
 			t.Fatalf("k: revision %d, hash %s", e.Revision, e.EvidenceHash)
 		}
+	}
+}
+
+// testLargeSettlements: settlements of hundreds of items (the size a store
+// may write in bulk) freeze exactly what small ones do: new items as new
+// events, a re-read as nothing, changed evidence as a revision wherever it
+// sits in the batch (not only where a store might look first), a key named
+// twice once per distinct evidence; and a stale claim writes none of them.
+func testLargeSettlements(t *testing.T, h Harness) {
+	const n = 300
+	src := mustAdd(t, h, "bulk", 3)
+	batch := func(prefix string, from, to int, evidence func(i int) string) []tidemark.Item {
+		var out []tidemark.Item
+		for i := from; i < to; i++ {
+			out = append(out, item(fmt.Sprintf("%s%04d", prefix, i), evidence(i)))
+		}
+		return out
+	}
+	same := func(i int) string { return fmt.Sprintf("evidence %d", i) }
+	rep := settle(t, h, mustClaim(t, h, src, "w"), "c1", batch("k", 0, n, same)...)
+	if rep.EventsNew != n || rep.EventsChanged != 0 || len(rep.EventIDs) != n {
+		t.Fatalf("first settlement: new %d, changed %d, ids %d; want %d new", rep.EventsNew, rep.EventsChanged, len(rep.EventIDs), n)
+	}
+	// The same items again: nothing new.
+	rep = settle(t, h, mustClaim(t, h, src, "w"), "c2", batch("k", 0, n, same)...)
+	if rep.EventsNew+rep.EventsChanged != 0 || rep.Run.Outcome != tidemark.OutcomeEmpty {
+		t.Fatalf("re-read: %+v, want empty", rep)
+	}
+	// New keys at both ends, an existing key with new evidence in the
+	// middle, an existing key unchanged, and a new key named twice.
+	items := batch("m", 0, n/2, same)
+	items = append(items, item("k0150", "changed"), item("k0151", same(151)), item("twice", "a"), item("twice", "b"))
+	items = append(items, batch("z", 0, n/2, same)...)
+	rep = settle(t, h, mustClaim(t, h, src, "w"), "c3", items...)
+	if rep.EventsNew != n+1 || rep.EventsChanged != 2 {
+		t.Fatalf("mixed settlement: new %d, changed %d; want %d new, 2 changed", rep.EventsNew, rep.EventsChanged, n+1)
+	}
+	evs, err := h.Store.Events(ctx, ingest.EventFilter{SourceID: src.ID, Limit: 10 * n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2*n+1 {
+		t.Fatalf("%d events, want %d", len(evs), 2*n+1)
+	}
+	for _, e := range evs {
+		want := 1
+		if e.ItemKey == "k0150" || e.ItemKey == "twice" {
+			want = 2
+		}
+		if e.Revision != want {
+			t.Fatalf("%s at revision %d, want %d", e.ItemKey, e.Revision, want)
+		}
+	}
+	// A stale claim's large settlement writes nothing.
+	c := mustClaim(t, h, src, "w")
+	settle(t, h, c, "c4")
+	before := mustSource(t, h, src.ID)
+	_, err = h.Store.Settle(ctx, c, ingest.Settlement{Items: batch("stale", 0, n, same), Cursor: "c5", NextDueAt: h.Clock.Now()})
+	wantErr(t, err, tidemark.ErrStaleClaim, "stale large settlement")
+	assertUnmoved(t, h, before)
+	if evs, err := h.Store.Events(ctx, ingest.EventFilter{SourceID: src.ID, Limit: 10 * n}); err != nil || len(evs) != 2*n+1 {
+		t.Fatalf("after a stale settlement: %d events, %v; want %d", len(evs), err, 2*n+1)
 	}
 }
 
