@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -145,10 +144,6 @@ type docWrite struct {
 	RunID  string
 }
 
-// maxRowsPerStatement bounds a multi-row statement's placeholders well
-// under both backends' limits.
-const maxRowsPerStatement = 1000
-
 // writeVersions is the one path by which documents change. Inside tx it
 // updates each live row only if it is still at the version the write was
 // based on (or creates it), inserts each new version's snapshot, and then
@@ -177,16 +172,8 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 		if err := s.writeEach(ctx, tx, collection, ws, encoded, now); err != nil {
 			return err
 		}
-	} else {
-		for start := 0; start < len(ws); start += maxRowsPerStatement {
-			end := min(start+maxRowsPerStatement, len(ws))
-			if err := s.writeLive(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-				return err
-			}
-			if err := s.insertSnapshots(ctx, tx, collection, ws[start:end], encoded[start:end], now); err != nil {
-				return err
-			}
-		}
+	} else if err := s.writeSet(ctx, tx, collection, ws, encoded, now); err != nil {
+		return err
 	}
 	for _, f := range extra {
 		if err := f(ctx, tx); err != nil {
@@ -250,34 +237,30 @@ func (s *ContentStore) writeEach(ctx context.Context, tx *sql.Tx, collection str
 // errNone marks a conditional update that matched no row.
 var errNone = errors.New("no row matched")
 
-// writeLive creates the new documents of a chunk and moves the others on
-// from their base version, each kind in one statement.
-func (s *ContentStore) writeLive(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite, encoded []string, now time.Time) error {
-	var ins, upd strings.Builder
-	insArgs := []any{collection, ms(now)}
-	updArgs := []any{collection, ms(now)}
-	nIns, nUpd := 0, 0
-	for i, w := range ws {
-		if w.Base == 0 {
-			if nIns > 0 {
-				ins.WriteString(", ")
-			}
-			n := len(insArgs)
-			fmt.Fprintf(&ins, "($1, $%d, 1, $%d, $2, $2)", n+1, n+2)
-			insArgs = append(insArgs, w.ID, encoded[i])
-			nIns++
-			continue
-		}
-		if nUpd > 0 {
-			upd.WriteString(", ")
-		}
-		n := len(updArgs)
-		fmt.Fprintf(&upd, "($%d, CAST($%d AS BIGINT), $%d)", n+1, n+2, n+3)
-		updArgs = append(updArgs, w.ID, w.Base, encoded[i])
-		nUpd++
+// writeSet writes the live rows and their snapshots set-based, the writes
+// passed as arrays (unnest), so a batch of any size is the same two
+// statements, planned once per connection: the documents created, then
+// one statement that moves the others on from their base versions and
+// inserts every write's snapshot. An update whose base version is no
+// longer the document's writes no snapshot, and is named as stale.
+func (s *ContentStore) writeSet(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite, encoded []string, now time.Time) error {
+	if len(ws) == 0 {
+		return nil
 	}
-	if nIns > 0 {
-		_, err := tx.ExecContext(ctx, `INSERT INTO documents (collection, id, version, fields, created_at, updated_at) VALUES `+ins.String(), insArgs...)
+	n := len(ws)
+	ids, reasons, runIDs := make([]string, n), make([]string, n), make([]string, n)
+	bases := make([]int64, n)
+	var newIDs, newFields []string
+	for i, w := range ws {
+		ids[i], bases[i], reasons[i], runIDs[i] = w.ID, w.Base, w.Reason, w.RunID
+		if w.Base == 0 {
+			newIDs, newFields = append(newIDs, w.ID), append(newFields, encoded[i])
+		}
+	}
+	if len(newIDs) > 0 {
+		_, err := tx.ExecContext(ctx, `INSERT INTO documents (collection, id, version, fields, created_at, updated_at)
+			SELECT $1, id, 1, fields, $2, $2 FROM unnest($3::text[], $4::text[]) AS w(id, fields)`,
+			collection, ms(now), newIDs, newFields)
 		if IsUniqueViolation(err) {
 			return fmt.Errorf("a document of %s already exists with an ID being created (a write based on version 0 of an existing document): %w", collection, tidemark.ErrConflict)
 		}
@@ -285,27 +268,36 @@ func (s *ContentStore) writeLive(ctx context.Context, tx *sql.Tx, collection str
 			return fmt.Errorf("create documents in %s: %w", collection, err)
 		}
 	}
-	if nUpd > 0 {
-		ids, err := queryAll(ctx, tx, scanString, `UPDATE documents SET version = v.column2 + 1, fields = v.column3, updated_at = $2
-			FROM (VALUES `+upd.String()+`) AS v
-			WHERE documents.collection = $1 AND documents.id = v.column1 AND documents.version = v.column2
-			RETURNING documents.id`, updArgs...)
-		if err != nil {
-			return fmt.Errorf("update documents in %s: %w", collection, err)
+	written, err := queryAll(ctx, tx, scanString, `WITH w AS (
+			SELECT * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS w(id, base, fields, reason, run_id)
+		), upd AS (
+			UPDATE documents d SET version = w.base + 1, fields = w.fields, updated_at = $2
+			FROM w WHERE w.base > 0 AND d.collection = $1 AND d.id = w.id AND d.version = w.base
+			RETURNING d.id
+		)
+		INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at)
+		SELECT $1, w.id, w.base + 1, w.fields, w.reason, NULLIF(w.run_id, ''), $2 FROM w
+		WHERE w.base = 0 OR w.id IN (SELECT id FROM upd)
+		RETURNING document_id`,
+		collection, ms(now), ids, bases, encoded, reasons, runIDs)
+	if IsUniqueViolation(err) {
+		return fmt.Errorf("%w: a version snapshot of %s already exists (a second write of one version, or a second conversion by one run)", tidemark.ErrConflict, collection)
+	}
+	if err != nil {
+		return fmt.Errorf("write documents of %s: %w", collection, err)
+	}
+	if len(written) != n {
+		done := make(map[string]bool, len(written))
+		for _, id := range written {
+			done[id] = true
 		}
-		if len(ids) != nUpd {
-			updated := make(map[string]bool, len(ids))
-			for _, id := range ids {
-				updated[id] = true
+		var missed []docWrite
+		for _, w := range ws {
+			if w.Base != 0 && !done[w.ID] {
+				missed = append(missed, w)
 			}
-			var missed []docWrite
-			for _, w := range ws {
-				if w.Base != 0 && !updated[w.ID] {
-					missed = append(missed, w)
-				}
-			}
-			return s.staleWrite(ctx, tx, collection, missed)
 		}
+		return s.staleWrite(ctx, tx, collection, missed)
 	}
 	return nil
 }
@@ -330,27 +322,6 @@ func (s *ContentStore) staleWrite(ctx context.Context, tx *sql.Tx, collection st
 		}
 	}
 	return fmt.Errorf("%w: a versioned update of %s matched fewer rows than it wrote", tidemark.ErrUnconfirmed, collection)
-}
-
-func (s *ContentStore) insertSnapshots(ctx context.Context, tx *sql.Tx, collection string, ws []docWrite, encoded []string, now time.Time) error {
-	var b strings.Builder
-	args := []any{collection, ms(now)}
-	for i, w := range ws {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		n := len(args)
-		fmt.Fprintf(&b, "($1, $%d, $%d, $%d, $%d, $%d, $2)", n+1, n+2, n+3, n+4, n+5)
-		args = append(args, w.ID, w.Base+1, encoded[i], w.Reason, nullString(w.RunID))
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at) VALUES `+b.String(), args...)
-	if IsUniqueViolation(err) {
-		return fmt.Errorf("%w: a version snapshot of %s already exists (a second write of one version, or a second conversion by one run)", tidemark.ErrConflict, collection)
-	}
-	if err != nil {
-		return fmt.Errorf("snapshot documents of %s: %w", collection, err)
-	}
-	return nil
 }
 
 // openRuns returns the unfinished migration runs of a collection by field.

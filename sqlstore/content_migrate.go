@@ -303,10 +303,18 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
 		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
 	}
-	docs, err := queryAll(ctx, tx, scanBatchDoc, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`+s.db.Dialect.LockRow,
-		coll.Name, r.Cursor, r.BatchSize)
+	// No row locks: every document write takes the collection's row first
+	// (a share lock; this batch holds it exclusively), and each update is
+	// conditional on the version read here besides. One document past the
+	// batch is read to learn whether this batch is the last.
+	docs, err := queryAll(ctx, tx, scanBatchDoc, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		coll.Name, r.Cursor, r.BatchSize+1)
 	if err != nil {
 		return fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	last := len(docs) <= r.BatchSize
+	if !last {
+		docs = docs[:r.BatchSize]
 	}
 	var (
 		ws      []docWrite
@@ -358,13 +366,10 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 				WHERE id = $5 AND status = 'running'`,
 				fmt.Sprintf("document %s: %v", failed, failure), failed, failure.Value, ms(now), r.ID)
 		}
-		// A short batch read the last document (the collection is locked
-		// against writers); a full one may have more after it.
-		if len(docs) == r.BatchSize {
-			more, err := anyRow(ctx, tx, `SELECT id FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT 1`, coll.Name, cursor)
-			if more || err != nil {
-				return err
-			}
+		// The batch read up to the last document (the collection is locked
+		// against writers), or there are more after it.
+		if !last {
+			return nil
 		}
 		// The last document is converted in this transaction: flip the type
 		// here, once.
