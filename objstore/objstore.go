@@ -89,9 +89,21 @@ const MaxCASAttempts = 8
 // the one it read; a lost condition is re-read and re-decided. Writing the
 // generation that is already stored changes nothing (a replay of the same
 // writer: generations are allocated once).
+//
+// Generation 1 is the first any writer of key is given, so the object is
+// expected to be absent: the first attempt creates it on that condition
+// without reading first (one request instead of two), and if an object is
+// there after all, the condition fails and the read-and-decide loop
+// follows, exactly as for any other generation.
 func PutGeneration(ctx context.Context, s Store, key string, body []byte, gen int64, contentType string) (Info, error) {
 	if gen <= 0 {
 		return Info{}, tidemark.Invalidf("generation", fmt.Sprint(gen), "must be positive")
+	}
+	if gen == 1 {
+		info, err := s.Put(ctx, key, body, PutOptions{Cond: Cond{IfNoneMatch: true}, Generation: gen, ContentType: contentType})
+		if !errors.Is(err, ErrPrecondition) {
+			return info, err
+		}
 	}
 	for range MaxCASAttempts {
 		cur, err := s.Head(ctx, key)

@@ -2,9 +2,11 @@ package publish_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,8 +41,13 @@ func BenchmarkPublish(b *testing.B) {
 
 // benchDB is a fresh SQLite database with one source.
 func benchDB(b *testing.B) (*sqlstore.DB, sqltest.Env, tidemark.Source) {
+	return benchDBOn(b, sqltest.Backend{Name: "sqlite", NewURL: sqltest.NewSQLiteURL})
+}
+
+// benchDBOn is a fresh database of backend be with one source.
+func benchDBOn(b *testing.B, be sqltest.Backend) (*sqlstore.DB, sqltest.Env, tidemark.Source) {
 	env := sqltest.NewEnv(1)
-	db := sqltest.MustOpenURL(b, sqltest.NewSQLiteURL(b), env)
+	db := sqltest.MustOpenURL(b, be.NewURL(b), env)
 	src, err := db.Ingest().AddSource(context.Background(), ingest.NewSource{Name: "bench", Kind: "git", Location: "/bench", Interval: time.Hour, RetryBudget: 3})
 	if err != nil {
 		b.Fatal(err)
@@ -105,6 +112,122 @@ func benchPublish(b *testing.B, objs objstore.Store) {
 	b.ReportMetric(pagesPerSec, "pages/s")
 	b.ReportMetric(rawPerSec, "rawputs/s")
 	b.ReportMetric(pagesPerSec/rawPerSec, "x/baseline")
+}
+
+// BenchmarkPublishPending measures a publishing pass (PublishPending over
+// -publish.pending-pages new summaries: publications at the service's
+// default concurrency, the relinks, the listings) against raw
+// unconditional puts of the same page bodies to the same store by as many
+// concurrent writers, measured in the same run: x/baseline is pages per
+// second of the pass over raw puts per second.
+func BenchmarkPublishPending(b *testing.B) {
+	for _, be := range sqltest.Backends() {
+		b.Run(be.Name+"/dir", func(b *testing.B) {
+			s, err := dir.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchPublishPending(b, be, s)
+		})
+		b.Run(be.Name+"/s3", func(b *testing.B) { benchPublishPending(b, be, objstoretest.S3(b, "")) })
+	}
+}
+
+var pendingPages = flag.Int("publish.pending-pages", 200, "new summaries per pass in BenchmarkPublishPending")
+
+func benchPublishPending(b *testing.B, be sqltest.Backend, objs objstore.Store) {
+	ctx := context.Background()
+	db, env, src := benchDBOn(b, be)
+	st := db.Publish()
+	svc := &publish.Service{Store: st, Objects: objs}
+	n := *pendingPages
+	var published, raw time.Duration
+	for round := range b.N {
+		b.StopTimer()
+		items := make([]tidemark.Item, n)
+		for i := range items {
+			key := fmt.Sprintf("r%03d-c%07d", round, i)
+			items[i] = tidemark.Item{Key: key, Title: "change " + key, OccurredAt: env.Clock.Now(),
+				Evidence: []byte("commit " + key + "\n\n    a change\n")}
+		}
+		c, err := db.Ingest().Claim(ctx, src.ID, "bench", time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Items: items, Cursor: fmt.Sprint(round), NextDueAt: env.Clock.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, evID := range rep.EventIDs {
+			if _, _, err := st.Accept(ctx, publish.NewSummary{EventID: evID, EvidenceHash: items[i].EvidenceHash(),
+				Draft: summarize.Draft{Text: fmt.Sprintf("Change %d does a thing.\n\nIt matters because of reasons.", i), Model: "m", PromptVersion: "p"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		start := time.Now()
+		prep, err := svc.PublishPending(ctx, n)
+		published += time.Since(start)
+		if err != nil || prep.Published != n || prep.Failed != 0 {
+			b.Fatalf("publish pending: %+v %v", prep, err)
+		}
+		b.StopTimer()
+		// The same bodies, written raw by as many writers at once.
+		var bodies [][]byte
+		if err := objs.List(ctx, "changes/", func(in objstore.Info) error {
+			if len(bodies) < n {
+				o, err := objs.Get(ctx, in.Key)
+				if err != nil {
+					return err
+				}
+				bodies = append(bodies, o.Body)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if err := rawPuts(ctx, objs, fmt.Sprintf("raw/%d/", round), bodies, publish.DefaultConcurrency); err != nil {
+			b.Fatal(err)
+		}
+		raw += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	pagesPerSec := float64(n*b.N) / published.Seconds()
+	rawPerSec := float64(n*b.N) / raw.Seconds()
+	b.ReportMetric(pagesPerSec, "pages/s")
+	b.ReportMetric(rawPerSec, "rawputs/s")
+	b.ReportMetric(pagesPerSec/rawPerSec, "x/baseline")
+}
+
+// rawPuts writes bodies under prefix, unconditionally, with w writers.
+func rawPuts(ctx context.Context, objs objstore.Store, prefix string, bodies [][]byte, w int) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan int)
+	)
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if _, err := objs.Put(ctx, fmt.Sprintf("%s%d.html", prefix, i), bodies[i], objstore.PutOptions{Generation: 1}); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range bodies {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // BenchmarkSweepNothingToRepair measures a sweep over -publish.sweep-pages

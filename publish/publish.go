@@ -59,9 +59,45 @@ type Service struct {
 	// at the first publication and compared at every start.
 	StoreLocation string
 	Logger        *slog.Logger
+	// Concurrency bounds the publications PublishPending runs at once
+	// (0: DefaultConcurrency). Each is fenced on its own page as a single
+	// publication is: a generation from SQL, the store's compare-and-swap,
+	// the read-back and the conditional mark; they share no page.
+	Concurrency int
 
 	bindMu sync.Mutex
 	bound  *StoreIdentity // set once BindStore verified the store
+
+	cardMu    sync.Mutex
+	cardLocks map[string]*sync.Mutex // by source: one card write at a time
+}
+
+// DefaultConcurrency is how many publications PublishPending runs at once
+// by default: object stores answer one write in tens of milliseconds, and
+// take many at once (a local directory gains little, but loses nothing).
+const DefaultConcurrency = 8
+
+func (s *Service) concurrency() int {
+	if s.Concurrency <= 0 {
+		return DefaultConcurrency
+	}
+	return s.Concurrency
+}
+
+// cardLock returns the lock that serializes the card writes of a source,
+// so publications of one new source running together write its card once.
+func (s *Service) cardLock(sourceID string) *sync.Mutex {
+	s.cardMu.Lock()
+	defer s.cardMu.Unlock()
+	if s.cardLocks == nil {
+		s.cardLocks = map[string]*sync.Mutex{}
+	}
+	l, ok := s.cardLocks[sourceID]
+	if !ok {
+		l = &sync.Mutex{}
+		s.cardLocks[sourceID] = l
+	}
+	return l
 }
 
 func (s *Service) log() *slog.Logger {
@@ -105,10 +141,39 @@ const finishTimeout = 30 * time.Second
 // loses to a newer summary it repairs the page (one level) and returns an
 // error matching ErrLostRace, whatever the repair's outcome.
 func (s *Service) Publish(ctx context.Context, summaryID string) (Result, error) {
-	return s.publish(ctx, summaryID, true)
+	return s.publish(ctx, summaryID, true, nil)
 }
 
-func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (Result, error) {
+// knownCards remembers, for one publishing pass, the sources whose card
+// the store holds (seen or written in the pass), so the pass asks the
+// store once per source rather than once per page. nil remembers nothing.
+type knownCards struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (k *knownCards) has(sourceID string) bool {
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seen[sourceID]
+}
+
+func (k *knownCards) add(sourceID string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seen == nil {
+		k.seen = map[string]bool{}
+	}
+	k.seen[sourceID] = true
+}
+
+func (s *Service) publish(ctx context.Context, summaryID string, repair bool, cards *knownCards) (Result, error) {
 	res := Result{SummaryID: summaryID}
 	// 1. Pre-checks, before anything is written.
 	plan, err := s.Store.Prepare(ctx, summaryID)
@@ -126,7 +191,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 	}
 	// 2. Source card (so the page never links to a missing card), body,
 	// read-back.
-	if err := s.ensureCard(ctx, plan.Source); err != nil {
+	if err := s.ensureCard(ctx, plan.Source, cards); err != nil {
 		return res, err
 	}
 	if err := fpAfterCard.Hit(ctx); err != nil {
@@ -190,7 +255,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 	case current == "":
 		return res, err // nothing current to publish; the sweeper withdraws the page
 	}
-	rep, rerr := s.publish(ctx, current, false)
+	rep, rerr := s.publish(ctx, current, false, cards)
 	res.Repaired, res.RepairErr = &rep, rerr
 	if rerr != nil {
 		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
@@ -201,15 +266,29 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool) (R
 // ensureCard writes the source's card if it has never been written, so a
 // page never links to a missing card. Its listing is refreshed by
 // RefreshListings.
-func (s *Service) ensureCard(ctx context.Context, src SourceInfo) error {
+//
+// Within a pass (cards), a card seen or written once is not asked for
+// again: the pass's listing refresh rewrites the cards of the sources it
+// published, and the sweeper restores what goes missing later.
+func (s *Service) ensureCard(ctx context.Context, src SourceInfo, cards *knownCards) error {
+	if cards.has(src.ID) {
+		return nil
+	}
+	l := s.cardLock(src.ID)
+	l.Lock()
+	defer l.Unlock()
 	key := CardKey(src.ID)
 	if _, err := s.Objects.Head(ctx, key); err == nil {
+		cards.add(src.ID)
 		return nil
 	} else if !errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("card %s: %w", key, err)
 	}
-	_, err := s.writeCard(ctx, src)
-	return err
+	if _, err := s.writeCard(ctx, src); err != nil {
+		return err
+	}
+	cards.add(src.ID)
+	return nil
 }
 
 // SummarizeReport counts what Summarize did.
@@ -307,42 +386,60 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 	if err != nil {
 		return rep, err
 	}
-	for _, id := range ids {
-		if res, err := s.Publish(ctx, id); err != nil {
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			rep.Failed++
-			rep.countRepair(res)
-			if len(rep.Errors) < 20 {
-				rep.Errors = append(rep.Errors, err.Error())
-			}
-			continue
-		}
-		rep.Published++
+	cards := &knownCards{}
+	if err := s.publishAll(ctx, ids, cards, &rep, &rep.Published); err != nil {
+		return rep, err
 	}
 	// Pages beside the new ones link to them once republished.
 	relink, err := s.Store.Relink(ctx, limit)
 	if err != nil {
 		return rep, err
 	}
-	for _, id := range relink {
-		if res, err := s.Publish(ctx, id); err != nil {
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
-			rep.Failed++
-			rep.countRepair(res)
-			if len(rep.Errors) < 20 {
-				rep.Errors = append(rep.Errors, err.Error())
-			}
-			continue
-		}
-		rep.Relinked++
+	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked); err != nil {
+		return rep, err
 	}
 	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
 		return rep, err
 	}
 	rep.Pages, err = s.Store.PublishedCount(ctx)
 	return rep, err
+}
+
+// publishAll publishes the summaries ids, up to s.concurrency() at once,
+// counting each success in *done and each failure in rep. It returns
+// ctx's error if ctx ended; publications already started finish first.
+func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int) error {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, s.concurrency())
+	)
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := s.publish(ctx, id, true, cards)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				*done++
+			case ctx.Err() != nil:
+				// Cut short by ctx: not a failure of the page's.
+			default:
+				rep.Failed++
+				rep.countRepair(res)
+				if len(rep.Errors) < 20 {
+					rep.Errors = append(rep.Errors, err.Error())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
 }
