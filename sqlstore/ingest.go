@@ -433,21 +433,20 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 }
 
 // claimUnheldPG claims up to $2 due sources nobody holds in one statement:
-// the rows are picked in due order FOR UPDATE SKIP LOCKED, paired by rank
-// with fresh run IDs and tokens, claimed, and their runs inserted; the
-// claimed sources come back whole, so the worker needs no second read.
+// the rows are picked in due order FOR UPDATE SKIP LOCKED, given by rank
+// the fresh run IDs and tokens (array subscripts: no join to plan),
+// claimed, and their runs inserted; the claimed sources come back whole,
+// so the worker needs no second read.
 var claimUnheldPG = `WITH due AS (
-	SELECT id, row_number() OVER () AS n FROM (
+	SELECT id, CAST(row_number() OVER () AS integer) AS n FROM (
 		SELECT id FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
 		  AND NOT EXISTS (` + unservedBy("sources.id", "$5", "$1") + `)
 		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
-), fresh AS (
-	SELECT * FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS f(run_id, token, n)
 ), claimed AS (
-	UPDATE sources s SET claim_token = fresh.token, claim_holder = $5, claim_run_id = fresh.run_id,
+	UPDATE sources s SET claim_token = ($4::text[])[due.n], claim_holder = $5, claim_run_id = ($3::text[])[due.n],
 		lease_expires_at = $6, updated_at = $1
-	FROM due JOIN fresh ON fresh.n = due.n
+	FROM due
 	WHERE s.id = due.id AND s.claim_token IS NULL
 	RETURNING ` + prefixed("s.", sourceColumns) + `
 ), runs AS (

@@ -33,7 +33,7 @@ const settleManyPG = `WITH req AS (
 	UPDATE ingest_runs r SET status = 'settled', outcome = 'empty', cursor_after = req.cursor_after,
 		declared = 0, admitted = 0, events_new = 0, events_changed = 0, finished_at = $1
 	FROM req JOIN src ON src.id = req.source_id
-	WHERE r.id = req.run_id AND r.token = req.token AND r.status = 'active'
+	WHERE r.id = req.run_id AND r.token = req.token AND r.source_id = req.source_id AND r.status = 'active'
 	RETURNING r.id
 ), audit AS (
 	INSERT INTO ingest_audit (run_id, source_id, holder, outcome, cursor_before, cursor_after, cursor_version_before,
@@ -46,11 +46,12 @@ const settleManyPG = `WITH req AS (
 	DELETE FROM source_unserved u USING req JOIN src ON src.id = req.source_id
 	WHERE u.source_id = req.source_id AND u.holder = req.holder
 )
-SELECT src.id, CASE WHEN run.id IS NOT NULL AND audit.run_id IS NOT NULL THEN src.name
-	-- a source settled without its run: fail the statement, so none of it stays
+SELECT src.id, CASE WHEN (SELECT COUNT(*) FROM run) = (SELECT COUNT(*) FROM src)
+		AND (SELECT COUNT(*) FROM audit) = (SELECT COUNT(*) FROM src) THEN src.name
+	-- a source settled without its run or its audit row: fail the statement,
+	-- so none of it stays
 	ELSE CAST('source ' || src.id || ' settled without its run' AS integer)::text END
-FROM src JOIN req ON req.source_id = src.id
-LEFT JOIN run ON run.id = req.run_id LEFT JOIN audit ON audit.run_id = req.run_id`
+FROM src`
 
 // SettleMany implements ingest.BatchSettler: runs that finished together
 // settle in one transaction, each fenced on its own claim, so a stale one
