@@ -433,21 +433,23 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 }
 
 // claimUnheldPG claims up to $2 due sources nobody holds in one statement:
-// the rows are picked in due order FOR UPDATE SKIP LOCKED, given by rank
-// the fresh run IDs and tokens (array subscripts: no join to plan),
-// claimed, and their runs inserted; the claimed sources come back whole,
-// so the worker needs no second read.
+// the rows are picked in due order FOR UPDATE SKIP LOCKED, each given the
+// fresh run ID and token at its rank, claimed, and their runs inserted;
+// the claimed sources come back whole, so the worker needs no second read.
+// The picked IDs travel as one array, looked up in the primary key: a join
+// with the picked rows would be planned for a guess at their number (the
+// statement is prepared once), and planned as a scan of every source.
 var claimUnheldPG = `WITH due AS (
-	SELECT id, CAST(row_number() OVER () AS integer) AS n FROM (
+	SELECT array_agg(id) AS ids FROM (
 		SELECT id FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
 		  AND NOT EXISTS (` + unservedBy("sources.id", "$5", "$1") + `)
 		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
 ), claimed AS (
-	UPDATE sources s SET claim_token = ($4::text[])[due.n], claim_holder = $5, claim_run_id = ($3::text[])[due.n],
-		lease_expires_at = $6, updated_at = $1
+	UPDATE sources s SET claim_token = ($4::text[])[array_position(due.ids, s.id)], claim_holder = $5,
+		claim_run_id = ($3::text[])[array_position(due.ids, s.id)], lease_expires_at = $6, updated_at = $1
 	FROM due
-	WHERE s.id = due.id AND s.claim_token IS NULL
+	WHERE s.id = ANY(due.ids) AND s.claim_token IS NULL
 	RETURNING ` + prefixed("s.", sourceColumns) + `
 ), runs AS (
 	INSERT INTO ingest_runs (id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
