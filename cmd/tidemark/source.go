@@ -127,7 +127,7 @@ addresses (a feed on the local network, a git server on localhost);
 			if err != nil {
 				return err
 			}
-			src, err := db.Ingest().SetAllowPrivate(cmd.Context(), args[0], private)
+			src, err := db.Ingest().Set(cmd.Context(), args[0], ingest.Settings{AllowPrivate: &private}, actor())
 			if err != nil {
 				return err
 			}
