@@ -214,14 +214,6 @@ func (s *IngestStore) Set(ctx context.Context, ref string, set ingest.Settings, 
 	return s.Source(ctx, r.ID)
 }
 
-// SetAllowPrivate sets whether the source's fetches may reach private
-// addresses, recorded as set by an unknown actor.
-//
-// Deprecated: use Set, which records who set it.
-func (s *IngestStore) SetAllowPrivate(ctx context.Context, ref string, allow bool) (tidemark.Source, error) {
-	return s.Set(ctx, ref, ingest.Settings{AllowPrivate: &allow}, "")
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
