@@ -100,14 +100,7 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
 					t.Fatal(err)
 				}
-				var intents []outbox.Intent
-				for i := range n {
-					in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("crash write %d", i+1)})
-					if err != nil {
-						t.Fatal(err)
-					}
-					intents = append(intents, in)
-				}
+				intents := draftN(t, st, k.targetFor(settings), n, "crash write %d")
 				for _, fp := range fps {
 					cmd := exec.Command(os.Args[0], "-test.run=^$")
 					cmd.Env = append(os.Environ(), helperEnv+"=1", "TM_DB_URL="+url, "TM_LANE=lane", failpoint.EnvVar+"="+fp)
@@ -117,16 +110,7 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 						t.Fatalf("the helper was not killed at %s: %v\n%s", fp, err, out)
 					}
 				}
-				lane, err := st.Lane(ctx, "lane")
-				if err != nil {
-					t.Fatal(err)
-				}
-				prov, err := providers.NewWithSecrets(lane, secret, env.Clock)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "recovery", Clock: env.Clock, LeaseTTL: time.Minute}
-				left := deliverAll(t, env, st, d, n)
+				left := deliverAll(t, env, st, laneWriter(t, st, secret, env, "recovery", time.Minute), n)
 				if k.atMostOnce {
 					assertAtMostOnce(t, intents, left, received())
 					return
@@ -166,14 +150,7 @@ func TestEveryProviderSurvivesAKillMidSend(t *testing.T) {
 			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
 				t.Fatal(err)
 			}
-			var intents []outbox.Intent
-			for i := range n {
-				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("killed write %d", i+1)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				intents = append(intents, in)
-			}
+			intents := draftN(t, st, k.targetFor(settings), n, "killed write %d")
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), helperEnv+"=1", "TM_DB_URL="+url, "TM_LANE=lane")
 			started := make(chan struct{})
@@ -195,16 +172,7 @@ func TestEveryProviderSurvivesAKillMidSend(t *testing.T) {
 			if got := len(received()); got != 3 {
 				t.Fatalf("the receiver took %d writes before the kill, want 3", got)
 			}
-			lane, err := st.Lane(ctx, "lane")
-			if err != nil {
-				t.Fatal(err)
-			}
-			prov, err := providers.NewWithSecrets(lane, secret, env.Clock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "recovery", Clock: env.Clock, LeaseTTL: time.Minute}
-			left := deliverAll(t, env, st, rd, n)
+			left := deliverAll(t, env, st, laneWriter(t, st, secret, env, "recovery", time.Minute), n)
 			if k.atMostOnce {
 				assertAtMostOnce(t, intents, left, received())
 				return
@@ -231,24 +199,9 @@ func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
 				t.Fatal(err)
 			}
-			var intents []outbox.Intent
-			for i := range n {
-				in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: fmt.Sprintf("stale write %d", i+1)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				intents = append(intents, in)
-			}
-			lane, err := st.Lane(ctx, "lane")
-			if err != nil {
-				t.Fatal(err)
-			}
-			prov, err := providers.New(lane, env.Clock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "a", Clock: env.Clock, LeaseTTL: time.Minute}
-			b := &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: "b", Clock: env.Clock, LeaseTTL: time.Hour}
+			intents := draftN(t, st, k.targetFor(settings), n, "stale write %d")
+			a := laneWriter(t, st, nil, env, "a", time.Minute)
+			b := laneWriter(t, st, nil, env, "b", time.Hour)
 			env.Clock.Advance(time.Second)
 			if s, err := a.Step(ctx); err != nil || s.Kind != outbox.StepSent {
 				t.Fatalf("a's first step: %+v %v", s, err)
@@ -314,4 +267,33 @@ func assertAtMostOnce(t *testing.T, intents, now []outbox.Intent, bodies []strin
 			t.Errorf("intent %q is %s", in.Body, st)
 		}
 	}
+}
+
+// draftN drafts n intents on lane "lane" for target, their bodies
+// fmt.Sprintf(body, 1…n).
+func draftN(t *testing.T, st *sqlstore.OutboxStore, target string, n int, body string) []outbox.Intent {
+	t.Helper()
+	var intents []outbox.Intent
+	for i := range n {
+		in, err := st.Draft(context.Background(), outbox.Draft{Lane: "lane", Target: target, Body: fmt.Sprintf(body, i+1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		intents = append(intents, in)
+	}
+	return intents
+}
+
+// laneWriter is a writer of lane "lane" as it is stored, with its secrets.
+func laneWriter(t *testing.T, st *sqlstore.OutboxStore, secret map[string]string, env sqltest.Env, holder string, ttl time.Duration) *outbox.Deliverer {
+	t.Helper()
+	lane, err := st.Lane(context.Background(), "lane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := providers.NewWithSecrets(lane, secret, env.Clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outbox.Deliverer{Store: st, Provider: prov, Lane: "lane", Holder: holder, Clock: env.Clock, LeaseTTL: ttl}
 }
