@@ -10,6 +10,9 @@
 # ${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}. Returns non-zero (never
 # exits the caller) when it cannot.
 
+# shellcheck source=/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 tidemark_dendrite_setup() {
 	local version=v0.13.8
 	local cache="${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}"
@@ -36,11 +39,8 @@ tidemark_dendrite_setup() {
 	fi
 
 	mkdir -p "$state" || return 1
-	local pid=""
-	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
-	if [ -n "$pid" ] && ! tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$bindir/dendrite"; then
-		pid=""
-	fi
+	local pid
+	pid="$(ci_recorded_pid "$state" "$bindir/dendrite")"
 	if [ -z "$pid" ] || [ ! -f "$state/secret" ] || ! curl -sf -o /dev/null "$url/_matrix/client/versions"; then
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null && sleep 0.5
 		# A fresh server each start: a new key, config and database, so
@@ -48,11 +48,8 @@ tidemark_dendrite_setup() {
 		# read by this one.
 		su postgres -c "PGOPTIONS=--client-min-messages=warning psql -qc 'DROP DATABASE IF EXISTS $db WITH (FORCE)'" >&2 || return 1
 		su postgres -c "psql -qc 'CREATE DATABASE $db OWNER tidemark'" >&2 || return 1
-		# The last server's directory goes with it.
-		[ -f "$state/root" ] && rm -rf "$(cat "$state/root")"
 		local root
-		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-dendrite.XXXXXX")" || return 1
-		echo "$root" >"$state/root"
+		root="$(ci_fresh_root "$state" dendrite)" || return 1
 		local secret
 		secret="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 		(cd "$root" && "$bindir/generate-keys" --private-key matrix_key.pem >/dev/null) || return 1
@@ -72,27 +69,10 @@ tidemark_dendrite_setup() {
 		pid=$!
 		echo "$pid" >"$state/pid"
 		echo "$secret" >"$state/secret"
-		local i
-		# Its first start on a fresh database creates its schema: allow a minute
-		# and a half on a busy machine.
-		for i in $(seq 1 900); do
-			if curl -sf -o /dev/null "$url/_matrix/client/versions"; then
-				break
-			fi
-			if ! kill -0 "$pid" 2>/dev/null; then
-				echo "dendrite.sh: dendrite exited:" >&2
-				tail -n 30 "$state/log" >&2
-				return 1
-			fi
-			sleep 0.1
-		done
-		# The server answering must be the one just started (another one
-		# on the port would make this one exit), or its secret is not ours.
-		if ! curl -sf -o /dev/null "$url/_matrix/client/versions" || ! kill -0 "$pid" 2>/dev/null; then
-			echo "dendrite.sh: dendrite did not answer on $url:" >&2
-			tail -n 5 "$state/log" >&2
-			return 1
-		fi
+		# Its first start on a fresh database creates its schema: allow a
+		# minute and a half on a busy machine. The server answering must be
+		# this one, or its secret is not ours.
+		ci_wait_for "dendrite.sh: dendrite" "$url/_matrix/client/versions" "$pid" "$state/log" 900 || return 1
 	fi
 
 	export TIDEMARK_TEST_MATRIX_URL="$url"

@@ -8,6 +8,9 @@
 # ${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}. Returns non-zero (never
 # exits the caller) when it cannot.
 
+# shellcheck source=/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 tidemark_mailpit_setup() {
 	local version=v1.33.1
 	local cache="${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}"
@@ -28,19 +31,12 @@ tidemark_mailpit_setup() {
 	fi
 
 	mkdir -p "$state" || return 1
-	local pid=""
-	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
-	# A recorded pid counts only while it is still our mailpit.
-	if [ -n "$pid" ] && ! tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "$bin"; then
-		pid=""
-	fi
+	local pid
+	pid="$(ci_recorded_pid "$state" "$bin")"
 	if [ -z "$pid" ] || ! curl -sf -o /dev/null "$api/api/v1/info"; then
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
-		# The last server's directory goes with it.
-		[ -f "$state/root" ] && rm -rf "$(cat "$state/root")"
 		local root
-		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-mailpit.XXXXXX")" || return 1
-		echo "$root" >"$state/root"
+		root="$(ci_fresh_root "$state" mailpit)" || return 1
 		# --max 0 keeps every message: tests find theirs by a sender of
 		# their own, so nothing may be pruned under them. Mails with the
 		# same Message-ID are all kept (no --ignore-duplicate-ids): a mail
@@ -51,22 +47,7 @@ tidemark_mailpit_setup() {
 			>"$state/log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid" >"$state/pid"
-		local i
-		for i in $(seq 1 300); do
-			if curl -sf -o /dev/null "$api/api/v1/info"; then
-				break
-			fi
-			if ! kill -0 "$pid" 2>/dev/null; then
-				echo "mailpit.sh: mailpit exited:" >&2
-				cat "$state/log" >&2
-				return 1
-			fi
-			sleep 0.1
-		done
-		if ! curl -sf -o /dev/null "$api/api/v1/info"; then
-			echo "mailpit.sh: mailpit did not answer on $api" >&2
-			return 1
-		fi
+		ci_wait_for "mailpit.sh: mailpit" "$api/api/v1/info" "$pid" "$state/log" 300 || return 1
 	fi
 
 	export TIDEMARK_TEST_SMTP_ADDR="127.0.0.1:$smtp_port"

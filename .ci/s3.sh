@@ -7,6 +7,9 @@
 # ${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}, so later runs start in a
 # second. Returns non-zero (never exits the caller) when it cannot.
 
+# shellcheck source=/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 tidemark_s3_setup() {
 	local version=v1.8.0
 	local cache="${TIDEMARK_CI_CACHE:-$HOME/.cache/tidemark-ci}"
@@ -27,17 +30,12 @@ tidemark_s3_setup() {
 	fi
 
 	mkdir -p "$state" || return 1
-	local pid=""
-	[ -f "$state/pid" ] && pid="$(cat "$state/pid")"
-	# A recorded pid counts only while it is still our versitygw (pids are
-	# reused across reboots and sessions).
-	if [ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$bin"; then
-		pid=""
-	fi
-	if [ -z "$pid" ] || ! curl -s -o /dev/null "$endpoint/"; then
+	local pid
+	pid="$(ci_recorded_pid "$state" "$bin")"
+	if [ -z "$pid" ] || ! ci_answers "$endpoint/" any; then
 		[ -n "$pid" ] && kill "$pid" 2>/dev/null
 		local root
-		root="$(mktemp -d "${TMPDIR:-/tmp}/tidemark-s3.XXXXXX")" || return 1
+		root="$(ci_fresh_root "$state" s3)" || return 1
 		mkdir -p "$root/data" "$root/meta"
 		# --sidecar keeps metadata in files, so the backend does not depend
 		# on the filesystem's extended attributes.
@@ -46,22 +44,8 @@ tidemark_s3_setup() {
 			>"$state/log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid" >"$state/pid"
-		local i
-		for i in $(seq 1 100); do
-			if curl -s -o /dev/null "$endpoint/"; then
-				break
-			fi
-			if ! kill -0 "$pid" 2>/dev/null; then
-				echo "s3.sh: versitygw exited:" >&2
-				cat "$state/log" >&2
-				return 1
-			fi
-			sleep 0.1
-		done
-		if ! curl -s -o /dev/null "$endpoint/"; then
-			echo "s3.sh: versitygw did not answer on $endpoint" >&2
-			return 1
-		fi
+		# Unsigned requests are refused (403): it is up when it answers.
+		ci_wait_for "s3.sh: versitygw" "$endpoint/" "$pid" "$state/log" 100 any || return 1
 	fi
 
 	# Create the bucket (a second PUT answers 409, which is fine).
