@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,35 +12,14 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/publish"
 )
 
 // gitRepo makes a repository with two commits.
 func gitRepo(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-			"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("init", "-q")
-	for i, msg := range []string{"parser: read <feeds>\n\nThe parser reads RSS and Atom.", "cursor: never move past unread data"} {
-		if err := os.WriteFile(filepath.Join(repo, "f"+string(rune('a'+i))+".txt"), []byte(msg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		git("add", ".")
-		git("commit", "-q", "-m", msg)
-	}
-	return repo
+	return gittest.Repo(t, "parser: read <feeds>\n\nThe parser reads RSS and Atom.", "cursor: never move past unread data")
 }
 
 func open(t *testing.T, home string, logger *slog.Logger, obs ...PublishObserver) *Pipeline {

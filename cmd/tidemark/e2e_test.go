@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -90,30 +91,9 @@ func mustOK(t *testing.T, r result) result {
 	return r
 }
 
-func mustRepo(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	for i := 0; i < n; i++ {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), []byte(fmt.Sprint(i)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		gitIn(t, dir, "add", ".")
-		gitIn(t, dir, "commit", "-q", "-m", fmt.Sprintf("change %d", i))
-	}
-	return dir
-}
+func mustRepo(t *testing.T, n int) string { return gittest.Repo(t, gittest.Changes(n)...) }
 
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+func gitIn(t *testing.T, dir string, args ...string) string { return gittest.Git(t, dir, args...) }
 
 type sourceJSON struct {
 	Name          string `json:"name"`
