@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/summarize"
+	"golang.org/x/sync/errgroup"
 )
 
 // Failpoints of a publication, in the order a publication reaches them.
@@ -409,20 +410,14 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 // counting each success in *done and each failure in rep. It returns
 // ctx's error if ctx ended; publications already started finish first.
 func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int) error {
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, s.concurrency())
-	)
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(s.concurrency())
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			break
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			res, err := s.publish(ctx, id, true, cards)
 			mu.Lock()
 			defer mu.Unlock()
@@ -438,8 +433,9 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 					rep.Errors = append(rep.Errors, err.Error())
 				}
 			}
-		}()
+			return nil // a page's failure is counted, and the others go on
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return ctx.Err()
 }
