@@ -28,7 +28,9 @@ type Scheduler struct {
 	OnReport func(Report, error)
 }
 
-func (sc *Scheduler) workers() int {
+// WorkerLimit is how many runs the scheduler has in flight at most: Workers,
+// or 4.
+func (sc *Scheduler) WorkerLimit() int {
 	if sc.Workers <= 0 {
 		return 4
 	}
@@ -134,7 +136,7 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		}
 		var (
 			wg  sync.WaitGroup
-			sem = make(chan struct{}, sc.workers())
+			sem = make(chan struct{}, sc.WorkerLimit())
 		)
 		for _, src := range due {
 			if ctx.Err() != nil {
@@ -221,13 +223,13 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, sc.workers())
+	slots := make(chan struct{}, sc.WorkerLimit())
 	// Runs in flight, fetching or settling: a run frees its fetch slot
 	// when its fetch returns, and this one when it has settled. Settling
 	// holds no worker, and runs that admitted nothing settle together in
 	// one group commit, so up to a group's worth may wait on the database
 	// while the workers fetch: claims go on while a commit is under way.
-	inflight := make(chan struct{}, sc.workers()+maxGroup)
+	inflight := make(chan struct{}, sc.WorkerLimit()+maxGroup)
 	wake := make(chan struct{}, 1)
 	for {
 		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))

@@ -83,11 +83,8 @@ func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
 	svc := p.Ingest()
 	svc.LeaseTTL = o.Lease
 	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log, OnReport: o.OnReport}
-	if sc.Workers <= 0 {
-		sc.Workers = 4
-	}
 	if o.OnStart != nil {
-		o.OnStart(svc.Holder, sc.Workers)
+		o.OnStart(svc.Holder, sc.WorkerLimit())
 	}
 	return p.group(ctx, sc.Run, []func(context.Context) error{
 		p.publishLoop,

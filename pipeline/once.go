@@ -104,9 +104,6 @@ func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res 
 	svc := p.Ingest()
 	svc.LeaseTTL = o.Lease
 	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log}
-	if sc.Workers <= 0 {
-		sc.Workers = 4
-	}
 	maxPasses := o.MaxPasses
 	if maxPasses <= 0 {
 		maxPasses = ingest.DefaultMaxPasses
