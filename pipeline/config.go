@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/stores"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/summarize/summarizers"
 )
 
@@ -302,7 +303,7 @@ type Setting struct {
 }
 
 // Effective lists every option's value and where it came from, secrets
-// shown only as set or not.
+// shown only as set or not, and a database URL without its password.
 func (c Config) Effective() []Setting {
 	var out []Setting
 	for _, o := range Options {
@@ -318,9 +319,8 @@ func (c Config) Effective() []Setting {
 		}
 		switch o.Name {
 		case "db":
-			if s.Value == "" {
-				s.Value = c.DatabaseURL()
-			}
+			// A database URL's password is never shown.
+			s.Value = redact.URL(c.DatabaseURL(), false)
 		case "store":
 			if s.Value == "" {
 				s.Value = c.StoreLocation()

@@ -78,4 +78,12 @@ func TestEffectiveSaysWhereEachValueCameFromAndHidesSecrets(t *testing.T) {
 	if s := got["db"]; s.Value != "sqlite:/srv/tidemark/tidemark.db" {
 		t.Fatalf("db %+v", s)
 	}
+	if err := c.Set("db", "postgres://ops:hunter2@db.internal/tidemark", "TIDEMARK_DB"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Effective() {
+		if s.Name == "db" && (strings.Contains(s.Value, "hunter2") || !strings.Contains(s.Value, "db.internal")) {
+			t.Fatalf("db shown as %q", s.Value)
+		}
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tidemark/tidemark/redact"
 )
 
 func newConfigCmd(a *app) *cobra.Command {
@@ -21,11 +19,6 @@ only as set; a database URL's password is never shown.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			settings := a.cfg.Effective()
-			for i, s := range settings {
-				if s.Name == "db" {
-					settings[i].Value = redact.URL(s.Value, false)
-				}
-			}
 			if asJSON {
 				return writeJSON(a.stdout, settings)
 			}
