@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +56,29 @@ type Store interface {
 	// Actions lists the operator actions taken on a source, newest first.
 	Actions(ctx context.Context, ref string, limit int) ([]Action, error)
 
+	// RenameSource gives a source a new, unused name; audited ('rename').
+	RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error)
+	// RemoveSource deletes a source with its runs, events, evidence, pages
+	// and outbox channels, in one transaction that also writes the audit
+	// row of the removal, which outlives the source. A source with events
+	// or channels is refused (tidemark.ErrConflict, saying what would be
+	// lost) unless force is set; a source whose run is in progress is
+	// refused (tidemark.ErrClaimHeld) even then. The removal's counts are
+	// returned either way.
+	RemoveSource(ctx context.Context, ref, actor string, force bool) (Removal, error)
+	// RemovalOf counts what removing the source would delete, deleting
+	// nothing (the console's confirmation).
+	RemovalOf(ctx context.Context, ref string) (Removal, error)
+	// Removals lists the audit rows of removed sources, newest first.
+	Removals(ctx context.Context, limit int) ([]Action, error)
+	// Run finds one run by ID.
+	Run(ctx context.Context, id string) (tidemark.Run, error)
+	// Event finds one event by ID.
+	Event(ctx context.Context, id string) (tidemark.Event, error)
+	// Revisions lists an event's frozen evidence, newest first, without
+	// the bytes.
+	Revisions(ctx context.Context, eventID string) ([]Revision, error)
+
 	Runs(ctx context.Context, f RunFilter) ([]tidemark.Run, error)
 	Events(ctx context.Context, f EventFilter) ([]tidemark.Event, error)
 	// Evidence returns an event's frozen evidence at a revision (0: the
@@ -89,32 +111,6 @@ type Unserved struct {
 	// Until is when the record stops keeping the worker from claiming the
 	// source (the worker then tries again).
 	Until time.Time `json:"until"`
-}
-
-// Settings are a source's settings that change what a fetch may do, as
-// every worker reads them from the store. A nil field is left as it is.
-type Settings struct {
-	// AllowPrivate lets the source's fetches reach private, loopback and
-	// link-local addresses.
-	AllowPrivate *bool `json:"allow_private,omitempty"`
-}
-
-// Validate refuses settings that change nothing.
-func (s Settings) Validate() error {
-	if s.AllowPrivate == nil {
-		return tidemark.Invalidf("settings", "", "name one to change (allow_private)")
-	}
-	return nil
-}
-
-// Note describes what the settings change on src, for the audit: each
-// setting as it was and as it is set, e.g. "allow_private: false -> true".
-func (s Settings) Note(src tidemark.Source) string {
-	var parts []string
-	if s.AllowPrivate != nil {
-		parts = append(parts, fmt.Sprintf("allow_private: %t -> %t", src.AllowPrivate, *s.AllowPrivate))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // NewSource describes a source to add.
@@ -187,8 +183,10 @@ type SettleReport struct {
 
 // Action is an audited operator action on a source.
 type Action struct {
-	ID                  string    `json:"id"`
-	SourceID            string    `json:"source_id"`
+	ID       string `json:"id"`
+	SourceID string `json:"source_id"`
+	// SourceName is the source's name when the action was taken.
+	SourceName          string    `json:"source_name"`
 	Action              string    `json:"action"`
 	Actor               string    `json:"actor"`
 	CursorBefore        string    `json:"cursor_before"`
@@ -211,12 +209,14 @@ type RunFilter struct {
 }
 
 // EventFilter narrows an event listing, newest first; Limit 0 means 100.
-// BeforeID pages as RunFilter's does, on (OccurredAt, ID).
+// BeforeID pages as RunFilter's does, on (OccurredAt, ID). RunID keeps the
+// events a run created or re-froze last.
 type EventFilter struct {
 	SourceID         string
 	Limit            int
 	BeforeOccurredAt time.Time
 	BeforeID         string
+	RunID            string
 }
 
 // Detail is a source with its recent runs and operator actions: what

@@ -14,8 +14,8 @@ import (
 
 // A new source's schedule unless the user sets one.
 const (
-	DefaultInterval    = 15 * time.Minute
-	DefaultRetryBudget = 5
+	DefaultInterval    = ingest.DefaultInterval
+	DefaultRetryBudget = ingest.DefaultRetryBudget
 )
 
 // NewKinds returns every source kind as cfg configures them (git mirrors

@@ -179,41 +179,6 @@ func (s *IngestStore) SetState(ctx context.Context, ref string, state tidemark.S
 	return s.Source(ctx, r.ID)
 }
 
-// Set implements ingest.Store.
-func (s *IngestStore) Set(ctx context.Context, ref string, set ingest.Settings, actor string) (tidemark.Source, error) {
-	if err := set.Validate(); err != nil {
-		return tidemark.Source{}, err
-	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	now := s.db.Clock.Now()
-	note := set.Note(r.Source)
-	if set.AllowPrivate != nil {
-		if err := exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
-			`UPDATE sources SET allow_private = $1, updated_at = $2 WHERE id = $3`, boolInt(*set.AllowPrivate), ms(now), r.ID); err != nil {
-			return tidemark.Source{}, err
-		}
-	}
-	if err := s.insertAction(ctx, tx, r, "set", actor, r.Cursor, r.CursorVersion, note, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	// The change may let the workers that could not serve the source.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM source_unserved WHERE source_id = $1`, r.ID); err != nil {
-		return tidemark.Source{}, fmt.Errorf("source %s: clear the workers that could not serve it: %w", r.Name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -1394,9 +1359,9 @@ func (s *IngestStore) insertAction(ctx context.Context, tx *sql.Tx, r sourceRow,
 		actor = "unknown"
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO source_actions
-		(id, source_id, action, actor, cursor_before, cursor_after, cursor_version_before, cursor_version_after, note, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		s.db.IDs.New(), r.ID, action, actor, r.Cursor, cursorAfter, r.CursorVersion, versionAfter, note, ms(now))
+		(id, source_id, source_name, action, actor, cursor_before, cursor_after, cursor_version_before, cursor_version_after, note, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		s.db.IDs.New(), r.ID, r.Name, action, actor, r.Cursor, cursorAfter, r.CursorVersion, versionAfter, note, ms(now))
 	if err != nil {
 		return fmt.Errorf("audit %s on %s: %w", action, r.Name, err)
 	}
@@ -1412,16 +1377,20 @@ func (s *IngestStore) Actions(ctx context.Context, ref string, limit int) ([]ing
 	if limit <= 0 {
 		limit = 100
 	}
-	return queryAll(ctx, s.db.db, func(sc scanner) (ingest.Action, error) {
-		var a ingest.Action
-		var at int64
-		err := sc.Scan(&a.ID, &a.SourceID, &a.Action, &a.Actor, &a.CursorBefore, &a.CursorAfter,
-			&a.CursorVersionBefore, &a.CursorVersionAfter, &a.Note, &at)
-		a.At = fromMS(at)
-		return a, err
-	}, `SELECT id, source_id, action, actor, cursor_before, cursor_after,
-		cursor_version_before, cursor_version_after, note, at FROM source_actions
+	return queryAll(ctx, s.db.db, scanAction, `SELECT `+actionColumns+` FROM source_actions
 		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, src.ID, limit)
+}
+
+const actionColumns = `id, source_id, source_name, action, actor, cursor_before, cursor_after,
+	cursor_version_before, cursor_version_after, note, at`
+
+func scanAction(sc scanner) (ingest.Action, error) {
+	var a ingest.Action
+	var at int64
+	err := sc.Scan(&a.ID, &a.SourceID, &a.SourceName, &a.Action, &a.Actor, &a.CursorBefore, &a.CursorAfter,
+		&a.CursorVersionBefore, &a.CursorVersionAfter, &a.Note, &at)
+	a.At = fromMS(at)
+	return a, err
 }
 
 const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,
@@ -1511,6 +1480,10 @@ func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidem
 		args = append(args, ms(f.BeforeOccurredAt), f.BeforeID)
 		q += fmt.Sprintf(` AND (occurred_at < $%d OR (occurred_at = $%d AND id < $%d))`, len(args)-1, len(args)-1, len(args))
 	}
+	if f.RunID != "" {
+		args = append(args, f.RunID)
+		q += fmt.Sprintf(` AND run_id = $%d`, len(args))
+	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY occurred_at DESC, id DESC LIMIT $%d`, len(args))
 	evs, err := queryAll(ctx, s.db.db, scanEvent, q, args...)
@@ -1520,7 +1493,7 @@ func (s *IngestStore) Events(ctx context.Context, f ingest.EventFilter) ([]tidem
 	return evs, nil
 }
 
-// Event returns one event by ID.
+// Event implements ingest.Store.
 func (s *IngestStore) Event(ctx context.Context, id string) (tidemark.Event, error) {
 	e, err := scanEvent(s.db.db.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -14,7 +14,7 @@ import (
 type searchDialect struct {
 	// index writes a published page's row in tx.
 	index func(ctx context.Context, tx *sql.Tx, pageID, title, summary, text string) error
-	// unindex removes a page's row in tx.
+	// unindex removes a page's rows in tx.
 	unindex func(ctx context.Context, tx *sql.Tx, pageID string) error
 	// query is the search statement: $1 the dialect's query text, $2
 	// limit, $3 offset; it selects the page entry columns and a marked
@@ -42,8 +42,13 @@ var sqliteSearch = &searchDialect{
 			row, title, summary, text)
 		return err
 	},
+	// The page's row mapping goes with its FTS row, so nothing of the
+	// page is left to hold a reference to it.
 	unindex: func(ctx context.Context, tx *sql.Tx, pageID string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM page_search WHERE rowid = (SELECT row FROM page_search_rows WHERE page_id = $1)`, pageID)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `DELETE FROM page_search_rows WHERE page_id = $1`, pageID)
+		}
 		return err
 	},
 	query: `SELECT ` + searchColumns + `, snippet(page_search, -1, char(57344), char(57345), '…', 24)

@@ -63,7 +63,7 @@ func newCollector(s *Server) *collector {
 		logger:  s.logger(),
 
 		runs: d("tidemark_runs_total", "Finished ingest runs by outcome.", []string{"outcome"}, nil),
-		sources: d("tidemark_source_health", "1 for the source's current health (ok, failing, terminal, paused, new).",
+		sources: d("tidemark_source_health", "1 for the source's current health (ok, empty, unreachable, invalid, error, terminal, paused, running, new).",
 			[]string{"source", "kind", "health"}, nil),
 		attempts: d("tidemark_source_window_attempts", "Attempts spent at the source's current window.", []string{"source"}, nil),
 		lastRun:  d("tidemark_source_last_run_timestamp_seconds", "When the source's last run ended.", []string{"source"}, nil),

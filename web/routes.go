@@ -73,6 +73,7 @@ func (s *Server) routes() []route {
 		get("/api/migrations", private, s.apiMigrations),
 		get("/api/audit", private, s.apiAudit),
 	}
+	rs = append(rs, s.sourceRoutes()...)
 	metrics := private
 	if s.PublicMetrics {
 		metrics = public

@@ -34,7 +34,7 @@ func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
 	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
 	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
 		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics(),
-		Docs: struct{ DocOps }{}}, db
+		Docs: struct{ DocOps }{}, Sources: struct{ SourceOps }{}}, db
 }
 
 type openAPIDoc struct {
@@ -89,7 +89,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	mux := s.mux()
 	for key := range documented {
 		method, path, _ := strings.Cut(key, " ")
-		concrete := strings.NewReplacer("{name}", "x", "{collection}", "c", "{id}", "i", "{action}", "abort").Replace(path)
+		concrete := strings.NewReplacer("{name}", "x", "{collection}", "c", "{id}", "i", "{action}", "abort", "{run}", "r", "{event}", "e").Replace(path)
 		if strings.Contains(concrete, "{") {
 			t.Errorf("%s: fill in its path parameters in this test", path)
 			continue
@@ -260,6 +260,10 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		Items: []tidemark.Item{{Key: "1", Title: "t", OccurredAt: env.Clock.Now(), Evidence: []byte("e")}}}); err != nil {
 		t.Fatal(err)
 	}
+	evs, err := db.Ingest().Events(ctx, ingest.EventFilter{})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events %+v %v", evs, err)
+	}
 	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +365,7 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		if !ok || path == "/api/openapi.json" {
 			continue
 		}
-		concrete := strings.NewReplacer("{name}", "src", "{collection}", "notes").Replace(path)
+		concrete := strings.NewReplacer("{name}", "src", "{collection}", "notes", "{run}", c.RunID, "{event}", evs[0].ID).Replace(path)
 		if strings.HasPrefix(path, "/api/migrations/") {
 			concrete = strings.Replace(concrete, "{id}", run.ID, 1)
 		}

@@ -59,7 +59,10 @@ type Server struct {
 	// Pipeline, when set, adds the process-local counters of the
 	// pipelines this process runs (NewPipelineMetrics).
 	Pipeline *PipelineMetrics
-	Logger   *slog.Logger
+	// Sources, when set, lets the console and the API add, test, change,
+	// pause, resume, retry, skip, run and remove sources.
+	Sources SourceOps
+	Logger  *slog.Logger
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
@@ -100,10 +103,16 @@ type Server struct {
 // Behind a token (Authorization: Bearer) or a console session:
 //
 //	GET /status                 sources and their health, recent runs (HTML)
-//	GET /status/sources/{name}  one source: claim, window, runs, actions (HTML)
+//	GET /status/sources/{name}  one source: claim, window, runs, events, actions (HTML)
+//	GET /status/runs, /status/runs/{id}      runs by source and outcome, one run (HTML)
+//	GET /status/events, /status/events/{id}  events, one event with its revisions (HTML)
+//	POST /status/sources[/test], /status/sources/{name}/{op}  the console's forms
+//	GET /api/runs/{run}, /api/events/{event} one run; one event with its revisions
 //	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
 //	GET /api/sources            Page[source] (?limit=&cursor=)
 //	GET /api/sources/{name}     source with runs and actions
+//	POST /api/sources, POST /api/sources/test, PATCH|DELETE /api/sources/{name},
+//	POST /api/sources/{name}/pause|resume|retry|skip|run  (when Sources is set)
 //	GET /api/runs               Page[run] (?source=&outcome=&limit=&cursor=)
 //	GET /api/events             Page[event] (?source=&limit=&cursor=)
 //	GET /api/outbox/lanes       Page[lane] with intent counts and gaps
@@ -265,21 +274,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// health is a source's one-word state for people.
-func health(src tidemark.Source) string {
-	switch {
-	case src.State == tidemark.SourcePaused:
-		return "paused"
-	case src.Window == tidemark.WindowTerminal:
-		return "terminal"
-	case src.LastOutcome == "":
-		return "new"
-	case src.LastOutcome.Advances():
-		return "ok"
-	default:
-		return "failing"
-	}
-}
+// health is a source's one-word state for people (ingest.Health).
+func health(src tidemark.Source) string { return ingest.Health(src) }
 
 type sourceRow struct {
 	tidemark.Source
@@ -313,9 +309,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	removals, err := s.Ingest.Removals(r.Context(), 10)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts,
 		"Lanes": lanes, "ShowOutbox": s.Outbox != nil, "States": intentStates,
-		"Migrations": migrations, "ShowMigrations": s.Migrations != nil})
+		"Migrations": migrations, "ShowMigrations": s.Migrations != nil,
+		"Notice": s.takeNotice(w, r), "CanWrite": s.Sources != nil, "Form": defaultAddForm(), "Removals": removals})
 }
 
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
@@ -328,7 +330,13 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, "source.html", map[string]any{"S": d, "Health": health(d.Source)})
+	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: d.ID, Limit: 20})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "source.html", map[string]any{"S": d, "Health": health(d.Source), "Events": evs,
+		"Notice": s.takeNotice(w, r), "CanWrite": s.Sources != nil})
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, data any) {

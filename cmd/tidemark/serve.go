@@ -59,7 +59,7 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			}
 			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
 				Wiki: web.WikiHandler(objs, db.Ingest(), a.log), Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
-				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p, Publish: db.Publish()}).Handler()
+				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p, Sources: p, Publish: db.Publish()}).Handler()
 			ln, err := web.Listen(addr)
 			if err != nil {
 				return err

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os/user"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/httpx"
@@ -15,320 +14,143 @@ import (
 	"github.com/tidemark/tidemark/pipeline"
 )
 
-func newSourceCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "source",
-		Short: "Add, list, inspect, pause, resume, retry and skip sources",
-	}
-	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), newSourceListCmd(a), newSourceShowCmd(a),
-		newSourceStateCmd(a, "pause", tidemark.SourcePaused), newSourceStateCmd(a, "resume", tidemark.SourceActive),
-		newSourceRetryCmd(a), newSourceSkipCmd(a), newSourceRunCmd(a), newSourceTestCmd(a),
-		newSourceImportOPMLCmd(a), newSourceExportOPMLCmd(a))
-	return cmd
-}
-
-// actor names the person behind an operator action, for the audit trail.
-func actor() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "operator"
-}
-
 // AllowPrivateEnv names the variable that makes private addresses allowed
 // by default for new sources.
 const AllowPrivateEnv = httpx.AllowPrivateEnv
 
-// parseKeyValues reads the key=value pairs of a repeatable flag.
-func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			// Not repeated: a mistyped --setting may be a secret.
-			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
-		}
-		m[k] = v
+func newSourceCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "source", Short: "Add, test, list, show, change, pause, resume, retry, skip, rename and remove sources"}
+	list := opCmd(a, "list", "List sources with their health, window and last outcome", cobra.NoArgs,
+		func(ctx context.Context, p *pipeline.Pipeline, _ []string) (texter, error) { return p.Sources(ctx) })
+	jsonFlag(list, "an array of sources; fields in the README")
+	show := opCmd(a, "show NAME", "Show one source, its recent runs and operator actions", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			return p.SourceDetail(ctx, args[0], 10)
+		})
+	jsonFlag(show, "the source with runs and actions")
+	state := func(verb, short string, op func(*pipeline.Pipeline, context.Context, string, string) (tidemark.Source, error)) *cobra.Command {
+		return opCmd(a, verb+" NAME", short, cobra.ExactArgs(1), func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := op(p, ctx, args[0], actor())
+			return said{src, fmt.Sprintf("%s is %s", src.Name, src.State)}, err
+		})
 	}
-	return m, nil
+	rename := opCmd(a, "rename OLD NEW", "Give a source a new name (audited); its events and pages stay", cobra.ExactArgs(2),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.RenameSource(ctx, args[0], args[1], actor())
+			return said{src, args[0] + " is now " + src.Name}, err
+		})
+	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), list, show, state("pause", "Pause a source (audited)", (*pipeline.Pipeline).PauseSource),
+		state("resume", "Resume a source (audited)", (*pipeline.Pipeline).ResumeSource), rename, newSourceRetryCmd(a), newSourceSkipCmd(a),
+		newSourceRemoveCmd(a), newSourceRunCmd(a), newSourceTestCmd(a), newSourceImportOPMLCmd(a), newSourceExportOPMLCmd(a))
+	return cmd
+}
+
+// sourceFlags are the flags that describe a new source to add or test.
+func sourceFlags(f *pflag.FlagSet, ns *ingest.NewSource, config *[]string) {
+	f.StringVar(&ns.Kind, "kind", "", "the source kind (default: detected from the location)")
+	f.StringArrayVar(config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
+	f.BoolVar(&ns.AllowPrivate, "allow-private", false, "let the source reach private, loopback and link-local addresses (default: env "+AllowPrivateEnv+")")
+}
+
+// newSource completes ns from the command line (and --allow-private's default).
+func newSource(a *app, cmd *cobra.Command, ns ingest.NewSource, loc string, config []string) (ingest.NewSource, error) {
+	if !cmd.Flags().Changed("allow-private") {
+		ns.AllowPrivate = a.cfg.AllowPrivate
+	}
+	cfg, err := parseKeyValues("--config", config)
+	ns.Location, ns.Config = loc, cfg
+	return ns, err
 }
 
 func newSourceAddCmd(a *app) *cobra.Command {
-	var (
-		name, kind string
-		interval   time.Duration
-		budget     int
-		config     []string
-		asJSON     bool
-		private    bool
-	)
-	cmd := &cobra.Command{
-		Use:   "add LOCATION",
-		Short: "Add a source (a git repository path or URL, …)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if !cmd.Flags().Changed("allow-private") {
-				private = a.cfg.AllowPrivate // the default for new sources
-			}
-			cfg, err := parseKeyValues("--config", config)
+	var ns ingest.NewSource
+	var config []string
+	var cmd *cobra.Command
+	cmd = opCmd(a, "add LOCATION", "Add a source (a git repository path or URL, a feed, a page, …)", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			ns, err := newSource(a, cmd, ns, args[0], config)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			p, err := a.pipe(ctx)
-			if err != nil {
-				return err
-			}
-			src, err := p.AddSource(ctx, ingest.NewSource{Name: name, Kind: kind, Location: args[0],
-				Interval: interval, RetryBudget: budget, AllowPrivate: private, Config: cfg})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, src)
-			}
-			fmt.Fprintf(a.stdout, "added %s source %q (%s), every %s\n", src.Kind, src.Name, src.Location, src.Interval.Std())
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&name, "name", "", "a unique name (default: derived from the location)")
-	f.StringVar(&kind, "kind", "", "the source kind (default: detected from the location)")
-	f.DurationVar(&interval, "interval", pipeline.DefaultInterval, "how often to fetch")
-	f.IntVar(&budget, "retry-budget", pipeline.DefaultRetryBudget, "attempts at one window before it goes terminal")
-	f.StringArrayVar(&config, "config", nil, "kind-specific setting key=value (repeatable), e.g. branch=main")
-	f.BoolVar(&asJSON, "json", false, "print the added source as JSON")
-	f.BoolVar(&private, "allow-private", false, "let this source reach private, loopback and link-local addresses (default: env "+AllowPrivateEnv+")")
+			src, err := p.AddSource(ctx, ns)
+			return said{src, fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())}, err
+		})
+	sourceFlags(cmd.Flags(), &ns, &config)
+	cmd.Flags().StringVar(&ns.Name, "name", "", "a unique name (default: derived from the location)")
+	cmd.Flags().DurationVar(&ns.Interval, "interval", pipeline.DefaultInterval, "how often to fetch")
+	cmd.Flags().IntVar(&ns.RetryBudget, "retry-budget", pipeline.DefaultRetryBudget, "attempts at one window before it goes terminal")
+	jsonFlag(cmd, "the added source")
 	return cmd
 }
 
-// newSourceSetCmd changes a source's settings that every worker reads from
-// the database.
+// newSourceSetCmd changes the settings of a source that every worker reads
+// from the database.
 func newSourceSetCmd(a *app) *cobra.Command {
 	var (
-		private bool
-		asJSON  bool
+		private  bool
+		interval time.Duration
+		budget   int
+		cmd      *cobra.Command
 	)
-	cmd := &cobra.Command{
-		Use:   "set NAME --allow-private[=false]",
-		Short: "Change a source's settings (whether it may reach private addresses)",
-		Long: `Change a source's settings. They are stored with the source, so every worker
-fetches it alike, whatever its own environment.
-
---allow-private lets the source reach private, loopback and link-local
-addresses (a feed on the local network, a git server on localhost);
---allow-private=false takes that back.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("allow-private") {
-				return tidemark.Invalidf("settings", "", "name one to change: --allow-private or --allow-private=false")
-			}
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			src, err := db.Ingest().Set(cmd.Context(), args[0], ingest.Settings{AllowPrivate: &private}, actor())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, src)
-			}
-			fmt.Fprintf(a.stdout, "%s: private addresses %s\n", src.Name, map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate])
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the source as JSON")
-	return cmd
-}
-
-func newSourceListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List sources with their cursor, window and last outcome",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			srcs, err := db.Ingest().Sources(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, srcs)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tWINDOW\tLAST OUTCOME\tCURSOR\tNEXT DUE")
-			for _, s := range srcs {
-				window := string(s.Window)
-				if s.Window == tidemark.WindowOpen {
-					window = fmt.Sprintf("open %d/%d", s.WindowAttempts, s.RetryBudget)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, window,
-					orDash(string(s.LastOutcome)), orDash(short(s.Cursor, 12)), s.NextDueAt.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array of sources; fields in the README)")
-	return cmd
-}
-
-func newSourceShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show one source, its recent runs and operator actions",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			db, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			d, err := ingest.SourceDetail(ctx, db.Ingest(), args[0], 10)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, d)
-			}
-			src, runs, actions := d.Source, d.Runs, d.Actions
-			w := a.stdout
-			fmt.Fprintf(w, "name:          %s\nkind:          %s\nlocation:      %s\n", src.Name, src.Kind, src.Location)
-			for k, v := range src.Config {
-				fmt.Fprintf(w, "config:        %s=%s\n", k, v)
-			}
-			if src.AllowPrivate {
-				fmt.Fprintln(w, "private:       allowed (it may reach private, loopback and link-local addresses)")
-			}
-			fmt.Fprintf(w, "state:         %s\ncursor:        %s (version %d)\n", src.State, orDash(src.Cursor), src.CursorVersion)
-			fmt.Fprintf(w, "window:        %s, %d of %d attempts spent\n", src.Window, src.WindowAttempts, src.RetryBudget)
-			if src.TerminalReason != "" {
-				fmt.Fprintf(w, "terminal:      %s\n", src.TerminalReason)
-			}
-			if src.FailingSince != nil {
-				fmt.Fprintf(w, "failing since: %s\n", src.FailingSince.Local().Format(time.DateTime))
-			}
-			fmt.Fprintf(w, "last outcome:  %s\n", orDash(string(src.LastOutcome)))
-			if src.LastError != "" {
-				fmt.Fprintf(w, "last error:    %s\n", src.LastError)
-			}
-			if src.ClaimHolder != "" {
-				fmt.Fprintf(w, "claimed by:    %s (run %s, lease until %s)\n", src.ClaimHolder, src.ClaimRunID, src.LeaseExpiresAt.Local().Format(time.DateTime))
-			}
-			fmt.Fprintf(w, "next due:      %s\n", src.NextDueAt.Local().Format(time.DateTime))
-			if len(d.UnservedBy) > 0 {
-				fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
-				for _, u := range d.UnservedBy {
-					fmt.Fprintf(w, "  %s  %s: %s\n", u.At.Local().Format(time.DateTime), u.Holder, u.Reason)
+	cmd = opCmd(a, "set NAME [--allow-private[=false]] [--interval D] [--retry-budget N]",
+		"Change a source's settings, stored with it for every worker (audited)", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			var ch ingest.Settings
+			for name, set := range map[string]func(){"allow-private": func() { ch.AllowPrivate = &private },
+				"interval": func() { ch.Interval = &interval }, "retry-budget": func() { ch.RetryBudget = &budget }} {
+				if cmd.Flags().Changed(name) {
+					set()
 				}
 			}
-			if len(runs) > 0 {
-				fmt.Fprintln(w, "\nrecent runs:")
-				printRuns(w, runs, false)
+			if ch.Empty() {
+				return nil, tidemark.Invalidf("settings", "", "name one to change: --allow-private[=false], --interval or --retry-budget")
 			}
-			if len(actions) > 0 {
-				fmt.Fprintln(w, "\noperator actions:")
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				for _, ac := range actions {
-					fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", ac.At.Local().Format(time.DateTime), ac.Action, ac.Actor,
-						orDash(short(ac.CursorBefore, 12)), orDash(short(ac.CursorAfter, 12)), ac.Note)
-				}
-				tw.Flush()
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the source with runs and actions)")
+			src, err := p.SetSource(ctx, args[0], ch, actor())
+			return said{src, fmt.Sprintf("%s: private addresses %s, every %s, retry budget %d", src.Name,
+				map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate], src.Interval.Std(), src.RetryBudget)}, err
+		})
+	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses (=false: refuse them)")
+	cmd.Flags().DurationVar(&interval, "interval", 0, "how often to fetch")
+	cmd.Flags().IntVar(&budget, "retry-budget", 0, "attempts at one window before it goes terminal")
+	jsonFlag(cmd, "the source")
 	return cmd
-}
-
-func newSourceStateCmd(a *app, verb string, state tidemark.SourceState) *cobra.Command {
-	return &cobra.Command{
-		Use:   verb + " NAME",
-		Short: strings.ToUpper(verb[:1]) + verb[1:] + " a source",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			src, err := db.Ingest().SetState(cmd.Context(), args[0], state, actor())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s is %s\n", src.Name, src.State)
-			return nil
-		},
-	}
 }
 
 func newSourceRetryCmd(a *app) *cobra.Command {
 	var note string
-	cmd := &cobra.Command{
-		Use:   "retry NAME",
-		Short: "Reopen a source's window with a fresh retry budget, due now",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			src, err := db.Ingest().Retry(cmd.Context(), args[0], actor(), note)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s: window reopened with a budget of %d, due now\n", src.Name, src.RetryBudget)
-			return nil
-		},
-	}
+	cmd := opCmd(a, "retry NAME", "Reopen a source's window with a fresh retry budget, due now (audited)", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.RetrySource(ctx, args[0], actor(), note)
+			return said{src, fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget)}, err
+		})
 	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
 	return cmd
 }
 
 func newSourceSkipCmd(a *app) *cobra.Command {
 	var to, note string
-	cmd := &cobra.Command{
-		Use:   "skip NAME",
-		Short: "Move a source's cursor past a window it cannot read (audited)",
-		Long: `Move a source's cursor to an explicit position, recording the move and what
-was skipped. Without --to, the cursor moves to the source's current head (for
-kinds that have one, such as git). The window reopens with a fresh budget.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			p, err := a.pipe(ctx)
-			if err != nil {
-				return err
-			}
-			src, err := p.Ingest().Skip(ctx, args[0], to, actor(), note)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s: cursor moved to %s (version %d)\n", src.Name, src.Cursor, src.CursorVersion)
-			return nil
-		},
-	}
+	cmd := opCmd(a, "skip NAME", "Move a source's cursor past a window it cannot read (audited)", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.SkipSource(ctx, args[0], to, actor(), note)
+			return said{src, fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion)}, err
+		})
+	cmd.Long = `Move a source's cursor to --to, recording what was skipped, or without --to
+to its head (git); the window reopens with a fresh budget.`
 	cmd.Flags().StringVar(&to, "to", "", "the cursor to move to (default: the source's head)")
 	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
 	return cmd
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+func newSourceRemoveCmd(a *app) *cobra.Command {
+	var force bool
+	cmd := opCmd(a, "remove NAME", "Remove a source (audited); one with events only with --force", cobra.ExactArgs(1),
+		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+			return p.RemoveSource(ctx, args[0], actor(), force)
+		})
+	cmd.Long = `Remove a source and its runs. One with events or outbox channels is refused
+unless --force, which deletes them with their evidence and pages; the next
+sweep withdraws its pages from the wiki. The audit outlives the source.`
+	cmd.Flags().BoolVar(&force, "force", false, "delete its events, evidence, pages and channels too")
+	jsonFlag(cmd, "what was removed")
+	return cmd
 }

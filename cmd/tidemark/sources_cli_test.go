@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/ingest/opml"
 )
 
 // mustTidemark runs the CLI in-process and fails unless it exits with want.
@@ -89,7 +91,7 @@ func TestSourceTestShowsWithoutStoring(t *testing.T) {
 	mustTidemark(t, 2, "--home", home, "source", "test", srv.URL+"/blog/rss.xml", "--kind", "feed")
 
 	out := mustTidemark(t, 0, "--home", home, "source", "test", srv.URL+"/blog/rss.xml", "--allow-private", "--json", "--evidence")
-	var rep testReport
+	var rep ingest.TestReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +110,8 @@ func TestSourceTestShowsWithoutStoring(t *testing.T) {
 
 func TestOPMLImportExportRoundTrip(t *testing.T) {
 	home := t.TempDir()
-	opml := filepath.Join(t.TempDir(), "subs.opml")
-	err := os.WriteFile(opml, []byte(`<?xml version="1.0" encoding="UTF-8"?>
+	subs := filepath.Join(t.TempDir(), "subs.opml")
+	err := os.WriteFile(subs, []byte(`<?xml version="1.0" encoding="UTF-8"?>
 <opml version="1.0"><head><title>subs</title></head><body>
 <outline text="Tech"><outline type="rss" text="Go Blog" xmlUrl="https://go.dev/blog/feed.atom" htmlUrl="https://go.dev/blog"/>
 <outline type="rss" text="Go Blog" xmlUrl="https://example.org/other.xml"/></outline>
@@ -118,9 +120,9 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := mustTidemark(t, 0, "--home", home, "source", "import-opml", opml, "--json")
+	out := mustTidemark(t, 0, "--home", home, "source", "import-opml", subs, "--json")
 	var rep struct {
-		Added, Skipped []opmlFeed
+		Added, Skipped []opml.Feed
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
@@ -129,12 +131,12 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("import: %+v", rep)
 	}
 	// A second import adds nothing.
-	out = mustTidemark(t, 0, "--home", home, "source", "import-opml", opml)
+	out = mustTidemark(t, 0, "--home", home, "source", "import-opml", subs)
 	if !strings.Contains(out, "0 added, 3 skipped") {
 		t.Fatalf("re-import: %s", out)
 	}
 	exported := mustTidemark(t, 0, "--home", home, "source", "export-opml")
-	feeds, err := parseOPML(strings.NewReader(exported))
+	feeds, err := opml.Parse(strings.NewReader(exported))
 	if err != nil || len(feeds) != 2 || feeds[0].Location != "https://go.dev/blog/feed.atom" {
 		t.Fatalf("export: %v %+v\n%s", err, feeds, exported)
 	}
@@ -145,14 +147,14 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	if feeds, err := parseOPML(fh); err != nil || len(feeds) != 2 {
+	if feeds, err := opml.Parse(fh); err != nil || len(feeds) != 2 {
 		t.Fatalf("export to a file: %v %+v", err, feeds)
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(outFile), ".*tmp*")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
 	home2 := t.TempDir()
-	out = mustTidemark(t, 0, "--home", home2, "source", "import-opml", opml, "--dry-run")
+	out = mustTidemark(t, 0, "--home", home2, "source", "import-opml", subs, "--dry-run")
 	if !strings.Contains(out, "2 would add, 1 skipped") {
 		t.Fatalf("dry run: %s", out)
 	}
@@ -161,13 +163,36 @@ func TestOPMLImportExportRoundTrip(t *testing.T) {
 	}
 }
 
-func FuzzParseOPML(f *testing.F) {
-	f.Add([]byte(`<opml version="2.0"><body><outline text="a" xmlUrl="https://e.org/f"/></body></opml>`))
-	f.Add([]byte(`<opml><body><outline><outline><outline xmlUrl="x"/></outline></outline></body></opml>`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		feeds, err := parseOPML(bytes.NewReader(b))
-		if err == nil && len(feeds) > maxOPMLOutlines {
-			t.Fatalf("%d feeds", len(feeds))
-		}
-	})
+// set, rename and remove: each audited; removal of a source with events
+// is refused (exit 3, saying what would go) unless --force.
+func TestSourceSetRenameRemove(t *testing.T) {
+	home := t.TempDir()
+	notes := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notes, "a.md"), []byte("# A\n\nabout a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustTidemark(t, 0, "--home", home, "source", "add", notes, "--name", "notes")
+	mustTidemark(t, tidemark.ExitInvalid, "--home", home, "source", "set", "notes")
+	mustTidemark(t, tidemark.ExitInvalid, "--home", home, "source", "set", "notes", "--retry-budget", "0")
+	if out := mustTidemark(t, 0, "--home", home, "source", "set", "notes", "--interval", "1h", "--retry-budget", "7"); !strings.Contains(out, "every 1h0m0s, retry budget 7") {
+		t.Fatalf("set: %s", out)
+	}
+	mustTidemark(t, 0, "--home", home, "source", "run", "notes")
+	mustTidemark(t, 0, "--home", home, "source", "add", notes+"/", "--name", "other", "--kind", "dir")
+	mustTidemark(t, tidemark.ExitConflict, "--home", home, "source", "rename", "notes", "other")
+	if out := mustTidemark(t, 0, "--home", home, "source", "rename", "notes", "journal"); !strings.Contains(out, "notes is now journal") {
+		t.Fatalf("rename: %s", out)
+	}
+	var errb bytes.Buffer
+	if code := run([]string{"--home", home, "source", "remove", "journal"}, &bytes.Buffer{}, &errb); code != tidemark.ExitConflict ||
+		!strings.Contains(errb.String(), "1 events") || !strings.Contains(errb.String(), "--force") {
+		t.Fatalf("unforced removal: exit %d: %s", code, errb.String())
+	}
+	if out := mustTidemark(t, 0, "--home", home, "source", "remove", "journal", "--force"); !strings.Contains(out, "removed journal and 1 events") {
+		t.Fatalf("remove: %s", out)
+	}
+	mustTidemark(t, tidemark.ExitNotFound, "--home", home, "source", "show", "journal")
+	if out := mustTidemark(t, 0, "--home", home, "source", "remove", "other"); strings.TrimSpace(out) != "removed other" {
+		t.Fatalf("remove an empty source: %s", out)
+	}
 }

@@ -1,0 +1,188 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Settings are a source's settings as every worker reads them from the
+// store: what a fetch may reach, and its schedule. A nil field is left as
+// it is.
+type Settings struct {
+	AllowPrivate *bool          `json:"allow_private,omitempty"`
+	Interval     *time.Duration `json:"-"`
+	RetryBudget  *int           `json:"retry_budget,omitempty"`
+}
+
+// Empty says the change changes nothing.
+func (c Settings) Empty() bool {
+	return c.AllowPrivate == nil && c.Interval == nil && c.RetryBudget == nil
+}
+
+// Validate refuses settings no scheduler could run.
+func (c Settings) Validate() error {
+	if c.Interval != nil && *c.Interval < time.Second {
+		return tidemark.Invalidf("interval", c.Interval.String(), "must be at least 1s")
+	}
+	if c.RetryBudget != nil && (*c.RetryBudget < 1 || *c.RetryBudget > MaxRetryBudget) {
+		return tidemark.Invalidf("retry budget", fmt.Sprint(*c.RetryBudget), "must be between 1 and %d", MaxRetryBudget)
+	}
+	return nil
+}
+
+// Note describes what the settings change on src, for the audit: each
+// setting as it was and as it is set, e.g. "allow_private: false -> true".
+func (c Settings) Note(src tidemark.Source) string {
+	var parts []string
+	if c.AllowPrivate != nil {
+		parts = append(parts, fmt.Sprintf("allow_private: %t -> %t", src.AllowPrivate, *c.AllowPrivate))
+	}
+	if c.Interval != nil {
+		parts = append(parts, fmt.Sprintf("interval: %s -> %s", src.Interval.Std(), *c.Interval))
+	}
+	if c.RetryBudget != nil {
+		parts = append(parts, fmt.Sprintf("retry_budget: %d -> %d", src.RetryBudget, *c.RetryBudget))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// A new source's schedule unless the user sets one.
+const (
+	DefaultInterval    = 15 * time.Minute
+	DefaultRetryBudget = 5
+)
+
+// MaxRetryBudget bounds a window's retry budget.
+const MaxRetryBudget = 1000
+
+// MaxNameLen bounds a source's name.
+const MaxNameLen = 100
+
+// CheckName refuses a name that could not name a source everywhere it is
+// shown and addressed: empty, too long, with a slash (it is a URL path
+// segment), control characters or surrounding space.
+func CheckName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return tidemark.Invalidf("source name", name, "must not be empty")
+	case len(name) > MaxNameLen:
+		return tidemark.Invalidf("source name", name, "must be at most %d bytes", MaxNameLen)
+	case strings.TrimSpace(name) != name:
+		return tidemark.Invalidf("source name", name, "must not begin or end with space")
+	case strings.ContainsAny(name, "/\\?#"):
+		return tidemark.Invalidf("source name", name, "must not contain / \\ ? or #")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return tidemark.Invalidf("source name", name, "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// Removal is what removing a source took with it. The source's audit
+// trail (its operator actions, this removal last) outlives it.
+type Removal struct {
+	Source tidemark.Source `json:"source"`
+	// Events and Revisions are the events and the frozen evidence deleted.
+	Events    int `json:"events"`
+	Revisions int `json:"revisions"`
+	Runs      int `json:"runs"`
+	// Pages are the change pages deleted from the books; the published
+	// ones (Published) are withdrawn from the wiki by the next sweep, and
+	// the source's card with them.
+	Pages     int `json:"pages"`
+	Published int `json:"published"`
+	// Channels are the outbox channels of the source, deleted; intents
+	// already drafted stay in their lanes.
+	Channels int    `json:"channels"`
+	Action   Action `json:"action"`
+}
+
+// Loses says what removing would delete that cannot be fetched again, or
+// "" when nothing would be lost (a source that never produced an event).
+func (r Removal) Loses() string {
+	var parts []string
+	if r.Events > 0 {
+		parts = append(parts, fmt.Sprintf("%d events with %d revisions of frozen evidence", r.Events, r.Revisions))
+	}
+	if r.Published > 0 {
+		parts = append(parts, fmt.Sprintf("%d published pages (withdrawn from the wiki by the next sweep)", r.Published))
+	}
+	if r.Channels > 0 {
+		parts = append(parts, fmt.Sprintf("%d outbox channels", r.Channels))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Revision is one frozen evidence of an event, without its bytes.
+type Revision struct {
+	EventID      string    `json:"event_id"`
+	Revision     int       `json:"revision"`
+	EvidenceHash string    `json:"evidence_hash"`
+	Bytes        int       `json:"bytes"`
+	RunID        string    `json:"run_id"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// EventDetail is an event with every revision of its evidence.
+type EventDetail struct {
+	tidemark.Event
+	SourceName string     `json:"source_name"`
+	Revisions  []Revision `json:"revisions"`
+}
+
+// Health is a source's state at a glance, in one word: paused, terminal
+// (an operator must act), new (never run), running, unreachable (could not
+// be reached: it may have news nobody read), invalid or error (reached but
+// failed), empty (reached, nothing new) or ok (reached, new data).
+// Unreachable is never shown as empty.
+func Health(src tidemark.Source) string {
+	switch {
+	case src.State == tidemark.SourcePaused:
+		return "paused"
+	case src.Window == tidemark.WindowTerminal:
+		return "terminal"
+	case src.LastOutcome == "" && src.ClaimHolder != "":
+		return "running"
+	case src.LastOutcome == "":
+		return "new"
+	case src.LastOutcome == tidemark.OutcomeLost:
+		return "error"
+	case src.LastOutcome == tidemark.OutcomeItems:
+		return "ok"
+	}
+	return string(src.LastOutcome)
+}
+
+// RunsAfter completes a page position given by f.BeforeID alone (a run's
+// ID, as a person copies it from a listing) with that run's start.
+func RunsAfter(ctx context.Context, st Store, f RunFilter) (RunFilter, error) {
+	if f.BeforeID == "" || !f.BeforeStartedAt.IsZero() {
+		return f, nil
+	}
+	run, err := st.Run(ctx, f.BeforeID)
+	if err != nil {
+		return f, fmt.Errorf("the page after run %s: %w", f.BeforeID, err)
+	}
+	f.BeforeStartedAt = run.StartedAt
+	return f, nil
+}
+
+// EventsAfter completes a page position given by f.BeforeID alone with
+// that event's time.
+func EventsAfter(ctx context.Context, st Store, f EventFilter) (EventFilter, error) {
+	if f.BeforeID == "" || !f.BeforeOccurredAt.IsZero() {
+		return f, nil
+	}
+	ev, err := st.Event(ctx, f.BeforeID)
+	if err != nil {
+		return f, fmt.Errorf("the page after event %s: %w", f.BeforeID, err)
+	}
+	f.BeforeOccurredAt = ev.OccurredAt
+	return f, nil
+}

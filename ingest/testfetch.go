@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// TestReport is what one fetch of a source would become, nothing stored:
+// `source test`, the console's preview before adding a source, and
+// POST /api/sources/test.
+type TestReport struct {
+	Kind     string            `json:"kind"`
+	Name     string            `json:"name"`
+	Location string            `json:"location"`
+	Config   map[string]string `json:"config,omitempty"`
+	// Outcome is what a first run of a new source would record: items
+	// (Items would become events), empty, unreachable, invalid or error.
+	Outcome           tidemark.Outcome `json:"outcome"`
+	Error             string           `json:"error,omitempty"`
+	RetryAfterSeconds float64          `json:"retry_after_seconds,omitempty"`
+	NotBeforeSeconds  float64          `json:"not_before_seconds,omitempty"`
+	Items             []TestItem       `json:"items"`
+	Cursor            string           `json:"cursor"`
+}
+
+// TestItem is one item a test fetch admitted.
+type TestItem struct {
+	Key            string     `json:"key"`
+	Title          string     `json:"title"`
+	URL            string     `json:"url,omitempty"`
+	OccurredAt     *time.Time `json:"occurred_at,omitempty"`
+	EvidenceSHA256 string     `json:"evidence_sha256"`
+	EvidenceBytes  int        `json:"evidence_bytes"`
+	Evidence       string     `json:"evidence,omitempty"`
+}
+
+// TestRequest is a location to fetch once as a new source would be.
+type TestRequest struct {
+	Source NewSource
+	// Cursor fetches as if the source's cursor were this ("" a new source).
+	Cursor string
+	// Evidence includes each item's evidence in the report.
+	Evidence bool
+}
+
+// TestFetch fetches src once from cursor, as a run would, and reports what
+// the run would record, storing nothing. Only a cancelled ctx is an error:
+// a failed fetch is the report's outcome.
+func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cursor string, withEvidence bool) (TestReport, error) {
+	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor}
+	res, err := f.Fetch(ctx, src, cursor)
+	if err != nil {
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		var ra time.Duration
+		rep.Outcome, rep.Error, ra = tidemark.Classify(err)
+		rep.RetryAfterSeconds = ra.Seconds()
+		return rep, nil
+	}
+	rep.Outcome = tidemark.OutcomeEmpty
+	if len(res.Items) > 0 {
+		rep.Outcome = tidemark.OutcomeItems
+	}
+	if res.Declared > len(res.Items) {
+		rep.Outcome = tidemark.OutcomeInvalid
+		rep.Error = fmt.Sprintf("upstream declared %d results, %d were admitted", res.Declared, len(res.Items))
+	}
+	rep.Cursor, rep.NotBeforeSeconds = res.Cursor, res.NotBefore.Seconds()
+	for _, it := range res.Items {
+		ti := TestItem{Key: it.Key, Title: it.Title, URL: it.URL, EvidenceSHA256: it.EvidenceHash(), EvidenceBytes: len(it.Evidence)}
+		if !it.OccurredAt.IsZero() {
+			t := it.OccurredAt
+			ti.OccurredAt = &t
+		}
+		if withEvidence {
+			ti.Evidence = string(it.Evidence)
+		}
+		rep.Items = append(rep.Items, ti)
+	}
+	return rep, nil
+}
+
+// Err is the report's outcome as an error, for exit codes and HTTP
+// statuses: nil for items and empty, tidemark.ErrUnavailable for
+// unreachable, tidemark.ErrInvalid for invalid.
+func (r TestReport) Err() error {
+	switch r.Outcome {
+	case tidemark.OutcomeItems, tidemark.OutcomeEmpty:
+		return nil
+	case tidemark.OutcomeUnreachable:
+		return &OutcomeError{Outcome: r.Outcome, Reason: r.Error, kind: tidemark.ErrUnavailable}
+	case tidemark.OutcomeInvalid:
+		return &OutcomeError{Outcome: r.Outcome, Reason: r.Error, kind: tidemark.ErrInvalid}
+	}
+	return &OutcomeError{Outcome: r.Outcome, Reason: r.Error}
+}
+
+// OutcomeError is a test fetch that failed; it matches the error kind its
+// outcome maps to.
+type OutcomeError struct {
+	Outcome tidemark.Outcome
+	Reason  string
+	kind    error
+}
+
+// Error names the outcome only: the reason is in the report, shown beside.
+func (e *OutcomeError) Error() string        { return "source test: outcome " + string(e.Outcome) }
+func (e *OutcomeError) Is(target error) bool { return e.kind != nil && target == e.kind }

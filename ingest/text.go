@@ -1,0 +1,188 @@
+package ingest
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// The text forms of the ingest reports, for people at a terminal (the
+// CLI prints them; --json prints the same values as JSON). Times are
+// local; long values are cut.
+
+// SourceList is a listing of sources.
+type SourceList []tidemark.Source
+
+// RunList is a listing of runs.
+type RunList []tidemark.Run
+
+// EventList is a listing of events.
+type EventList []tidemark.Event
+
+func when(t time.Time) string { return t.Local().Format(time.DateTime) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// WriteText writes a table of the sources with their health.
+func (l SourceList) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tHEALTH\tWINDOW\tLAST OUTCOME\tCURSOR\tNEXT DUE")
+	for _, s := range l {
+		window := string(s.Window)
+		if s.Window == tidemark.WindowOpen {
+			window = fmt.Sprintf("open %d/%d", s.WindowAttempts, s.RetryBudget)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), window,
+			orDash(string(s.LastOutcome)), orDash(cut(s.Cursor, 12)), when(s.NextDueAt))
+	}
+	return tw.Flush()
+}
+
+// WriteText writes a table of the runs, with their sources.
+func (l RunList) WriteText(w io.Writer) error { return l.writeText(w, true) }
+
+func (l RunList) writeText(w io.Writer, withSource bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if withSource {
+		fmt.Fprint(tw, "SOURCE\t")
+	}
+	fmt.Fprintln(tw, "STARTED\tRUN\tSTATUS\tOUTCOME\tNEW\tCHANGED\tHOLDER\tERROR")
+	for _, r := range l {
+		if withSource {
+			fmt.Fprintf(tw, "%s\t", r.SourceName)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", when(r.StartedAt), r.ID,
+			r.Status, orDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, cut(r.Error, 80))
+	}
+	return tw.Flush()
+}
+
+// WriteText writes a table of the events.
+func (l EventList) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OCCURRED\tEVENT\tREV\tTITLE")
+	for _, e := range l {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", when(e.OccurredAt), e.ID, e.Revision, cut(e.Title, 72))
+	}
+	return tw.Flush()
+}
+
+// WriteText writes the source's settings and state, then the workers that
+// could not serve it, its recent runs and operator actions.
+func (d Detail) WriteText(w io.Writer) error {
+	src := d.Source
+	kv := func(k, format string, args ...any) {
+		fmt.Fprintf(w, "%-15s"+format+"\n", append([]any{k + ":"}, args...)...)
+	}
+	kv("name", "%s", src.Name)
+	kv("kind", "%s", src.Kind)
+	kv("location", "%s", src.Location)
+	for k, v := range src.Config {
+		kv("config", "%s=%s", k, v)
+	}
+	if src.AllowPrivate {
+		kv("private", "allowed (it may reach private, loopback and link-local addresses)")
+	}
+	kv("state", "%s (health: %s)", src.State, Health(src))
+	kv("schedule", "every %s, %d attempts per window", src.Interval.Std(), src.RetryBudget)
+	kv("cursor", "%s (version %d)", orDash(src.Cursor), src.CursorVersion)
+	kv("window", "%s, %d of %d attempts spent", src.Window, src.WindowAttempts, src.RetryBudget)
+	if src.TerminalReason != "" {
+		kv("terminal", "%s", src.TerminalReason)
+	}
+	if src.FailingSince != nil {
+		kv("failing since", "%s", when(*src.FailingSince))
+	}
+	kv("last outcome", "%s", orDash(string(src.LastOutcome)))
+	if src.LastError != "" {
+		kv("last error", "%s", src.LastError)
+	}
+	if src.ClaimHolder != "" {
+		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, when(*src.LeaseExpiresAt))
+	}
+	kv("next due", "%s", when(src.NextDueAt))
+	if len(d.UnservedBy) > 0 {
+		fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
+		for _, u := range d.UnservedBy {
+			fmt.Fprintf(w, "  %s  %s: %s\n", when(u.At), u.Holder, u.Reason)
+		}
+	}
+	if len(d.Runs) > 0 {
+		fmt.Fprintln(w, "\nrecent runs:")
+		RunList(d.Runs).writeText(w, false)
+	}
+	if len(d.Actions) > 0 {
+		fmt.Fprintln(w, "\noperator actions:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, ac := range d.Actions {
+			fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", when(ac.At), ac.Action, ac.Actor,
+				orDash(cut(ac.CursorBefore, 12)), orDash(cut(ac.CursorAfter, 12)), ac.Note)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// WriteText says what a removal deleted.
+func (r Removal) WriteText(w io.Writer) error {
+	if loses := r.Loses(); loses != "" {
+		_, err := fmt.Fprintf(w, "removed %s and %s\n", r.Source.Name, loses)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "removed %s\n", r.Source.Name)
+	return err
+}
+
+// WriteText writes the outcome and the items that would become events
+// (the first 50), with their evidence when the report carries it.
+func (r TestReport) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "kind:      %s\nlocation:  %s\n", r.Kind, r.Location)
+	switch r.Outcome {
+	case tidemark.OutcomeItems:
+		fmt.Fprintf(w, "outcome:   items — %d would become events (nothing was stored)\n", len(r.Items))
+	case tidemark.OutcomeEmpty:
+		fmt.Fprintln(w, "outcome:   empty — reached, nothing new")
+	default:
+		fmt.Fprintf(w, "outcome:   %s — %s\n", r.Outcome, strings.TrimPrefix(r.Error, string(r.Outcome)+": "))
+		if r.RetryAfterSeconds > 0 {
+			fmt.Fprintf(w, "retry after: %s\n", time.Duration(r.RetryAfterSeconds*float64(time.Second)))
+		}
+	}
+	if r.NotBeforeSeconds > 0 {
+		fmt.Fprintf(w, "upstream asks not to be fetched again for %s\n", time.Duration(r.NotBeforeSeconds*float64(time.Second)))
+	}
+	if len(r.Items) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tTITLE\tEVIDENCE")
+	for i, it := range r.Items {
+		if i == 50 {
+			fmt.Fprintf(tw, "…\t%d more\t\n", len(r.Items)-50)
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d bytes, sha256 %s\n", cut(it.Key, 60), cut(it.Title, 60), it.EvidenceBytes, cut(it.EvidenceSHA256, 12))
+		if it.Evidence != "" {
+			tw.Flush()
+			fmt.Fprintf(w, "%s\n\n", strings.TrimRight(it.Evidence, "\n"))
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,274 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/detect"
+	"github.com/tidemark/tidemark/fetch/kinds"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/ingest/opml"
+)
+
+// The lifecycle of a source, one operation each, behind the CLI, the
+// console and the API alike. Every change is audited with actor (who did
+// it); every removal of data is refused unless forced.
+
+// TestRequest is a location to fetch once as a new source would be.
+type TestRequest = ingest.TestRequest
+
+// TestSource fetches a location once as a source of its kind (detected, or
+// the request's) and reports what a first run would record, storing
+// nothing. A failed fetch is the report's outcome (see
+// ingest.TestReport.Err), not an error.
+func TestSource(ctx context.Context, ks *kinds.Set, req TestRequest) (ingest.TestReport, error) {
+	ns, err := ks.Resolve(ctx, req.Source)
+	if err != nil {
+		return ingest.TestReport{}, err
+	}
+	src := tidemark.Source{Name: ns.Name, Kind: ns.Kind, Location: ns.Location, Config: ns.Config,
+		State: tidemark.SourceActive, AllowPrivate: ns.AllowPrivate}
+	return ingest.TestFetch(ctx, ks.Fetchers()[ns.Kind], src, req.Cursor, req.Evidence)
+}
+
+// TestSource is TestSource with the pipeline's kinds.
+func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.TestReport, error) {
+	return TestSource(ctx, p.kinds, req)
+}
+
+// SetSource changes a source's settings (private addresses, interval,
+// retry budget).
+func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
+	return p.db.Ingest().Set(ctx, ref, ch, actor)
+}
+
+// RenameSource gives a source a new name; its ID, cursor, events and pages
+// stay (the wiki shows the new name from the next listing refresh).
+func (p *Pipeline) RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error) {
+	return p.db.Ingest().RenameSource(ctx, ref, name, actor)
+}
+
+// RemoveSource deletes a source with its runs, events, frozen evidence,
+// pages and outbox channels. A source with events or channels is refused
+// unless force, with an error that says what would be lost. The wiki's
+// objects of the source (its change pages and card) are withdrawn by the
+// next sweep (`publish`, the daemon's publish loop): a page object with no
+// page in the books is an orphan the sweep deletes, and a card no listing
+// renders is collected.
+func (p *Pipeline) RemoveSource(ctx context.Context, ref, actor string, force bool) (ingest.Removal, error) {
+	return p.db.Ingest().RemoveSource(ctx, ref, actor, force)
+}
+
+// RemovalOf counts what removing the source would delete, deleting
+// nothing.
+func (p *Pipeline) RemovalOf(ctx context.Context, ref string) (ingest.Removal, error) {
+	return p.db.Ingest().RemovalOf(ctx, ref)
+}
+
+// PauseSource stops a source from being claimed; ResumeSource lets it be
+// claimed again.
+func (p *Pipeline) PauseSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
+	return p.db.Ingest().SetState(ctx, ref, tidemark.SourcePaused, actor)
+}
+
+// ResumeSource lets a paused source be claimed again.
+func (p *Pipeline) ResumeSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
+	return p.db.Ingest().SetState(ctx, ref, tidemark.SourceActive, actor)
+}
+
+// RetrySource reopens a source's window with a fresh budget, due now.
+func (p *Pipeline) RetrySource(ctx context.Context, ref, actor, note string) (tidemark.Source, error) {
+	return p.db.Ingest().Retry(ctx, ref, actor, note)
+}
+
+// SkipSource moves a source's cursor to an explicit position ("" the
+// source's head, for kinds that have one), recording what was skipped.
+func (p *Pipeline) SkipSource(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
+	return p.Ingest().Skip(ctx, ref, to, actor, note)
+}
+
+// Sources lists every source.
+func (p *Pipeline) Sources(ctx context.Context) (ingest.SourceList, error) {
+	return p.db.Ingest().Sources(ctx)
+}
+
+// SourceDetail reads a source with up to limit of its runs and actions.
+func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ingest.Detail, error) {
+	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit)
+}
+
+// Runs lists runs, newest first. A page position given by BeforeID alone
+// (the CLI's --after) is completed with that run's start.
+func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList, error) {
+	if f.Outcome != "" && !f.Outcome.Valid() {
+		return nil, tidemark.Invalidf("outcome", string(f.Outcome), "want one of items, empty, unreachable, invalid, error, lost")
+	}
+	f, err := ingest.RunsAfter(ctx, p.db.Ingest(), f)
+	if err != nil {
+		return nil, err
+	}
+	return p.db.Ingest().Runs(ctx, f)
+}
+
+// Events lists events, newest first. A page position given by BeforeID
+// alone is completed with that event's time.
+func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.EventList, error) {
+	f, err := ingest.EventsAfter(ctx, p.db.Ingest(), f)
+	if err != nil {
+		return nil, err
+	}
+	return p.db.Ingest().Events(ctx, f)
+}
+
+// Evidence returns an event's frozen evidence at a revision (0: current).
+func (p *Pipeline) Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
+	return p.db.Ingest().Evidence(ctx, eventID, revision)
+}
+
+// OPMLImport says how to add the feeds of an OPML file.
+type OPMLImport struct {
+	Interval    time.Duration
+	RetryBudget int
+	// DryRun reports what would be added, adding nothing.
+	DryRun bool
+}
+
+// OPMLReport is what an import added and skipped (with the reason).
+type OPMLReport struct {
+	Added   []opml.Feed `json:"added"`
+	Skipped []opml.Feed `json:"skipped"`
+	DryRun  bool        `json:"-"`
+}
+
+// WriteText lists what was added (or would be) and skipped, and counts.
+func (r OPMLReport) WriteText(w io.Writer) error {
+	verb := "added"
+	if r.DryRun {
+		verb = "would add"
+	}
+	for _, f := range r.Added {
+		fmt.Fprintf(w, "%s feed %q (%s)\n", verb, f.Name, f.Location)
+	}
+	for _, f := range r.Skipped {
+		fmt.Fprintf(w, "skipped %s: %s\n", f.Location, f.Reason)
+	}
+	_, err := fmt.Fprintf(w, "%d %s, %d skipped\n", len(r.Added), verb, len(r.Skipped))
+	return err
+}
+
+// ImportOPML adds the feeds of an OPML file as feed sources. A feed
+// already tracked, or whose URL is not a feed's, is skipped; a name
+// already taken gets a suffix. New sources may reach private addresses
+// when the configuration allows it (TIDEMARK_ALLOW_PRIVATE).
+func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (OPMLReport, error) {
+	rep := OPMLReport{Added: []opml.Feed{}, Skipped: []opml.Feed{}, DryRun: o.DryRun}
+	feeds, err := opml.Parse(r)
+	if err != nil {
+		return rep, err
+	}
+	st := p.db.Ingest()
+	existing, err := st.Sources(ctx)
+	if err != nil {
+		return rep, err
+	}
+	names, tracked := map[string]bool{}, map[string]string{}
+	for _, s := range existing {
+		names[s.Name] = true
+		if s.Kind == "feed" {
+			tracked[s.Location] = s.Name
+		}
+	}
+	for _, f := range feeds {
+		if err := detect.CheckURL(f.Location); err != nil {
+			f.Reason = err.Error()
+			rep.Skipped = append(rep.Skipped, f)
+			continue
+		}
+		if n, ok := tracked[f.Location]; ok {
+			f.Name, f.Reason = n, "already tracked"
+			rep.Skipped = append(rep.Skipped, f)
+			continue
+		}
+		if f.Name == "" {
+			f.Name = detect.Name(f.Location)
+		}
+		base := f.Name
+		for i := 2; names[f.Name]; i++ {
+			f.Name = fmt.Sprintf("%s-%d", base, i)
+		}
+		ns := ingest.NewSource{Name: f.Name, Kind: "feed", Location: f.Location, Config: map[string]string{},
+			Interval: o.Interval, RetryBudget: o.RetryBudget, AllowPrivate: p.cfg.AllowPrivate}
+		if err := ValidateSource(ns); err != nil {
+			return rep, err
+		}
+		if !o.DryRun {
+			if _, err := st.AddSource(ctx, ns); err != nil {
+				return rep, fmt.Errorf("add %s: %w", f.Location, err)
+			}
+		}
+		names[f.Name], tracked[f.Location] = true, f.Name
+		rep.Added = append(rep.Added, f)
+	}
+	return rep, nil
+}
+
+// ExportOPML writes the feed sources as an OPML 2.0 document.
+func (p *Pipeline) ExportOPML(ctx context.Context, w io.Writer) error {
+	srcs, err := p.db.Ingest().Sources(ctx)
+	if err != nil {
+		return err
+	}
+	var feeds []opml.Feed
+	for _, s := range srcs {
+		if s.Kind == "feed" {
+			feeds = append(feeds, opml.Feed{Name: s.Name, Location: s.Location})
+		}
+	}
+	return opml.Write(w, "tidemark feeds", p.clock.Now(), feeds)
+}
+
+// ExportOPMLFile writes the export to path through a temporary file in the
+// same directory, synced, renamed into place, then syncs the directory: a
+// reader never sees half a file, and a crash after it returns does not
+// lose it.
+func (p *Pipeline) ExportOPMLFile(ctx context.Context, path string) error {
+	var b bytes.Buffer
+	if err := p.ExportOPML(ctx, &b); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	fh, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := fh.Name()
+	_, err = fh.Write(b.Bytes())
+	if err == nil {
+		err = fh.Chmod(0o644) // CreateTemp's 0600 would hide the export from others
+	}
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

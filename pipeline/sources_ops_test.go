@@ -1,0 +1,159 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/publish"
+)
+
+func notesDir(t *testing.T, files ...string) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(d, f+".md"), []byte("# "+f+"\n\nAbout "+f+".\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func objectKeys(t *testing.T, objs objstore.Store, prefix string) []string {
+	t.Helper()
+	var keys []string
+	if err := objs.List(context.Background(), prefix, func(in objstore.Info) error { keys = append(keys, in.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// Removing a source is refused while it has events, unless forced; forced,
+// it deletes the books, and the next sweep withdraws its pages and card
+// from the wiki while another source's stay.
+func TestRemoveSourceThenSweepWithdrawsItsPages(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	p := open(t, home, nil)
+	gone, err := p.AddSource(ctx, ingestSource("gone", notesDir(t, "alpha", "beta")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := p.AddSource(ctx, ingestSource("kept", notesDir(t, "gamma")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.RunOnce(ctx, OnceOptions{})
+	if err != nil || res.Publish == nil || res.Publish.Published != 3 {
+		t.Fatalf("run once: %v %+v", err, res.Publish)
+	}
+	objs, err := p.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(objectKeys(t, objs, "changes/")); n != 3 {
+		t.Fatalf("%d pages published, want 3", n)
+	}
+
+	_, err = p.RemoveSource(ctx, "gone", "ada", false)
+	if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 published pages") {
+		t.Fatalf("unforced: %v", err)
+	}
+	rm, err := p.RemoveSource(ctx, "gone", "ada", true)
+	if err != nil || rm.Events != 2 || rm.Published != 2 || rm.Action.Actor != "ada" {
+		t.Fatalf("forced: %v %+v", err, rm)
+	}
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := svc.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Orphans != 2 {
+		t.Fatalf("sweep: %+v, want the removed source's 2 pages withdrawn as orphans", rep)
+	}
+	if keys := objectKeys(t, objs, "changes/"); len(keys) != 1 {
+		t.Fatalf("pages left: %v", keys)
+	}
+	cards := strings.Join(objectKeys(t, objs, "sources/"), " ")
+	if strings.Contains(cards, gone.ID) || !strings.Contains(cards, kept.ID) {
+		t.Fatalf("cards after the sweep: %s", cards)
+	}
+	idx, err := objs.Get(ctx, publish.IndexKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(idx.Body), gone.ID) || !strings.Contains(string(idx.Body), kept.ID) {
+		t.Fatal("the index still lists the removed source, or lost the other")
+	}
+	removals, err := p.DB().Ingest().Removals(ctx, 5)
+	if err != nil || len(removals) != 1 || removals[0].SourceName != "gone" {
+		t.Fatalf("removals: %v %+v", err, removals)
+	}
+}
+
+// A test fetch reports what a first run would record and stores nothing;
+// a failed fetch is its outcome, mapped to an error kind.
+func TestTestSourceReportsWithoutStoring(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/feed.xml" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write([]byte(`<?xml version="1.0"?><rss version="2.0"><channel><title>b</title>
+<item><guid>p1</guid><title>one</title><description>first</description></item></channel></rss>`))
+	}))
+	defer srv.Close()
+	p := open(t, t.TempDir(), nil)
+	rep, err := p.TestSource(ctx, TestRequest{Source: ingest.NewSource{Location: srv.URL + "/feed.xml", AllowPrivate: true}, Evidence: true})
+	if err != nil || rep.Kind != "feed" || rep.Outcome != tidemark.OutcomeItems || len(rep.Items) != 1 || rep.Items[0].Evidence == "" || rep.Err() != nil {
+		t.Fatalf("report: %v %+v", err, rep)
+	}
+	if srcs, _ := p.Sources(ctx); len(srcs) != 0 {
+		t.Fatalf("a test stored sources: %+v", srcs)
+	}
+	rep, err = p.TestSource(ctx, TestRequest{Source: ingest.NewSource{Kind: "page", Location: srv.URL + "/nowhere", AllowPrivate: true}})
+	if err != nil || rep.Outcome != tidemark.OutcomeInvalid || !errors.Is(rep.Err(), tidemark.ErrInvalid) {
+		t.Fatalf("404: %v %+v", err, rep)
+	}
+}
+
+// An OPML import adds each feed once, under a free name, and a dry run
+// adds nothing; the export lists the feed sources.
+func TestImportExportOPML(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	doc := `<opml version="2.0"><body><outline text="Go Blog" xmlUrl="https://go.dev/blog/feed.atom"/>
+<outline text="Go Blog" xmlUrl="https://example.org/other.xml"/><outline text="x" xmlUrl="ftp://example.org/f"/></body></opml>`
+	dry, err := p.ImportOPML(ctx, strings.NewReader(doc), OPMLImport{Interval: DefaultInterval, RetryBudget: 3, DryRun: true})
+	if err != nil || len(dry.Added) != 2 || len(dry.Skipped) != 1 {
+		t.Fatalf("dry run: %v %+v", err, dry)
+	}
+	if srcs, _ := p.Sources(ctx); len(srcs) != 0 {
+		t.Fatal("a dry run added sources")
+	}
+	rep, err := p.ImportOPML(ctx, strings.NewReader(doc), OPMLImport{Interval: DefaultInterval, RetryBudget: 3})
+	if err != nil || len(rep.Added) != 2 || rep.Added[1].Name != "go-blog-2" {
+		t.Fatalf("import: %v %+v", err, rep)
+	}
+	again, err := p.ImportOPML(ctx, strings.NewReader(doc), OPMLImport{Interval: DefaultInterval, RetryBudget: 3})
+	if err != nil || len(again.Added) != 0 || len(again.Skipped) != 3 {
+		t.Fatalf("re-import: %v %+v", err, again)
+	}
+	var b strings.Builder
+	if err := p.ExportOPML(ctx, &b); err != nil || strings.Count(b.String(), "xmlUrl=") != 2 {
+		t.Fatalf("export: %v\n%s", err, b.String())
+	}
+}

@@ -1,0 +1,243 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// Set implements ingest.Store.
+func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
+	if ch.Empty() {
+		return tidemark.Source{}, tidemark.Invalidf("settings", "", "name one to change: allow_private, interval or retry_budget")
+	}
+	if err := ch.Validate(); err != nil {
+		return tidemark.Source{}, err
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	allow, interval, budget := r.AllowPrivate, r.Interval.Std(), r.RetryBudget
+	if ch.AllowPrivate != nil {
+		allow = *ch.AllowPrivate
+	}
+	if ch.Interval != nil {
+		interval = *ch.Interval
+	}
+	if ch.RetryBudget != nil {
+		budget = *ch.RetryBudget
+	}
+	now := s.db.Clock.Now()
+	// A smaller budget than the attempts already spent takes effect at the
+	// window's next failure, which then finds the budget spent.
+	err = exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
+		`UPDATE sources SET allow_private = $1, interval_ms = $2, retry_budget = $3, updated_at = $4 WHERE id = $5`,
+		boolInt(allow), interval.Milliseconds(), budget, ms(now), r.ID)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := s.insertAction(ctx, tx, r, "set", actor, r.Cursor, r.CursorVersion, ch.Note(r.Source), now); err != nil {
+		return tidemark.Source{}, err
+	}
+	// The change may let the workers that could not serve the source.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM source_unserved WHERE source_id = $1`, r.ID); err != nil {
+		return tidemark.Source{}, fmt.Errorf("source %s: clear the workers that could not serve it: %w", r.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+// RenameSource implements ingest.Store.
+func (s *IngestStore) RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error) {
+	if err := ingest.CheckName(name); err != nil {
+		return tidemark.Source{}, err
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if r.Name == name {
+		return tidemark.Source{}, tidemark.Invalidf("new name", name, "source %s already has it", r.Name)
+	}
+	// Names and IDs share one namespace of references (Source finds by
+	// either): a name that is another source's ID would shadow it.
+	var taken int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sources WHERE (name = $1 OR id = $1) AND id <> $2`, name, r.ID).Scan(&taken); err != nil {
+		return tidemark.Source{}, err
+	}
+	if taken > 0 {
+		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
+	}
+	now := s.db.Clock.Now()
+	_, err = tx.ExecContext(ctx, `UPDATE sources SET name = $1, updated_at = $2 WHERE id = $3`, name, ms(now), r.ID)
+	if IsUniqueViolation(err) {
+		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := s.insertAction(ctx, tx, r, "rename", actor, r.Cursor, r.CursorVersion, r.Name+" → "+name, now); err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
+// What a source's removal deletes, children first (the foreign keys'
+// order). $1 is the source's ID. The search index is cleared per page by
+// the dialect before these run.
+var removeSourceStatements = []string{
+	`DELETE FROM outbox_channels WHERE source_id = $1`,
+	`DELETE FROM source_unserved WHERE source_id = $1`,
+	`DELETE FROM wiki_objects WHERE source_id = $1`,
+	`DELETE FROM pages WHERE source_id = $1`,
+	`DELETE FROM summaries WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
+	`DELETE FROM event_revisions WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
+	`DELETE FROM events WHERE source_id = $1`,
+	`DELETE FROM ingest_audit WHERE run_id IN (SELECT id FROM ingest_runs WHERE source_id = $1)`,
+	`DELETE FROM ingest_runs WHERE source_id = $1`,
+	`DELETE FROM sources WHERE id = $1`,
+}
+
+// RemoveSource implements ingest.Store. The audit row is written in the
+// same transaction as the deletion, in source_actions, which (since 0017)
+// does not reference sources: the removal and every action before it stay
+// readable by the source's ID (Actions) and in Removals.
+func (s *IngestStore) RemoveSource(ctx context.Context, ref, actor string, force bool) (ingest.Removal, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return ingest.Removal{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return ingest.Removal{}, err
+	}
+	rm, err := s.removalCounts(ctx, tx, r.ID)
+	if err != nil {
+		return rm, err
+	}
+	rm.Source = r.Source
+	if loses := rm.Loses(); loses != "" && !force {
+		return rm, fmt.Errorf("source %s has %s; removing it deletes them (--force does): %w", r.Name, loses, tidemark.ErrConflict)
+	}
+	now := s.db.Clock.Now()
+	// A run in progress would settle into a source that is gone; an
+	// abandoned one is recorded lost first (then deleted with the rest).
+	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
+		return rm, err
+	}
+	pages, err := queryAll(ctx, tx, func(sc scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT id FROM pages WHERE source_id = $1`, r.ID)
+	if err != nil {
+		return rm, err
+	}
+	for _, id := range pages {
+		if err := s.db.Dialect.search.unindex(ctx, tx, id); err != nil {
+			return rm, fmt.Errorf("remove page %s from search: %w", id, err)
+		}
+	}
+	for _, q := range removeSourceStatements {
+		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
+			return rm, fmt.Errorf("remove source %s: %w", r.Name, err)
+		}
+	}
+	note := "nothing else to delete"
+	if loses := rm.Loses(); loses != "" {
+		note = "deleted " + loses
+	}
+	if err := s.insertAction(ctx, tx, r, "remove", actor, "", r.CursorVersion, note, now); err != nil {
+		return rm, err
+	}
+	if err := tx.Commit(); err != nil {
+		return rm, err
+	}
+	acts, err := s.actionsOf(ctx, r.ID, 1)
+	if err != nil || len(acts) == 0 {
+		return rm, fmt.Errorf("source %s removed, but its audit row could not be read back: %w", r.Name, errors.Join(err, tidemark.ErrUnconfirmed))
+	}
+	rm.Action = acts[0]
+	return rm, nil
+}
+
+// RemovalOf implements ingest.Store.
+func (s *IngestStore) RemovalOf(ctx context.Context, ref string) (ingest.Removal, error) {
+	src, err := s.Source(ctx, ref)
+	if err != nil {
+		return ingest.Removal{}, err
+	}
+	rm, err := s.removalCounts(ctx, s.db.db, src.ID)
+	rm.Source = src
+	return rm, err
+}
+
+func (s *IngestStore) removalCounts(ctx context.Context, q querier, sourceID string) (ingest.Removal, error) {
+	var rm ingest.Removal
+	err := q.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM events WHERE source_id = $1),
+		(SELECT COUNT(*) FROM event_revisions WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)),
+		(SELECT COUNT(*) FROM ingest_runs WHERE source_id = $1),
+		(SELECT COUNT(*) FROM pages WHERE source_id = $1),
+		(SELECT COUNT(*) FROM pages WHERE source_id = $1 AND published_summary_id IS NOT NULL),
+		(SELECT COUNT(*) FROM outbox_channels WHERE source_id = $1)`, sourceID).
+		Scan(&rm.Events, &rm.Revisions, &rm.Runs, &rm.Pages, &rm.Published, &rm.Channels)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return rm, err
+}
+
+func (s *IngestStore) actionsOf(ctx context.Context, sourceID string, limit int) ([]ingest.Action, error) {
+	return queryAll(ctx, s.db.db, scanAction, `SELECT `+actionColumns+` FROM source_actions
+		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, sourceID, limit)
+}
+
+// Removals implements ingest.Store.
+func (s *IngestStore) Removals(ctx context.Context, limit int) ([]ingest.Action, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	return queryAll(ctx, s.db.db, scanAction, `SELECT `+actionColumns+` FROM source_actions
+		WHERE action = 'remove' ORDER BY at DESC, id DESC LIMIT $1`, limit)
+}
+
+// Run implements ingest.Store.
+func (s *IngestStore) Run(ctx context.Context, id string) (tidemark.Run, error) {
+	return s.run(ctx, id)
+}
+
+// Revisions implements ingest.Store.
+func (s *IngestStore) Revisions(ctx context.Context, eventID string) ([]ingest.Revision, error) {
+	if _, err := s.Event(ctx, eventID); err != nil {
+		return nil, err
+	}
+	return queryAll(ctx, s.db.db, func(sc scanner) (ingest.Revision, error) {
+		var rv ingest.Revision
+		var at int64
+		err := sc.Scan(&rv.EventID, &rv.Revision, &rv.EvidenceHash, &rv.Bytes, &rv.RunID, &at)
+		rv.CreatedAt = fromMS(at)
+		return rv, err
+	}, `SELECT event_id, revision, evidence_hash, LENGTH(evidence), run_id, created_at
+		FROM event_revisions WHERE event_id = $1 ORDER BY revision DESC`, eventID)
+}

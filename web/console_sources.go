@@ -1,0 +1,679 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+// SourceOps are the source operations behind the console's forms and the
+// API's writes (pipeline.Pipeline implements them). Each change is
+// audited with the actor given (the signed-in token's name); a removal
+// that would delete data is refused unless forced.
+type SourceOps interface {
+	AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error)
+	TestSource(ctx context.Context, req ingest.TestRequest) (ingest.TestReport, error)
+	SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error)
+	RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error)
+	RemoveSource(ctx context.Context, ref, actor string, force bool) (ingest.Removal, error)
+	PauseSource(ctx context.Context, ref, actor string) (tidemark.Source, error)
+	ResumeSource(ctx context.Context, ref, actor string) (tidemark.Source, error)
+	RetrySource(ctx context.Context, ref, actor, note string) (tidemark.Source, error)
+	SkipSource(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error)
+	RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error)
+}
+
+// Limits on what a request to the source routes may carry.
+const (
+	maxSourceFormBytes = 64 << 10
+	maxJSONBytes       = 1 << 20
+	pageSize           = 50
+	// consoleRunPasses bounds a console's or the API's "run now": one
+	// request, a few runs while the source has a backlog.
+	consoleRunPasses = 5
+)
+
+// sourceRoutes are the source console's pages, and its writes and the
+// API's when s.Sources is set (each write is audited by Server.Write).
+func (s *Server) sourceRoutes() []route {
+	get := func(pattern string, h http.HandlerFunc) route {
+		return route{Method: http.MethodGet, Pattern: pattern, Access: private, Handler: h}
+	}
+	write := func(method, pattern, action string, h http.HandlerFunc) route {
+		return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
+	}
+	rs := []route{
+		get("/status/runs", s.runsPage),
+		get("/status/runs/{id}", s.runPage),
+		get("/status/events", s.eventsPage),
+		get("/status/events/{id}", s.eventPage),
+		get("/api/runs/{run}", s.apiRun),
+		get("/api/events/{event}", s.apiEvent),
+	}
+	if s.Sources == nil {
+		return rs
+	}
+	rs = append(rs,
+		write(http.MethodPost, "/status/sources", "source add", s.consoleAdd),
+		write(http.MethodPost, "/status/sources/test", "source test", s.consoleTest),
+		get("/status/sources/{name}/remove", s.removePage),
+		write(http.MethodPost, "/status/sources/{name}/remove", "source remove", s.consoleOp),
+		write(http.MethodPost, "/status/sources/{name}/{op}", "source op", s.consoleOp),
+		write(http.MethodPost, "/api/sources", "source add", s.apiAdd),
+		write(http.MethodPost, "/api/sources/test", "source test", s.apiTest),
+		write(http.MethodPatch, "/api/sources/{name}", "source set", s.apiPatch),
+		write(http.MethodDelete, "/api/sources/{name}", "source remove", s.apiDelete),
+	)
+	for _, op := range []string{"pause", "resume", "retry", "skip", "run"} {
+		rs = append(rs, write(http.MethodPost, "/api/sources/{name}/"+op, "source "+op, s.apiOp))
+	}
+	return rs
+}
+
+// actorOf names who made a request, for the audit trail: the name of the
+// token it was authenticated with.
+func actorOf(r *http.Request) string {
+	if t, ok := Principal(r.Context()); ok && t.Name != "" {
+		return t.Name
+	}
+	return "unknown"
+}
+
+// A flash is the short message a page shows after a write redirected to
+// it. It travels in a cookie that lives for one page view, never in the
+// URL, so a link cannot make the console say something it did not.
+type flash struct {
+	Error bool
+	Text  string
+}
+
+const noticeCookie = "tidemark_notice"
+
+func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to string, n flash) {
+	text := n.Text
+	if len(text) > 600 {
+		text = text[:600] + "…"
+	}
+	kind := "ok"
+	if n.Error {
+		kind = "error"
+	}
+	http.SetCookie(w, &http.Cookie{Name: noticeCookie, Value: url.QueryEscape(kind + "|" + text), Path: "/status", MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.SecureCookies})
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// takeNotice returns the notice a redirect left, and clears it.
+func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *flash {
+	c, err := r.Cookie(noticeCookie)
+	if err != nil {
+		return nil
+	}
+	http.SetCookie(w, &http.Cookie{Name: noticeCookie, Value: "", Path: "/status", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.SecureCookies})
+	v, err := url.QueryUnescape(c.Value)
+	if err != nil {
+		return nil
+	}
+	kind, text, _ := strings.Cut(v, "|")
+	return &flash{Error: kind == "error", Text: text}
+}
+
+func sourcePath(name string) string { return "/status/sources/" + url.PathEscape(name) }
+
+// addForm is the console's form for a new source, as typed.
+type addForm struct {
+	Location, Name, Kind, Interval, RetryBudget, Config, Cursor string
+	AllowPrivate                                                bool
+}
+
+func defaultAddForm() addForm {
+	return addForm{Interval: ingest.DefaultInterval.String(), RetryBudget: strconv.Itoa(ingest.DefaultRetryBudget)}
+}
+
+func readAddForm(w http.ResponseWriter, r *http.Request) (addForm, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxSourceFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return addForm{}, tidemark.Invalidf("form", "", "unreadable: %v", err)
+	}
+	v := r.PostForm
+	return addForm{Location: strings.TrimSpace(v.Get("location")), Name: strings.TrimSpace(v.Get("name")), Kind: strings.TrimSpace(v.Get("kind")),
+		Interval: strings.TrimSpace(v.Get("interval")), RetryBudget: strings.TrimSpace(v.Get("retry_budget")),
+		Config: v.Get("config"), Cursor: v.Get("cursor"), AllowPrivate: v.Get("allow_private") != ""}, nil
+}
+
+// newSource reads the form as a new source; the kind-specific settings
+// are one key=value a line.
+func (f addForm) newSource() (ingest.NewSource, error) {
+	ns := ingest.NewSource{Name: f.Name, Kind: f.Kind, Location: f.Location, AllowPrivate: f.AllowPrivate, Config: map[string]string{}}
+	if ns.Location == "" {
+		return ns, tidemark.Invalidf("location", "", "must not be empty")
+	}
+	var err error
+	if ns.Interval, err = time.ParseDuration(f.Interval); err != nil {
+		return ns, tidemark.Invalidf("interval", f.Interval, "want a duration such as 15m or 1h")
+	}
+	if ns.RetryBudget, err = strconv.Atoi(f.RetryBudget); err != nil {
+		return ns, tidemark.Invalidf("retry budget", f.RetryBudget, "want a whole number")
+	}
+	for _, l := range strings.Split(f.Config, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			// Not repeated: a mistyped setting may be a secret.
+			return ns, tidemark.Invalidf("settings", "", "want key=value on each line, got a line of %d characters without a key and '='", len(l))
+		}
+		ns.Config[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return ns, nil
+}
+
+func (s *Server) renderAdd(w http.ResponseWriter, r *http.Request, status int, f addForm, rep *ingest.TestReport, err error) {
+	data := map[string]any{"Form": f, "Report": rep}
+	if err != nil {
+		data["Problem"] = s.problemText(r, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := pages.ExecuteTemplate(w, "source_add.html", data); err != nil {
+		s.logger().Error("render", "page", "source_add.html", "err", err)
+	}
+}
+
+// problemText is an error as a person should read it: internal errors are
+// logged and not shown.
+func (s *Server) problemText(r *http.Request, err error) string {
+	if tidemark.HTTPStatus(err) == http.StatusInternalServerError {
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		return "internal error (logged on the server)"
+	}
+	return err.Error()
+}
+
+// consoleTest fetches the form's location once and shows what it would
+// produce, with the form to add it.
+func (s *Server) consoleTest(w http.ResponseWriter, r *http.Request) {
+	f, err := readAddForm(w, r)
+	if err != nil {
+		s.renderAdd(w, r, tidemark.HTTPStatus(err), f, nil, err)
+		return
+	}
+	ns, err := f.newSource()
+	if err != nil {
+		s.renderAdd(w, r, tidemark.HTTPStatus(err), f, nil, err)
+		return
+	}
+	rep, err := s.Sources.TestSource(r.Context(), ingest.TestRequest{Source: ns, Cursor: f.Cursor})
+	if err != nil {
+		s.renderAdd(w, r, tidemark.HTTPStatus(err), f, nil, err)
+		return
+	}
+	if f.Name == "" {
+		f.Name = rep.Name
+	}
+	if f.Kind == "" {
+		f.Kind = rep.Kind
+	}
+	s.renderAdd(w, r, http.StatusOK, f, &rep, nil)
+}
+
+func (s *Server) consoleAdd(w http.ResponseWriter, r *http.Request) {
+	f, err := readAddForm(w, r)
+	if err == nil {
+		var ns ingest.NewSource
+		if ns, err = f.newSource(); err == nil {
+			var src tidemark.Source
+			if src, err = s.Sources.AddSource(r.Context(), ns); err == nil {
+				s.redirectNotice(w, r, sourcePath(src.Name), flash{Text: fmt.Sprintf("added %s source %s (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())})
+				return
+			}
+		}
+	}
+	s.renderAdd(w, r, tidemark.HTTPStatus(err), f, nil, err)
+}
+
+// consoleOp performs one form's operation on a source and redirects back
+// to it (to the list after a removal) with what happened.
+func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	r.Body = http.MaxBytesReader(w, r.Body, maxSourceFormBytes)
+	if err := r.ParseForm(); err != nil {
+		s.redirectNotice(w, r, sourcePath(name), flash{Error: true, Text: "unreadable form: " + err.Error()})
+		return
+	}
+	back, op := sourcePath(name), path.Base(r.URL.Path)
+	msg, err := s.sourceOp(r, name, op, r.PostForm)
+	switch {
+	case errors.Is(err, tidemark.ErrNotFound) && op != "remove":
+		http.NotFound(w, r)
+	case err != nil:
+		s.redirectNotice(w, r, back, flash{Error: true, Text: s.problemText(r, err)})
+	case op == "remove":
+		s.redirectNotice(w, r, "/status", flash{Text: msg})
+	case op == "rename":
+		s.redirectNotice(w, r, sourcePath(strings.TrimSpace(r.PostForm.Get("name"))), flash{Text: msg})
+	default:
+		s.redirectNotice(w, r, back, flash{Text: msg})
+	}
+}
+
+// sourceOp performs op on the named source with the form's values and
+// says what it did.
+func (s *Server) sourceOp(r *http.Request, name, op string, v url.Values) (string, error) {
+	ctx, actor := r.Context(), actorOf(r)
+	switch op {
+	case "pause", "resume":
+		f := s.Sources.PauseSource
+		if op == "resume" {
+			f = s.Sources.ResumeSource
+		}
+		src, err := f(ctx, name, actor)
+		return fmt.Sprintf("%s is %s", src.Name, src.State), err
+	case "retry":
+		src, err := s.Sources.RetrySource(ctx, name, actor, v.Get("note"))
+		return fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget), err
+	case "skip":
+		src, err := s.Sources.SkipSource(ctx, name, strings.TrimSpace(v.Get("to")), actor, v.Get("note"))
+		return fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion), err
+	case "run":
+		reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
+		return describeRuns(name, reports), err
+	case "rename":
+		src, err := s.Sources.RenameSource(ctx, name, strings.TrimSpace(v.Get("name")), actor)
+		return fmt.Sprintf("%s is now %s", name, src.Name), err
+	case "set":
+		ch, before, err := s.formChange(ctx, name, v)
+		if err != nil {
+			return "", err
+		}
+		if ch.Empty() {
+			return "nothing to change", nil
+		}
+		src, err := s.Sources.SetSource(ctx, name, ch, actor)
+		return fmt.Sprintf("%s: %s", src.Name, ch.Note(before)), err
+	case "remove":
+		if v.Get("confirm") == "" {
+			return "", tidemark.Invalidf("confirm", "", "confirm the removal on its page")
+		}
+		rm, err := s.Sources.RemoveSource(ctx, name, actor, v.Get("force") != "")
+		if loses := rm.Loses(); err == nil && loses != "" {
+			return fmt.Sprintf("removed %s and %s", rm.Source.Name, loses), nil
+		}
+		return "removed " + rm.Source.Name, err
+	}
+	return "", fmt.Errorf("no operation %q on sources: %w", op, tidemark.ErrNotFound)
+}
+
+// formChange reads the edit form: only what differs from the source as
+// stored is changed (and audited).
+func (s *Server) formChange(ctx context.Context, name string, v url.Values) (ch ingest.Settings, src tidemark.Source, err error) {
+	if src, err = s.Ingest.Source(ctx, name); err != nil {
+		return ch, src, err
+	}
+	if iv := strings.TrimSpace(v.Get("interval")); iv != "" {
+		d, err := time.ParseDuration(iv)
+		if err != nil {
+			return ch, src, tidemark.Invalidf("interval", iv, "want a duration such as 15m or 1h")
+		}
+		if d != src.Interval.Std() {
+			ch.Interval = &d
+		}
+	}
+	if rb := strings.TrimSpace(v.Get("retry_budget")); rb != "" {
+		n, err := strconv.Atoi(rb)
+		if err != nil {
+			return ch, src, tidemark.Invalidf("retry budget", rb, "want a whole number")
+		}
+		if n != src.RetryBudget {
+			ch.RetryBudget = &n
+		}
+	}
+	if allow := v.Get("allow_private") != ""; allow != src.AllowPrivate {
+		ch.AllowPrivate = &allow
+	}
+	return ch, src, nil
+}
+
+func describeRuns(name string, reports []ingest.Report) string {
+	if len(reports) == 0 {
+		return name + ": not run"
+	}
+	var parts []string
+	for _, r := range reports {
+		if r.Outcome.Advances() {
+			parts = append(parts, fmt.Sprintf("%s, %d new, %d changed", r.Outcome, r.EventsNew, r.EventsChanged))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: %s", r.Outcome, r.Error))
+		}
+	}
+	return fmt.Sprintf("ran %s: %s", name, strings.Join(parts, "; "))
+}
+
+func (s *Server) removePage(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.Ingest.RemovalOf(r.Context(), r.PathValue("name"))
+	if errors.Is(err, tidemark.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "source_remove.html", map[string]any{"R": rm, "Loses": rm.Loses()})
+}
+
+// runsQuery reads the filters of a runs listing.
+func runsQuery(r *http.Request) (ingest.RunFilter, error) {
+	q := r.URL.Query()
+	f := ingest.RunFilter{SourceID: q.Get("source"), Outcome: tidemark.Outcome(q.Get("outcome")), BeforeID: q.Get("after"), Limit: pageSize}
+	if f.Outcome != "" && !f.Outcome.Valid() {
+		return f, tidemark.Invalidf("outcome", string(f.Outcome), "want items, empty, unreachable, invalid, error or lost")
+	}
+	return f, nil
+}
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	f, err := runsQuery(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f, err = ingest.RunsAfter(r.Context(), s.Ingest, f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	runs, err := s.Ingest.Runs(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(runs) == f.Limit {
+		q := r.URL.Query()
+		q.Set("after", runs[len(runs)-1].ID)
+		next = "/status/runs?" + q.Encode()
+	}
+	s.render(w, r, "runs.html", map[string]any{"Runs": runs, "F": f, "Outcomes": tidemark.Outcomes, "Next": next})
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	run, err := s.Ingest.Run(r.Context(), r.PathValue("id"))
+	if errors.Is(err, tidemark.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{RunID: run.ID, Limit: 200})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "run.html", map[string]any{"R": run, "Events": evs})
+}
+
+func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := ingest.EventsAfter(r.Context(), s.Ingest, ingest.EventFilter{SourceID: q.Get("source"), BeforeID: q.Get("after"), Limit: pageSize})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	evs, err := s.Ingest.Events(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(evs) == f.Limit {
+		q.Set("after", evs[len(evs)-1].ID)
+		next = "/status/events?" + q.Encode()
+	}
+	s.render(w, r, "events.html", map[string]any{"Events": evs, "F": f, "Next": next})
+}
+
+func (s *Server) eventDetail(ctx context.Context, id string) (ingest.EventDetail, error) {
+	ev, err := s.Ingest.Event(ctx, id)
+	if err != nil {
+		return ingest.EventDetail{}, err
+	}
+	revs, err := s.Ingest.Revisions(ctx, id)
+	if err != nil {
+		return ingest.EventDetail{}, err
+	}
+	d := ingest.EventDetail{Event: ev, Revisions: revs}
+	if src, err := s.Ingest.Source(ctx, ev.SourceID); err == nil {
+		d.SourceName = src.Name
+	}
+	return d, nil
+}
+
+func (s *Server) eventPage(w http.ResponseWriter, r *http.Request) {
+	d, err := s.eventDetail(r.Context(), r.PathValue("id"))
+	if errors.Is(err, tidemark.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "event.html", map[string]any{"E": d})
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.Ingest.Run(r.Context(), r.PathValue("run"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
+	d, err := s.eventDetail(r.Context(), r.PathValue("event"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// readJSON decodes a request body into v, refusing unknown fields.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return tidemark.Invalidf("request body", "", "want a JSON object: %v", err)
+	}
+	return nil
+}
+
+// sourceRequest is the body of POST /api/sources and POST
+// /api/sources/test.
+type sourceRequest struct {
+	Name         string             `json:"name"`
+	Kind         string             `json:"kind"`
+	Location     string             `json:"location"`
+	Config       map[string]string  `json:"config"`
+	Interval     *tidemark.Duration `json:"interval"`
+	RetryBudget  *int               `json:"retry_budget"`
+	AllowPrivate bool               `json:"allow_private"`
+	// Cursor and Evidence are for a test only.
+	Cursor   string `json:"cursor"`
+	Evidence bool   `json:"evidence"`
+}
+
+func (q sourceRequest) newSource() ingest.NewSource {
+	ns := ingest.NewSource{Name: q.Name, Kind: q.Kind, Location: q.Location, Config: q.Config, AllowPrivate: q.AllowPrivate,
+		Interval: ingest.DefaultInterval, RetryBudget: ingest.DefaultRetryBudget}
+	if q.Interval != nil {
+		ns.Interval = q.Interval.Std()
+	}
+	if q.RetryBudget != nil {
+		ns.RetryBudget = *q.RetryBudget
+	}
+	return ns
+}
+
+func (s *Server) apiAdd(w http.ResponseWriter, r *http.Request) {
+	var q sourceRequest
+	if err := readJSON(w, r, &q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	src, err := s.Sources.AddSource(r.Context(), q.newSource())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/sources/"+url.PathEscape(src.Name))
+	writeJSON(w, http.StatusCreated, src)
+}
+
+// apiTest answers what one fetch would produce. A fetch that failed is
+// still a 200: the report says how (its outcome and error).
+func (s *Server) apiTest(w http.ResponseWriter, r *http.Request) {
+	var q sourceRequest
+	if err := readJSON(w, r, &q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep, err := s.Sources.TestSource(r.Context(), ingest.TestRequest{Source: q.newSource(), Cursor: q.Cursor, Evidence: q.Evidence})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// patchRequest is the body of PATCH /api/sources/{name}: a new name, and
+// settings; absent fields are left as they are.
+type patchRequest struct {
+	Name         *string            `json:"name"`
+	AllowPrivate *bool              `json:"allow_private"`
+	Interval     *tidemark.Duration `json:"interval"`
+	RetryBudget  *int               `json:"retry_budget"`
+}
+
+func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
+	var q patchRequest
+	if err := readJSON(w, r, &q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ch := ingest.Settings{AllowPrivate: q.AllowPrivate, RetryBudget: q.RetryBudget}
+	if q.Interval != nil {
+		d := q.Interval.Std()
+		ch.Interval = &d
+	}
+	if ch.Empty() && q.Name == nil {
+		s.fail(w, r, tidemark.Invalidf("request body", "", "name something to change: name, allow_private, interval or retry_budget"))
+		return
+	}
+	if err := ch.Validate(); err != nil {
+		s.fail(w, r, err) // before a rename, so a bad request changes nothing
+		return
+	}
+	ref, actor := r.PathValue("name"), actorOf(r)
+	var src tidemark.Source
+	var err error
+	if q.Name != nil {
+		if src, err = s.Sources.RenameSource(r.Context(), ref, *q.Name, actor); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		ref = src.ID
+	}
+	if !ch.Empty() {
+		if src, err = s.Sources.SetSource(r.Context(), ref, ch, actor); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, src)
+}
+
+func (s *Server) apiDelete(w http.ResponseWriter, r *http.Request) {
+	force := false
+	if v := r.URL.Query().Get("force"); v != "" {
+		var err error
+		if force, err = strconv.ParseBool(v); err != nil {
+			s.fail(w, r, tidemark.Invalidf("force", v, "want true or false"))
+			return
+		}
+	}
+	rm, err := s.Sources.RemoveSource(r.Context(), r.PathValue("name"), actorOf(r), force)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rm)
+}
+
+// opRequest is the optional body of POST /api/sources/{name}/retry|skip.
+type opRequest struct {
+	To   string `json:"to"`
+	Note string `json:"note"`
+}
+
+func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
+	name, op := r.PathValue("name"), path.Base(r.URL.Path)
+	var q opRequest
+	if err := readJSON(w, r, &q); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx, actor := r.Context(), actorOf(r)
+	var src tidemark.Source
+	var err error
+	switch op {
+	case "pause":
+		src, err = s.Sources.PauseSource(ctx, name, actor)
+	case "resume":
+		src, err = s.Sources.ResumeSource(ctx, name, actor)
+	case "retry":
+		src, err = s.Sources.RetrySource(ctx, name, actor, q.Note)
+	case "skip":
+		src, err = s.Sources.SkipSource(ctx, name, q.To, actor, q.Note)
+	case "run":
+		reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
+		if len(reports) == 0 && err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		body := map[string]any{"reports": reports}
+		status := http.StatusOK
+		if err != nil {
+			// The run happened and failed: the reports say how, the
+			// status says what kind of failure (503 when unreachable).
+			status, body["error"] = tidemark.HTTPStatus(err), s.problemText(r, err)
+		}
+		writeJSON(w, status, body)
+		return
+	default:
+		s.apiNotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, src)
+}
