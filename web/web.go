@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -29,10 +30,12 @@ var funcs = template.FuncMap{
 		}
 		return stamp(*t)
 	},
-	"when":  stamp,
-	"short": func(s string) string { return shorten(s, 12) },
-	"clip":  func(s string) string { return shorten(s, 160) },
-	"count": func(m map[outbox.State]int, st outbox.State) int { return m[st] },
+	"when":   stamp,
+	"short":  func(s string) string { return shorten(s, 12) },
+	"clip":   func(s string) string { return shorten(s, 160) },
+	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
+	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
+	"ops":    intentOps,
 }
 
 // stamp shows a time to people.
@@ -50,8 +53,11 @@ var pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "tem
 // Server serves the wiki, the API and the status pages. Ingest is
 // required; the outbox and migration views are shown when set.
 type Server struct {
-	Ingest     ingest.Store
-	Outbox     OutboxView
+	Ingest ingest.Store
+	Outbox OutboxView
+	// OutboxOps, when set, serves the outbox console and its API (lanes,
+	// channels and intents to change), and the lanes' health.
+	OutboxOps  OutboxOps
 	Migrations MigrationView
 	// Publish, when set, adds publication's metrics read from the
 	// database (sqlstore's PublishStore).
@@ -113,6 +119,8 @@ type Server struct {
 //	/console/docs…, /console/migrations…, /api/docs…, POST /api/migrations…
 //	                            documents and field migrations (when Docs is
 //	                            set; see docRoutes)
+//	with OutboxOps: the outbox console (/status/outbox) and its writes
+//	(POST/PATCH/DELETE under /api/outbox), see outboxRoutes
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //
@@ -314,7 +322,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts,
-		"Lanes": lanes, "ShowOutbox": s.Outbox != nil, "States": intentStates,
+		"Lanes": lanes, "ShowOutbox": s.Outbox != nil || s.OutboxOps != nil, "Console": s.OutboxOps != nil, "States": intentStates,
 		"Migrations": migrations, "ShowMigrations": s.Migrations != nil})
 }
 
