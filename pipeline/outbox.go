@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/sqlstore"
 )
@@ -229,6 +230,47 @@ func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor 
 // intents it drafted stay on their lane.
 func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
 	return p.db.Outbox().RemoveChannel(ctx, ref, actor)
+}
+
+// ChannelTest is what a channel would send for its source's latest
+// published page (or a sample when there is none), rendered with tmpl or,
+// when tmpl is blank, the channel's own template.
+type ChannelTest struct {
+	Channel outbox.Channel `json:"channel"`
+	// Sample: the source has no published page yet; the message is made up.
+	Sample  bool           `json:"sample"`
+	Message outbox.Message `json:"message"`
+	outbox.Rendered
+}
+
+// WriteText writes the body as it would be sent.
+func (t ChannelTest) WriteText(w io.Writer) error {
+	what := "its latest published page"
+	if t.Sample {
+		what = "a sample change (the source has published nothing yet)"
+	}
+	fmt.Fprintf(w, "channel %s (%s on lane %s, %s) would send, for %s:\n\n%s\n", t.Channel.ID, t.Channel.Target, t.Channel.Lane, t.Kind, what, t.Body)
+	if t.Truncated {
+		fmt.Fprintf(w, "\n(the summary was shortened to fit %s)\n", t.Limit)
+	}
+	return nil
+}
+
+// TestChannel renders what a channel would send, without sending anything:
+// `outbox channel test`.
+func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (ChannelTest, error) {
+	cp, err := p.db.Outbox().ChannelPreview(ctx, channelID)
+	if err != nil {
+		return ChannelTest{}, err
+	}
+	if cp.Message.Link == "" && p.cfg.WikiURL != "" && cp.Message.Page != "" {
+		cp.Message.Link = strings.TrimRight(p.cfg.WikiURL, "/") + "/" + publish.PageKey(cp.Message.Page)
+	}
+	if strings.TrimSpace(tmpl) == "" {
+		tmpl = cp.Channel.Template
+	}
+	r, err := outbox.Preview(cp.Kind, tmpl, cp.Message)
+	return ChannelTest{Channel: cp.Channel, Sample: cp.Sample, Message: cp.Message, Rendered: r}, err
 }
 
 // Channels returns every channel.

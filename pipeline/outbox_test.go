@@ -351,3 +351,37 @@ func TestDeliverLoopForgetsARemovedLane(t *testing.T) {
 		t.Fatalf("writes: %d to the removed lane's receiver, %d to the new one's; want 1 and 1", a.Count(), b.Count())
 	}
 }
+
+// channel test renders what a channel would send, with its template or one
+// to try, and sends nothing.
+func TestChannelTestRendersWithoutSending(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.TestChannel(ctx, c.ID, "")
+		if err != nil || !r.Sample || r.Body == "" || r.Channel.ID != c.ID {
+			t.Fatalf("test = %+v, %v", r, err)
+		}
+		r, err = p.TestChannel(ctx, c.ID, "changed: {{.Source}}")
+		if err != nil || r.Body != "changed: docs" {
+			t.Fatalf("with a template: %q, %v", r.Body, err)
+		}
+		if _, err := p.TestChannel(ctx, c.ID, "{{.Nope}}"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a template reading no field: %v, want invalid", err)
+		}
+		if _, err := p.TestChannel(ctx, "nope", ""); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("no such channel: %v", err)
+		}
+		if ins, _ := p.Intents(ctx, outbox.IntentFilter{}); len(ins) != 0 {
+			t.Fatalf("a test drafted %d intents", len(ins))
+		}
+	})
+}

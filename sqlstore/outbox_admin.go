@@ -247,7 +247,7 @@ func (s *OutboxStore) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, 
 		return c, err
 	}
 	defer tx.Rollback()
-	q := `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.created_at FROM outbox_channels c JOIN sources s ON s.id = c.source_id `
+	q := `SELECT c.id, c.source_id, s.name, c.lane, c.target, c.parent, c.template, c.created_at FROM outbox_channels c JOIN sources s ON s.id = c.source_id `
 	args := []any{ref.ID}
 	if ref.ID != "" {
 		q += `WHERE c.id = $1`
@@ -259,7 +259,7 @@ func (s *OutboxStore) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, 
 		args = []any{ref.Source, ref.Lane, ref.Target, ref.Parent}
 	}
 	var at int64
-	err = tx.QueryRowContext(ctx, q+s.db.Dialect.LockRow, args...).Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &at)
+	err = tx.QueryRowContext(ctx, q+s.db.Dialect.LockRow, args...).Scan(&c.ID, &c.SourceID, &c.Source, &c.Lane, &c.Target, &c.Parent, &c.Template, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("channel %s: %w", describeRef(ref), tidemark.ErrNotFound)
 	}

@@ -110,6 +110,12 @@ func newOutboxChannelCmd(a *app) *cobra.Command {
 	for name, p := range map[string]*string{"source": &rmRef.Source, "lane": &rmRef.Lane, "target": &rmRef.Target, "parent": &rmRef.Parent} {
 		remove.Flags().StringVar(p, name, "", "the channel's "+name+" (instead of its ID)")
 	}
-	cmd.AddCommand(add, list, remove)
+	var tmpl string
+	test := opCmd(a, "test ID [--template TEXT]", "Show what a channel would send for its source's latest page, sending nothing", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (any, error) {
+			return answer(p.TestChannel(cmd.Context(), args[0], tmpl))
+		})
+	test.Flags().StringVar(&tmpl, "template", "", "try this template instead of the channel's (Go text/template: {{.Title}}, {{.Summary}}, {{.Link}}, {{.Source}})")
+	cmd.AddCommand(add, list, remove, test)
 	return cmd
 }
