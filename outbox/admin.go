@@ -78,8 +78,9 @@ type GapReport struct {
 // Gap is one achieved gap between two sends on a lane, with the lane's
 // minimum gap when it was made.
 type Gap struct {
-	MS          int64
-	ThresholdMS int64
+	MS          int64     `json:"gap_ms"`
+	ThresholdMS int64     `json:"threshold_ms"`
+	At          time.Time `json:"at"` // when the later send was made
 }
 
 // ReportGaps sums up a lane's achieved gaps; thresholdMS is the lane's

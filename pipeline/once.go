@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
-	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
 )
 
@@ -217,39 +216,3 @@ func (e *IncompleteError) Error() string {
 		"run the same command again to retry the rest (a failed source is due again after its backoff: `tidemark source list`)"
 }
 func (e *IncompleteError) Unwrap() error { return tidemark.ErrUnavailable }
-
-// DeliverReport is one lane's delivery.
-type DeliverReport struct {
-	Lane  string        `json:"lane"`
-	Steps []outbox.Step `json:"steps"`
-	Error string        `json:"error,omitempty"`
-}
-
-// DeliverOnce delivers what is pending on every lane (or only one), each
-// under its lane's lease of ttl, and reports each lane's steps.
-func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) ([]DeliverReport, error) {
-	names, err := p.laneNames(ctx, lane)
-	if err != nil {
-		return nil, err
-	}
-	reports := make([]DeliverReport, 0, len(names))
-	var errs []error
-	for _, name := range names {
-		r := DeliverReport{Lane: name, Steps: []outbox.Step{}}
-		d, err := p.Deliverer(ctx, name, ttl)
-		if err == nil {
-			var steps []outbox.Step
-			steps, err = d.RunOnce(ctx, nil)
-			r.Steps = append(r.Steps, steps...)
-			if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
-				err = rerr
-			}
-		}
-		if err != nil {
-			r.Error = err.Error()
-			errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
-		}
-		reports = append(reports, r)
-	}
-	return reports, errors.Join(errs...)
-}

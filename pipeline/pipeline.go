@@ -30,7 +30,6 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/stores"
-	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -240,23 +239,6 @@ func (p *Pipeline) Summarizer(name string) (summarize.Summarizer, error) {
 		name, flag = p.cfg.Summarizer, "TIDEMARK_SUMMARIZER"
 	}
 	return summarizers.Open(flag, name, p.cfg.OpenAI)
-}
-
-// Deliverer is the single writer of a lane, holding its lease for ttl.
-func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
-	l, err := p.db.Outbox().Lane(ctx, lane)
-	if err != nil {
-		return nil, err
-	}
-	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
-	if err != nil {
-		return nil, err
-	}
-	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
-	if err != nil {
-		return nil, fmt.Errorf("lane %s: %w", lane, err)
-	}
-	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
 }
 
 // Migrator carries out field migrations of documents.

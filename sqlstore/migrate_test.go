@@ -29,6 +29,7 @@ var releasedMigrations = map[string]string{
 	"0015_source_settings.sql":  "9b1945dca9326a359598d2f9bb7214b79b366c138b6d11380e15d0675cedae54",
 	"0016_audit.sql":            "d8de8f79a6d389624f5e66676338541dad14098799d29a6d78ae5a2dee4298c8",
 	"0017_source_lifecycle.sql": "9af456ef9a96d3ecbb274f76055dc34793f5ab9794e7c59a0293207e50694e80",
+	"0018_outbox_audit.sql":     "bd3425f38b992acbc613796e64d821adf6dba97c708b623a7a3a9a1a0ed5fbcc",
 	"0019_content_actions.sql":  "302521104097dca10563a8e1e5132d995ff2845fb4bb1b76dbc6de4d882e75e4",
 }
 

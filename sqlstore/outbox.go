@@ -40,6 +40,8 @@ type NewLane struct {
 	MinGap     time.Duration
 	Skew       time.Duration
 	Retirement outbox.RetirementPolicy
+	// Actor is who added the lane, for the audit.
+	Actor string
 }
 
 // AddLane adds a lane.
@@ -74,10 +76,10 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	}
 	defer tx.Rollback()
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lanes
-		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at, revision)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)`,
 		nl.Name, nl.Provider, string(settings), nl.MinGap.Milliseconds(), nl.Skew.Milliseconds(),
-		nl.Retirement.Checks, nl.Retirement.Spacing.Std().Milliseconds(), now)
+		nl.Retirement.Checks, nl.Retirement.Spacing.Std().Milliseconds(), now, s.db.IDs.New())
 	if IsUniqueViolation(err) {
 		return outbox.Lane{}, fmt.Errorf("lane %q already exists: %w", nl.Name, tidemark.ErrConflict)
 	}
@@ -88,6 +90,9 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, nl.Name, string(secrets)); err != nil {
 			return outbox.Lane{}, fmt.Errorf("add lane %q: secrets: %w", nl.Name, err)
 		}
+	}
+	if err := s.audit(ctx, tx, nl.Name, outbox.ActionLaneAdd, nl.Actor, "provider "+nl.Provider); err != nil {
+		return outbox.Lane{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return outbox.Lane{}, err

@@ -93,15 +93,6 @@ func (s *Server) docRoutes() []route {
 	}
 }
 
-// notice redirects back (303) with a short notice the page shows.
-func notice(w http.ResponseWriter, r *http.Request, to, msg string) {
-	sep := "?"
-	if strings.Contains(to, "?") {
-		sep = "&"
-	}
-	http.Redirect(w, r, to+sep+"notice="+url.QueryEscape(msg), http.StatusSeeOther)
-}
-
 // problem renders a console write's error on the page it came from: the
 // status its kind maps to, the message unless it is internal.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
@@ -136,7 +127,7 @@ func (s *Server) docsPage(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.render(w, r, "docs.html", map[string]any{"Collections": cs, "Notice": r.FormValue("notice")})
+	s.render(w, r, "docs.html", map[string]any{"Collections": cs, "Notice": s.takeNotice(w, r)})
 }
 
 func (s *Server) collectionPage(w http.ResponseWriter, r *http.Request) {
@@ -164,7 +155,7 @@ func (s *Server) collectionPage(w http.ResponseWriter, r *http.Request) {
 	for i, d := range docs {
 		rows[i] = docRow{d, fieldsText(d.Fields)}
 	}
-	s.render(w, r, "collection.html", map[string]any{"C": c, "Docs": rows, "Next": next, "Notice": r.FormValue("notice"),
+	s.render(w, r, "collection.html", map[string]any{"C": c, "Docs": rows, "Next": next, "Notice": s.takeNotice(w, r),
 		"Pages": name == content.PagesCollection})
 }
 
@@ -204,7 +195,7 @@ func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := content.OverridesOf(d)
-	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": r.FormValue("notice"),
+	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": s.takeNotice(w, r),
 		"Pages": coll == content.PagesCollection, "Form": pageForm{Title: o.Title, Notes: o.NotesText}})
 }
 
@@ -251,7 +242,7 @@ func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
 	case res != nil:
 		msg += fmt.Sprintf("; page %s republished", res.PageID)
 	}
-	notice(w, r, "/console/docs/"+url.PathEscape(coll)+"/"+url.PathEscape(id), msg)
+	s.redirect(w, r, "/console/docs/"+url.PathEscape(coll)+"/"+url.PathEscape(id), msg, nil)
 }
 
 func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +259,7 @@ func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
 	} else if res != nil {
 		msg += fmt.Sprintf("; page %s republished without it", res.PageID)
 	}
-	notice(w, r, "/console/docs/"+url.PathEscape(coll), msg)
+	s.redirect(w, r, "/console/docs/"+url.PathEscape(coll), msg, nil)
 }
 
 func (s *Server) apiCollections(w http.ResponseWriter, r *http.Request) {

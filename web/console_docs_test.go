@@ -155,10 +155,10 @@ func TestConsoleMigrations(t *testing.T) {
 		loc, _ := url.Parse(h.Get("Location"))
 		id := strings.TrimPrefix(loc.Path, "/console/migrations/")
 		code, _, body = do("GET", loc.String(), tok, "", "")
-		if code != 200 || !strings.Contains(body, "failed") || strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, "started things.n") {
+		if code != 200 || !strings.Contains(body, "failed") || strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(noticeSet(h), "started things.n") {
 			t.Fatalf("the failed run's page: %d %s", code, body)
 		}
-		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 || !strings.Contains(h.Get("Location"), "notice=aborting") {
+		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 || !strings.HasPrefix(noticeSet(h), "aborting") {
 			t.Fatalf("abort: %d %v %s", code, h, body)
 		}
 		wait()
@@ -208,7 +208,7 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 			t.Fatalf("edit page of a new document: %d %s", code, body)
 		}
 		code, h, body := do("POST", "/console/docs/pages/"+id, tok, "base_version=0&title=Better+title&notes=First.%0D%0A%0D%0ASecond.", "")
-		if code != 303 || !strings.Contains(h.Get("Location"), "notice=") {
+		if code != 303 || noticeSet(h) != "saved version 1" {
 			t.Fatalf("save: %d %v %s", code, h, body)
 		}
 		d, err := p.Document(ctx, content.PagesCollection, id)
@@ -232,7 +232,7 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "x=1", ""); code != 409 {
 			t.Fatalf("delete of a document with history, unforced: %d", code)
 		}
-		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "force=on", ""); code != 303 || !strings.HasPrefix(h.Get("Location"), "/console/docs/pages?notice=") {
+		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "force=on", ""); code != 303 || h.Get("Location") != "/console/docs/pages" || noticeSet(h) == "" {
 			t.Fatalf("forced delete: %d %v", code, h)
 		}
 	})

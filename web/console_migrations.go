@@ -47,7 +47,7 @@ func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 		active = active || run.Status == content.RunRunning || run.Status == content.RunAborting
 	}
 	s.render(w, r, "migrations.html", map[string]any{"Runs": runs, "Collections": cs, "Types": content.FieldTypes,
-		"Active": active, "Notice": r.FormValue("notice"), "Batch": content.DefaultBatch, "MaxBatch": content.MaxBatch})
+		"Active": active, "Notice": s.takeNotice(w, r), "Batch": content.DefaultBatch, "MaxBatch": content.MaxBatch})
 }
 
 func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +71,7 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	} else if !run.Status.Open() {
 		pct = 100
 	}
-	s.render(w, r, "migration.html", map[string]any{"R": run, "Actions": acts, "Notice": r.FormValue("notice"),
+	s.render(w, r, "migration.html", map[string]any{"R": run, "Actions": acts, "Notice": s.takeNotice(w, r),
 		"Active": run.Status == content.RunRunning || run.Status == content.RunAborting, "Percent": pct, "Done": done, "Total": total})
 }
 
@@ -103,7 +103,7 @@ func (s *Server) migrationStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.drive(r.Context(), run.ID)
-	notice(w, r, "/console/migrations/"+url.PathEscape(run.ID), fmt.Sprintf("started %s.%s %s→%s over %d documents", run.Collection, run.Field, run.From, run.To, run.Total))
+	s.redirect(w, r, "/console/migrations/"+url.PathEscape(run.ID), fmt.Sprintf("started %s.%s %s→%s over %d documents", run.Collection, run.Field, run.From, run.To, run.Total), nil)
 }
 
 // act resumes or aborts a run, then drives it in the background.
@@ -126,7 +126,7 @@ func (s *Server) migrationAct(w http.ResponseWriter, r *http.Request) {
 	}
 	s.drive(r.Context(), run.ID)
 	done := map[string]string{"resume": "resumed", "abort": "aborting"}[r.PathValue("action")]
-	notice(w, r, "/console/migrations/"+url.PathEscape(run.ID), done+": "+run.Describe())
+	s.redirect(w, r, "/console/migrations/"+url.PathEscape(run.ID), done+": "+run.Describe(), nil)
 }
 
 func (s *Server) apiMigrationStart(w http.ResponseWriter, r *http.Request) {

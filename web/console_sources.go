@@ -90,46 +90,6 @@ func actorOf(r *http.Request) string {
 	return "unknown"
 }
 
-// A flash is the short message a page shows after a write redirected to
-// it. It travels in a cookie that lives for one page view, never in the
-// URL, so a link cannot make the console say something it did not.
-type flash struct {
-	Error bool
-	Text  string
-}
-
-const noticeCookie = "tidemark_notice"
-
-func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to string, n flash) {
-	text := n.Text
-	if len(text) > 600 {
-		text = text[:600] + "…"
-	}
-	kind := "ok"
-	if n.Error {
-		kind = "error"
-	}
-	http.SetCookie(w, &http.Cookie{Name: noticeCookie, Value: url.QueryEscape(kind + "|" + text), Path: "/status", MaxAge: 60,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.SecureCookies})
-	http.Redirect(w, r, to, http.StatusSeeOther)
-}
-
-// takeNotice returns the notice a redirect left, and clears it.
-func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *flash {
-	c, err := r.Cookie(noticeCookie)
-	if err != nil {
-		return nil
-	}
-	http.SetCookie(w, &http.Cookie{Name: noticeCookie, Value: "", Path: "/status", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.SecureCookies})
-	v, err := url.QueryUnescape(c.Value)
-	if err != nil {
-		return nil
-	}
-	kind, text, _ := strings.Cut(v, "|")
-	return &flash{Error: kind == "error", Text: text}
-}
-
 func sourcePath(name string) string { return "/status/sources/" + url.PathEscape(name) }
 
 // addForm is the console's form for a new source, as typed.
@@ -195,14 +155,6 @@ func (s *Server) renderAdd(w http.ResponseWriter, r *http.Request, status int, f
 
 // problemText is an error as a person should read it: internal errors are
 // logged and not shown.
-func (s *Server) problemText(r *http.Request, err error) string {
-	if tidemark.HTTPStatus(err) == http.StatusInternalServerError {
-		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		return "internal error (logged on the server)"
-	}
-	return err.Error()
-}
-
 // consoleTest fetches the form's location once and shows what it would
 // produce, with the form to add it.
 func (s *Server) consoleTest(w http.ResponseWriter, r *http.Request) {
@@ -237,7 +189,7 @@ func (s *Server) consoleAdd(w http.ResponseWriter, r *http.Request) {
 		if ns, err = f.newSource(); err == nil {
 			var src tidemark.Source
 			if src, err = s.Sources.AddSource(r.Context(), ns); err == nil {
-				s.redirectNotice(w, r, sourcePath(src.Name), flash{Text: fmt.Sprintf("added %s source %s (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())})
+				s.redirect(w, r, sourcePath(src.Name), fmt.Sprintf("added %s source %s (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std()), nil)
 				return
 			}
 		}
@@ -251,7 +203,7 @@ func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	r.Body = http.MaxBytesReader(w, r.Body, maxSourceFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.redirectNotice(w, r, sourcePath(name), flash{Error: true, Text: "unreadable form: " + err.Error()})
+		s.redirect(w, r, sourcePath(name), "", tidemark.Invalidf("form", "", "unreadable: %v", err))
 		return
 	}
 	back, op := sourcePath(name), path.Base(r.URL.Path)
@@ -260,13 +212,13 @@ func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, tidemark.ErrNotFound) && op != "remove":
 		http.NotFound(w, r)
 	case err != nil:
-		s.redirectNotice(w, r, back, flash{Error: true, Text: s.problemText(r, err)})
+		s.redirect(w, r, back, "", err)
 	case op == "remove":
-		s.redirectNotice(w, r, "/status", flash{Text: msg})
+		s.redirect(w, r, "/status", msg, nil)
 	case op == "rename":
-		s.redirectNotice(w, r, sourcePath(strings.TrimSpace(r.PostForm.Get("name"))), flash{Text: msg})
+		s.redirect(w, r, sourcePath(strings.TrimSpace(r.PostForm.Get("name"))), msg, nil)
 	default:
-		s.redirectNotice(w, r, back, flash{Text: msg})
+		s.redirect(w, r, back, msg, nil)
 	}
 }
 

@@ -192,7 +192,7 @@ func TestConsoleSources(t *testing.T) {
 		mustRedirect(t, "rename", c.form("/status/sources/new/rename", url.Values{"name": {"fresh"}}), "/status/sources/fresh")
 		mustRedirect(t, "rename taken", c.form("/status/sources/fresh/rename", url.Values{"name": {"blog"}}), "/status/sources/fresh")
 		r = c.get("/status/sources/fresh")
-		mustContain(t, "after a refused rename", r, `class="notice error"`, "already exists", "blog")
+		mustContain(t, "after a refused rename", r, `class="problem" role="alert"`, "already exists", "blog")
 		acts, err := db.Ingest().Actions(ctx, "fresh", 10)
 		if err != nil || len(acts) != 3 || acts[0].Action != "rename" || acts[1].Action != "set" || acts[1].Note != "interval: 30m0s -> 1h0m0s" ||
 			acts[2].Action != "pause" || acts[0].Actor != "ops" {

@@ -29,14 +29,14 @@ type MigrationView interface {
 var intentStates = []outbox.State{outbox.StatePending, outbox.StateSending, outbox.StateLanded,
 	outbox.StateUnresolved, outbox.StateUnexecutable, outbox.StateRetired, outbox.StateCollision}
 
-type laneRow struct {
-	outbox.Lane
-	Gaps *outbox.GapReport
-}
-
-func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
+// lanes are the lanes with their gaps; with OutboxOps, with their
+// guarantee and health too.
+func (s *Server) lanes(ctx context.Context) (outbox.LaneViews, error) {
+	if s.OutboxOps != nil {
+		return s.OutboxOps.Lanes(ctx)
+	}
 	if s.Outbox == nil {
-		return []laneRow{}, nil
+		return outbox.LaneViews{}, nil
 	}
 	lanes, err := s.Outbox.Lanes(ctx)
 	if err != nil {
@@ -46,13 +46,14 @@ func (s *Server) lanes(ctx context.Context) ([]laneRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	byLane := map[string]*outbox.GapReport{}
-	for i := range gaps {
-		byLane[gaps[i].Lane] = &gaps[i]
-	}
-	rows := make([]laneRow, len(lanes))
+	rows := make(outbox.LaneViews, len(lanes))
 	for i, l := range lanes {
-		rows[i] = laneRow{l, byLane[l.Name]}
+		rows[i] = outbox.LaneView{Lane: l}
+		for j := range gaps {
+			if gaps[j].Lane == l.Name {
+				rows[i].Gaps = &gaps[j]
+			}
+		}
 	}
 	return rows, nil
 }
@@ -75,7 +76,7 @@ func (s *Server) apiLanes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageAfter(rows, limit, cur, "lanes", func(l laneRow) string { return l.Name }))
+	writeJSON(w, http.StatusOK, pageAfter(rows, limit, cur, "lanes", func(l outbox.LaneView) string { return l.Name }))
 }
 
 func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +135,10 @@ func (s *Server) apiMigrations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lanePage(w http.ResponseWriter, r *http.Request) {
+	if s.OutboxOps != nil {
+		s.laneConsole(w, r)
+		return
+	}
 	if s.Outbox == nil {
 		http.NotFound(w, r)
 		return
@@ -143,7 +148,7 @@ func (s *Server) lanePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var lane *laneRow
+	var lane *outbox.LaneView
 	for i := range rows {
 		if rows[i].Name == r.PathValue("name") {
 			lane = &rows[i]

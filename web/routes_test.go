@@ -34,7 +34,7 @@ func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
 	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
 	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
 		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics(),
-		Docs: struct{ DocOps }{}, Sources: struct{ SourceOps }{}}, db
+		Docs: struct{ DocOps }{}, Sources: struct{ SourceOps }{}, OutboxOps: struct{ OutboxOps }{}}, db
 }
 
 type openAPIDoc struct {
@@ -248,7 +248,7 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}, Docs: p}
+	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}, Docs: p, OutboxOps: p}
 	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/x", Interval: time.Minute, RetryBudget: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,11 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "l", Target: "t", Body: "b"}); err != nil {
+	in, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "l", Target: "t", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "src", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "n", Type: content.Text}}); err != nil {
@@ -368,6 +372,9 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		concrete := strings.NewReplacer("{name}", "src", "{collection}", "notes", "{run}", c.RunID, "{event}", evs[0].ID).Replace(path)
 		if strings.HasPrefix(path, "/api/migrations/") {
 			concrete = strings.Replace(concrete, "{id}", run.ID, 1)
+		}
+		if strings.HasPrefix(path, "/api/outbox/intents/") {
+			concrete = strings.Replace(concrete, "{id}", in.ID, 1)
 		}
 		concrete = strings.Replace(concrete, "{id}", note.ID, 1)
 		req := httptest.NewRequest("GET", "http://127.0.0.1"+concrete+"?q=x", nil)

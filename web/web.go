@@ -12,7 +12,9 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
@@ -29,10 +31,12 @@ var funcs = template.FuncMap{
 		}
 		return stamp(*t)
 	},
-	"when":  stamp,
-	"short": func(s string) string { return shorten(s, 12) },
-	"clip":  func(s string) string { return shorten(s, 160) },
-	"count": func(m map[outbox.State]int, st outbox.State) int { return m[st] },
+	"when":   stamp,
+	"short":  func(s string) string { return shorten(s, 12) },
+	"clip":   func(s string) string { return shorten(s, 160) },
+	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
+	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
+	"ops":    intentOps,
 }
 
 // stamp shows a time to people.
@@ -42,6 +46,9 @@ func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two
+	}
 	return s[:n] + "…"
 }
 
@@ -50,8 +57,11 @@ var pages = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "tem
 // Server serves the wiki, the API and the status pages. Ingest is
 // required; the outbox and migration views are shown when set.
 type Server struct {
-	Ingest     ingest.Store
-	Outbox     OutboxView
+	Ingest ingest.Store
+	Outbox OutboxView
+	// OutboxOps, when set, serves the outbox console and its API (lanes,
+	// channels and intents to change), and the lanes' health.
+	OutboxOps  OutboxOps
 	Migrations MigrationView
 	// Publish, when set, adds publication's metrics read from the
 	// database (sqlstore's PublishStore).
@@ -122,6 +132,8 @@ type Server struct {
 //	/console/docs…, /console/migrations…, /api/docs…, POST /api/migrations…
 //	                            documents and field migrations (when Docs is
 //	                            set; see docRoutes)
+//	with OutboxOps: the outbox console (/status/outbox) and its writes
+//	(POST/PATCH/DELETE under /api/outbox), see outboxRoutes
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //
@@ -315,7 +327,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, "status.html", map[string]any{"Sources": rows, "Runs": runs, "Counts": counts,
-		"Lanes": lanes, "ShowOutbox": s.Outbox != nil, "States": intentStates,
+		"Lanes": lanes, "ShowOutbox": s.Outbox != nil || s.OutboxOps != nil, "Console": s.OutboxOps != nil, "States": intentStates,
 		"Migrations": migrations, "ShowMigrations": s.Migrations != nil,
 		"Notice": s.takeNotice(w, r), "CanWrite": s.Sources != nil, "Form": defaultAddForm(), "Removals": removals})
 }

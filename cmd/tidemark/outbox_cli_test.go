@@ -105,3 +105,38 @@ func TestOutboxCLIEndToEnd(t *testing.T) {
 		cmd(c...)
 	}
 }
+
+// TestOutboxLaneLifecycleCLI: lane set keeps secrets apart, lane remove is
+// refused while an intent waits and says what would be lost, --force
+// removes it, and each change is in the lane's history with who did it.
+func TestOutboxLaneLifecycleCLI(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	cmd := func(args ...string) string { return string(mustRun(t, append([]string{"--db", db}, args...)...)) }
+	cmd("outbox", "lane", "add", "hook", "--provider", "webhook", "--setting", "url=http://127.0.0.1:1/h")
+	if out := cmd("outbox", "lane", "add", "toot", "--provider", "mastodon", "--setting", "base_url=https://m.example", "--setting", "token_env=TM_CLI_UNSET_TOKEN"); !strings.Contains(out, "warning: lane toot cannot deliver from here") {
+		t.Fatalf("a lane whose secret is missing is added without a warning:\n%s", out)
+	}
+	if out := cmd("outbox", "lanes"); !strings.Contains(out, "broken") {
+		t.Fatalf("lanes does not show the broken lane:\n%s", out)
+	}
+	if out := cmd("outbox", "lane", "set", "hook", "--setting", "secret=s3cr3t-value", "--min-gap", "3s"); strings.Contains(out, "s3cr3t") || !strings.Contains(out, "3s") {
+		t.Fatalf("lane set:\n%s", out)
+	}
+	cmd("outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
+	var out, errb bytes.Buffer
+	if code := run([]string{"--db", db, "outbox", "lane", "remove", "hook"}, &out, &errb); code != 4 || !strings.Contains(errb.String(), "1 pending") || !strings.Contains(errb.String(), "--force") {
+		t.Fatalf("lane remove with a pending intent: exit %d\n%s", code, errb.String())
+	}
+	if out := cmd("outbox", "lane", "remove", "hook", "--force"); !strings.Contains(out, "pending 1") {
+		t.Fatalf("lane remove --force:\n%s", out)
+	}
+	hist := cmd("outbox", "lane", "history", "hook")
+	for _, want := range []string{"lane add", "lane set", "set secret, min gap 2s → 3s", "lane remove", "forced, losing 1 pending"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("history lacks %q:\n%s", want, hist)
+		}
+	}
+	if strings.Contains(hist, "s3cr3t") {
+		t.Errorf("history shows a secret:\n%s", hist)
+	}
+}

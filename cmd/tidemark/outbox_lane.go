@@ -2,256 +2,120 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/providers"
-	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/pipeline"
 )
 
+// laneFlags adds the flags of lane add and lane set; the change is what
+// the flags given say.
+func laneFlags(cmd *cobra.Command) (change func() (outbox.LaneChange, error)) {
+	f := cmd.Flags()
+	settings := f.StringArray("setting", nil, "a provider setting key=value (repeatable)")
+	unset := f.StringArray("unset", nil, "remove a setting (repeatable; lane set)")
+	for _, lf := range outbox.LaneFields {
+		f.String(lf.Name, lf.Default, lf.Usage)
+	}
+	return func() (outbox.LaneChange, error) {
+		return outbox.ParseLaneChange(*settings, *unset, func(name string) (string, bool) {
+			v, _ := f.GetString(name)
+			return v, f.Changed(name)
+		})
+	}
+}
+
 func newOutboxLaneCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{Use: "lane", Short: "Add and show delivery lanes (one provider account each)"}
+	cmd := &cobra.Command{Use: "lane", Short: "Add, change, show and remove delivery lanes (one provider account each)"}
 	var (
-		kind          string
-		settings      []string
-		minGap, skew  time.Duration
-		retireChecks  int
-		retireSpacing time.Duration
-		asJSON        bool
+		kind                 string
+		force                bool
+		addChange, setChange func() (outbox.LaneChange, error)
 	)
-	add := &cobra.Command{
-		Use:   "add NAME --provider KIND --setting key=value…",
-		Short: "Add a lane",
-		Long: `Add a lane: one provider account, written by one fenced writer at a time
-through a pacing gate.
-
-Settings (--setting key=value, repeatable) depend on the provider:
-  webhook:  url, secret or secret_env (default TIDEMARK_WEBHOOK_SECRET),
-            list_url, probe_url, count_url, target_url, page_size, timeout
-  mastodon: base_url, token or token_env (default MASTODON_TOKEN), visibility,
-            target, account_id
-  github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
-            since
-  discord:  url (the webhook URL), bot_token or bot_token_env (to read the
-            channel: exactly once), channel_id, target, api_url
-  email:    smtp_url, from, username, password or password_env, timeout
-            (at most once: no IMAP reconciliation yet)
-  matrix:   homeserver_url, token or token_env (default MATRIX_TOKEN), rooms
-            (ids, read on reconciliation), user_id
-  slack:    token or token_env (default SLACK_TOKEN), channels (ids, read on
-            reconciliation: exactly once), api_url
-  ntfy:     base_url (default https://ntfy.sh), token or token_env (optional),
-            topics (read on reconciliation), title, max_bytes, cache_duration
-  every kind: resend_in_doubt=true resends a write in doubt that nothing
-            could decide (at least once: it may arrive twice)
-
-The lane's guarantee (exactly once, at most once, at least once) is derived
-from what its provider can do with these settings; see
-"tidemark outbox providers" and "tidemark outbox lane show".
-
-A secret given directly (secret, token, a password or query value in a URL,
-the whole path of a webhook url) is stored apart from the settings and never
-shown again: the CLI, --json, the API and the status pages show ••• in its
-place, and upstream errors are cleaned of it before they are logged or
-stored. *_env settings name an environment variable that holds the secret
-instead; only the name is stored.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if !providers.Known(kind) {
-				return tidemark.Invalidf("--provider", kind, "want one of %s", strings.Join(providers.Kinds(), ", "))
-			}
-			st, err := parseKeyValues("--setting", settings)
+	add := opCmd(a, "add NAME --provider KIND --setting key=value…", "Add a lane", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			ch, err := addChange()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			db, err := a.open(cmd.Context())
+			l, err := p.AddLane(cmd.Context(), args[0], kind, ch, actor())
+			return answer(say(l, "added %s lane %q: at least %s between writes%s", l.Provider, l.Name, l.MinGap.Std(), l.Summary()), err)
+		})
+	add.Long = "Add a lane: one provider account, written by one fenced writer at a time\nthrough a pacing gate.\n\n" + providers.SettingsHelp
+	add.Flags().StringVar(&kind, "provider", "", fmt.Sprintf("the provider kind: %v", providers.Kinds()))
+	addChange = laneFlags(add)
+	set := opCmd(a, "set NAME [--setting key=value…] [--unset key…] [--min-gap D] [--skew D] [--retire-checks N]",
+		"Change a lane's settings, gap, skew or retirement policy (audited)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			ch, err := setChange()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			// Secrets (a signing secret, a token, a URL's credential) are
-			// kept apart from the settings that are shown.
-			if !cmd.Flags().Changed("min-gap") {
-				// The provider's published rate limits, unless overridden.
-				minGap = providers.MinGap(kind, minGap)
-			}
-			g, err := providers.Guarantee(kind, st)
-			if err != nil {
-				return err
-			}
-			shown, secret := providers.Split(kind, st)
-			l, err := db.Outbox().AddLane(cmd.Context(), sqlstore.NewLane{Name: args[0], Provider: kind, Settings: shown, Secrets: secret,
-				MinGap: minGap, Skew: skew, Retirement: outbox.RetirementPolicy{Checks: retireChecks, Spacing: tidemark.Duration(retireSpacing)}})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, l)
-			}
-			fmt.Fprintf(a.stdout, "added %s lane %q: at least %s between writes; %s: %s\n", l.Provider, l.Name, l.MinGap.Std(), g.Guarantee, g.Why)
-			return nil
-		},
-	}
-	f := add.Flags()
-	f.StringVar(&kind, "provider", "", "the provider kind: "+strings.Join(providers.Kinds(), ", "))
-	f.StringArrayVar(&settings, "setting", nil, "a provider setting key=value (repeatable)")
-	f.DurationVar(&minGap, "min-gap", 2*time.Second, "least time between two writes on the lane (default: the provider's published rate limit, else 2s)")
-	f.DurationVar(&skew, "skew", 2*time.Second, "clock skew allowed for when judging an answer's freshness")
-	f.IntVar(&retireChecks, "retire-checks", 0, "retire an intent unresolved or unexecutable through this many spaced checks (0: operators only)")
-	f.DurationVar(&retireSpacing, "retire-spacing", 6*time.Hour, "least time between two counted checks")
-	f.BoolVar(&asJSON, "json", false, "print the lane as JSON")
-
-	var showJSON bool
-	show := &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show a lane: its lease, gate, and intents by state",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			l, err := db.Outbox().LaneDetail(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if showJSON {
-				return writeJSON(a.stdout, withGuarantees([]outbox.Lane{l})[0])
-			}
-			printLanes(a, []outbox.Lane{l})
-			if g, err := providers.Guarantee(l.Provider, l.Settings); err == nil {
-				fmt.Fprintf(a.stdout, "\nguarantee: %s\n  %s\n", g.Guarantee, g.Why)
-				if len(g.Missing) > 0 {
-					fmt.Fprintf(a.stdout, "  exactly once needs one of: %s\n", strings.ReplaceAll(strings.Join(g.Missing, ", "), "|", " or "))
-				}
-			}
-			return nil
-		},
-	}
-	show.Flags().BoolVar(&showJSON, "json", false, "print the lane as JSON")
-	cmd.AddCommand(add, show)
+			return answer(p.SetLane(cmd.Context(), args[0], ch, actor()))
+		})
+	set.Long = "Change a lane. Settings given are merged into the lane's; a secret given again\nreplaces the one kept apart. The audit names what changed, never a value.\n\n" + providers.SettingsHelp
+	setChange = laneFlags(set)
+	show := opCmd(a, "show NAME", "Show a lane: its guarantee, health, lease, gate, and intents by state", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.Lane(cmd.Context(), args[0]))
+		})
+	remove := opCmd(a, "remove NAME [--force]", "Remove a lane with its channels and intents (refused while intents wait, unless --force)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			r, err := p.RemoveLane(cmd.Context(), args[0], force, actor())
+			return answer(say(r, "removed lane %s with %d channel(s) and intents: %s", r.Lane, r.Channels, outbox.CountsText(r.Intents)), err)
+		})
+	remove.Flags().BoolVar(&force, "force", false, "remove it even with intents pending, sending or unresolved (they are lost)")
+	history := opCmd(a, "history NAME", "Show who added, changed or reconciled the lane and its channels", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.LaneActions(cmd.Context(), args[0]))
+		})
+	cmd.AddCommand(add, set, show, remove, history)
 	return cmd
 }
 
 func newOutboxLanesCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "lanes",
-		Short: "List lanes with their lease, gate and intents by state",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ls, err := db.Outbox().Lanes(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, withGuarantees(ls))
-			}
-			if len(ls) == 0 {
-				fmt.Fprintln(a.stdout, "no lanes; add one with `tidemark outbox lane add`")
-				return nil
-			}
-			printLanes(a, ls)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array of lanes)")
-	return cmd
-}
-
-func printLanes(a *app, ls []outbox.Lane) {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LANE\tPROVIDER\tGUARANTEE\tMIN GAP\tTOKEN\tHOLDER\tIN FLIGHT\tNEXT SEND\tINTENTS")
-	for _, sl := range withGuarantees(ls) {
-		l, g := sl.Lane, "?"
-		if sl.Guarantee != nil {
-			g = string(sl.Guarantee.Guarantee)
-		}
-		var counts []string
-		for st, n := range l.Counts {
-			counts = append(counts, fmt.Sprintf("%s %d", st, n))
-		}
-		sort.Strings(counts)
-		next := "now"
-		if l.NextSendAt.After(a.clk().Now()) {
-			next = l.NextSendAt.Local().Format(time.DateTime)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, g, l.MinGap.Std(), l.LeaseToken, orDash(l.LeaseHolder),
-			orDash(l.InFlight), next, orDash(strings.Join(counts, ", ")))
-	}
-	tw.Flush()
+	return opCmd(a, "lanes", "List lanes with their guarantee, health, lease, gate and intents by state", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.Lanes(cmd.Context()))
+		})
 }
 
 func newOutboxChannelCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "channel", Short: "Say where a source's published pages are delivered"}
-	var (
-		source, lane, target, parent string
-		asJSON                       bool
-	)
-	add := &cobra.Command{
-		Use:   "add --source NAME --lane LANE --target TARGET [--parent PARENT]",
-		Short: "Draft an intent on LANE for TARGET each time a page of the source is published",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
+	var addRef, rmRef outbox.ChannelRef
+	add := opCmd(a, "add --source NAME --lane LANE --target TARGET [--parent PARENT]",
+		"Draft an intent on LANE for TARGET each time a page of the source is published", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			c, err := p.AddChannel(cmd.Context(), addRef, actor())
+			return answer(say(c, "pages of %s will be delivered to %s on lane %s", c.Source, c.Target, c.Lane), err)
+		})
+	requiredFlags(add, map[string]*string{"source": &addRef.Source, "lane": &addRef.Lane, "target": &addRef.Target},
+		"the %s (required; a target is a webhook target, a Mastodon timeline, owner/repo#number, …)")
+	add.Flags().StringVar(&addRef.Parent, "parent", "", "what the writes answer (a status id to reply to)")
+	list := opCmd(a, "list", "List channels", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.Channels(cmd.Context()))
+		})
+	remove := opCmd(a, "remove [ID] [--source NAME --lane LANE --target TARGET [--parent PARENT]]",
+		"Stop delivering a source's pages to a channel (its intents stay on their lane; audited)", cobra.MaximumNArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			if len(args) == 1 {
+				rmRef.ID = args[0]
 			}
-			c, err := db.Outbox().AddChannel(cmd.Context(), source, lane, target, parent)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, c)
-			}
-			fmt.Fprintf(a.stdout, "pages of %s will be delivered to %s on lane %s\n", c.Source, c.Target, c.Lane)
-			return nil
-		},
+			c, err := p.RemoveChannel(cmd.Context(), rmRef, actor())
+			return answer(say(c, "pages of %s are no longer delivered to %s on lane %s", c.Source, c.Target, c.Lane), err)
+		})
+	for name, p := range map[string]*string{"source": &rmRef.Source, "lane": &rmRef.Lane, "target": &rmRef.Target, "parent": &rmRef.Parent} {
+		remove.Flags().StringVar(p, name, "", "the channel's "+name+" (instead of its ID)")
 	}
-	f := add.Flags()
-	f.StringVar(&source, "source", "", "the source, by name or id (required)")
-	f.StringVar(&lane, "lane", "", "the lane (required)")
-	f.StringVar(&target, "target", "", "the target: a webhook target, the Mastodon timeline name, owner/repo#number (required)")
-	f.StringVar(&parent, "parent", "", "what the writes answer (a status id to reply to)")
-	f.BoolVar(&asJSON, "json", false, "print the channel as JSON")
-	for _, n := range []string{"source", "lane", "target"} {
-		_ = add.MarkFlagRequired(n)
-	}
-	var listJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List channels",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			cs, err := db.Outbox().Channels(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				return writeJSON(a.stdout, cs)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SOURCE\tLANE\tTARGET\tPARENT")
-			for _, c := range cs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Source, c.Lane, c.Target, orDash(c.Parent))
-			}
-			return tw.Flush()
-		},
-	}
-	list.Flags().BoolVar(&listJSON, "json", false, "print JSON (an array of channels)")
-	cmd.AddCommand(add, list)
+	var tmpl string
+	test := opCmd(a, "test ID [--template TEXT]", "Show what a channel would send for its source's latest page, sending nothing", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.TestChannel(cmd.Context(), args[0], tmpl))
+		})
+	test.Flags().StringVar(&tmpl, "template", "", "try this template instead of the channel's (Go text/template: {{.Title}}, {{.Summary}}, {{.Link}}, {{.Source}})")
+	cmd.AddCommand(add, list, remove, test)
 	return cmd
 }

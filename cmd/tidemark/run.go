@@ -105,7 +105,7 @@ already tracked).`,
 				}
 			}
 			for _, r := range res.Deliveries {
-				printDeliver(a, r)
+				_ = r.WriteText(a.stdout)
 			}
 			if _, incomplete := err.(*pipeline.IncompleteError); !asJSON && res.Ingested && (err == nil || incomplete) {
 				a.printRecentEvents(ctx, p, res.Reports)

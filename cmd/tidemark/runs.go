@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -16,9 +15,9 @@ func newRunsCmd(a *app) *cobra.Command {
 	var f ingest.RunFilter
 	var outcome string
 	list := opCmd(a, "list", "List runs, newest first, with outcome and error", cobra.NoArgs,
-		func(ctx context.Context, p *pipeline.Pipeline, _ []string) (texter, error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, _ []string) (texter, error) {
 			f.Outcome = tidemark.Outcome(outcome)
-			return p.Runs(ctx, f)
+			return answer(p.Runs(cmd.Context(), f))
 		})
 	list.Flags().StringVar(&f.SourceID, "source", "", "only this source")
 	list.Flags().StringVar(&outcome, "outcome", "", "only this outcome")
@@ -33,16 +32,18 @@ func newRunsCmd(a *app) *cobra.Command {
 func newEventsCmd(a *app) *cobra.Command {
 	var f ingest.EventFilter
 	list := opCmd(a, "list", "List events, newest first", cobra.NoArgs,
-		func(ctx context.Context, p *pipeline.Pipeline, _ []string) (texter, error) { return p.Events(ctx, f) })
+		func(cmd *cobra.Command, p *pipeline.Pipeline, _ []string) (texter, error) {
+			return answer(p.Events(cmd.Context(), f))
+		})
 	list.Flags().StringVar(&f.SourceID, "source", "", "only this source")
 	list.Flags().StringVar(&f.RunID, "run", "", "only the events this run created or re-froze last")
 	list.Flags().StringVar(&f.BeforeID, "after", "", "the page after this event (the last ID of the previous page)")
 	limitFlag(list.Flags(), &f.Limit, 50, "at most this many")
 	jsonFlag(list, "an array of events; fields in the README")
 	var revision int
-	show := opCmd(a, "evidence EVENT-ID", "Print an event's frozen evidence (the exact bytes it was judged on)", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			b, hash, err := p.Evidence(ctx, args[0], revision)
+	show := rawOp(a, "evidence EVENT-ID", "Print an event's frozen evidence (the exact bytes it was judged on)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (rawOut, error) {
+			b, hash, err := p.Evidence(cmd.Context(), args[0], revision)
 			if err == nil {
 				fmt.Fprintf(a.stderr, "sha256 %s\n", hash)
 			}

@@ -57,7 +57,7 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 					return tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
 				}
 			}
-			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Logger: a.log,
+			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), OutboxOps: p, Migrations: db.Content(), Logger: a.log,
 				Wiki: web.WikiHandler(objs, db.Ingest(), a.log), Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
 				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p, Sources: p, Publish: db.Publish()}).Handler()
 			ln, err := web.Listen(addr)

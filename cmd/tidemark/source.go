@@ -21,23 +21,25 @@ const AllowPrivateEnv = httpx.AllowPrivateEnv
 func newSourceCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "source", Short: "Add, test, list, show, change, pause, resume, retry, skip, rename and remove sources"}
 	list := opCmd(a, "list", "List sources with their health, window and last outcome", cobra.NoArgs,
-		func(ctx context.Context, p *pipeline.Pipeline, _ []string) (texter, error) { return p.Sources(ctx) })
+		func(cmd *cobra.Command, p *pipeline.Pipeline, _ []string) (texter, error) {
+			return answer(p.Sources(cmd.Context()))
+		})
 	jsonFlag(list, "an array of sources; fields in the README")
 	show := opCmd(a, "show NAME", "Show one source, its recent runs and operator actions", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			return p.SourceDetail(ctx, args[0], 10)
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.SourceDetail(cmd.Context(), args[0], 10))
 		})
 	jsonFlag(show, "the source with runs and actions")
 	state := func(verb, short string, op func(*pipeline.Pipeline, context.Context, string, string) (tidemark.Source, error)) *cobra.Command {
-		return opCmd(a, verb+" NAME", short, cobra.ExactArgs(1), func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			src, err := op(p, ctx, args[0], actor())
-			return said{src, fmt.Sprintf("%s is %s", src.Name, src.State)}, err
+		return opCmd(a, verb+" NAME", short, cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := op(p, cmd.Context(), args[0], actor())
+			return answer(said{src, fmt.Sprintf("%s is %s", src.Name, src.State)}, err)
 		})
 	}
 	rename := opCmd(a, "rename OLD NEW", "Give a source a new name (audited); its events and pages stay", cobra.ExactArgs(2),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			src, err := p.RenameSource(ctx, args[0], args[1], actor())
-			return said{src, args[0] + " is now " + src.Name}, err
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.RenameSource(cmd.Context(), args[0], args[1], actor())
+			return answer(said{src, args[0] + " is now " + src.Name}, err)
 		})
 	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), list, show, state("pause", "Pause a source (audited)", (*pipeline.Pipeline).PauseSource),
 		state("resume", "Resume a source (audited)", (*pipeline.Pipeline).ResumeSource), rename, newSourceRetryCmd(a), newSourceSkipCmd(a),
@@ -67,13 +69,13 @@ func newSourceAddCmd(a *app) *cobra.Command {
 	var config []string
 	var cmd *cobra.Command
 	cmd = opCmd(a, "add LOCATION", "Add a source (a git repository path or URL, a feed, a page, …)", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			ns, err := newSource(a, cmd, ns, args[0], config)
 			if err != nil {
 				return nil, err
 			}
-			src, err := p.AddSource(ctx, ns)
-			return said{src, fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())}, err
+			src, err := p.AddSource(cmd.Context(), ns)
+			return answer(said{src, fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())}, err)
 		})
 	sourceFlags(cmd.Flags(), &ns, &config)
 	cmd.Flags().StringVar(&ns.Name, "name", "", "a unique name (default: derived from the location)")
@@ -94,7 +96,7 @@ func newSourceSetCmd(a *app) *cobra.Command {
 	)
 	cmd = opCmd(a, "set NAME [--allow-private[=false]] [--interval D] [--retry-budget N]",
 		"Change a source's settings, stored with it for every worker (audited)", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			var ch ingest.Settings
 			for name, set := range map[string]func(){"allow-private": func() { ch.AllowPrivate = &private },
 				"interval": func() { ch.Interval = &interval }, "retry-budget": func() { ch.RetryBudget = &budget }} {
@@ -105,9 +107,9 @@ func newSourceSetCmd(a *app) *cobra.Command {
 			if ch.Empty() {
 				return nil, tidemark.Invalidf("settings", "", "name one to change: --allow-private[=false], --interval or --retry-budget")
 			}
-			src, err := p.SetSource(ctx, args[0], ch, actor())
-			return said{src, fmt.Sprintf("%s: private addresses %s, every %s, retry budget %d", src.Name,
-				map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate], src.Interval.Std(), src.RetryBudget)}, err
+			src, err := p.SetSource(cmd.Context(), args[0], ch, actor())
+			return answer(said{src, fmt.Sprintf("%s: private addresses %s, every %s, retry budget %d", src.Name,
+				map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate], src.Interval.Std(), src.RetryBudget)}, err)
 		})
 	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses (=false: refuse them)")
 	cmd.Flags().DurationVar(&interval, "interval", 0, "how often to fetch")
@@ -119,9 +121,9 @@ func newSourceSetCmd(a *app) *cobra.Command {
 func newSourceRetryCmd(a *app) *cobra.Command {
 	var note string
 	cmd := opCmd(a, "retry NAME", "Reopen a source's window with a fresh retry budget, due now (audited)", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			src, err := p.RetrySource(ctx, args[0], actor(), note)
-			return said{src, fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget)}, err
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.RetrySource(cmd.Context(), args[0], actor(), note)
+			return answer(said{src, fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget)}, err)
 		})
 	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
 	return cmd
@@ -130,9 +132,9 @@ func newSourceRetryCmd(a *app) *cobra.Command {
 func newSourceSkipCmd(a *app) *cobra.Command {
 	var to, note string
 	cmd := opCmd(a, "skip NAME", "Move a source's cursor past a window it cannot read (audited)", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			src, err := p.SkipSource(ctx, args[0], to, actor(), note)
-			return said{src, fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion)}, err
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			src, err := p.SkipSource(cmd.Context(), args[0], to, actor(), note)
+			return answer(said{src, fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion)}, err)
 		})
 	cmd.Long = `Move a source's cursor to --to, recording what was skipped, or without --to
 to its head (git); the window reopens with a fresh budget.`
@@ -144,8 +146,8 @@ to its head (git); the window reopens with a fresh budget.`
 func newSourceRemoveCmd(a *app) *cobra.Command {
 	var force bool
 	cmd := opCmd(a, "remove NAME", "Remove a source (audited); one with events only with --force", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			return p.RemoveSource(ctx, args[0], actor(), force)
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return answer(p.RemoveSource(cmd.Context(), args[0], actor(), force))
 		})
 	cmd.Long = `Remove a source and its runs. One with events or outbox channels is refused
 unless --force, which deletes them with their evidence and pages; the next

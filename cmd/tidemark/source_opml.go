@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,13 +12,13 @@ import (
 func newSourceImportOPMLCmd(a *app) *cobra.Command {
 	var o pipeline.OPMLImport
 	cmd := opCmd(a, "import-opml FILE", "Add the feeds of an OPML file (- for stdin) as feed sources; tracked feeds are skipped", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			r, err := openInput(args[0])
 			if err != nil {
 				return nil, err
 			}
 			defer r.Close()
-			return p.ImportOPML(ctx, r, o)
+			return answer(p.ImportOPML(cmd.Context(), r, o))
 		})
 	f := cmd.Flags()
 	f.DurationVar(&o.Interval, "interval", 15*time.Minute, "how often to fetch each feed")
@@ -31,13 +30,13 @@ func newSourceImportOPMLCmd(a *app) *cobra.Command {
 
 func newSourceExportOPMLCmd(a *app) *cobra.Command {
 	var output string
-	cmd := opCmd(a, "export-opml", "Write the feed sources as an OPML 2.0 file (stdout, or --output)", cobra.NoArgs,
-		func(ctx context.Context, p *pipeline.Pipeline, _ []string) (texter, error) {
+	cmd := rawOp(a, "export-opml", "Write the feed sources as an OPML 2.0 file (stdout, or --output)", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, _ []string) (rawOut, error) {
 			if output != "" && output != "-" {
-				return nil, p.ExportOPMLFile(ctx, output)
+				return nil, p.ExportOPMLFile(cmd.Context(), output)
 			}
 			var b bytes.Buffer
-			err := p.ExportOPML(ctx, &b)
+			err := p.ExportOPML(cmd.Context(), &b)
 			return rawOut(b.Bytes()), err
 		})
 	cmd.Flags().StringVar(&output, "output", "", "write to this file instead of stdout")

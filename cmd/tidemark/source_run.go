@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/ingest"
@@ -10,11 +8,11 @@ import (
 )
 
 func newSourceRunCmd(a *app) *cobra.Command {
-	var asJSON bool
 	var maxPasses int
 	cmd := opCmd(a, "run NAME", "Run one source now, due or not, until it has caught up", cobra.ExactArgs(1),
-		func(ctx context.Context, p *pipeline.Pipeline, args []string) (texter, error) {
-			reports, err := p.RunSource(ctx, args[0], maxPasses, func(r ingest.Report, err error) {
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			asJSON, _ := cmd.Flags().GetBool("json")
+			reports, err := p.RunSource(cmd.Context(), args[0], maxPasses, func(r ingest.Report, err error) {
 				if !asJSON {
 					printReport(a, r, err) // as each run ends
 				}
@@ -28,7 +26,7 @@ func newSourceRunCmd(a *app) *cobra.Command {
 		})
 	cmd.Long = `Run the source now, due or not, again while it has a backlog (--max-passes).
 A paused, terminal or held source is refused. Publication is left to 'publish'.`
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run reports as JSON")
+	jsonFlag(cmd, "the run reports")
 	intFlag(cmd.Flags(), &maxPasses, "max-passes", ingest.DefaultMaxPasses, 1, 1000*ingest.DefaultMaxPasses, "runs at most while the source has a backlog")
 	return cmd
 }

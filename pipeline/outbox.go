@@ -1,0 +1,542 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providers"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/redact"
+	"github.com/tidemark/tidemark/sqlstore"
+)
+
+// The outbox's operations: lanes, channels, intents, delivery and
+// reconciliation, as the CLI, the console and the API do them. Every
+// change is audited with its actor; a change that would lose intents not
+// yet delivered or decided is refused unless forced.
+
+// Lane defaults when an operator gives none.
+const (
+	DefaultLaneGap       = 2 * time.Second
+	DefaultLaneSkew      = 2 * time.Second
+	DefaultRetireSpacing = 6 * time.Hour
+)
+
+// laneDefaults is a new lane before the operator's change: the provider's
+// published rate limit as its gap (else DefaultLaneGap), DefaultLaneSkew,
+// and retiring left to operators.
+func laneDefaults(name, kind string) outbox.LaneConfig {
+	return outbox.LaneConfig{Name: name, Provider: kind, Settings: map[string]string{},
+		MinGap: tidemark.Duration(providers.MinGap(kind, DefaultLaneGap)), Skew: tidemark.Duration(DefaultLaneSkew),
+		Retirement: outbox.RetirementPolicy{Spacing: tidemark.Duration(DefaultRetireSpacing)}}
+}
+
+// checkLane checks a lane's configuration: its provider kind, and that its
+// settings give it a guarantee. Whether its provider can be built here
+// (an environment variable may hold a secret elsewhere) is its health.
+func checkLane(c outbox.LaneConfig) error {
+	if !providers.Known(c.Provider) {
+		return tidemark.Invalidf("--provider", c.Provider, "want one of %s", strings.Join(providers.Kinds(), ", "))
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	_, err := providers.Guarantee(c.Provider, c.Settings)
+	return err
+}
+
+// checkChange refuses a setting whose value is the shown form of a secret
+// (a form or a script that sent back what it was shown): stored, it would
+// replace the secret with its marker.
+func checkChange(ch outbox.LaneChange) error {
+	for k, v := range ch.Settings {
+		if strings.Contains(v, redact.Marker) {
+			return tidemark.Invalidf("setting "+k, "", "holds %s, the shown form of a secret kept apart; give the secret itself, or leave the setting out to keep it", redact.Marker)
+		}
+	}
+	return nil
+}
+
+// AddLane adds a lane of a provider kind, with the change made to the
+// defaults; its secrets are kept apart from its shown settings.
+func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
+	if err := checkChange(ch); err != nil {
+		return outbox.LaneView{}, err
+	}
+	c := ch.Apply(laneDefaults(name, kind))
+	if err := checkLane(c); err != nil {
+		return outbox.LaneView{}, err
+	}
+	shown, secret := providers.Split(c.Provider, c.Settings)
+	if _, err := p.db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: c.Name, Provider: c.Provider, Settings: shown, Secrets: secret,
+		MinGap: c.MinGap.Std(), Skew: c.Skew.Std(), Retirement: c.Retirement, Actor: actor}); err != nil {
+		return outbox.LaneView{}, err
+	}
+	return p.Lane(ctx, c.Name)
+}
+
+// SetLane changes a lane's settings, gap, skew or retirement policy. The
+// audit names what changed, never a secret's value.
+func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
+	if ch.Empty() {
+		return outbox.LaneView{}, tidemark.Invalidf("lane set", name, "nothing to change: give a setting, --unset, --min-gap, --skew or a retirement policy")
+	}
+	if err := checkChange(ch); err != nil {
+		return outbox.LaneView{}, err
+	}
+	_, err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {
+		for _, k := range ch.Unset {
+			if _, ok := cur.Settings[k]; !ok {
+				return cur, "", tidemark.Invalidf("--unset", k, "lane %s has no such setting", name)
+			}
+		}
+		next := ch.Apply(cur)
+		if err := checkLane(next); err != nil {
+			return cur, "", err
+		}
+		return next, describeChange(cur, next), nil
+	})
+	if err != nil {
+		return outbox.LaneView{}, err
+	}
+	return p.Lane(ctx, name)
+}
+
+// describeChange says what a lane set changed: setting names only, so no
+// secret's value reaches the audit.
+func describeChange(a, b outbox.LaneConfig) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(b.Settings)) {
+		if v, ok := a.Settings[k]; !ok {
+			parts = append(parts, "set "+k)
+		} else if v != b.Settings[k] {
+			parts = append(parts, "changed "+k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Settings)) {
+		if _, ok := b.Settings[k]; !ok {
+			parts = append(parts, "unset "+k)
+		}
+	}
+	if a.MinGap != b.MinGap {
+		parts = append(parts, fmt.Sprintf("min gap %s → %s", a.MinGap.Std(), b.MinGap.Std()))
+	}
+	if a.Skew != b.Skew {
+		parts = append(parts, fmt.Sprintf("skew %s → %s", a.Skew.Std(), b.Skew.Std()))
+	}
+	if a.Retirement != b.Retirement {
+		parts = append(parts, fmt.Sprintf("retirement %d checks every %s", b.Retirement.Checks, b.Retirement.Spacing.Std()))
+	}
+	if len(parts) == 0 {
+		return "nothing changed"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RemoveLane removes a lane with its channels and intents. A lane with
+// intents pending, sending or unresolved is refused (tidemark.ErrConflict,
+// saying what would be lost) unless force is set.
+func (p *Pipeline) RemoveLane(ctx context.Context, name string, force bool, actor string) (outbox.LaneRemoval, error) {
+	return p.db.Outbox().RemoveLane(ctx, name, actor, force)
+}
+
+// Lanes returns every lane with its guarantee, health and gaps.
+func (p *Pipeline) Lanes(ctx context.Context) (outbox.LaneViews, error) {
+	ls, err := p.db.Outbox().Lanes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gaps, err := p.db.Outbox().Gaps(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(outbox.LaneViews, len(ls))
+	for i, l := range ls {
+		if out[i], err = p.view(ctx, l, gaps); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Lane returns one lane with its guarantee, health and gaps.
+func (p *Pipeline) Lane(ctx context.Context, name string) (outbox.LaneView, error) {
+	l, err := p.db.Outbox().LaneDetail(ctx, name)
+	if err != nil {
+		return outbox.LaneView{}, err
+	}
+	gaps, err := p.db.Outbox().Gaps(ctx, name)
+	if err != nil {
+		return outbox.LaneView{}, err
+	}
+	return p.view(ctx, l, gaps)
+}
+
+// view judges a lane by building its provider as a delivery would: a
+// secret kept apart that is missing, or settings its provider refuses,
+// make it broken. The guarantee is the one its settings, secrets
+// included, give it.
+func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapReport) (outbox.LaneView, error) {
+	v := outbox.LaneView{Lane: l, AsOf: p.clock.Now()}
+	for i := range gaps {
+		if gaps[i].Lane == l.Name {
+			v.Gaps = &gaps[i]
+		}
+	}
+	secrets, err := p.db.Outbox().LaneSecrets(ctx, l.Name)
+	if err != nil {
+		return v, err
+	}
+	if g, err := providers.Guarantee(l.Provider, provider.Merge(l.Settings, secrets)); err == nil {
+		v.Guarantee = &g
+	}
+	_, err = providers.NewWithSecrets(l, secrets, p.clock)
+	v.Judge(err)
+	return v, nil
+}
+
+// RecentGaps are a lane's latest achieved gaps (at most 60), oldest first,
+// each with the threshold in force when it was made.
+func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, error) {
+	return p.db.Outbox().RecentGaps(ctx, lane, 60)
+}
+
+// LaneActions is the audit of a lane's configuration, newest first.
+func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneActions, error) {
+	return p.db.Outbox().LaneActions(ctx, lane, 100)
+}
+
+// AddChannel has the pages of ref.Source delivered to ref.Target (and
+// ref.Parent) on ref.Lane.
+func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
+	for _, f := range []struct{ name, v string }{{"--source", ref.Source}, {"--lane", ref.Lane}, {"--target", ref.Target}} {
+		if strings.TrimSpace(f.v) == "" {
+			return outbox.Channel{}, tidemark.Invalidf(f.name, f.v, "required")
+		}
+	}
+	return p.db.Outbox().AddChannelAs(ctx, actor, ref.Source, ref.Lane, ref.Target, ref.Parent)
+}
+
+// RemoveChannel stops delivering a source's pages to a channel. The
+// intents it drafted stay on their lane.
+func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
+	return p.db.Outbox().RemoveChannel(ctx, ref, actor)
+}
+
+// ChannelTest is what a channel would send for its source's latest
+// published page (or a sample when there is none), rendered with tmpl or,
+// when tmpl is blank, the channel's own template.
+type ChannelTest struct {
+	Channel outbox.Channel `json:"channel"`
+	// Sample: the source has no published page yet; the message is made up.
+	Sample  bool           `json:"sample"`
+	Message outbox.Message `json:"message"`
+	outbox.Rendered
+}
+
+// WriteText writes the body as it would be sent.
+func (t ChannelTest) WriteText(w io.Writer) error {
+	what := "its latest published page"
+	if t.Sample {
+		what = "a sample change (the source has published nothing yet)"
+	}
+	fmt.Fprintf(w, "channel %s (%s on lane %s, %s) would send, for %s:\n\n%s\n", t.Channel.ID, t.Channel.Target, t.Channel.Lane, t.Kind, what, t.Body)
+	if t.Truncated {
+		fmt.Fprintf(w, "\n(the summary was shortened to fit %s)\n", t.Limit)
+	}
+	return nil
+}
+
+// TestChannel renders what a channel would send, without sending anything:
+// `outbox channel test`.
+func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (ChannelTest, error) {
+	cp, err := p.db.Outbox().ChannelPreview(ctx, channelID)
+	if err != nil {
+		return ChannelTest{}, err
+	}
+	if cp.Message.Link == "" && p.cfg.WikiURL != "" && cp.Message.Page != "" {
+		cp.Message.Link = strings.TrimRight(p.cfg.WikiURL, "/") + "/" + publish.PageKey(cp.Message.Page)
+	}
+	if strings.TrimSpace(tmpl) == "" {
+		tmpl = cp.Channel.Template
+	}
+	r, err := outbox.Preview(cp.Kind, tmpl, cp.Message)
+	return ChannelTest{Channel: cp.Channel, Sample: cp.Sample, Message: cp.Message, Rendered: r}, err
+}
+
+// Channels returns every channel.
+func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
+	return p.db.Outbox().Channels(ctx)
+}
+
+// Intents lists intents by lane and rank.
+func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.Intents, error) {
+	if _, err := outbox.ParseState(string(f.State)); err != nil {
+		return nil, err
+	}
+	return p.db.Outbox().ListIntents(ctx, f)
+}
+
+// Intent returns an intent with the evidence of every check and its audit
+// trail.
+func (p *Pipeline) Intent(ctx context.Context, id string) (outbox.IntentDetail, error) {
+	st := p.db.Outbox()
+	in, err := st.Intent(ctx, id)
+	if err != nil {
+		return outbox.IntentDetail{}, err
+	}
+	d := outbox.IntentDetail{Intent: in}
+	if d.Checks, err = st.Checks(ctx, id); err != nil {
+		return d, err
+	}
+	d.Actions, err = st.Actions(ctx, id)
+	return d, err
+}
+
+// Draft drafts an intent by hand at the end of its lane.
+func (p *Pipeline) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, error) {
+	return p.db.Outbox().Draft(ctx, d)
+}
+
+// RetireIntent retires an intent: it is never sent (reversible).
+func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	if strings.TrimSpace(reason) == "" {
+		return outbox.Intent{}, tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+	}
+	return p.db.Outbox().Retire(ctx, id, actor, reason)
+}
+
+// ReviveIntent revives a retired, unexecutable or colliding intent.
+func (p *Pipeline) ReviveIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	if strings.TrimSpace(reason) == "" {
+		return outbox.Intent{}, tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+	}
+	return p.db.Outbox().Revive(ctx, id, actor, reason)
+}
+
+// Reconcile reconciles a lane now, under its lease: one ordered read of
+// our own writes, planned and recorded, and audited with its actor.
+func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Reconciled, error) {
+	r := outbox.Reconciled{Lane: lane}
+	d, err := p.Deliverer(ctx, lane, time.Minute)
+	if err != nil {
+		return r, err
+	}
+	defer d.Release(context.WithoutCancel(ctx))
+	s, err := d.Reconcile(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Requests, r.Plan = s.Requests, s.Plan
+	detail := fmt.Sprintf("%d provider request(s)", s.Requests)
+	if s.Plan != nil {
+		a := s.Plan.Accounting
+		detail += fmt.Sprintf("; %d landed, %d to replay, %d unexecutable, %d unresolved of %d", a.Landed, a.Replay, a.Unexecutable, a.Unresolved, a.Total)
+	}
+	return r, p.db.Outbox().Audit(ctx, lane, outbox.ActionReconcile, actor, detail)
+}
+
+// Gaps reports the gaps each lane's pacing gate achieved (or one lane's).
+func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, error) {
+	return p.db.Outbox().Gaps(ctx, lane)
+}
+
+// ProviderKinds names the provider kinds a lane may have.
+func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
+
+// Providers lists the provider kinds with the guarantee each can give.
+func (p *Pipeline) Providers() []providers.KindGuarantee { return providers.Table() }
+
+// Deliverer is the single writer of a lane, holding its lease for ttl.
+func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
+	l, err := p.db.Outbox().Lane(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	if err != nil {
+		return nil, fmt.Errorf("lane %s: %w", lane, err)
+	}
+	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
+}
+
+// DeliverReport is one lane's delivery.
+type DeliverReport struct {
+	Lane  string        `json:"lane"`
+	Steps []outbox.Step `json:"steps"`
+	Error string        `json:"error,omitempty"`
+}
+
+// DeliverOnce delivers what is pending on every lane (or only one), each
+// under its lane's lease of ttl, and reports each lane's steps.
+func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) (DeliverReports, error) {
+	names, err := p.laneNames(ctx, lane)
+	if err != nil {
+		return nil, err
+	}
+	reports := make(DeliverReports, 0, len(names))
+	var errs []error
+	for _, name := range names {
+		r := DeliverReport{Lane: name, Steps: []outbox.Step{}}
+		d, err := p.Deliverer(ctx, name, ttl)
+		if err == nil {
+			var steps []outbox.Step
+			steps, err = d.RunOnce(ctx, nil)
+			r.Steps = append(r.Steps, steps...)
+			if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
+				err = rerr
+			}
+		}
+		if err != nil {
+			r.Error = err.Error()
+			errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
+		}
+		reports = append(reports, r)
+	}
+	return reports, errors.Join(errs...)
+}
+
+// laneNames is only, or every lane.
+func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error) {
+	if only != "" {
+		return []string{only}, nil
+	}
+	return p.db.Outbox().LaneNames(ctx)
+}
+
+// DeliverLoop steps every lane (or only one) until ctx ends, each under
+// its lane's lease of ttl. A lane another process holds is passed over; a
+// lane whose configuration changed (lane set, or removed and added again)
+// has its provider built anew; a
+// lane that fails is retried after a pause that grows with its consecutive
+// failures; a failure to list the lanes is logged and retried the same
+// way. It returns only when ctx ends.
+func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
+	ds := map[string]*outbox.Deliverer{}
+	built := map[string]string{} // the lane revision each deliverer was built from
+	nextAt := map[string]time.Time{}
+	failing := map[string]*backoff{}
+	pause := func(name string) time.Duration {
+		b := failing[name]
+		if b == nil {
+			b = newBackoff()
+			failing[name] = b
+		}
+		return b.Fail()
+	}
+	defer func() {
+		for _, d := range ds {
+			_ = d.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	listing := newBackoff()
+	for {
+		revisions, err := p.db.Outbox().LaneRevisions(ctx, only)
+		if _, ok := revisions[only]; only != "" && !ok {
+			revisions[only] = "" // not a lane: Deliverer says so, and the loop retries
+		}
+		for name, d := range ds {
+			if _, ok := revisions[name]; !ok && err == nil {
+				_ = d.Release(context.WithoutCancel(ctx)) // the lane was removed
+				delete(ds, name)
+			}
+		}
+		names := slices.Sorted(maps.Keys(revisions))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			wait := listing.Fail()
+			p.log.Error("outbox: listing lanes failed; retrying", "err", err, "retry_in", wait)
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+			continue
+		}
+		listing.Reset()
+		wake := p.clock.Now().Add(lanePoll)
+		for _, name := range names {
+			now := p.clock.Now()
+			if at, ok := nextAt[name]; ok && now.Before(at) {
+				wake = minTime(wake, at)
+				continue
+			}
+			d := ds[name]
+			if d != nil && built[name] != revisions[name] {
+				// The lane changed (or was added anew) since its provider
+				// was built.
+				_ = d.Release(context.WithoutCancel(ctx))
+				d = nil
+			}
+			if d == nil {
+				if d, err = p.Deliverer(ctx, name, ttl); err != nil {
+					wait := pause(name)
+					p.log.Warn("outbox: lane not deliverable; retrying", "lane", name, "err", err, "retry_in", wait)
+					nextAt[name] = now.Add(wait)
+					wake = minTime(wake, nextAt[name])
+					continue
+				}
+				ds[name], built[name] = d, revisions[name]
+			}
+			s, err := d.Step(ctx)
+			if b := failing[name]; b != nil && err == nil {
+				b.Reset()
+			}
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, tidemark.ErrClaimHeld):
+				nextAt[name] = now.Add(lanePoll)
+			case err != nil:
+				wait := pause(name)
+				p.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)
+				nextAt[name] = now.Add(wait)
+			case s.Kind == outbox.StepIdle:
+				nextAt[name] = now.Add(lanePoll)
+			case s.Kind == outbox.StepWait:
+				nextAt[name] = *s.Until
+			default:
+				nextAt[name] = now
+				wake = now
+				if s.Alert != "" {
+					p.log.Error("outbox: duplicate alert", "lane", name, "intent", s.IntentID, "alert", s.Alert)
+				}
+			}
+			wake = minTime(wake, nextAt[name])
+		}
+		if err := sleep(ctx, wake.Sub(p.clock.Now())); err != nil {
+			return err
+		}
+	}
+}
+
+// DeliverReports are each lane's delivery.
+type DeliverReports []DeliverReport
+
+// WriteText writes each lane's delivery in a line.
+func (rs DeliverReports) WriteText(w io.Writer) error {
+	for _, r := range rs {
+		if err := r.WriteText(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteText writes the lane's delivery in a line.
+func (r DeliverReport) WriteText(w io.Writer) error {
+	return outbox.WriteSteps(w, r.Lane, r.Steps, r.Error)
+}

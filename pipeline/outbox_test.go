@@ -1,0 +1,387 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providertest"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+func openBackend(t *testing.T, b sqltest.Backend) *Pipeline {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), b.NewURL(t)
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func mustAddLane(t *testing.T, p *Pipeline, name, kind string, ch outbox.LaneChange) outbox.LaneView {
+	t.Helper()
+	v, err := p.AddLane(context.Background(), name, kind, ch, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func actions(t *testing.T, p *Pipeline, lane string) []string {
+	t.Helper()
+	as, err := p.LaneActions(context.Background(), lane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := len(as) - 1; i >= 0; i-- {
+		out = append(out, as[i].Action+" by "+as[i].Actor+": "+as[i].Detail)
+	}
+	return out
+}
+
+// A lane with intents not yet delivered or decided is not removed unless
+// forced; the refusal says what would be lost, and changes nothing.
+func TestRemoveLaneRefusesWhatWouldBeLost(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		src, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.AddChannel(ctx, outbox.ChannelRef{Source: src.Name, Lane: "hook", Target: "room"}, "ada"); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, body := range []string{"one", "two"} {
+			in, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, in.ID)
+		}
+		_, err = p.RemoveLane(ctx, "hook", false, "bob")
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 pending") || !strings.Contains(err.Error(), "--force") {
+			t.Fatalf("remove with 2 pending intents: %v, want a conflict naming 2 pending and --force", err)
+		}
+		if v, err := p.Lane(ctx, "hook"); err != nil || v.Counts[outbox.StatePending] != 2 {
+			t.Fatalf("after a refused removal: %+v, %v; want the lane with its 2 pending intents", v.Counts, err)
+		}
+		if _, err := p.RetireIntent(ctx, ids[0], "bob", "wrong room"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.RemoveLane(ctx, "hook", false, "bob"); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "1 pending") {
+			t.Fatalf("remove with 1 pending intent: %v", err)
+		}
+		if _, err := p.RetireIntent(ctx, ids[1], "bob", "wrong room"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.RemoveLane(ctx, "hook", false, "bob")
+		if err != nil {
+			t.Fatalf("remove with only retired intents: %v", err)
+		}
+		if r.Intents[outbox.StateRetired] != 2 || r.Channels != 1 {
+			t.Fatalf("removal = %+v, want 2 retired intents and 1 channel", r)
+		}
+		if _, err := p.Lane(ctx, "hook"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("removed lane: %v, want not found", err)
+		}
+		if cs, err := p.Channels(ctx); err != nil || len(cs) != 0 {
+			t.Fatalf("channels after removal: %v, %v", cs, err)
+		}
+		got := strings.Join(actions(t, p, "hook"), "\n")
+		for _, want := range []string{"lane add by ada: provider webhook", "channel add by ada: source docs → room", "lane remove by bob: removed with 1 channel(s) and intents: 2 retired"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("audit:\n%s\nwant a line with %q", got, want)
+			}
+		}
+	})
+}
+
+func TestRemoveLaneForcedSaysWhatItLost(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.RemoveLane(ctx, "hook", true, "bob")
+		if err != nil || r.Loss() != "1 pending" {
+			t.Fatalf("forced removal = %+v (loss %q), %v", r, r.Loss(), err)
+		}
+		if ins, err := p.Intents(ctx, outbox.IntentFilter{Lane: "hook"}); err != nil || len(ins) != 0 {
+			t.Fatalf("intents after forced removal: %v, %v", ins, err)
+		}
+		if got := strings.Join(actions(t, p, "hook"), "\n"); !strings.Contains(got, "forced, losing 1 pending") {
+			t.Fatalf("audit:\n%s\nwant the forced loss", got)
+		}
+		// The name is free again.
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+	})
+}
+
+// lane set merges settings, keeps secrets apart (a secret given again
+// replaces the one kept; one not given is kept), audits setting names and
+// never values, and the lane then shows the guarantee its new settings give.
+func TestSetLaneKeepsSecretsApartAndShowsItsGuarantee(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		v := mustAddLane(t, p, "alerts", "discord", outbox.LaneChange{Settings: map[string]string{"url": "https://discord.example/api/webhooks/1/tok-one-secret"}})
+		if v.Guarantee == nil || v.Guarantee.Guarantee != provider.AtMostOnce || v.Health != outbox.HealthOK {
+			t.Fatalf("discord lane without a bot token: %+v %s %s", v.Guarantee, v.Health, v.Problem)
+		}
+		gap := tidemark.Duration(0)
+		v, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"bot_token": "tok-bot-secret"}, MinGap: &gap}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Guarantee == nil || v.Guarantee.Guarantee != provider.ExactlyOnce || v.MinGap != 0 {
+			t.Fatalf("discord lane with a bot token: %+v, gap %s; want exactly once, gap 0", v.Guarantee, v.MinGap.Std())
+		}
+		if strings.Contains(v.Settings["url"]+v.Settings["bot_token"], "tok-") {
+			t.Fatalf("shown settings hold a secret: %v", v.Settings)
+		}
+		secrets, err := p.DB().Outbox().LaneSecrets(ctx, "alerts")
+		if err != nil || !strings.HasSuffix(secrets["url"], "tok-one-secret") || secrets["bot_token"] != "tok-bot-secret" {
+			t.Fatalf("secrets after a set that did not name the url: %v, %v", secrets, err)
+		}
+		if _, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"url": "https://discord.example/api/webhooks/1/tok-two-secret"}}, "ada"); err != nil {
+			t.Fatal(err)
+		}
+		if secrets, _ := p.DB().Outbox().LaneSecrets(ctx, "alerts"); !strings.HasSuffix(secrets["url"], "tok-two-secret") {
+			t.Fatalf("secret not replaced: kept %q", secrets["url"])
+		}
+		// A form that sends back the shown form of a secret does not
+		// replace the secret with its marker.
+		if _, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"url": v.Settings["url"]}}, "ada"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("set to the shown form %q: %v, want invalid", v.Settings["url"], err)
+		}
+		if _, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Unset: []string{"nope"}}, "ada"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("unset of a missing setting: %v, want invalid", err)
+		}
+		if _, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"resend_in_doubt": "perhaps"}}, "ada"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("bad resend_in_doubt: %v, want invalid", err)
+		}
+		if _, err := p.SetLane(ctx, "nope", outbox.LaneChange{Unset: []string{"x"}}, "ada"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("set of a missing lane: %v, want not found", err)
+		}
+		got := strings.Join(actions(t, p, "alerts"), "\n")
+		if strings.Contains(got, "tok-") {
+			t.Fatalf("the audit holds a secret:\n%s", got)
+		}
+		for _, want := range []string{"lane set by ada: set bot_token, min gap", "lane set by ada: changed url"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("audit:\n%s\nwant %q", got, want)
+			}
+		}
+	})
+}
+
+// A lane whose secret kept apart has gone missing, or whose provider cannot
+// be built, shows as broken with the reason, never as healthy.
+func TestLaneIsBrokenWhenItsProviderCannotBeBuilt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "https://hooks.example/T0/secret-path", "secret": "sign-me"}})
+		mustAddLane(t, p, "toot", "mastodon", outbox.LaneChange{Settings: map[string]string{"base_url": "https://m.example", "token_env": "TIDEMARK_TEST_UNSET_TOKEN"}})
+		if v, err := p.Lane(ctx, "hook"); err != nil || v.Health != outbox.HealthOK {
+			t.Fatalf("hook with its secrets: %s %s %v", v.Health, v.Problem, err)
+		}
+		if _, err := p.DB().SQL().ExecContext(ctx, `DELETE FROM outbox_lane_secrets WHERE lane = 'hook'`); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := p.Lanes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range ls {
+			if v.Health != outbox.HealthBroken || v.Problem == "" {
+				t.Errorf("lane %s: health %q (%s), want broken with a reason", v.Name, v.Health, v.Problem)
+			}
+			if strings.Contains(v.Problem, "sign-me") || strings.Contains(v.Problem, "secret-path") {
+				t.Errorf("lane %s: the problem shows a secret: %s", v.Name, v.Problem)
+			}
+		}
+	})
+}
+
+func TestChannelRemoveIsAudited(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		ref := outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room", Parent: "42"}
+		c, err := p.AddChannel(ctx, ref, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.RemoveChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "bob"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("remove without its parent: %v, want not found", err)
+		}
+		got, err := p.RemoveChannel(ctx, ref, "bob")
+		if err != nil || got.ID != c.ID {
+			t.Fatalf("remove = %+v, %v; want channel %s", got, err, c.ID)
+		}
+		if _, err := p.RemoveChannel(ctx, outbox.ChannelRef{ID: c.ID}, "bob"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("second remove: %v, want not found", err)
+		}
+		if a := actions(t, p, "hook"); len(a) != 3 || !strings.HasPrefix(a[2], "channel remove by bob: source docs → room ↳ 42") {
+			t.Fatalf("audit: %q", a)
+		}
+	})
+}
+
+// A running delivery loop takes up a lane's new settings: after lane set
+// moves the lane to another receiver, the next write goes there, not to
+// the provider the loop built before.
+func TestDeliverLoopTakesUpALaneChange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := openBackend(t, sqltest.Backends()[0])
+	a, b := providertest.New(t, clock.System{}, []byte("k")), providertest.New(t, clock.System{}, []byte("k"))
+	settings := func(s *providertest.Server) map[string]string {
+		m := s.Settings()
+		m["secret"] = "k"
+		return m
+	}
+	gap := tidemark.Duration(0)
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: settings(a), MinGap: &gap})
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	fakeSleep(t, func(waits []time.Duration) {
+		switch {
+		case len(waits) == 1:
+			if _, err := p.SetLane(ctx, "hook", outbox.LaneChange{Settings: settings(b)}, "ada"); err != nil {
+				t.Error(err)
+			}
+			if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "two"}); err != nil {
+				t.Error(err)
+			}
+		case len(waits) > 6:
+			cancel()
+		}
+	})
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loop ended with %v", err)
+	}
+	if a.Count() != 1 || b.Count() != 1 {
+		t.Fatalf("writes: %d to the old receiver, %d to the new; want 1 and 1", a.Count(), b.Count())
+	}
+}
+
+// A reconciliation an operator asks for is recorded in the lane's history
+// with who asked and what the plan found.
+func TestReconcileIsAudited(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		srv := providertest.New(t, clock.System{}, []byte("k"))
+		s := srv.Settings()
+		s["secret"] = "k"
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: s})
+		if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.Reconcile(ctx, "hook", "ada")
+		if err != nil || r.Plan == nil || r.Requests == 0 {
+			t.Fatalf("reconcile = %+v, %v", r, err)
+		}
+		got := actions(t, p, "hook")
+		if want := "reconcile by ada: 1 provider request(s); 0 landed, 1 to replay, 0 unexecutable, 0 unresolved of 1"; got[len(got)-1] != want {
+			t.Fatalf("audit %q, want last %q", got, want)
+		}
+	})
+}
+
+// A lane removed and added again under its name, while a delivery loop
+// runs, is delivered with its new provider, not the one the loop built for
+// the lane that was removed.
+func TestDeliverLoopForgetsARemovedLane(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := openBackend(t, sqltest.Backends()[0])
+	a, b := providertest.New(t, clock.System{}, []byte("k")), providertest.New(t, clock.System{}, []byte("k"))
+	settings := func(s *providertest.Server) outbox.LaneChange {
+		m := s.Settings()
+		m["secret"] = "k"
+		gap := tidemark.Duration(0)
+		return outbox.LaneChange{Settings: m, MinGap: &gap}
+	}
+	mustAddLane(t, p, "hook", "webhook", settings(a))
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	fakeSleep(t, func(waits []time.Duration) {
+		switch {
+		case len(waits) == 1:
+			if _, err := p.RemoveLane(ctx, "hook", false, "ada"); err != nil {
+				t.Error(err)
+			}
+			mustAddLane(t, p, "hook", "webhook", settings(b))
+			if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "two"}); err != nil {
+				t.Error(err)
+			}
+		case len(waits) > 6:
+			cancel()
+		}
+	})
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loop ended with %v", err)
+	}
+	if a.Count() != 1 || b.Count() != 1 {
+		t.Fatalf("writes: %d to the removed lane's receiver, %d to the new one's; want 1 and 1", a.Count(), b.Count())
+	}
+}
+
+// channel test renders what a channel would send, with its template or one
+// to try, and sends nothing.
+func TestChannelTestRendersWithoutSending(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.TestChannel(ctx, c.ID, "")
+		if err != nil || !r.Sample || r.Body == "" || r.Channel.ID != c.ID {
+			t.Fatalf("test = %+v, %v", r, err)
+		}
+		r, err = p.TestChannel(ctx, c.ID, "changed: {{.Source}}")
+		if err != nil || r.Body != "changed: docs" {
+			t.Fatalf("with a template: %q, %v", r.Body, err)
+		}
+		if _, err := p.TestChannel(ctx, c.ID, "{{.Nope}}"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a template reading no field: %v, want invalid", err)
+		}
+		if _, err := p.TestChannel(ctx, "nope", ""); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("no such channel: %v", err)
+		}
+		if ins, _ := p.Intents(ctx, outbox.IntentFilter{}); len(ins) != 0 {
+			t.Fatalf("a test drafted %d intents", len(ins))
+		}
+	})
+}

@@ -1,0 +1,76 @@
+package web
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidemark/tidemark"
+)
+
+// A notice is what a console page says after a form's write redirected to
+// it: what was done, or the problem that stopped it. Every console form
+// posts, then redirects (303) with its notice in a cookie that lives for
+// one page view. It never travels in the URL, so no link can make the
+// console say something it did not.
+type notice struct {
+	Error bool
+	Text  string
+}
+
+const (
+	noticeCookie = "tidemark_notice"
+	// noticeMax bounds the text a notice carries, in bytes, so that the
+	// cookie stays well within what every browser keeps (4 KiB).
+	noticeMax = 1000
+)
+
+// redirect sends the browser to the page to, which then says msg, or err
+// when it is not nil. An internal error is logged and shown only as such.
+func (s *Server) redirect(w http.ResponseWriter, r *http.Request, to, msg string, err error) {
+	n := notice{Text: msg}
+	if err != nil {
+		n = notice{Error: true, Text: s.problemText(r, err)}
+	}
+	kind := "ok"
+	if n.Error {
+		kind = "error"
+	}
+	v := base64.RawURLEncoding.EncodeToString([]byte(kind + "|" + shorten(n.Text, noticeMax)))
+	http.SetCookie(w, s.noticeCookie(r, v, 60))
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// takeNotice returns the notice a redirect left, and clears it.
+func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
+	c, err := r.Cookie(noticeCookie)
+	if err != nil {
+		return nil
+	}
+	http.SetCookie(w, s.noticeCookie(r, "", -1))
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || !utf8.Valid(b) {
+		return nil
+	}
+	kind, text, ok := strings.Cut(string(b), "|")
+	if !ok || (kind != "ok" && kind != "error") {
+		return nil
+	}
+	return &notice{Error: kind == "error", Text: text}
+}
+
+func (s *Server) noticeCookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: noticeCookie, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil || s.SecureCookies}
+}
+
+// problemText is what the console says of err: its message, unless it is
+// internal, which is logged instead.
+func (s *Server) problemText(r *http.Request, err error) string {
+	if tidemark.HTTPStatus(err) == http.StatusInternalServerError {
+		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		return "internal error (logged on the server)"
+	}
+	return err.Error()
+}

@@ -1,0 +1,66 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+)
+
+// noticeSet returns the text of the notice a redirect's answer set, or "".
+func noticeSet(h http.Header) string {
+	r := &http.Request{Header: http.Header{"Cookie": h.Values("Set-Cookie")}}
+	n := (&Server{}).takeNotice(httptest.NewRecorder(), r)
+	if n == nil {
+		return ""
+	}
+	return n.Text
+}
+
+func TestNoticeTravelsInACookieForOnePageView(t *testing.T) {
+	s := &Server{}
+	for _, c := range []struct {
+		msg   string
+		err   error
+		error bool
+		text  string
+	}{
+		{msg: "saved version 2", text: "saved version 2"},
+		{msg: "ünïcode | with a bar; and; semicolons", text: "ünïcode | with a bar; and; semicolons"},
+		{err: tidemark.Invalidf("interval", "0s", "must be positive"), error: true, text: "must be positive"},
+		{err: errors.New("disk on fire"), error: true, text: "internal error (logged on the server)"},
+		{msg: strings.Repeat("€", 2000), text: strings.Repeat("€", noticeMax/3) + "…"},
+	} {
+		w := httptest.NewRecorder()
+		s.redirect(w, httptest.NewRequest("POST", "/status/sources/x/set", nil), "/status/sources/x", c.msg, c.err)
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/status/sources/x" {
+			t.Fatalf("%q: %d to %q", c.text, w.Code, w.Header().Get("Location"))
+		}
+		set := w.Header().Get("Set-Cookie")
+		if len(set) > 2000 || !strings.Contains(set, "HttpOnly") || strings.Contains(set, "disk on fire") {
+			t.Fatalf("%q: cookie %q", c.text, set)
+		}
+		r := httptest.NewRequest("GET", "/status/sources/x", nil)
+		r.Header.Set("Cookie", strings.Split(set, ";")[0])
+		w = httptest.NewRecorder()
+		n := s.takeNotice(w, r)
+		if n == nil || n.Error != c.error || !strings.Contains(n.Text, c.text) {
+			t.Fatalf("%q: took %+v", c.text, n)
+		}
+		if cleared := w.Header().Get("Set-Cookie"); !strings.Contains(cleared, "Max-Age=0") {
+			t.Fatalf("%q: the notice is not cleared once shown: %q", c.text, cleared)
+		}
+	}
+	// Nothing in a link, and no forged cookie, puts words on a page.
+	r := httptest.NewRequest("GET", "/status?notice=send+your+token+to+evil", nil)
+	if n := s.takeNotice(httptest.NewRecorder(), r); n != nil {
+		t.Fatalf("a link made a notice: %+v", n)
+	}
+	r.Header.Set("Cookie", noticeCookie+"=not-base64!")
+	if n := s.takeNotice(httptest.NewRecorder(), r); n != nil {
+		t.Fatalf("a malformed cookie made a notice: %+v", n)
+	}
+}
