@@ -248,7 +248,9 @@ const (
 	ActionLaneRemove    = "lane remove"
 	ActionChannelAdd    = "channel add"
 	ActionChannelRemove = "channel remove"
-	ActionReconcile     = "reconcile"
+	// ActionChannelTemplate is a channel's template set or reset.
+	ActionChannelTemplate = "channel template"
+	ActionReconcile       = "reconcile"
 )
 
 // Reconciled is what a reconciliation an operator asked for did.

@@ -3,6 +3,7 @@ package outbox
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -118,6 +119,9 @@ func Preview(kind, tmpl string, m Message) (Rendered, error) {
 	return t.render(f, m)
 }
 
+// MaxTemplateBytes bounds a channel's template.
+const MaxTemplateBytes = 16 << 10
+
 // Template is a channel's message template, parsed.
 type Template struct{ t *template.Template }
 
@@ -126,6 +130,9 @@ type Template struct{ t *template.Template }
 // against an example message, so a template that would fail on every
 // change is refused when it is set, not when a page is published.
 func ParseTemplate(text string) (*Template, error) {
+	if len(text) > MaxTemplateBytes {
+		return nil, tidemark.Invalidf("template", "", "%d bytes, more than the %d a template may have", len(text), MaxTemplateBytes)
+	}
 	t, err := template.New("channel").Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, tidemark.Invalidf("template", text, "%v", err)
@@ -288,4 +295,28 @@ func ChannelBody(kind, tmpl string, p tidemark.Publication, source string) (stri
 		return PublicationBody(p), err
 	}
 	return r.Body, nil
+}
+
+// ChannelTest is what a channel would send for its source's latest
+// published page (or a sample when there is none), rendered with tmpl or,
+// when tmpl is blank, the channel's own template.
+type ChannelTest struct {
+	Channel Channel `json:"channel"`
+	// Sample: the source has no published page yet; the message is made up.
+	Sample  bool    `json:"sample"`
+	Message Message `json:"message"`
+	Rendered
+}
+
+// WriteText writes the body as it would be sent.
+func (t ChannelTest) WriteText(w io.Writer) error {
+	what := "its latest published page"
+	if t.Sample {
+		what = "a sample change (the source has published nothing yet)"
+	}
+	fmt.Fprintf(w, "channel %s (%s on lane %s, %s) would send, for %s:\n\n%s\n", t.Channel.ID, t.Channel.Target, t.Channel.Lane, t.Kind, what, t.Body)
+	if t.Truncated {
+		fmt.Fprintf(w, "\n(the summary was shortened to fit %s)\n", t.Limit)
+	}
+	return nil
 }

@@ -54,7 +54,7 @@ func TestPreviewShortensTheSummaryToTheLimit(t *testing.T) {
 }
 
 func TestTemplatesAreCheckedWhenParsed(t *testing.T) {
-	for _, bad := range []string{"{{.Title", "{{.Author}}", "{{template \"x\"}}"} {
+	for _, bad := range []string{"{{.Title", "{{.Author}}", "{{template \"x\"}}", strings.Repeat("{{.Title}}", outbox.MaxTemplateBytes/10+1)} {
 		if _, err := outbox.ParseTemplate(bad); !errors.Is(err, tidemark.ErrInvalid) {
 			t.Errorf("%q: %v", bad, err)
 		}

@@ -232,36 +232,20 @@ func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, act
 	return p.db.Outbox().RemoveChannel(ctx, ref, actor)
 }
 
-// ChannelTest is what a channel would send for its source's latest
-// published page (or a sample when there is none), rendered with tmpl or,
-// when tmpl is blank, the channel's own template.
-type ChannelTest struct {
-	Channel outbox.Channel `json:"channel"`
-	// Sample: the source has no published page yet; the message is made up.
-	Sample  bool           `json:"sample"`
-	Message outbox.Message `json:"message"`
-	outbox.Rendered
-}
-
-// WriteText writes the body as it would be sent.
-func (t ChannelTest) WriteText(w io.Writer) error {
-	what := "its latest published page"
-	if t.Sample {
-		what = "a sample change (the source has published nothing yet)"
-	}
-	fmt.Fprintf(w, "channel %s (%s on lane %s, %s) would send, for %s:\n\n%s\n", t.Channel.ID, t.Channel.Target, t.Channel.Lane, t.Kind, what, t.Body)
-	if t.Truncated {
-		fmt.Fprintf(w, "\n(the summary was shortened to fit %s)\n", t.Limit)
-	}
-	return nil
+// SetChannelTemplate sets the template a channel's messages are rendered
+// with (Go text/template over the change's title, summary, link, source
+// and page); a blank one resets it to its provider's default. A template
+// that would fail on every change is refused.
+func (p *Pipeline) SetChannelTemplate(ctx context.Context, channelID, tmpl, actor string) (outbox.Channel, error) {
+	return p.db.Outbox().SetChannelTemplate(ctx, channelID, tmpl, actor)
 }
 
 // TestChannel renders what a channel would send, without sending anything:
 // `outbox channel test`.
-func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (ChannelTest, error) {
+func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (outbox.ChannelTest, error) {
 	cp, err := p.db.Outbox().ChannelPreview(ctx, channelID)
 	if err != nil {
-		return ChannelTest{}, err
+		return outbox.ChannelTest{}, err
 	}
 	if cp.Message.Link == "" && p.cfg.WikiURL != "" && cp.Message.Page != "" {
 		cp.Message.Link = strings.TrimRight(p.cfg.WikiURL, "/") + "/" + publish.PageKey(cp.Message.Page)
@@ -270,7 +254,7 @@ func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (Cha
 		tmpl = cp.Channel.Template
 	}
 	r, err := outbox.Preview(cp.Kind, tmpl, cp.Message)
-	return ChannelTest{Channel: cp.Channel, Sample: cp.Sample, Message: cp.Message, Rendered: r}, err
+	return outbox.ChannelTest{Channel: cp.Channel, Sample: cp.Sample, Message: cp.Message, Rendered: r}, err
 }
 
 // Channels returns every channel.

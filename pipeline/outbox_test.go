@@ -385,3 +385,46 @@ func TestChannelTestRendersWithoutSending(t *testing.T) {
 		}
 	})
 }
+
+// A channel's template is set, previewed and reset through one audited
+// operation; a template that would fail on every change is refused and
+// the channel keeps the one it had.
+func TestChannelTemplateIsSetCheckedAndAudited(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.SetChannelTemplate(ctx, c.ID, "new in {{.Source}}: {{.Title}}", "bob")
+		if err != nil || got.Template != "new in {{.Source}}: {{.Title}}" || got.ID != c.ID {
+			t.Fatalf("set = %+v, %v", got, err)
+		}
+		if r, err := p.TestChannel(ctx, c.ID, ""); err != nil || !strings.HasPrefix(r.Body, "new in docs: ") {
+			t.Fatalf("the channel's preview after the set: %q, %v", r.Body, err)
+		}
+		if _, err := p.SetChannelTemplate(ctx, c.ID, "{{.Author}}", "eve"); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("a template reading no field: %v, want invalid", err)
+		}
+		if _, err := p.SetChannelTemplate(ctx, "nope", "{{.Title}}", "eve"); !errors.Is(err, tidemark.ErrNotFound) {
+			t.Fatalf("no such channel: %v, want not found", err)
+		}
+		cs, err := p.Channels(ctx)
+		if err != nil || len(cs) != 1 || cs[0].Template != "new in {{.Source}}: {{.Title}}" {
+			t.Fatalf("after the refusals: %+v, %v", cs, err)
+		}
+		if got, err := p.SetChannelTemplate(ctx, c.ID, " \n", "bob"); err != nil || got.Template != "" {
+			t.Fatalf("reset = %+v, %v", got, err)
+		}
+		a := actions(t, p, "hook")
+		if len(a) != 4 || !strings.HasPrefix(a[2], "channel template by bob: source docs → room (channel "+c.ID+"): its own template (") ||
+			!strings.HasPrefix(a[3], "channel template by bob: source docs → room (channel "+c.ID+"): the provider's default") {
+			t.Fatalf("audit: %q", a)
+		}
+	})
+}

@@ -137,10 +137,10 @@ func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ob.SetChannelTemplate(ctx, c.ID, "{{.Author}}"); !errors.Is(err, tidemark.ErrInvalid) {
+		if _, err := ob.SetChannelTemplate(ctx, c.ID, "{{.Author}}", "ada"); !errors.Is(err, tidemark.ErrInvalid) {
 			t.Fatalf("a template reading a field no change has: %v", err)
 		}
-		if c, err = ob.SetChannelTemplate(ctx, c.ID, "New in {{.Source}}: {{.Title}} ({{.Page}})"); err != nil || c.Template == "" {
+		if c, err = ob.SetChannelTemplate(ctx, c.ID, "New in {{.Source}}: {{.Title}} ({{.Page}})", "ada"); err != nil || c.Template == "" {
 			t.Fatalf("set template: %+v %v", c, err)
 		}
 		if cp, err := ob.ChannelPreview(ctx, c.ID); err != nil || !cp.Sample || cp.Message.Title == "" {

@@ -332,37 +332,6 @@ func (s *OutboxStore) Channels(ctx context.Context) ([]outbox.Channel, error) {
 		FROM outbox_channels c JOIN sources s ON s.id = c.source_id ORDER BY s.name, c.lane, c.target, c.parent`)
 }
 
-// SetChannelTemplate sets a channel's message template ("": the lane's
-// provider kind's default), checked with outbox.ParseTemplate first: a
-// template that would fail on every change is refused, and the channel
-// keeps the one it had.
-func (s *OutboxStore) SetChannelTemplate(ctx context.Context, channelID, template string) (outbox.Channel, error) {
-	if strings.TrimSpace(template) != "" {
-		if _, err := outbox.ParseTemplate(template); err != nil {
-			return outbox.Channel{}, err
-		}
-	}
-	res, err := s.db.db.ExecContext(ctx, `UPDATE outbox_channels SET template = $1 WHERE id = $2`, template, channelID)
-	if err != nil {
-		return outbox.Channel{}, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return outbox.Channel{}, err
-	} else if n != 1 {
-		return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
-	}
-	cs, err := s.Channels(ctx)
-	if err != nil {
-		return outbox.Channel{}, err
-	}
-	for _, c := range cs {
-		if c.ID == channelID {
-			return c, nil
-		}
-	}
-	return outbox.Channel{}, fmt.Errorf("channel %q: %w", channelID, tidemark.ErrNotFound)
-}
-
 // ChannelPreview is what a channel's preview is rendered from: its lane's
 // provider kind, its template, and a message: the latest published page of
 // its source, or a sample when the source has none yet.

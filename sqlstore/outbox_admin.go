@@ -241,6 +241,35 @@ func channelDetail(c outbox.Channel) string {
 // delivered there. The intents it drafted stay on their lane and keep it
 // as their origin.
 func (s *OutboxStore) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
+	return s.changeChannel(ctx, ref, outbox.ActionChannelRemove, actor, func(tx *sql.Tx, c *outbox.Channel) (string, error) {
+		err := exec1(ctx, tx, fmt.Errorf("channel %s: %w", c.ID, tidemark.ErrNotFound), `DELETE FROM outbox_channels WHERE id = $1`, c.ID)
+		return "", err
+	})
+}
+
+// SetChannelTemplate sets a channel's message template (blank: the lane's
+// provider kind's default), audited as done by actor. It is checked with
+// outbox.ParseTemplate first: a template that would fail on every change
+// is refused, and the channel keeps the one it had.
+func (s *OutboxStore) SetChannelTemplate(ctx context.Context, channelID, template, actor string) (outbox.Channel, error) {
+	if strings.TrimSpace(template) == "" {
+		template = ""
+	} else if _, err := outbox.ParseTemplate(template); err != nil {
+		return outbox.Channel{}, err
+	}
+	return s.changeChannel(ctx, outbox.ChannelRef{ID: channelID}, outbox.ActionChannelTemplate, actor, func(tx *sql.Tx, c *outbox.Channel) (string, error) {
+		err := exec1(ctx, tx, fmt.Errorf("channel %s: %w", c.ID, tidemark.ErrNotFound), `UPDATE outbox_channels SET template = $1 WHERE id = $2`, template, c.ID)
+		c.Template = template
+		if template == "" {
+			return "the provider's default", err
+		}
+		return fmt.Sprintf("its own template (%d bytes)", len(template)), err
+	})
+}
+
+// changeChannel locks the channel ref names, applies change to it and
+// audits the change (with what change says of it) in one transaction.
+func (s *OutboxStore) changeChannel(ctx context.Context, ref outbox.ChannelRef, action, actor string, change func(*sql.Tx, *outbox.Channel) (string, error)) (outbox.Channel, error) {
 	var c outbox.Channel
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
@@ -267,10 +296,15 @@ func (s *OutboxStore) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, 
 		return c, err
 	}
 	c.CreatedAt = fromMS(at)
-	if err := exec1(ctx, tx, fmt.Errorf("channel %s: %w", c.ID, tidemark.ErrNotFound), `DELETE FROM outbox_channels WHERE id = $1`, c.ID); err != nil {
+	what, err := change(tx, &c)
+	if err != nil {
 		return c, err
 	}
-	if err := s.audit(ctx, tx, c.Lane, outbox.ActionChannelRemove, actor, channelDetail(c)); err != nil {
+	detail := channelDetail(c)
+	if what != "" {
+		detail += ": " + what
+	}
+	if err := s.audit(ctx, tx, c.Lane, action, actor, detail); err != nil {
 		return c, err
 	}
 	return c, tx.Commit()
