@@ -58,3 +58,10 @@ func short(s string, n int) string {
 	}
 	return s[:n]
 }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/outbox/providertest"
 )
 
@@ -138,5 +140,43 @@ func TestOutboxLaneLifecycleCLI(t *testing.T) {
 	}
 	if strings.Contains(hist, "s3cr3t") {
 		t.Errorf("history shows a secret:\n%s", hist)
+	}
+}
+
+// outbox channel template sets a channel's template, shows what it would
+// send with it, refuses a bad one with exit 2 keeping the old, and
+// --default resets it; each change is in the lane's history.
+func TestOutboxChannelTemplateCLI(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "t.db")
+	cmd := func(args ...string) string { return string(mustRun(t, append([]string{"--db", db}, args...)...)) }
+	cmd("outbox", "lane", "add", "hook", "--provider", "webhook", "--setting", "url=http://127.0.0.1:1/h")
+	cmd("source", "add", gittest.Repo(t, "first"), "--name", "docs")
+	var c struct{ ID string }
+	if err := json.Unmarshal([]byte(cmd("outbox", "channel", "add", "--source", "docs", "--lane", "hook", "--target", "room", "--json")), &c); err != nil || c.ID == "" {
+		t.Fatalf("channel add --json: %v", err)
+	}
+	if out := cmd("outbox", "channel", "template", c.ID, "--template", "new in {{.Source}}: {{.Title}}"); !strings.Contains(out, "would send") || !strings.Contains(out, "new in docs: ") {
+		t.Fatalf("template set does not show what the channel would send:\n%s", out)
+	}
+	tmpl := filepath.Join(dir, "t.txt")
+	if err := os.WriteFile(tmpl, []byte("{{.Author}}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--file", tmpl}, {}, {"--default", "--template", "x"}} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"--db", db, "outbox", "channel", "template", c.ID}, args...), &out, &errb); code != 2 {
+			t.Fatalf("template %v: exit %d, want 2\n%s", args, code, errb.String())
+		}
+	}
+	var cs []struct{ Template string }
+	if err := json.Unmarshal([]byte(cmd("outbox", "channel", "list", "--json")), &cs); err != nil || len(cs) != 1 || cs[0].Template != "new in {{.Source}}: {{.Title}}" {
+		t.Fatalf("after the refusals: %+v, %v", cs, err)
+	}
+	if out := cmd("outbox", "channel", "template", c.ID, "--default", "--json"); !strings.Contains(out, `"template": ""`) {
+		t.Fatalf("--default --json:\n%s", out)
+	}
+	if hist := cmd("outbox", "lane", "history", "hook"); strings.Count(hist, "channel template") != 2 || !strings.Contains(hist, "the provider's default") {
+		t.Fatalf("history:\n%s", hist)
 	}
 }

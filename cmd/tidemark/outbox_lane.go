@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/pipeline"
@@ -116,6 +118,47 @@ func newOutboxChannelCmd(a *app) *cobra.Command {
 			return answer(p.TestChannel(cmd.Context(), args[0], tmpl))
 		})
 	test.Flags().StringVar(&tmpl, "template", "", "try this template instead of the channel's (Go text/template: {{.Title}}, {{.Summary}}, {{.Link}}, {{.Source}})")
-	cmd.AddCommand(add, list, remove, test)
+	cmd.AddCommand(add, list, remove, test, newChannelTemplateCmd(a))
+	return cmd
+}
+
+func newChannelTemplateCmd(a *app) *cobra.Command {
+	var text, file string
+	var reset bool
+	cmd := opCmd(a, "template ID (--template TEXT | --file FILE | --default)",
+		"Set the template a channel's messages are rendered with (audited), and show what it would send", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			if given := btoi(text != "") + btoi(file != "") + btoi(reset); given != 1 {
+				return nil, tidemark.Invalidf("template", "", "give exactly one of --template TEXT, --file FILE or --default")
+			}
+			if file != "" {
+				r, err := openInput(file)
+				if err != nil {
+					return nil, err
+				}
+				b, err := io.ReadAll(io.LimitReader(r, outbox.MaxTemplateBytes+1))
+				r.Close()
+				if err != nil {
+					return nil, tidemark.Invalidf("--file", file, "%v", err)
+				}
+				text = string(b)
+			}
+			c, err := p.SetChannelTemplate(cmd.Context(), args[0], text, actor())
+			if err != nil {
+				return nil, err
+			}
+			t, err := p.TestChannel(cmd.Context(), c.ID, "")
+			return said{c, t}, err
+		})
+	cmd.Long = `Set the template a channel's messages are rendered with: Go text/template
+over the change's {{.Title}}, {{.Summary}}, {{.Link}}, {{.Source}} and {{.Page}},
+fitted to the provider's markup and length limit. --default goes back to the
+provider's own. A template that would fail on every change is refused and the
+channel keeps the one it had. Try one first with 'outbox channel test ID
+--template TEXT', which changes nothing.`
+	cmd.Flags().StringVar(&text, "template", "", "the template")
+	cmd.Flags().StringVar(&file, "file", "", "read the template from FILE (- for stdin)")
+	cmd.Flags().BoolVar(&reset, "default", false, "use the provider's default template")
+	jsonFlag(cmd, "the channel")
 	return cmd
 }

@@ -20,8 +20,10 @@ const SettingsHelp = `Settings (--setting key=value, repeatable) depend on the p
             since
   discord:  url (the webhook URL), bot_token or bot_token_env (to read the
             channel: exactly once), channel_id, target, api_url
-  email:    smtp_url, from, username, password or password_env, timeout
-            (at most once: no IMAP reconciliation yet)
+  email:    smtp_url, from, username, password or password_env, timeout;
+            to read the sent mailbox (exactly once; without it at most
+            once): imap_url, imap_username, imap_password or
+            imap_password_env, sent_mailbox (default Sent)
   matrix:   homeserver_url, token or token_env (default MATRIX_TOKEN), rooms
             (ids, read on reconciliation), user_id
   slack:    token or token_env (default SLACK_TOKEN), channels (ids, read on
