@@ -33,6 +33,8 @@ type OutboxOps interface {
 	Channels(ctx context.Context) (outbox.Channels, error)
 	AddChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error)
 	RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error)
+	SetChannelTemplate(ctx context.Context, channelID, tmpl, actor string) (outbox.Channel, error)
+	TestChannel(ctx context.Context, channelID, tmpl string) (outbox.ChannelTest, error)
 	Intents(ctx context.Context, f outbox.IntentFilter) (outbox.Intents, error)
 	Intent(ctx context.Context, id string) (outbox.IntentDetail, error)
 	RetireIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error)
@@ -48,10 +50,14 @@ type OutboxOps interface {
 //	GET    /status/outbox/intents/{id}                one intent: its checks' evidence and audit trail
 //	POST   /status/outbox/intents/{id}/retire|revive
 //	POST   /status/outbox/channels, /status/outbox/channels/{id}/remove
+//	GET    /status/outbox/channels/{id}               one channel: what it would send (?template= to try one), its template
+//	POST   /status/outbox/channels/{id}/template      set its template (blank: the provider's default)
 //	GET    /api/outbox/lanes, POST (add), GET|PATCH|DELETE /api/outbox/lanes/{name} (?force=true)
 //	POST   /api/outbox/lanes/{name}/reconcile
 //	GET    /api/outbox/intents/{id}, POST /api/outbox/intents/{id}/retire|revive  {"reason": …}
 //	GET    /api/outbox/channels, POST (add), DELETE /api/outbox/channels/{id}
+//	GET    /api/outbox/channels/{id}/test?template=   what it would send, sending nothing
+//	PUT    /api/outbox/channels/{id}/template         {"template": …} ("": the provider's default)
 func (s *Server) outboxRoutes() []route {
 	if s.OutboxOps == nil {
 		return nil
@@ -59,7 +65,7 @@ func (s *Server) outboxRoutes() []route {
 	r := func(method, pattern, action string, h http.HandlerFunc) route {
 		return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
 	}
-	get, post, patch, del := http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+	get, post, put, patch, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	return []route{
 		r(get, "/status/outbox", "", s.outboxPage),
 		r(post, "/status/outbox/lanes", "outbox lane add", s.formAddLane),
@@ -68,6 +74,8 @@ func (s *Server) outboxRoutes() []route {
 		r(post, "/status/outbox/intents/{id}/{action}", "outbox intent retire|revive", s.formIntentOp),
 		r(post, "/status/outbox/channels", "outbox channel add", s.formAddChannel),
 		r(post, "/status/outbox/channels/{id}/remove", "outbox channel remove", s.formRemoveChannel),
+		r(get, "/status/outbox/channels/{id}", "", s.channelPage),
+		r(post, "/status/outbox/channels/{id}/template", "outbox channel template", s.formChannelTemplate),
 		r(post, "/api/outbox/lanes", "outbox lane add", s.apiLanesRoot),
 		r(get, "/api/outbox/lanes/{name}", "", s.apiLane),
 		r(patch, "/api/outbox/lanes/{name}", "outbox lane set", s.apiLane),
@@ -78,6 +86,8 @@ func (s *Server) outboxRoutes() []route {
 		r(get, "/api/outbox/channels", "", s.apiChannels),
 		r(post, "/api/outbox/channels", "outbox channel add", s.apiChannels),
 		r(del, "/api/outbox/channels/{id}", "outbox channel remove", s.apiRemoveChannel),
+		r(get, "/api/outbox/channels/{id}/test", "", s.apiTestChannel),
+		r(put, "/api/outbox/channels/{id}/template", "outbox channel template", s.apiChannelTemplate),
 	}
 }
 
@@ -221,6 +231,27 @@ func (s *Server) apiRemoveChannel(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, r, http.StatusOK, c, err)
 }
 
+func (s *Server) apiTestChannel(w http.ResponseWriter, r *http.Request) {
+	t, err := s.OutboxOps.TestChannel(r.Context(), r.PathValue("id"), r.URL.Query().Get("template"))
+	s.answer(w, r, http.StatusOK, t, err)
+}
+
+func (s *Server) apiChannelTemplate(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Template *string `json:"template"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Template == nil {
+		s.fail(w, r, tidemark.Invalidf("template", "", `required ("" for the provider's default)`))
+		return
+	}
+	c, err := s.OutboxOps.SetChannelTemplate(r.Context(), r.PathValue("id"), *req.Template, actor(r))
+	s.answer(w, r, http.StatusOK, c, err)
+}
+
 // answer writes v with status, or err.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
@@ -319,6 +350,52 @@ func (s *Server) formAddChannel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) formRemoveChannel(w http.ResponseWriter, r *http.Request) {
 	c, err := s.OutboxOps.RemoveChannel(r.Context(), outbox.ChannelRef{ID: r.PathValue("id")}, actor(r))
 	s.redirect(w, r, "/status/outbox", fmt.Sprintf("pages of %s are no longer delivered to %s on lane %s", c.Source, c.Target, c.Lane), err)
+}
+
+func channelPath(id string) string { return "/status/outbox/channels/" + url.PathEscape(id) }
+
+// channelPage shows what a channel would send with its template, or with
+// the one in ?template= (trying it changes nothing), and the form to set
+// it.
+func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
+	id, q := r.PathValue("id"), r.URL.Query()
+	trying := q.Has("template")
+	t, err := s.OutboxOps.TestChannel(r.Context(), id, q.Get("template"))
+	if errors.Is(err, tidemark.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	var problem *notice
+	if err != nil && tidemark.HTTPStatus(err) == http.StatusInternalServerError {
+		s.fail(w, r, err)
+		return
+	} else if err != nil {
+		// The template tried is refused: say why, beside the form that holds it.
+		problem = &notice{Error: true, Text: err.Error()}
+		if t, err = s.OutboxOps.TestChannel(r.Context(), id, ""); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	text := t.Channel.Template
+	if trying {
+		text = q.Get("template")
+	}
+	n := s.takeNotice(w, r)
+	if problem != nil {
+		n = problem
+	}
+	s.render(w, r, "channel.html", map[string]any{"T": t, "Template": text, "Trying": trying && problem == nil, "Notice": n})
+}
+
+func (s *Server) formChannelTemplate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c, err := s.OutboxOps.SetChannelTemplate(r.Context(), id, r.PostFormValue("template"), actor(r))
+	msg := "channel " + id + " now uses its own template"
+	if c.Template == "" {
+		msg = "channel " + id + " now uses its provider's default template"
+	}
+	s.redirect(w, r, channelPath(id), msg, err)
 }
 
 func (s *Server) outboxPage(w http.ResponseWriter, r *http.Request) {

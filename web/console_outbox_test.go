@@ -25,6 +25,8 @@ type fakeOutbox struct {
 	intents map[string]*outbox.Intent
 	gaps    []outbox.Gap
 	calls   []string
+	// template is channel c1's.
+	template string
 }
 
 var _ web.OutboxOps = (*fakeOutbox)(nil)
@@ -121,6 +123,38 @@ func (f *fakeOutbox) AddChannel(_ context.Context, ref outbox.ChannelRef, actor 
 func (f *fakeOutbox) RemoveChannel(_ context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
 	f.call("remove channel %s by %s", ref.ID, actor)
 	return outbox.Channel{ID: ref.ID, Source: "docs", Lane: "hook", Target: "room"}, nil
+}
+func (f *fakeOutbox) channel(id string) (outbox.Channel, error) {
+	if id != "c1" {
+		return outbox.Channel{}, fmt.Errorf("channel %s: %w", id, tidemark.ErrNotFound)
+	}
+	return outbox.Channel{ID: "c1", Source: "docs", Lane: "hook", Target: "room", Template: f.template}, nil
+}
+func (f *fakeOutbox) SetChannelTemplate(_ context.Context, id, tmpl, actor string) (outbox.Channel, error) {
+	c, err := f.channel(id)
+	if err != nil {
+		return c, err
+	}
+	if strings.TrimSpace(tmpl) != "" {
+		if _, err := outbox.ParseTemplate(tmpl); err != nil {
+			return outbox.Channel{}, err
+		}
+	}
+	f.template = strings.TrimSpace(tmpl)
+	f.call("template %s %q by %s", id, f.template, actor)
+	return f.channel(id)
+}
+func (f *fakeOutbox) TestChannel(_ context.Context, id, tmpl string) (outbox.ChannelTest, error) {
+	c, err := f.channel(id)
+	if err != nil {
+		return outbox.ChannelTest{}, err
+	}
+	if strings.TrimSpace(tmpl) == "" {
+		tmpl = c.Template
+	}
+	msg := outbox.Message{Title: "Release 2", Summary: "<b>fast</b>", Source: "docs"}
+	r, err := outbox.Preview("webhook", tmpl, msg)
+	return outbox.ChannelTest{Channel: c, Sample: true, Message: msg, Rendered: r}, err
 }
 func (f *fakeOutbox) Intents(_ context.Context, flt outbox.IntentFilter) (outbox.Intents, error) {
 	var out outbox.Intents
@@ -322,5 +356,66 @@ func TestOutboxConsole(t *testing.T) {
 	var lanes struct{ Items []map[string]any }
 	if r := do("GET", "/api/outbox/lanes", token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &lanes) != nil || len(lanes.Items) != 2 {
 		t.Fatalf("/api/outbox/lanes after removal: %d %s", r.Code, r.Body)
+	}
+}
+
+// A channel's page shows what it would send; a template is tried without
+// being saved (a bad one says why, keeping what was typed), and saved
+// through the form or the API, audited with the token's name.
+func TestChannelTemplateConsoleAndAPI(t *testing.T) {
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
+	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeOutbox()
+	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
+	page := func(path string) response {
+		t.Helper()
+		r := do("GET", path, token, nil)
+		if r.Code != 200 {
+			t.Fatalf("GET %s: %d\n%s", path, r.Code, r.Body)
+		}
+		return r
+	}
+	if r := page("/status/outbox/channels/c1"); !strings.Contains(r.Body, "Release 2") || !strings.Contains(r.Body, "&lt;b&gt;fast&lt;/b&gt;") ||
+		!strings.Contains(r.Body, "the provider's default") {
+		t.Fatalf("the channel's page:\n%s", r.Body)
+	}
+	if r := page("/status/outbox/channels/c1?template=" + url.QueryEscape("new in {{.Source}}!")); !strings.Contains(r.Body, "new in docs!") ||
+		!strings.Contains(r.Body, "With the template tried") || len(f.calls) != 0 {
+		t.Fatalf("trying a template (calls %v):\n%s", f.calls, r.Body)
+	}
+	if r := page("/status/outbox/channels/c1?template=" + url.QueryEscape("{{.Author}}")); !strings.Contains(r.Body, `class="problem"`) ||
+		!strings.Contains(r.Body, ">{{.Author}}</textarea>") || !strings.Contains(r.Body, "Release 2") {
+		t.Fatalf("trying a bad template:\n%s", r.Body)
+	}
+	if r := do("GET", "/status/outbox/channels/nope", token, nil); r.Code != 404 {
+		t.Fatalf("a missing channel's page: %d", r.Code)
+	}
+	r := do("POST", "/status/outbox/channels/c1/template", token, form(url.Values{"template": {"{{.Title}} in {{.Source}}"}}))
+	if r.Code != 303 || r.Header.Get("Location") != "/status/outbox/channels/c1" || f.lastCall(t) != `template c1 "{{.Title}} in {{.Source}}" by ops` {
+		t.Fatalf("save: %d %s %v", r.Code, r.Header.Get("Location"), f.calls)
+	}
+	cookie := strings.Split(r.Header.Get("Set-Cookie"), ";")[0]
+	r = do("GET", "/status/outbox/channels/c1", token, func(req *http.Request) { req.Header.Set("Cookie", cookie) })
+	if !strings.Contains(r.Body, "now uses its own template") || !strings.Contains(r.Body, "Release 2 in docs") {
+		t.Fatalf("after the save:\n%s", r.Body)
+	}
+	jsonBody := func(s string) func(*http.Request) { return withBody("application/json", s) }
+	if r := do("PUT", "/api/outbox/channels/c1/template", token, jsonBody(`{"template":"{{.Nope}}"}`)); r.Code != 400 || f.template != "{{.Title}} in {{.Source}}" {
+		t.Fatalf("PUT a bad template: %d %s", r.Code, r.Body)
+	}
+	if r := do("PUT", "/api/outbox/channels/c1/template", token, jsonBody(`{}`)); r.Code != 400 {
+		t.Fatalf("PUT without a template: %d %s", r.Code, r.Body)
+	}
+	if r := do("PUT", "/api/outbox/channels/c1/template", token, jsonBody(`{"template":""}`)); r.Code != 200 || !strings.Contains(r.Body, `"template": ""`) {
+		t.Fatalf("PUT the default: %d %s", r.Code, r.Body)
+	}
+	if r := do("GET", "/api/outbox/channels/c1/test?template="+url.QueryEscape("{{.Source}}"), token, nil); r.Code != 200 || !strings.Contains(r.Body, `"body": "docs"`) {
+		t.Fatalf("GET test: %d %s", r.Code, r.Body)
+	}
+	if r := do("GET", "/api/outbox/channels/c1/test", "", nil); r.Code != 401 {
+		t.Fatalf("GET test without a token: %d", r.Code)
 	}
 }

@@ -267,6 +267,10 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatal(err)
 	}
+	ch, err := db.Outbox().AddChannel(ctx, "src", "l", "room", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	in, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "l", Target: "t", Body: "b"})
 	if err != nil {
 		t.Fatal(err)
@@ -375,6 +379,9 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		}
 		if strings.HasPrefix(path, "/api/outbox/intents/") {
 			concrete = strings.Replace(concrete, "{id}", in.ID, 1)
+		}
+		if strings.HasPrefix(path, "/api/outbox/channels/") {
+			concrete = strings.Replace(concrete, "{id}", ch.ID, 1)
 		}
 		concrete = strings.Replace(concrete, "{id}", note.ID, 1)
 		req := httptest.NewRequest("GET", "http://127.0.0.1"+concrete+"?q=x", nil)
