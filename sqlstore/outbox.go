@@ -297,28 +297,51 @@ func (s *OutboxStore) Lanes(ctx context.Context) ([]outbox.Lane, error) {
 
 // AddChannel configures a source (by id or name) to draft an intent on
 // lane for target (and parent) each time one of its pages is published.
+// It is audited as done by no one in particular; see AddChannelAs.
 func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, parent string) (outbox.Channel, error) {
+	return s.AddChannelAs(ctx, "", sourceRef, lane, target, parent)
+}
+
+// AddChannelAs is AddChannel, audited as done by actor in the same
+// transaction: a channel that cannot be audited is not added.
+func (s *OutboxStore) AddChannelAs(ctx context.Context, actor, sourceRef, lane, target, parent string) (outbox.Channel, error) {
 	if strings.TrimSpace(target) == "" {
 		return outbox.Channel{}, tidemark.Invalidf("--target", target, "required")
 	}
 	var c outbox.Channel
-	err := s.db.db.QueryRowContext(ctx, `SELECT id, name FROM sources WHERE id = $1 OR name = $1`, sourceRef).Scan(&c.SourceID, &c.Source)
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return c, err
+	}
+	defer tx.Rollback()
+	err = tx.QueryRowContext(ctx, `SELECT id, name FROM sources WHERE id = $1 OR name = $1`, sourceRef).Scan(&c.SourceID, &c.Source)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, fmt.Errorf("source %q: %w", sourceRef, tidemark.ErrNotFound)
 	}
 	if err != nil {
 		return c, err
 	}
-	if _, err := s.Lane(ctx, lane); err != nil {
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM outbox_lanes WHERE name = $1`, lane).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound)
+	}
+	if err != nil {
 		return c, err
 	}
 	c.ID, c.Lane, c.Target, c.Parent, c.CreatedAt = s.db.IDs.New(), lane, target, parent, s.db.Clock.Now().UTC().Truncate(time.Millisecond)
-	_, err = s.db.db.ExecContext(ctx, `INSERT INTO outbox_channels (id, source_id, lane, target, parent, created_at)
+	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_channels (id, source_id, lane, target, parent, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, c.ID, c.SourceID, lane, target, parent, ms(c.CreatedAt))
 	if IsUniqueViolation(err) {
 		return c, fmt.Errorf("source %s already delivers to %s on lane %s: %w", c.Source, target, lane, tidemark.ErrConflict)
 	}
-	return c, err
+	if err != nil {
+		return c, err
+	}
+	if err := s.audit(ctx, tx, c.Lane, outbox.ActionChannelAdd, actor, channelDetail(c)); err != nil {
+		return c, err
+	}
+	return c, tx.Commit()
 }
 
 // Channels returns every channel.

@@ -220,15 +220,6 @@ func orNone(s string) string {
 	return s
 }
 
-// AddChannelAs is AddChannel, audited as done by actor.
-func (s *OutboxStore) AddChannelAs(ctx context.Context, actor, sourceRef, lane, target, parent string) (outbox.Channel, error) {
-	c, err := s.AddChannel(ctx, sourceRef, lane, target, parent)
-	if err != nil {
-		return c, err
-	}
-	return c, s.audit(ctx, s.db.db, c.Lane, outbox.ActionChannelAdd, actor, channelDetail(c))
-}
-
 func channelDetail(c outbox.Channel) string {
 	d := fmt.Sprintf("source %s → %s", c.Source, c.Target)
 	if c.Parent != "" {
