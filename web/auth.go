@@ -172,24 +172,15 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
-// methods answers a JSON 405 to any method but the allowed ones, so the
-// API's errors are JSON whatever went wrong.
-func (s *Server) methods(h http.HandlerFunc, allowed ...string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, m := range allowed {
-			if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
-				h(w, r)
-				return
-			}
-		}
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		msg := "method " + r.Method + " not allowed (allowed: " + strings.Join(allowed, ", ") + ")"
-		if isAPI(r) || r.URL.Path == "/metrics" {
-			failStatus(w, http.StatusMethodNotAllowed, tidemark.Invalidf("method", r.Method, "allowed: %s", strings.Join(allowed, ", ")))
-			return
-		}
-		http.Error(w, msg, http.StatusMethodNotAllowed)
-	})
+// methodNotAllowed answers a 405 that names the methods the path takes,
+// in JSON under /api, so the API's errors are JSON whatever went wrong.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed []string) {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	if isAPI(r) || r.URL.Path == "/metrics" {
+		failStatus(w, http.StatusMethodNotAllowed, tidemark.Invalidf("method", r.Method, "allowed: %s", strings.Join(allowed, ", ")))
+		return
+	}
+	http.Error(w, "method "+r.Method+" not allowed (allowed: "+strings.Join(allowed, ", ")+")", http.StatusMethodNotAllowed)
 }
 
 // apiNotFound answers every unknown /api path with a JSON 404.

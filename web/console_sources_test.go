@@ -310,3 +310,26 @@ func TestSourceWritesNeedOps(t *testing.T) {
 		t.Fatalf("status without ops offers the add form: %d", r.Code)
 	}
 }
+
+// A source may be named like a route's fixed word ("test"): its page, its
+// API object and its writes are reached by its name, and the fixed routes
+// (POST /api/sources/test, /status/sources/test) keep their meaning.
+func TestASourceNamedTestIsReachable(t *testing.T) {
+	c, _, db := mustConsole(t, sqltest.Backends()[0])
+	if _, err := db.Ingest().AddSource(context.Background(), ingest.NewSource{Name: "test", Kind: "feed", Location: "https://example.org/test",
+		Interval: time.Minute, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []response{c.get("/status/sources/test"), c.get("/api/sources/test")} {
+		if r.Code != 200 || !strings.Contains(r.Body, "https://example.org/test") {
+			t.Fatalf("the source named test: %d\n%s", r.Code, r.Body)
+		}
+	}
+	if r := c.do(http.MethodPatch, "/api/sources/test", "application/json", `{"interval":"2h"}`); r.Code != 200 || !strings.Contains(r.Body, `"interval": "2h0m0s"`) {
+		t.Fatalf("PATCH the source named test: %d %s", r.Code, r.Body)
+	}
+	mustRedirect(t, "pause the source named test", c.form("/status/sources/test/pause", nil), "/status/sources/test")
+	if src, err := db.Ingest().Source(context.Background(), "test"); err != nil || src.State != tidemark.SourcePaused {
+		t.Fatalf("after the pause: %+v %v", src, err)
+	}
+}

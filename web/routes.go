@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -110,51 +109,59 @@ func (s *Server) audited(rt route) http.Handler {
 	return s.Write(action, rt.Handler.ServeHTTP)
 }
 
-// mux serves the routes: one pattern per path, its methods dispatched
-// inside so a wrong method is a 405 in JSON under /api.
-func (s *Server) mux() *http.ServeMux {
+// mux serves the routes. Each is registered with its method, so that
+// net/http's precedence decides between a fixed path and a wildcard one by
+// method too: POST /api/sources/test is the source test, and GET, PATCH
+// and DELETE /api/sources/test reach the source named "test". A path whose
+// routes do not take the request's method is a 405 (JSON under /api) that
+// names the methods they take.
+func (s *Server) mux() *router {
 	mux := http.NewServeMux()
-	type entry struct {
-		access  access
-		methods []string
-		byMeth  map[string]http.Handler
-		any     http.Handler
-	}
-	var order []string
-	byPattern := map[string]*entry{}
+	fallbacks := map[string]bool{}
 	for _, rt := range s.routes() {
-		e := byPattern[rt.Pattern]
-		if e == nil {
-			e = &entry{access: rt.Access, byMeth: map[string]http.Handler{}}
-			byPattern[rt.Pattern] = e
-			order = append(order, rt.Pattern)
-		}
-		if e.access != rt.Access {
-			panic("web: " + rt.Pattern + " mixes public and private methods")
-		}
-		if rt.Method == "" {
-			e.any = rt.Handler
-			continue
-		}
-		e.methods = append(e.methods, rt.Method)
-		e.byMeth[rt.Method] = s.audited(rt)
-	}
-	for _, p := range order {
-		e := byPattern[p]
-		var h http.Handler = e.any
-		if h == nil {
-			h = s.methods(func(w http.ResponseWriter, r *http.Request) {
-				m := r.Method
-				if m == http.MethodHead && !slices.Contains(e.methods, m) {
-					m = http.MethodGet
-				}
-				e.byMeth[m].ServeHTTP(w, r)
-			}, e.methods...)
-		}
-		if e.access == private {
+		h := s.audited(rt)
+		if rt.Access == private {
 			h = s.requireAuth(h)
 		}
-		mux.Handle(p, h)
+		pattern := rt.Pattern
+		if rt.Method == "" {
+			fallbacks[pattern] = true
+		} else {
+			pattern = rt.Method + " " + pattern
+		}
+		mux.Handle(pattern, h)
 	}
-	return mux
+	return &router{s: s, mux: mux, fallbacks: fallbacks}
+}
+
+// router is the site's routes on a ServeMux, with JSON 405s.
+type router struct {
+	s   *Server
+	mux *http.ServeMux
+	// fallbacks are the patterns that answer every method (the wiki, the
+	// /api/ fallback): a path they answer may still be another route's.
+	fallbacks map[string]bool
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, p := rt.mux.Handler(r); p == "" || rt.fallbacks[p] {
+		if allowed := rt.allowed(r); len(allowed) > 0 {
+			rt.s.methodNotAllowed(w, r, allowed)
+			return
+		}
+	}
+	rt.mux.ServeHTTP(w, r)
+}
+
+// allowed are the methods a route of its own takes on r's path.
+func (rt *router) allowed(r *http.Request) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := rt.mux.Handler(probe); p != "" && !rt.fallbacks[p] {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }
