@@ -385,7 +385,8 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 	if problem != nil {
 		n = problem
 	}
-	s.render(w, r, "channel.html", map[string]any{"T": t, "Template": text, "Trying": trying && problem == nil, "Notice": n})
+	f, _ := outbox.FormatOf(t.Kind)
+	s.render(w, r, "channel.html", map[string]any{"T": t, "Template": text, "Default": f.Template, "Trying": trying && problem == nil, "Notice": n})
 }
 
 func (s *Server) formChannelTemplate(w http.ResponseWriter, r *http.Request) {
