@@ -14,18 +14,6 @@ import (
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
-func openOn(t *testing.T, b sqltest.Backend) *Pipeline {
-	t.Helper()
-	cfg := Defaults()
-	cfg.Home, cfg.Database = t.TempDir(), b.NewURL(t)
-	p, err := Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
 func pageBody(t *testing.T, p *Pipeline, pageID string) string {
 	t.Helper()
 	objs, err := p.Objects()
@@ -46,7 +34,7 @@ func TestDeletePageDocument(t *testing.T) {
 	repo := gitRepo(t)
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		p := openOn(t, b)
+		p := openBackend(t, b)
 		if _, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}}); err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +89,7 @@ func TestDeletePageDocument(t *testing.T) {
 func TestDocumentsAndMigrations(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		p := openOn(t, b)
+		p := openBackend(t, b)
 		if _, err := p.CreateCollection(ctx, "ann", "things", []string{"n:text"}); err != nil {
 			t.Fatal(err)
 		}

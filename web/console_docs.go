@@ -336,14 +336,3 @@ func (s *Server) apiDocument(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"deleted": a, "republished": res})
 	}
 }
-
-// decodeJSON reads one JSON object from a request body of at most
-// maxFormBytes; unknown fields are refused.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxFormBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return tidemark.Invalidf("body", "", "want a JSON object: %v", err)
-	}
-	return nil
-}

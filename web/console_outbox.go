@@ -2,10 +2,8 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -103,19 +101,6 @@ func intentOps(st outbox.State) []string {
 	return ops
 }
 
-// maxJSONBody bounds a request body of the API.
-const maxJSONBody = 1 << 20
-
-// decode reads a JSON body into v; unknown fields are refused.
-func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return tidemark.Invalidf("body", "", "want a JSON object of the documented fields: %v", err)
-	}
-	return nil
-}
-
 // newLaneBody is the body of POST /api/outbox/lanes.
 type newLaneBody struct {
 	Name     string `json:"name"`
@@ -129,7 +114,7 @@ func (s *Server) apiLanesRoot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b newLaneBody
-	if err := decode(w, r, &b); err != nil {
+	if err := decodeJSON(w, r, &b); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -142,7 +127,7 @@ func (s *Server) apiLane(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPatch:
 		var ch outbox.LaneChange
-		if err := decode(w, r, &ch); err != nil {
+		if err := decodeJSON(w, r, &ch); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -203,7 +188,7 @@ func (s *Server) apiIntentOp(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Reason string `json:"reason"`
 	}
-	if err := decode(w, r, &b); err != nil {
+	if err := decodeJSON(w, r, &b); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -218,7 +203,7 @@ func (s *Server) apiChannels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ref outbox.ChannelRef
-	if err := decode(w, r, &ref); err != nil {
+	if err := decodeJSON(w, r, &ref); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -240,7 +225,7 @@ func (s *Server) apiChannelTemplate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Template *string `json:"template"`
 	}
-	if err := decode(w, r, &req); err != nil {
+	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

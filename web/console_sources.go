@@ -2,10 +2,8 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -37,7 +35,6 @@ type SourceOps interface {
 // Limits on what a request to the source routes may carry.
 const (
 	maxSourceFormBytes = 64 << 10
-	maxJSONBytes       = 1 << 20
 	pageSize           = 50
 	// consoleRunPasses bounds a console's or the API's "run now": one
 	// request, a few runs while the source has a backlog.
@@ -447,16 +444,6 @@ func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// readJSON decodes a request body into v, refusing unknown fields.
-func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return tidemark.Invalidf("request body", "", "want a JSON object: %v", err)
-	}
-	return nil
-}
-
 // sourceRequest is the body of POST /api/sources and POST
 // /api/sources/test.
 type sourceRequest struct {
@@ -486,7 +473,7 @@ func (q sourceRequest) newSource() ingest.NewSource {
 
 func (s *Server) apiAdd(w http.ResponseWriter, r *http.Request) {
 	var q sourceRequest
-	if err := readJSON(w, r, &q); err != nil {
+	if err := decodeJSON(w, r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -503,7 +490,7 @@ func (s *Server) apiAdd(w http.ResponseWriter, r *http.Request) {
 // still a 200: the report says how (its outcome and error).
 func (s *Server) apiTest(w http.ResponseWriter, r *http.Request) {
 	var q sourceRequest
-	if err := readJSON(w, r, &q); err != nil {
+	if err := decodeJSON(w, r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -526,7 +513,7 @@ type patchRequest struct {
 
 func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 	var q patchRequest
-	if err := readJSON(w, r, &q); err != nil {
+	if err := decodeJSON(w, r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -588,7 +575,7 @@ type opRequest struct {
 func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
 	name, op := r.PathValue("name"), path.Base(r.URL.Path)
 	var q opRequest
-	if err := readJSON(w, r, &q); err != nil {
+	if err := decodeJSON(w, r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}

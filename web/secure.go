@@ -3,9 +3,10 @@ package web
 import (
 	"net"
 
-	"github.com/tidemark/tidemark"
 	"net/http"
 	"strings"
+
+	"github.com/tidemark/tidemark"
 )
 
 // ContentSecurityPolicy is sent with every response. The wiki and the

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -204,6 +205,20 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // 403, 405, 421): the body still carries the kind of err.
 func failStatus(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, errorBody(err))
+}
+
+// maxJSONBody bounds the body of an API request.
+const maxJSONBody = 2 << 20
+
+// decodeJSON reads a request's JSON object into v, refusing unknown fields
+// and more than maxJSONBody bytes. An empty body is the empty object.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return tidemark.Invalidf("body", "", "want a JSON object of the documented fields: %v", err)
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
