@@ -140,6 +140,27 @@ func (s *IngestStore) source(ctx context.Context, q querier, ref string, lock bo
 	return r, nil
 }
 
+// operate applies op to the source ref names, locked, in one transaction,
+// and returns the source as op left it.
+func (s *IngestStore) operate(ctx context.Context, ref string, op func(tx *sql.Tx, r sourceRow) error) (tidemark.Source, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	defer tx.Rollback()
+	r, err := s.source(ctx, tx, ref, true)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := op(tx, r); err != nil {
+		return tidemark.Source{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return tidemark.Source{}, err
+	}
+	return s.Source(ctx, r.ID)
+}
+
 // Sources implements ingest.Store.
 func (s *IngestStore) Sources(ctx context.Context) ([]tidemark.Source, error) {
 	return queryAll(ctx, s.db.db, func(sc scanner) (tidemark.Source, error) {
@@ -153,30 +174,17 @@ func (s *IngestStore) SetState(ctx context.Context, ref string, state tidemark.S
 	if state != tidemark.SourceActive && state != tidemark.SourcePaused {
 		return tidemark.Source{}, tidemark.Invalidf("state", string(state), "want active or paused")
 	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	now := s.db.Clock.Now()
-	if _, err := tx.ExecContext(ctx, `UPDATE sources SET state = $1, updated_at = $2 WHERE id = $3`, string(state), ms(now), r.ID); err != nil {
-		return tidemark.Source{}, err
-	}
-	action := "pause"
-	if state == tidemark.SourceActive {
-		action = "resume"
-	}
-	if err := s.insertAction(ctx, tx, r, action, actor, r.Cursor, r.CursorVersion, "", now); err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
+	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		now := s.db.Clock.Now()
+		if _, err := tx.ExecContext(ctx, `UPDATE sources SET state = $1, updated_at = $2 WHERE id = $3`, string(state), ms(now), r.ID); err != nil {
+			return err
+		}
+		action := "pause"
+		if state == tidemark.SourceActive {
+			action = "resume"
+		}
+		return s.insertAction(ctx, tx, r, action, actor, r.Cursor, r.CursorVersion, "", now)
+	})
 }
 
 func boolInt(b bool) int {
@@ -1287,33 +1295,20 @@ func (s *IngestStore) releaseForOperator(ctx context.Context, tx *sql.Tx, r sour
 
 // Retry implements ingest.Store.
 func (s *IngestStore) Retry(ctx context.Context, ref, actor, note string) (tidemark.Source, error) {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	now := s.db.Clock.Now()
-	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("retry %s: %w", r.Name, tidemark.ErrConflict),
-		`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL,
-		next_due_at = $1, updated_at = $1 WHERE id = $2 AND claim_token IS NULL AND cursor_version = $3`,
-		ms(now), r.ID, r.CursorVersion)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := s.insertAction(ctx, tx, r, "retry", actor, r.Cursor, r.CursorVersion, note, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
+	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		now := s.db.Clock.Now()
+		if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
+			return err
+		}
+		err = exec1(ctx, tx, fmt.Errorf("retry %s: %w", r.Name, tidemark.ErrConflict),
+			`UPDATE sources SET window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL,
+			next_due_at = $1, updated_at = $1 WHERE id = $2 AND claim_token IS NULL AND cursor_version = $3`,
+			ms(now), r.ID, r.CursorVersion)
+		if err != nil {
+			return err
+		}
+		return s.insertAction(ctx, tx, r, "retry", actor, r.Cursor, r.CursorVersion, note, now)
+	})
 }
 
 // Skip implements ingest.Store.
@@ -1321,37 +1316,24 @@ func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (ti
 	if strings.TrimSpace(to) == "" {
 		return tidemark.Source{}, tidemark.Invalidf("skip target", to, "a skip needs an explicit cursor to move to")
 	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if r.Cursor == to {
-		return tidemark.Source{}, tidemark.Invalidf("skip target", to, "source %s is already there", r.Name)
-	}
-	now := s.db.Clock.Now()
-	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	err = exec1(ctx, tx, fmt.Errorf("skip %s: %w", r.Name, tidemark.ErrConflict),
-		`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
-		window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL, next_due_at = $2, updated_at = $2
-		WHERE id = $3 AND claim_token IS NULL AND cursor_version = $4`,
-		to, ms(now), r.ID, r.CursorVersion)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := s.insertAction(ctx, tx, r, "skip", actor, to, r.CursorVersion+1, note, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
+	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		if r.Cursor == to {
+			return tidemark.Invalidf("skip target", to, "source %s is already there", r.Name)
+		}
+		now := s.db.Clock.Now()
+		if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
+			return err
+		}
+		err = exec1(ctx, tx, fmt.Errorf("skip %s: %w", r.Name, tidemark.ErrConflict),
+			`UPDATE sources SET cursor = $1, cursor_version = cursor_version + 1,
+			window_state = 'open', window_attempts = 0, terminal_reason = '', failing_since = NULL, next_due_at = $2, updated_at = $2
+			WHERE id = $3 AND claim_token IS NULL AND cursor_version = $4`,
+			to, ms(now), r.ID, r.CursorVersion)
+		if err != nil {
+			return err
+		}
+		return s.insertAction(ctx, tx, r, "skip", actor, to, r.CursorVersion+1, note, now)
+	})
 }
 
 func (s *IngestStore) insertAction(ctx context.Context, tx *sql.Tx, r sourceRow, action, actor, cursorAfter string, versionAfter int64, note string, now time.Time) error {

@@ -18,45 +18,35 @@ func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, a
 	if err := ch.Validate(); err != nil {
 		return tidemark.Source{}, err
 	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	allow, interval, budget := r.AllowPrivate, r.Interval.Std(), r.RetryBudget
-	if ch.AllowPrivate != nil {
-		allow = *ch.AllowPrivate
-	}
-	if ch.Interval != nil {
-		interval = *ch.Interval
-	}
-	if ch.RetryBudget != nil {
-		budget = *ch.RetryBudget
-	}
-	now := s.db.Clock.Now()
-	// A smaller budget than the attempts already spent takes effect at the
-	// window's next failure, which then finds the budget spent.
-	err = exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
-		`UPDATE sources SET allow_private = $1, interval_ms = $2, retry_budget = $3, updated_at = $4 WHERE id = $5`,
-		boolInt(allow), interval.Milliseconds(), budget, ms(now), r.ID)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := s.insertAction(ctx, tx, r, "set", actor, r.Cursor, r.CursorVersion, ch.Note(r.Source), now); err != nil {
-		return tidemark.Source{}, err
-	}
-	// The change may let the workers that could not serve the source.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM source_unserved WHERE source_id = $1`, r.ID); err != nil {
-		return tidemark.Source{}, fmt.Errorf("source %s: clear the workers that could not serve it: %w", r.Name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
+	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		allow, interval, budget := r.AllowPrivate, r.Interval.Std(), r.RetryBudget
+		if ch.AllowPrivate != nil {
+			allow = *ch.AllowPrivate
+		}
+		if ch.Interval != nil {
+			interval = *ch.Interval
+		}
+		if ch.RetryBudget != nil {
+			budget = *ch.RetryBudget
+		}
+		now := s.db.Clock.Now()
+		// A smaller budget than the attempts already spent takes effect at the
+		// window's next failure, which then finds the budget spent.
+		err = exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
+			`UPDATE sources SET allow_private = $1, interval_ms = $2, retry_budget = $3, updated_at = $4 WHERE id = $5`,
+			boolInt(allow), interval.Milliseconds(), budget, ms(now), r.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.insertAction(ctx, tx, r, "set", actor, r.Cursor, r.CursorVersion, ch.Note(r.Source), now); err != nil {
+			return err
+		}
+		// The change may let the workers that could not serve the source.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM source_unserved WHERE source_id = $1`, r.ID); err != nil {
+			return fmt.Errorf("source %s: clear the workers that could not serve it: %w", r.Name, err)
+		}
+		return nil
+	})
 }
 
 // RenameSource implements ingest.Store.
@@ -64,42 +54,29 @@ func (s *IngestStore) RenameSource(ctx context.Context, ref, name, actor string)
 	if err := ingest.CheckName(name); err != nil {
 		return tidemark.Source{}, err
 	}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	defer tx.Rollback()
-	r, err := s.source(ctx, tx, ref, true)
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if r.Name == name {
-		return tidemark.Source{}, tidemark.Invalidf("new name", name, "source %s already has it", r.Name)
-	}
-	// Names and IDs share one namespace of references (Source finds by
-	// either): a name that is another source's ID would shadow it.
-	var taken int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sources WHERE (name = $1 OR id = $1) AND id <> $2`, name, r.ID).Scan(&taken); err != nil {
-		return tidemark.Source{}, err
-	}
-	if taken > 0 {
-		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
-	}
-	now := s.db.Clock.Now()
-	_, err = tx.ExecContext(ctx, `UPDATE sources SET name = $1, updated_at = $2 WHERE id = $3`, name, ms(now), r.ID)
-	if IsUniqueViolation(err) {
-		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
-	}
-	if err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := s.insertAction(ctx, tx, r, "rename", actor, r.Cursor, r.CursorVersion, r.Name+" → "+name, now); err != nil {
-		return tidemark.Source{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return tidemark.Source{}, err
-	}
-	return s.Source(ctx, r.ID)
+	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		if r.Name == name {
+			return tidemark.Invalidf("new name", name, "source %s already has it", r.Name)
+		}
+		// Names and IDs share one namespace of references (Source finds by
+		// either): a name that is another source's ID would shadow it.
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sources WHERE (name = $1 OR id = $1) AND id <> $2`, name, r.ID).Scan(&taken); err != nil {
+			return err
+		}
+		if taken > 0 {
+			return fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
+		}
+		now := s.db.Clock.Now()
+		_, err = tx.ExecContext(ctx, `UPDATE sources SET name = $1, updated_at = $2 WHERE id = $3`, name, ms(now), r.ID)
+		if IsUniqueViolation(err) {
+			return fmt.Errorf("source %q already exists: %w", name, tidemark.ErrConflict)
+		}
+		if err != nil {
+			return err
+		}
+		return s.insertAction(ctx, tx, r, "rename", actor, r.Cursor, r.CursorVersion, r.Name+" → "+name, now)
+	})
 }
 
 // What a source's removal deletes, children first (the foreign keys'
