@@ -38,10 +38,10 @@ type DocOps interface {
 
 // actor is who a write is audited as: the signed-in token's name.
 func actor(r *http.Request) string {
-	if t, ok := Principal(r.Context()); ok {
+	if t, ok := Principal(r.Context()); ok && t.Name != "" {
 		return t.Name
 	}
-	return ""
+	return "unknown"
 }
 
 // maxFormBytes bounds a console form or an API body.

@@ -146,11 +146,7 @@ func (s *Server) apiMigrationStart(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiMigration(w http.ResponseWriter, r *http.Request) {
 	run, err := s.Docs.MigrationRun(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, run)
+	s.answer(w, r, http.StatusOK, run, err)
 }
 
 func (s *Server) apiMigrationAct(w http.ResponseWriter, r *http.Request) {

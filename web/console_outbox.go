@@ -237,15 +237,6 @@ func (s *Server) apiChannelTemplate(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, r, http.StatusOK, c, err)
 }
 
-// answer writes v with status, or err.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, status, v)
-}
-
 func lanePath(name string) string { return "/status/lanes/" + url.PathEscape(name) }
 
 // laneChangeForm reads a lane's change from a form: settings as key=value

@@ -78,15 +78,6 @@ func (s *Server) sourceRoutes() []route {
 	return rs
 }
 
-// actorOf names who made a request, for the audit trail: the name of the
-// token it was authenticated with.
-func actorOf(r *http.Request) string {
-	if t, ok := Principal(r.Context()); ok && t.Name != "" {
-		return t.Name
-	}
-	return "unknown"
-}
-
 func sourcePath(name string) string { return "/status/sources/" + url.PathEscape(name) }
 
 // addForm is the console's form for a new source, as typed.
@@ -222,7 +213,7 @@ func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
 // sourceOp performs op on the named source with the form's values and
 // says what it did.
 func (s *Server) sourceOp(r *http.Request, name, op string, v url.Values) (string, error) {
-	ctx, actor := r.Context(), actorOf(r)
+	ctx, actor := r.Context(), actor(r)
 	switch op {
 	case "pause", "resume":
 		f := s.Sources.PauseSource
@@ -428,20 +419,12 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	run, err := s.Ingest.Run(r.Context(), r.PathValue("run"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, run)
+	s.answer(w, r, http.StatusOK, run, err)
 }
 
 func (s *Server) apiEvent(w http.ResponseWriter, r *http.Request) {
 	d, err := s.eventDetail(r.Context(), r.PathValue("event"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	s.answer(w, r, http.StatusOK, d, err)
 }
 
 // sourceRequest is the body of POST /api/sources and POST
@@ -495,11 +478,7 @@ func (s *Server) apiTest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := s.Sources.TestSource(r.Context(), ingest.TestRequest{Source: q.newSource(), Cursor: q.Cursor, Evidence: q.Evidence})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	s.answer(w, r, http.StatusOK, rep, err)
 }
 
 // patchRequest is the body of PATCH /api/sources/{name}: a new name, and
@@ -530,7 +509,7 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err) // before a rename, so a bad request changes nothing
 		return
 	}
-	ref, actor := r.PathValue("name"), actorOf(r)
+	ref, actor := r.PathValue("name"), actor(r)
 	var src tidemark.Source
 	var err error
 	if q.Name != nil {
@@ -558,12 +537,8 @@ func (s *Server) apiDelete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rm, err := s.Sources.RemoveSource(r.Context(), r.PathValue("name"), actorOf(r), force)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rm)
+	rm, err := s.Sources.RemoveSource(r.Context(), r.PathValue("name"), actor(r), force)
+	s.answer(w, r, http.StatusOK, rm, err)
 }
 
 // opRequest is the optional body of POST /api/sources/{name}/retry|skip.
@@ -579,7 +554,7 @@ func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ctx, actor := r.Context(), actorOf(r)
+	ctx, actor := r.Context(), actor(r)
 	var src tidemark.Source
 	var err error
 	switch op {

@@ -221,6 +221,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// answer writes v with status, or err.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
@@ -245,11 +254,7 @@ func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
 	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	s.answer(w, r, http.StatusOK, d, err)
 }
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
