@@ -137,8 +137,9 @@ func TestBrowserFlow(t *testing.T) {
 	mustSee(t, ctx, "the run page", "items", "2 new", "Widget 1.9: fewer retries")
 	mustLookRight(t, ctx, dir, "flow-run")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`#run-events ~ div a[href^="/status/events/"]`)), chromedp.WaitVisible(chromedp.CSS(`#revisions`)))
-	mustSee(t, ctx, "the event page", "Widget", "revision 1", "releases")
+	mustSee(t, ctx, "the event page", "Widget 2.0: sync in the background", "revision 1", "releases", "not published yet")
 	mustLookRight(t, ctx, dir, "flow-event")
+	eventURL := mustGet(t, ctx, chromedp.Location())
 
 	// Route the source's pages to a webhook lane, from the outbox console.
 	mustOpen(t, ctx, base+"/status/outbox")
@@ -167,11 +168,13 @@ func TestBrowserFlow(t *testing.T) {
 		t.Fatalf("publish: %+v, %v; want 2 pages published", tot, err)
 	}
 
-	// The wiki page of the change.
+	// The wiki page of the change, from its event's page; the wiki's
+	// index lists it too.
 	mustOpen(t, ctx, base+"/")
-	mustSee(t, ctx, "the wiki's index", "Widget 2.0: sync in the background")
+	mustSee(t, ctx, "the wiki's index", "Widget 2.0: sync in the background", "Widget 1.9: fewer retries")
 	mustLookRight(t, ctx, dir, "flow-wiki-index")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href*="changes/"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="https://widget.example.org/releases/2.0"]`)))
+	mustOpen(t, ctx, eventURL)
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/changes/"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="https://widget.example.org/releases/2.0"]`)))
 	mustSee(t, ctx, "the change's wiki page", "Widget 2.0: sync in the background", "resumes an interrupted upload")
 	mustLookRight(t, ctx, dir, "flow-wiki-change")
 
