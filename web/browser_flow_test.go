@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
 // releasesFeed is the upstream the flow tracks: an Atom feed of two
@@ -40,7 +41,7 @@ type flow struct {
 	hookHits int
 }
 
-func mustFlow(t *testing.T) *flow {
+func mustFlow(t *testing.T, b sqltest.Backend) *flow {
 	t.Helper()
 	ctx := context.Background()
 	f := &flow{}
@@ -60,7 +61,7 @@ func mustFlow(t *testing.T) *flow {
 	f.hookURL = hook.URL + "/hook"
 
 	cfg := pipeline.Defaults()
-	cfg.Home = t.TempDir()
+	cfg.Home, cfg.Database = t.TempDir(), b.NewURL(t)
 	p, err := pipeline.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -97,48 +98,58 @@ func mustFlow(t *testing.T) *flow {
 // migration that stops on a bad value and abort it. Every page is
 // photographed at a desktop's and a phone's width, and fits both.
 func TestBrowserFlow(t *testing.T) {
-	ctx := mustBrowser(t)
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		name := "flow"
+		if b.Name != "sqlite" {
+			name += "-" + b.Name
+		}
+		ctx := mustBrowser(t) // skips without a browser, before building anything
+		testBrowserFlow(t, ctx, mustFlow(t, b), name)
+	})
+}
+
+func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	dir := artifactsDir(t)
-	f := mustFlow(t)
 	base := f.base
 	t.Logf("screenshots in %s", dir)
+	shoot := func(page string) { t.Helper(); mustLookRight(t, ctx, dir, name+"-"+page) }
 
 	// Sign in: the console sends a stranger to the sign-in page and back.
 	mustOpen(t, ctx, base+"/status")
 	if loc := mustGet(t, ctx, chromedp.Location()); !strings.Contains(loc, "/signin?next=") {
 		t.Fatalf("/status without a session went to %s, want the sign-in page", loc)
 	}
-	mustLookRight(t, ctx, dir, "flow-signin")
+	shoot("signin")
 	mustSignIn(t, ctx, f.token, `form[action="/status/sources"]`)
 	mustSee(t, ctx, "the status page", "no sources")
-	mustLookRight(t, ctx, dir, "flow-status")
+	shoot("status")
 
 	// Add a source: test the location first, then add it as tested.
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="location"]`), f.feedURL),
 		chromedp.Click(chromedp.CSS(`input[name="allow_private"]`)),
 		chromedp.Click(chromedp.CSS(`button[formaction="/status/sources/test"]`)), chromedp.WaitVisible(chromedp.CSS(`#preview`)))
 	mustSee(t, ctx, "the preview", "Widget 2.0: sync in the background", "Widget 1.9: fewer retries", "nothing was stored")
-	mustLookRight(t, ctx, dir, "flow-preview")
+	shoot("preview")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "releases"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources/releases/run"]`)))
 	mustNotice(t, ctx, "added feed source releases")
-	mustLookRight(t, ctx, dir, "flow-source-added")
+	shoot("source-added")
 
 	// Run it now, from its page.
 	mustOpen(t, ctx, base+"/status/sources/releases")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/releases/run"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
 	mustNotice(t, ctx, "ran releases")
 	mustSee(t, ctx, "the source after its run", "items", "Widget 2.0: sync in the background")
-	mustLookRight(t, ctx, dir, "flow-source-ran")
+	shoot("source-ran")
 
 	// Open the change: the run, then the event it froze.
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/runs/"]`)), chromedp.WaitVisible(chromedp.CSS(`#run-events`)))
 	mustSee(t, ctx, "the run page", "items", "2 new", "Widget 1.9: fewer retries")
-	mustLookRight(t, ctx, dir, "flow-run")
+	shoot("run")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`#run-events ~ div a[href^="/status/events/"]`)), chromedp.WaitVisible(chromedp.CSS(`#revisions`)))
 	mustSee(t, ctx, "the event page", "Widget 2.0: sync in the background", "revision 1", "releases", "not published yet")
-	mustLookRight(t, ctx, dir, "flow-event")
+	shoot("event")
 	eventURL := mustGet(t, ctx, chromedp.Location())
 
 	// Route the source's pages to a webhook lane, from the outbox console.
@@ -149,14 +160,14 @@ func TestBrowserFlow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/lanes"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/lanes/team-chat/reconcile"]`)))
 	mustNotice(t, ctx, "team-chat")
-	mustLookRight(t, ctx, dir, "flow-lane-added")
+	shoot("lane-added")
 	mustOpen(t, ctx, base+"/status/outbox")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="source"]`), "releases"),
 		chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="target"]`), "#releases"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/channels"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/remove"][action^="/status/outbox/channels/"]`)))
 	mustNotice(t, ctx, "pages of releases will be delivered to #releases on lane team-chat")
-	mustLookRight(t, ctx, dir, "flow-outbox")
+	shoot("outbox")
 
 	// Publish, as the daemon's loop would: each page drafts an intent.
 	svc, err := f.p.BindStore(context.Background())
@@ -172,24 +183,24 @@ func TestBrowserFlow(t *testing.T) {
 	// index lists it too.
 	mustOpen(t, ctx, base+"/")
 	mustSee(t, ctx, "the wiki's index", "Widget 2.0: sync in the background", "Widget 1.9: fewer retries")
-	mustLookRight(t, ctx, dir, "flow-wiki-index")
+	shoot("wiki-index")
 	mustOpen(t, ctx, eventURL)
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/changes/"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="https://widget.example.org/releases/2.0"]`)))
 	mustSee(t, ctx, "the change's wiki page", "Widget 2.0: sync in the background", "resumes an interrupted upload")
-	mustLookRight(t, ctx, dir, "flow-wiki-change")
+	shoot("wiki-change")
 
 	// Retire the drafted intent, then revive it.
 	mustOpen(t, ctx, base+"/status/lanes/team-chat")
 	mustSee(t, ctx, "the lane page", "#releases", "pending")
-	mustLookRight(t, ctx, dir, "flow-lane")
+	shoot("lane")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/outbox/intents/"]`)), chromedp.WaitVisible(chromedp.CSS(`label > input[name="reason"]`))) // the lane has no label
-	mustLookRight(t, ctx, dir, "flow-intent")
+	shoot("intent")
 	// Each wait names the button only the page after the write has.
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "announced by hand"),
 		chromedp.Click(chromedp.CSS(`button[formaction$="/retire"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/revive"]`)))
 	mustNotice(t, ctx, "is now retired")
 	mustSee(t, ctx, "the retired intent", "retired", "announced by hand")
-	mustLookRight(t, ctx, dir, "flow-intent-retired")
+	shoot("intent-retired")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "send it after all"),
 		chromedp.Click(chromedp.CSS(`button[formaction$="/revive"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/retire"]`)))
 	mustNotice(t, ctx, "is now pending")
@@ -207,13 +218,13 @@ func TestBrowserFlow(t *testing.T) {
 	// The page refreshes itself while the run is active.
 	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-failed`)))
 	mustSee(t, ctx, "the failed migration", "failed at", "many", "Abort")
-	mustLookRight(t, ctx, dir, "flow-migration-failed")
+	shoot("migration-failed")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
 	mustSee(t, ctx, "the aborted migration", "2 of 2 restored", "migration.abort")
-	mustLookRight(t, ctx, dir, "flow-migration-aborted")
+	shoot("migration-aborted")
 	mustOpen(t, ctx, base+"/console/migrations")
 	mustSee(t, ctx, "the migrations page", "notes.score", "aborted")
-	mustLookRight(t, ctx, dir, "flow-migrations")
+	shoot("migrations")
 
 	f.hookMu.Lock()
 	defer f.hookMu.Unlock()
