@@ -219,7 +219,11 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-failed`)))
 	mustSee(t, ctx, "the failed migration", "failed at", "many", "Abort")
 	shoot("migration-failed")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
+	// The photographs reloaded the page, so the notice of the start is
+	// gone: the one waited for is the abort's.
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustNotice(t, ctx, "aborting: migration")
+	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
 	mustSee(t, ctx, "the aborted migration", "2 of 2 restored", "migration.abort")
 	shoot("migration-aborted")
 	mustOpen(t, ctx, base+"/console/migrations")
