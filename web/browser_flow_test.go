@@ -113,6 +113,13 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	base := f.base
 	t.Logf("screenshots in %s", dir)
 	shoot := func(page string) { t.Helper(); mustLookRight(t, ctx, dir, name+"-"+page) }
+	// notice checks a write's notice and photographs it at the width the
+	// page was last shown at (the phone's).
+	notice := func(page, want string) {
+		t.Helper()
+		mustNotice(t, ctx, want)
+		mustPhotograph(t, ctx, dir, name+"-"+page+"-notice")
+	}
 
 	// Sign in: the console sends a stranger to the sign-in page and back.
 	mustOpen(t, ctx, base+"/status")
@@ -133,13 +140,13 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "releases"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources/releases/run"]`)))
-	mustNotice(t, ctx, "added feed source releases")
+	notice("source-added", "added feed source releases")
 	shoot("source-added")
 
 	// Run it now, from its page.
 	mustOpen(t, ctx, base+"/status/sources/releases")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/releases/run"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
-	mustNotice(t, ctx, "ran releases")
+	notice("source-ran", "ran releases")
 	mustSee(t, ctx, "the source after its run", "items", "Widget 2.0: sync in the background")
 	shoot("source-ran")
 
@@ -159,14 +166,14 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 		chromedp.SetValue(chromedp.CSS(`textarea[name="settings"]`), "url="+f.hookURL+"\nsecret=flow-secret"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/lanes"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/lanes/team-chat/reconcile"]`)))
-	mustNotice(t, ctx, "team-chat")
+	notice("lane-added", "team-chat")
 	shoot("lane-added")
 	mustOpen(t, ctx, base+"/status/outbox")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="source"]`), "releases"),
 		chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="target"]`), "#releases"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/channels"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/remove"][action^="/status/outbox/channels/"]`)))
-	mustNotice(t, ctx, "pages of releases will be delivered to #releases on lane team-chat")
+	notice("channel-added", "pages of releases will be delivered to #releases on lane team-chat")
 	shoot("outbox")
 
 	// Publish, as the daemon's loop would: each page drafts an intent.
@@ -198,12 +205,12 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	// Each wait names the button only the page after the write has.
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "announced by hand"),
 		chromedp.Click(chromedp.CSS(`button[formaction$="/retire"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/revive"]`)))
-	mustNotice(t, ctx, "is now retired")
+	notice("intent-retired", "is now retired")
 	mustSee(t, ctx, "the retired intent", "retired", "announced by hand")
 	shoot("intent-retired")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "send it after all"),
 		chromedp.Click(chromedp.CSS(`button[formaction$="/revive"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/retire"]`)))
-	mustNotice(t, ctx, "is now pending")
+	notice("intent-revived", "is now pending")
 	mustSee(t, ctx, "the revived intent", "announced by hand", "send it after all")
 
 	// Start a field migration; it stops on the value no rule accepts, and
@@ -214,7 +221,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 		chromedp.SetValue(chromedp.CSS(`input[name="batch"]`), "1"),
 		chromedp.Click(chromedp.CSS(`form[action="/console/migrations"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action$="/abort"]`)))
-	mustNotice(t, ctx, "started notes.score text→number over 3 documents")
+	notice("migration-started", "started notes.score text→number over 3 documents")
 	// The page refreshes itself while the run is active.
 	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-failed`)))
 	mustSee(t, ctx, "the failed migration", "failed at", "many", "Abort")
@@ -222,7 +229,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	// The photographs reloaded the page, so the notice of the start is
 	// gone: the one waited for is the abort's.
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
-	mustNotice(t, ctx, "aborting: migration")
+	notice("migration-aborting", "aborting: migration")
 	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
 	mustSee(t, ctx, "the aborted migration", "2 of 2 restored", "migration.abort")
 	shoot("migration-aborted")

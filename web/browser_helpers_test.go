@@ -152,3 +152,14 @@ func mustSee(t *testing.T, ctx context.Context, page string, want ...string) str
 	}
 	return text
 }
+
+// mustPhotograph saves the page as it stands, at the width it is shown
+// at, without reloading it: what a write's notice looks like (a reload
+// would have taken it).
+func mustPhotograph(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png := mustGet(t, ctx, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
