@@ -201,6 +201,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustSee(t, ctx, "the lane page", "#releases", "pending")
 	shoot("lane")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/outbox/intents/"]`)), chromedp.WaitVisible(chromedp.CSS(`label > input[name="reason"]`))) // the lane has no label
+	mustSee(t, ctx, "the intent page", "announces", "the wiki page", "#releases", "pending")
 	shoot("intent")
 	// Each wait names the button only the page after the write has.
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "announced by hand"),
