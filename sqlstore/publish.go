@@ -580,6 +580,24 @@ func (s *PublishStore) PublishedPages(ctx context.Context, fn func(pageID, sourc
 	return rows.Err()
 }
 
+// publishedPageQuery finds the wiki page an event is published on: a page
+// withdrawn, or not yet published, is no page of the wiki.
+const publishedPageQuery = `SELECT id FROM pages WHERE event_id = $1 AND published_summary_id IS NOT NULL`
+
+// PublishedPage returns the ID of the wiki page event is published on, and
+// false when it is on none (not yet published, or withdrawn).
+func (s *PublishStore) PublishedPage(ctx context.Context, eventID string) (string, bool, error) {
+	var id string
+	err := s.db.db.QueryRowContext(ctx, publishedPageQuery, eventID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("published page of event %s: %w", eventID, err)
+	}
+	return id, true, nil
+}
+
 // PublishedCount implements publish.Store.
 func (s *PublishStore) PublishedCount(ctx context.Context) (int, error) {
 	var n int

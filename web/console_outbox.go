@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
 )
 
 // OutboxOps are the outbox's operations the console and the API offer
@@ -401,7 +402,12 @@ func (s *Server) intentPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, "intent.html", map[string]any{"I": d, "Notice": s.takeNotice(w, r)})
+	data := map[string]any{"I": d, "Notice": s.takeNotice(w, r)}
+	if d.PageID != "" && s.Wiki != nil {
+		// The wiki is served from the site's root (Server.Wiki).
+		data["WikiPage"] = "/" + publish.PageKey(d.PageID)
+	}
+	s.render(w, r, "intent.html", data)
 }
 
 // laneConsole is the lane page with the console's forms.

@@ -419,3 +419,22 @@ func TestChannelTemplateConsoleAndAPI(t *testing.T) {
 		t.Fatalf("GET test without a token: %d", r.Code)
 	}
 }
+
+// An intent a publication drafted links the wiki page it announces; one
+// drafted by hand has no page to link.
+func TestIntentPageLinksItsWikiPage(t *testing.T) {
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
+	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeOutbox()
+	f.intents["i2"] = &outbox.Intent{ID: "i2", Lane: "hook", Rank: 2, Target: "room", State: outbox.StatePending, Body: "new page", PageID: "p1", SourceID: "s1"}
+	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
+	if r := do("GET", "/status/outbox/intents/i2", token, nil); r.Code != 200 || !strings.Contains(r.Body, `href="/changes/p1.html"`) {
+		t.Fatalf("a drafted intent's page: %d, want a link to its wiki page\n%s", r.Code, r.Body)
+	}
+	if r := do("GET", "/status/outbox/intents/i1", token, nil); r.Code != 200 || strings.Contains(r.Body, `href="/changes/`) {
+		t.Fatalf("a hand-drafted intent's page: %d, links a wiki page\n%s", r.Code, r.Body)
+	}
+}

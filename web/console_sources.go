@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/publish"
 )
 
 // SourceOps are the source operations behind the console's forms and the
@@ -414,7 +415,20 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, "event.html", map[string]any{"E": d})
+	data := map[string]any{"E": d}
+	if s.Pages != nil && s.Wiki != nil {
+		id, ok, err := s.Pages.PublishedPage(r.Context(), d.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		data["ShowWiki"] = true
+		if ok {
+			// The wiki is served from the site's root (Server.Wiki).
+			data["WikiPage"] = "/" + publish.PageKey(id)
+		}
+	}
+	s.render(w, r, "event.html", data)
 }
 
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {

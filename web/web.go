@@ -6,6 +6,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -97,9 +98,18 @@ type Server struct {
 	// Docs, when set, serves the documents' and field migrations' console
 	// pages and API (see docRoutes).
 	Docs DocOps
+	// Pages, when set with Wiki, links an event's console page to the
+	// wiki page it is published on.
+	Pages PageFinder
 
 	// driven, in tests, is told of each background migration drive.
 	driven func(done <-chan struct{})
+}
+
+// PageFinder finds the wiki page an event is published on (sqlstore's
+// PublishStore).
+type PageFinder interface {
+	PublishedPage(ctx context.Context, eventID string) (pageID string, ok bool, err error)
 }
 
 // Handler returns the whole site. Public:

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -165,11 +166,7 @@ func (a *app) serveMetrics(ctx context.Context, p *pipeline.Pipeline, m *web.Pip
 	if err != nil {
 		return err
 	}
-	db := p.DB()
-	site := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: a.log}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", site.MetricsHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: site.Metrics(p, m, a.log), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	fmt.Fprintf(a.stderr, "tidemark: metrics on http://%s/metrics\n", ln.Addr())

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -37,43 +36,25 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			if err != nil {
 				return err
 			}
-			db := p.DB()
-			objs, err := p.Objects()
+			srv, err := site.New(cmd.Context(), p, site.Options{Hosts: hosts, PublicMetrics: publicMetrics,
+				SecureCookies: secureCookies, SessionTTL: sessionTTL, Logger: a.log})
 			if err != nil {
 				return err
 			}
-			// The wiki served is the database's: a server on another store
-			// would show another wiki, or none. Checked, never bound: serve
-			// writes nothing.
-			svc, err := p.Publisher()
-			if err != nil {
-				return err
-			}
-			if err := svc.CheckStore(cmd.Context()); err != nil {
-				return err
-			}
-			for _, h := range hosts {
-				if h == "" || strings.ContainsAny(h, "/ ") {
-					return tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
-				}
-			}
-			site := (&web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), OutboxOps: p, Migrations: db.Content(), Logger: a.log,
-				Wiki: web.WikiHandler(objs, db.Ingest(), a.log), Search: db.Publish(), Auth: db.Auth(), Hosts: hosts, PublicMetrics: publicMetrics,
-				SecureCookies: secureCookies, SessionTTL: sessionTTL, Docs: p, Sources: p, Publish: db.Publish()}).Handler()
 			ln, err := web.Listen(addr)
 			if err != nil {
 				return err
 			}
-			if ok, err := db.Auth().HasTokens(cmd.Context()); err == nil && !ok {
+			if ok, err := p.DB().Auth().HasTokens(cmd.Context()); err == nil && !ok {
 				fmt.Fprintln(a.stderr, "tidemark: no access token exists yet, so only the wiki is open; create one with `tidemark token create NAME`")
 			}
-			srv := &http.Server{Handler: site, ReadHeaderTimeout: 10 * time.Second}
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.cfg.StoreLocation(), ln.Addr(), ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
-				_ = srv.Close()
+				_ = hs.Close()
 			}()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			// A signal is how a server is stopped: a clean stop, exit 0, like

@@ -1,0 +1,86 @@
+// Package site assembles tidemark's web console, wiki and API over an open
+// pipeline: the one wiring `tidemark serve` uses, and the browser tests
+// drive, so what is tested is what is served. Neither the pipeline nor the
+// web package knows the other; this package joins them.
+package site
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/web"
+)
+
+// Options are the server's own settings; everything else comes from the
+// pipeline.
+type Options struct {
+	// Hosts are the names the server answers for besides IP addresses and
+	// localhost (web.HostCheck).
+	Hosts []string
+	// PublicMetrics serves /metrics without a token.
+	PublicMetrics bool
+	// SecureCookies marks the session cookie Secure (TLS ends at a proxy).
+	SecureCookies bool
+	// SessionTTL is how long a console sign-in lasts (0:
+	// web.DefaultSessionTTL).
+	SessionTTL time.Duration
+	// Logger receives the server's errors (nil: the pipeline's logger).
+	Logger *slog.Logger
+}
+
+// New returns the whole site over p: the wiki from p's object store, the
+// console and the API with every operation p offers, signed in with the
+// database's tokens. It refuses a host name that is not one, and a store
+// that is not the one this database's wiki lives in (a server on another
+// store would show another wiki, or none). It is checked, never bound:
+// serving writes nothing.
+func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, error) {
+	for _, h := range o.Hosts {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return nil, tidemark.Invalidf("--host", h, "want a host name such as tidemark.example.org")
+		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = p.Logger()
+	}
+	objs, err := p.Objects()
+	if err != nil {
+		return nil, err
+	}
+	svc, err := p.Publisher()
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.CheckStore(ctx); err != nil {
+		return nil, err
+	}
+	db := p.DB()
+	return &web.Server{
+		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
+		Sources: p, OutboxOps: p, Docs: p, Pages: db.Publish(),
+		Wiki: web.WikiHandler(objs, db.Ingest(), log), Search: db.Publish(),
+		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
+		Logger: log,
+	}, nil
+}
+
+// Metrics is the daemon's /metrics alone: the database's view, as New's
+// site gives it, and what only this process counts (m: its publishing
+// rounds and sweeps). It asks for no token: serve it on an address only
+// the scraper reaches.
+func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = p.Logger()
+	}
+	db := p.DB()
+	s := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: log}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.MetricsHandler())
+	return mux
+}

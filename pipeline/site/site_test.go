@@ -1,0 +1,130 @@
+package site_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/pipeline/site"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/web"
+)
+
+func mustOpen(t *testing.T, cfg pipeline.Config) *pipeline.Pipeline {
+	t.Helper()
+	p, err := pipeline.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func mustGet(t *testing.T, h http.Handler, path, token string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(body)
+}
+
+// The site serves every console the pipeline has operations for, behind
+// the database's tokens, and the wiki in front.
+func TestNewServesEveryConsole(t *testing.T) {
+	ctx := context.Background()
+	cfg := pipeline.Defaults()
+	cfg.Home = t.TempDir()
+	p := mustOpen(t, cfg)
+	if _, err := p.BindStore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := site.New(ctx, p, site.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	token, _, err := p.DB().Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/status":             "Add a source", // the source writes are wired
+		"/status/outbox":      "Add a lane",
+		"/console/migrations": "Start",
+		"/console/docs":       "pages",
+		"/metrics":            "tidemark_database_up 1",
+	} {
+		code, body := mustGet(t, h, path, token)
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d, want 200 with %q:\n%.600s", path, code, want, body)
+		}
+		if code, _ := mustGet(t, h, path, ""); code == http.StatusOK {
+			t.Errorf("GET %s without a token: 200", path)
+		}
+	}
+	if code, _ := mustGet(t, h, "/"+publish.IndexKey, ""); code != http.StatusOK && code != http.StatusNotFound {
+		t.Errorf("GET the wiki's index: %d", code)
+	}
+	if code, _ := mustGet(t, h, "/healthz", ""); code != http.StatusOK {
+		t.Errorf("GET /healthz: %d", code)
+	}
+}
+
+func TestNewRefusesABadHost(t *testing.T) {
+	cfg := pipeline.Defaults()
+	cfg.Home = t.TempDir()
+	p := mustOpen(t, cfg)
+	for _, h := range []string{"", "a b", "http://x/"} {
+		if _, err := site.New(context.Background(), p, site.Options{Hosts: []string{h}}); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("host %q: %v, want invalid", h, err)
+		}
+	}
+}
+
+// A server over a store that is not the database's wiki would show another
+// wiki: it is refused, and nothing is bound to the store it was given.
+func TestNewRefusesAnotherStore(t *testing.T) {
+	ctx := context.Background()
+	cfg := pipeline.Defaults()
+	cfg.Home = t.TempDir()
+	p := mustOpen(t, cfg)
+	if _, err := p.BindStore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	cfg.Store = filepath.Join(t.TempDir(), "elsewhere")
+	other := mustOpen(t, cfg)
+	_, err := site.New(ctx, other, site.Options{})
+	var mismatch *publish.StoreMismatchError
+	if !errors.As(err, &mismatch) {
+		t.Fatalf("site over another store: %v, want a store mismatch", err)
+	}
+}
+
+// The daemon's metrics server answers /metrics with what only the process
+// counts besides the database's view, and nothing else.
+func TestMetrics(t *testing.T) {
+	cfg := pipeline.Defaults()
+	cfg.Home = t.TempDir()
+	p := mustOpen(t, cfg)
+	m := web.NewPipelineMetrics()
+	h := site.Metrics(p, m, nil)
+	code, body := mustGet(t, h, "/metrics", "")
+	if code != http.StatusOK || !strings.Contains(body, "tidemark_database_up 1") || !strings.Contains(body, "tidemark_publish_published_total") {
+		t.Errorf("GET /metrics: %d\n%.800s", code, body)
+	}
+	if code, _ := mustGet(t, h, "/status", ""); code != http.StatusNotFound {
+		t.Errorf("GET /status on the metrics server: %d, want 404", code)
+	}
+}

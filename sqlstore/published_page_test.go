@@ -1,0 +1,80 @@
+package sqlstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize/extractive"
+)
+
+// An event's wiki page is found once it is published, and is no page of
+// the wiki again once withdrawn (its summary rejected).
+func TestPublishedPage(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		env := sqltest.NewEnv(1)
+		db := sqltest.MustOpen(t, b, env)
+		st := db.Ingest()
+		if _, err := st.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/feed", Interval: time.Hour, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := st.Claim(ctx, "blog", "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "a", Title: "Post A", OccurredAt: env.Clock.Now(),
+			Evidence: []byte("evidence a")}}, Cursor: "c1", NextDueAt: env.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.Events(ctx, ingest.EventFilter{SourceID: c.SourceID, Limit: 10})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("events: %v, %v", evs, err)
+		}
+		ps := db.Publish()
+		if id, ok, err := ps.PublishedPage(ctx, evs[0].ID); err != nil || ok {
+			t.Fatalf("before publishing: %q, %v, %v; want no page", id, ok, err)
+		}
+		objs := mem.New()
+		svc := &publish.Service{Store: ps, Objects: objs}
+		if _, err := svc.Summarize(ctx, extractive.Summarizer{}, 10); err != nil {
+			t.Fatal(err)
+		}
+		// Summarized, not yet published: still on no page of the wiki.
+		if id, ok, err := ps.PublishedPage(ctx, evs[0].ID); err != nil || ok {
+			t.Fatalf("summarized: %q, %v, %v; want no page", id, ok, err)
+		}
+		if rep, err := svc.PublishPending(ctx, 10); err != nil || rep.Published != 1 {
+			t.Fatalf("publish: %+v, %v", rep, err)
+		}
+		id, ok, err := ps.PublishedPage(ctx, evs[0].ID)
+		if err != nil || !ok {
+			t.Fatalf("published: %q, %v, %v; want its page", id, ok, err)
+		}
+		if _, err := objs.Get(ctx, publish.PageKey(id)); err != nil {
+			t.Fatalf("the page %s is not in the wiki: %v", id, err)
+		}
+		// A rejected summary's page is withdrawn from the wiki.
+		sum, err := ps.CurrentSummary(ctx, evs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ps.Reject(ctx, sum, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := ps.Withdraw(ctx, id); err != nil || !ok {
+			t.Fatalf("withdraw: %v, %v", ok, err)
+		}
+		if id, ok, err := ps.PublishedPage(ctx, evs[0].ID); err != nil || ok {
+			t.Fatalf("withdrawn: %q, %v, %v; want no page", id, ok, err)
+		}
+		if _, ok, err := ps.PublishedPage(ctx, "no-such-event"); err != nil || ok {
+			t.Fatalf("unknown event: %v, %v; want no page, no error", ok, err)
+		}
+	})
+}

@@ -1,0 +1,247 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/pipeline/site"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// releasesFeed is the upstream the flow tracks: an Atom feed of two
+// releases.
+const releasesFeed = `<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom">
+<title>Widget releases</title><id>urn:widget:releases</id><updated>2026-11-30T12:00:00Z</updated>
+<entry><title>Widget 2.0: sync in the background</title><id>urn:widget:2.0</id><link href="https://widget.example.org/releases/2.0"/>
+<updated>2026-11-30T12:00:00Z</updated><content type="text">Widget 2.0 syncs in the background and resumes an interrupted upload where it stopped.</content></entry>
+<entry><title>Widget 1.9: fewer retries</title><id>urn:widget:1.9</id><link href="https://widget.example.org/releases/1.9"/>
+<updated>2026-11-01T12:00:00Z</updated><content type="text">Widget 1.9 backs off between retries instead of hammering the server.</content></entry>
+</feed>`
+
+// flow is a real pipeline on a temporary directory, served by the wiring
+// `tidemark serve` uses (site.New), with an upstream feed and a webhook
+// receiver on loopback.
+type flow struct {
+	p        *pipeline.Pipeline
+	base     string
+	token    string
+	feedURL  string
+	hookURL  string
+	hookMu   sync.Mutex
+	hookHits int
+}
+
+func mustFlow(t *testing.T, b sqltest.Backend) *flow {
+	t.Helper()
+	ctx := context.Background()
+	f := &flow{}
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/atom+xml")
+		_, _ = io.WriteString(w, releasesFeed)
+	}))
+	t.Cleanup(feed.Close)
+	f.feedURL = feed.URL + "/releases.atom"
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.hookMu.Lock()
+		f.hookHits++
+		f.hookMu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	f.hookURL = hook.URL + "/hook"
+
+	cfg := pipeline.Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), b.NewURL(t)
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	f.p = p
+	if f.token, _, err = p.DB().Auth().CreateToken(ctx, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	// A collection of the operator's own, whose score field holds a value
+	// no number rule accepts: the migration to number stops on it.
+	if _, err := p.CreateCollection(ctx, "ops", "notes", []string{"score:text"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{`"1"`, `"2"`, `"many"`} {
+		if _, _, err := p.PutDocument(ctx, "ops", "notes", content.Put{Set: content.Fields{"score": []byte(v)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := site.New(ctx, p, site.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	f.base = srv.URL
+	return f
+}
+
+// An operator's whole day in a browser, on the server `tidemark serve`
+// runs: sign in, test and add a feed, run it, read the run, the event and
+// the published change, route the source's pages to a webhook lane and
+// retire and revive the intent publishing drafted, and start a field
+// migration that stops on a bad value and abort it. Every page is
+// photographed at a desktop's and a phone's width, and fits both.
+func TestBrowserFlow(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		name := "flow"
+		if b.Name != "sqlite" {
+			name += "-" + b.Name
+		}
+		ctx := mustBrowser(t) // skips without a browser, before building anything
+		testBrowserFlow(t, ctx, mustFlow(t, b), name)
+	})
+}
+
+func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
+	dir := artifactsDir(t)
+	base := f.base
+	t.Logf("screenshots in %s", dir)
+	shoot := func(page string) { t.Helper(); mustLookRight(t, ctx, dir, name+"-"+page) }
+	// notice checks a write's notice and photographs it at the width the
+	// page was last shown at (the phone's).
+	notice := func(page, want string) {
+		t.Helper()
+		mustNotice(t, ctx, want)
+		mustPhotograph(t, ctx, dir, name+"-"+page+"-notice")
+	}
+
+	// Sign in: the console sends a stranger to the sign-in page and back.
+	mustOpen(t, ctx, base+"/status")
+	if loc := mustGet(t, ctx, chromedp.Location()); !strings.Contains(loc, "/signin?next=") {
+		t.Fatalf("/status without a session went to %s, want the sign-in page", loc)
+	}
+	shoot("signin")
+	mustSignIn(t, ctx, f.token, `form[action="/status/sources"]`)
+	mustSee(t, ctx, "the status page", "no sources")
+	shoot("status")
+
+	// Add a source: test the location first, then add it as tested.
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="location"]`), f.feedURL),
+		chromedp.Click(chromedp.CSS(`input[name="allow_private"]`)),
+		chromedp.Click(chromedp.CSS(`button[formaction="/status/sources/test"]`)), chromedp.WaitVisible(chromedp.CSS(`#preview`)))
+	mustSee(t, ctx, "the preview", "Widget 2.0: sync in the background", "Widget 1.9: fewer retries", "nothing was stored")
+	shoot("preview")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "releases"),
+		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources/releases/run"]`)))
+	notice("source-added", "added feed source releases")
+	shoot("source-added")
+
+	// Run it now, from its page.
+	mustOpen(t, ctx, base+"/status/sources/releases")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/releases/run"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("source-ran", "ran releases")
+	mustSee(t, ctx, "the source after its run", "items", "Widget 2.0: sync in the background")
+	shoot("source-ran")
+
+	// Open the change: the run, then the event it froze.
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/runs/"]`)), chromedp.WaitVisible(chromedp.CSS(`#run-events`)))
+	mustSee(t, ctx, "the run page", "items", "2 new", "Widget 1.9: fewer retries")
+	shoot("run")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`#run-events ~ div a[href^="/status/events/"]`)), chromedp.WaitVisible(chromedp.CSS(`#revisions`)))
+	mustSee(t, ctx, "the event page", "Widget 2.0: sync in the background", "revision 1", "releases", "not published yet")
+	shoot("event")
+	eventURL := mustGet(t, ctx, chromedp.Location())
+
+	// Route the source's pages to a webhook lane, from the outbox console.
+	mustOpen(t, ctx, base+"/status/outbox")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/lanes"] input[name="name"]`), "team-chat"),
+		chromedp.SetValue(chromedp.CSS(`select[name="provider"]`), "webhook"),
+		chromedp.SetValue(chromedp.CSS(`textarea[name="settings"]`), "url="+f.hookURL+"\nsecret=flow-secret"),
+		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/lanes"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/lanes/team-chat/reconcile"]`)))
+	notice("lane-added", "team-chat")
+	shoot("lane-added")
+	mustOpen(t, ctx, base+"/status/outbox")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="source"]`), "releases"),
+		chromedp.SetValue(chromedp.CSS(`form[action="/status/outbox/channels"] input[name="target"]`), "#releases"),
+		chromedp.Click(chromedp.CSS(`form[action="/status/outbox/channels"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/remove"][action^="/status/outbox/channels/"]`)))
+	notice("channel-added", "pages of releases will be delivered to #releases on lane team-chat")
+	shoot("outbox")
+
+	// Publish, as the daemon's loop would: each page drafts an intent.
+	svc, err := f.p.BindStore(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot, err := f.p.PublishAll(context.Background(), svc, nil)
+	if err != nil || tot.Published != 2 {
+		t.Fatalf("publish: %+v, %v; want 2 pages published", tot, err)
+	}
+
+	// The wiki page of the change, from its event's page; the wiki's
+	// index lists it too.
+	mustOpen(t, ctx, base+"/")
+	mustSee(t, ctx, "the wiki's index", "Widget 2.0: sync in the background", "Widget 1.9: fewer retries")
+	shoot("wiki-index")
+	mustOpen(t, ctx, eventURL)
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/changes/"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="https://widget.example.org/releases/2.0"]`)))
+	mustSee(t, ctx, "the change's wiki page", "Widget 2.0: sync in the background", "resumes an interrupted upload")
+	shoot("wiki-change")
+
+	// Retire the drafted intent, then revive it.
+	mustOpen(t, ctx, base+"/status/lanes/team-chat")
+	mustSee(t, ctx, "the lane page", "#releases", "pending")
+	shoot("lane")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/outbox/intents/"]`)), chromedp.WaitVisible(chromedp.CSS(`label > input[name="reason"]`))) // the lane has no label
+	mustSee(t, ctx, "the intent page", "announces", "the wiki page", "#releases", "pending")
+	shoot("intent")
+	// Each wait names the button only the page after the write has.
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "announced by hand"),
+		chromedp.Click(chromedp.CSS(`button[formaction$="/retire"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/revive"]`)))
+	notice("intent-retired", "is now retired")
+	mustSee(t, ctx, "the retired intent", "retired", "announced by hand")
+	shoot("intent-retired")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="reason"]`), "send it after all"),
+		chromedp.Click(chromedp.CSS(`button[formaction$="/revive"]`)), chromedp.WaitVisible(chromedp.CSS(`button[formaction$="/retire"]`)))
+	notice("intent-revived", "is now pending")
+	mustSee(t, ctx, "the revived intent", "announced by hand", "send it after all")
+
+	// Start a field migration; it stops on the value no rule accepts, and
+	// the operator aborts it, restoring what it converted.
+	mustOpen(t, ctx, base+"/console/migrations")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`select[name="field"]`), "notes.score"),
+		chromedp.SetValue(chromedp.CSS(`select[name="to"]`), "number"),
+		chromedp.SetValue(chromedp.CSS(`input[name="batch"]`), "1"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/migrations"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/abort"]`)))
+	notice("migration-started", "started notes.score text→number over 3 documents")
+	// The page refreshes itself while the run is active.
+	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-failed`)))
+	mustSee(t, ctx, "the failed migration", "failed at", "many", "Abort")
+	shoot("migration-failed")
+	// The photographs reloaded the page, so the notice of the start is
+	// gone: the one waited for is the abort's.
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("migration-aborting", "aborting: migration")
+	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
+	mustSee(t, ctx, "the aborted migration", "2 of 2 restored", "migration.abort")
+	shoot("migration-aborted")
+	mustOpen(t, ctx, base+"/console/migrations")
+	mustSee(t, ctx, "the migrations page", "notes.score", "aborted")
+	shoot("migrations")
+
+	f.hookMu.Lock()
+	defer f.hookMu.Unlock()
+	if f.hookHits != 0 {
+		t.Errorf("the webhook was called %d times; nothing in the flow delivers", f.hookHits)
+	}
+
+}
