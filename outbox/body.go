@@ -16,7 +16,7 @@ func PublicationBody(p tidemark.Publication) string {
 	if ref == "" && p.PageID != "" {
 		ref = "page " + p.PageID
 	}
-	parts := []string{strings.TrimSpace(p.Title), strings.TrimSpace(p.Summary), ref}
+	parts := []string{strings.TrimSpace(p.Title), summaryAfterTitle(p.Title, p.Summary), ref}
 	var keep []string
 	for _, s := range parts {
 		if s != "" {
@@ -24,4 +24,16 @@ func PublicationBody(p tidemark.Publication) string {
 		}
 	}
 	return strings.Join(keep, "\n\n")
+}
+
+// summaryAfterTitle is the summary without its first line when that line
+// is the title: an extractive summary begins with the change's headline,
+// which a message already leads with.
+func summaryAfterTitle(title, summary string) string {
+	summary = strings.TrimSpace(summary)
+	first, rest, _ := strings.Cut(summary, "\n")
+	if t := strings.TrimSpace(title); t != "" && strings.TrimSpace(first) == t {
+		return strings.TrimSpace(rest)
+	}
+	return summary
 }

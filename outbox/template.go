@@ -154,7 +154,7 @@ func (t *Template) Render(kind string, m Message) (Rendered, error) {
 
 func (t *Template) render(f Format, m Message) (Rendered, error) {
 	esc := escaper(f.Markup)
-	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(strings.TrimSpace(m.Summary)), Link: linkEscape(f.Markup, m.Link),
+	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(summaryAfterTitle(m.Title, m.Summary)), Link: linkEscape(f.Markup, m.Link),
 		Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))}
 	out := Rendered{Kind: f.Kind, Markup: f.Markup, Limit: limitText(f)}
 	body, err := t.exec(data)

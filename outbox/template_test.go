@@ -90,12 +90,34 @@ func TestTheDefaultTextTemplateIsThePublicationBody(t *testing.T) {
 		{PageID: "p1", Title: "Title", Summary: "Line one.\nLine two.", PageURL: "https://wiki.example/p1"},
 		{PageID: "p2", Title: "Title", Summary: "Same summary."},
 		{PageID: "p3", Title: "Only a title"},
+		{PageID: "p4", Title: "Widget 2.0", Summary: "Widget 2.0\n\n2026-11-30.\n\nIt syncs."},
 	} {
 		for _, kind := range []string{"webhook", "matrix", "email", "ntfy", "github"} {
 			got, err := outbox.ChannelBody(kind, "", p, "src")
 			if err != nil || got != outbox.PublicationBody(p) {
 				t.Errorf("%s, %+v: %q (%v), want %q", kind, p, got, err, outbox.PublicationBody(p))
 			}
+		}
+	}
+}
+
+// A summary that begins with the change's title (an extractive summary
+// begins with its headline) does not repeat it under the title the message
+// leads with; any other summary is sent whole.
+func TestAMessageDoesNotRepeatItsTitle(t *testing.T) {
+	for _, c := range []struct{ title, summary, want string }{
+		{"Widget 2.0: sync", "Widget 2.0: sync\n\n2026-11-30 12:00 UTC.\n\nIt syncs.", "Widget 2.0: sync\n\n2026-11-30 12:00 UTC.\n\nIt syncs.\n\npage p"},
+		{"Widget 2.0: sync", "  Widget 2.0: sync  \nIt syncs.", "Widget 2.0: sync\n\nIt syncs.\n\npage p"},
+		{"Widget", "Widget 2.0 syncs.", "Widget\n\nWidget 2.0 syncs.\n\npage p"},
+		{"Widget", "Widget", "Widget\n\npage p"},
+	} {
+		p := tidemark.Publication{PageID: "p", Title: c.title, Summary: c.summary}
+		if got := outbox.PublicationBody(p); got != c.want {
+			t.Errorf("%q / %q: body %q, want %q", c.title, c.summary, got, c.want)
+		}
+		r, err := outbox.Preview("slack", "", outbox.Message{Title: c.title, Summary: c.summary, Page: "p"})
+		if err != nil || strings.Count(r.Body, c.title) != 1 && c.summary != "Widget 2.0 syncs." {
+			t.Errorf("%q / %q: slack %q (%v) repeats the title", c.title, c.summary, r.Body, err)
 		}
 	}
 }
