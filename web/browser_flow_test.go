@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/web"
 )
 
 // releasesFeed is the upstream the flow tracks: an Atom feed of two
@@ -39,6 +40,22 @@ type flow struct {
 	hookURL  string
 	hookMu   sync.Mutex
 	hookHits int
+	// release lets the console's migrations run: until it is closed, a
+	// started migration stays running with nothing converted, so the flow
+	// can abort a migration in progress.
+	release chan struct{}
+}
+
+// heldDrives are the pipeline's document operations, with a migration's
+// drive held until release is closed.
+type heldDrives struct {
+	web.DocOps
+	release chan struct{}
+}
+
+func (h heldDrives) DriveMigration(ctx context.Context, id string, progress func(content.Run)) (content.Run, error) {
+	<-h.release
+	return h.DocOps.DriveMigration(ctx, id, progress)
 }
 
 func mustFlow(t *testing.T, b sqltest.Backend) *flow {
@@ -85,6 +102,8 @@ func mustFlow(t *testing.T, b sqltest.Backend) *flow {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.release = make(chan struct{})
+	s.Docs = heldDrives{DocOps: s.Docs, release: f.release}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	f.base = srv.URL
@@ -214,8 +233,28 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	notice("intent-revived", "is now pending")
 	mustSee(t, ctx, "the revived intent", "announced by hand", "send it after all")
 
-	// Start a field migration; it stops on the value no rule accepts, and
-	// the operator aborts it, restoring what it converted.
+	// Start a field migration and abort it while it runs: it ends aborted
+	// once its drive goes on, having converted nothing.
+	mustOpen(t, ctx, base+"/console/migrations")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`select[name="field"]`), "notes.score"),
+		chromedp.SetValue(chromedp.CSS(`select[name="to"]`), "number"),
+		chromedp.SetValue(chromedp.CSS(`input[name="batch"]`), "1"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/migrations"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/abort"]`)))
+	notice("migration-running", "started notes.score text→number over 3 documents")
+	mustSee(t, ctx, "the running migration", "running", "0 of 3")
+	shoot("migration-running")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("migration-aborting-running", "aborting: migration")
+	mustSee(t, ctx, "the aborting migration", "aborting")
+	close(f.release)
+	// The page refreshes itself while the run is active.
+	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
+	mustSee(t, ctx, "the migration aborted while it ran", "aborted")
+	shoot("migration-aborted-running")
+
+	// Start it again; it stops on the value no rule accepts, and the
+	// operator aborts it, restoring what it converted.
 	mustOpen(t, ctx, base+"/console/migrations")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`select[name="field"]`), "notes.score"),
 		chromedp.SetValue(chromedp.CSS(`select[name="to"]`), "number"),
