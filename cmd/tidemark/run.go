@@ -102,7 +102,7 @@ already tracked).`,
 					fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
 				} else {
 					fmt.Fprintln(a.stdout)
-					printTotals(a, *t)
+					_ = t.WriteText(a.stdout)
 				}
 			}
 			for _, r := range res.Deliveries {
