@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		code = tidemark.ExitInvalid
 	}
-	fmt.Fprintf(a.stderr, "tidemark: %v%s\n", err, heldHint(err))
+	fmt.Fprintf(a.stderr, "tidemark: %v%s\n", err, tidemark.Hint(err))
 	if code == tidemark.ExitInterrupted {
 		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
 	}
@@ -72,18 +71,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(a.stderr, "tidemark: this is an internal error; the message above is the whole of it")
 	}
 	return code
-}
-
-// heldHint says what to do about a claim another holder holds: a crashed
-// process of this host is taken over at once, so this one is alive, on
-// another host, or ran under a custom --holder.
-func heldHint(err error) string {
-	var held *tidemark.HeldError
-	if !errors.As(err, &held) {
-		return ""
-	}
-	return fmt.Sprintf("\n  if that was this worker under another identity, run again with --holder %s to re-enter its run;"+
-		" otherwise it is free once the lease expires at %s", held.Holder, held.Until.Local().Format(time.DateTime))
 }
 
 // usageError is a command line that cannot be run as written.
