@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -302,10 +304,32 @@ type Setting struct {
 	Flag string   `json:"flag,omitempty"`
 }
 
+// Settings lists options' effective values.
+type Settings []Setting
+
+// WriteText writes a table of the settings: value, where it came from and
+// what it is read from.
+func (l Settings) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM\tREAD FROM")
+	for _, s := range l {
+		from := s.Env
+		if s.Flag != "" {
+			from = append([]string{s.Flag}, from...)
+		}
+		value := s.Value
+		if value == "" {
+			value = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, value, s.From, strings.Join(from, ", "))
+	}
+	return tw.Flush()
+}
+
 // Effective lists every option's value and where it came from, secrets
 // shown only as set or not, and a database URL without its password.
-func (c Config) Effective() []Setting {
-	var out []Setting
+func (c Config) Effective() Settings {
+	var out Settings
 	for _, o := range Options {
 		s := Setting{Name: o.Name, Value: o.get(&c), From: "default", Secret: o.Secret, Usage: o.Usage, Env: o.Env}
 		if o.Flag != "" {

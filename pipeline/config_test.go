@@ -87,3 +87,13 @@ func TestEffectiveSaysWhereEachValueCameFromAndHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingsText(t *testing.T) {
+	var b strings.Builder
+	err := Settings{{Name: "db", Value: "sqlite:x", From: "--db", Env: []string{"TIDEMARK_DB"}, Flag: "--db"},
+		{Name: "wiki-url", From: "default", Env: []string{"TIDEMARK_WIKI_URL"}}}.WriteText(&b)
+	want := "SETTING   VALUE     FROM     READ FROM\ndb        sqlite:x  --db     --db, TIDEMARK_DB\nwiki-url  -         default  TIDEMARK_WIKI_URL\n"
+	if err != nil || b.String() != want {
+		t.Errorf("got:\n%q\nwant:\n%q (%v)", b.String(), want, err)
+	}
+}
