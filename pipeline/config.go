@@ -110,6 +110,41 @@ type Option struct {
 	get    func(c *Config) string
 }
 
+// FlagUsage is the option's flag help: what it means and the variables
+// it is read from.
+func (o Option) FlagUsage() string {
+	if len(o.Env) == 0 {
+		return o.Usage
+	}
+	return o.Usage + " (env " + strings.Join(o.Env, ", ") + ")"
+}
+
+// Flag is option o of c as a command-line flag's value (it has the methods
+// of flag.Value and pflag.Value): setting it records the flag as where the
+// value came from, and the default it shows is the value c has from the
+// environment or the option's default.
+func (c *Config) Flag(o Option) *OptionFlag { return &OptionFlag{c, o} }
+
+// OptionFlag is an option's flag; see Config.Flag.
+type OptionFlag struct {
+	c *Config
+	o Option
+}
+
+func (f *OptionFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	for _, s := range f.c.Effective() {
+		if s.Name == f.o.Name {
+			return s.Value
+		}
+	}
+	return ""
+}
+func (f *OptionFlag) Type() string       { return "string" }
+func (f *OptionFlag) Set(v string) error { return f.c.Set(f.o.Name, v, "--"+f.o.Flag) }
+
 func str(p func(*Config) *string) (func(*Config, string) error, func(*Config) string) {
 	return func(c *Config, v string) error { *p(c) = v; return nil }, func(c *Config) string { return *p(c) }
 }

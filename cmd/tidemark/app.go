@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/sqlstore"
 )
@@ -53,11 +52,4 @@ func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
 		return nil, err
 	}
 	return p.DB(), nil
-}
-
-func (a *app) clk() clock.Clock {
-	if a.p != nil {
-		return a.p.Clock()
-	}
-	return clock.System{}
 }

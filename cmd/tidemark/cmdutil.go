@@ -45,20 +45,6 @@ func openInput(path string) (io.ReadCloser, error) {
 	return fh, nil
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 func btoi(b bool) int {
 	if b {
 		return 1

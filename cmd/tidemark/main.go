@@ -106,11 +106,7 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 	f := root.PersistentFlags()
 	for _, o := range pipeline.Options {
 		if o.Flag != "" {
-			usage := o.Usage
-			if len(o.Env) > 0 {
-				usage += " (env " + strings.Join(o.Env, ", ") + ")"
-			}
-			f.Var(&optionFlag{a: a, o: o}, o.Flag, usage)
+			f.Var(a.cfg.Flag(o), o.Flag, o.FlagUsage())
 		}
 	}
 	for _, c := range commands {
@@ -150,29 +146,6 @@ func usageErrors(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		usageErrors(sub)
 	}
-}
-
-// optionFlag sets a pipeline option from its global flag; its default
-// shown is the value from the environment or the option's default.
-type optionFlag struct {
-	a *app
-	o pipeline.Option
-}
-
-func (f *optionFlag) String() string {
-	if f.a == nil {
-		return ""
-	}
-	for _, s := range f.a.cfg.Effective() {
-		if s.Name == f.o.Name {
-			return s.Value
-		}
-	}
-	return ""
-}
-func (f *optionFlag) Type() string { return "string" }
-func (f *optionFlag) Set(v string) error {
-	return f.a.cfg.Set(f.o.Name, v, "--"+f.o.Flag)
 }
 
 // writeJSON prints v as indented JSON: the stable, documented form of every

@@ -118,8 +118,8 @@ already tracked).`,
 	f.BoolVar(&once, "once", false, "run every due source until it has caught up, publish everything pending, then exit")
 	intFlag(f, &maxPasses, "max-passes", ingest.DefaultMaxPasses, 1, 1000*ingest.DefaultMaxPasses, "with --once: runs of one source at most while it has a backlog")
 	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
-	intFlag(f, &workers, "workers", 4, 1, maxWorkers, "runs in flight at most")
-	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, minLease, maxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
+	intFlag(f, &workers, "workers", 4, 1, pipeline.MaxWorkers, "runs in flight at most")
+	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, pipeline.MinLease, pipeline.MaxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
 	durationFlag(f, &poll, "poll", 5*time.Second, 10*time.Millisecond, time.Hour, "longest pause between looks for due sources")
 	f.BoolVar(&asJSON, "json", false, "with --once: print the run reports as JSON")
 	return cmd
