@@ -49,3 +49,14 @@ func TestTextForms(t *testing.T) {
 		t.Errorf("DocumentView JSON %s, want %s", got, want)
 	}
 }
+
+func TestRunProgress(t *testing.T) {
+	r := content.Run{Collection: "c", Field: "f", From: content.Text, To: content.Number, Status: content.RunRunning, Walked: 2, Total: 5, Converted: 2}
+	if n, total, desc := r.Progress(); n != 2 || total != 5 || desc != "c.f text→number" {
+		t.Errorf("running: %d of %d, %q", n, total, desc)
+	}
+	r.Status, r.Restored = content.RunAborting, 1
+	if n, total, desc := r.Progress(); n != 1 || total != 2 || desc != "aborting c.f text→number" {
+		t.Errorf("aborting: %d of %d, %q", n, total, desc)
+	}
+}

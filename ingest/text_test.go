@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,5 +38,16 @@ func TestWriteReport(t *testing.T) {
 	}
 	if h := tidemark.Hint(fmt.Errorf("x: %w", tidemark.ErrNotFound)); h != "" {
 		t.Errorf("Hint of an error that is not a held claim = %q, want none", h)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	m, err := ingest.ParseConfig("--config", []string{"branch=main", "expr=a=b"})
+	if err != nil || len(m) != 2 || m["branch"] != "main" || m["expr"] != "a=b" {
+		t.Fatalf("%v, %v", m, err)
+	}
+	_, err = ingest.ParseConfig("--config", []string{"token-s3cret"})
+	if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a pair without '=' is refused without repeating it: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strings"
 
 	"github.com/tidemark/tidemark"
 )
@@ -17,20 +16,6 @@ func actor() string {
 		return u.Username
 	}
 	return "operator"
-}
-
-// parseKeyValues reads the key=value pairs of a repeatable flag.
-func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			// Not repeated: a mistyped --setting may be a secret.
-			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
-		}
-		m[k] = v
-	}
-	return m, nil
 }
 
 // openInput opens the file a command names, or stdin for "-".

@@ -22,10 +22,7 @@ func (a *app) progress() (func(content.Run), func()) {
 	}
 	var bar *progressbar.ProgressBar
 	return func(r content.Run) {
-			n, total, desc := r.Walked, r.Total, fmt.Sprintf("%s.%s %s→%s", r.Collection, r.Field, r.From, r.To)
-			if r.Status == content.RunAborting || r.Status == content.RunAborted {
-				n, total, desc = r.Restored, r.Converted, "aborting "+desc
-			}
+			n, total, desc := r.Progress()
 			if bar == nil {
 				bar = progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(desc),
 					progressbar.OptionShowCount(), progressbar.OptionSetItsString("docs"), progressbar.OptionShowIts(),
