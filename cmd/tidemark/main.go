@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -42,9 +43,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	// Every printer writes text through a textWriter, which escapes what
-	// could drive the terminal; JSON and raw bytes go to raw(a.stdout).
-	a := &app{stdout: newTextWriter(stdout), stderr: newTextWriter(stderr)}
+	// Every printer writes text through a terminal.Writer, which escapes
+	// what could drive the terminal; JSON and raw bytes go to
+	// terminal.Raw(a.stdout).
+	a := &app{stdout: terminal.NewWriter(stdout), stderr: terminal.NewWriter(stderr)}
 	a.cfg, a.cfgErr = pipeline.Load(os.Getenv)
 	root := newRoot(a)
 	root.SetArgs(args)
@@ -151,7 +153,7 @@ func usageErrors(c *cobra.Command) {
 // writeJSON prints v as indented JSON: the stable, documented form of every
 // list and show command.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(raw(w)) // JSON escapes control characters itself
+	enc := json.NewEncoder(terminal.Raw(w)) // JSON escapes control characters itself
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

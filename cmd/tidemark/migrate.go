@@ -2,39 +2,22 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
 // progress returns a progress reporter for a run, drawn on stderr when it
 // is a terminal (so scripts and --json stay clean), and its finish.
 func (a *app) progress() (func(content.Run), func()) {
-	f, ok := raw(a.stderr).(*os.File) // the bar draws with escape sequences of its own
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, func() {}
+	report, finish := terminal.Progress(a.stderr, "docs")
+	if report == nil {
+		return nil, finish
 	}
-	var bar *progressbar.ProgressBar
-	return func(r content.Run) {
-			n, total, desc := r.Progress()
-			if bar == nil {
-				bar = progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(desc),
-					progressbar.OptionShowCount(), progressbar.OptionSetItsString("docs"), progressbar.OptionShowIts(),
-					progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-			}
-			bar.ChangeMax64(max(n, bar.GetMax64()))
-			_ = bar.Set64(n)
-		}, func() {
-			if bar != nil {
-				_ = bar.Finish()
-			}
-		}
+	return func(r content.Run) { report(r.Progress()) }, finish
 }
 
 // driven is a run command: claim (claim) or record the run, then carry it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -121,7 +122,7 @@ func say(v any, format string, args ...any) said { return said{v, fmt.Sprintf(fo
 // rawOut is output printed as the exact bytes (evidence, an export).
 type rawOut []byte
 
-func (r rawOut) WriteText(w io.Writer) error { _, err := raw(w).Write(r); return err }
+func (r rawOut) WriteText(w io.Writer) error { _, err := terminal.Raw(w).Write(r); return err }
 
 // shown is an operation's result, shown beside its error too (a write
 // kept before a later step failed, a sweep's failures, a failed migration

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/web"
@@ -68,9 +69,9 @@ already tracked).`,
 					"(a fetch cut short was released without spending its retry budget); start it again to resume")
 				return err
 			}
-			prog := &activity{}
+			prog := &terminal.Activity{}
 			if !asJSON {
-				prog = a.activity("run --once")
+				prog = terminal.NewActivity(a.stderr, "run --once")
 			}
 			res, err := p.RunOnce(ctx, pipeline.OnceOptions{MaxPasses: maxPasses, Workers: workers, Lease: lease, Poll: poll, Track: track,
 				OnTracked: func(src tidemark.Source) {
@@ -78,12 +79,12 @@ already tracked).`,
 				},
 				OnReport: func(r ingest.Report, err error) {
 					if !asJSON {
-						prog.print(func() { _ = ingest.WriteReport(a.stdout, r, err) })
+						prog.Print(func() { _ = ingest.WriteReport(a.stdout, r, err) })
 					}
 				},
-				OnProgress: prog.describe,
+				OnProgress: prog.Describe,
 			})
-			prog.finish()
+			prog.Finish()
 			if asJSON {
 				if jerr := writeJSON(a.stdout, res.Reports); jerr != nil {
 					return jerr
