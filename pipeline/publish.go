@@ -61,6 +61,16 @@ func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summa
 	return r, serr
 }
 
+// Publish binds the wiki's store (see BindStore) and runs a PublishRound
+// on it.
+func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (PublishRound, error) {
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		return PublishRound{}, err
+	}
+	return p.PublishRound(ctx, svc, summarizer, limit)
+}
+
 // PublishTotals adds up the rounds of PublishAll.
 type PublishTotals struct {
 	Accepted        int      `json:"accepted"`

@@ -15,11 +15,7 @@ func newPublishCmd(a *app) *cobra.Command {
 			if len(args) == 1 {
 				return answer(p.PublishSummary(cmd.Context(), args[0]))
 			}
-			svc, err := p.BindStore(cmd.Context())
-			if err != nil {
-				return nil, err
-			}
-			r, err := p.PublishRound(cmd.Context(), svc, summarizer, limit)
+			r, err := p.Publish(cmd.Context(), summarizer, limit)
 			if r.Index == "" {
 				return nil, err // nothing was published
 			}

@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -15,18 +13,11 @@ import (
 // the wiki. A token's secret is printed once; only its SHA-256 is stored.
 // Tokens are made here only: the console cannot make one.
 func newTokenCmd(a *app) *cobra.Command {
-	type created struct {
-		Name      string    `json:"name"`
-		ID        string    `json:"id"`
-		CreatedAt time.Time `json:"created_at"`
-		Token     string    `json:"token"`
-	}
 	create := opCmd(a, "create NAME", "Create an access token and print it once", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
-		secret, t, err := p.DB().Auth().CreateToken(cmd.Context(), args[0])
-		c := created{t.Name, t.ID, t.CreatedAt, secret}
-		return shownAs(c, said{c, func(w io.Writer) {
-			fmt.Fprintln(w, c.Token)
-			fmt.Fprintf(a.stderr, "tidemark: created token %q; it is shown this once, so keep it now (revoke with `tidemark token revoke %s`)\n", c.Name, c.Name)
+		t, err := p.CreateToken(cmd.Context(), args[0])
+		return shownAs(t, said{t, func(w io.Writer) {
+			_ = t.WriteText(w)
+			fmt.Fprintf(a.stderr, "tidemark: created token %q; it is shown this once, so keep it now (revoke with `tidemark token revoke %s`)\n", t.Name, t.Name)
 		}}, err)
 	})
 	create.Long = `Create an access token named NAME (who or what uses it: a person, a scraper)
@@ -34,11 +25,10 @@ and print it once: only its SHA-256 is stored, so it cannot be shown again.
 The API takes it as "Authorization: Bearer TOKEN"; a browser signs in with it
 at /signin.`
 	list := opCmd(a, "list", "List tokens (never their secrets)", cobra.NoArgs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
-		ts, err := p.DB().Auth().Tokens(cmd.Context())
-		return shown(tidemark.Tokens(ts), err)
+		return shown(p.Tokens(cmd.Context()))
 	})
 	revoke := opCmd(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
-		t, err := p.DB().Auth().RevokeToken(cmd.Context(), args[0])
+		t, err := p.RevokeToken(cmd.Context(), args[0])
 		return sayShown(t, err, "revoked token %q", t.Name)
 	})
 	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke the access tokens the server requires"}
