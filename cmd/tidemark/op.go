@@ -15,9 +15,8 @@ import (
 
 // Every command that runs pipeline operations is built by opCmd: the
 // operation returns a result, which is printed as JSON with --json (the
-// fields the API shows) or else as its own text. The text printers columns
-// and details show a result's JSON fields, for results without a text form
-// of their own.
+// fields the API shows) or else as its own text (the library's result
+// types print themselves).
 
 // texter is a result with a text form for people (the pipeline's report
 // types); its JSON form is the same value encoded.
