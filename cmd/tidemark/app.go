@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/tidemark/tidemark/pipeline"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 // app is what every subcommand shares: the configuration (the environment
@@ -43,13 +42,4 @@ func (a *app) pipe(ctx context.Context) (*pipeline.Pipeline, error) {
 	}
 	a.p = p
 	return p, nil
-}
-
-// open opens the pipeline and returns its database.
-func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
-	p, err := a.pipe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p.DB(), nil
 }
