@@ -50,6 +50,24 @@ func (e *HeldError) Error() string {
 
 func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }
 
+// Hint says what to do about a claim another holder holds: a crashed
+// process of this host is taken over at once, so this one is alive, on
+// another host, or ran under a custom --holder.
+func (e *HeldError) Hint() string {
+	return fmt.Sprintf("if that was this worker under another identity, run again with --holder %s to re-enter its run;"+
+		" otherwise it is free once the lease expires at %s", e.Holder, e.Until.Local().Format(time.DateTime))
+}
+
+// Hint is what to do about err, on a line of its own after a newline and
+// two spaces, or "" when there is nothing to add (see HeldError.Hint).
+func Hint(err error) string {
+	var held *HeldError
+	if !errors.As(err, &held) {
+		return ""
+	}
+	return "\n  " + held.Hint()
+}
+
 // InvalidError says which input was wrong and why. It matches ErrInvalid.
 type InvalidError struct {
 	Field  string // what was wrong: a flag, a field, a document path

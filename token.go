@@ -2,7 +2,10 @@ package tidemark
 
 import (
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // Token is an access token to the server as stored: never its secret, only
@@ -19,3 +22,12 @@ type Token struct {
 // or expired. It matches ErrNotFound so that nothing tells a guesser which
 // of those it was.
 var ErrUnauthenticated = fmt.Errorf("tidemark: not signed in: %w", ErrNotFound)
+
+// Tokens is a listing of tokens.
+type Tokens []Token
+
+// WriteText writes a table of the tokens: who, and when each was created,
+// last used and revoked (never a secret: none is stored).
+func (l Tokens) WriteText(w io.Writer) error {
+	return fieldtext.Columns(w, l, "name", "created_at", "last_used_at", "revoked_at")
+}

@@ -146,6 +146,17 @@ type CollectionDetail struct {
 	Migrations []Run `json:"migrations"`
 }
 
+// Progress is how far the run is, for a progress display: documents
+// walked of the total, or while aborting documents restored of those
+// converted; desc names the change.
+func (r Run) Progress() (done, total int64, desc string) {
+	desc = fmt.Sprintf("%s.%s %s→%s", r.Collection, r.Field, r.From, r.To)
+	if r.Status == RunAborting || r.Status == RunAborted {
+		return r.Restored, r.Converted, "aborting " + desc
+	}
+	return r.Walked, r.Total, desc
+}
+
 // Describe says in one sentence where the run is.
 func (r Run) Describe() string {
 	switch r.Status {

@@ -17,12 +17,14 @@ package failpoint
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 )
 
@@ -219,6 +221,37 @@ func Reset() {
 		p.hits = 0
 		p.mu.Unlock()
 	}
+}
+
+// State is a point as `tidemark failpoints` shows it.
+type State struct {
+	Name      string `json:"name"`
+	Separates string `json:"separates"`
+	Armed     string `json:"armed,omitempty"`
+}
+
+// States lists points' states.
+type States []State
+
+// Snapshot returns every registered point's state, sorted by name.
+func Snapshot() States {
+	points := List()
+	out := make(States, 0, len(points))
+	for _, p := range points {
+		out = append(out, State{p.Name, p.Separates, p.Armed()})
+	}
+	return out
+}
+
+// WriteText writes a table of the points, the steps each separates and
+// what it is armed with.
+func (l States) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSEPARATES\tARMED")
+	for _, s := range l {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Separates, s.Armed)
+	}
+	return tw.Flush()
 }
 
 // Armed returns the spec a point is armed with, or "".

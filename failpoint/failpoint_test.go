@@ -3,6 +3,7 @@ package failpoint
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,29 @@ func TestInertWhenUnarmed(t *testing.T) {
 	Reset()
 	if err := testPoint.Hit(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSnapshotText(t *testing.T) {
+	t.Cleanup(Reset)
+	if err := Arm("failpoint.test=error@2"); err != nil {
+		t.Fatal(err)
+	}
+	var got *State
+	for _, s := range Snapshot() {
+		if s.Name == "failpoint.test" {
+			got = &s
+		}
+	}
+	if got == nil || got.Separates != "the test's two halves" || got.Armed != "error@2" {
+		t.Fatalf("snapshot of the armed point: %+v", got)
+	}
+	var b strings.Builder
+	if err := (States{*got, {Name: "b.point", Separates: "x"}}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME            SEPARATES              ARMED\nfailpoint.test  the test's two halves  error@2\nb.point         x                      \n"
+	if b.String() != want {
+		t.Errorf("got:\n%q\nwant:\n%q", b.String(), want)
 	}
 }

@@ -125,6 +125,21 @@ type NewSource struct {
 	AllowPrivate bool
 }
 
+// ParseConfig reads a source's kind-specific settings given as key=value
+// pairs (flag names where they came from, for the error).
+func ParseConfig(flag string, kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			// Not repeated: a mistyped setting may be a secret.
+			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
 // Validate refuses a source no scheduler could run: one without a name or
 // a kind, one that would be due again at once forever (an interval ≤ 0),
 // or one with no attempt to spend. Stores call it before adding a source.

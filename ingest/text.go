@@ -39,6 +39,22 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
+// WriteReport writes one line about a run as it ends: its outcome, the
+// events it found and where it left the cursor; or, with err and no
+// outcome, why it was not run.
+func WriteReport(w io.Writer, r Report, err error) error {
+	switch {
+	case r.Outcome == "" && err != nil:
+		_, err = fmt.Fprintf(w, "%-20s not run: %v%s\n", r.Source, err, tidemark.Hint(err))
+	case r.Outcome.Advances():
+		_, err = fmt.Fprintf(w, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
+			r.EventsNew, r.EventsChanged, orDash(cut(r.CursorBefore, 12)), orDash(cut(r.CursorAfter, 12)))
+	default:
+		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, orDash(cut(r.CursorBefore, 12)))
+	}
+	return err
+}
+
 // WriteText writes a table of the sources with their health.
 func (l SourceList) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

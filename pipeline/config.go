@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -107,6 +109,41 @@ type Option struct {
 	set    func(c *Config, v string) error
 	get    func(c *Config) string
 }
+
+// FlagUsage is the option's flag help: what it means and the variables
+// it is read from.
+func (o Option) FlagUsage() string {
+	if len(o.Env) == 0 {
+		return o.Usage
+	}
+	return o.Usage + " (env " + strings.Join(o.Env, ", ") + ")"
+}
+
+// Flag is option o of c as a command-line flag's value (it has the methods
+// of flag.Value and pflag.Value): setting it records the flag as where the
+// value came from, and the default it shows is the value c has from the
+// environment or the option's default.
+func (c *Config) Flag(o Option) *OptionFlag { return &OptionFlag{c, o} }
+
+// OptionFlag is an option's flag; see Config.Flag.
+type OptionFlag struct {
+	c *Config
+	o Option
+}
+
+func (f *OptionFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	for _, s := range f.c.Effective() {
+		if s.Name == f.o.Name {
+			return s.Value
+		}
+	}
+	return ""
+}
+func (f *OptionFlag) Type() string       { return "string" }
+func (f *OptionFlag) Set(v string) error { return f.c.Set(f.o.Name, v, "--"+f.o.Flag) }
 
 func str(p func(*Config) *string) (func(*Config, string) error, func(*Config) string) {
 	return func(c *Config, v string) error { *p(c) = v; return nil }, func(c *Config) string { return *p(c) }
@@ -302,10 +339,32 @@ type Setting struct {
 	Flag string   `json:"flag,omitempty"`
 }
 
+// Settings lists options' effective values.
+type Settings []Setting
+
+// WriteText writes a table of the settings: value, where it came from and
+// what it is read from.
+func (l Settings) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM\tREAD FROM")
+	for _, s := range l {
+		from := s.Env
+		if s.Flag != "" {
+			from = append([]string{s.Flag}, from...)
+		}
+		value := s.Value
+		if value == "" {
+			value = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, value, s.From, strings.Join(from, ", "))
+	}
+	return tw.Flush()
+}
+
 // Effective lists every option's value and where it came from, secrets
 // shown only as set or not, and a database URL without its password.
-func (c Config) Effective() []Setting {
-	var out []Setting
+func (c Config) Effective() Settings {
+	var out Settings
 	for _, o := range Options {
 		s := Setting{Name: o.Name, Value: o.get(&c), From: "default", Secret: o.Secret, Usage: o.Usage, Env: o.Env}
 		if o.Flag != "" {

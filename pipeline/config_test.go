@@ -87,3 +87,65 @@ func TestEffectiveSaysWhereEachValueCameFromAndHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingsText(t *testing.T) {
+	var b strings.Builder
+	err := Settings{{Name: "db", Value: "sqlite:x", From: "--db", Env: []string{"TIDEMARK_DB"}, Flag: "--db"},
+		{Name: "wiki-url", From: "default", Env: []string{"TIDEMARK_WIKI_URL"}}}.WriteText(&b)
+	want := "SETTING   VALUE     FROM     READ FROM\ndb        sqlite:x  --db     --db, TIDEMARK_DB\nwiki-url  -         default  TIDEMARK_WIKI_URL\n"
+	if err != nil || b.String() != want {
+		t.Errorf("got:\n%q\nwant:\n%q (%v)", b.String(), want, err)
+	}
+}
+
+func TestOptionFlag(t *testing.T) {
+	cfg, err := Load(env(map[string]string{"TIDEMARK_HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var home Option
+	for _, o := range Options {
+		if o.Name == "home" {
+			home = o
+		}
+	}
+	if u := home.FlagUsage(); u != "data directory for the embedded default (env TIDEMARK_HOME)" {
+		t.Errorf("usage %q", u)
+	}
+	f := cfg.Flag(home)
+	if f.String() != "/h" {
+		t.Errorf("default shown %q, want the environment's /h", f.String())
+	}
+	if err := f.Set("/x"); err != nil || cfg.Home != "/x" {
+		t.Fatalf("set: %v, home %q", err, cfg.Home)
+	}
+	for _, s := range cfg.Effective() {
+		if s.Name == "home" && s.From != "--home" {
+			t.Errorf("home from %q, want --home", s.From)
+		}
+	}
+	if (&OptionFlag{}).String() != "" {
+		t.Error("a zero flag shows a default")
+	}
+}
+
+func TestRanges(t *testing.T) {
+	n, d := 0, time.Duration(0)
+	ir, dr := &IntRange{P: &n, Min: 1, Max: 3}, &DurationRange{P: &d, Min: time.Second, Max: time.Minute}
+	for _, bad := range []string{"0", "4", "x"} {
+		if ir.Set(bad) == nil {
+			t.Errorf("IntRange took %q", bad)
+		}
+	}
+	for _, bad := range []string{"1ms", "2m", "x"} {
+		if dr.Set(bad) == nil {
+			t.Errorf("DurationRange took %q", bad)
+		}
+	}
+	if ir.Set("3") != nil || n != 3 {
+		t.Errorf("in range: %d %s", n, d)
+	}
+	if dr.Set("30s") != nil || d != 30*time.Second || dr.String() != "30s" || ir.String() != "3" {
+		t.Errorf("in range: %d %s", n, d)
+	}
+}

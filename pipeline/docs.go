@@ -14,7 +14,7 @@ import (
 )
 
 // Collections lists the document collections.
-func (p *Pipeline) Collections(ctx context.Context) ([]content.Collection, error) {
+func (p *Pipeline) Collections(ctx context.Context) (content.Collections, error) {
 	return p.db.Content().Collections(ctx)
 }
 
@@ -65,6 +65,12 @@ const maxImportLine = content.MaxDocumentBytes + 1024
 type Imported struct {
 	Collection string `json:"collection"`
 	Imported   int    `json:"imported"`
+}
+
+// WriteText says how many documents were imported.
+func (m Imported) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "imported %d documents into %s\n", m.Imported, m.Collection)
+	return err
 }
 
 // ImportDocuments creates a document from every line of r (JSON lines:
@@ -125,13 +131,27 @@ func (p *Pipeline) Document(ctx context.Context, collection, id string) (content
 	return p.db.Content().Document(ctx, collection, id)
 }
 
+// DocumentView returns a document's current version with its values in
+// its collection's fields.
+func (p *Pipeline) DocumentView(ctx context.Context, collection, id string) (content.DocumentView, error) {
+	c, err := p.db.Content().Collection(ctx, collection)
+	if err != nil {
+		return content.DocumentView{}, err
+	}
+	d, err := p.db.Content().Document(ctx, collection, id)
+	if err != nil {
+		return content.DocumentView{}, err
+	}
+	return c.View(d), nil
+}
+
 // Documents lists documents in ID order after the ID after.
-func (p *Pipeline) Documents(ctx context.Context, collection, after string, limit int) ([]content.Document, error) {
+func (p *Pipeline) Documents(ctx context.Context, collection, after string, limit int) (content.Documents, error) {
 	return p.db.Content().Documents(ctx, collection, after, limit)
 }
 
 // DocumentVersions lists a document's version snapshots, oldest first.
-func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) ([]content.Version, error) {
+func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) (content.Versions, error) {
 	vs, err := p.db.Content().Versions(ctx, collection, id)
 	if vs == nil && err == nil {
 		vs = []content.Version{}

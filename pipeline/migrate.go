@@ -10,7 +10,7 @@ import (
 )
 
 // MigrationRuns lists field migration runs, newest first.
-func (p *Pipeline) MigrationRuns(ctx context.Context, f content.RunFilter) ([]content.Run, error) {
+func (p *Pipeline) MigrationRuns(ctx context.Context, f content.RunFilter) (content.Runs, error) {
 	return p.db.Content().Runs(ctx, f)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -216,3 +217,47 @@ func (e *IncompleteError) Error() string {
 		"run the same command again to retry the rest (a failed source is due again after its backoff: `tidemark source list`)"
 }
 func (e *IncompleteError) Unwrap() error { return tidemark.ErrUnavailable }
+
+// Recent is the newest events of the sources some runs found events in,
+// so a person sees what was ingested, and the database they are in.
+type Recent struct {
+	Sources  []SourceEvents `json:"sources"`
+	Database string         `json:"database"`
+}
+
+// SourceEvents is a source's newest events.
+type SourceEvents struct {
+	Source string           `json:"source"`
+	Events ingest.EventList `json:"events"`
+}
+
+// Recent returns the newest events (at most limit each) of the sources
+// whose runs in reports found new or changed events. A source whose
+// events cannot be read now is left out: this is a courtesy, not a check.
+func (p *Pipeline) Recent(ctx context.Context, reports []ingest.Report, limit int) Recent {
+	out := Recent{Database: p.db.URL()}
+	shown := map[string]bool{}
+	for _, r := range reports {
+		if r.EventsNew+r.EventsChanged == 0 || shown[r.Source] {
+			continue
+		}
+		shown[r.Source] = true
+		evs, err := p.db.Ingest().Events(ctx, ingest.EventFilter{SourceID: r.Source, Limit: limit})
+		if err == nil && len(evs) > 0 {
+			out.Sources = append(out.Sources, SourceEvents{r.Source, evs})
+		}
+	}
+	return out
+}
+
+// WriteText writes each source's newest events, then where the data is.
+func (r Recent) WriteText(w io.Writer) error {
+	for _, s := range r.Sources {
+		fmt.Fprintf(w, "\nnewest events of %s:\n", s.Source)
+		if err := s.Events.WriteText(w); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\ndata: %s\n", r.Database)
+	return err
+}

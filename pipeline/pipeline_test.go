@@ -117,6 +117,16 @@ func TestRunOnceTracksIngestsAndPublishes(t *testing.T) {
 	if res.Publish == nil || res.Publish.Published != 2 || !strings.HasSuffix(res.Publish.Index, "index.html") {
 		t.Fatalf("publish %+v", res.Publish)
 	}
+	// What was ingested is shown: the newest events of the source that found them.
+	recent := p.Recent(context.Background(), append(res.Reports, res.Reports...), 10)
+	if len(recent.Sources) != 1 || recent.Sources[0].Source != res.Reports[0].Source || len(recent.Sources[0].Events) != 2 {
+		t.Fatalf("recent %+v", recent)
+	}
+	var text strings.Builder
+	if err := recent.WriteText(&text); err != nil || !strings.HasPrefix(text.String(), "\nnewest events of "+res.Reports[0].Source+":\nOCCURRED") ||
+		!strings.HasSuffix(text.String(), "\ndata: "+p.DB().URL()+"\n") {
+		t.Fatalf("recent text %q, %v", text.String(), err)
+	}
 	again, err := p.RunOnce(context.Background(), OnceOptions{})
 	if err != nil || len(again.Reports) != 0 || (again.Publish != nil && again.Publish.Published != 0) {
 		t.Fatalf("second pass: %+v, %v", again, err)

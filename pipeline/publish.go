@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/publish"
@@ -60,6 +61,16 @@ func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summa
 	return r, serr
 }
 
+// Publish binds the wiki's store (see BindStore) and runs a PublishRound
+// on it.
+func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (PublishRound, error) {
+	svc, err := p.BindStore(ctx)
+	if err != nil {
+		return PublishRound{}, err
+	}
+	return p.PublishRound(ctx, svc, summarizer, limit)
+}
+
 // PublishTotals adds up the rounds of PublishAll.
 type PublishTotals struct {
 	Accepted        int      `json:"accepted"`
@@ -72,6 +83,21 @@ type PublishTotals struct {
 	Index           string   `json:"index"`
 	// More says PublishAll stopped at its round limit with work left.
 	More bool `json:"more,omitempty"`
+}
+
+// WriteText writes the summaries and pages the round accounted for.
+func (r PublishRound) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
+
+// WriteText writes what was summarized and published, the errors of what
+// failed, and where the wiki is.
+func (t PublishTotals) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
+	fmt.Fprintf(w, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
+	for _, e := range t.Errors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	_, err := fmt.Fprintf(w, "wiki:      %s\n", t.Index)
+	return err
 }
 
 // Totals are one round's counts as PublishAll adds them up.
@@ -161,7 +187,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 }
 
 // Summaries lists summaries, newest first.
-func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) ([]publish.Summary, error) {
+func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publish.SummaryList, error) {
 	return p.db.Publish().Summaries(ctx, f)
 }
 

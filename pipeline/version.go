@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -42,6 +43,12 @@ func VersionFrom(bi *debug.BuildInfo, ok bool) Version {
 		}
 	}
 	return v
+}
+
+// WriteText writes the one-line form.
+func (v Version) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintln(w, v)
+	return err
 }
 
 // String is the one-line form: tidemark VERSION (REVISION, TIME[, modified]) GO PLATFORM.

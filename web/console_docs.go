@@ -20,15 +20,15 @@ import (
 // and the API offer; *pipeline.Pipeline implements them. Every write takes
 // the signed-in token's name as its actor, for the audit.
 type DocOps interface {
-	Collections(ctx context.Context) ([]content.Collection, error)
+	Collections(ctx context.Context) (content.Collections, error)
 	Collection(ctx context.Context, name string) (content.CollectionDetail, error)
 	Document(ctx context.Context, collection, id string) (content.Document, error)
-	Documents(ctx context.Context, collection, after string, limit int) ([]content.Document, error)
+	Documents(ctx context.Context, collection, after string, limit int) (content.Documents, error)
 	DocumentActions(ctx context.Context, f content.ActionFilter) ([]content.Action, error)
 	PutDocument(ctx context.Context, actor, collection string, put content.Put) (content.Document, *publish.Result, error)
 	DeleteDocument(ctx context.Context, actor, collection, id string, force bool) (content.Action, *publish.Result, error)
 
-	MigrationRuns(ctx context.Context, f content.RunFilter) ([]content.Run, error)
+	MigrationRuns(ctx context.Context, f content.RunFilter) (content.Runs, error)
 	MigrationRun(ctx context.Context, id string) (content.Run, error)
 	StartMigration(ctx context.Context, actor, collection, field, to string, batch int) (content.Run, error)
 	ResumeMigration(ctx context.Context, actor, id string) (content.Run, error)

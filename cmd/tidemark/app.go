@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/pipeline"
-	"github.com/tidemark/tidemark/sqlstore"
 )
 
 // app is what every subcommand shares: the configuration (the environment
@@ -44,20 +42,4 @@ func (a *app) pipe(ctx context.Context) (*pipeline.Pipeline, error) {
 	}
 	a.p = p
 	return p, nil
-}
-
-// open opens the pipeline and returns its database.
-func (a *app) open(ctx context.Context) (*sqlstore.DB, error) {
-	p, err := a.pipe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p.DB(), nil
-}
-
-func (a *app) clk() clock.Clock {
-	if a.p != nil {
-		return a.p.Clock()
-	}
-	return clock.System{}
 }

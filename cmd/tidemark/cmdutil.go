@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strings"
 
 	"github.com/tidemark/tidemark"
 )
@@ -19,20 +18,6 @@ func actor() string {
 	return "operator"
 }
 
-// parseKeyValues reads the key=value pairs of a repeatable flag.
-func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			// Not repeated: a mistyped --setting may be a secret.
-			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
-		}
-		m[k] = v
-	}
-	return m, nil
-}
-
 // openInput opens the file a command names, or stdin for "-".
 func openInput(path string) (io.ReadCloser, error) {
 	if path == "-" {
@@ -43,20 +28,6 @@ func openInput(path string) (io.ReadCloser, error) {
 		return nil, tidemark.Invalidf("FILE", path, "%v", err)
 	}
 	return fh, nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 func btoi(b bool) int {

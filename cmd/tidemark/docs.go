@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -19,27 +18,20 @@ richtext, datetime). Every write is based on a version and mints a version
 snapshot; a write based on an old version is refused. The built-in collection
 "pages" holds the wiki's page documents (ID = the event's ID; fields title and
 notes), which publication renders from. Writes are audited with who made them.`}
-	fields := func(c content.Collection) { columns[content.Field](a, "name", "type")(c.Fields) }
 	var specs []string
-	create := op(a, "create NAME --field NAME:TYPE ...", "Create a collection with typed fields", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Collection, error) {
-			return p.CreateCollection(cmd.Context(), actor(), args[0], specs)
-		}, func(c content.Collection) { fmt.Fprintf(a.stdout, "created collection %s\n", c.Name); fields(c) })
-	create.Flags().StringArrayVar(&specs, "field", nil, "a field as NAME:TYPE (repeatable); TYPE is text, number, boolean, richtext or datetime")
-	show := op(a, "show NAME", "Show a collection: its fields, document count and unfinished migrations", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.CollectionDetail, error) {
-			return p.Collection(cmd.Context(), args[0])
-		}, func(c content.CollectionDetail) {
-			kind := map[bool]string{true: " (built in)"}[c.BuiltIn]
-			fmt.Fprintf(a.stdout, "collection %s%s: %d documents, created %s\n", c.Name, kind, c.Documents, day(c.CreatedAt))
-			fields(c.Collection)
-			for _, r := range c.Migrations {
-				fmt.Fprintf(a.stdout, "migration %s: %s %s→%s, %s, %d of %d walked\n", r.ID, r.Field, r.From, r.To, r.Status, r.Walked, r.Total)
-			}
+	create := opCmd(a, "create NAME --field NAME:TYPE ...", "Create a collection with typed fields", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			c, err := p.CreateCollection(cmd.Context(), actor(), args[0], specs)
+			return shownAs(c, said{c, func(w io.Writer) { fmt.Fprintf(w, "created collection %s\n", c.Name); _ = c.WriteText(w) }}, err)
 		})
-	list := op(a, "list", "List collections", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Collection, error) {
-		return p.Collections(cmd.Context())
-	}, columns[content.Collection](a, "name", "documents", "fields"))
+	create.Flags().StringArrayVar(&specs, "field", nil, "a field as NAME:TYPE (repeatable); TYPE is text, number, boolean, richtext or datetime")
+	show := opCmd(a, "show NAME", "Show a collection: its fields, document count and unfinished migrations", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return shown(p.Collection(cmd.Context(), args[0]))
+		})
+	list := opCmd(a, "list", "List collections", cobra.NoArgs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		return shown(p.Collections(cmd.Context()))
+	})
 	coll := &cobra.Command{Use: "collection", Short: "Create, show and list collections"}
 	coll.AddCommand(create, show, list)
 	field := &cobra.Command{Use: "field", Short: "Change a field's type through a migration run"}
@@ -49,50 +41,37 @@ notes), which publication renders from. Writes are audited with who made them.`}
 }
 
 func newDocsImportCmd(a *app) *cobra.Command {
-	return op(a, "import NAME FILE.jsonl", `Create documents from JSON lines (one object of field values a line, optional "id"); all or nothing`, 2,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (pipeline.Imported, error) {
-			var r io.Reader = os.Stdin
-			if args[1] != "-" {
-				f, err := os.Open(args[1])
-				if err != nil {
-					return pipeline.Imported{}, tidemark.Invalidf("FILE", args[1], "%v", err)
-				}
-				defer f.Close()
-				r = f
+	return opCmd(a, "import NAME FILE.jsonl", `Create documents from JSON lines (one object of field values a line, optional "id"); all or nothing`, cobra.ExactArgs(2),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			r, err := openInput(args[1])
+			if err != nil {
+				return nil, err
 			}
-			return p.ImportDocuments(cmd.Context(), actor(), args[0], args[1], r)
-		}, func(m pipeline.Imported) {
-			fmt.Fprintf(a.stdout, "imported %d documents into %s\n", m.Imported, m.Collection)
+			defer r.Close()
+			return shown(p.ImportDocuments(cmd.Context(), actor(), args[0], args[1], r))
 		})
 }
 
 func newDocsGetCmd(a *app) *cobra.Command {
-	var c content.CollectionDetail
-	return op(a, "get NAME ID", "Show a document's current version", 2, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (d content.Document, err error) {
-		if c, err = p.Collection(cmd.Context(), args[0]); err != nil {
-			return d, err
-		}
-		return p.Document(cmd.Context(), args[0], args[1])
-	}, func(d content.Document) {
-		fmt.Fprintf(a.stdout, "%s/%s version %d, updated %s\n", d.Collection, d.ID, d.Version, day(d.UpdatedAt))
-		columns[content.FieldValue](a, "name", "type", "value")(c.Values(d))
+	return opCmd(a, "get NAME ID", "Show a document's current version", cobra.ExactArgs(2), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		return shown(p.DocumentView(cmd.Context(), args[0], args[1]))
 	})
 }
 
 func newDocsVersionsCmd(a *app) *cobra.Command {
-	return op(a, "versions NAME ID", "List a document's version snapshots, oldest first", 2,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Version, error) {
-			return p.DocumentVersions(cmd.Context(), args[0], args[1])
-		}, columns[content.Version](a, "version", "reason", "run_id", "at", "fields"))
+	return opCmd(a, "versions NAME ID", "List a document's version snapshots, oldest first", cobra.ExactArgs(2),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return shown(p.DocumentVersions(cmd.Context(), args[0], args[1]))
+		})
 }
 
 func newDocsListCmd(a *app) *cobra.Command {
 	var after string
 	var limit int
-	cmd := op(a, "list NAME", "List documents in ID order (page with --after)", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Document, error) {
-			return p.Documents(cmd.Context(), args[0], after, limit)
-		}, columns[content.Document](a, "id", "version", "fields"))
+	cmd := opCmd(a, "list NAME", "List documents in ID order (page with --after)", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return shown(p.Documents(cmd.Context(), args[0], after, limit))
+		})
 	cmd.Flags().StringVar(&after, "after", "", "only documents with an ID after this one")
 	limitFlag(cmd.Flags(), &limit, 100, "at most this many")
 	return cmd
@@ -101,32 +80,29 @@ func newDocsListCmd(a *app) *cobra.Command {
 func newDocsPutCmd(a *app) *cobra.Command {
 	var jsonFields, textFields, unset []string
 	var base int64
-	cmd := op(a, "put NAME [ID] --base-version N --field k=JSON --text k=STRING --unset k",
-		"Create or update one document; an update names the version it is based on", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Document, error) {
+	cmd := opCmd(a, "put NAME [ID] --base-version N --field k=JSON --text k=STRING --unset k",
+		"Create or update one document; an update names the version it is based on", cobra.RangeArgs(1, 2),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			put := content.Put{Unset: unset}
 			if len(args) == 2 {
 				if !cmd.Flags().Changed("base-version") {
-					return content.Document{}, tidemark.Invalidf("--base-version", "", "a write to an existing document names the version it is based on (docs get shows it; 0 creates)")
+					return nil, tidemark.Invalidf("--base-version", "", "a write to an existing document names the version it is based on (docs get shows it; 0 creates)")
 				}
 				put.ID, put.BaseVersion = args[1], base
 			} else if base != 0 {
-				return content.Document{}, tidemark.Invalidf("--base-version", fmt.Sprint(base), "an update names the document ID")
+				return nil, tidemark.Invalidf("--base-version", fmt.Sprint(base), "an update names the document ID")
 			}
 			set, err := content.ParseAssignments(jsonFields, textFields)
 			if err != nil {
-				return content.Document{}, err
+				return nil, err
 			}
 			put.Set = set
 			d, res, err := p.PutDocument(cmd.Context(), actor(), args[0], put)
 			if res != nil {
 				fmt.Fprintf(a.stderr, "republished page %s (generation %d)\n", res.PageID, res.Generation)
 			}
-			return d, err
-		}, func(d content.Document) {
-			fmt.Fprintf(a.stdout, "%s/%s is at version %d\n", d.Collection, d.ID, d.Version)
+			return sayShown(d, err, "%s/%s is at version %d", d.Collection, d.ID, d.Version)
 		})
-	cmd.Args = cobra.RangeArgs(1, 2)
 	cmd.Long = `Create or update one document. Without ID a document is created with a new
 ULID. With ID, --base-version names the version the write is based on (the
 version ` + "`docs get`" + ` shows); a write based on an old version is refused
@@ -145,15 +121,13 @@ notes='[{"_type":"block","children":[{"_type":"span","text":"…"}]}]');
 
 func newDocsDeleteCmd(a *app) *cobra.Command {
 	var force bool
-	cmd := op(a, "delete NAME ID [--force]", "Delete a document (audited; its last fields are kept in the audit)", 2,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Action, error) {
+	cmd := opCmd(a, "delete NAME ID [--force]", "Delete a document (audited; its last fields are kept in the audit)", cobra.ExactArgs(2),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			act, res, err := p.DeleteDocument(cmd.Context(), actor(), args[0], args[1], force)
 			if res != nil {
 				fmt.Fprintf(a.stderr, "republished page %s without it (generation %d)\n", res.PageID, res.Generation)
 			}
-			return act, err
-		}, func(d content.Action) {
-			fmt.Fprintf(a.stdout, "deleted %s/%s at version %d; its fields are kept in the audit\n", d.Collection, d.DocumentID, d.Version)
+			return sayShown(act, err, "deleted %s/%s at version %d; its fields are kept in the audit", act.Collection, act.DocumentID, act.Version)
 		})
 	cmd.Long = `Delete a document. What would be lost beyond its current fields (which the
 audit keeps) is refused without --force: its earlier versions, and for a page

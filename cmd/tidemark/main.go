@@ -14,12 +14,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -43,9 +43,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
-	// Every printer writes text through a textWriter, which escapes what
-	// could drive the terminal; JSON and raw bytes go to raw(a.stdout).
-	a := &app{stdout: newTextWriter(stdout), stderr: newTextWriter(stderr)}
+	// Every printer writes text through a terminal.Writer, which escapes
+	// what could drive the terminal; JSON and raw bytes go to
+	// terminal.Raw(a.stdout).
+	a := &app{stdout: terminal.NewWriter(stdout), stderr: terminal.NewWriter(stderr)}
 	a.cfg, a.cfgErr = pipeline.Load(os.Getenv)
 	root := newRoot(a)
 	root.SetArgs(args)
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		code = tidemark.ExitInvalid
 	}
-	fmt.Fprintf(a.stderr, "tidemark: %v%s\n", err, heldHint(err))
+	fmt.Fprintf(a.stderr, "tidemark: %v%s\n", err, tidemark.Hint(err))
 	if code == tidemark.ExitInterrupted {
 		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
 	}
@@ -72,18 +73,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(a.stderr, "tidemark: this is an internal error; the message above is the whole of it")
 	}
 	return code
-}
-
-// heldHint says what to do about a claim another holder holds: a crashed
-// process of this host is taken over at once, so this one is alive, on
-// another host, or ran under a custom --holder.
-func heldHint(err error) string {
-	var held *tidemark.HeldError
-	if !errors.As(err, &held) {
-		return ""
-	}
-	return fmt.Sprintf("\n  if that was this worker under another identity, run again with --holder %s to re-enter its run;"+
-		" otherwise it is free once the lease expires at %s", held.Holder, held.Until.Local().Format(time.DateTime))
 }
 
 // usageError is a command line that cannot be run as written.
@@ -119,11 +108,7 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 	f := root.PersistentFlags()
 	for _, o := range pipeline.Options {
 		if o.Flag != "" {
-			usage := o.Usage
-			if len(o.Env) > 0 {
-				usage += " (env " + strings.Join(o.Env, ", ") + ")"
-			}
-			f.Var(&optionFlag{a: a, o: o}, o.Flag, usage)
+			f.Var(a.cfg.Flag(o), o.Flag, o.FlagUsage())
 		}
 	}
 	for _, c := range commands {
@@ -165,33 +150,10 @@ func usageErrors(c *cobra.Command) {
 	}
 }
 
-// optionFlag sets a pipeline option from its global flag; its default
-// shown is the value from the environment or the option's default.
-type optionFlag struct {
-	a *app
-	o pipeline.Option
-}
-
-func (f *optionFlag) String() string {
-	if f.a == nil {
-		return ""
-	}
-	for _, s := range f.a.cfg.Effective() {
-		if s.Name == f.o.Name {
-			return s.Value
-		}
-	}
-	return ""
-}
-func (f *optionFlag) Type() string { return "string" }
-func (f *optionFlag) Set(v string) error {
-	return f.a.cfg.Set(f.o.Name, v, "--"+f.o.Flag)
-}
-
 // writeJSON prints v as indented JSON: the stable, documented form of every
 // list and show command.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(raw(w)) // JSON escapes control characters itself
+	enc := json.NewEncoder(terminal.Raw(w)) // JSON escapes control characters itself
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

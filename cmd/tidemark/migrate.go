@@ -2,61 +2,38 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
 // progress returns a progress reporter for a run, drawn on stderr when it
 // is a terminal (so scripts and --json stay clean), and its finish.
 func (a *app) progress() (func(content.Run), func()) {
-	f, ok := raw(a.stderr).(*os.File) // the bar draws with escape sequences of its own
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil, func() {}
+	report, finish := terminal.Progress(a.stderr, "docs")
+	if report == nil {
+		return nil, finish
 	}
-	var bar *progressbar.ProgressBar
-	return func(r content.Run) {
-			n, total, desc := r.Walked, r.Total, fmt.Sprintf("%s.%s %s→%s", r.Collection, r.Field, r.From, r.To)
-			if r.Status == content.RunAborting || r.Status == content.RunAborted {
-				n, total, desc = r.Restored, r.Converted, "aborting "+desc
-			}
-			if bar == nil {
-				bar = progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(desc),
-					progressbar.OptionShowCount(), progressbar.OptionSetItsString("docs"), progressbar.OptionShowIts(),
-					progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-			}
-			bar.ChangeMax64(max(n, bar.GetMax64()))
-			_ = bar.Set64(n)
-		}, func() {
-			if bar != nil {
-				_ = bar.Finish()
-			}
-		}
+	return func(r content.Run) { report(r.Progress()) }, finish
 }
 
 // driven is a run command: claim (claim) or record the run, then carry it
 // out here in the foreground with a progress bar, unless detach.
 func driven(a *app, use, short string, nargs int, detach *bool, claim func(*cobra.Command, *pipeline.Pipeline, []string) (content.Run, error)) *cobra.Command {
-	return op(a, use, short, nargs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Run, error) {
+	return opCmd(a, use, short, cobra.ExactArgs(nargs), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 		r, err := claim(cmd, p, args)
-		if err != nil || (detach != nil && *detach) {
-			return r, err
+		if err == nil && (detach == nil || !*detach) {
+			report, finish := a.progress()
+			r, err = p.DriveMigration(cmd.Context(), r.ID, report)
+			finish()
 		}
-		report, finish := a.progress()
-		defer finish()
-		return p.DriveMigration(cmd.Context(), r.ID, report)
-	}, func(r content.Run) {
 		if r.Status == content.RunRunning && detach != nil && *detach {
-			fmt.Fprintf(a.stdout, "migration %s recorded: %s.%s %s→%s over %d documents; `tidemark run` carries it out\n", r.ID, r.Collection, r.Field, r.From, r.To, r.Total)
-			return
+			return sayShown(r, err, "migration %s recorded: %s.%s %s→%s over %d documents; `tidemark run` carries it out", r.ID, r.Collection, r.Field, r.From, r.To, r.Total)
 		}
-		fmt.Fprintln(a.stdout, r.Describe())
+		return sayShown(r, err, "%s", r.Describe())
 	})
 }
 
@@ -81,16 +58,16 @@ run: fix the document (docs put) and ` + "`tidemark migrate resume ID`" + `, or
 
 func newMigrateCmd(a *app) *cobra.Command {
 	var f content.RunFilter
-	list := op(a, "list", "List migration runs, newest first", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]content.Run, error) {
-		return p.MigrationRuns(cmd.Context(), f)
-	}, columns[content.Run](a, "id", "collection", "field", "from", "to", "status", "walked", "total", "converted", "restored", "holder", "error"))
+	list := opCmd(a, "list", "List migration runs, newest first", cobra.NoArgs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		return shown(p.MigrationRuns(cmd.Context(), f))
+	})
 	list.Flags().StringVar(&f.Collection, "collection", "", "only this collection")
 	list.Flags().BoolVar(&f.Pending, "pending", false, "only runs a worker could take now (running or aborting, unclaimed or lease expired)")
 	limitFlag(list.Flags(), &f.Limit, 50, "at most this many")
-	show := op(a, "show RUN", "Show a migration run: its cursor, counts, claim and any failure", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Run, error) {
-			return p.MigrationRun(cmd.Context(), args[0])
-		}, details[content.Run](a))
+	show := opCmd(a, "show RUN", "Show a migration run: its cursor, counts, claim and any failure", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return shown(p.MigrationRun(cmd.Context(), args[0]))
+		})
 	resume := driven(a, "resume RUN", "Carry a run on from its cursor (a failed run after its document is fixed; a crashed, detached or interrupted abort)", 1, nil,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (content.Run, error) {
 			return p.ResumeMigration(cmd.Context(), actor(), args[0])

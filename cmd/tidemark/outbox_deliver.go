@@ -33,7 +33,7 @@ does).`
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
 	f.BoolVar(&once, "once", false, "deliver what is pending, then exit")
-	durationFlag(f, &ttl, "lease", time.Minute, minLease, maxLease, "the lane lease; renewed at every step")
+	durationFlag(f, &ttl, "lease", time.Minute, pipeline.MinLease, pipeline.MaxLease, "the lane lease; renewed at every step")
 	return cmd
 }
 

@@ -1,59 +1,26 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
 )
 
-// printTotals prints what `run --once` published.
-func printTotals(a *app, t pipeline.PublishTotals) {
-	fmt.Fprintf(a.stdout, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
-	fmt.Fprintf(a.stdout, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
-	for _, e := range t.Errors {
-		fmt.Fprintf(a.stdout, "  %s\n", e)
-	}
-	fmt.Fprintf(a.stdout, "wiki:      %s\n", t.Index)
-}
-
 func newPublishCmd(a *app) *cobra.Command {
 	var summarizer string
 	var limit int
-	// One summary's publication, or a round: the JSON shows either.
-	type result struct {
-		*publish.Result
-		*pipeline.PublishRound
-	}
-	cmd := op(a, "publish [SUMMARY_ID]", "Summarize new events and publish their wiki pages (or publish one summary)", 0,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (result, error) {
+	cmd := opCmd(a, "publish [SUMMARY_ID]", "Summarize new events and publish their wiki pages (or publish one summary)", cobra.MaximumNArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			if len(args) == 1 {
-				res, err := p.PublishSummary(cmd.Context(), args[0])
-				if err != nil {
-					return result{}, err
-				}
-				return result{Result: &res}, nil
+				return answer(p.PublishSummary(cmd.Context(), args[0]))
 			}
-			svc, err := p.BindStore(cmd.Context())
-			if err != nil {
-				return result{}, err
-			}
-			r, err := p.PublishRound(cmd.Context(), svc, summarizer, limit)
+			r, err := p.Publish(cmd.Context(), summarizer, limit)
 			if r.Index == "" {
-				return result{}, err // nothing was published
+				return nil, err // nothing was published
 			}
-			return result{PublishRound: &r}, err
-		}, func(v result) {
-			if res := v.Result; res != nil {
-				fmt.Fprintf(a.stdout, "published summary %s on page %s (%s, generation %d)\n", res.SummaryID, res.PageID, res.Key, res.Generation)
-				return
-			}
-			printTotals(a, v.Totals())
+			return r, err
 		})
-	cmd.Args = cobra.MaximumNArgs(1)
 	cmd.Long = `Without an argument: summarize every event that has no summary of its current
 evidence under the configured summarizer, publish every current summary whose
 page does not show it yet, and refresh the index and source cards.
@@ -68,31 +35,16 @@ current, unrejected summary of its current evidence).`
 }
 
 func newSweepCmd(a *app) *cobra.Command {
-	return op(a, "sweep", "Converge every page to its current published summary; collect orphans", 0,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (publish.SweepReport, error) {
-			return p.Sweep(cmd.Context())
-		},
-		func(rep publish.SweepReport) {
-			fmt.Fprintf(a.stdout, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
-				rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
-			fmt.Fprintf(a.stdout, "listings: %d written, %d unchanged, %d source cards collected\n", rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
-			for _, e := range rep.Errors {
-				fmt.Fprintf(a.stdout, "  %s\n", e)
-			}
+	return opCmd(a, "sweep", "Converge every page to its current published summary; collect orphans", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			return shown(p.Sweep(cmd.Context()))
 		})
 }
 
 func newSummariesCmd(a *app) *cobra.Command {
 	var f publish.SummaryFilter
-	cmd := op(a, "summaries", "List summaries, newest first", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]publish.Summary, error) {
-		return p.Summaries(cmd.Context(), f)
-	}, func(sums []publish.Summary) {
-		lines := []string{"ID\tEVENT\tMODEL\tPROMPT\tSTATE\tTEXT"}
-		for _, s := range sums {
-			text, _, _ := strings.Cut(s.Text, "\n")
-			lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", s.ID, s.EventID, s.Model, s.PromptVersion, s.State(), short(text, 60)))
-		}
-		table(a.stdout, lines...)
+	cmd := opCmd(a, "summaries", "List summaries, newest first", cobra.NoArgs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		return shown(p.Summaries(cmd.Context(), f))
 	})
 	cmd.Flags().StringVar(&f.EventID, "event", "", "only this event's summaries")
 	limitFlag(cmd.Flags(), &f.Limit, 50, "at most this many")
@@ -101,23 +53,20 @@ func newSummariesCmd(a *app) *cobra.Command {
 
 func newRejectCmd(a *app) *cobra.Command {
 	var reason string
-	cmd := op(a, "reject SUMMARY_ID --reason TEXT", "Reject a summary: it is never published; its page is withdrawn by the next sweep", 1,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (publish.Summary, error) {
-			return p.RejectSummary(cmd.Context(), args[0], reason)
-		}, func(s publish.Summary) {
-			fmt.Fprintf(a.stdout, "rejected summary %s of event %s: %s\n", s.ID, s.EventID, s.RejectedReason)
+	cmd := opCmd(a, "reject SUMMARY_ID --reason TEXT", "Reject a summary: it is never published; its page is withdrawn by the next sweep", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			s, err := p.RejectSummary(cmd.Context(), args[0], reason)
+			return sayShown(s, err, "rejected summary %s of event %s: %s", s.ID, s.EventID, s.RejectedReason)
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
 }
 
 func newRebindCmd(a *app) *cobra.Command {
-	cmd := op(a, "rebind", "Bind the wiki to --store after moving or emptying it on purpose", 0,
-		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (publish.StoreIdentity, error) {
-			return p.Rebind(cmd.Context())
-		},
-		func(id publish.StoreIdentity) {
-			fmt.Fprintf(a.stdout, "the wiki now lives in %s (marker %s); run `tidemark publish sweep` to republish its pages there\n", id.Location, id.ID)
+	cmd := opCmd(a, "rebind", "Bind the wiki to --store after moving or emptying it on purpose", cobra.NoArgs,
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			id, err := p.Rebind(cmd.Context())
+			return sayShown(id, err, "the wiki now lives in %s (marker %s); run `tidemark publish sweep` to republish its pages there", id.Location, id.ID)
 		})
 	cmd.Long = `The database records the object store its wiki lives in (a marker object in
 the store and the store's location) at the first publication, and every worker

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/web"
@@ -63,14 +64,14 @@ already tracked).`,
 					OnStart: func(holder string, workers int) {
 						fmt.Fprintf(a.stderr, "tidemark: running as %s on %s (%d workers); Ctrl-C to stop\n", holder, p.DB().URL(), workers)
 					},
-					OnReport: func(r ingest.Report, err error) { printReport(a, r, err) }})
+					OnReport: func(r ingest.Report, err error) { _ = ingest.WriteReport(a.stdout, r, err) }})
 				fmt.Fprintln(a.stderr, "tidemark: stopped; every run in flight settled or failed, and what settled is kept "+
 					"(a fetch cut short was released without spending its retry budget); start it again to resume")
 				return err
 			}
-			prog := &activity{}
+			prog := &terminal.Activity{}
 			if !asJSON {
-				prog = a.activity("run --once")
+				prog = terminal.NewActivity(a.stderr, "run --once")
 			}
 			res, err := p.RunOnce(ctx, pipeline.OnceOptions{MaxPasses: maxPasses, Workers: workers, Lease: lease, Poll: poll, Track: track,
 				OnTracked: func(src tidemark.Source) {
@@ -78,12 +79,12 @@ already tracked).`,
 				},
 				OnReport: func(r ingest.Report, err error) {
 					if !asJSON {
-						prog.print(func() { printReport(a, r, err) })
+						prog.Print(func() { _ = ingest.WriteReport(a.stdout, r, err) })
 					}
 				},
-				OnProgress: prog.describe,
+				OnProgress: prog.Describe,
 			})
-			prog.finish()
+			prog.Finish()
 			if asJSON {
 				if jerr := writeJSON(a.stdout, res.Reports); jerr != nil {
 					return jerr
@@ -102,14 +103,14 @@ already tracked).`,
 					fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
 				} else {
 					fmt.Fprintln(a.stdout)
-					printTotals(a, *t)
+					_ = t.WriteText(a.stdout)
 				}
 			}
 			for _, r := range res.Deliveries {
 				_ = r.WriteText(a.stdout)
 			}
 			if _, incomplete := err.(*pipeline.IncompleteError); !asJSON && res.Ingested && (err == nil || incomplete) {
-				a.printRecentEvents(ctx, p, res.Reports)
+				_ = p.Recent(ctx, res.Reports, 10).WriteText(a.stdout)
 			}
 			return err
 		},
@@ -118,43 +119,11 @@ already tracked).`,
 	f.BoolVar(&once, "once", false, "run every due source until it has caught up, publish everything pending, then exit")
 	intFlag(f, &maxPasses, "max-passes", ingest.DefaultMaxPasses, 1, 1000*ingest.DefaultMaxPasses, "with --once: runs of one source at most while it has a backlog")
 	f.StringArrayVar(&track, "track", nil, "track the git repository at PATH first (repeatable)")
-	intFlag(f, &workers, "workers", 4, 1, maxWorkers, "runs in flight at most")
-	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, minLease, maxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
+	intFlag(f, &workers, "workers", 4, 1, pipeline.MaxWorkers, "runs in flight at most")
+	durationFlag(f, &lease, "lease", ingest.DefaultLeaseTTL, pipeline.MinLease, pipeline.MaxLease, "claim lease; heartbeats extend it every third of it while a fetch runs")
 	durationFlag(f, &poll, "poll", 5*time.Second, 10*time.Millisecond, time.Hour, "longest pause between looks for due sources")
 	f.BoolVar(&asJSON, "json", false, "with --once: print the run reports as JSON")
 	return cmd
-}
-
-func printReport(a *app, r ingest.Report, err error) {
-	switch {
-	case r.Outcome == "" && err != nil:
-		fmt.Fprintf(a.stdout, "%-20s not run: %v%s\n", r.Source, err, heldHint(err))
-	case r.Outcome.Advances():
-		fmt.Fprintf(a.stdout, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
-			r.EventsNew, r.EventsChanged, orDash(short(r.CursorBefore, 12)), orDash(short(r.CursorAfter, 12)))
-	default:
-		fmt.Fprintf(a.stdout, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, orDash(short(r.CursorBefore, 12)))
-	}
-}
-
-// printRecentEvents shows the newest events of the sources just run, so the
-// user sees what was ingested.
-func (a *app) printRecentEvents(ctx context.Context, p *pipeline.Pipeline, reports []ingest.Report) {
-	st := p.DB().Ingest()
-	shown := map[string]bool{}
-	for _, r := range reports {
-		if r.EventsNew+r.EventsChanged == 0 || shown[r.Source] {
-			continue
-		}
-		shown[r.Source] = true
-		evs, err := st.Events(ctx, ingest.EventFilter{SourceID: r.Source, Limit: 10})
-		if err != nil || len(evs) == 0 {
-			continue
-		}
-		fmt.Fprintf(a.stdout, "\nnewest events of %s:\n", r.Source)
-		printEvents(a.stdout, evs)
-	}
-	fmt.Fprintf(a.stdout, "\ndata: %s\n", p.DB().URL())
 }
 
 // serveMetrics serves the daemon's /metrics on TIDEMARK_METRICS_ADDR until

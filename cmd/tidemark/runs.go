@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -54,5 +53,3 @@ func newEventsCmd(a *app) *cobra.Command {
 	cmd.AddCommand(list, show)
 	return cmd
 }
-
-func printEvents(w io.Writer, evs []tidemark.Event) { ingest.EventList(evs).WriteText(w) }

@@ -14,7 +14,7 @@ func newSourceRunCmd(a *app) *cobra.Command {
 			asJSON, _ := cmd.Flags().GetBool("json")
 			reports, err := p.RunSource(cmd.Context(), args[0], maxPasses, func(r ingest.Report, err error) {
 				if !asJSON {
-					printReport(a, r, err) // as each run ends
+					_ = ingest.WriteReport(a.stdout, r, err) // as each run ends
 				}
 			})
 			if len(reports) > 0 && asJSON {

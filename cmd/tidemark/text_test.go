@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -13,33 +12,6 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore"
 )
-
-func TestTextWriterEscapesControls(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"plain title", "plain title"},
-		{"two\nlines\tand a tab", "two\nlines\tand a tab"},
-		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
-		{"bell\a and cr\r", `bell\x07 and cr\x0d`},
-		{"del\x7f", `del\x7f`},
-		{"csi\u009b2J", `csi\u009b2J`},
-		{"ünïcödé £ ✓", "ünïcödé £ ✓"},
-		{"\u00a0nbsp", "\u00a0nbsp"},
-	}
-	for _, tc := range cases {
-		var b bytes.Buffer
-		w := newTextWriter(&b)
-		n, err := w.Write([]byte(tc.in))
-		if err != nil || n != len(tc.in) {
-			t.Fatalf("Write(%q) = %d, %v", tc.in, n, err)
-		}
-		if b.String() != tc.want {
-			t.Errorf("Write(%q) printed %q, want %q", tc.in, b.String(), tc.want)
-		}
-		if got := escapeText(tc.in); got != tc.want {
-			t.Errorf("escapeText(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
 
 // An upstream title with escape sequences is printed escaped by the text
 // listing and exactly, JSON-escaped, by --json.

@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"time"
+	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -14,29 +13,24 @@ import (
 // the wiki. A token's secret is printed once; only its SHA-256 is stored.
 // Tokens are made here only: the console cannot make one.
 func newTokenCmd(a *app) *cobra.Command {
-	type created struct {
-		Name      string    `json:"name"`
-		ID        string    `json:"id"`
-		CreatedAt time.Time `json:"created_at"`
-		Token     string    `json:"token"`
-	}
-	create := op(a, "create NAME", "Create an access token and print it once", 1, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (created, error) {
-		secret, t, err := p.DB().Auth().CreateToken(cmd.Context(), args[0])
-		return created{t.Name, t.ID, t.CreatedAt, secret}, err
-	}, func(c created) {
-		fmt.Fprintln(a.stdout, c.Token)
-		fmt.Fprintf(a.stderr, "tidemark: created token %q; it is shown this once, so keep it now (revoke with `tidemark token revoke %s`)\n", c.Name, c.Name)
+	create := opCmd(a, "create NAME", "Create an access token and print it once", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		t, err := p.CreateToken(cmd.Context(), args[0])
+		return shownAs(t, said{t, func(w io.Writer) {
+			_ = t.WriteText(w)
+			fmt.Fprintf(a.stderr, "tidemark: created token %q; it is shown this once, so keep it now (revoke with `tidemark token revoke %s`)\n", t.Name, t.Name)
+		}}, err)
 	})
 	create.Long = `Create an access token named NAME (who or what uses it: a person, a scraper)
 and print it once: only its SHA-256 is stored, so it cannot be shown again.
 The API takes it as "Authorization: Bearer TOKEN"; a browser signs in with it
 at /signin.`
-	list := op(a, "list", "List tokens (never their secrets)", 0, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) ([]tidemark.Token, error) {
-		return p.DB().Auth().Tokens(cmd.Context())
-	}, columns[tidemark.Token](a, "name", "created_at", "last_used_at", "revoked_at"))
-	revoke := op(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", 1, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (tidemark.Token, error) {
-		return p.DB().Auth().RevokeToken(cmd.Context(), args[0])
-	}, func(t tidemark.Token) { fmt.Fprintf(a.stdout, "revoked token %q\n", t.Name) })
+	list := opCmd(a, "list", "List tokens (never their secrets)", cobra.NoArgs, func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		return shown(p.Tokens(cmd.Context()))
+	})
+	revoke := opCmd(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+		t, err := p.RevokeToken(cmd.Context(), args[0])
+		return sayShown(t, err, "revoked token %q", t.Name)
+	})
 	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke the access tokens the server requires"}
 	cmd.AddCommand(create, list, revoke)
 	return cmd

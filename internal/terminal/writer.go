@@ -1,36 +1,42 @@
-package main
+// Package terminal is what tidemark's output goes through on its way to a
+// terminal: a Writer that escapes the control characters text from
+// upstream could carry, and progress displays drawn only when the output
+// is a terminal, so scripts, logs and --json stay clean. It holds the
+// command line's terminal dependencies (a progress bar, golang.org/x/term).
+package terminal
 
 import (
 	"fmt"
 	"io"
 )
 
-// textWriter is the one place text output passes through on its way to a
+// Writer is the one place text output passes through on its way to a
 // terminal: it escapes the control characters that text from upstream
 // (titles, error messages, evidence, a server's answer) could carry, so an
 // ESC or a C1 control is printed as \x1b or \u009b instead of driving the
 // terminal. Newlines and tabs pass: they are the layout. JSON output and
 // raw bytes asked for on purpose (evidence, an OPML export) go to the
-// writer underneath (see raw): JSON escapes its strings itself.
+// writer underneath (see Raw): JSON escapes its strings itself.
 //
 // Each Write is escaped on its own; the printers write a string whole, so
 // a character's encoding is never split between two Writes.
-type textWriter struct {
+type Writer struct {
 	w   io.Writer
 	buf []byte
 }
 
-func newTextWriter(w io.Writer) *textWriter { return &textWriter{w: w} }
+// NewWriter returns a Writer that escapes what it writes to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// raw returns the writer under w if w is a textWriter, else w itself.
-func raw(w io.Writer) io.Writer {
-	if t, ok := w.(*textWriter); ok {
+// Raw returns the writer under w if w is a Writer, else w itself.
+func Raw(w io.Writer) io.Writer {
+	if t, ok := w.(*Writer); ok {
 		return t.w
 	}
 	return w
 }
 
-func (t *textWriter) Write(p []byte) (int, error) {
+func (t *Writer) Write(p []byte) (int, error) {
 	t.buf = appendEscaped(t.buf[:0], p)
 	if _, err := t.w.Write(t.buf); err != nil {
 		return 0, err
@@ -58,5 +64,5 @@ func appendEscaped(dst, p []byte) []byte {
 	return dst
 }
 
-// escapeText returns s as a textWriter prints it.
-func escapeText(s string) string { return string(appendEscaped(nil, []byte(s))) }
+// Escape returns s as a Writer prints it.
+func Escape(s string) string { return string(appendEscaped(nil, []byte(s))) }

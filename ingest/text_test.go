@@ -1,0 +1,53 @@
+package ingest_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+)
+
+func TestWriteReport(t *testing.T) {
+	until := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	held := fmt.Errorf("claim: %w", &tidemark.HeldError{Source: "s", Holder: "elsewhere:1", Until: until})
+	tests := []struct {
+		r    ingest.Report
+		err  error
+		want string
+	}{
+		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeItems, EventsNew: 2, EventsChanged: 1, CursorAfter: "0123456789abcdef"}, nil,
+			"s                    items       2 new, 1 changed events  cursor - → 0123456789ab\n"},
+		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeUnreachable, Error: "unreachable: timeout", CursorBefore: "abc"}, nil,
+			"s                    unreachable unreachable: timeout (cursor stays at abc)\n"},
+		{ingest.Report{Source: "s"}, held, "s                    not run: " + held.Error() +
+			"\n  if that was this worker under another identity, run again with --holder elsewhere:1 to re-enter its run;" +
+			" otherwise it is free once the lease expires at " + until.Local().Format(time.DateTime) + "\n"},
+	}
+	for _, tc := range tests {
+		var b strings.Builder
+		if err := ingest.WriteReport(&b, tc.r, tc.err); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("got:\n%q\nwant:\n%q", b.String(), tc.want)
+		}
+	}
+	if h := tidemark.Hint(fmt.Errorf("x: %w", tidemark.ErrNotFound)); h != "" {
+		t.Errorf("Hint of an error that is not a held claim = %q, want none", h)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	m, err := ingest.ParseConfig("--config", []string{"branch=main", "expr=a=b"})
+	if err != nil || len(m) != 2 || m["branch"] != "main" || m["expr"] != "a=b" {
+		t.Fatalf("%v, %v", m, err)
+	}
+	_, err = ingest.ParseConfig("--config", []string{"token-s3cret"})
+	if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a pair without '=' is refused without repeating it: %v", err)
+	}
+}

@@ -1,0 +1,60 @@
+package fieldtext
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCell(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		raw  string
+		n    int
+		want string
+	}{
+		{"", 60, "-"},
+		{"null", 60, "-"},
+		{`""`, 60, "-"},
+		{`"plain"`, 60, "plain"},
+		{`"` + at.Format(time.RFC3339) + `"`, 60, Day(at)},
+		{"3", 60, "3"},
+		{"false", 60, "false"},
+		{"[]", 60, "[]"},
+		{`[{"name":"title","type":"text"},{"name":"n","type":"number"}]`, 60, "title:text n:number"},
+		{`[{"_type":"block","children":[{"_type":"span","text":"hi"}]}]`, 60, "block:span:hi"},
+		{`{"b":1,"a":"x"}`, 60, `{"b":1,"a":"x"}`},
+		{`"abcdef"`, 3, "abc"},
+	}
+	for _, c := range cases {
+		if got := Cell(json.RawMessage(c.raw), c.n); got != c.want {
+			t.Errorf("Cell(%s, %d) = %q, want %q", c.raw, c.n, got, c.want)
+		}
+	}
+}
+
+func TestColumnsAndDetails(t *testing.T) {
+	type item struct {
+		Name  string   `json:"name"`
+		Count int      `json:"count"`
+		Tags  []string `json:"tags,omitempty"`
+		RunID string   `json:"run_id,omitempty"`
+	}
+	var b strings.Builder
+	if err := Columns(&b, []item{{Name: "a", Count: 2, Tags: []string{"x"}}, {Name: "bb"}}, "name", "count", "tags", "run_id"); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME  COUNT  TAGS   RUN ID\na     2      [\"x\"]  -\nbb    0      -      -\n"
+	if b.String() != want {
+		t.Errorf("Columns:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Details(&b, item{Name: "a", RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	// count is 0 and tags absent: only the fields with a value.
+	if want := "name    a\nrun id  r1\n"; b.String() != want {
+		t.Errorf("Details:\n%q\nwant:\n%q", b.String(), want)
+	}
+}

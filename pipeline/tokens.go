@@ -1,0 +1,42 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// Issued is a token just created, with its secret: the only time the
+// secret is known (only its SHA-256 is stored).
+type Issued struct {
+	Name      string    `json:"name"`
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	Token     string    `json:"token"`
+}
+
+// WriteText writes the secret alone on its line, for a script to take.
+func (t Issued) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintln(w, t.Token)
+	return err
+}
+
+// CreateToken creates an access token named name (who or what uses it).
+func (p *Pipeline) CreateToken(ctx context.Context, name string) (Issued, error) {
+	secret, t, err := p.db.Auth().CreateToken(ctx, name)
+	return Issued{t.Name, t.ID, t.CreatedAt, secret}, err
+}
+
+// Tokens lists the access tokens (never their secrets).
+func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
+	return p.db.Auth().Tokens(ctx)
+}
+
+// RevokeToken revokes the named token and ends the browser sessions it
+// opened.
+func (p *Pipeline) RevokeToken(ctx context.Context, name string) (tidemark.Token, error) {
+	return p.db.Auth().RevokeToken(ctx, name)
+}

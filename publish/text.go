@@ -1,0 +1,46 @@
+package publish
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
+)
+
+// The text forms of publication's results, for people at a terminal (the
+// CLI prints them; --json prints the same values as JSON).
+
+// SummaryList is a listing of summaries.
+type SummaryList []Summary
+
+// WriteText writes a table of the summaries with the first line of each
+// one's text.
+func (l SummaryList) WriteText(w io.Writer) error {
+	lines := []string{"ID\tEVENT\tMODEL\tPROMPT\tSTATE\tTEXT"}
+	for _, s := range l {
+		text, _, _ := strings.Cut(s.Text, "\n")
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", s.ID, s.EventID, s.Model, s.PromptVersion, s.State(), fieldtext.Cut(text, 60)))
+	}
+	return fieldtext.Table(w, lines...)
+}
+
+// WriteText says which page the summary was published on.
+func (r Result) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "published summary %s on page %s (%s, generation %d)\n", r.SummaryID, r.PageID, r.Key, r.Generation)
+	return err
+}
+
+// WriteText writes the sweep's counts and the errors of the pages that
+// failed.
+func (rep SweepReport) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
+		rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
+	fmt.Fprintf(w, "listings: %d written, %d unchanged, %d source cards collected\n", rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
+	for _, e := range rep.Errors {
+		if _, err := fmt.Fprintf(w, "  %s\n", e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
