@@ -202,3 +202,27 @@ func (r TestReport) WriteText(w io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// The one-line results of an operator's action on a source: what the CLI
+// prints and the console says after it.
+
+// AddedLine says a source was added.
+func AddedLine(src tidemark.Source) string {
+	return fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())
+}
+
+// StateLine says a source is paused or active, after a pause or a resume.
+func StateLine(src tidemark.Source) string { return fmt.Sprintf("%s is %s", src.Name, src.State) }
+
+// RetriedLine says a source's window was reopened.
+func RetriedLine(src tidemark.Source) string {
+	return fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget)
+}
+
+// SkippedLine says where a skip moved a source's cursor.
+func SkippedLine(src tidemark.Source) string {
+	return fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion)
+}
+
+// RenamedLine says a source named old is now src.
+func RenamedLine(old string, src tidemark.Source) string { return old + " is now " + src.Name }

@@ -178,7 +178,7 @@ func (s *Server) consoleAdd(w http.ResponseWriter, r *http.Request) {
 		if ns, err = f.newSource(); err == nil {
 			var src tidemark.Source
 			if src, err = s.Sources.AddSource(r.Context(), ns); err == nil {
-				s.redirect(w, r, sourcePath(src.Name), fmt.Sprintf("added %s source %s (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std()), nil)
+				s.redirect(w, r, sourcePath(src.Name), ingest.AddedLine(src), nil)
 				return
 			}
 		}
@@ -222,19 +222,19 @@ func (s *Server) sourceOp(r *http.Request, name, op string, v url.Values) (strin
 			f = s.Sources.ResumeSource
 		}
 		src, err := f(ctx, name, actor)
-		return fmt.Sprintf("%s is %s", src.Name, src.State), err
+		return ingest.StateLine(src), err
 	case "retry":
 		src, err := s.Sources.RetrySource(ctx, name, actor, v.Get("note"))
-		return fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget), err
+		return ingest.RetriedLine(src), err
 	case "skip":
 		src, err := s.Sources.SkipSource(ctx, name, strings.TrimSpace(v.Get("to")), actor, v.Get("note"))
-		return fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion), err
+		return ingest.SkippedLine(src), err
 	case "run":
 		reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
 		return describeRuns(name, reports), err
 	case "rename":
 		src, err := s.Sources.RenameSource(ctx, name, strings.TrimSpace(v.Get("name")), actor)
-		return fmt.Sprintf("%s is now %s", name, src.Name), err
+		return ingest.RenamedLine(name, src), err
 	case "set":
 		ch, before, err := s.formChange(ctx, name, v)
 		if err != nil {

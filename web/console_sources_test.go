@@ -180,7 +180,7 @@ func TestConsoleSources(t *testing.T) {
 		form.Set("name", "new")
 		mustRedirect(t, "add", c.form("/status/sources", form), "/status/sources/new")
 		r = c.get("/status/sources/new")
-		mustContain(t, "added source", r, "added feed source new", "every 30m0s")
+		mustContain(t, "added source", r, "added feed source &#34;new&#34;", "every 30m0s")
 		if r = c.get("/status/sources/new"); strings.Contains(r.Body, "added feed source") {
 			t.Fatal("the notice showed twice")
 		}

@@ -33,13 +33,13 @@ func newSourceCmd(a *app) *cobra.Command {
 	state := func(verb, short string, op func(*pipeline.Pipeline, context.Context, string, string) (tidemark.Source, error)) *cobra.Command {
 		return opCmd(a, verb+" NAME", short, cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			src, err := op(p, cmd.Context(), args[0], actor())
-			return answer(said{src, fmt.Sprintf("%s is %s", src.Name, src.State)}, err)
+			return answer(said{src, ingest.StateLine(src)}, err)
 		})
 	}
 	rename := opCmd(a, "rename OLD NEW", "Give a source a new name (audited); its events and pages stay", cobra.ExactArgs(2),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			src, err := p.RenameSource(cmd.Context(), args[0], args[1], actor())
-			return answer(said{src, args[0] + " is now " + src.Name}, err)
+			return answer(said{src, ingest.RenamedLine(args[0], src)}, err)
 		})
 	cmd.AddCommand(newSourceAddCmd(a), newSourceSetCmd(a), list, show, state("pause", "Pause a source (audited)", (*pipeline.Pipeline).PauseSource),
 		state("resume", "Resume a source (audited)", (*pipeline.Pipeline).ResumeSource), rename, newSourceRetryCmd(a), newSourceSkipCmd(a),
@@ -75,7 +75,7 @@ func newSourceAddCmd(a *app) *cobra.Command {
 				return nil, err
 			}
 			src, err := p.AddSource(cmd.Context(), ns)
-			return answer(said{src, fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())}, err)
+			return answer(said{src, ingest.AddedLine(src)}, err)
 		})
 	sourceFlags(cmd.Flags(), &ns, &config)
 	cmd.Flags().StringVar(&ns.Name, "name", "", "a unique name (default: derived from the location)")
@@ -123,7 +123,7 @@ func newSourceRetryCmd(a *app) *cobra.Command {
 	cmd := opCmd(a, "retry NAME", "Reopen a source's window with a fresh retry budget, due now (audited)", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			src, err := p.RetrySource(cmd.Context(), args[0], actor(), note)
-			return answer(said{src, fmt.Sprintf("%s: window reopened with a budget of %d, due now", src.Name, src.RetryBudget)}, err)
+			return answer(said{src, ingest.RetriedLine(src)}, err)
 		})
 	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
 	return cmd
@@ -134,7 +134,7 @@ func newSourceSkipCmd(a *app) *cobra.Command {
 	cmd := opCmd(a, "skip NAME", "Move a source's cursor past a window it cannot read (audited)", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			src, err := p.SkipSource(cmd.Context(), args[0], to, actor(), note)
-			return answer(said{src, fmt.Sprintf("%s: cursor moved to %s (version %d)", src.Name, src.Cursor, src.CursorVersion)}, err)
+			return answer(said{src, ingest.SkippedLine(src)}, err)
 		})
 	cmd.Long = `Move a source's cursor to --to, recording what was skipped, or without --to
 to its head (git); the window reopens with a fresh budget.`
