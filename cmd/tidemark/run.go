@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,9 +134,7 @@ func (a *app) serveMetrics(ctx context.Context, p *pipeline.Pipeline, m *web.Pip
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: site.Metrics(p, m, a.log), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() { <-ctx.Done(); _ = srv.Close() }()
+	go func() { _ = site.Serve(ctx, ln, site.Metrics(p, m, a.log)) }()
 	fmt.Fprintf(a.stderr, "tidemark: metrics on http://%s/metrics\n", ln.Addr())
 	return nil
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,13 +46,8 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 			if ok, err := p.DB().Auth().HasTokens(cmd.Context()); err == nil && !ok {
 				fmt.Fprintln(a.stderr, "tidemark: no access token exists yet, so only the wiki is open; create one with `tidemark token create NAME`")
 			}
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.cfg.StoreLocation(), ln.Addr(), ln.Addr())
-			go func() {
-				<-cmd.Context().Done()
-				_ = hs.Close()
-			}()
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := site.Serve(cmd.Context(), ln, srv.Handler()); err != nil {
 				return err
 			}
 			// A signal is how a server is stopped: a clean stop, exit 0, like

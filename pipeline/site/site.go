@@ -6,7 +6,9 @@ package site
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -83,4 +85,16 @@ func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, log *slog.Logger) htt
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.MetricsHandler())
 	return mux
+}
+
+// Serve serves h on ln until ctx ends, then closes the server. Ending ctx
+// (a signal) is how a server is stopped: it returns nil then.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stop := context.AfterFunc(ctx, func() { _ = hs.Close() })
+	defer stop()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -128,3 +128,29 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("GET /status on the metrics server: %d, want 404", code)
 	}
 }
+
+// Serve answers until its context ends, and then stops cleanly (nil).
+func TestServeStopsCleanlyWhenItsContextEnds(t *testing.T) {
+	ln, err := web.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- site.Serve(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "up") }))
+	}()
+	res, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "up" {
+		t.Fatalf("answer %q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after its context ended: %v, want nil", err)
+	}
+}
