@@ -159,7 +159,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "releases"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources/releases/run"]`)))
-	notice("source-added", "added feed source releases")
+	notice("source-added", `added feed source "releases"`)
 	shoot("source-added")
 
 	// Run it now, from its page.

@@ -33,7 +33,7 @@ func TestBrowserSources(t *testing.T) {
 	mustLookRight(t, ctx, dir, "sources-preview")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="name"]`), "fresh"),
 		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)), chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources/fresh/pause"]`)))
-	if text := mustGet(t, ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "added feed source fresh") {
+	if text := mustGet(t, ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, `added feed source "fresh"`) {
 		t.Fatalf("after adding:\n%s", text)
 	}
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/fresh/pause"] button`)),
