@@ -146,9 +146,9 @@ const publishPath = "/console/publish"
 func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 	round, err := s.PublishOps.Publish(r.Context(), "", publishRoundLimit)
 	t := round.Totals()
-	did := fmt.Sprintf("%d summaries accepted, %d pages published", t.Accepted, t.Published)
+	did := fmt.Sprintf("%s accepted, %s published", nounCount(t.Accepted, "summary", "summaries"), nounCount(t.Published, "page", "pages"))
 	if t.SummariesFailed+t.PagesFailed > 0 {
-		did += fmt.Sprintf(", %d summaries and %d pages failed", t.SummariesFailed, t.PagesFailed)
+		did += fmt.Sprintf(", %s and %s failed", nounCount(t.SummariesFailed, "summary", "summaries"), nounCount(t.PagesFailed, "page", "pages"))
 		if len(t.Errors) > 0 {
 			did += " (first: " + t.Errors[0] + ")"
 		}
@@ -174,9 +174,17 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 	s.redirect(w, r, publishPath, msg, nil)
 }
 
+// nounCount is n with its noun: "1 page", "2 pages".
+func nounCount(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func sweepText(rep publish.SweepReport) string {
-	return fmt.Sprintf("%d pages: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed; listings: %d written, %d unchanged",
-		rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed, rep.Listings.Written, rep.Listings.Unchanged)
+	return fmt.Sprintf("%s: %d republished, %d withdrawn, %d orphan objects collected, %d awaiting a new summary, %d overtaken, %d failed; listings: %d written, %d unchanged",
+		nounCount(rep.Pages, "page", "pages"), rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed, rep.Listings.Written, rep.Listings.Unchanged)
 }
 
 func (s *Server) formSweep(w http.ResponseWriter, r *http.Request) {
@@ -195,9 +203,15 @@ func (s *Server) formSweep(w http.ResponseWriter, r *http.Request) {
 func (s *Server) formReject(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sum, err := s.PublishOps.RejectSummary(r.Context(), id, r.PostFormValue("reason"))
-	back := publishPath
-	if c := r.PostFormValue("cursor"); c != "" {
-		back += "?cursor=" + url.QueryEscape(c)
+	back := publishPath // the page of summaries the form was on
+	q := url.Values{}
+	for _, k := range []string{"event", "cursor"} {
+		if v := r.PostFormValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) > 0 {
+		back += "?" + q.Encode()
 	}
 	s.redirect(w, r, back, fmt.Sprintf("Rejected summary %s of event %s: %s. It is never published; the next sweep withdraws its page.",
 		sum.ID, sum.EventID, sum.RejectedReason), err)

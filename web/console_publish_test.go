@@ -235,7 +235,7 @@ func TestPublishConsole(t *testing.T) {
 	f.round = publish.Round{Summarized: publish.SummarizeReport{Accepted: 1, Failed: 1}, Published: publish.PublishReport{Published: 1}, Index: "x"}
 	f.roundErr = fmt.Errorf("summarizing stopped after 2 of 5 events: openai: connection refused: %w\n(1 pages published now; the events not summarized wait for the next `tidemark publish`)", tidemark.ErrUnavailable)
 	body = flashed(do("POST", "/console/publish", token, form(url.Values{})), "/console/publish")
-	if !strings.Contains(body, `class="problem"`) || !strings.Contains(body, "connection refused") || !strings.Contains(body, "1 pages published") ||
+	if !strings.Contains(body, `class="problem"`) || !strings.Contains(body, "connection refused") || !strings.Contains(body, "1 page published") ||
 		!strings.Contains(body, "kept") || strings.Contains(body, "internal error") {
 		t.Errorf("a summarizer outage does not read as one:\n%s", body)
 	}
@@ -253,7 +253,7 @@ func TestPublishConsole(t *testing.T) {
 	if body := flashed(do("POST", "/console/publish/summaries/s3/reject", token, form(url.Values{"reason": {" "}})), "/console/publish"); !strings.Contains(body, "needs a reason") {
 		t.Errorf("reject without a reason:\n%s", body)
 	}
-	body = flashed(do("POST", "/console/publish/summaries/s3/reject", token, form(url.Values{"reason": {"wrong version"}})), "/console/publish")
+	body = flashed(do("POST", "/console/publish/summaries/s3/reject", token, form(url.Values{"reason": {"wrong version"}, "event": {"e1"}})), "/console/publish?event=e1")
 	if !strings.Contains(body, "Rejected summary s3 of event e1: wrong version") || !strings.Contains(body, "the next sweep withdraws its page") ||
 		f.lastCall(t) != "reject s3: wrong version" || strings.Contains(body, "summaries/s3/reject") {
 		t.Errorf("reject:\n%s", body)
@@ -309,11 +309,15 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 	if r := do("POST", "/api/summaries/"+id+"/reject", token, jsonBody(`{"reason":"wrong"}`)); r.Code != 200 || !strings.Contains(r.Body, `"rejected_reason": "wrong"`) {
 		t.Fatalf("reject: %d %s", r.Code, r.Body)
 	}
+	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> to be withdrawn by the next sweep") {
+		t.Fatalf("the console before the sweep:\n%s", r.Body)
+	}
 	var rep publish.SweepReport
 	if r := do("POST", "/api/publish/sweep", token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &rep) != nil || rep.Withdrawn != 1 {
 		t.Fatalf("sweep after the rejection: %d %s", r.Code, r.Body)
 	}
-	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "0</strong> of 1 pages published") || !strings.Contains(r.Body, "rejected: <span") {
+	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "0</strong> of 1 pages published") || !strings.Contains(r.Body, `rejected</span>: <span class="wrap">wrong</span>`) ||
+		strings.Contains(r.Body, "to be withdrawn") {
 		t.Fatalf("the console after the sweep:\n%s", r.Body)
 	}
 }
