@@ -147,19 +147,19 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 	round, err := s.PublishOps.Publish(r.Context(), "", publishRoundLimit)
 	t := round.Totals()
 	did := fmt.Sprintf("%s accepted, %s published", nounCount(t.Accepted, "summary", "summaries"), nounCount(t.Published, "page", "pages"))
-	if t.SummariesFailed+t.PagesFailed > 0 {
-		did += fmt.Sprintf(", %s and %s failed", nounCount(t.SummariesFailed, "summary", "summaries"), nounCount(t.PagesFailed, "page", "pages"))
-		if len(t.Errors) > 0 {
-			did += " (first: " + t.Errors[0] + ")"
-		}
-	}
 	if err != nil && errors.Is(err, tidemark.ErrUnavailable) {
 		// An outage, not a fault: what the round did is kept, and the
 		// rest waits for the next one.
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		s.redirectNotice(w, r, publishPath, notice{Error: true, Text: fmt.Sprintf(
-			"Stopped: unavailable (%s). What this round did is kept: %s. The rest waits for the daemon's next round, or press Publish now again once it answers.", first, did)})
+			"This round stopped: something it needs did not answer (%s). What it did is kept: %s. The rest waits for the daemon's next round, or press Publish now again once it answers.", first, did)})
 		return
+	}
+	if t.SummariesFailed+t.PagesFailed > 0 {
+		did += fmt.Sprintf(", %s and %s failed", nounCount(t.SummariesFailed, "summary", "summaries"), nounCount(t.PagesFailed, "page", "pages"))
+		if len(t.Errors) > 0 {
+			did += " (first: " + t.Errors[0] + ")"
+		}
 	}
 	if err != nil {
 		s.redirect(w, r, publishPath, "", err)

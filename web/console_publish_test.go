@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -236,7 +239,7 @@ func TestPublishConsole(t *testing.T) {
 	f.roundErr = fmt.Errorf("summarizing stopped after 2 of 5 events: openai: connection refused: %w\n(1 pages published now; the events not summarized wait for the next `tidemark publish`)", tidemark.ErrUnavailable)
 	body = flashed(do("POST", "/console/publish", token, form(url.Values{})), "/console/publish")
 	if !strings.Contains(body, `class="problem"`) || !strings.Contains(body, "connection refused") || !strings.Contains(body, "1 page published") ||
-		!strings.Contains(body, "kept") || strings.Contains(body, "internal error") {
+		!strings.Contains(body, "did not answer") || strings.Contains(body, "internal error") {
 		t.Errorf("a summarizer outage does not read as one:\n%s", body)
 	}
 
@@ -264,32 +267,7 @@ func TestPublishConsole(t *testing.T) {
 // is listed as current and published, a rejection needs a reason and a
 // summary that exists, and the next sweep withdraws the rejected page.
 func TestPublishAPIOnAPipeline(t *testing.T) {
-	ctx := context.Background()
-	env := sqltest.NewEnv(5)
-	dbURL := sqltest.Backends()[0].NewURL(t)
-	db := sqltest.MustOpenURL(t, dbURL, env)
-	cfg := pipeline.Defaults()
-	cfg.Home, cfg.Database = t.TempDir(), dbURL
-	p, err := pipeline.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "feed", Location: "http://x/", Interval: time.Minute, RetryBudget: 1}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := db.Ingest().Claim(ctx, "src", "w", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: env.Clock.Now(),
-		Items: []tidemark.Item{{Key: "1", Title: "Widget 2.0", OccurredAt: env.Clock.Now(), Evidence: []byte("Widget 2.0 syncs in the background.")}}}); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := db.Auth().CreateToken(ctx, "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, db, _, token := mustPublishPipeline(t, nil, "Widget 2.0 syncs in the background.")
 	do := mustServe(t, db, func(s *web.Server) { s.PublishOps, s.Publish = p, db.Publish() })
 
 	var round publish.Round
@@ -320,4 +298,86 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 		strings.Contains(r.Body, "to be withdrawn") {
 		t.Fatalf("the console after the sweep:\n%s", r.Body)
 	}
+}
+
+// mustPublishPipeline opens a real pipeline (configured by edit) with one
+// source whose run froze an event for each of evidence, and a token.
+func mustPublishPipeline(t *testing.T, edit func(*pipeline.Config), evidence ...string) (*pipeline.Pipeline, *sqlstore.DB, []tidemark.Event, string) {
+	t.Helper()
+	ctx := context.Background()
+	env := sqltest.NewEnv(5)
+	dbURL := sqltest.Backends()[0].NewURL(t)
+	db := sqltest.MustOpenURL(t, dbURL, env)
+	cfg := pipeline.Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), dbURL
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "feed", Location: "http://x/", Interval: time.Minute, RetryBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Ingest().Claim(ctx, "src", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []tidemark.Item
+	for i, e := range evidence {
+		items = append(items, tidemark.Item{Key: fmt.Sprint(i), Title: fmt.Sprintf("Widget %d", i), OccurredAt: env.Clock.Now().Add(time.Duration(i) * time.Minute), Evidence: []byte(e)})
+	}
+	if _, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: env.Clock.Now(), Items: items}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := db.Ingest().Events(ctx, ingest.EventFilter{})
+	if err != nil || len(evs) != len(evidence) {
+		t.Fatalf("events %+v %v", evs, err)
+	}
+	token, _, err := db.Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, db, evs, token
+}
+
+// A summarizer that does not answer stops Publish now with a notice that
+// says so and keeps what the round published: the summary accepted
+// before the outage is on its page.
+func TestPublishNowSummarizerOutage(t *testing.T) {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	p, db, evs, token := mustPublishPipeline(t, func(c *pipeline.Config) {
+		c.Summarizer = "openai"
+		c.OpenAI.BaseURL, c.OpenAI.APIKey, c.OpenAI.Model = down.URL+"/v1", "k", "m-down"
+	}, "First evidence.", "Second evidence.")
+	// One event has a summary already (under another model): pending.
+	if _, _, err := db.Publish().Accept(context.Background(), publish.NewSummary{EventID: evs[0].ID, EvidenceHash: evs[0].EvidenceHash,
+		Draft: summarize.Draft{Text: "Accepted before the outage.", Model: "m-up", PromptVersion: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	do := mustServe(t, db, func(s *web.Server) { s.PublishOps, s.Publish = p, db.Publish() })
+
+	r := do("POST", "/console/publish", token, form(url.Values{}))
+	if r.Code != 303 || r.Header.Get("Location") != "/console/publish" {
+		t.Fatalf("Publish now: %d %s", r.Code, r.Header.Get("Location"))
+	}
+	cookie := strings.Split(r.Header.Get("Set-Cookie"), ";")[0]
+	body := do("GET", "/console/publish", token, func(req *http.Request) { req.Header.Set("Cookie", cookie) }).Body
+	for _, want := range []string{`class="problem"`, "did not answer", "status code: 503", "What it did is kept: 0 summaries accepted, 1 page published. The rest waits", "<strong>1</strong> of 1 pages published"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("after an outage the page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "internal error") {
+		t.Error("an outage reads as an internal error")
+	}
+	if t.Failed() {
+		t.Fatal(body)
+	}
+	mustErrorClass(t, "POST /api/publish in an outage", do("POST", "/api/publish", token, nil), 503, "unavailable", tidemark.ExitUnavailable)
 }
