@@ -45,7 +45,7 @@ type OnceResult struct {
 	MigrationErr error
 	// Publish adds up the publishing rounds; nil when nothing was
 	// published (no store or nothing to do before an error).
-	Publish *PublishTotals
+	Publish *publish.Totals
 	// Deliveries are each lane's steps.
 	Deliveries []DeliverReport
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/publish"
@@ -18,22 +17,15 @@ const (
 	publishRoundsLimit = 10000
 )
 
-// PublishRound is what one round of summarizing and publishing did.
-type PublishRound struct {
-	Summarized publish.SummarizeReport `json:"summarized"`
-	Published  publish.PublishReport   `json:"published"`
-	Index      string                  `json:"index"`
-}
-
 // PublishRound summarizes what is new with the summarizer called
 // summarizer ("": the configured one), publishes what is pending (at most
 // limit of each) and refreshes the listings. An unavailable summarizer
 // stops summarizing at its first refusal; what it accepted before, and
 // what was pending already, is still published, and the round then
 // returns the outage (tidemark.ErrUnavailable). Index is empty when
-// nothing was published.
-func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (PublishRound, error) {
-	var r PublishRound
+// nothing was published; More says the round was full.
+func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publish.Round, error) {
+	var r publish.Round
 	sum, err := p.Summarizer(summarizer)
 	if err != nil {
 		return r, err
@@ -54,6 +46,7 @@ func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summa
 		return r, errors.Join(serr, err)
 	}
 	r.Index = p.IndexLocation()
+	r.More = limit > 0 && (r.Summarized.Considered >= limit || r.Published.Published+r.Published.Failed >= limit)
 	if serr != nil {
 		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
 			serr, r.Published.Published)
@@ -63,82 +56,27 @@ func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summa
 
 // Publish binds the wiki's store (see BindStore) and runs a PublishRound
 // on it.
-func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (PublishRound, error) {
+func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (publish.Round, error) {
 	svc, err := p.BindStore(ctx)
 	if err != nil {
-		return PublishRound{}, err
+		return publish.Round{}, err
 	}
 	return p.PublishRound(ctx, svc, summarizer, limit)
-}
-
-// PublishTotals adds up the rounds of PublishAll.
-type PublishTotals struct {
-	Accepted        int      `json:"accepted"`
-	Unchanged       int      `json:"unchanged"`
-	SummariesFailed int      `json:"summaries_failed"`
-	Published       int      `json:"published"`
-	PagesFailed     int      `json:"pages_failed"`
-	Pages           int      `json:"pages"`
-	Errors          []string `json:"errors,omitempty"`
-	Index           string   `json:"index"`
-	// More says PublishAll stopped at its round limit with work left.
-	More bool `json:"more,omitempty"`
-}
-
-// WriteText writes the summaries and pages the round accounted for.
-func (r PublishRound) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
-
-// WriteText writes what was summarized and published, the errors of what
-// failed, and where the wiki is.
-func (t PublishTotals) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
-	fmt.Fprintf(w, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
-	for _, e := range t.Errors {
-		fmt.Fprintf(w, "  %s\n", e)
-	}
-	_, err := fmt.Fprintf(w, "wiki:      %s\n", t.Index)
-	return err
-}
-
-// Totals are one round's counts as PublishAll adds them up.
-func (r PublishRound) Totals() PublishTotals {
-	var t PublishTotals
-	t.add(r)
-	return t
-}
-
-// add counts a round in t: at most 20 errors are kept.
-func (t *PublishTotals) add(r PublishRound) {
-	s, pr := r.Summarized, r.Published
-	t.Accepted += s.Accepted
-	t.Unchanged += s.Unchanged
-	t.SummariesFailed += s.Failed
-	t.Published += pr.Published
-	t.PagesFailed += pr.Failed
-	t.Pages = max(t.Pages, pr.Pages)
-	if r.Index != "" {
-		t.Index = r.Index
-	}
-	for _, e := range append(s.Errors, pr.Errors...) {
-		if len(t.Errors) < 20 {
-			t.Errors = append(t.Errors, e)
-		}
-	}
 }
 
 // PublishAll summarizes and publishes in rounds until nothing is pending:
 // a round that made no progress (everything left failed) or handled less
 // than a full round ends it, so a failure that repeats cannot spin.
 // progress, if set, is told the running totals.
-func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (PublishTotals, error) {
-	var t PublishTotals
+func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (publish.Totals, error) {
+	var t publish.Totals
 	for round := 0; ; round++ {
 		if round == publishRoundsLimit {
 			t.More = true
 			return t, nil
 		}
 		r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
-		t.add(r)
+		t.Add(r)
 		s, pr := r.Summarized, r.Published
 		if progress != nil {
 			progress(fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published))
@@ -148,8 +86,7 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			// says what the error left undone.
 			return t, err
 		}
-		full := s.Considered >= publishRoundSize || pr.Published+pr.Failed >= publishRoundSize
-		if !full || s.Accepted+pr.Published == 0 {
+		if !r.More || s.Accepted+pr.Published == 0 {
 			return t, nil
 		}
 	}

@@ -10,6 +10,9 @@ type Stats struct {
 	// Behind pages have a current summary of their event's evidence that
 	// is not the one they show: waiting to be published or repaired.
 	Behind int64 `json:"behind"`
+	// Withdrawing pages are published, but their event has no current
+	// summary any more (it was rejected): the next sweep withdraws them.
+	Withdrawing int64 `json:"withdrawing"`
 	// Summaries by state: current, rejected, superseded.
 	Summaries map[string]int64 `json:"summaries"`
 }

@@ -269,8 +269,12 @@ type ListingQuery struct {
 	Summaries bool
 }
 
-// SummaryFilter narrows a listing; Limit 0 means 100.
+// SummaryFilter narrows a listing; Limit 0 means 100. BeforeID pages:
+// only summaries strictly older than (BeforeCreatedAt, BeforeID), the last
+// summary of the previous page.
 type SummaryFilter struct {
-	EventID string
-	Limit   int
+	EventID         string
+	Limit           int
+	BeforeCreatedAt time.Time
+	BeforeID        string
 }

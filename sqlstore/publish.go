@@ -83,11 +83,15 @@ func (s *PublishStore) Summaries(ctx context.Context, f publish.SummaryFilter) (
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := `SELECT ` + summaryColumns + ` FROM summaries`
+	q := `SELECT ` + summaryColumns + ` FROM summaries WHERE 1 = 1`
 	args := []any{}
 	if f.EventID != "" {
-		q += ` WHERE event_id = $1`
 		args = append(args, f.EventID)
+		q += ` AND event_id = $1`
+	}
+	if f.BeforeID != "" {
+		args = append(args, ms(f.BeforeCreatedAt), f.BeforeID)
+		q += fmt.Sprintf(` AND (created_at < $%d OR (created_at = $%d AND id < $%d))`, len(args)-1, len(args)-1, len(args))
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args))

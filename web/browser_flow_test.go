@@ -113,8 +113,9 @@ func mustFlow(t *testing.T, b sqltest.Backend) *flow {
 // An operator's whole day in a browser, on the server `tidemark serve`
 // runs: sign in, test and add a feed, run it, read the run, the event and
 // the published change, route the source's pages to a webhook lane and
-// retire and revive the intent publishing drafted, and start a field
-// migration that stops on a bad value and abort it. Every page is
+// publish from the console and retire and revive the intent publishing
+// drafted, start a field migration that stops on a bad value and abort
+// it, and reject a published summary and sweep its page away. Every page is
 // photographed at a desktop's and a phone's width, and fits both.
 func TestBrowserFlow(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
@@ -195,15 +196,17 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	notice("channel-added", "pages of releases will be delivered to #releases on lane team-chat")
 	shoot("outbox")
 
-	// Publish, as the daemon's loop would: each page drafts an intent.
-	svc, err := f.p.BindStore(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tot, err := f.p.PublishAll(context.Background(), svc, nil)
-	if err != nil || tot.Published != 2 {
-		t.Fatalf("publish: %+v, %v; want 2 pages published", tot, err)
-	}
+	// Publish from the console, as the daemon's loop would: each page
+	// drafts an intent.
+	mustOpen(t, ctx, base+"/console/publish")
+	mustSee(t, ctx, "the publishing page before publishing", "0 of 0 pages published", "no summaries yet")
+	shoot("publish-empty")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("published", "2 summaries accepted, 2 pages published")
+	mustNotice(t, ctx, "Nothing more is pending")
+	mustSee(t, ctx, "the publishing page after publishing", "2 of 2 pages published", "0 behind", "2 current, 0 rejected, 0 superseded",
+		"Widget 2.0 syncs in the background")
+	shoot("published")
 
 	// The wiki page of the change, from its event's page; the wiki's
 	// index lists it too.
@@ -214,6 +217,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/changes/"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="https://widget.example.org/releases/2.0"]`)))
 	mustSee(t, ctx, "the change's wiki page", "Widget 2.0: sync in the background", "resumes an interrupted upload")
 	shoot("wiki-change")
+	wikiPage := mustGet(t, ctx, chromedp.Location())
 
 	// Retire the drafted intent, then revive it.
 	mustOpen(t, ctx, base+"/status/lanes/team-chat")
@@ -276,6 +280,28 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustOpen(t, ctx, base+"/console/migrations")
 	mustSee(t, ctx, "the migrations page", "notes.score", "aborted")
 	shoot("migrations")
+
+	// Reject the change's summary: the page says the next sweep withdraws
+	// it, and Sweep now does.
+	eventID := eventURL[strings.LastIndex(eventURL, "/")+1:]
+	mustOpen(t, ctx, base+"/console/publish?event="+eventID)
+	mustSee(t, ctx, "the event's summaries", "current", "A rejected summary is never published; the next sweep withdraws its page.")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.reject input[name="reason"]`), "says too little"),
+		chromedp.Click(chromedp.CSS(`form.reject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("summary-rejected", "the next sweep withdraws its page")
+	mustSee(t, ctx, "the rejected summary", "rejected: says too little", "2 of 2 pages published", "1 to be withdrawn by the next sweep", "1 current, 1 rejected, 0 superseded")
+	shoot("summary-rejected")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish/sweep"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("swept", "1 withdrawn")
+	mustSee(t, ctx, "the publishing page after the sweep", "1 of 2 pages published", "0 behind")
+	shoot("swept")
+	if body := mustOpen(t, ctx, wikiPage); strings.Contains(body, "resumes an interrupted upload") || !strings.Contains(body, "not found") {
+		t.Errorf("the withdrawn wiki page %s still shows:\n%s", wikiPage, body)
+	}
+	mustOpen(t, ctx, base+"/")
+	if body := mustSee(t, ctx, "the wiki's index after the sweep", "Widget 1.9: fewer retries"); strings.Contains(body, "Widget 2.0") {
+		t.Errorf("the wiki's index still lists the withdrawn page:\n%s", body)
+	}
 
 	f.hookMu.Lock()
 	defer f.hookMu.Unlock()

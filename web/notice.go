@@ -33,6 +33,11 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request, to, msg string
 	if err != nil {
 		n = notice{Error: true, Text: s.problemText(r, err)}
 	}
+	s.redirectNotice(w, r, to, n)
+}
+
+// redirectNotice sends the browser to the page to, which then says n.
+func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to string, n notice) {
 	kind := "ok"
 	if n.Error {
 		kind = "error"

@@ -80,6 +80,7 @@ func (s *Server) routes() []route {
 	rs = append(rs, route{Method: http.MethodGet, Pattern: "/metrics", Access: metrics, Handler: s.MetricsHandler()})
 	rs = append(rs, s.docRoutes()...)
 	rs = append(rs, s.outboxRoutes()...)
+	rs = append(rs, s.publishRoutes()...)
 	if s.Search != nil {
 		search := SearchHandler(s.Search, s.Logger)
 		rs = append(rs, route{Method: http.MethodGet, Pattern: "/search", Access: public, Handler: search},

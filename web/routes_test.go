@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize"
 )
 
 type noSearch struct{}
@@ -34,7 +35,7 @@ func mustFullServer(t *testing.T) (*Server, *sqlstore.DB) {
 	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(11))
 	return &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
 		Auth: db.Auth(), Search: noSearch{}, Wiki: http.NotFoundHandler(), Pipeline: NewPipelineMetrics(),
-		Docs: struct{ DocOps }{}, Sources: struct{ SourceOps }{}, OutboxOps: struct{ OutboxOps }{}}, db
+		Docs: struct{ DocOps }{}, Sources: struct{ SourceOps }{}, OutboxOps: struct{ OutboxOps }{}, PublishOps: struct{ PublishOps }{}}, db
 }
 
 type openAPIDoc struct {
@@ -248,7 +249,7 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}, Docs: p, OutboxOps: p}
+	s := &Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Auth: db.Auth(), Search: noSearch{}, Docs: p, OutboxOps: p, PublishOps: p}
 	if _, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/x", Interval: time.Minute, RetryBudget: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +264,10 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	evs, err := db.Ingest().Events(ctx, ingest.EventFilter{})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("events %+v %v", evs, err)
+	}
+	if _, _, err := db.Publish().Accept(ctx, publish.NewSummary{EventID: evs[0].ID, EvidenceHash: evs[0].EvidenceHash,
+		Draft: summarize.Draft{Text: "A summary.", Model: "m", PromptVersion: "p"}}); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,10 @@ type Server struct {
 	Outbox OutboxView
 	// OutboxOps, when set, serves the outbox console and its API (lanes,
 	// channels and intents to change), and the lanes' health.
-	OutboxOps  OutboxOps
+	OutboxOps OutboxOps
+	// PublishOps, when set, serves publishing's console and API: publish
+	// and sweep now, list and reject summaries (see publishRoutes).
+	PublishOps PublishOps
 	Migrations MigrationView
 	// Publish, when set, adds publication's metrics read from the
 	// database (sqlstore's PublishStore).
@@ -145,6 +148,9 @@ type PageFinder interface {
 //	                            set; see docRoutes)
 //	with OutboxOps: the outbox console (/status/outbox) and its writes
 //	(POST/PATCH/DELETE under /api/outbox), see outboxRoutes
+//	with PublishOps: publishing's console (/console/publish), POST
+//	/api/publish[/sweep], GET /api/summaries, POST
+//	/api/summaries/{id}/reject, see publishRoutes
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //

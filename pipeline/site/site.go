@@ -65,7 +65,7 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 	db := p.DB()
 	return &web.Server{
 		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
-		Sources: p, OutboxOps: p, Docs: p, Pages: db.Publish(),
+		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
 		Wiki: web.WikiHandler(objs, db.Ingest(), log), Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
 		Logger: log,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -614,6 +615,34 @@ func testSummaries(t *testing.T, h *harness) {
 	of1, err := h.Store.Summaries(ctx, publish.SummaryFilter{EventID: ev1.ID})
 	if err != nil || len(of1) != 3 || of1[0].ID != ids[4] || of1[1].ID != ids[2] || of1[2].ID != ids[0] {
 		t.Fatalf("summaries of event 1: %+v %v", of1, err)
+	}
+	// Pages: each starts strictly after the last of the one before, by
+	// (created at, ID), whatever was accepted meanwhile.
+	var walked []string
+	f := publish.SummaryFilter{Limit: 2}
+	for range 4 {
+		page, err := h.Store.Summaries(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, s := range page {
+			walked = append(walked, s.ID)
+		}
+		last := page[len(page)-1]
+		f.BeforeCreatedAt, f.BeforeID = last.CreatedAt, last.ID
+		if len(walked) == 2 {
+			h.mustAccept(t, ev2, "Summary 5.", "m5") // newer: not on a later page
+		}
+	}
+	if want := []string{ids[4], ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(walked, want) {
+		t.Fatalf("summaries walked by pages of 2: %v, want %v", walked, want)
+	}
+	before, err := h.Store.Summaries(ctx, publish.SummaryFilter{EventID: ev1.ID, BeforeCreatedAt: all[1].CreatedAt, BeforeID: all[1].ID})
+	if err != nil || len(before) != 2 || before[0].ID != ids[2] || before[1].ID != ids[0] {
+		t.Fatalf("summaries of event 1 before %s: %+v %v", all[1].ID, before, err)
 	}
 }
 

@@ -1,0 +1,75 @@
+package publish
+
+import (
+	"fmt"
+	"io"
+)
+
+// Round is what one bounded round of summarizing and publishing did
+// (pipeline.Pipeline.PublishRound).
+type Round struct {
+	Summarized SummarizeReport `json:"summarized"`
+	Published  PublishReport   `json:"published"`
+	// Index is where the wiki's index is; empty when nothing was
+	// published.
+	Index string `json:"index"`
+	// More says the round was full (it considered as many events, or
+	// published as many pages, as its limit allowed): more may be pending
+	// for the next round.
+	More bool `json:"more"`
+}
+
+// Totals adds up rounds (pipeline.Pipeline.PublishAll).
+type Totals struct {
+	Accepted        int      `json:"accepted"`
+	Unchanged       int      `json:"unchanged"`
+	SummariesFailed int      `json:"summaries_failed"`
+	Published       int      `json:"published"`
+	PagesFailed     int      `json:"pages_failed"`
+	Pages           int      `json:"pages"`
+	Errors          []string `json:"errors,omitempty"`
+	Index           string   `json:"index"`
+	// More says the rounds stopped at their limit with work left.
+	More bool `json:"more,omitempty"`
+}
+
+// WriteText writes the summaries and pages the round accounted for.
+func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
+
+// WriteText writes what was summarized and published, the errors of what
+// failed, and where the wiki is.
+func (t Totals) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
+	fmt.Fprintf(w, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
+	for _, e := range t.Errors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	_, err := fmt.Fprintf(w, "wiki:      %s\n", t.Index)
+	return err
+}
+
+// Totals are one round's counts as rounds add them up.
+func (r Round) Totals() Totals {
+	var t Totals
+	t.Add(r)
+	return t
+}
+
+// Add counts a round in t: at most 20 errors are kept.
+func (t *Totals) Add(r Round) {
+	s, pr := r.Summarized, r.Published
+	t.Accepted += s.Accepted
+	t.Unchanged += s.Unchanged
+	t.SummariesFailed += s.Failed
+	t.Published += pr.Published
+	t.PagesFailed += pr.Failed
+	t.Pages = max(t.Pages, pr.Pages)
+	if r.Index != "" {
+		t.Index = r.Index
+	}
+	for _, e := range append(s.Errors, pr.Errors...) {
+		if len(t.Errors) < 20 {
+			t.Errors = append(t.Errors, e)
+		}
+	}
+}
