@@ -277,16 +277,47 @@ type batchDoc struct {
 	fields  content.Fields
 }
 
-func scanBatchDoc(sc scanner) (batchDoc, error) {
-	var d batchDoc
-	var fields string
-	if err := sc.Scan(&d.id, &d.version, &fields); err != nil {
-		return d, err
+// readBatch reads the documents after the run's cursor, in ID order: at
+// most the run's batch size, and no more stored fields than
+// content.MaxBatchBytes (at least one document, however large). last
+// reports that no document follows them. No row locks: every document write
+// takes the collection's row first (a share lock; a batch holds it
+// exclusively), and each update is conditional on the version read here
+// besides. One document past the batch is counted to learn whether this
+// batch is the last; the budget is applied by the database, so a batch cut
+// short transfers no document it does not use.
+func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection string, r runRow) ([]batchDoc, bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, version, fields, n FROM (
+			SELECT id, version, fields, COUNT(*) OVER () AS n, SUM(LENGTH(fields)) OVER (ORDER BY id) - LENGTH(fields) AS before
+			FROM (SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3) AS l
+		) AS b WHERE before < $4 ORDER BY id LIMIT $5`,
+		collection, r.Cursor, r.BatchSize+1, content.MaxBatchBytes, r.BatchSize)
+	if err != nil {
+		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
 	}
-	if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
-		return d, fmt.Errorf("document %s: stored fields: %w", d.id, err)
+	defer rows.Close()
+	docs := make([]batchDoc, 0, min(r.BatchSize, 1024))
+	var after int
+	for rows.Next() {
+		var (
+			d      batchDoc
+			fields string
+		)
+		if err := rows.Scan(&d.id, &d.version, &fields, &after); err != nil {
+			return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+		}
+		if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
+			return nil, false, fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
+		}
+		docs = append(docs, d)
 	}
-	return d, nil
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	// after counts the documents read past the cursor, one more than the
+	// batch when the collection goes on; fewer kept means the budget cut
+	// the batch short.
+	return docs, after == len(docs), nil
 }
 
 // convertBatch converts the next batch of documents after the run's
@@ -303,18 +334,9 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
 		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
 	}
-	// No row locks: every document write takes the collection's row first
-	// (a share lock; this batch holds it exclusively), and each update is
-	// conditional on the version read here besides. One document past the
-	// batch is read to learn whether this batch is the last.
-	docs, err := queryAll(ctx, tx, scanBatchDoc, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		coll.Name, r.Cursor, r.BatchSize+1)
+	docs, last, err := s.readBatch(ctx, tx, coll.Name, r)
 	if err != nil {
-		return fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
-	}
-	last := len(docs) <= r.BatchSize
-	if !last {
-		docs = docs[:r.BatchSize]
+		return err
 	}
 	var (
 		ws      []docWrite
