@@ -140,8 +140,11 @@ type docWrite struct {
 	ID     string
 	Base   int64 // the version the write was based on; 0 creates the document
 	Fields content.Fields
-	Reason string
-	RunID  string
+	// Encoded, if set, is Fields already encoded: a migration puts the
+	// converted value in the place of the old one in the stored object.
+	Encoded []byte
+	Reason  string
+	RunID   string
 }
 
 // writeVersions is the one path by which documents change. Inside tx it
@@ -159,9 +162,12 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 			return fmt.Errorf("document %s/%s written twice in one transaction: %w", collection, w.ID, tidemark.ErrInvalid)
 		}
 		seen[w.ID] = true
-		b, err := json.Marshal(w.Fields)
-		if err != nil {
-			return fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
+		b := w.Encoded
+		if b == nil {
+			var err error
+			if b, err = json.Marshal(w.Fields); err != nil {
+				return fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
+			}
 		}
 		if len(b) > content.MaxDocumentBytes {
 			return tidemark.Invalidf("document "+collection+"/"+w.ID, "", "is %d bytes, at most %d", len(b), content.MaxDocumentBytes)

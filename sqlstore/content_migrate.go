@@ -1,12 +1,16 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -270,11 +274,52 @@ func anyRow(ctx context.Context, q querier, query string, args ...any) (bool, er
 	return err == nil, err
 }
 
-// batchDoc is a document a batch read.
+// batchDoc is a document a batch read: its stored fields as they are.
 type batchDoc struct {
 	id      string
 	version int64
-	fields  content.Fields
+	fields  []byte
+}
+
+// fieldSpan finds field's value in a document's stored fields, a JSON
+// object, checking the whole object as it goes: the value, nil when the
+// field is absent, and where it lies, so a conversion can put its output in
+// its place without decoding and encoding every other value.
+func fieldSpan(dec *jsontext.Decoder, fields []byte, field string) (v []byte, start, end int, err error) {
+	dec.Reset(bytes.NewBuffer(fields))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if tok.Kind() != '{' {
+		return nil, 0, 0, fmt.Errorf("a JSON %s, not an object", tok.Kind())
+	}
+	for {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if name.Kind() == '}' {
+			break
+		}
+		if name.String() != field {
+			if err := dec.SkipValue(); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
+		}
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		end = int(dec.InputOffset())
+		start = end - len(val)
+		v = fields[start:end:end]
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, 0, 0, fmt.Errorf("data after the object (%v)", err)
+	}
+	return v, start, end, nil
 }
 
 // readBatch reads the documents after the run's cursor, in ID order: at
@@ -299,15 +344,9 @@ func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection str
 	docs := make([]batchDoc, 0, min(r.BatchSize, 1024))
 	var after int
 	for rows.Next() {
-		var (
-			d      batchDoc
-			fields string
-		)
-		if err := rows.Scan(&d.id, &d.version, &fields, &after); err != nil {
+		var d batchDoc
+		if err := rows.Scan(&d.id, &d.version, &d.fields, &after); err != nil {
 			return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
-		}
-		if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
-			return nil, false, fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
 		}
 		docs = append(docs, d)
 	}
@@ -344,10 +383,14 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 		walked  int64
 		failure *content.RuleError
 		failed  string
+		dec     jsontext.Decoder
 	)
 	for _, d := range docs {
-		v, has := d.fields[r.Field]
-		if !has || content.IsNull(v) {
+		v, start, end, err := fieldSpan(&dec, d.fields, r.Field)
+		if err != nil {
+			return fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
+		}
+		if v == nil || content.IsNull(v) {
 			walked++
 			cursor = d.id
 			continue
@@ -360,12 +403,11 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 			failed = d.id
 			break
 		}
-		fields := make(content.Fields, len(d.fields))
-		for k, x := range d.fields {
-			fields[k] = x
-		}
-		fields[r.Field] = out
-		ws = append(ws, docWrite{ID: d.id, Base: d.version, Fields: fields, Reason: content.ReasonMigrate, RunID: r.ID})
+		// The converted value in the place of the old one; every other
+		// value stays as stored.
+		enc := make([]byte, 0, len(d.fields)-len(v)+len(out))
+		enc = append(append(append(enc, d.fields[:start]...), out...), d.fields[end:]...)
+		ws = append(ws, docWrite{ID: d.id, Base: d.version, Encoded: enc, Reason: content.ReasonMigrate, RunID: r.ID})
 		walked++
 		cursor = d.id
 	}
