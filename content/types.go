@@ -125,10 +125,10 @@ const (
 	MaxDocumentBytes = 1 << 20
 	MaxBatch         = 5000
 	DefaultBatch     = 2000
-	// MaxBatchBytes bounds the stored fields one migration batch reads:
-	// a batch stops early, after at least one document, rather than hold
-	// more (so a run's memory stays bounded whatever its batch size and
-	// however large its documents).
+	// MaxBatchBytes bounds the bytes of stored fields one migration batch
+	// reads: a batch stops early, after at least one document, rather than
+	// hold more (so a run's memory stays bounded whatever its batch size
+	// and however large its documents).
 	MaxBatchBytes = 4 << 20
 )
 

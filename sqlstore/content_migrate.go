@@ -328,35 +328,47 @@ func fieldSpan(dec *jsontext.Decoder, fields []byte, field string) (v []byte, st
 // reports that no document follows them. No row locks: every document write
 // takes the collection's row first (a share lock; a batch holds it
 // exclusively), and each update is conditional on the version read here
-// besides. One document past the batch is counted to learn whether this
-// batch is the last; the budget is applied by the database, so a batch cut
-// short transfers no document it does not use.
+// besides.
+//
+// An in-process database (SQLite) streams the rows and stops where the
+// budget ends. Over a connection the database applies the budget, so a
+// batch cut short transfers no document it does not use (a result left
+// unread would still be sent); it counts the documents past the cursor,
+// one more than the batch when the collection goes on, to tell whether
+// this batch is the last.
 func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection string, r runRow) ([]batchDoc, bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, version, fields, n FROM (
-			SELECT id, version, fields, COUNT(*) OVER () AS n, SUM(LENGTH(fields)) OVER (ORDER BY id) - LENGTH(fields) AS before
+	local := s.db.Dialect.RowAtATime
+	query := `SELECT id, version, fields, 0 FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`
+	args := []any{collection, r.Cursor, r.BatchSize + 1}
+	if !local {
+		query = `SELECT id, version, fields, n FROM (
+			SELECT id, version, fields, COUNT(*) OVER () AS n, SUM(OCTET_LENGTH(fields)) OVER (ORDER BY id) - OCTET_LENGTH(fields) AS before
 			FROM (SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3) AS l
-		) AS b WHERE before < $4 ORDER BY id LIMIT $5`,
-		collection, r.Cursor, r.BatchSize+1, content.MaxBatchBytes, r.BatchSize)
+		) AS b WHERE before < $4 ORDER BY id LIMIT $5`
+		args = append(args, content.MaxBatchBytes, r.BatchSize)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
 	}
 	defer rows.Close()
 	docs := make([]batchDoc, 0, min(r.BatchSize, 1024))
-	var after int
+	var after, size int
 	for rows.Next() {
+		if local && (len(docs) == r.BatchSize || size >= content.MaxBatchBytes) {
+			return docs, false, nil // the batch is full; a document follows
+		}
 		var d batchDoc
 		if err := rows.Scan(&d.id, &d.version, &d.fields, &after); err != nil {
 			return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
 		}
+		size += len(d.fields)
 		docs = append(docs, d)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
 	}
-	// after counts the documents read past the cursor, one more than the
-	// batch when the collection goes on; fewer kept means the budget cut
-	// the batch short.
-	return docs, after == len(docs), nil
+	return docs, local || after == len(docs), nil
 }
 
 // convertBatch converts the next batch of documents after the run's
