@@ -124,7 +124,12 @@ const (
 	MaxValueBytes    = 256 << 10
 	MaxDocumentBytes = 1 << 20
 	MaxBatch         = 5000
-	DefaultBatch     = 500
+	DefaultBatch     = 2000
+	// MaxBatchBytes bounds the bytes of stored fields one migration batch
+	// reads: a batch stops early, after at least one document, rather than
+	// hold more (so a run's memory stays bounded whatever its batch size
+	// and however large its documents).
+	MaxBatchBytes = 4 << 20
 )
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)

@@ -140,8 +140,11 @@ type docWrite struct {
 	ID     string
 	Base   int64 // the version the write was based on; 0 creates the document
 	Fields content.Fields
-	Reason string
-	RunID  string
+	// Encoded, if set, is Fields already encoded: a migration puts the
+	// converted value in the place of the old one in the stored object.
+	Encoded []byte
+	Reason  string
+	RunID   string
 }
 
 // writeVersions is the one path by which documents change. Inside tx it
@@ -159,9 +162,12 @@ func (s *ContentStore) writeVersions(ctx context.Context, tx *sql.Tx, collection
 			return fmt.Errorf("document %s/%s written twice in one transaction: %w", collection, w.ID, tidemark.ErrInvalid)
 		}
 		seen[w.ID] = true
-		b, err := json.Marshal(w.Fields)
-		if err != nil {
-			return fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
+		b := w.Encoded
+		if b == nil {
+			var err error
+			if b, err = json.Marshal(w.Fields); err != nil {
+				return fmt.Errorf("document %s/%s: encode: %w", collection, w.ID, err)
+			}
 		}
 		if len(b) > content.MaxDocumentBytes {
 			return tidemark.Invalidf("document "+collection+"/"+w.ID, "", "is %d bytes, at most %d", len(b), content.MaxDocumentBytes)
@@ -268,17 +274,20 @@ func (s *ContentStore) writeSet(ctx context.Context, tx *sql.Tx, collection stri
 			return fmt.Errorf("create documents in %s: %w", collection, err)
 		}
 	}
-	written, err := queryAll(ctx, tx, scanString, `WITH w AS (
+	// The statement returns only the updates that matched no row (none,
+	// unless a base version is stale), not every document written.
+	missedIDs, err := queryAll(ctx, tx, scanString, `WITH w AS (
 			SELECT * FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS w(id, base, fields, reason, run_id)
 		), upd AS (
 			UPDATE documents d SET version = w.base + 1, fields = w.fields, updated_at = $2
 			FROM w WHERE w.base > 0 AND d.collection = $1 AND d.id = w.id AND d.version = w.base
 			RETURNING d.id
+		), ins AS (
+			INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at)
+			SELECT $1, w.id, w.base + 1, w.fields, w.reason, NULLIF(w.run_id, ''), $2 FROM w
+			WHERE w.base = 0 OR w.id IN (SELECT id FROM upd)
 		)
-		INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at)
-		SELECT $1, w.id, w.base + 1, w.fields, w.reason, NULLIF(w.run_id, ''), $2 FROM w
-		WHERE w.base = 0 OR w.id IN (SELECT id FROM upd)
-		RETURNING document_id`,
+		SELECT w.id FROM w WHERE w.base > 0 AND w.id NOT IN (SELECT id FROM upd)`,
 		collection, ms(now), ids, bases, encoded, reasons, runIDs)
 	if IsUniqueViolation(err) {
 		return fmt.Errorf("%w: a version snapshot of %s already exists (a second write of one version, or a second conversion by one run)", tidemark.ErrConflict, collection)
@@ -286,14 +295,14 @@ func (s *ContentStore) writeSet(ctx context.Context, tx *sql.Tx, collection stri
 	if err != nil {
 		return fmt.Errorf("write documents of %s: %w", collection, err)
 	}
-	if len(written) != n {
-		done := make(map[string]bool, len(written))
-		for _, id := range written {
-			done[id] = true
+	if len(missedIDs) > 0 {
+		stale := make(map[string]bool, len(missedIDs))
+		for _, id := range missedIDs {
+			stale[id] = true
 		}
 		var missed []docWrite
 		for _, w := range ws {
-			if w.Base != 0 && !done[w.ID] {
+			if stale[w.ID] {
 				missed = append(missed, w)
 			}
 		}

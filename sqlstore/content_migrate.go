@@ -1,12 +1,16 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -270,23 +274,101 @@ func anyRow(ctx context.Context, q querier, query string, args ...any) (bool, er
 	return err == nil, err
 }
 
-// batchDoc is a document a batch read.
+// batchDoc is a document a batch read: its stored fields as they are.
 type batchDoc struct {
 	id      string
 	version int64
-	fields  content.Fields
+	fields  []byte
 }
 
-func scanBatchDoc(sc scanner) (batchDoc, error) {
-	var d batchDoc
-	var fields string
-	if err := sc.Scan(&d.id, &d.version, &fields); err != nil {
-		return d, err
+// fieldSpan finds field's value in a document's stored fields, a JSON
+// object, checking the whole object as it goes: the value, nil when the
+// field is absent, and where it lies, so a conversion can put its output in
+// its place without decoding and encoding every other value.
+func fieldSpan(dec *jsontext.Decoder, fields []byte, field string) (v []byte, start, end int, err error) {
+	dec.Reset(bytes.NewBuffer(fields))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, 0, 0, err
 	}
-	if err := json.Unmarshal([]byte(fields), &d.fields); err != nil {
-		return d, fmt.Errorf("document %s: stored fields: %w", d.id, err)
+	if tok.Kind() != '{' {
+		return nil, 0, 0, fmt.Errorf("a JSON %s, not an object", tok.Kind())
 	}
-	return d, nil
+	for {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if name.Kind() == '}' {
+			break
+		}
+		if name.String() != field {
+			if err := dec.SkipValue(); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
+		}
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		end = int(dec.InputOffset())
+		start = end - len(val)
+		v = fields[start:end:end]
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, 0, 0, fmt.Errorf("data after the object (%v)", err)
+	}
+	return v, start, end, nil
+}
+
+// readBatch reads the documents after the run's cursor, in ID order: at
+// most the run's batch size, and no more stored fields than
+// content.MaxBatchBytes (at least one document, however large). last
+// reports that no document follows them. No row locks: every document write
+// takes the collection's row first (a share lock; a batch holds it
+// exclusively), and each update is conditional on the version read here
+// besides.
+//
+// An in-process database (SQLite) streams the rows and stops where the
+// budget ends. Over a connection the database applies the budget, so a
+// batch cut short transfers no document it does not use (a result left
+// unread would still be sent); it counts the documents past the cursor,
+// one more than the batch when the collection goes on, to tell whether
+// this batch is the last.
+func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection string, r runRow) ([]batchDoc, bool, error) {
+	local := s.db.Dialect.RowAtATime
+	query := `SELECT id, version, fields, 0 FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`
+	args := []any{collection, r.Cursor, r.BatchSize + 1}
+	if !local {
+		query = `SELECT id, version, fields, n FROM (
+			SELECT id, version, fields, COUNT(*) OVER () AS n, SUM(OCTET_LENGTH(fields)) OVER (ORDER BY id) - OCTET_LENGTH(fields) AS before
+			FROM (SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3) AS l
+		) AS b WHERE before < $4 ORDER BY id LIMIT $5`
+		args = append(args, content.MaxBatchBytes, r.BatchSize)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	defer rows.Close()
+	docs := make([]batchDoc, 0, min(r.BatchSize, 1024))
+	var after, size int
+	for rows.Next() {
+		if local && (len(docs) == r.BatchSize || size >= content.MaxBatchBytes) {
+			return docs, false, nil // the batch is full; a document follows
+		}
+		var d batchDoc
+		if err := rows.Scan(&d.id, &d.version, &d.fields, &after); err != nil {
+			return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+		}
+		size += len(d.fields)
+		docs = append(docs, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	return docs, local || after == len(docs), nil
 }
 
 // convertBatch converts the next batch of documents after the run's
@@ -303,18 +385,9 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
 		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
 	}
-	// No row locks: every document write takes the collection's row first
-	// (a share lock; this batch holds it exclusively), and each update is
-	// conditional on the version read here besides. One document past the
-	// batch is read to learn whether this batch is the last.
-	docs, err := queryAll(ctx, tx, scanBatchDoc, `SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		coll.Name, r.Cursor, r.BatchSize+1)
+	docs, last, err := s.readBatch(ctx, tx, coll.Name, r)
 	if err != nil {
-		return fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
-	}
-	last := len(docs) <= r.BatchSize
-	if !last {
-		docs = docs[:r.BatchSize]
+		return err
 	}
 	var (
 		ws      []docWrite
@@ -322,10 +395,14 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 		walked  int64
 		failure *content.RuleError
 		failed  string
+		dec     jsontext.Decoder
 	)
 	for _, d := range docs {
-		v, has := d.fields[r.Field]
-		if !has || content.IsNull(v) {
+		v, start, end, err := fieldSpan(&dec, d.fields, r.Field)
+		if err != nil {
+			return fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
+		}
+		if v == nil || content.IsNull(v) {
 			walked++
 			cursor = d.id
 			continue
@@ -338,12 +415,11 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 			failed = d.id
 			break
 		}
-		fields := make(content.Fields, len(d.fields))
-		for k, x := range d.fields {
-			fields[k] = x
-		}
-		fields[r.Field] = out
-		ws = append(ws, docWrite{ID: d.id, Base: d.version, Fields: fields, Reason: content.ReasonMigrate, RunID: r.ID})
+		// The converted value in the place of the old one; every other
+		// value stays as stored.
+		enc := make([]byte, 0, len(d.fields)-len(v)+len(out))
+		enc = append(append(append(enc, d.fields[:start]...), out...), d.fields[end:]...)
+		ws = append(ws, docWrite{ID: d.id, Base: d.version, Encoded: enc, Reason: content.ReasonMigrate, RunID: r.ID})
 		walked++
 		cursor = d.id
 	}

@@ -186,5 +186,43 @@ func TestWriteVersionsHelper(t *testing.T) {
 				t.Fatalf("versions of %s: %+v", id, vs)
 			}
 		}
+		// The same in a larger batch: one stale base in the middle refuses
+		// it all, and the others commit when it is fixed.
+		many := seed(t, st, "many", 40)
+		bases, fields := make([]int64, len(many)), make([]content.Fields, len(many))
+		for i := range many {
+			bases[i], fields[i] = 1, f(fmt.Sprint("new", i))
+		}
+		bases[17] = 3
+		err = st.WriteVersionsForTest(ctx, "many", many, bases, fields, extra)
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), many[17]) || extraRan != 1 {
+			t.Fatalf("stale base in a large batch: %v (extra ran %d)", err, extraRan)
+		}
+		for _, id := range many {
+			if d, _ := st.Document(ctx, "many", id); d.Version != 1 {
+				t.Fatalf("document %s moved on in a refused batch: %+v", id, d)
+			}
+		}
+		bases[17] = 1
+		if err := st.WriteVersionsForTest(ctx, "many", many, bases, fields, extra); err != nil || extraRan != 2 {
+			t.Fatalf("large batch: %v (extra ran %d)", err, extraRan)
+		}
+		for i, id := range many {
+			d := mustDoc(t, st, "many", id)
+			vs, _ := st.Versions(ctx, "many", id)
+			if d.Version != 2 || string(d.Fields["v"]) != string(str(fmt.Sprint("new", i))) || len(vs) != 2 ||
+				vs[1].Version != 2 || string(vs[1].Fields["v"]) != string(d.Fields["v"]) || vs[1].Reason != content.ReasonPut {
+				t.Fatalf("document %d after a large batch: %+v, versions %+v", i, d, vs)
+			}
+		}
 	})
+}
+
+func mustDoc(t *testing.T, st content.Store, coll, id string) content.Document {
+	t.Helper()
+	d, err := st.Document(context.Background(), coll, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"DocumentsPageInIDOrder", testDocumentsPaging},
 		{"StepAdvancesCursorWithConversions", testStepCursor},
 		{"TypeFlipsWithTheLastBatch", testTypeFlip},
+		{"BatchBoundedByBytes", testBatchBytes},
 		{"FailFixResumeAbort", testFailFixResumeAbort},
 		{"ClaimFence", testClaimFence},
 		{"PendingRuns", testPendingRuns},
@@ -406,6 +407,52 @@ func testStepCursor(t *testing.T, h Harness) {
 	// A claim of a finished run is refused.
 	if _, err := st.ClaimRun(ctx, run.ID, "w1", content.DefaultLeaseTTL); !errors.Is(err, tidemark.ErrConflict) {
 		t.Fatalf("claim a done run: %v, want ErrConflict", err)
+	}
+}
+
+// testBatchBytes: a batch holds no more than content.MaxBatchBytes of
+// stored fields, whatever its size in documents; the run goes on with the
+// next document in the next batch and flips the type once, with the last.
+func testBatchBytes(t *testing.T, h Harness) {
+	st := h.Store
+	mustCollection(t, st, "big", content.Field{Name: "v", Type: content.Text}, content.Field{Name: "pad", Type: content.Text})
+	pad := str(strings.Repeat("x", 200_000))
+	n := content.MaxBatchBytes/len(pad) + 5
+	for i := range n {
+		mustPut(t, st, "big", content.Put{Set: content.Fields{"v": str(fmt.Sprint(i)), "pad": pad}})
+	}
+	run := mustStart(t, &content.Migrator{Store: st, Holder: "w1"}, "big", content.Number, content.MaxBatch)
+	c, err := st.ClaimRun(ctx, run.ID, "w1", content.DefaultLeaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Step(ctx, c, content.DefaultLeaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every document but the last of the batch starts within the budget.
+	if r.Status != content.RunRunning || r.Converted < 1 || int(r.Converted-1)*len(pad) >= content.MaxBatchBytes || r.Converted == int64(n) {
+		t.Fatalf("first batch of %d documents of %d bytes (budget %d): %+v", n, len(pad), content.MaxBatchBytes, r)
+	}
+	if got := fieldType(t, st, "big", "v"); got != content.Text {
+		t.Fatalf("type flipped to %s after the first batch", got)
+	}
+	for r.Status == content.RunRunning {
+		if r, err = st.Step(ctx, c, content.DefaultLeaseTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Status != content.RunDone || r.Converted != int64(n) || r.Batches < 2 || fieldType(t, st, "big", "v") != content.Number {
+		t.Fatalf("run ended %+v", r)
+	}
+	docs, err := st.Documents(ctx, "big", "", n+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if vs := mustVersions(t, st, "big", d.ID); d.Version != 2 || len(vs) != 2 || vs[1].Reason != content.ReasonMigrate {
+			t.Fatalf("document %s: version %d, %d snapshots", d.ID, d.Version, len(vs))
+		}
 	}
 }
 
