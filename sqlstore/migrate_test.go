@@ -32,6 +32,7 @@ var releasedMigrations = map[string]string{
 	"0018_outbox_audit.sql":           "bd3425f38b992acbc613796e64d821adf6dba97c708b623a7a3a9a1a0ed5fbcc",
 	"0019_content_actions.sql":        "302521104097dca10563a8e1e5132d995ff2845fb4bb1b76dbc6de4d882e75e4",
 	"0020_channel_template_audit.sql": "b7639b6c31ba18784a2d255b3bd593c99a1b0664d2ca629dd9e872b1a47946a1",
+	"0021_summaries_listing.sql":      "7e8fc005152717f9094cb3aaaa21d95b1a9db025e9dcc652a735e3fbb0928546",
 }
 
 func TestMigrationsArePinned(t *testing.T) {
