@@ -285,7 +285,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	// it, and Sweep now does.
 	eventID := eventURL[strings.LastIndex(eventURL, "/")+1:]
 	mustOpen(t, ctx, base+"/console/publish?event="+eventID)
-	mustSee(t, ctx, "the event's summaries", "current", "A rejected summary is never published; the next sweep withdraws its page.")
+	mustSee(t, ctx, "the event's summaries", "current", "a rejected summary is never published; the next sweep withdraws its page.")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.reject input[name="reason"]`), "says too little"),
 		chromedp.Click(chromedp.CSS(`form.reject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
 	notice("summary-rejected", "the next sweep withdraws its page")
