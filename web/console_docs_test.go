@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/pipeline"
@@ -236,4 +237,28 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 			t.Fatalf("forced delete: %d %v", code, h)
 		}
 	})
+}
+
+// A run a live worker drives offers no Resume (it would be refused as
+// held), only the abort.
+func TestConsoleMigrationHeldByAWorker(t *testing.T) {
+	ctx := context.Background()
+	p, tok, do, _ := docsServer(t, sqltest.Backends()[0])
+	if _, err := p.CreateCollection(ctx, "ann", "things", []string{"n:text"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ImportDocuments(ctx, "ann", "things", "seed", strings.NewReader("{\"n\":\"1\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.DB().Content().StartRun(ctx, "things", "n", content.Number, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DB().Content().ClaimRun(ctx, run.ID, "worker-9", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body := do("GET", "/console/migrations/"+run.ID, tok, "", "")
+	if code != 200 || strings.Contains(body, "/resume") || !strings.Contains(body, "/abort") || !strings.Contains(body, "worker-9") {
+		t.Fatalf("a held run's page: %d\n%s", code, body)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -61,18 +62,18 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	pct, total := 0, run.Total
-	done := run.Walked
-	if run.Status == content.RunAborting || run.Status == content.RunAborted {
-		done, total = run.Restored, run.Converted
-	}
+	done, total, _ := run.Progress()
+	pct := 0
 	if total > 0 {
 		pct = int(min(100, done*100/total))
 	} else if !run.Status.Open() {
 		pct = 100
 	}
+	// A run a live worker holds is being driven: resuming it would be
+	// refused as held, so the page offers only the abort.
+	driven := run.Holder != "" && run.LeaseExpiresAt != nil && run.LeaseExpiresAt.After(time.Now())
 	s.render(w, r, "migration.html", map[string]any{"R": run, "Actions": acts, "Notice": s.takeNotice(w, r),
-		"Active": run.Status == content.RunRunning || run.Status == content.RunAborting, "Percent": pct, "Done": done, "Total": total})
+		"Active": run.Status == content.RunRunning || run.Status == content.RunAborting, "Driven": driven, "Percent": pct, "Done": done, "Total": total})
 }
 
 // startForm reads a migration's start from a form or a JSON body.
