@@ -48,7 +48,7 @@ type collector struct {
 
 	runs, sources, attempts, lastRun, up *prometheus.Desc
 
-	pages, pagesPublished, pagesBehind, summaries *prometheus.Desc
+	pages, pagesPublished, pagesBehind, pagesWithdrawing, summaries *prometheus.Desc
 
 	intents, sends, duplicates, gaps, gapsBelow, minGap *prometheus.Desc
 
@@ -73,6 +73,8 @@ func newCollector(s *Server) *collector {
 		pagesPublished: d("tidemark_publish_pages_published", "Wiki pages showing a published summary.", nil, nil),
 		pagesBehind: d("tidemark_publish_pages_behind",
 			"Wiki pages whose current summary is not the one they show: waiting to be published or repaired.", nil, nil),
+		pagesWithdrawing: d("tidemark_publish_pages_withdrawing",
+			"Wiki pages still showing a summary that was rejected since: the next sweep withdraws them.", nil, nil),
 		summaries: d("tidemark_publish_summaries", "Summaries by state (current, rejected, superseded).", []string{"state"}, nil),
 
 		intents:    d("tidemark_outbox_intents", "Outbox intents by lane and state.", []string{"lane", "state"}, nil),
@@ -105,7 +107,7 @@ func newCollector(s *Server) *collector {
 // read the database at registration).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.runs, c.sources, c.attempts, c.lastRun, c.up,
-		c.pages, c.pagesPublished, c.pagesBehind, c.summaries,
+		c.pages, c.pagesPublished, c.pagesBehind, c.pagesWithdrawing, c.summaries,
 		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap,
 		c.migrationRuns, c.converted, c.restored, c.batches, c.openRun} {
 		ch <- d
@@ -163,6 +165,7 @@ func (c *collector) collectPublish(ctx context.Context, ch chan<- prometheus.Met
 	ch <- prometheus.MustNewConstMetric(c.pages, prometheus.GaugeValue, float64(st.Pages))
 	ch <- prometheus.MustNewConstMetric(c.pagesPublished, prometheus.GaugeValue, float64(st.Published))
 	ch <- prometheus.MustNewConstMetric(c.pagesBehind, prometheus.GaugeValue, float64(st.Behind))
+	ch <- prometheus.MustNewConstMetric(c.pagesWithdrawing, prometheus.GaugeValue, float64(st.Withdrawing))
 	for _, state := range publish.SummaryStates {
 		ch <- prometheus.MustNewConstMetric(c.summaries, prometheus.GaugeValue, float64(st.Summaries[state]), state)
 	}

@@ -115,6 +115,9 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 		if _, err := ps.Reject(ctx, s3.ID, "wrong"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := ps.Reject(ctx, s2.ID, "also wrong"); err != nil { // published: its page waits to be withdrawn
+			t.Fatal(err)
+		}
 
 		// Outbox: four intents on a lane paced at 1s; three sends, gaps of
 		// 1.5s and (a gate that let one through early) 0.4s; one send's
@@ -198,8 +201,9 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			`tidemark_publish_pages`:                                      3,
 			`tidemark_publish_pages_published`:                            2,
 			`tidemark_publish_pages_behind`:                               1,
-			`tidemark_publish_summaries{state="current"}`:                 2,
-			`tidemark_publish_summaries{state="rejected"}`:                1,
+			`tidemark_publish_pages_withdrawing`:                          1,
+			`tidemark_publish_summaries{state="current"}`:                 1,
+			`tidemark_publish_summaries{state="rejected"}`:                2,
 			`tidemark_publish_summaries{state="superseded"}`:              1,
 			`tidemark_outbox_intents{lane="hooks", state="landed"}`:       3,
 			`tidemark_outbox_intents{lane="hooks", state="pending"}`:      1,
