@@ -3,10 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -20,22 +17,7 @@ func TestPublishedPage(t *testing.T) {
 		ctx := context.Background()
 		env := sqltest.NewEnv(1)
 		db := sqltest.MustOpen(t, b, env)
-		st := db.Ingest()
-		if _, err := st.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/feed", Interval: time.Hour, RetryBudget: 3}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := st.Claim(ctx, "blog", "w", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "a", Title: "Post A", OccurredAt: env.Clock.Now(),
-			Evidence: []byte("evidence a")}}, Cursor: "c1", NextDueAt: env.Clock.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		evs, err := st.Events(ctx, ingest.EventFilter{SourceID: c.SourceID, Limit: 10})
-		if err != nil || len(evs) != 1 {
-			t.Fatalf("events: %v, %v", evs, err)
-		}
+		evs := sqltest.MustIngest(t, db, env, "blog", "Post A")
 		ps := db.Publish()
 		if id, ok, err := ps.PublishedPage(ctx, evs[0].ID); err != nil || ok {
 			t.Fatalf("before publishing: %q, %v, %v; want no page", id, ok, err)

@@ -7,10 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tidemark/tidemark"
-	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -25,28 +22,13 @@ func TestEventPageLinksItsWikiPage(t *testing.T) {
 		ctx := context.Background()
 		env := sqltest.NewEnv(3)
 		db := sqltest.MustOpen(t, b, env)
-		st := db.Ingest()
-		if _, err := st.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/feed", Interval: time.Hour, RetryBudget: 3}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := st.Claim(ctx, "blog", "w", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Settle(ctx, c, ingest.Settlement{Items: []tidemark.Item{{Key: "a", Title: "Post A", OccurredAt: env.Clock.Now(), Evidence: []byte("evidence a")}},
-			Cursor: "c1", NextDueAt: env.Clock.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		evs, err := st.Events(ctx, ingest.EventFilter{SourceID: c.SourceID, Limit: 1})
-		if err != nil || len(evs) != 1 {
-			t.Fatalf("events: %v, %v", evs, err)
-		}
+		evs := sqltest.MustIngest(t, db, env, "blog", "Post A")
 		token, _, err := db.Auth().CreateToken(ctx, "ops")
 		if err != nil {
 			t.Fatal(err)
 		}
 		objs := mem.New()
-		srv := httptest.NewServer((&web.Server{Ingest: st, Auth: db.Auth(), Pages: db.Publish(), Wiki: web.WikiHandler(objs, st, nil)}).Handler())
+		srv := httptest.NewServer((&web.Server{Ingest: db.Ingest(), Auth: db.Auth(), Pages: db.Publish(), Wiki: web.WikiHandler(objs, db.Ingest(), nil)}).Handler())
 		t.Cleanup(srv.Close)
 		jar, _ := cookiejar.New(nil)
 		cl := &client{t: t, base: srv.URL, token: token, http: &http.Client{Jar: jar}}
