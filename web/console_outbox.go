@@ -338,13 +338,9 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 	id, q := r.PathValue("id"), r.URL.Query()
 	trying := q.Has("template")
 	t, err := s.OutboxOps.TestChannel(r.Context(), id, q.Get("template"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	var problem *notice
-	if err != nil && tidemark.HTTPStatus(err) == http.StatusInternalServerError {
-		s.fail(w, r, err)
+	if err != nil && !errors.Is(err, tidemark.ErrInvalid) {
+		s.fail(w, r, err) // no such channel, or worse
 		return
 	} else if err != nil {
 		// The template tried is refused: say why, beside the form that holds it.
@@ -394,10 +390,6 @@ func (s *Server) outboxPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) intentPage(w http.ResponseWriter, r *http.Request) {
 	d, err := s.OutboxOps.Intent(r.Context(), r.PathValue("id"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -414,10 +406,6 @@ func (s *Server) intentPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) laneConsole(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	l, err := s.OutboxOps.Lane(ctx, r.PathValue("name"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -305,10 +305,6 @@ func describeRuns(name string, reports []ingest.Report) string {
 
 func (s *Server) removePage(w http.ResponseWriter, r *http.Request) {
 	rm, err := s.Ingest.RemovalOf(r.Context(), r.PathValue("name"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -353,10 +349,6 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	run, err := s.Ingest.Run(r.Context(), r.PathValue("id"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -407,10 +399,6 @@ func (s *Server) eventDetail(ctx context.Context, id string) (ingest.EventDetail
 
 func (s *Server) eventPage(w http.ResponseWriter, r *http.Request) {
 	d, err := s.eventDetail(r.Context(), r.PathValue("id"))
-	if errors.Is(err, tidemark.ErrNotFound) {
-		http.NotFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -333,3 +333,19 @@ func TestASourceNamedTestIsReachable(t *testing.T) {
 		t.Fatalf("after the pause: %+v %v", src, err)
 	}
 }
+
+// A console page that fails is a page saying what went wrong, with the
+// status of its kind: never a JSON error, never a bare "404 page not found".
+func TestConsoleFailuresArePages(t *testing.T) {
+	c, _, _ := mustConsole(t, sqltest.Backends()[0])
+	for _, path := range []string{"/status/sources/nope", "/status/runs/nope", "/status/events/nope"} {
+		r := c.get(path)
+		if r.Code != http.StatusNotFound || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || !strings.Contains(r.Body, "nope") ||
+			!strings.Contains(r.Body, "not found") {
+			t.Errorf("GET %s: %d %s\n%s", path, r.Code, r.Header.Get("Content-Type"), r.Body)
+		}
+	}
+	if r := c.get("/api/sources/nope"); r.Code != http.StatusNotFound || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("GET /api/sources/nope: %d %s", r.Code, r.Header.Get("Content-Type"))
+	}
+}

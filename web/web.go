@@ -202,11 +202,16 @@ func errorBody(err error) apiError {
 	return apiError{Error: err.Error(), Class: tidemark.ExitClass(code), ExitCode: code}
 }
 
-// fail writes err with the status its kind maps to. Internal errors are
-// logged in full and shown without detail.
+// fail answers err with the status its kind maps to: a JSON error under
+// /api (and /metrics), a page that says what went wrong on the console.
+// Internal errors are logged in full and shown without detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if rec, ok := w.(*auditRecorder); ok {
 		rec.err = err
+	}
+	if !isAPI(r) && r.URL.Path != "/metrics" {
+		s.problem(w, r, err) // a console page: a page that says what went wrong
+		return
 	}
 	status := tidemark.HTTPStatus(err)
 	body := errorBody(err)
@@ -371,10 +376,6 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
 	if err != nil {
-		if errors.Is(err, tidemark.ErrNotFound) {
-			http.NotFound(w, r)
-			return
-		}
 		s.fail(w, r, err)
 		return
 	}
