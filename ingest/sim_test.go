@@ -36,7 +36,6 @@ type sim struct {
 	upstream map[string][]string // source name → item keys, append-only
 	versions map[string]int64    // last seen cursor version per source
 	orphans  []tidemark.Claim    // claims whose worker "crashed"
-	spent    []tidemark.Claim    // claims that were settled, failed or replaced
 	// interfere, when set, runs in the middle of the next fetch.
 	interfere func()
 	log       []string

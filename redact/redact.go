@@ -95,9 +95,7 @@ func URLSecrets(u string, opaque bool) []string {
 	}
 	if opaque {
 		out = append(out, strings.TrimPrefix(p.Path, "/"))
-		for _, seg := range strings.Split(p.Path, "/") {
-			out = append(out, seg)
-		}
+		out = append(out, strings.Split(p.Path, "/")...)
 	}
 	return out
 }

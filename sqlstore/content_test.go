@@ -90,16 +90,6 @@ func mustStart(tb testing.TB, m *content.Migrator, coll string, to content.Field
 	return r
 }
 
-func fieldType(tb testing.TB, st *sqlstore.ContentStore, coll, field string) content.FieldType {
-	tb.Helper()
-	c, err := st.Collection(context.Background(), coll)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f, _ := c.Field(field)
-	return f.Type
-}
-
 // An injected error at each boundary of a batch rolls the whole batch back;
 // driving again completes with every value converted once.
 func TestMigrationErrorAtEveryBoundary(t *testing.T) {

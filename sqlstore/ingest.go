@@ -578,30 +578,6 @@ func (s *IngestStore) Heartbeat(ctx context.Context, c tidemark.Claim, ttl time.
 	return c, nil
 }
 
-// checkFence locks the source row and confirms the claim is current.
-func (s *IngestStore) checkFence(ctx context.Context, tx *sql.Tx, c tidemark.Claim) (sourceRow, error) {
-	// Only what a settlement or failure needs: the fence, and the window's
-	// state for its audit row and budget.
-	var r sourceRow
-	var runID sql.NullString
-	var failingSince sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT id, name, cursor, cursor_version, claim_token, claim_run_id, window_attempts, retry_budget, failing_since
-		FROM sources WHERE id = $1`+s.db.Dialect.LockRow, c.SourceID).Scan(
-		&r.ID, &r.Name, &r.Cursor, &r.CursorVersion, &r.token, &runID, &r.WindowAttempts, &r.RetryBudget, &failingSince)
-	r.FailingSince = fromNullMS(failingSince)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("source %q: %w", c.SourceID, tidemark.ErrNotFound)
-	}
-	if err != nil {
-		return r, fmt.Errorf("source %q: %w", c.SourceID, err)
-	}
-	r.ClaimRunID = runID.String
-	if !r.token.Valid || r.token.String != c.Token || r.CursorVersion != c.CursorVersion || r.ClaimRunID != c.RunID {
-		return r, fmt.Errorf("run %s on %s (cursor version %d): %w", c.RunID, r.Name, c.CursorVersion, tidemark.ErrStaleClaim)
-	}
-	return r, nil
-}
-
 const insertEvent = `INSERT INTO events
 	(id, source_id, item_key, title, url, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9)`

@@ -223,14 +223,14 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 		if code, _, body := do("POST", "/console/docs/pages/"+id, tok, "base_version=0&title=Stale", ""); code != 409 || !strings.Contains(body, "problem") {
 			t.Fatalf("stale save: %d %s", code, body)
 		}
-		code, h, _ = do("POST", "/console/docs/pages/"+id, tok, "base_version=1&title=&notes=", "")
+		code, _, _ = do("POST", "/console/docs/pages/"+id, tok, "base_version=1&title=&notes=", "")
 		if code != 303 {
 			t.Fatalf("clear: %d", code)
 		}
 		if d, _ := p.Document(ctx, content.PagesCollection, id); len(d.Fields) != 0 || d.Version != 2 {
 			t.Fatalf("cleared: %+v", d)
 		}
-		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "x=1", ""); code != 409 {
+		if code, _, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "x=1", ""); code != 409 {
 			t.Fatalf("delete of a document with history, unforced: %d", code)
 		}
 		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "force=on", ""); code != 303 || h.Get("Location") != "/console/docs/pages" || noticeSet(h) == "" {

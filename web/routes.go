@@ -97,6 +97,9 @@ func (s *Server) routes() []route {
 // audited without anyone remembering to. A public write has nobody to
 // name, so only the store-audited sign-in and sign-out may be public.
 func (s *Server) audited(rt route) http.Handler {
+	if rt.Audit != "" && rt.Audit != auditStore && rt.Audit != auditWrite {
+		panic("web: " + rt.Method + " " + rt.Pattern + ": no audit " + rt.Audit)
+	}
 	if !rt.write() || rt.Audit == auditStore {
 		return rt.Handler
 	}

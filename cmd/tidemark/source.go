@@ -67,8 +67,7 @@ func newSource(a *app, cmd *cobra.Command, ns ingest.NewSource, loc string, conf
 func newSourceAddCmd(a *app) *cobra.Command {
 	var ns ingest.NewSource
 	var config []string
-	var cmd *cobra.Command
-	cmd = opCmd(a, "add LOCATION", "Add a source (a git repository path or URL, a feed, a page, …)", cobra.ExactArgs(1),
+	cmd := opCmd(a, "add LOCATION", "Add a source (a git repository path or URL, a feed, a page, …)", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			ns, err := newSource(a, cmd, ns, args[0], config)
 			if err != nil {

@@ -517,8 +517,7 @@ func testPendingRuns(t *testing.T, h Harness) {
 	if got := pending(); len(got) != 2 {
 		t.Fatalf("pending runs %v, want both", got)
 	}
-	c, err := st.ClaimRun(ctx, r1.ID, "w1", content.DefaultLeaseTTL)
-	if err != nil {
+	if _, err := st.ClaimRun(ctx, r1.ID, "w1", content.DefaultLeaseTTL); err != nil {
 		t.Fatal(err)
 	}
 	if got := pending(); len(got) != 1 || got[0] != r2.ID {
@@ -529,7 +528,7 @@ func testPendingRuns(t *testing.T, h Harness) {
 	if got := pending(); len(got) != 2 {
 		t.Fatalf("pending runs after the lease expired %v, want both", got)
 	}
-	c, err = st.ClaimRun(ctx, r1.ID, "w1", content.DefaultLeaseTTL)
+	c, err := st.ClaimRun(ctx, r1.ID, "w1", content.DefaultLeaseTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

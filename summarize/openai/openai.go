@@ -101,7 +101,9 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 	resp, err := s.client.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{
 		Model:       s.cfg.Model,
 		Temperature: 0,
-		MaxTokens:   s.cfg.MaxTokens,
+		// max_tokens, not its successor max_completion_tokens: servers
+		// that speak this API besides OpenAI's may know only the first.
+		MaxTokens: s.cfg.MaxTokens, //lint:ignore SA1019 see above
 		Messages: []goopenai.ChatCompletionMessage{
 			{Role: goopenai.ChatMessageRoleSystem, Content: s.cfg.Prompt},
 			{Role: goopenai.ChatMessageRoleUser, Content: "Title: " + ev.Title + "\n\nEvidence:\n" + body},
