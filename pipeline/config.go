@@ -189,9 +189,9 @@ var Options = func() []Option {
 	s, g := str(func(c *Config) *string { return &c.Home })
 	add(option("home", "home", []string{"TIDEMARK_HOME"}, ".tidemark", "data directory for the embedded default", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.Database })
-	add(option("db", "db", []string{"TIDEMARK_DB"}, "", "database: sqlite:PATH or postgres://… (default sqlite:HOME/tidemark.db)", false, s, g))
+	add(option("db", "db", []string{"TIDEMARK_DB"}, "", "database: sqlite:PATH or postgres://…; unset, sqlite:HOME/tidemark.db", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.Store })
-	add(option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix (default HOME/wiki)", false, s, g))
+	add(option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix; unset, HOME/wiki", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.Holder })
 	add(option("holder", "holder", []string{"TIDEMARK_HOLDER"}, "", "this worker's identity for claims (empty: host:pid)", false, s, g))
 	add(option("log-level", "log-level", []string{"TIDEMARK_LOG_LEVEL"}, "warn", "debug, info, warn or error", false,
