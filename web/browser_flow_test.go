@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,25 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustSee(t, ctx, "the change's wiki page", "Widget 2.0: sync in the background", "resumes an interrupted upload")
 	shoot("wiki-change")
 	wikiPage := mustGet(t, ctx, chromedp.Location())
+
+	// An editor retitles the change and adds a note from the documents
+	// console; saving republishes the wiki page.
+	mustOpen(t, ctx, base+"/console/docs")
+	mustSee(t, ctx, "the documents page", "pages", "notes")
+	shoot("docs")
+	mustOpen(t, ctx, base+"/console/docs/pages")
+	shoot("docs-pages")
+	mustOpen(t, ctx, base+"/console/docs/pages/"+path.Base(eventURL))
+	mustSee(t, ctx, "the page document", "saving creates it")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`#title`), "Widget 2.0 ships background sync"),
+		chromedp.SetValue(chromedp.CSS(`#notes`), "Editors: the upload resumes where it stopped."),
+		chromedp.Click(chromedp.CSS(`form[action^="/console/docs/pages/"] button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("doc-saved", "saved version 1")
+	mustSee(t, ctx, "the saved page document", "version 1", "put", "ops")
+	shoot("doc")
+	mustOpen(t, ctx, wikiPage)
+	mustSee(t, ctx, "the retitled wiki page", "Widget 2.0 ships background sync", "Editors: the upload resumes where it stopped.")
+	shoot("wiki-change-edited")
 
 	// Retire the drafted intent, then revive it.
 	mustOpen(t, ctx, base+"/status/lanes/team-chat")
