@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -227,7 +226,8 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	shoot("docs")
 	mustOpen(t, ctx, base+"/console/docs/pages")
 	shoot("docs-pages")
-	mustOpen(t, ctx, base+"/console/docs/pages/"+path.Base(eventURL))
+	mustOpen(t, ctx, eventURL)
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/console/docs/pages/"]`)), chromedp.WaitVisible(chromedp.CSS(`#title`)))
 	mustSee(t, ctx, "the page document", "saving creates it")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`#title`), "Widget 2.0 ships background sync"),
 		chromedp.SetValue(chromedp.CSS(`#notes`), "Editors: the upload resumes where it stopped."),

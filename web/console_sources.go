@@ -403,7 +403,7 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	data := map[string]any{"E": d}
+	data := map[string]any{"E": d, "CanEdit": s.Docs != nil}
 	if s.Pages != nil && s.Wiki != nil {
 		id, ok, err := s.Pages.PublishedPage(r.Context(), d.ID)
 		if err != nil {
