@@ -39,8 +39,10 @@ type Options struct {
 // console and the API with every operation p offers, signed in with the
 // database's tokens. It refuses a host name that is not one, and a store
 // that is not the one this database's wiki lives in (a server on another
-// store would show another wiki, or none). It is checked, never bound:
-// serving writes nothing.
+// store would show another wiki, or none). Starting the server only
+// checks the store; it binds nothing. The console's writes (Publish now, a
+// page document saved) publish through the pipeline as the CLI does, which
+// binds an unbound store as the CLI's publish would.
 func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, error) {
 	for _, h := range o.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
