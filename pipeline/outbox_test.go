@@ -37,6 +37,22 @@ func mustAddLane(t *testing.T, p *Pipeline, name, kind string, ch outbox.LaneCha
 	return v
 }
 
+// mustHookChannel adds a webhook lane "hook", a source "docs" and a channel
+// of docs to "room" on hook, added by ada.
+func mustHookChannel(t *testing.T, p *Pipeline) outbox.Channel {
+	t.Helper()
+	ctx := context.Background()
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+	if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func actions(t *testing.T, p *Pipeline, lane string) []string {
 	t.Helper()
 	as, err := p.LaneActions(context.Background(), lane)
@@ -358,14 +374,7 @@ func TestChannelTestRendersWithoutSending(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
 		p := openBackend(t, b)
-		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
-		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustHookChannel(t, p)
 		r, err := p.TestChannel(ctx, c.ID, "")
 		if err != nil || !r.Sample || r.Body == "" || r.Channel.ID != c.ID {
 			t.Fatalf("test = %+v, %v", r, err)
@@ -393,14 +402,7 @@ func TestChannelTemplateIsSetCheckedAndAudited(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
 		p := openBackend(t, b)
-		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
-		if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "hook", Target: "room"}, "ada")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustHookChannel(t, p)
 		got, err := p.SetChannelTemplate(ctx, c.ID, "new in {{.Source}}: {{.Title}}", "bob")
 		if err != nil || got.Template != "new in {{.Source}}: {{.Title}}" || got.ID != c.ID {
 			t.Fatalf("set = %+v, %v", got, err)

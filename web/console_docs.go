@@ -93,18 +93,13 @@ func (s *Server) docRoutes() []route {
 	}
 }
 
-// problem renders a console write's error on the page it came from: the
-// status its kind maps to, the message unless it is internal.
+// problem renders a console page's error (through fail): the status its
+// kind maps to, the message unless it is internal, and a way back.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	status := tidemark.HTTPStatus(err)
-	msg := err.Error()
-	if status == http.StatusInternalServerError {
-		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error; see the server's log"
-	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": msg, "Back": backTo(r)})
+	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": s.problemText(r, err), "Back": backTo(r)})
 }
 
 // backTo is the console page a form was posted from: the document, the
@@ -124,7 +119,7 @@ func backTo(r *http.Request) string {
 func (s *Server) docsPage(w http.ResponseWriter, r *http.Request) {
 	cs, err := s.Docs.Collections(r.Context())
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.render(w, r, "docs.html", map[string]any{"Collections": cs, "Notice": s.takeNotice(w, r)})
@@ -138,13 +133,13 @@ func (s *Server) collectionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.Docs.Collection(r.Context(), name)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	after := r.FormValue("after")
 	docs, err := s.Docs.Documents(r.Context(), name, after, 100)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	next := ""
@@ -181,17 +176,17 @@ func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
 		d, err = content.Document{Collection: coll, ID: id, Fields: content.Fields{}}, content.CheckID(id)
 	}
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	c, err := s.Docs.Collection(r.Context(), coll)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	acts, err := s.Docs.DocumentActions(r.Context(), content.ActionFilter{Collection: coll, DocumentID: id, Limit: 20})
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	o := content.OverridesOf(d)
@@ -222,17 +217,17 @@ func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	coll, id := r.PathValue("collection"), r.PathValue("id")
 	if coll != content.PagesCollection {
-		s.problem(w, r, tidemark.Invalidf("collection", coll, "the console edits page documents only; use the API or `tidemark docs put`"))
+		s.fail(w, r, tidemark.Invalidf("collection", coll, "the console edits page documents only; use the API or `tidemark docs put`"))
 		return
 	}
 	base, err := strconv.ParseInt(r.PostFormValue("base_version"), 10, 64)
 	if err != nil {
-		s.problem(w, r, tidemark.Invalidf("base_version", r.PostFormValue("base_version"), "want the version the edit is based on"))
+		s.fail(w, r, tidemark.Invalidf("base_version", r.PostFormValue("base_version"), "want the version the edit is based on"))
 		return
 	}
 	d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, pagePut(id, base, r.PostFormValue("title"), r.PostFormValue("notes")))
 	if err != nil && d.Version == 0 {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	msg := fmt.Sprintf("saved version %d", d.Version)
@@ -250,7 +245,7 @@ func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
 	coll, id := r.PathValue("collection"), r.PathValue("id")
 	a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), coll, id, r.PostFormValue("force") == "on")
 	if err != nil && a.ID == "" {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	msg := fmt.Sprintf("deleted %s/%s (version %d kept in the audit)", coll, id, a.Version)

@@ -35,12 +35,12 @@ func (s *Server) drive(ctx context.Context, id string) {
 func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 	runs, err := s.Docs.MigrationRuns(r.Context(), content.RunFilter{Collection: r.FormValue("collection"), Limit: 100})
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	cs, err := s.Docs.Collections(r.Context())
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	active := false
@@ -54,12 +54,12 @@ func (s *Server) migrationsPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	run, err := s.Docs.MigrationRun(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	acts, err := s.Docs.DocumentActions(r.Context(), content.ActionFilter{RunID: run.ID, Limit: 50})
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	done, total, _ := run.Progress()
@@ -93,14 +93,14 @@ func (s *Server) migrationStart(w http.ResponseWriter, r *http.Request) {
 	if b := r.PostFormValue("batch"); b != "" {
 		n, err := strconv.Atoi(b)
 		if err != nil {
-			s.problem(w, r, tidemark.Invalidf("batch", b, "want a whole number of documents per transaction"))
+			s.fail(w, r, tidemark.Invalidf("batch", b, "want a whole number of documents per transaction"))
 			return
 		}
 		f.Batch = n
 	}
 	run, err := s.Docs.StartMigration(r.Context(), actor(r), f.Collection, f.Field, f.To, f.Batch)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.drive(r.Context(), run.ID)
@@ -122,7 +122,7 @@ func (s *Server) act(r *http.Request) (content.Run, error) {
 func (s *Server) migrationAct(w http.ResponseWriter, r *http.Request) {
 	run, err := s.act(r)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.drive(r.Context(), run.ID)

@@ -203,6 +203,19 @@ func form(v url.Values) func(*http.Request) {
 	return withBody("application/x-www-form-urlencoded", v.Encode())
 }
 
+// mustOutboxConsole serves the console over a fake outbox, with a token
+// named ops.
+func mustOutboxConsole(t *testing.T) (func(method, path, token string, edit func(*http.Request)) response, string, *fakeOutbox) {
+	t.Helper()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
+	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeOutbox()
+	return mustServe(t, db, func(s *web.Server) { s.OutboxOps = f }), token, f
+}
+
 func (f *fakeOutbox) lastCall(t *testing.T) string {
 	t.Helper()
 	if len(f.calls) == 0 {
@@ -214,13 +227,7 @@ func (f *fakeOutbox) lastCall(t *testing.T) string {
 // The API's writes name the token that made them, answer JSON, and refuse
 // what would lose intents with a conflict that says what would be lost.
 func TestOutboxAPIWrites(t *testing.T) {
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
-	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFakeOutbox()
-	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
+	do, token, f := mustOutboxConsole(t)
 	jsonBody := func(s string) func(*http.Request) { return withBody("application/json", s) }
 
 	if r := do("POST", "/api/outbox/lanes", "", jsonBody(`{"name":"x","provider":"webhook"}`)); r.Code != 401 {
@@ -276,13 +283,7 @@ func TestOutboxAPIWrites(t *testing.T) {
 // The console's forms post, redirect back (303) and show what happened
 // once; /status shows at a glance the lanes that need someone.
 func TestOutboxConsole(t *testing.T) {
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
-	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFakeOutbox()
-	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
+	do, token, f := mustOutboxConsole(t)
 
 	r := do("GET", "/status", token, nil)
 	for _, want := range []string{`<a href="/status/lanes/hook?state=unresolved">hook</a> is <span class="l-unresolved">unresolved</span>: 2 unresolved intents wait`,
@@ -363,13 +364,7 @@ func TestOutboxConsole(t *testing.T) {
 // being saved (a bad one says why, keeping what was typed), and saved
 // through the form or the API, audited with the token's name.
 func TestChannelTemplateConsoleAndAPI(t *testing.T) {
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
-	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFakeOutbox()
-	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
+	do, token, f := mustOutboxConsole(t)
 	page := func(path string) response {
 		t.Helper()
 		r := do("GET", path, token, nil)
@@ -423,14 +418,8 @@ func TestChannelTemplateConsoleAndAPI(t *testing.T) {
 // An intent a publication drafted links the wiki page it announces; one
 // drafted by hand has no page to link.
 func TestIntentPageLinksItsWikiPage(t *testing.T) {
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
-	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFakeOutbox()
+	do, token, f := mustOutboxConsole(t)
 	f.intents["i2"] = &outbox.Intent{ID: "i2", Lane: "hook", Rank: 2, Target: "room", State: outbox.StatePending, Body: "new page", PageID: "p1", SourceID: "s1"}
-	do := mustServe(t, db, func(s *web.Server) { s.OutboxOps = f })
 	if r := do("GET", "/status/outbox/intents/i2", token, nil); r.Code != 200 || !strings.Contains(r.Body, `href="/changes/p1.html"`) {
 		t.Fatalf("a drafted intent's page: %d, want a link to its wiki page\n%s", r.Code, r.Body)
 	}

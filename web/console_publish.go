@@ -226,7 +226,7 @@ type summaryRow struct {
 func (s *Server) publishPage(w http.ResponseWriter, r *http.Request) {
 	p, err := s.summariesPage(r)
 	if err != nil {
-		s.problem(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	rows := make([]summaryRow, len(p.Items))
@@ -247,7 +247,7 @@ func (s *Server) publishPage(w http.ResponseWriter, r *http.Request) {
 	if s.Publish != nil {
 		st, err := s.Publish.PublishStats(r.Context())
 		if err != nil {
-			s.problem(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		data["Stats"] = st

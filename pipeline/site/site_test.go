@@ -27,6 +27,19 @@ func mustOpen(t *testing.T, cfg pipeline.Config) *pipeline.Pipeline {
 	return p
 }
 
+// mustBound opens a pipeline on a fresh home, its wiki bound to the
+// home's store.
+func mustBound(t *testing.T) (*pipeline.Pipeline, pipeline.Config) {
+	t.Helper()
+	cfg := pipeline.Defaults()
+	cfg.Home = t.TempDir()
+	p := mustOpen(t, cfg)
+	if _, err := p.BindStore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p, cfg
+}
+
 func mustGet(t *testing.T, h http.Handler, path, token string) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
@@ -43,12 +56,7 @@ func mustGet(t *testing.T, h http.Handler, path, token string) (int, string) {
 // the database's tokens, and the wiki in front.
 func TestNewServesEveryConsole(t *testing.T) {
 	ctx := context.Background()
-	cfg := pipeline.Defaults()
-	cfg.Home = t.TempDir()
-	p := mustOpen(t, cfg)
-	if _, err := p.BindStore(ctx); err != nil {
-		t.Fatal(err)
-	}
+	p, _ := mustBound(t)
 	s, err := site.New(ctx, p, site.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +104,7 @@ func TestNewRefusesABadHost(t *testing.T) {
 // wiki: it is refused, and nothing is bound to the store it was given.
 func TestNewRefusesAnotherStore(t *testing.T) {
 	ctx := context.Background()
-	cfg := pipeline.Defaults()
-	cfg.Home = t.TempDir()
-	p := mustOpen(t, cfg)
-	if _, err := p.BindStore(ctx); err != nil {
-		t.Fatal(err)
-	}
+	p, cfg := mustBound(t)
 	p.Close()
 	cfg.Store = filepath.Join(t.TempDir(), "elsewhere")
 	other := mustOpen(t, cfg)
