@@ -54,7 +54,8 @@ type Summary struct {
 func (s Summary) Rejected() bool { return s.RejectedReason != "" }
 
 // State is the summary's one-word state: rejected, published, current
-// (accepted, not yet on its page) or retired.
+// (accepted, not yet on its page) or superseded (by a newer summary of its
+// event). Stats counts the same states, with published among current.
 func (s Summary) State() string {
 	switch {
 	case s.Rejected():
@@ -64,7 +65,7 @@ func (s Summary) State() string {
 	case s.Current:
 		return "current"
 	}
-	return "retired"
+	return "superseded"
 }
 
 // NewSummary is a draft offered for acceptance against the evidence hash

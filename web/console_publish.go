@@ -68,18 +68,6 @@ func (s *Server) publishRoutes() []route {
 	}
 }
 
-// summaryState is a summary's state as the console counts them
-// (publish.SummaryStates): current, rejected or superseded.
-func summaryState(sum publish.Summary) string {
-	switch {
-	case sum.Rejected():
-		return "rejected"
-	case sum.Current:
-		return "current"
-	}
-	return "superseded"
-}
-
 // summariesPage reads one page of summaries for ?event=, ?limit= and
 // ?cursor=.
 func (s *Server) summariesPage(r *http.Request) (Page[publish.Summary], error) {
@@ -217,23 +205,13 @@ func (s *Server) formReject(w http.ResponseWriter, r *http.Request) {
 		sum.ID, sum.EventID, sum.RejectedReason), err)
 }
 
-// summaryRow is a summary as the console lists it.
-type summaryRow struct {
-	publish.Summary
-	State string
-}
-
 func (s *Server) publishPage(w http.ResponseWriter, r *http.Request) {
 	p, err := s.summariesPage(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	rows := make([]summaryRow, len(p.Items))
-	for i, sum := range p.Items {
-		rows[i] = summaryRow{Summary: sum, State: summaryState(sum)}
-	}
-	data := map[string]any{"Summaries": rows, "States": publish.SummaryStates, "Notice": s.takeNotice(w, r),
+	data := map[string]any{"Summaries": p.Items, "States": publish.SummaryStates, "Notice": s.takeNotice(w, r),
 		"Cursor": r.URL.Query().Get("cursor"), "Event": r.URL.Query().Get("event"), "Limit": publishRoundLimit}
 	if p.Next != "" {
 		q := url.Values{"cursor": {p.Next}}
