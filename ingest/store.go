@@ -131,11 +131,11 @@ func ParseConfig(flag string, kvs []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
+		if k = strings.TrimSpace(k); !ok || k == "" {
 			// Not repeated: a mistyped setting may be a secret.
 			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
 		}
-		m[k] = v
+		m[k] = strings.TrimSpace(v)
 	}
 	return m, nil
 }

@@ -105,7 +105,7 @@ func readAddForm(w http.ResponseWriter, r *http.Request) (addForm, error) {
 // newSource reads the form as a new source; the kind-specific settings
 // are one key=value a line.
 func (f addForm) newSource() (ingest.NewSource, error) {
-	ns := ingest.NewSource{Name: f.Name, Kind: f.Kind, Location: f.Location, AllowPrivate: f.AllowPrivate, Config: map[string]string{}}
+	ns := ingest.NewSource{Name: f.Name, Kind: f.Kind, Location: f.Location, AllowPrivate: f.AllowPrivate}
 	if ns.Location == "" {
 		return ns, tidemark.Invalidf("location", "", "must not be empty")
 	}
@@ -116,16 +116,15 @@ func (f addForm) newSource() (ingest.NewSource, error) {
 	if ns.RetryBudget, err = strconv.Atoi(f.RetryBudget); err != nil {
 		return ns, tidemark.Invalidf("retry budget", f.RetryBudget, "want a whole number")
 	}
+	var lines []string
 	for _, l := range strings.Split(f.Config, "\n") {
-		if l = strings.TrimSpace(l); l == "" {
-			continue
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
 		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			// Not repeated: a mistyped setting may be a secret.
-			return ns, tidemark.Invalidf("settings", "", "want key=value on each line, got a line of %d characters without a key and '='", len(l))
-		}
-		ns.Config[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	ns.Config, err = ingest.ParseConfig("settings", lines)
+	if err != nil {
+		return ns, err
 	}
 	return ns, nil
 }
@@ -142,8 +141,6 @@ func (s *Server) renderAdd(w http.ResponseWriter, r *http.Request, status int, f
 	}
 }
 
-// problemText is an error as a person should read it: internal errors are
-// logged and not shown.
 // consoleTest fetches the form's location once and shows what it would
 // produce, with the form to add it.
 func (s *Server) consoleTest(w http.ResponseWriter, r *http.Request) {
