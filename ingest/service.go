@@ -247,12 +247,9 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 			reason := fmt.Sprintf("fetch timed out after %s: %v", s.FetchTimeout, ferr)
 			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeUnreachable, reason, 0, false)
 		}
-		outcome, reason, retryAfter := tidemark.Classify(ferr)
-		return s.fail(finishCtx, c, src, rep, outcome, reason, retryAfter, false)
 	}
-	if res.Declared > len(res.Items) {
-		reason := fmt.Sprintf("upstream declared %d results, %d were admitted; the cursor stays so none are hidden", res.Declared, len(res.Items))
-		return s.fail(finishCtx, c, src, rep, tidemark.OutcomeInvalid, reason, 0, false)
+	if outcome, reason, retryAfter := FetchOutcome(res, ferr); !outcome.Advances() {
+		return s.fail(finishCtx, c, src, rep, outcome, reason, retryAfter, false)
 	}
 	now := s.Clock.Now()
 	next := src.Interval.Std()

@@ -52,22 +52,14 @@ type TestRequest struct {
 func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cursor string, withEvidence bool) (TestReport, error) {
 	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor}
 	res, err := f.Fetch(ctx, src, cursor)
+	if err != nil && ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	var ra time.Duration
+	rep.Outcome, rep.Error, ra = FetchOutcome(res, err)
+	rep.RetryAfterSeconds = ra.Seconds()
 	if err != nil {
-		if ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-		var ra time.Duration
-		rep.Outcome, rep.Error, ra = tidemark.Classify(err)
-		rep.RetryAfterSeconds = ra.Seconds()
 		return rep, nil
-	}
-	rep.Outcome = tidemark.OutcomeEmpty
-	if len(res.Items) > 0 {
-		rep.Outcome = tidemark.OutcomeItems
-	}
-	if res.Declared > len(res.Items) {
-		rep.Outcome = tidemark.OutcomeInvalid
-		rep.Error = fmt.Sprintf("upstream declared %d results, %d were admitted", res.Declared, len(res.Items))
 	}
 	rep.Cursor, rep.NotBeforeSeconds = res.Cursor, res.NotBefore.Seconds()
 	for _, it := range res.Items {
@@ -82,6 +74,24 @@ func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cur
 		rep.Items = append(rep.Items, ti)
 	}
 	return rep, nil
+}
+
+// FetchOutcome is what a fetch that answered res or err makes of a run:
+// for a failure its outcome, the reason and how long the upstream asked to
+// wait (tidemark.Classify); a fetch that declared more results than it
+// admitted is invalid, since a later cursor would hide the missing ones;
+// anything else is items or empty.
+func FetchOutcome(res tidemark.FetchResult, err error) (tidemark.Outcome, string, time.Duration) {
+	switch {
+	case err != nil:
+		return tidemark.Classify(err)
+	case res.Declared > len(res.Items):
+		return tidemark.OutcomeInvalid, fmt.Sprintf("upstream declared %d results, %d were admitted; the cursor stays so none are hidden",
+			res.Declared, len(res.Items)), 0
+	case len(res.Items) > 0:
+		return tidemark.OutcomeItems, "", 0
+	}
+	return tidemark.OutcomeEmpty, "", 0
 }
 
 // Err is the report's outcome as an error, for exit codes and HTTP

@@ -55,3 +55,24 @@ func TestParseConfig(t *testing.T) {
 		t.Fatalf("a pair without '=' is refused without repeating it: %v", err)
 	}
 }
+
+// A run and a test fetch judge a fetch alike: its error's outcome, a short
+// read as invalid, else items or empty.
+func TestFetchOutcome(t *testing.T) {
+	item := tidemark.Item{Key: "a"}
+	for _, c := range []struct {
+		res  tidemark.FetchResult
+		err  error
+		want tidemark.Outcome
+	}{
+		{err: &tidemark.FetchError{Outcome: tidemark.OutcomeUnreachable, Err: errors.New("refused")}, want: tidemark.OutcomeUnreachable},
+		{err: errors.New("bug"), want: tidemark.OutcomeError},
+		{res: tidemark.FetchResult{Items: []tidemark.Item{item}, Declared: 2}, want: tidemark.OutcomeInvalid},
+		{res: tidemark.FetchResult{Items: []tidemark.Item{item}, Declared: 1}, want: tidemark.OutcomeItems},
+		{res: tidemark.FetchResult{}, want: tidemark.OutcomeEmpty},
+	} {
+		if got, reason, _ := ingest.FetchOutcome(c.res, c.err); got != c.want || (c.want.Advances() != (reason == "")) {
+			t.Errorf("%+v, %v: %s (%q), want %s", c.res, c.err, got, reason, c.want)
+		}
+	}
+}
