@@ -120,22 +120,22 @@ func (s *Server) audited(rt route) http.Handler {
 // routes do not take the request's method is a 405 (JSON under /api) that
 // names the methods they take.
 func (s *Server) mux() *router {
-	mux := http.NewServeMux()
-	fallbacks := map[string]bool{}
-	for _, rt := range s.routes() {
-		h := s.audited(rt)
-		if rt.Access == private {
+	rt := &router{s: s, mux: http.NewServeMux(), fallbacks: map[string]bool{}}
+	for _, route := range s.routes() {
+		h := s.audited(route)
+		if route.Access == private {
 			h = s.requireAuth(h)
 		}
-		pattern := rt.Pattern
-		if rt.Method == "" {
-			fallbacks[pattern] = true
+		pattern := route.Pattern
+		if route.Method == "" {
+			rt.fallbacks[pattern] = true
+			h = rt.orNotAllowed(h)
 		} else {
-			pattern = rt.Method + " " + pattern
+			pattern = route.Method + " " + pattern
 		}
-		mux.Handle(pattern, h)
+		rt.mux.Handle(pattern, h)
 	}
-	return &router{s: s, mux: mux, fallbacks: fallbacks}
+	return rt
 }
 
 // router is the site's routes on a ServeMux, with JSON 405s.
@@ -147,14 +147,19 @@ type router struct {
 	fallbacks map[string]bool
 }
 
-func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, p := rt.mux.Handler(r); p == "" || rt.fallbacks[p] {
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) { rt.mux.ServeHTTP(w, r) }
+
+// orNotAllowed is a fallback's handler: a request it catches only because
+// no route of the path takes its method is a 405 that names the methods
+// they take. Only requests no route answers pay for the look.
+func (rt *router) orNotAllowed(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allowed := rt.allowed(r); len(allowed) > 0 {
 			rt.s.methodNotAllowed(w, r, allowed)
 			return
 		}
-	}
-	rt.mux.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // allowed are the methods a route of its own takes on r's path.
