@@ -246,11 +246,13 @@ func BenchmarkSweepNothingToRepair(b *testing.B) {
 	})
 }
 
-func benchSweep(b *testing.B, objs objstore.Store) {
+// seedWiki is a database and store holding n published pages of one
+// source, written directly (setup speed), with the listings refreshed;
+// hashes are the page bodies' hashes by page ID.
+func seedWiki(b *testing.B, objs objstore.Store, n int) (db *sqlstore.DB, env sqltest.Env, src tidemark.Source, svc *publish.Service, hashes map[string]string) {
 	ctx := context.Background()
-	db, env, src := benchDB(b)
-	n := *sweepPages
-	hashes := make(map[string]string, n)
+	db, env, src = benchDB(b)
+	hashes = make(map[string]string, n)
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -278,6 +280,8 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 		}{
 			{`INSERT INTO events (id, source_id, item_key, title, occurred_at, evidence_hash, revision, run_id, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, 1, 'r', $5, $5)`, []any{evID, src.ID, evID, "change " + evID, now + int64(i), ev}},
+			{`INSERT INTO event_revisions (event_id, revision, evidence_hash, evidence, run_id, created_at)
+				VALUES ($1, 1, $2, $3, 'r', $4)`, []any{evID, ev, []byte(evID), now}},
 			{`INSERT INTO summaries (id, event_id, evidence_hash, prompt_version, model, text, text_hash, is_current, published_at, published_generation, created_at)
 				VALUES ($1, $2, $3, 'p', 'm', 'text', 'h', 1, $4, 1, $4)`, []any{sumID, evID, ev, now}},
 			{`INSERT INTO pages (id, event_id, source_id, summary_id, evidence_hash, generation, published_summary_id,
@@ -293,13 +297,20 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	svc := &publish.Service{Store: db.Publish(), Objects: objs}
+	svc = &publish.Service{Store: db.Publish(), Objects: objs}
 	if _, err := svc.RefreshListings(ctx); err != nil {
 		b.Fatal(err)
 	}
 	if os.Getenv("TIDEMARK_BENCH_VERBOSE") != "" {
 		b.Logf("%d pages set up", n)
 	}
+	return db, env, src, svc, hashes
+}
+
+func benchSweep(b *testing.B, objs objstore.Store) {
+	ctx := context.Background()
+	n := *sweepPages
+	_, _, _, svc, hashes := seedWiki(b, objs, n)
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
@@ -324,4 +335,82 @@ func benchSweep(b *testing.B, objs objstore.Store) {
 	b.ReportMetric(sweep.Seconds(), "s/sweep")
 	b.ReportMetric(naive.Seconds(), "s/naive")
 	b.ReportMetric(sweep.Seconds()/naive.Seconds(), "x/baseline")
+}
+
+var historyPages = flag.Int("publish.history-pages", 20000, "published pages before the pass in BenchmarkPublishOneMore")
+
+// BenchmarkPublishOneMore measures a publishing pass of one new change
+// (the page, its neighbour's relink, the listings) over a wiki of
+// -publish.history-pages pages, against the same pass over a wiki of two
+// listing pages, measured in the same run: x/baseline is the long
+// history's pass time over the short one's. A pass that rewrote or
+// re-rendered the whole history would grow with it.
+func BenchmarkPublishOneMore(b *testing.B) {
+	for _, name := range []string{"mem", "dir"} {
+		b.Run(name, func(b *testing.B) {
+			open := func() objstore.Store {
+				if name == "mem" {
+					return mem.New()
+				}
+				s, err := dir.Open(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			long, short := newOneMore(b, open(), *historyPages), newOneMore(b, open(), 2*publish.ListPageSize)
+			var tLong, tShort time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				tLong += long.pass(b, i)
+				tShort += short.pass(b, i)
+			}
+			b.StopTimer()
+			b.ReportMetric(tLong.Seconds()/float64(b.N), "s/pass")
+			b.ReportMetric(tShort.Seconds()/float64(b.N), "s/baseline-pass")
+			b.ReportMetric(tLong.Seconds()/tShort.Seconds(), "x/baseline")
+		})
+	}
+}
+
+type oneMore struct {
+	db  *sqlstore.DB
+	env sqltest.Env
+	src tidemark.Source
+	svc *publish.Service
+}
+
+func newOneMore(b *testing.B, objs objstore.Store, n int) *oneMore {
+	db, env, src, svc, _ := seedWiki(b, objs, n)
+	return &oneMore{db, env, src, svc}
+}
+
+// pass adds the i-th new change with its summary, untimed, and returns how
+// long the publishing pass took.
+func (o *oneMore) pass(b *testing.B, i int) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	ctx := context.Background()
+	key := fmt.Sprintf("new%06d", i)
+	items := []tidemark.Item{{Key: key, Title: "change " + key, OccurredAt: o.env.Clock.Now().Add(time.Hour), Evidence: []byte("commit " + key + "\n")}}
+	c, err := o.db.Ingest().Claim(ctx, o.src.ID, "bench", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep, err := o.db.Ingest().Settle(ctx, c, ingest.Settlement{Items: items, Cursor: key, NextDueAt: o.env.Clock.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := o.db.Publish().Accept(ctx, publish.NewSummary{EventID: rep.EventIDs[0], EvidenceHash: items[0].EvidenceHash(),
+		Draft: summarize.Draft{Text: "Change " + key + " does a thing.", Model: "m", PromptVersion: "p"}}); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	start := time.Now()
+	prep, err := o.svc.PublishPending(ctx, 10)
+	took := time.Since(start)
+	if err != nil || prep.Published != 1 || prep.Failed != 0 {
+		b.Fatalf("pass: %+v %v", prep, err)
+	}
+	return took
 }

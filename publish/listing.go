@@ -3,11 +3,15 @@ package publish
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"html/template"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/summarize/readable"
 )
 
@@ -36,10 +40,46 @@ func CardArchiveKey(sourceID string, n int) string {
 // IndexArchiveKey is the index's archive page n (1 is the oldest).
 func IndexArchiveKey(n int) string { return "archive/" + strconv.Itoa(n) + ".html" }
 
-// listingObject is one listing object to write: a key and its renderer.
+// listingObject is one listing object to write: a key, its renderer and,
+// when it can say so without rendering, the digest of everything its
+// content depends on (compared with the recorded one, so a refresh does
+// not even render an object that has not changed).
 type listingObject struct {
 	key    string
 	render func(gen int64) ([]byte, error)
+	digest func() (string, error)
+}
+
+// contentHash is what a listing object's content is recorded by: its
+// digest, or else the hash of its body rendered without a generation.
+func (o listingObject) contentHash() (string, error) {
+	if o.digest != nil {
+		return o.digest()
+	}
+	plain, err := o.render(0)
+	if err != nil {
+		return "", err
+	}
+	return tidemark.HashEvidence(plain), nil
+}
+
+// templated is a listing object rendered by the wiki template t from
+// data(gen). Its digest covers t's source and data without a generation,
+// which is everything the body depends on but the generation.
+func templated(key string, t *template.Template, data func(gen int64) map[string]any) listingObject {
+	return listingObject{key: key,
+		render: func(gen int64) ([]byte, error) {
+			var b bytes.Buffer
+			err := t.Execute(&b, data(gen))
+			return b.Bytes(), err
+		},
+		digest: func() (string, error) {
+			j, err := json.Marshal(data(0))
+			if err != nil {
+				return "", fmt.Errorf("digest of %s: %w", key, err)
+			}
+			return tidemark.HashEvidence(append([]byte(templateDigests[t.Name()]+"\n"), j...)), nil
+		}}
 }
 
 func contentTypeOf(key string) string {
@@ -58,14 +98,19 @@ type pageLink struct {
 
 // listingView is what the listing template shows of one page.
 type listingView struct {
-	Entries     []PageEntry
-	Page        int // 1: the front page; archive n is page n+1 in titles
-	Pages       int
-	Root        string
-	Newer       string
-	Older       string
-	Links       []pageLink
-	SourceNames map[string]string
+	Entries []PageEntry
+	Page    int // 1: the front page; archive n is page n+1 in titles
+	Root    string
+	Newer   string
+	Older   string
+	// Links are the front page's links to every archive page. An archive
+	// page links only to its neighbours, the front page and the oldest
+	// archive page, so a full archive page never changes again when newer
+	// changes arrive: a publishing pass rewrites the front page and the
+	// newest archive page, however long the history.
+	Links          []pageLink
+	Newest, Oldest string
+	SourceNames    map[string]string
 }
 
 // paginate splits entries (newest first) into the front page and the
@@ -73,33 +118,26 @@ type listingView struct {
 // relative to the root.
 func paginate(entries []PageEntry, href func(n int) string) (front listingView, archives []listingView) {
 	n := len(entries)
-	front = listingView{Entries: entries[:min(n, ListPageSize)], Page: 1, Pages: 1}
+	front = listingView{Entries: entries[:min(n, ListPageSize)], Page: 1}
 	if n <= ListPageSize {
 		return front, nil
 	}
 	chunks := (n + ListPageSize - 1) / ListPageSize
-	// asc(i) is the i-th oldest entry.
-	links := func(current int) []pageLink {
-		out := []pageLink{{N: 0, Label: "Newest", Href: href(0), Current: current == 0}}
-		for c := chunks; c >= 1; c-- {
-			out = append(out, pageLink{N: c, Label: strconv.Itoa(c), Href: href(c), Current: current == c})
-		}
-		return out
-	}
 	for c := 1; c <= chunks; c++ {
 		lo, hi := (c-1)*ListPageSize, min(c*ListPageSize, n) // ascending positions [lo, hi)
-		v := listingView{Entries: entries[n-hi : n-lo], Page: c + 1, Pages: chunks + 1, Links: links(c)}
+		v := listingView{Entries: entries[n-hi : n-lo], Page: c + 1, Newer: href(0), Newest: href(0), Oldest: href(1)}
 		if c < chunks {
 			v.Newer = href(c + 1)
-		} else {
-			v.Newer = href(0)
 		}
 		if c > 1 {
 			v.Older = href(c - 1)
 		}
 		archives = append(archives, v)
 	}
-	front.Pages, front.Links = chunks+1, links(0)
+	front.Links = append(front.Links, pageLink{N: 0, Label: "Newest", Href: href(0), Current: true})
+	for c := chunks; c >= 1; c-- {
+		front.Links = append(front.Links, pageLink{N: c, Label: strconv.Itoa(c), Href: href(c)})
+	}
 	// The change just older than the front page's oldest.
 	front.Older = href((n-ListPageSize-1)/ListPageSize + 1)
 	return front, archives
@@ -167,15 +205,18 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[str
 	front, _ := paginate(entries, href(""))
 	_, archives := paginate(entries, href("../../"))
 	loc := readable.SafeLink(src.Location)
-	card := func(v listingView, root string) func(int64) ([]byte, error) {
+	card := func(key string, v listingView, root string) listingObject {
 		v.Root = root
-		return func(gen int64) ([]byte, error) {
-			var b bytes.Buffer
-			err := cardTmpl.Execute(&b, map[string]any{"Source": src, "Location": loc, "Total": len(entries),
-				"Generation": gen, "Entries": v.Entries, "Page": v.Page, "Pages": v.Pages, "Root": v.Root,
-				"Newer": v.Newer, "Older": v.Older, "Links": v.Links, "SourceNames": v.SourceNames})
-			return b.Bytes(), err
+		total := len(entries)
+		if v.Page > 1 {
+			total = 0 // an archive page does not show the count, so it never changes with it
 		}
+		return templated(key, cardTmpl, func(gen int64) map[string]any {
+			return map[string]any{"Source": src, "Location": loc, "Total": total,
+				"Generation": gen, "Entries": v.Entries, "Page": v.Page, "Root": v.Root,
+				"Newer": v.Newer, "Older": v.Older, "Links": v.Links,
+				"Newest": v.Newest, "Oldest": v.Oldest, "SourceNames": v.SourceNames}
+		})
 	}
 	// The card lives in sources/, its links are relative to that folder.
 	front.Root = "../"
@@ -183,11 +224,11 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[str
 		front.Links[i].Href = strings.TrimPrefix(front.Links[i].Href, "sources/")
 	}
 	front.Older = strings.TrimPrefix(front.Older, "sources/")
-	objs := []listingObject{{CardKey(src.ID), card(front, "../")}}
+	objs := []listingObject{card(CardKey(src.ID), front, "../")}
 	for i, v := range archives {
-		objs = append(objs, listingObject{CardArchiveKey(src.ID, i+1), card(v, "../../")})
+		objs = append(objs, card(CardArchiveKey(src.ID, i+1), v, "../../"))
 	}
-	objs = append(objs, listingObject{CardFeedKey(src.ID), s.atom(src.Name+" · tidemark", "urn:tidemark:source:"+src.ID,
+	objs = append(objs, listingObject{key: CardFeedKey(src.ID), render: s.atom(src.Name+" · tidemark", "urn:tidemark:source:"+src.ID,
 		CardFeedKey(src.ID), feed)})
 	return objs, nil
 }
@@ -213,20 +254,22 @@ func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent
 	}
 	front, _ := paginate(entries, href(""))
 	_, archives := paginate(entries, href("../"))
-	index := func(v listingView, root string) func(int64) ([]byte, error) {
-		return func(gen int64) ([]byte, error) {
-			var b bytes.Buffer
-			err := indexTmpl.Execute(&b, map[string]any{"Sources": sources, "Generation": gen,
-				"Entries": v.Entries, "Page": v.Page, "Pages": v.Pages, "Root": root,
-				"Newer": v.Newer, "Older": v.Older, "Links": v.Links, "SourceNames": names})
-			return b.Bytes(), err
+	index := func(key string, v listingView, root string) listingObject {
+		shown := sources
+		if v.Page > 1 {
+			shown = nil // only the front page lists the sources (with their counts)
 		}
+		return templated(key, indexTmpl, func(gen int64) map[string]any {
+			return map[string]any{"Sources": shown, "Generation": gen,
+				"Entries": v.Entries, "Page": v.Page, "Root": root,
+				"Newer": v.Newer, "Older": v.Older, "Links": v.Links, "Newest": v.Newest, "Oldest": v.Oldest, "SourceNames": names}
+		})
 	}
-	objs := []listingObject{{IndexKey, index(front, "")}}
+	objs := []listingObject{index(IndexKey, front, "")}
 	for i, v := range archives {
-		objs = append(objs, listingObject{IndexArchiveKey(i + 1), index(v, "../")})
+		objs = append(objs, index(IndexArchiveKey(i+1), v, "../"))
 	}
-	objs = append(objs, listingObject{FeedKey, s.atom("tidemark: all changes", "urn:tidemark:feed:all", FeedKey, feed)})
+	objs = append(objs, listingObject{key: FeedKey, render: s.atom("tidemark: all changes", "urn:tidemark:feed:all", FeedKey, feed)})
 	return objs, nil
 }
 

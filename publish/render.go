@@ -116,7 +116,7 @@ var (
 	cardTmpl = wikiTemplate("card", `{{.Source.Name}}{{if gt .Page 1}} · archive {{add .Page -1}}{{end}} · tidemark`, `{{.Root}}`, `<nav class="crumbs"><a href="{{.Root}}index.html">All changes</a> › {{if gt .Page 1}}<a href="{{.Root}}sources/{{.Source.ID}}.html">{{.Source.Name}}</a> › archive {{add .Page -1}}{{else}}{{.Source.Name}}{{end}}</nav>
 <main>
 <h1>{{.Source.Name}}</h1>
-<p class="meta"><span>{{.Source.Kind}} source</span>{{if .Location}}<span><a href="{{.Location}}" rel="nofollow noopener noreferrer">{{.Location}}</a></span>{{end}}<span>{{.Total}} changes</span><span><a href="{{.Root}}sources/{{.Source.ID}}.atom">Atom feed</a></span></p>
+<p class="meta"><span>{{.Source.Kind}} source</span>{{if .Location}}<span><a href="{{.Location}}" rel="nofollow noopener noreferrer">{{.Location}}</a></span>{{end}}{{if eq .Page 1}}<span>{{.Total}} changes</span>{{end}}<span><a href="{{.Root}}sources/{{.Source.ID}}.atom">Atom feed</a></span></p>
 {{template "listing" .}}
 </main>
 `)
@@ -134,21 +134,33 @@ var (
 `)
 )
 
+// templateDigests are the wiki templates' sources' digests, by name: a
+// listing object's digest includes its template's, so a release that
+// changes a template rewrites what it renders.
+var templateDigests = map[string]string{}
+
+// listingFormat is in every listing object's digest: bump it when a
+// template function (funcs) changes what it writes, which the templates'
+// sources do not show.
+const listingFormat = "1"
+
 // listing is the shared table of changes with its pager: entries newest
-// first, and links to every archive page.
+// first; the front page links to every archive page, an archive page to
+// its neighbours, the front page and the oldest.
 const listing = `{{define "listing"}}{{if .Entries}}<table>
 {{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
 {{end}}</table>
-{{if gt .Pages 1}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
-<p class="pages">Archive (1 is the oldest): {{range .Links}}{{if .Current}}<strong>{{.Label}}</strong> {{else}}<a href="{{.Href}}">{{.Label}}</a> {{end}}{{end}}</p>
-{{end}}{{else}}<p class="empty">No published changes yet.</p>
+{{if or .Newer .Older}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
+{{if .Links}}<p class="pages">Archive (1 is the oldest): {{range .Links}}{{if .Current}}<strong>{{.Label}}</strong> {{else}}<a href="{{.Href}}">{{.Label}}</a> {{end}}{{end}}</p>
+{{else}}<p class="pages"><a href="{{.Newest}}">Newest</a> · {{if eq .Page 2}}<strong>1</strong> (the oldest){{else}}<a href="{{.Oldest}}">1</a> (the oldest){{end}}</p>
+{{end}}{{end}}{{else}}<p class="empty">No published changes yet.</p>
 {{end}}{{end}}`
 
 // wikiTemplate wraps a body in the document every wiki object shares: the
 // head (with the publication generation, when there is one), the style and
 // the top bar. root is the relative path to the wiki's root.
 func wikiTemplate(name, title, root, body string) *template.Template {
-	t := template.Must(template.New(name).Funcs(funcs).Parse(`<!doctype html>
+	src := `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -165,7 +177,9 @@ func wikiTemplate(name, title, root, body string) *template.Template {
 ` + body + `</div>
 </body>
 </html>
-`))
+`
+	templateDigests[name] = tidemark.HashEvidence([]byte(listingFormat + "\x00" + src + "\x00" + listing))
+	t := template.Must(template.New(name).Funcs(funcs).Parse(src))
 	return template.Must(t.Parse(listing))
 }
 

@@ -248,6 +248,11 @@ type Store interface {
 	// RecordObject records a listing object's write if no newer one is
 	// recorded.
 	RecordObject(ctx context.Context, key string, generation int64, etag, contentHash, stamp string) error
+	// RestampObjects records stamp on each of objs (listing objects a
+	// refresh rendered from the state stamp names and found unchanged)
+	// whose record is still the one given: the same ETag and content hash.
+	// A record written since is left as it is.
+	RestampObjects(ctx context.Context, stamp string, objs []WikiObject) error
 	// ForgetObject forgets a collected listing object's recorded version;
 	// its generation counter is kept, so generations never restart.
 	ForgetObject(ctx context.Context, key string) error

@@ -20,15 +20,6 @@ type ListingReport struct {
 	Collected int `json:"collected"`
 }
 
-// contentHash is the hash of a listing as rendered without a generation.
-func contentHash(render func(int64) ([]byte, error)) (string, error) {
-	plain, err := render(0)
-	if err != nil {
-		return "", err
-	}
-	return tidemark.HashEvidence(plain), nil
-}
-
 // writeListing allocates a generation and writes a listing object with the
 // store's compare-and-swap. A newer generation already stored wins.
 func (s *Service) writeListing(ctx context.Context, key, kind, sourceID, stamp, hash string, render func(int64) ([]byte, error)) (bool, error) {
@@ -59,7 +50,7 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	hash, err := contentHash(objs[0].render)
+	hash, err := objs[0].contentHash()
 	if err != nil {
 		return false, err
 	}
@@ -233,14 +224,21 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 	if err != nil {
 		return err
 	}
+	// An object whose content is unchanged is not written again (a full
+	// archive page never changes when newer changes arrive); it is only
+	// restamped, so the group is fresh again at the next refresh.
+	var restamp []WikiObject
 	for _, o := range group {
 		r.live[o.key] = true
-		hash, err := contentHash(o.render)
+		hash, err := o.contentHash()
 		if err != nil {
 			return err
 		}
-		if r.current(o.key) && r.recorded[o.key].ContentHash == hash && r.recorded[o.key].Stamp == stamp {
+		if rec := r.recorded[o.key]; r.current(o.key) && rec.ContentHash == hash {
 			r.rep.Unchanged++
+			if rec.Stamp != stamp {
+				restamp = append(restamp, rec)
+			}
 			continue
 		}
 		wrote, err := s.writeListing(ctx, o.key, kind, sourceID, stamp, hash, o.render)
@@ -251,7 +249,7 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 			return err
 		}
 	}
-	return nil
+	return s.Store.RestampObjects(ctx, stamp, restamp)
 }
 
 // collectListings decides what no group rendered any more: such objects

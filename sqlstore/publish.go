@@ -649,6 +649,44 @@ func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, 
 	return err
 }
 
+// RestampObjects implements publish.Store: in one transaction, row by row
+// where statements cost no round trip, else in one statement over arrays.
+func (s *PublishStore) RestampObjects(ctx context.Context, stamp string, objs []publish.WikiObject) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	now := ms(s.db.Clock.Now())
+	if !s.db.Dialect.RowAtATime {
+		keys, etags, hashes := make([]string, len(objs)), make([]string, len(objs)), make([]string, len(objs))
+		for i, o := range objs {
+			keys[i], etags[i], hashes[i] = o.Key, o.ETag, o.ContentHash
+		}
+		_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects w SET stamp = $1, updated_at = $2
+			FROM unnest($3::text[], $4::text[], $5::text[]) AS x(key, etag, hash)
+			WHERE w.key = x.key AND w.etag = x.etag AND w.content_hash = x.hash`, stamp, now, keys, etags, hashes)
+		if err != nil {
+			return fmt.Errorf("restamp %d listing objects: %w", len(objs), err)
+		}
+		return nil
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `UPDATE wiki_objects SET stamp = $1, updated_at = $2 WHERE key = $3 AND etag = $4 AND content_hash = $5`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, o := range objs {
+		if _, err := st.ExecContext(ctx, stamp, now, o.Key, o.ETag, o.ContentHash); err != nil {
+			return fmt.Errorf("restamp %s: %w", o.Key, err)
+		}
+	}
+	return tx.Commit()
+}
+
 // ForgetObject implements publish.Store. The row stays, so the key's
 // generations keep increasing if the object is written again.
 func (s *PublishStore) ForgetObject(ctx context.Context, key string) error {

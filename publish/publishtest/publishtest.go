@@ -731,6 +731,24 @@ func testObjects(t *testing.T, h *harness) {
 	if c := objects()["sources/repo.html"]; c.Kind != "card" || c.SourceID != src.ID || c.ETag != "" {
 		t.Fatalf("card object %+v", c)
 	}
+	// A restamp records the stamp on objects whose record is the one
+	// given, and leaves one written since as it is.
+	cardRec := objects()["sources/repo.html"]
+	if err := h.Store.RecordObject(ctx, "sources/repo.html", card, "etag-c", "hash-c", "stamp-1"); err != nil {
+		t.Fatal(err)
+	}
+	stale := o
+	stale.ETag = "etag-1"
+	cardRec.ETag, cardRec.ContentHash = "etag-c", "hash-c"
+	if err := h.Store.RestampObjects(ctx, "stamp-3", []publish.WikiObject{stale, cardRec}); err != nil {
+		t.Fatal(err)
+	}
+	if o, c := objects()["index.html"], objects()["sources/repo.html"]; o.Stamp != "stamp-2" || c.Stamp != "stamp-3" || c.ETag != "etag-c" || c.ContentHash != "hash-c" {
+		t.Fatalf("after a restamp: index %+v (its record changed since: want stamp-2), card %+v (want stamp-3)", o, c)
+	}
+	if err := h.Store.RestampObjects(ctx, "stamp-4", nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.Store.ForgetObject(ctx, "index.html"); err != nil {
 		t.Fatal(err)
 	}
