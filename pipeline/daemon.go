@@ -182,10 +182,12 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 	}
 }
 
-// publishAndSweep is one round of the publish loop.
+// publishAndSweep is one round of the publish loop. The sweep refreshes
+// the listings (with the store's listing it reads), so the round's
+// publishing leaves them to it.
 func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) error {
 	obs := p.cfg.Observer
-	r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
+	r, err := p.publishRound(ctx, svc, "", publishRoundSize, svc.PublishPendingPages)
 	if obs != nil {
 		obs.ObservePublish(r.Published)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/internal/gittest"
+	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/publish"
 )
@@ -182,4 +183,55 @@ func TestRunOnceRefusesAnotherStore(t *testing.T) {
 
 func ingestSource(name, loc string) ingest.NewSource {
 	return ingest.NewSource{Name: name, Location: loc, Interval: DefaultInterval, RetryBudget: DefaultRetryBudget}
+}
+
+// listCounter counts the listings of a prefix of the store it wraps.
+type listCounter struct {
+	objstore.Store
+	prefix string
+	n      int
+}
+
+func (c *listCounter) List(ctx context.Context, prefix string, fn func(objstore.Info) error) error {
+	if prefix == c.prefix {
+		c.n++
+	}
+	return c.Store.List(ctx, prefix, fn)
+}
+
+// A daemon's round publishes, then sweeps; the sweep refreshes the
+// listings from the store's listing it reads, so the round lists the
+// store's pages once (a listing per page thousand on S3), not once more
+// for the listings, and the index still shows the new pages.
+func TestADaemonRoundListsThePagesOnce(t *testing.T) {
+	ctx := context.Background()
+	home, repo := t.TempDir(), gitRepo(t)
+	p := open(t, home, nil)
+	res, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "feeds: a third change")
+	if _, err := p.RunSource(ctx, res.Reports[0].Source, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := p.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &listCounter{Store: svc.Objects, prefix: "changes/"}
+	svc.Objects = counter
+	if err := p.publishAndSweep(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if counter.n != 1 {
+		t.Errorf("a round listed changes/ %d times, want 1", counter.n)
+	}
+	index, err := os.ReadFile(filepath.Join(home, "wiki", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(index), `href="changes/`); got != 3 {
+		t.Fatalf("the index links %d change pages after the round, want 3", got)
+	}
 }

@@ -25,6 +25,13 @@ const (
 // returns the outage (tidemark.ErrUnavailable). Index is empty when
 // nothing was published; More says the round was full.
 func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publish.Round, error) {
+	return p.publishRound(ctx, svc, summarizer, limit, svc.PublishPending)
+}
+
+// publishRound is PublishRound publishing with pending (PublishPending, or
+// PublishPendingPages when a sweep follows and refreshes the listings).
+func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int,
+	pending func(context.Context, int) (publish.PublishReport, error)) (publish.Round, error) {
 	var r publish.Round
 	sum, err := p.Summarizer(summarizer)
 	if err != nil {
@@ -38,7 +45,7 @@ func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summa
 	if serr != nil && !errors.Is(serr, tidemark.ErrUnavailable) {
 		return r, serr
 	}
-	if r.Published, err = svc.PublishPending(ctx, limit); err != nil {
+	if r.Published, err = pending(ctx, limit); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return r, fmt.Errorf("publish interrupted: %d summaries accepted, %d pages published, all kept: %w",
 				r.Summarized.Accepted, r.Published.Published, err)

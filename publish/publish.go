@@ -382,6 +382,21 @@ func (rep *PublishReport) countRepair(res Result) {
 // PublishPending publishes up to limit current summaries whose pages do not
 // show them yet, then refreshes the index and the source cards.
 func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport, error) {
+	rep, err := s.PublishPendingPages(ctx, limit)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
+		return rep, err
+	}
+	rep.Pages, err = s.Store.PublishedCount(ctx)
+	return rep, err
+}
+
+// PublishPendingPages is PublishPending without the refresh of the
+// listings, for a caller that sweeps next: the sweep refreshes them from
+// the store's listing it reads anyway, so the two list the store once.
+func (s *Service) PublishPendingPages(ctx context.Context, limit int) (PublishReport, error) {
 	var rep PublishReport
 	ids, err := s.Store.Unpublished(ctx, limit)
 	if err != nil {
@@ -397,9 +412,6 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 		return rep, err
 	}
 	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked); err != nil {
-		return rep, err
-	}
-	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
 		return rep, err
 	}
 	rep.Pages, err = s.Store.PublishedCount(ctx)
