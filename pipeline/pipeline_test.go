@@ -199,10 +199,22 @@ func (c *listCounter) List(ctx context.Context, prefix string, fn func(objstore.
 	return c.Store.List(ctx, prefix, fn)
 }
 
-// A daemon's round publishes, then sweeps; the sweep refreshes the
-// listings from the store's listing it reads, so the round lists the
-// store's pages once (a listing per page thousand on S3), not once more
-// for the listings, and the index still shows the new pages.
+// relinkCounter counts the store's searches for pages to relink.
+type relinkCounter struct {
+	publish.Store
+	n int
+}
+
+func (c *relinkCounter) Relink(ctx context.Context, limit int) ([]string, error) {
+	c.n++
+	return c.Store.Relink(ctx, limit)
+}
+
+// A daemon's round publishes, then sweeps; the sweep relinks and refreshes
+// the listings from the store's listing it reads, so the round lists the
+// store's pages once (a listing per page thousand on S3) and looks for
+// pages to relink once (a query over every page), not once more each for
+// the publishing, and the index and the neighbour still show the new page.
 func TestADaemonRoundListsThePagesOnce(t *testing.T) {
 	ctx := context.Background()
 	home, repo := t.TempDir(), gitRepo(t)
@@ -220,12 +232,13 @@ func TestADaemonRoundListsThePagesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter := &listCounter{Store: svc.Objects, prefix: "changes/"}
-	svc.Objects = counter
+	relinks := &relinkCounter{Store: svc.Store}
+	svc.Objects, svc.Store = counter, relinks
 	if err := p.publishAndSweep(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	if counter.n != 1 {
-		t.Errorf("a round listed changes/ %d times, want 1", counter.n)
+	if counter.n != 1 || relinks.n != 1 {
+		t.Errorf("a round listed changes/ %d times and looked for pages to relink %d times, want 1 and 1", counter.n, relinks.n)
 	}
 	index, err := os.ReadFile(filepath.Join(home, "wiki", "index.html"))
 	if err != nil {
@@ -233,5 +246,15 @@ func TestADaemonRoundListsThePagesOnce(t *testing.T) {
 	}
 	if got := strings.Count(string(index), `href="changes/`); got != 3 {
 		t.Fatalf("the index links %d change pages after the round, want 3", got)
+	}
+	pages, _ := filepath.Glob(filepath.Join(home, "wiki", "changes", "*.html"))
+	linked := 0
+	for _, page := range pages {
+		if b, err := os.ReadFile(page); err == nil && strings.Contains(string(b), `rel="next">feeds: a third change →`) {
+			linked++
+		}
+	}
+	if linked != 1 {
+		t.Fatalf("%d pages link the new change as the next one, want its older neighbour's", linked)
 	}
 }

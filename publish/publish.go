@@ -380,30 +380,12 @@ func (rep *PublishReport) countRepair(res Result) {
 }
 
 // PublishPending publishes up to limit current summaries whose pages do not
-// show them yet, then refreshes the index and the source cards.
+// show them yet, republishes the pages beside them, then refreshes the
+// index and the source cards.
 func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport, error) {
-	rep, err := s.PublishPendingPages(ctx, limit)
-	if err != nil {
-		return rep, err
-	}
-	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
-		return rep, err
-	}
-	rep.Pages, err = s.Store.PublishedCount(ctx)
-	return rep, err
-}
-
-// PublishPendingPages is PublishPending without the refresh of the
-// listings, for a caller that sweeps next: the sweep refreshes them from
-// the store's listing it reads anyway, so the two list the store once.
-func (s *Service) PublishPendingPages(ctx context.Context, limit int) (PublishReport, error) {
 	var rep PublishReport
-	ids, err := s.Store.Unpublished(ctx, limit)
-	if err != nil {
-		return rep, err
-	}
 	cards := &knownCards{}
-	if err := s.publishAll(ctx, ids, cards, &rep, &rep.Published); err != nil {
+	if err := s.publishPending(ctx, limit, cards, &rep); err != nil {
 		return rep, err
 	}
 	// Pages beside the new ones link to them once republished.
@@ -414,8 +396,36 @@ func (s *Service) PublishPendingPages(ctx context.Context, limit int) (PublishRe
 	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked); err != nil {
 		return rep, err
 	}
+	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
+		return rep, err
+	}
 	rep.Pages, err = s.Store.PublishedCount(ctx)
 	return rep, err
+}
+
+// PublishPendingPages publishes up to limit current summaries whose pages
+// do not show them yet, and leaves the rest of PublishPending to a Sweep
+// that follows: the sweep republishes the pages whose neighbours changed
+// and refreshes the listings from the store's listing it reads anyway, so
+// the two read the store's listing and the pages' neighbours once.
+func (s *Service) PublishPendingPages(ctx context.Context, limit int) (PublishReport, error) {
+	var rep PublishReport
+	if err := s.publishPending(ctx, limit, &knownCards{}, &rep); err != nil {
+		return rep, err
+	}
+	var err error
+	rep.Pages, err = s.Store.PublishedCount(ctx)
+	return rep, err
+}
+
+// publishPending publishes up to limit current summaries whose pages do not
+// show them yet.
+func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCards, rep *PublishReport) error {
+	ids, err := s.Store.Unpublished(ctx, limit)
+	if err != nil {
+		return err
+	}
+	return s.publishAll(ctx, ids, cards, rep, &rep.Published)
 }
 
 // publishAll publishes the summaries ids, up to s.concurrency() at once,
