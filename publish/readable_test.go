@@ -81,7 +81,7 @@ func testHostile(t *testing.T, b sqltest.Backend) {
 	}
 	f.settle(t, feed, tidemark.Item{Key: "1", Title: title, URL: "javascript:alert(6)", Evidence: []byte(rec)})
 	f.settle(t, f.src, tidemark.Item{Key: "c1", Title: title, URL: "file:///src/repo",
-		Evidence: []byte("commit c1\nauthor " + title + " <a@b>\n\n    " + title + "\n")})
+		Evidence: []byte("commit c1\nauthor " + title + " <a@b>\n\n    " + title + "\n\n 1 file changed, 1 insertion(+)\n1\t0\tdocs/<img src=x onerror=alert(7)>/a\x1b[31m.md\n")})
 	f.mustSummarizeAndPublish(t)
 	keys := map[string][]byte{}
 	if err := f.objs.List(ctx, "", func(in objstore.Info) error {
@@ -119,6 +119,11 @@ func testHostile(t *testing.T, b sqltest.Backend) {
 	page := keys["changes/"+mustPageOf(t, f, "1")+".html"]
 	if !contains(page, "<p>Body</p>") || !contains(page, "&lt;script&gt;alert(&#34;t&#34;)&lt;/script&gt;") {
 		t.Errorf("feed page lost its safe content or its title:\n%s", page)
+	}
+	// A file path wraps after its slashes and shows as text.
+	commit := keys["changes/"+mustPageOf(t, f, "c1")+".html"]
+	if !contains(commit, "<code>docs/<wbr>&lt;img src=x onerror=alert(7)&gt;/<wbr>a") {
+		t.Errorf("commit page's file path:\n%s", commit)
 	}
 }
 

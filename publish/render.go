@@ -51,7 +51,12 @@ footer{max-width:52rem;margin:2rem auto 1rem;padding:1rem;border-top:1px solid v
 form.search{display:flex;gap:.5rem;margin:1rem 0}form.search input{flex:1;font:inherit;padding:.45rem .6rem;border:1px solid var(--line);border-radius:6px}
 form.search button{font:inherit;padding:.45rem 1rem;border:0;border-radius:6px;background:var(--accent);color:#fff}
 ol.hits{padding-left:1.4rem}ol.hits li{margin:0 0 1rem}.snippet{margin:.2rem 0;color:var(--muted);font-size:.92rem;overflow-wrap:anywhere}
-mark{background:#fff0a8;color:inherit;padding:0 .1em;border-radius:2px}.error{color:var(--delfg);background:var(--del);padding:.5rem 1rem;border-radius:6px}`
+mark{background:#fff0a8;color:inherit;padding:0 .1em;border-radius:2px}.error{color:var(--delfg);background:var(--del);padding:.5rem 1rem;border-radius:6px}
+table.changes td{overflow-wrap:anywhere}table.changes td.src{width:1%;white-space:nowrap;overflow-wrap:normal}
+@media (max-width:40rem){table.changes,table.changes tbody,table.changes tr,table.changes td{display:block;width:auto}
+table.changes tr{border-bottom:1px solid var(--line);padding:.45rem 0}table.changes td{border:0;padding:.05rem 0}
+table.changes td.when{padding-top:0}table.changes td.src{color:var(--muted);font-size:.85rem;white-space:normal;overflow-wrap:anywhere}
+th.num,td.num{padding-left:.6rem}}`
 
 var (
 	funcs = template.FuncMap{
@@ -59,6 +64,14 @@ var (
 		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"shortHash": func(s string) string { return short(s, 12) },
 		"add":       func(a, b int) int { return a + b },
+		// path lets a file path wrap after each slash, not inside a name.
+		"path": func(p string) template.HTML {
+			parts := strings.Split(p, "/")
+			for i := range parts {
+				parts[i] = template.HTMLEscapeString(parts[i])
+			}
+			return template.HTML(strings.Join(parts, "/<wbr>"))
+		},
 		"diffClass": func(op string) string {
 			switch op {
 			case "+":
@@ -90,7 +103,7 @@ var (
 {{end}}{{with .Doc.Commit}}{{range .Body}}<p>{{.}}</p>
 {{end}}{{if .Stat}}<h2>{{.Stat}}</h2>
 <table><tr><th>File</th><th class="num">Added</th><th class="num">Removed</th></tr>
-{{range .Files}}<tr><td><code>{{.Path}}</code></td><td class="num">{{.Added}}</td><td class="num">{{.Deleted}}</td></tr>
+{{range .Files}}<tr><td><code>{{path .Path}}</code></td><td class="num">{{.Added}}</td><td class="num">{{.Deleted}}</td></tr>
 {{end}}</table>
 {{end}}{{end}}{{if .HTML}}<div class="prose">
 {{.HTML}}
@@ -147,8 +160,8 @@ const listingFormat = "1"
 // listing is the shared table of changes with its pager: entries newest
 // first; the front page links to every archive page, an archive page to
 // its neighbours, the front page and the oldest.
-const listing = `{{define "listing"}}{{if .Entries}}<table>
-{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td>{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
+const listing = `{{define "listing"}}{{if .Entries}}<table class="changes">
+{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td class="src">{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
 {{end}}</table>
 {{if or .Newer .Older}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
 {{if .Links}}<p class="pages">Archive (1 is the oldest): {{range .Links}}{{if .Current}}<strong>{{.Label}}</strong> {{else}}<a href="{{.Href}}">{{.Label}}</a> {{end}}{{end}}</p>
