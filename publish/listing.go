@@ -259,10 +259,16 @@ func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent
 		if v.Page > 1 {
 			shown = nil // only the front page lists the sources (with their counts)
 		}
+		// The names of the sources this page shows, so that a new source
+		// changes no archive page.
+		shownNames := make(map[string]string, 1)
+		for _, e := range v.Entries {
+			shownNames[e.SourceID] = names[e.SourceID]
+		}
 		return templated(key, indexTmpl, func(gen int64) map[string]any {
 			return map[string]any{"Sources": shown, "Generation": gen,
 				"Entries": v.Entries, "Page": v.Page, "Root": root,
-				"Newer": v.Newer, "Older": v.Older, "Links": v.Links, "Newest": v.Newest, "Oldest": v.Oldest, "SourceNames": names}
+				"Newer": v.Newer, "Older": v.Older, "Links": v.Links, "Newest": v.Newest, "Oldest": v.Oldest, "SourceNames": shownNames}
 		})
 	}
 	objs := []listingObject{index(IndexKey, front, "")}

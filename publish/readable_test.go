@@ -285,6 +285,17 @@ func TestEveryPageReachableFromIndex(t *testing.T) {
 	if !crawl(t, f, publish.IndexKey)["changes/"+mustPageOf(t, f, "new")+".html"] {
 		t.Fatal("the newest change is not linked")
 	}
+	// A new source's first change: its card is new, and no archive page of
+	// the index changes but the newest.
+	other, err := f.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "other", Kind: "git", Location: "/other", Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, other, tidemark.Item{Key: "o1", Title: "other's first", Evidence: []byte("commit o1\n\n    other's first\n")})
+	f.mustSummarizeAndPublish(t)
+	if after := etags(); !maps.Equal(before, after) {
+		t.Errorf("a new source rewrote older archive pages:\nbefore %v\nafter  %v", before, after)
+	}
 }
 
 func mustPageOf(t *testing.T, f *fixture, key string) string {
