@@ -160,7 +160,10 @@ func (s *Service) withTitles(_ context.Context, entries []PageEntry) ([]PageEntr
 // page marked published in SQL may be missing from a new or emptied store
 // until the sweep republishes it; no listing links to it until then), and
 // the newest FeedEntries of them with their summaries.
-func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]bool) (all, feed []PageEntry, err error) {
+//
+// every, if set, is the refresh's one read of every published page: a
+// card's pages are taken from it rather than read again.
+func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]bool, every *everyPage) (all, feed []PageEntry, err error) {
 	keep := func(entries []PageEntry) []PageEntry {
 		out := entries[:0]
 		for _, e := range entries {
@@ -170,7 +173,17 @@ func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]
 		}
 		return out
 	}
-	if all, err = s.Store.Listing(ctx, q); err != nil {
+	if every != nil {
+		pages, err := every.get(ctx, s.Store)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range pages { // a new slice: every's is shared
+			if q.SourceID == "" || e.SourceID == q.SourceID {
+				all = append(all, e)
+			}
+		}
+	} else if all, err = s.Store.Listing(ctx, q); err != nil {
 		return nil, nil, err
 	}
 	q.Limit, q.Summaries = FeedEntries+len(absent), true
@@ -187,10 +200,31 @@ func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]
 	return all, feed[:min(len(feed), FeedEntries)], nil
 }
 
+// everyPage is every published page in listing order (newest first),
+// read once for a refresh that renders the index and cards: the order of a
+// card's pages is the index's, so a card's pages are the index's of its
+// source.
+type everyPage struct {
+	read  bool
+	pages []PageEntry
+}
+
+func (e *everyPage) get(ctx context.Context, st Store) ([]PageEntry, error) {
+	if !e.read {
+		pages, err := st.Listing(ctx, ListingQuery{})
+		if err != nil {
+			return nil, err
+		}
+		e.pages, e.read = pages, true
+	}
+	return e.pages, nil
+}
+
 // renderCard renders a source's card, its archive pages and its feed,
-// listing no page in absent.
-func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[string]bool) ([]listingObject, error) {
-	entries, feed, err := s.listed(ctx, ListingQuery{SourceID: src.ID}, absent)
+// listing no page in absent; every, if set, is the refresh's read of every
+// published page.
+func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[string]bool, every *everyPage) ([]listingObject, error) {
+	entries, feed, err := s.listed(ctx, ListingQuery{SourceID: src.ID}, absent, every)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +269,8 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[str
 
 // renderIndex renders the index, its archive pages and the feed of all
 // changes, listing no page in absent.
-func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent map[string]bool) ([]listingObject, error) {
-	entries, feed, err := s.listed(ctx, ListingQuery{}, absent)
+func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent map[string]bool, every *everyPage) ([]listingObject, error) {
+	entries, feed, err := s.listed(ctx, ListingQuery{}, absent, every)
 	if err != nil {
 		return nil, err
 	}

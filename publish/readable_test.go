@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -462,4 +463,52 @@ func mustCurrent(t *testing.T, f *fixture, key string) string {
 		t.Fatalf("current summary of %s: %q %v", key, id, err)
 	}
 	return id
+}
+
+// fullListings counts the listings of every page of a group (not the
+// feeds' newest few) that the store is asked for.
+type fullListings struct {
+	publish.Store
+	n int
+}
+
+func (c *fullListings) Listing(ctx context.Context, q publish.ListingQuery) ([]publish.PageEntry, error) {
+	if q.Limit == 0 {
+		c.n++
+	}
+	return c.Store.Listing(ctx, q)
+}
+
+// TestARefreshReadsEveryPageOnce: a refresh that renders the index and a
+// card reads the published pages once; the card's are the index's of its
+// source, in the same order.
+func TestARefreshReadsEveryPageOnce(t *testing.T) {
+	f := mustFixture(t, sqltest.Backends()[0], mem.New())
+	items := make([]tidemark.Item, publish.ListPageSize+5)
+	for i := range items {
+		items[i] = tidemark.Item{Key: fmt.Sprintf("c%03d", i), Title: fmt.Sprintf("change %d", i),
+			Evidence: []byte(fmt.Sprintf("commit c%03d\n\n    change %d\n", i, i))}
+	}
+	f.settle(t, f.src, items[:5]...) // the source's first pass writes its card ahead of its pages
+	f.mustSummarizeAndPublish(t)
+	f.settle(t, f.src, items[5:]...)
+	counter := &fullListings{Store: f.svc.Store}
+	f.svc.Store = counter
+	rep := f.mustSummarizeAndPublish(t)
+	if rep.Listings.Written == 0 || counter.n != 1 {
+		t.Fatalf("the pass wrote %d listing objects and read every page %d times; want some, and once", rep.Listings.Written, counter.n)
+	}
+	card, err := f.objs.Get(context.Background(), publish.CardKey(f.src.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := f.objs.Get(context.Background(), publish.IndexKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One source: the card lists what the index lists, newest first.
+	rows := regexp.MustCompile(`changes/[0-9A-Z]+\.html`)
+	if c, i := rows.FindAllString(string(card.Body), -1), rows.FindAllString(string(index.Body), -1); !slices.Equal(c, i) || len(c) != publish.ListPageSize {
+		t.Fatalf("card lists %v\nindex lists %v", c, i)
+	}
 }

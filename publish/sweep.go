@@ -46,7 +46,7 @@ func (s *Service) writeCard(ctx context.Context, src SourceInfo) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	objs, err := s.renderCard(ctx, src, absent.all)
+	objs, err := s.renderCard(ctx, src, absent.all, nil)
 	if err != nil {
 		return false, err
 	}
@@ -127,18 +127,19 @@ func (s *Service) refreshListings(ctx context.Context, absent *absence) (Listing
 		}
 	}
 	var indexStamp strings.Builder
+	every := &everyPage{} // read once, by the first group that renders
 	for _, src := range sources {
 		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absent.bySource[src.ID])
 		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
 		err := s.refreshGroup(ctx, r, CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
-			return s.renderCard(ctx, src.SourceInfo, absent.all)
+			return s.renderCard(ctx, src.SourceInfo, absent.all, every)
 		})
 		if err != nil {
 			return r.rep, err
 		}
 	}
 	err = s.refreshGroup(ctx, r, IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
-		return s.renderIndex(ctx, sources, absent.all)
+		return s.renderIndex(ctx, sources, absent.all, every)
 	})
 	if err != nil {
 		return r.rep, err
