@@ -303,8 +303,9 @@ type SweepReport struct {
 
 // Sweep converges every page to its current published summary. It compares
 // the books (the event's pointer against the summary marked published, and
-// the recorded ETag against the stored object's) and never reads bodies, so
-// a sweep with nothing to repair costs one query and one listing.
+// the recorded ETag against the stored object's) and never reads bodies: a
+// sweep with nothing to repair costs four queries, the store's listings of
+// its page and listing objects, and two HEADs.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
 	if _, err := s.BindStore(ctx); err != nil {

@@ -3,6 +3,9 @@ package publish_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -155,4 +158,76 @@ func TestSweepRepairsTheStore(t *testing.T) {
 			})
 		}
 	})
+}
+
+// storeCalls counts what is asked of the store it wraps.
+type storeCalls struct {
+	objstore.Store
+	mu                         sync.Mutex
+	gets, puts, deletes, heads int
+	lists                      []string
+}
+
+func (c *storeCalls) Get(ctx context.Context, key string) (objstore.Object, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, key)
+}
+
+func (c *storeCalls) Put(ctx context.Context, key string, body []byte, o objstore.PutOptions) (objstore.Info, error) {
+	c.mu.Lock()
+	c.puts++
+	c.mu.Unlock()
+	return c.Store.Put(ctx, key, body, o)
+}
+
+func (c *storeCalls) Delete(ctx context.Context, key string) error {
+	c.mu.Lock()
+	c.deletes++
+	c.mu.Unlock()
+	return c.Store.Delete(ctx, key)
+}
+
+func (c *storeCalls) Head(ctx context.Context, key string) (objstore.Info, error) {
+	c.mu.Lock()
+	c.heads++
+	c.mu.Unlock()
+	return c.Store.Head(ctx, key)
+}
+
+func (c *storeCalls) List(ctx context.Context, prefix string, fn func(objstore.Info) error) error {
+	c.mu.Lock()
+	c.lists = append(c.lists, prefix)
+	c.mu.Unlock()
+	return c.Store.List(ctx, prefix, fn)
+}
+
+// TestASweepWithNothingToRepairReadsNoBody: what docs/publish.md says a
+// sweep with nothing to repair costs: no body read, nothing written, the
+// listings of the page and listing objects and two HEADs.
+func TestASweepWithNothingToRepairReadsNoBody(t *testing.T) {
+	ctx := context.Background()
+	f := mustFixture(t, sqltest.Backends()[0], mem.New())
+	items := make([]tidemark.Item, publish.ListPageSize+3)
+	for i := range items {
+		items[i] = tidemark.Item{Key: fmt.Sprintf("c%03d", i), Title: fmt.Sprintf("change %d", i),
+			Evidence: []byte(fmt.Sprintf("commit c%03d\n\n    change %d\n", i, i))}
+	}
+	f.settle(t, f.src, items...)
+	f.mustSummarizeAndPublish(t)
+	if _, err := f.svc.Sweep(ctx); err != nil { // binds the store; converges whatever the pass left
+		t.Fatal(err)
+	}
+	calls := &storeCalls{Store: f.svc.Objects}
+	f.svc.Objects = calls
+	rep, err := f.svc.Sweep(ctx)
+	if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Relinked+rep.Listings.Written+rep.Listings.Collected != 0 {
+		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	slices.Sort(calls.lists)
+	if calls.gets+calls.puts+calls.deletes != 0 || calls.heads != 2 || !slices.Equal(calls.lists, []string{"archive/", "changes/", "sources/"}) {
+		t.Fatalf("a sweep with nothing to repair made %d gets, %d puts, %d deletes, %d heads and listed %v",
+			calls.gets, calls.puts, calls.deletes, calls.heads, calls.lists)
+	}
 }
