@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore"
+	"golang.org/x/sync/errgroup"
 )
 
 // ListingReport counts what RefreshListings did.
@@ -228,7 +230,11 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 	// An object whose content is unchanged is not written again (a full
 	// archive page never changes when newer changes arrive); it is only
 	// restamped, so the group is fresh again at the next refresh.
-	var restamp []WikiObject
+	var (
+		restamp []WikiObject
+		writes  []listingWrite
+		main    *listingWrite
+	)
 	for _, o := range group {
 		r.live[o.key] = true
 		hash, err := o.contentHash()
@@ -242,15 +248,44 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 			}
 			continue
 		}
-		wrote, err := s.writeListing(ctx, o.key, kind, sourceID, stamp, hash, o.render)
-		if wrote {
-			r.rep.Written++
+		if o.key == mainKey {
+			main = &listingWrite{o, hash}
+		} else {
+			writes = append(writes, listingWrite{o, hash})
 		}
-		if err != nil {
+	}
+	// The objects the front page links first, up to s.concurrency() at
+	// once (each fenced by its own generation), then the front page.
+	var mu sync.Mutex
+	write := func(w listingWrite) error {
+		wrote, err := s.writeListing(ctx, w.key, kind, sourceID, stamp, w.hash, w.render)
+		if wrote {
+			mu.Lock()
+			r.rep.Written++
+			mu.Unlock()
+		}
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(s.concurrency())
+	for _, w := range writes {
+		g.Go(func() error { return write(w) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if main != nil {
+		if err := write(*main); err != nil {
 			return err
 		}
 	}
 	return s.Store.RestampObjects(ctx, stamp, restamp)
+}
+
+// listingWrite is a listing object to write, with its content hash.
+type listingWrite struct {
+	listingObject
+	hash string
 }
 
 // collectListings decides what no group rendered any more: such objects
