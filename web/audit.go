@@ -127,3 +127,12 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 		return pageCursor{List: "audit", At: last.At.UnixMilli(), Key: last.ID}
 	}))
 }
+
+// failed tells the audit of the write w answers that it failed with err
+// (nil: nothing failed), whatever status the answer has: a console form
+// that fails answers with a redirect.
+func failed(w http.ResponseWriter, err error) {
+	if rec, ok := w.(*auditRecorder); ok && err != nil {
+		rec.err = err
+	}
+}

@@ -140,7 +140,7 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 		// rest waits for the next one.
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		s.redirectNotice(w, r, publishPath, notice{Error: true, Text: fmt.Sprintf(
-			"This round stopped: something it needs did not answer (%s). What it did is kept: %s. The rest waits for the daemon's next round, or press Publish now again once it answers.", first, did)})
+			"This round stopped: something it needs did not answer (%s). What it did is kept: %s. The rest waits for the daemon's next round, or press Publish now again once it answers.", first, did)}, err)
 		return
 	}
 	if t.SummariesFailed+t.PagesFailed > 0 {
@@ -182,7 +182,7 @@ func (s *Server) formSweep(w http.ResponseWriter, r *http.Request) {
 		if len(rep.Errors) > 0 {
 			text += " First failure: " + rep.Errors[0]
 		}
-		s.redirectNotice(w, r, publishPath, notice{Error: true, Text: text})
+		s.redirectNotice(w, r, publishPath, notice{Error: true, Text: text}, err)
 		return
 	}
 	s.redirect(w, r, publishPath, "Swept "+sweepText(rep)+".", err)

@@ -33,11 +33,14 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request, to, msg string
 	if err != nil {
 		n = notice{Error: true, Text: s.problemText(r, err)}
 	}
-	s.redirectNotice(w, r, to, n)
+	s.redirectNotice(w, r, to, n, err)
 }
 
-// redirectNotice sends the browser to the page to, which then says n.
-func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to string, n notice) {
+// redirectNotice sends the browser to the page to, which then says n. err,
+// when not nil, is what failed: the audit of the write records it, as it
+// records an error fail answers.
+func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to string, n notice, err error) {
+	failed(w, err)
 	kind := "ok"
 	if n.Error {
 		kind = "error"

@@ -409,3 +409,30 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		t.Fatalf("checked %d answers", checked)
 	}
 }
+
+// A console write whose form fails answers with a redirect that says why;
+// its audit records the failure, not a success.
+func TestAFailedConsoleWriteIsAuditedAsFailed(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(15))
+	s := &Server{Ingest: db.Ingest(), Auth: db.Auth()}
+	secret, _, err := db.Auth().CreateToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.requireAuth(s.audited(route{Method: http.MethodPost, Pattern: "/console/sources/{name}/pause", Access: private,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.redirect(w, r, "/status", "", fmt.Errorf("source %q: %w", r.PathValue("name"), tidemark.ErrNotFound))
+		})}))
+	req := httptest.NewRequest("POST", "http://127.0.0.1/console/sources/x/pause", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusSeeOther || len(log) != 1 || log[0].Outcome == tidemark.AuditOK || !strings.Contains(log[0].Detail, "not found") {
+		t.Fatalf("%d, audit %+v", rec.Code, log)
+	}
+}

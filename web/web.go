@@ -206,9 +206,7 @@ func errorBody(err error) apiError {
 // /api (and /metrics), a page that says what went wrong on the console.
 // Internal errors are logged in full and shown without detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if rec, ok := w.(*auditRecorder); ok {
-		rec.err = err
-	}
+	failed(w, err)
 	if !isAPI(r) && r.URL.Path != "/metrics" {
 		s.problem(w, r, err) // a console page: a page that says what went wrong
 		return
