@@ -120,7 +120,7 @@ func (s *Server) audited(rt route) http.Handler {
 // routes do not take the request's method is a 405 (JSON under /api) that
 // names the methods they take.
 func (s *Server) mux() *router {
-	rt := &router{s: s, mux: http.NewServeMux(), fallbacks: map[string]bool{}}
+	rt := &router{s: s, mux: http.NewServeMux(), fallbacks: map[string]bool{}, roots: map[string]bool{}}
 	for _, route := range s.routes() {
 		h := s.audited(route)
 		if route.Access == private {
@@ -131,6 +131,11 @@ func (s *Server) mux() *router {
 			rt.fallbacks[pattern] = true
 			h = rt.orNotAllowed(h)
 		} else {
+			root := firstSegment(pattern)
+			if strings.HasPrefix(root, "{") {
+				panic("web: route " + pattern + " starts with a wildcard; allowed could not tell a wiki page from it")
+			}
+			rt.roots[root] = true
 			pattern = route.Method + " " + pattern
 		}
 		rt.mux.Handle(pattern, h)
@@ -145,13 +150,25 @@ type router struct {
 	// fallbacks are the patterns that answer every method (the wiki, the
 	// /api/ fallback): a path they answer may still be another route's.
 	fallbacks map[string]bool
+	// roots are the first path segments of the routes that take a method,
+	// so a wiki page (whose path starts with none of them) is served
+	// without looking for the methods other routes of its path take.
+	roots map[string]bool
+}
+
+// firstSegment is the first segment of a pattern's or a request's path:
+// "api" for /api/sources/{name}.
+func firstSegment(path string) string {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	return seg
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) { rt.mux.ServeHTTP(w, r) }
 
 // orNotAllowed is a fallback's handler: a request it catches only because
 // no route of the path takes its method is a 405 that names the methods
-// they take. Only requests no route answers pay for the look.
+// they take. Only requests no route answers, under a path where routes
+// are, pay for the look.
 func (rt *router) orNotAllowed(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allowed := rt.allowed(r); len(allowed) > 0 {
@@ -164,11 +181,14 @@ func (rt *router) orNotAllowed(h http.Handler) http.Handler {
 
 // allowed are the methods a route of its own takes on r's path.
 func (rt *router) allowed(r *http.Request) []string {
+	if !rt.roots[firstSegment(r.URL.Path)] {
+		return nil
+	}
 	var allowed []string
+	probe := *r // the mux reads the method, the host and the path
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, p := rt.mux.Handler(probe); p != "" && !rt.fallbacks[p] {
+		if _, p := rt.mux.Handler(&probe); p != "" && !rt.fallbacks[p] {
 			allowed = append(allowed, m)
 		}
 	}
