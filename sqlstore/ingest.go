@@ -1313,30 +1313,46 @@ func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (ti
 }
 
 func (s *IngestStore) insertAction(ctx context.Context, tx *sql.Tx, r sourceRow, action, actor, cursorAfter string, versionAfter int64, note string, now time.Time) error {
+	_, err := s.recordAction(ctx, tx, r, action, actor, cursorAfter, versionAfter, note, now)
+	return err
+}
+
+// recordAction is insertAction, returning the action it recorded.
+func (s *IngestStore) recordAction(ctx context.Context, tx *sql.Tx, r sourceRow, action, actor, cursorAfter string, versionAfter int64, note string, now time.Time) (ingest.Action, error) {
 	if actor == "" {
 		actor = "unknown"
 	}
+	a := ingest.Action{ID: s.db.IDs.New(), SourceID: r.ID, SourceName: r.Name, Action: action, Actor: actor,
+		CursorBefore: r.Cursor, CursorAfter: cursorAfter, CursorVersionBefore: r.CursorVersion, CursorVersionAfter: versionAfter,
+		Note: note, At: fromMS(ms(now))}
 	_, err := tx.ExecContext(ctx, `INSERT INTO source_actions
 		(id, source_id, source_name, action, actor, cursor_before, cursor_after, cursor_version_before, cursor_version_after, note, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		s.db.IDs.New(), r.ID, r.Name, action, actor, r.Cursor, cursorAfter, r.CursorVersion, versionAfter, note, ms(now))
+		a.ID, a.SourceID, a.SourceName, a.Action, a.Actor, a.CursorBefore, a.CursorAfter, a.CursorVersionBefore, a.CursorVersionAfter, a.Note, ms(now))
 	if err != nil {
-		return fmt.Errorf("audit %s on %s: %w", action, r.Name, err)
+		return a, fmt.Errorf("audit %s on %s: %w", action, r.Name, err)
 	}
-	return nil
+	return a, nil
 }
 
-// Actions implements ingest.Store.
+// Actions implements ingest.Store. A removed source's actions stay
+// readable by its ID: the audit outlives the source.
 func (s *IngestStore) Actions(ctx context.Context, ref string, limit int) ([]ingest.Action, error) {
-	src, err := s.Source(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
 	if limit <= 0 {
 		limit = 100
 	}
-	return queryAll(ctx, s.db.db, scanAction, `SELECT `+actionColumns+` FROM source_actions
-		WHERE source_id = $1 ORDER BY at DESC, id DESC LIMIT $2`, src.ID, limit)
+	src, err := s.Source(ctx, ref)
+	if errors.Is(err, tidemark.ErrNotFound) {
+		actions, aerr := s.actionsOf(ctx, ref, limit)
+		if aerr != nil || len(actions) == 0 {
+			return nil, errors.Join(err, aerr)
+		}
+		return actions, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.actionsOf(ctx, src.ID, limit)
 }
 
 const actionColumns = `id, source_id, source_name, action, actor, cursor_before, cursor_after,

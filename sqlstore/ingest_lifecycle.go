@@ -144,17 +144,14 @@ func (s *IngestStore) RemoveSource(ctx context.Context, ref, actor string, force
 	if loses := rm.Loses(); loses != "" {
 		note = "deleted " + loses
 	}
-	if err := s.insertAction(ctx, tx, r, "remove", actor, "", r.CursorVersion, note, now); err != nil {
+	act, err := s.recordAction(ctx, tx, r, "remove", actor, "", r.CursorVersion, note, now)
+	if err != nil {
 		return rm, err
 	}
 	if err := tx.Commit(); err != nil {
 		return rm, err
 	}
-	acts, err := s.actionsOf(ctx, r.ID, 1)
-	if err != nil || len(acts) == 0 {
-		return rm, fmt.Errorf("source %s removed, but its audit row could not be read back: %w", r.Name, errors.Join(err, tidemark.ErrUnconfirmed))
-	}
-	rm.Action = acts[0]
+	rm.Action = act
 	return rm, nil
 }
 

@@ -175,9 +175,10 @@ func TestRemoveSourceRefusesDataLossUnlessForcedAndKeepsItsAudit(t *testing.T) {
 		if n := count(`SELECT COUNT(*) FROM events WHERE source_id = $1`, kept.ID); n != 1 {
 			t.Fatalf("another source's events went too: %d left", n)
 		}
-		// The audit outlives the source: its pause and its removal.
-		if n := count(`SELECT COUNT(*) FROM source_actions WHERE source_id = $1`, src.ID); n != 2 {
-			t.Fatalf("audit rows of the removed source: %d, want pause and remove", n)
+		// The audit outlives the source: its pause and its removal, read
+		// through the store by the source's ID.
+		if acts, err := st.Actions(ctx, src.ID, 10); err != nil || len(acts) != 2 || acts[0] != rm.Action {
+			t.Fatalf("audit of the removed source: %+v %v, want its removal and its pause", acts, err)
 		}
 		removals, err := st.Removals(ctx, 10)
 		if err != nil {
