@@ -409,36 +409,26 @@ func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error)
 // failures; a failure to list the lanes is logged and retried the same
 // way. It returns only when ctx ends.
 func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
-	ds := map[string]*outbox.Deliverer{}
-	built := map[string]string{} // the lane revision each deliverer was built from
-	nextAt := map[string]time.Time{}
-	failing := map[string]*backoff{}
-	pause := func(name string) time.Duration {
-		b := failing[name]
-		if b == nil {
-			b = newBackoff()
-			failing[name] = b
-		}
-		return b.Fail()
+	// laneState is what the loop keeps of one revision of a lane: a lane
+	// removed, or changed (lane set, or removed and added again), starts
+	// afresh, with its provider built anew and no pause left from before.
+	type laneState struct {
+		rev     string
+		d       *outbox.Deliverer
+		next    time.Time
+		failing *backoff
 	}
+	lanes := map[string]*laneState{}
 	defer func() {
-		for _, d := range ds {
-			_ = d.Release(context.WithoutCancel(ctx))
+		for _, l := range lanes {
+			if l.d != nil {
+				_ = l.d.Release(context.WithoutCancel(ctx))
+			}
 		}
 	}()
 	listing := newBackoff()
 	for {
 		revisions, err := p.db.Outbox().LaneRevisions(ctx, only)
-		if _, ok := revisions[only]; only != "" && !ok {
-			revisions[only] = "" // not a lane: Deliverer says so, and the loop retries
-		}
-		for name, d := range ds {
-			if _, ok := revisions[name]; !ok && err == nil {
-				_ = d.Release(context.WithoutCancel(ctx)) // the lane was removed
-				delete(ds, name)
-			}
-		}
-		names := slices.Sorted(maps.Keys(revisions))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -451,55 +441,65 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 			continue
 		}
 		listing.Reset()
+		if _, ok := revisions[only]; only != "" && !ok {
+			revisions[only] = "" // not a lane: Deliverer says so, and the loop retries
+		}
+		for name, l := range lanes {
+			if rev, ok := revisions[name]; !ok || rev != l.rev {
+				if l.d != nil {
+					_ = l.d.Release(context.WithoutCancel(ctx)) // the lane was removed or changed
+				}
+				delete(lanes, name)
+			}
+		}
 		wake := p.clock.Now().Add(lanePoll)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(revisions)) {
+			l := lanes[name]
+			if l == nil {
+				l = &laneState{rev: revisions[name], failing: newBackoff()}
+				lanes[name] = l
+			}
 			now := p.clock.Now()
-			if at, ok := nextAt[name]; ok && now.Before(at) {
-				wake = minTime(wake, at)
+			if now.Before(l.next) {
+				wake = minTime(wake, l.next)
 				continue
 			}
-			d := ds[name]
-			if d != nil && built[name] != revisions[name] {
-				// The lane changed (or was added anew) since its provider
-				// was built.
-				_ = d.Release(context.WithoutCancel(ctx))
-				d = nil
-			}
-			if d == nil {
-				if d, err = p.Deliverer(ctx, name, ttl); err != nil {
-					wait := pause(name)
+			if l.d == nil {
+				d, err := p.Deliverer(ctx, name, ttl)
+				if err != nil {
+					wait := l.failing.Fail()
 					p.log.Warn("outbox: lane not deliverable; retrying", "lane", name, "err", err, "retry_in", wait)
-					nextAt[name] = now.Add(wait)
-					wake = minTime(wake, nextAt[name])
+					l.next = now.Add(wait)
+					wake = minTime(wake, l.next)
 					continue
 				}
-				ds[name], built[name] = d, revisions[name]
+				l.d = d
 			}
-			s, err := d.Step(ctx)
-			if b := failing[name]; b != nil && err == nil {
-				b.Reset()
+			s, err := l.d.Step(ctx)
+			if err == nil {
+				l.failing.Reset()
 			}
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case errors.Is(err, tidemark.ErrClaimHeld):
-				nextAt[name] = now.Add(lanePoll)
+				l.next = now.Add(lanePoll)
 			case err != nil:
-				wait := pause(name)
+				wait := l.failing.Fail()
 				p.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)
-				nextAt[name] = now.Add(wait)
+				l.next = now.Add(wait)
 			case s.Kind == outbox.StepIdle:
-				nextAt[name] = now.Add(lanePoll)
+				l.next = now.Add(lanePoll)
 			case s.Kind == outbox.StepWait:
-				nextAt[name] = *s.Until
+				l.next = *s.Until
 			default:
-				nextAt[name] = now
+				l.next = now
 				wake = now
 				if s.Alert != "" {
 					p.log.Error("outbox: duplicate alert", "lane", name, "intent", s.IntentID, "alert", s.Alert)
 				}
 			}
-			wake = minTime(wake, nextAt[name])
+			wake = minTime(wake, l.next)
 		}
 		if err := sleep(ctx, wake.Sub(p.clock.Now())); err != nil {
 			return err

@@ -430,3 +430,45 @@ func TestChannelTemplateIsSetCheckedAndAudited(t *testing.T) {
 		}
 	})
 }
+
+// A lane that failed and was removed leaves no pause behind: added again
+// under its name, it is delivered at once, not after the removed lane's
+// backoff.
+func TestDeliverLoopForgetsARemovedLanesBackoff(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := openBackend(t, sqltest.Backends()[0])
+	b := providertest.New(t, clock.System{}, []byte("k"))
+	gap := tidemark.Duration(0)
+	down := b.Settings()
+	for k, v := range down {
+		down[k] = strings.Replace(v, strings.TrimPrefix(b.URL, "http://"), "127.0.0.1:1", 1) // nothing listens there
+	}
+	down["secret"] = "k"
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: down, MinGap: &gap})
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	fakeSleep(t, func(waits []time.Duration) {
+		switch {
+		case len(waits) == 1:
+			if _, err := p.RemoveLane(ctx, "hook", true, "ada"); err != nil {
+				t.Error(err)
+			}
+			up := b.Settings()
+			up["secret"] = "k"
+			mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: up, MinGap: &gap})
+			if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "two"}); err != nil {
+				t.Error(err)
+			}
+		case len(waits) > 6:
+			cancel()
+		}
+	})
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loop ended with %v", err)
+	}
+	if b.Count() != 1 {
+		t.Fatalf("writes to the lane added again: %d, want 1", b.Count())
+	}
+}
