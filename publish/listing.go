@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,15 +91,30 @@ func contentTypeOf(key string) string {
 }
 
 type pageLink struct {
-	N       int
 	Label   string
 	Href    string
 	Current bool
 }
 
+// listingRow is what a listing shows of a change, and all its digest
+// covers of it: a page republished with the same title and headline (a
+// relink, a repair) changes no listing.
+type listingRow struct {
+	PageID, SourceID, Title, Headline string
+	OccurredAt                        time.Time
+}
+
+func listingRows(entries []PageEntry) []listingRow {
+	rows := make([]listingRow, len(entries))
+	for i, e := range entries {
+		rows[i] = listingRow{PageID: e.PageID, SourceID: e.SourceID, Title: e.Title, Headline: e.Headline, OccurredAt: e.OccurredAt}
+	}
+	return rows
+}
+
 // listingView is what the listing template shows of one page.
 type listingView struct {
-	Entries []PageEntry
+	Entries []listingRow
 	Page    int // 1: the front page; archive n is page n+1 in titles
 	Root    string
 	Newer   string
@@ -110,7 +126,6 @@ type listingView struct {
 	// newest archive page, however long the history.
 	Links          []pageLink
 	Newest, Oldest string
-	SourceNames    map[string]string
 }
 
 // paginate splits entries (newest first) into the front page and the
@@ -118,14 +133,14 @@ type listingView struct {
 // relative to the root.
 func paginate(entries []PageEntry, href func(n int) string) (front listingView, archives []listingView) {
 	n := len(entries)
-	front = listingView{Entries: entries[:min(n, ListPageSize)], Page: 1}
+	front = listingView{Entries: listingRows(entries[:min(n, ListPageSize)]), Page: 1}
 	if n <= ListPageSize {
 		return front, nil
 	}
 	chunks := (n + ListPageSize - 1) / ListPageSize
 	for c := 1; c <= chunks; c++ {
 		lo, hi := (c-1)*ListPageSize, min(c*ListPageSize, n) // ascending positions [lo, hi)
-		v := listingView{Entries: entries[n-hi : n-lo], Page: c + 1, Newer: href(0), Newest: href(0), Oldest: href(1)}
+		v := listingView{Entries: listingRows(entries[n-hi : n-lo]), Page: c + 1, Newer: href(0), Newest: href(0), Oldest: href(1)}
 		if c < chunks {
 			v.Newer = href(c + 1)
 		}
@@ -134,9 +149,9 @@ func paginate(entries []PageEntry, href func(n int) string) (front listingView, 
 		}
 		archives = append(archives, v)
 	}
-	front.Links = append(front.Links, pageLink{N: 0, Label: "Newest", Href: href(0), Current: true})
+	front.Links = append(front.Links, pageLink{Label: "Newest", Href: href(0), Current: true})
 	for c := chunks; c >= 1; c-- {
-		front.Links = append(front.Links, pageLink{N: c, Label: strconv.Itoa(c), Href: href(c)})
+		front.Links = append(front.Links, pageLink{Label: strconv.Itoa(c), Href: href(c)})
 	}
 	// The change just older than the front page's oldest.
 	front.Older = href((n-ListPageSize-1)/ListPageSize + 1)
@@ -174,15 +189,11 @@ func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]
 		return out
 	}
 	if every != nil {
-		pages, err := every.get(ctx, s.Store)
+		pages, err := every.get(ctx, s.Store, q.SourceID)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, e := range pages { // a new slice: every's is shared
-			if q.SourceID == "" || e.SourceID == q.SourceID {
-				all = append(all, e)
-			}
-		}
+		all = slices.Clone(pages) // every's is shared; keep filters in place
 	} else if all, err = s.Store.Listing(ctx, q); err != nil {
 		return nil, nil, err
 	}
@@ -205,19 +216,28 @@ func (s *Service) listed(ctx context.Context, q ListingQuery, absent map[string]
 // card's pages is the index's, so a card's pages are the index's of its
 // source.
 type everyPage struct {
-	read  bool
-	pages []PageEntry
+	read     bool
+	pages    []PageEntry
+	bySource map[string][]PageEntry
 }
 
-func (e *everyPage) get(ctx context.Context, st Store) ([]PageEntry, error) {
+// get is every published page, or sourceID's ("": every source's).
+func (e *everyPage) get(ctx context.Context, st Store, sourceID string) ([]PageEntry, error) {
 	if !e.read {
 		pages, err := st.Listing(ctx, ListingQuery{})
 		if err != nil {
 			return nil, err
 		}
 		e.pages, e.read = pages, true
+		e.bySource = map[string][]PageEntry{}
+		for _, p := range pages {
+			e.bySource[p.SourceID] = append(e.bySource[p.SourceID], p)
+		}
 	}
-	return e.pages, nil
+	if sourceID == "" {
+		return e.pages, nil
+	}
+	return e.bySource[sourceID], nil
 }
 
 // renderCard renders a source's card, its archive pages and its feed,
@@ -249,11 +269,10 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[str
 			return map[string]any{"Source": src, "Location": loc, "Total": total,
 				"Generation": gen, "Entries": v.Entries, "Page": v.Page, "Root": v.Root,
 				"Newer": v.Newer, "Older": v.Older, "Links": v.Links,
-				"Newest": v.Newest, "Oldest": v.Oldest, "SourceNames": v.SourceNames}
+				"Newest": v.Newest, "Oldest": v.Oldest}
 		})
 	}
 	// The card lives in sources/, its links are relative to that folder.
-	front.Root = "../"
 	for i := range front.Links {
 		front.Links[i].Href = strings.TrimPrefix(front.Links[i].Href, "sources/")
 	}
@@ -289,9 +308,17 @@ func (s *Service) renderIndex(ctx context.Context, sources []SourceEntry, absent
 	front, _ := paginate(entries, href(""))
 	_, archives := paginate(entries, href("../"))
 	index := func(key string, v listingView, root string) listingObject {
-		shown := sources
-		if v.Page > 1 {
-			shown = nil // only the front page lists the sources (with their counts)
+		// Only the front page lists the sources, with what it shows of
+		// them (not their stamps).
+		type sourceRow struct {
+			ID, Name, Kind string
+			Pages          int
+		}
+		var shown []sourceRow
+		for _, src := range sources {
+			if v.Page == 1 {
+				shown = append(shown, sourceRow{src.ID, src.Name, src.Kind, src.Pages})
+			}
 		}
 		// The names of the sources this page shows, so that a new source
 		// changes no archive page.

@@ -278,13 +278,26 @@ func TestEveryPageReachableFromIndex(t *testing.T) {
 	if after := etags(); !maps.Equal(before, after) {
 		t.Errorf("older archive pages were rewritten:\nbefore %v\nafter  %v", before, after)
 	}
-	// Nothing new: nothing is written, and nothing needs rendering.
+	// Nothing new: nothing is written.
 	rep, err := f.svc.RefreshListings(ctx)
 	if err != nil || rep.Written != 0 {
 		t.Fatalf("refresh after publish: %+v %v", rep, err)
 	}
 	if !crawl(t, f, publish.IndexKey)["changes/"+mustPageOf(t, f, "new")+".html"] {
 		t.Fatal("the newest change is not linked")
+	}
+	// The oldest change republished (a relink, a repair, a sweep): no
+	// listing shows what that changes, so none is written.
+	var oldest string
+	if err := f.db.SQL().QueryRowContext(ctx, `SELECT p.summary_id FROM pages p JOIN events e ON e.id = p.event_id WHERE e.item_key = 'c000'`).Scan(&oldest); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Clock.Advance(time.Minute) // a later published_at
+	if _, err := f.svc.Publish(ctx, oldest); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := f.svc.RefreshListings(ctx); err != nil || rep.Written != 0 {
+		t.Fatalf("refresh after republishing the oldest change: %+v %v", rep, err)
 	}
 	// A new source's first change: its card is new, and no archive page of
 	// the index changes but the newest.

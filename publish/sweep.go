@@ -257,7 +257,7 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 	// The objects the front page links first, up to s.concurrency() at
 	// once (each fenced by its own generation), then the front page.
 	var mu sync.Mutex
-	write := func(w listingWrite) error {
+	write := func(ctx context.Context, w listingWrite) error {
 		wrote, err := s.writeListing(ctx, w.key, kind, sourceID, stamp, w.hash, w.render)
 		if wrote {
 			mu.Lock()
@@ -266,16 +266,16 @@ func (s *Service) refreshGroup(ctx context.Context, r *listingRefresh, mainKey, 
 		}
 		return err
 	}
-	var g errgroup.Group
+	g, gctx := errgroup.WithContext(ctx) // one write failed: the others queued are not started
 	g.SetLimit(s.concurrency())
 	for _, w := range writes {
-		g.Go(func() error { return write(w) })
+		g.Go(func() error { return write(gctx, w) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	if main != nil {
-		if err := write(*main); err != nil {
+		if err := write(ctx, *main); err != nil {
 			return err
 		}
 	}
