@@ -121,6 +121,12 @@ type Run struct {
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 }
 
+// Held says whether a worker holds the run at now: it has a holder whose
+// lease has not run out. Another worker's claim is refused until then.
+func (r Run) Held(now time.Time) bool {
+	return r.Holder != "" && r.LeaseExpiresAt != nil && r.LeaseExpiresAt.After(now)
+}
+
 // RunClaim is a worker's right to step a run; every step presents Token.
 type RunClaim struct {
 	RunID          string    `json:"run_id"`

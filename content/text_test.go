@@ -60,3 +60,22 @@ func TestRunProgress(t *testing.T) {
 		t.Errorf("aborting: %d of %d, %q", n, total, desc)
 	}
 }
+
+func TestRunHeld(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later, earlier := now.Add(time.Second), now.Add(-time.Second)
+	for _, tc := range []struct {
+		run  content.Run
+		want bool
+	}{
+		{content.Run{}, false},
+		{content.Run{Holder: "w", LeaseExpiresAt: &later}, true},
+		{content.Run{Holder: "w", LeaseExpiresAt: &earlier}, false},
+		{content.Run{Holder: "w"}, false},
+		{content.Run{LeaseExpiresAt: &later}, false},
+	} {
+		if got := tc.run.Held(now); got != tc.want {
+			t.Errorf("%+v.Held = %v, want %v", tc.run, got, tc.want)
+		}
+	}
+}

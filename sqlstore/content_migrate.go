@@ -179,7 +179,7 @@ func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time
 		return content.RunClaim{}, fmt.Errorf("migration run %s is %s; nothing to resume or abort: %w", r.ID, r.Status, tidemark.ErrConflict)
 	}
 	now := s.db.Clock.Now()
-	if r.token.Valid && r.Holder != holder && r.LeaseExpiresAt.After(now) {
+	if r.token.Valid && r.Holder != holder && r.Held(now) {
 		return content.RunClaim{}, fmt.Errorf("migration run %s is held by %s until %s (pass --holder %s if that worker is gone): %w",
 			r.ID, r.Holder, r.LeaseExpiresAt.Format(time.RFC3339), r.Holder, tidemark.ErrClaimHeld)
 	}

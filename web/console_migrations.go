@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -71,7 +70,7 @@ func (s *Server) migrationPage(w http.ResponseWriter, r *http.Request) {
 	}
 	// A run a live worker holds is being driven: resuming it would be
 	// refused as held, so the page offers only the abort.
-	driven := run.Holder != "" && run.LeaseExpiresAt != nil && run.LeaseExpiresAt.After(time.Now())
+	driven := run.Held(s.now())
 	s.render(w, r, "migration.html", map[string]any{"R": run, "Actions": acts, "Notice": s.takeNotice(w, r),
 		"Active": run.Status == content.RunRunning || run.Status == content.RunAborting, "Driven": driven, "Percent": pct, "Done": done, "Total": total})
 }

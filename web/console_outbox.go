@@ -75,7 +75,7 @@ func (s *Server) outboxRoutes() []route {
 		r(post, "/status/outbox/channels/{id}/remove", "outbox channel remove", s.formRemoveChannel),
 		r(get, "/status/outbox/channels/{id}", "", s.channelPage),
 		r(post, "/status/outbox/channels/{id}/template", "outbox channel template", s.formChannelTemplate),
-		r(post, "/api/outbox/lanes", "outbox lane add", s.apiLanesRoot),
+		r(post, "/api/outbox/lanes", "outbox lane add", s.apiAddLane),
 		r(get, "/api/outbox/lanes/{name}", "", s.apiLane),
 		r(patch, "/api/outbox/lanes/{name}", "outbox lane set", s.apiLane),
 		r(del, "/api/outbox/lanes/{name}", "outbox lane remove", s.apiLane),
@@ -109,11 +109,7 @@ type newLaneBody struct {
 	outbox.LaneChange
 }
 
-func (s *Server) apiLanesRoot(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		s.apiLanes(w, r)
-		return
-	}
+func (s *Server) apiAddLane(w http.ResponseWriter, r *http.Request) {
 	var b newLaneBody
 	if err := decodeJSON(w, r, &b); err != nil {
 		s.fail(w, r, err)
@@ -135,7 +131,7 @@ func (s *Server) apiLane(w http.ResponseWriter, r *http.Request) {
 		l, err := s.OutboxOps.SetLane(ctx, name, ch, actor(r))
 		s.answer(w, r, http.StatusOK, l, err)
 	case http.MethodDelete:
-		force, err := boolParam(r.URL.Query().Get("force"))
+		force, err := forceParam(r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -148,7 +144,9 @@ func (s *Server) apiLane(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func boolParam(v string) (bool, error) {
+// forceParam is a request's ?force=, false when it is not given.
+func forceParam(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("force")
 	if v == "" {
 		return false, nil
 	}

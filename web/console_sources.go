@@ -350,7 +350,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{RunID: run.ID, Limit: 200})
+	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: run.SourceID, RunID: run.ID, Limit: 200})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -528,13 +528,10 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiDelete(w http.ResponseWriter, r *http.Request) {
-	force := false
-	if v := r.URL.Query().Get("force"); v != "" {
-		var err error
-		if force, err = strconv.ParseBool(v); err != nil {
-			s.fail(w, r, tidemark.Invalidf("force", v, "want true or false"))
-			return
-		}
+	force, err := forceParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	rm, err := s.Sources.RemoveSource(r.Context(), r.PathValue("name"), actor(r), force)
 	s.answer(w, r, http.StatusOK, rm, err)

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 )
@@ -78,6 +79,9 @@ type Server struct {
 	// pause, resume, retry, skip, run and remove sources.
 	Sources SourceOps
 	Logger  *slog.Logger
+	// Clock is the pipeline's time, which a page compares leases with
+	// (nil: the system's).
+	Clock clock.Clock
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
@@ -325,9 +329,6 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// health is a source's one-word state for people (ingest.Health).
-func health(src tidemark.Source) string { return ingest.Health(src) }
-
 type sourceRow struct {
 	tidemark.Source
 	Health string
@@ -347,7 +348,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	rows := make([]sourceRow, len(srcs))
 	counts := map[string]int{}
 	for i, src := range srcs {
-		rows[i] = sourceRow{src, health(src)}
+		rows[i] = sourceRow{src, ingest.Health(src)}
 		counts[rows[i].Health]++
 	}
 	lanes, err := s.lanes(r.Context())
@@ -382,7 +383,7 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, "source.html", map[string]any{"S": d, "Health": health(d.Source), "Events": evs,
+	s.render(w, r, "source.html", map[string]any{"S": d, "Health": ingest.Health(d.Source), "Events": evs,
 		"Notice": s.takeNotice(w, r), "CanWrite": s.Sources != nil})
 }
 
@@ -391,4 +392,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	if err := pages.ExecuteTemplate(w, name, data); err != nil {
 		s.logger().Error("render", "page", name, "err", err)
 	}
+}
+
+// now is the pipeline's time.
+func (s *Server) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
 }

@@ -70,7 +70,7 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
 		Wiki: web.WikiHandler(objs, db.Ingest(), log), Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
-		Logger: log,
+		Logger: log, Clock: p.Clock(),
 	}, nil
 }
 
