@@ -193,9 +193,6 @@ func (v *LaneView) Judge(buildErr error) {
 	}
 }
 
-// Unresolved counts the intents that wait for a decision.
-func (v LaneView) Unresolved() int { return v.Counts[StateUnresolved] }
-
 // blocking are the states of intents a lane's removal would lose: not yet
 // sent, or sent and not known to have landed.
 var blocking = []State{StatePending, StateSending, StateUnresolved}

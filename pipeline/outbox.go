@@ -337,9 +337,6 @@ func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, er
 // ProviderKinds names the provider kinds a lane may have.
 func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
 
-// Providers lists the provider kinds with the guarantee each can give.
-func (p *Pipeline) Providers() []providers.KindGuarantee { return providers.Table() }
-
 // Deliverer is the single writer of a lane, holding its lease for ttl.
 func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
 	l, err := p.db.Outbox().Lane(ctx, lane)

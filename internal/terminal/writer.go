@@ -63,6 +63,3 @@ func appendEscaped(dst, p []byte) []byte {
 	}
 	return dst
 }
-
-// Escape returns s as a Writer prints it.
-func Escape(s string) string { return string(appendEscaped(nil, []byte(s))) }
