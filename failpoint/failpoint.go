@@ -24,8 +24,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // EnvVar is the environment variable that arms failpoints at start-up.
@@ -246,12 +247,11 @@ func Snapshot() States {
 // WriteText writes a table of the points, the steps each separates and
 // what it is armed with.
 func (l States) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSEPARATES\tARMED")
+	lines := []string{"NAME\tSEPARATES\tARMED"}
 	for _, s := range l {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Separates, s.Armed)
+		lines = append(lines, s.Name+"\t"+s.Separates+"\t"+s.Armed)
 	}
-	return tw.Flush()
+	return fieldtext.Table(w, lines...)
 }
 
 // Armed returns the spec a point is armed with, or "".

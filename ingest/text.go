@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // The text forms of the ingest reports, for people at a terminal (the
@@ -23,22 +24,6 @@ type RunList []tidemark.Run
 // EventList is a listing of events.
 type EventList []tidemark.Event
 
-func when(t time.Time) string { return t.Local().Format(time.DateTime) }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
 // WriteReport writes one line about a run as it ends: its outcome, the
 // events it found and where it left the cursor; or, with err and no
 // outcome, why it was not run.
@@ -48,9 +33,9 @@ func WriteReport(w io.Writer, r Report, err error) error {
 		_, err = fmt.Fprintf(w, "%-20s not run: %v%s\n", r.Source, err, tidemark.Hint(err))
 	case r.Outcome.Advances():
 		_, err = fmt.Fprintf(w, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
-			r.EventsNew, r.EventsChanged, orDash(cut(r.CursorBefore, 12)), orDash(cut(r.CursorAfter, 12)))
+			r.EventsNew, r.EventsChanged, fieldtext.OrDash(fieldtext.Cut(r.CursorBefore, 12)), fieldtext.OrDash(fieldtext.Cut(r.CursorAfter, 12)))
 	default:
-		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, orDash(cut(r.CursorBefore, 12)))
+		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, fieldtext.OrDash(fieldtext.Cut(r.CursorBefore, 12)))
 	}
 	return err
 }
@@ -65,7 +50,7 @@ func (l SourceList) WriteText(w io.Writer) error {
 			window = fmt.Sprintf("open %d/%d", s.WindowAttempts, s.RetryBudget)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), window,
-			orDash(string(s.LastOutcome)), orDash(cut(s.Cursor, 12)), when(s.NextDueAt))
+			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cut(s.Cursor, 12)), fieldtext.Day(s.NextDueAt))
 	}
 	return tw.Flush()
 }
@@ -83,8 +68,8 @@ func (l RunList) writeText(w io.Writer, withSource bool) error {
 		if withSource {
 			fmt.Fprintf(tw, "%s\t", r.SourceName)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", when(r.StartedAt), r.ID,
-			r.Status, orDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, cut(r.Error, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", fieldtext.Day(r.StartedAt), r.ID,
+			r.Status, fieldtext.OrDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, fieldtext.Cut(r.Error, 80))
 	}
 	return tw.Flush()
 }
@@ -94,7 +79,7 @@ func (l EventList) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OCCURRED\tEVENT\tREV\tTITLE")
 	for _, e := range l {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", when(e.OccurredAt), e.ID, e.Revision, cut(e.Title, 72))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", fieldtext.Day(e.OccurredAt), e.ID, e.Revision, fieldtext.Cut(e.Title, 72))
 	}
 	return tw.Flush()
 }
@@ -117,26 +102,26 @@ func (d Detail) WriteText(w io.Writer) error {
 	}
 	kv("state", "%s (health: %s)", src.State, Health(src))
 	kv("schedule", "every %s, %d attempts per window", src.Interval.Std(), src.RetryBudget)
-	kv("cursor", "%s (version %d)", orDash(src.Cursor), src.CursorVersion)
+	kv("cursor", "%s (version %d)", fieldtext.OrDash(src.Cursor), src.CursorVersion)
 	kv("window", "%s, %d of %d attempts spent", src.Window, src.WindowAttempts, src.RetryBudget)
 	if src.TerminalReason != "" {
 		kv("terminal", "%s", src.TerminalReason)
 	}
 	if src.FailingSince != nil {
-		kv("failing since", "%s", when(*src.FailingSince))
+		kv("failing since", "%s", fieldtext.Day(*src.FailingSince))
 	}
-	kv("last outcome", "%s", orDash(string(src.LastOutcome)))
+	kv("last outcome", "%s", fieldtext.OrDash(string(src.LastOutcome)))
 	if src.LastError != "" {
 		kv("last error", "%s", src.LastError)
 	}
 	if src.ClaimHolder != "" {
-		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, when(*src.LeaseExpiresAt))
+		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, fieldtext.Day(*src.LeaseExpiresAt))
 	}
-	kv("next due", "%s", when(src.NextDueAt))
+	kv("next due", "%s", fieldtext.Day(src.NextDueAt))
 	if len(d.UnservedBy) > 0 {
 		fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
 		for _, u := range d.UnservedBy {
-			fmt.Fprintf(w, "  %s  %s: %s\n", when(u.At), u.Holder, u.Reason)
+			fmt.Fprintf(w, "  %s  %s: %s\n", fieldtext.Day(u.At), u.Holder, u.Reason)
 		}
 	}
 	if len(d.Runs) > 0 {
@@ -147,8 +132,8 @@ func (d Detail) WriteText(w io.Writer) error {
 		fmt.Fprintln(w, "\noperator actions:")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, ac := range d.Actions {
-			fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", when(ac.At), ac.Action, ac.Actor,
-				orDash(cut(ac.CursorBefore, 12)), orDash(cut(ac.CursorAfter, 12)), ac.Note)
+			fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", fieldtext.Day(ac.At), ac.Action, ac.Actor,
+				fieldtext.OrDash(fieldtext.Cut(ac.CursorBefore, 12)), fieldtext.OrDash(fieldtext.Cut(ac.CursorAfter, 12)), ac.Note)
 		}
 		return tw.Flush()
 	}
@@ -194,7 +179,7 @@ func (r TestReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "…\t%d more\t\n", len(r.Items)-50)
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d bytes, sha256 %s\n", cut(it.Key, 60), cut(it.Title, 60), it.EvidenceBytes, cut(it.EvidenceSHA256, 12))
+		fmt.Fprintf(tw, "%s\t%s\t%d bytes, sha256 %s\n", fieldtext.Cut(it.Key, 60), fieldtext.Cut(it.Title, 60), it.EvidenceBytes, fieldtext.Cut(it.EvidenceSHA256, 12))
 		if it.Evidence != "" {
 			tw.Flush()
 			fmt.Fprintf(w, "%s\n\n", strings.TrimRight(it.Evidence, "\n"))

@@ -7,17 +7,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // The outbox's reports as text, for a terminal: the same fields their JSON
 // carries. Times are shown in the local zone.
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 func clip(s string, n int) string {
 	if len(s) <= n {
@@ -40,7 +35,7 @@ func CountsText(counts map[State]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", st, n))
 	}
 	sort.Strings(parts)
-	return orDash(strings.Join(parts, ", "))
+	return fieldtext.OrDash(strings.Join(parts, ", "))
 }
 
 // LaneViews are lanes as people see them.
@@ -60,10 +55,10 @@ func (ls LaneViews) WriteText(w io.Writer) error {
 			}
 			next := "now"
 			if l.NextSendAt.After(l.AsOf) {
-				next = l.NextSendAt.Local().Format(time.DateTime)
+				next = fieldtext.Day(l.NextSendAt)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, g, l.Health, l.MinGap.Std(), l.LeaseToken,
-				orDash(l.LeaseHolder), orDash(l.InFlight), next, CountsText(l.Counts))
+				fieldtext.OrDash(l.LeaseHolder), fieldtext.OrDash(l.InFlight), next, CountsText(l.Counts))
 		}
 	})
 }
@@ -93,7 +88,7 @@ type Channels []Channel
 func (cs Channels) WriteText(w io.Writer) error {
 	return table(w, "ID\tSOURCE\tLANE\tTARGET\tPARENT", func(tw io.Writer) {
 		for _, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Source, c.Lane, c.Target, orDash(c.Parent))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Source, c.Lane, c.Target, fieldtext.OrDash(c.Parent))
 		}
 	})
 }
@@ -106,7 +101,7 @@ func (ins Intents) WriteText(w io.Writer) error {
 	return table(w, "LANE\tRANK\tINTENT\tSTATE\tTARGET\tREMOTE\tATTEMPTS\tREASON", func(tw io.Writer) {
 		for _, in := range ins {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", in.Lane, in.Rank, in.ID, in.State, clip(in.Target, 40),
-				orDash(in.RemoteID), in.Attempts, clip(in.StateReason, 60))
+				fieldtext.OrDash(in.RemoteID), in.Attempts, clip(in.StateReason, 60))
 		}
 	})
 }
@@ -116,7 +111,7 @@ func (ins Intents) WriteText(w io.Writer) error {
 func (d IntentDetail) WriteText(w io.Writer) error {
 	in := d.Intent
 	fmt.Fprintf(w, "intent %s  lane %s  rank %d  %s\n", in.ID, in.Lane, in.Rank, in.State)
-	fmt.Fprintf(w, "target %s  parent %s  body %s…  key %s\n", in.Target, orDash(in.Parent), clip(in.BodySHA256, 12), in.IdempotencyKey)
+	fmt.Fprintf(w, "target %s  parent %s  body %s…  key %s\n", in.Target, fieldtext.OrDash(in.Parent), clip(in.BodySHA256, 12), in.IdempotencyKey)
 	if in.RemoteID != "" {
 		fmt.Fprintf(w, "landed as %s\n", in.RemoteID)
 	}
@@ -124,10 +119,10 @@ func (d IntentDetail) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "reason: %s\n", in.StateReason)
 	}
 	for _, c := range d.Checks {
-		fmt.Fprintf(w, "check %s  %s  %s\n", c.At.Local().Format(time.DateTime), c.Verdict, c.Evidence)
+		fmt.Fprintf(w, "check %s  %s  %s\n", fieldtext.Day(c.At), c.Verdict, c.Evidence)
 	}
 	for _, a := range d.Actions {
-		fmt.Fprintf(w, "%s %s by %s: %s → %s (%s)\n", a.At.Local().Format(time.DateTime), a.Action, a.Actor, a.From, a.To, a.Reason)
+		fmt.Fprintf(w, "%s %s by %s: %s → %s (%s)\n", fieldtext.Day(a.At), a.Action, a.Actor, a.From, a.To, a.Reason)
 	}
 	_, err := fmt.Fprintf(w, "\n%s\n", in.Body)
 	return err
@@ -164,7 +159,7 @@ type LaneActions []LaneAction
 func (as LaneActions) WriteText(w io.Writer) error {
 	return table(w, "AT\tACTION\tACTOR\tDETAIL", func(tw io.Writer) {
 		for _, a := range as {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.At.Local().Format(time.DateTime), a.Action, a.Actor, a.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", fieldtext.Day(a.At), a.Action, a.Actor, a.Detail)
 		}
 	})
 }

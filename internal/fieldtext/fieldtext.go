@@ -106,6 +106,14 @@ func Cell(raw json.RawMessage, n int) string {
 	return Cut(s, n)
 }
 
+// OrDash is s, or "-" when it is empty: an empty cell of a table.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // Cut is s cut to at most n bytes.
 func Cut(s string, n int) string {
 	if len(s) <= n {
