@@ -14,6 +14,6 @@ func newConfigCmd(a *app) *cobra.Command {
 	cmd.Long = `Print every setting tidemark reads (from its flag, its environment variables,
 or its default), the value in effect and where it came from. Secrets are shown
 only as set; a database URL's password is never shown.`
-	cmd.Flags().Lookup("json").Usage = "print JSON: an array of {name, value, from, secret, usage, env, flag}"
+	jsonFlag(cmd, "an array of {name, value, from, secret, usage, env, flag}")
 	return cmd
 }

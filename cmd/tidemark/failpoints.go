@@ -20,6 +20,6 @@ TIDEMARK_FAILPOINTS, e.g.
 Syntax: name=action[@N], several separated by ';'. Actions: crash (the process
 dies on the spot, as if killed with SIGKILL), error, delay(ms), off. With @N the
 point fires only the Nth time it is reached.`
-	cmd.Flags().Lookup("json").Usage = "print JSON: [{name, separates, armed}]"
+	jsonFlag(cmd, "[{name, separates, armed}]")
 	return cmd
 }

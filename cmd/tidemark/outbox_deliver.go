@@ -20,10 +20,7 @@ func newOutboxDeliverCmd(a *app) *cobra.Command {
 				return nil, p.DeliverLoop(cmd.Context(), lane, ttl)
 			}
 			reports, err := p.DeliverOnce(cmd.Context(), lane, ttl)
-			if reports == nil {
-				return nil, err
-			}
-			return reports, err // what was delivered, and what failed
+			return reports, err // what was delivered, and what failed (a nil report prints nothing)
 		})
 	cmd.Long = `Deliver: for each lane (or --lane), take the lane's lease, reconcile if an
 attempt is in doubt (one ordered read of our own writes), then send pending

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,8 +20,8 @@ func newSourceImportOPMLCmd(a *app) *cobra.Command {
 			return answer(p.ImportOPML(cmd.Context(), r, o))
 		})
 	f := cmd.Flags()
-	f.DurationVar(&o.Interval, "interval", 15*time.Minute, "how often to fetch each feed")
-	f.IntVar(&o.RetryBudget, "retry-budget", 5, "attempts at one window before it goes terminal")
+	f.DurationVar(&o.Interval, "interval", pipeline.DefaultInterval, "how often to fetch each feed")
+	f.IntVar(&o.RetryBudget, "retry-budget", pipeline.DefaultRetryBudget, "attempts at one window before it goes terminal")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show what would be added; add nothing")
 	jsonFlag(cmd, `{"added": [...], "skipped": [...]}, each {name, location, reason}`)
 	return cmd
