@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,21 +139,18 @@ func ParseConfig(flag string, kvs []string) (map[string]string, error) {
 	return m, nil
 }
 
-// Validate refuses a source no scheduler could run: one without a name or
-// a kind, one that would be due again at once forever (an interval ≤ 0),
-// or one with no attempt to spend. Stores call it before adding a source.
+// Validate refuses a source no scheduler could run, by the rules a rename
+// and a change of settings follow too: a name CheckName refuses, no kind,
+// an interval or a retry budget Settings.Validate refuses. Stores call it
+// before adding a source.
 func (ns NewSource) Validate() error {
-	switch {
-	case strings.TrimSpace(ns.Name) == "":
-		return tidemark.Invalidf("source name", ns.Name, "must not be empty")
-	case ns.Kind == "":
-		return tidemark.Invalidf("source kind", "", "must not be empty")
-	case ns.Interval <= 0:
-		return tidemark.Invalidf("interval", ns.Interval.String(), "must be positive")
-	case ns.RetryBudget < 1:
-		return tidemark.Invalidf("retry budget", strconv.Itoa(ns.RetryBudget), "must be at least 1")
+	if err := CheckName(ns.Name); err != nil {
+		return err
 	}
-	return nil
+	if ns.Kind == "" {
+		return tidemark.Invalidf("source kind", "", "must not be empty")
+	}
+	return Settings{Interval: &ns.Interval, RetryBudget: &ns.RetryBudget}.Validate()
 }
 
 // Settlement is what a successful fetch admitted.

@@ -113,3 +113,26 @@ func TestClaimStands(t *testing.T) {
 		}
 	}
 }
+
+// A new source follows the rules a rename and a change of settings follow:
+// what could not be renamed to or set cannot be added either.
+func TestNewSourceFollowsTheRulesOfAChange(t *testing.T) {
+	ok := ingest.NewSource{Name: "blog", Kind: "feed", Interval: time.Minute, RetryBudget: 3}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*ingest.NewSource){
+		"slash in the name":   func(ns *ingest.NewSource) { ns.Name = "a/b" },
+		"space around it":     func(ns *ingest.NewSource) { ns.Name = " blog" },
+		"no kind":             func(ns *ingest.NewSource) { ns.Kind = "" },
+		"interval under 1s":   func(ns *ingest.NewSource) { ns.Interval = time.Millisecond },
+		"budget of 0":         func(ns *ingest.NewSource) { ns.RetryBudget = 0 },
+		"budget over the max": func(ns *ingest.NewSource) { ns.RetryBudget = ingest.MaxRetryBudget + 1 },
+	} {
+		ns := ok
+		edit(&ns)
+		if err := ns.Validate(); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%s: %v, want an invalid-input error", name, err)
+		}
+	}
+}
