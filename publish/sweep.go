@@ -401,27 +401,39 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
+	// Republished as a publishing pass publishes: up to s.concurrency()
+	// at once, each fenced on its own page.
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(s.concurrency())
 	for _, id := range republish {
-		res, err := s.Publish(ctx, id)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return rep, ctx.Err()
-		case errors.Is(err, ErrLostRace) && res.Repaired != nil && res.RepairErr == nil:
-			rep.Superseded++
-			continue
-		case errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
-			errors.Is(err, objstore.ErrNewerGeneration), errors.Is(err, ErrNewerPublished):
-			rep.Superseded++
-			continue
-		default:
-			fail(err)
-			continue
+		if ctx.Err() != nil {
+			break
 		}
-		if l := pages[res.Key]; l != nil {
-			l.published, l.present = true, true
-		}
-		rep.Republished++
+		g.Go(func() error {
+			res, err := s.Publish(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				if l := pages[res.Key]; l != nil {
+					l.published, l.present = true, true
+				}
+				rep.Republished++
+			case ctx.Err() != nil:
+			case errors.Is(err, ErrLostRace) && res.Repaired != nil && res.RepairErr == nil,
+				errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
+				errors.Is(err, objstore.ErrNewerGeneration), errors.Is(err, ErrNewerPublished):
+				rep.Superseded++
+			default:
+				fail(err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
 	}
 	for _, pageID := range withdraw {
 		if err := s.Objects.Delete(ctx, PageKey(pageID)); err != nil {
