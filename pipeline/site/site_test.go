@@ -81,8 +81,10 @@ func TestNewServesEveryConsole(t *testing.T) {
 			t.Errorf("GET %s without a token: 200", path)
 		}
 	}
-	if code, _ := mustGet(t, h, "/"+publish.IndexKey, ""); code != http.StatusOK && code != http.StatusNotFound {
-		t.Errorf("GET the wiki's index: %d", code)
+	// Nothing is published yet: the public wiki answers, without a token,
+	// that it has no index.
+	if code, _ := mustGet(t, h, "/"+publish.IndexKey, ""); code != http.StatusNotFound {
+		t.Errorf("GET the wiki's index before anything is published: %d, want 404", code)
 	}
 	if code, _ := mustGet(t, h, "/healthz", ""); code != http.StatusOK {
 		t.Errorf("GET /healthz: %d", code)
