@@ -93,7 +93,7 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 	if err := checkChange(ch); err != nil {
 		return outbox.LaneView{}, err
 	}
-	_, err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {
+	err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {
 		for _, k := range ch.Unset {
 			if _, ok := cur.Settings[k]; !ok {
 				return cur, "", tidemark.Invalidf("--unset", k, "lane %s has no such setting", name)

@@ -59,28 +59,28 @@ type SplitFunc func(kind string, settings map[string]string) (shown, secret map[
 // returns the new configuration and what changed, for the audit. split
 // keeps the new secrets apart again. The provider kind cannot change.
 func (s *OutboxStore) SetLane(ctx context.Context, name, actor string, split SplitFunc,
-	edit func(outbox.LaneConfig) (outbox.LaneConfig, string, error)) (outbox.Lane, error) {
+	edit func(outbox.LaneConfig) (outbox.LaneConfig, string, error)) error {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return outbox.Lane{}, err
+		return err
 	}
 	defer tx.Rollback()
 	l, err := scanLane(tx.QueryRowContext(ctx, `SELECT `+laneColumns+` FROM outbox_lanes WHERE name = $1`+s.db.Dialect.LockRow, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return l, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound)
+		return fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound)
 	}
 	if err != nil {
-		return l, err
+		return err
 	}
 	secrets := map[string]string{}
 	var raw string
 	switch err := tx.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`, name).Scan(&raw); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return l, err
+		return err
 	default:
 		if err := json.Unmarshal([]byte(raw), &secrets); err != nil {
-			return l, fmt.Errorf("lane %s: secrets: %w", name, err)
+			return fmt.Errorf("lane %s: secrets: %w", name, err)
 		}
 	}
 	cur := outbox.LaneConfig{Name: l.Name, Provider: l.Provider, Settings: maps.Clone(l.Settings), MinGap: l.MinGap, Skew: l.Skew, Retirement: l.Retirement}
@@ -90,45 +90,42 @@ func (s *OutboxStore) SetLane(ctx context.Context, name, actor string, split Spl
 	maps.Copy(cur.Settings, secrets)
 	next, detail, err := edit(cur)
 	if err != nil {
-		return l, err
+		return err
 	}
 	if next.Name != cur.Name || next.Provider != cur.Provider {
-		return l, tidemark.Invalidf("lane "+name, next.Provider, "a lane's name and provider cannot change; add another lane")
+		return tidemark.Invalidf("lane "+name, next.Provider, "a lane's name and provider cannot change; add another lane")
 	}
 	if err := next.Validate(); err != nil {
-		return l, err
+		return err
 	}
 	shown, secret := split(next.Provider, next.Settings)
 	shownJSON, err := json.Marshal(orEmpty(shown))
 	if err != nil {
-		return l, err
+		return err
 	}
 	secretJSON, err := json.Marshal(orEmpty(secret))
 	if err != nil {
-		return l, err
+		return err
 	}
 	if err := exec1(ctx, tx, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound), `UPDATE outbox_lanes
 		SET settings = $2, min_gap_ms = $3, skew_ms = $4, retire_checks = $5, retire_spacing_ms = $6, updated_at = $7,
 		revision = $8 WHERE name = $1`,
 		name, string(shownJSON), next.MinGap.Std().Milliseconds(), next.Skew.Std().Milliseconds(), next.Retirement.Checks,
 		next.Retirement.Spacing.Std().Milliseconds(), ms(s.db.Clock.Now()), s.db.IDs.New()); err != nil {
-		return l, err
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM outbox_lane_secrets WHERE lane = $1`, name); err != nil {
-		return l, err
+		return err
 	}
 	if len(secret) > 0 {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, name, string(secretJSON)); err != nil {
-			return l, fmt.Errorf("lane %s: secrets: %w", name, err)
+			return fmt.Errorf("lane %s: secrets: %w", name, err)
 		}
 	}
 	if err := s.audit(ctx, tx, name, outbox.ActionLaneSet, actor, detail); err != nil {
-		return l, err
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return l, err
-	}
-	return s.LaneDetail(ctx, name)
+	return tx.Commit()
 }
 
 func orEmpty(m map[string]string) map[string]string {
