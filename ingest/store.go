@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -122,21 +121,6 @@ type NewSource struct {
 	RetryBudget int
 	// AllowPrivate lets the source's fetches reach private addresses.
 	AllowPrivate bool
-}
-
-// ParseConfig reads a source's kind-specific settings given as key=value
-// pairs (flag names where they came from, for the error).
-func ParseConfig(flag string, kvs []string) (map[string]string, error) {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if k = strings.TrimSpace(k); !ok || k == "" {
-			// Not repeated: a mistyped setting may be a secret.
-			return nil, tidemark.Invalidf(flag, "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
-		}
-		m[k] = strings.TrimSpace(v)
-	}
-	return m, nil
 }
 
 // Validate refuses a source no scheduler could run, by the rules a rename

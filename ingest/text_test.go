@@ -41,21 +41,6 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
-func TestParseConfig(t *testing.T) {
-	m, err := ingest.ParseConfig("--config", []string{"branch=main", "expr=a=b", " depth = 3 "})
-	if err != nil || len(m) != 3 || m["branch"] != "main" || m["expr"] != "a=b" || m["depth"] != "3" {
-		t.Fatalf("%v, %v", m, err)
-	}
-	_, err = ingest.ParseConfig("--config", []string{"token-s3cret"})
-	if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("a pair without '=' is refused without repeating it: %v", err)
-	}
-	_, err = ingest.ParseConfig("--config", []string{" =s3cret"})
-	if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("a pair without '=' is refused without repeating it: %v", err)
-	}
-}
-
 // A run and a test fetch judge a fetch alike: its error's outcome, a short
 // read as invalid, else items or empty.
 func TestFetchOutcome(t *testing.T) {

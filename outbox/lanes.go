@@ -113,16 +113,11 @@ func parseDuration(name, v string) (*tidemark.Duration, error) {
 // value reports given.
 func ParseLaneChange(settings, unset []string, value func(name string) (string, bool)) (LaneChange, error) {
 	ch := LaneChange{Unset: unset}
-	for _, kv := range settings {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			// Not repeated: a mistyped setting may be a secret.
-			return ch, tidemark.Invalidf("--setting", "", "want key=value, got an argument of %d characters without a key and '=' (not shown: it may hold a secret)", len(kv))
+	if len(settings) > 0 {
+		var err error
+		if ch.Settings, err = tidemark.ParseKeyValues("--setting", settings); err != nil {
+			return ch, err
 		}
-		if ch.Settings == nil {
-			ch.Settings = map[string]string{}
-		}
-		ch.Settings[strings.TrimSpace(k)] = v
 	}
 	for _, f := range LaneFields {
 		if v, ok := value(f.Name); ok {

@@ -122,7 +122,7 @@ func (f addForm) newSource() (ingest.NewSource, error) {
 			lines = append(lines, l)
 		}
 	}
-	ns.Config, err = ingest.ParseConfig("settings", lines)
+	ns.Config, err = tidemark.ParseKeyValues("settings", lines)
 	if err != nil {
 		return ns, err
 	}

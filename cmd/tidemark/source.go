@@ -59,7 +59,7 @@ func newSource(a *app, cmd *cobra.Command, ns ingest.NewSource, loc string, conf
 	if !cmd.Flags().Changed("allow-private") {
 		ns.AllowPrivate = a.cfg.AllowPrivate
 	}
-	cfg, err := ingest.ParseConfig("--config", config)
+	cfg, err := tidemark.ParseKeyValues("--config", config)
 	ns.Location, ns.Config = loc, cfg
 	return ns, err
 }
