@@ -95,7 +95,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string
 			msg = "no access token exists yet: create one with `tidemark token create NAME`, then send Authorization: Bearer TOKEN"
 		}
 	}
-	if isAPI(r) || r.URL.Path == "/metrics" || r.Method != http.MethodGet {
+	if answersJSON(r) || r.Method != http.MethodGet {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
 		failStatus(w, http.StatusUnauthorized, fmt.Errorf("%s: %w", msg, tidemark.ErrUnauthenticated))
 		return
@@ -176,7 +176,7 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 // in JSON under /api, so the API's errors are JSON whatever went wrong.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed []string) {
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	if isAPI(r) || r.URL.Path == "/metrics" {
+	if answersJSON(r) {
 		failStatus(w, http.StatusMethodNotAllowed, tidemark.Invalidf("method", r.Method, "allowed: %s", strings.Join(allowed, ", ")))
 		return
 	}

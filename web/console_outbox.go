@@ -61,9 +61,7 @@ func (s *Server) outboxRoutes() []route {
 	if s.OutboxOps == nil {
 		return nil
 	}
-	r := func(method, pattern, action string, h http.HandlerFunc) route {
-		return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
-	}
+	r := privateRoute
 	get, post, put, patch, del := http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 	return []route{
 		r(get, "/status/outbox", "", s.outboxPage),

@@ -52,9 +52,7 @@ func (s *Server) publishRoutes() []route {
 	if s.PublishOps == nil {
 		return nil
 	}
-	r := func(method, pattern, action string, h http.HandlerFunc) route {
-		return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
-	}
+	r := privateRoute
 	get, post := http.MethodGet, http.MethodPost
 	return []route{
 		r(get, "/console/publish", "", s.publishPage),

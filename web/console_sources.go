@@ -48,9 +48,7 @@ func (s *Server) sourceRoutes() []route {
 	get := func(pattern string, h http.HandlerFunc) route {
 		return route{Method: http.MethodGet, Pattern: pattern, Access: private, Handler: h}
 	}
-	write := func(method, pattern, action string, h http.HandlerFunc) route {
-		return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
-	}
+	write := privateRoute
 	rs := []route{
 		get("/status/runs", s.runsPage),
 		get("/status/runs/{id}", s.runPage),

@@ -37,6 +37,12 @@ type route struct {
 	Handler http.Handler
 }
 
+// privateRoute is a route that needs a token; action names its writes in
+// the audit ("" for a read).
+func privateRoute(method, pattern, action string, h http.HandlerFunc) route {
+	return route{Method: method, Pattern: pattern, Access: private, Action: action, Handler: h}
+}
+
 func (rt route) write() bool {
 	return rt.Method != "" && rt.Method != http.MethodGet && rt.Method != http.MethodHead
 }

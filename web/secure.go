@@ -70,3 +70,7 @@ func normalHost(h string) string {
 func isAPI(r *http.Request) bool {
 	return r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")
 }
+
+// answersJSON says whether r is answered in JSON (the API and /metrics),
+// not with a page.
+func answersJSON(r *http.Request) bool { return isAPI(r) || r.URL.Path == "/metrics" }

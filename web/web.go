@@ -211,7 +211,7 @@ func errorBody(err error) apiError {
 // Internal errors are logged in full and shown without detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	failed(w, err)
-	if !isAPI(r) && r.URL.Path != "/metrics" {
+	if !answersJSON(r) {
 		s.problem(w, r, err) // a console page: a page that says what went wrong
 		return
 	}
