@@ -12,17 +12,17 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	"modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -51,11 +51,6 @@ type Dialect struct {
 	MigrationLock string
 	// ColumnCount counts the columns named $2 of table $1 (0 or 1).
 	ColumnCount string
-	// PrepareOnce: the driver parses every statement anew unless it is
-	// prepared once and reused (SQLite through database/sql), so hot paths
-	// run statements prepared once per DB. pgx caches prepared statements
-	// per connection by itself.
-	PrepareOnce bool
 	// RowAtATime: a statement costs no round trip (SQLite runs in the
 	// process), so writing row by row through statements prepared once
 	// costs less than parsing one long multi-row statement. Dialects
@@ -75,7 +70,7 @@ type Dialect struct {
 }
 
 var (
-	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", PrepareOnce: true, RowAtATime: true, MaxParams: 32766, search: sqliteSearch,
+	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", RowAtATime: true, MaxParams: 32766, search: sqliteSearch,
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
 	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", LockShare: " FOR SHARE", Bytes: "BYTEA",
 		ModifyingCTE: true, CopyFrom: true, MaxParams: 65535, search: postgresSearch,
@@ -96,12 +91,6 @@ type DB struct {
 	// nextTakeover is when ClaimDue may next look for claims of gone
 	// holders (Unix ms; 0: at once).
 	nextTakeover atomic.Int64
-
-	stmtMu    sync.Mutex
-	stmts     map[string]*sql.Stmt
-	missed    map[string]bool
-	anyMissed atomic.Bool
-	closed    bool
 }
 
 // Options injects time and identity. Zero values mean the system clock and
@@ -163,13 +152,19 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		// never both read and then race to upgrade; busy_timeout makes the
 		// second wait instead of failing.
 		dsn := "file:" + uriPath(path) + "?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
-		d.db, err = sql.Open("sqlite", dsn)
+		var conn driver.Connector
+		conn, err = sqlite.NewConnector(dsn)
 		if err == nil {
+			d.db = sql.OpenDB(cachingConnector{Connector: conn, size: stmtCacheSize})
 			n := opt.MaxOpenConns
 			if n == 0 {
 				n = 8
 			}
+			// Idle connections stay open (database/sql keeps two by
+			// default): opening one reads the schema and runs the
+			// pragmas, and closing one loses its prepared statements.
 			d.db.SetMaxOpenConns(n)
+			d.db.SetMaxIdleConns(n)
 		}
 	default:
 		return nil, tidemark.Invalidf("database url", redact(url), "want sqlite:PATH or postgres://…")
@@ -201,120 +196,7 @@ func (d *DB) takeoverDue(now time.Time, every time.Duration) bool {
 
 // Close closes the database.
 func (d *DB) Close() error {
-	d.stmtMu.Lock()
-	for _, st := range d.stmts {
-		st.Close()
-	}
-	d.stmts, d.closed = nil, true
-	d.stmtMu.Unlock()
 	return d.db.Close()
-}
-
-// prepared returns query prepared once for the life of the DB, or nil if
-// it has not been prepared yet. It never waits for a connection: a caller
-// inside a transaction already holds one, and waiting for another could
-// deadlock a full pool. A query that missed is prepared by warm, which
-// callers run when they hold no connection.
-func (d *DB) prepared(query string) *sql.Stmt {
-	d.stmtMu.Lock()
-	defer d.stmtMu.Unlock()
-	st, ok := d.stmts[query]
-	if !ok {
-		if d.missed == nil {
-			d.missed = map[string]bool{}
-		}
-		d.missed[query] = true
-		d.anyMissed.Store(true)
-	}
-	return st
-}
-
-// warm prepares the statements that missed the cache. Call it holding no
-// connection of the pool (after a commit).
-func (d *DB) warm(ctx context.Context) {
-	if !d.Dialect.PrepareOnce || !d.anyMissed.Load() {
-		return
-	}
-	d.stmtMu.Lock()
-	var queries []string
-	for q := range d.missed {
-		queries = append(queries, q)
-	}
-	d.missed = nil
-	d.anyMissed.Store(false)
-	d.stmtMu.Unlock()
-	for _, q := range queries {
-		st, err := d.db.PrepareContext(ctx, q)
-		if err != nil {
-			continue // it runs unprepared, and says why when it does
-		}
-		d.stmtMu.Lock()
-		if _, dup := d.stmts[q]; dup || d.closed {
-			st.Close()
-		} else {
-			if d.stmts == nil {
-				d.stmts = map[string]*sql.Stmt{}
-			}
-			d.stmts[q] = st
-		}
-		d.stmtMu.Unlock()
-	}
-}
-
-// runner runs statements in a transaction (or on the pool when tx is nil),
-// through statements prepared once per DB where the dialect needs that.
-// It satisfies execer, querier and rowsQueryer.
-type runner struct {
-	d  *DB
-	tx *sql.Tx
-}
-
-func (d *DB) on(tx *sql.Tx) runner { return runner{d: d, tx: tx} }
-
-// stmt returns the prepared form of query bound to the runner's
-// transaction, or nil to run it unprepared this time.
-func (q runner) stmt(ctx context.Context, query string) *sql.Stmt {
-	if !q.d.Dialect.PrepareOnce {
-		return nil
-	}
-	st := q.d.prepared(query)
-	if st == nil || q.tx == nil {
-		return st
-	}
-	// Bound to the transaction's connection: database/sql reuses the
-	// connection's own preparation (or prepares on that connection, never
-	// another) and closes this at commit or rollback.
-	return q.tx.StmtContext(ctx, st)
-}
-
-func (q runner) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := q.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	if q.tx != nil {
-		return q.tx.ExecContext(ctx, query, args...)
-	}
-	return q.d.db.ExecContext(ctx, query, args...)
-}
-
-func (q runner) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := q.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	if q.tx != nil {
-		return q.tx.QueryContext(ctx, query, args...)
-	}
-	return q.d.db.QueryContext(ctx, query, args...)
-}
-
-func (q runner) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := q.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	if q.tx != nil {
-		return q.tx.QueryRowContext(ctx, query, args...)
-	}
-	return q.d.db.QueryRowContext(ctx, query, args...)
 }
 
 // SQL returns the underlying pool, for packages that compose their own

@@ -273,7 +273,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 	}
 	src := r.Source
 	c.Source = &src
-	err := exec1(ctx, s.db.on(tx), fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
+	err := exec1(ctx, tx, fmt.Errorf("claim %s: source changed under the lock: %w", r.Name, tidemark.ErrConflict),
 		`UPDATE sources
 		SET claim_token = $1, claim_holder = $2, claim_run_id = $3, lease_expires_at = $4, updated_at = $5
 		WHERE id = $6 AND claim_token IS NULL AND cursor_version = $7 AND state = 'active' AND window_state = 'open'`,
@@ -281,7 +281,7 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 	if err != nil {
 		return tidemark.Claim{}, err
 	}
-	_, err = s.db.on(tx).ExecContext(ctx, `INSERT INTO ingest_runs
+	_, err = tx.ExecContext(ctx, `INSERT INTO ingest_runs
 		(id, source_id, token, holder, attempt, cursor_version, cursor_before, status, started_at, heartbeat_at, lease_expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8, $9)`,
 		c.RunID, r.ID, c.Token, holder, c.Attempt, c.CursorVersion, c.Cursor, ms(now), ms(c.LeaseExpiresAt))
@@ -478,7 +478,7 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	now := ms(s.db.Clock.Now())
-	due, err := queryAll(ctx, s.db.on(tx), scanSource, `SELECT `+sourceColumns+` FROM sources
+	due, err := queryAll(ctx, tx, scanSource, `SELECT `+sourceColumns+` FROM sources
 		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND `+cond+`
 		  AND NOT EXISTS (`+unservedBy("sources.id", "$3", "$1")+`)
 		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit, holder)
@@ -499,13 +499,11 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 	}
 	if len(due) == 0 {
 		tx.Rollback() // nothing written: no commit to wait for
-		s.db.warm(ctx)
 		return nil, nil
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim due: commit: %w", err)
 	}
-	s.db.warm(ctx)
 	return claims, nil
 }
 
@@ -681,7 +679,6 @@ func (s *IngestStore) settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	if err := tx.Commit(); err != nil {
 		return rep, fmt.Errorf("settle run %s: commit: %w", c.RunID, err)
 	}
-	s.db.warm(ctx)
 	r := sourceRow{Source: tidemark.Source{Name: name, Cursor: c.Cursor}}
 	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
 		return rep, err
@@ -769,19 +766,18 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 		}
 		return name.String, nil
 	}
-	q := s.db.on(tx)
 	var name string
-	err := q.QueryRowContext(ctx, srcUpdate, args...).Scan(&name)
+	err := tx.QueryRowContext(ctx, srcUpdate, args...).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", stale
 	}
 	if err != nil {
 		return "", err
 	}
-	if err := exec1(ctx, q, fmt.Errorf("run %s: %w", c.RunID, errRunNotActive), runUpdate, args...); err != nil {
+	if err := exec1(ctx, tx, fmt.Errorf("run %s: %w", c.RunID, errRunNotActive), runUpdate, args...); err != nil {
 		return "", err
 	}
-	_, err = q.ExecContext(ctx, `INSERT INTO ingest_audit `+auditCols+` VALUES (`+p(4)+`, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1)`, args...)
+	_, err = tx.ExecContext(ctx, `INSERT INTO ingest_audit `+auditCols+` VALUES (`+p(4)+`, `+p(1)+`, `+p(5)+`, `+p(10)+`, `+p(6)+`, `+f.cursorAfter+`, `+p(3)+`, `+p(7)+`, `+p(8)+`, `+p(9)+`, $1)`, args...)
 	if IsUniqueViolation(err) {
 		return "", fmt.Errorf("run %s already has its audit row: %w", c.RunID, tidemark.ErrConflict)
 	}
@@ -789,7 +785,7 @@ func (s *IngestStore) finish(ctx context.Context, tx *sql.Tx, c tidemark.Claim, 
 		return "", err
 	}
 	if f.served {
-		if _, err := q.ExecContext(ctx, clearUnserved, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, clearUnserved, args...); err != nil {
 			return "", fmt.Errorf("run %s: clear the record that %s could not serve the source: %w", c.RunID, c.Holder, err)
 		}
 	}
@@ -1247,7 +1243,6 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	if err := tx.Commit(); err != nil {
 		return tidemark.Run{}, fmt.Errorf("fail run %s: commit: %w", c.RunID, err)
 	}
-	s.db.warm(ctx)
 	finished := fromMS(ms(now)) // as stored
 	return tidemark.Run{
 		ID: c.RunID, SourceID: c.SourceID, SourceName: name, Holder: c.Holder, Attempt: c.Attempt,
@@ -1565,7 +1560,7 @@ func readFrozen(ctx context.Context, tx *sql.Tx, known map[string]frozen, query 
 // then).
 func (s *IngestStore) NextDue(ctx context.Context, holder string) (time.Time, bool, error) {
 	var unheld, held, unserved sql.NullInt64
-	err := s.db.on(nil).QueryRowContext(ctx, `SELECT
+	err := s.db.db.QueryRowContext(ctx, `SELECT
 		(SELECT next_due_at FROM sources WHERE state = 'active' AND window_state = 'open' AND claim_token IS NULL
 			AND NOT EXISTS (`+unservedBy("sources.id", "$1", "$2")+`)
 			ORDER BY next_due_at LIMIT 1),
@@ -1578,7 +1573,6 @@ func (s *IngestStore) NextDue(ctx context.Context, holder string) (time.Time, bo
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	s.db.warm(ctx)
 	var at int64
 	ok := false
 	for _, v := range []sql.NullInt64{unheld, held, unserved} {

@@ -152,7 +152,6 @@ func (s *IngestStore) settleMany(ctx context.Context, cs []tidemark.Claim, sts [
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("settle %d runs: commit: %w", len(cs), err)
 	}
-	s.db.warm(ctx)
 	if err := fpSettleAfterCommit.Hit(ctx); err != nil {
 		return nil, err
 	}
