@@ -138,7 +138,6 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 		s.renderSignin(w, r, http.StatusUnauthorized, "this server has no token store")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	secret := strings.TrimSpace(r.PostFormValue("token"))
 	ttl := s.SessionTTL
 	if ttl <= 0 {

@@ -44,9 +44,6 @@ func actor(r *http.Request) string {
 	return "unknown"
 }
 
-// maxFormBytes bounds a console form or an API body.
-const maxFormBytes = 2 << 20
-
 // docRoutes adds the documents' and migrations' pages and API:
 //
 //	GET  /console/docs                      the collections
@@ -70,12 +67,14 @@ func (s *Server) docRoutes() []route {
 	r := func(method, pattern string, h http.HandlerFunc) route {
 		return route{Method: method, Pattern: pattern, Access: private, Handler: h}
 	}
+	// A document's body holds a page's text.
+	doc := func(rt route) route { rt.MaxBody = maxDocumentBody; return rt }
 	get, post := http.MethodGet, http.MethodPost
 	return []route{
 		r(get, "/console/docs", s.docsPage),
 		r(get, "/console/docs/{collection}", s.collectionPage),
 		r(get, "/console/docs/{collection}/{id}", s.documentPage),
-		r(post, "/console/docs/{collection}/{id}", s.documentSave),
+		doc(r(post, "/console/docs/{collection}/{id}", s.documentSave)),
 		r(post, "/console/docs/{collection}/{id}/delete", s.documentDelete),
 		r(get, "/console/migrations", s.migrationsPage),
 		r(post, "/console/migrations", s.migrationStart),
@@ -85,7 +84,7 @@ func (s *Server) docRoutes() []route {
 		r(get, "/api/docs", s.apiCollections),
 		r(get, "/api/docs/{collection}", s.apiDocuments),
 		r(get, "/api/docs/{collection}/{id}", s.apiDocument),
-		r(http.MethodPut, "/api/docs/{collection}/{id}", s.apiDocument),
+		doc(r(http.MethodPut, "/api/docs/{collection}/{id}", s.apiDocument)),
 		r(http.MethodDelete, "/api/docs/{collection}/{id}", s.apiDocument),
 		r(post, "/api/migrations", s.apiMigrationStart),
 		r(get, "/api/migrations/{id}", s.apiMigration),
@@ -96,7 +95,11 @@ func (s *Server) docRoutes() []route {
 // problem renders a console page's error (through fail): the status its
 // kind maps to, the message unless it is internal, and a way back.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
-	status := tidemark.HTTPStatus(err)
+	s.problemStatus(w, r, tidemark.HTTPStatus(err), err)
+}
+
+// problemStatus is problem with a status of its own (413).
+func (s *Server) problemStatus(w http.ResponseWriter, r *http.Request, status int, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": s.problemText(r, err), "Back": backTo(r)})
@@ -214,7 +217,6 @@ func pagePut(id string, base int64, title, notes string) content.Put {
 }
 
 func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	coll, id := r.PathValue("collection"), r.PathValue("id")
 	if coll != content.PagesCollection {
 		s.fail(w, r, tidemark.Invalidf("collection", coll, "the console edits page documents only; use the API or `tidemark docs put`"))
@@ -241,7 +243,6 @@ func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	coll, id := r.PathValue("collection"), r.PathValue("id")
 	a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), coll, id, r.PostFormValue("force") == "on")
 	if err != nil && a.ID == "" {

@@ -84,7 +84,6 @@ type startForm struct {
 }
 
 func (s *Server) migrationStart(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	f := startForm{Collection: r.PostFormValue("collection"), Field: r.PostFormValue("field"), To: r.PostFormValue("to")}
 	if f.Collection == "" { // the form's one select names collection.field
 		f.Collection, f.Field, _ = strings.Cut(f.Field, ".")

@@ -33,10 +33,9 @@ type SourceOps interface {
 	RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error)
 }
 
-// Limits on what a request to the source routes may carry.
+// How much the source routes show and do in one request.
 const (
-	maxSourceFormBytes = 64 << 10
-	pageSize           = 50
+	pageSize = 50
 	// consoleRunPasses bounds a console's or the API's "run now": one
 	// request, a few runs while the source has a backlog.
 	consoleRunPasses = 5
@@ -90,7 +89,6 @@ func defaultAddForm() addForm {
 }
 
 func readAddForm(w http.ResponseWriter, r *http.Request) (addForm, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxSourceFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return addForm{}, tidemark.Invalidf("form", "", "unreadable: %v", err)
 	}
@@ -185,7 +183,6 @@ func (s *Server) consoleAdd(w http.ResponseWriter, r *http.Request) {
 // to it (to the list after a removal) with what happened.
 func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	r.Body = http.MaxBytesReader(w, r.Body, maxSourceFormBytes)
 	if err := r.ParseForm(); err != nil {
 		s.redirect(w, r, sourcePath(name), "", tidemark.Invalidf("form", "", "unreadable: %v", err))
 		return

@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"strings"
+
+	"github.com/tidemark/tidemark"
 )
 
 // access says who may use a route.
@@ -33,8 +35,25 @@ type route struct {
 	Access  access
 	Audit   string // for a write: auditStore, or auditWrite (also when empty)
 	// Action names a write in the audit; empty, it is "METHOD PATTERN".
-	Action  string
+	Action string
+	// MaxBody bounds a write's body in bytes; 0 is maxWriteBody.
+	MaxBody int64
 	Handler http.Handler
+}
+
+// The most a write's body may carry: a form or a JSON object of settings;
+// a document, which holds a page's text.
+const (
+	maxWriteBody    = 64 << 10
+	maxDocumentBody = 2 << 20
+)
+
+// bodyLimit is the most the route's body may carry.
+func (rt route) bodyLimit() int64 {
+	if rt.MaxBody > 0 {
+		return rt.MaxBody
+	}
+	return maxWriteBody
 }
 
 // privateRoute is a route that needs a token; action names its writes in
@@ -61,8 +80,8 @@ func (s *Server) routes() []route {
 	rs := []route{
 		get("/healthz", public, s.healthz),
 		get("/signin", public, s.signinPage),
-		{Method: http.MethodPost, Pattern: "/signin", Access: public, Audit: auditStore, Handler: http.HandlerFunc(s.signin)},
-		{Method: http.MethodPost, Pattern: "/signout", Access: public, Audit: auditStore, Handler: http.HandlerFunc(s.signout)},
+		{Method: http.MethodPost, Pattern: "/signin", Access: public, Audit: auditStore, MaxBody: 4 << 10, Handler: http.HandlerFunc(s.signin)},
+		{Method: http.MethodPost, Pattern: "/signout", Access: public, Audit: auditStore, MaxBody: 4 << 10, Handler: http.HandlerFunc(s.signout)},
 		get("/api/openapi.json", public, s.openAPI),
 
 		get("/status", private, s.status),
@@ -128,6 +147,9 @@ func (s *Server) audited(rt route) http.Handler {
 func (s *Server) mux() *router {
 	rt := &router{s: s, mux: http.NewServeMux(), fallbacks: map[string]bool{}, roots: map[string]bool{}}
 	for _, route := range s.routes() {
+		if route.write() {
+			route.Handler = s.limitBody(route.bodyLimit(), route.Handler)
+		}
 		h := s.audited(route)
 		if route.Access == private {
 			h = s.requireAuth(h)
@@ -147,6 +169,27 @@ func (s *Server) mux() *router {
 		rt.mux.Handle(pattern, h)
 	}
 	return rt
+}
+
+// limitBody refuses a body over limit bytes with 413 before h reads it
+// (inside the audit, so the refusal is audited), and stops h reading past
+// limit when the body did not say its length.
+func (s *Server) limitBody(limit int64, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			err := tidemark.Invalidf("body", "", "%d bytes is more than %s %s takes (%d bytes at most)",
+				r.ContentLength, r.Method, r.URL.Path, limit)
+			failed(w, err)
+			if answersJSON(r) {
+				failStatus(w, http.StatusRequestEntityTooLarge, err)
+			} else {
+				s.problemStatus(w, r, http.StatusRequestEntityTooLarge, err)
+			}
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // router is the site's routes on a ServeMux, with JSON 405s.

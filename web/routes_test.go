@@ -436,3 +436,55 @@ func TestAFailedConsoleWriteIsAuditedAsFailed(t *testing.T) {
 		t.Fatalf("%d, audit %+v", rec.Code, log)
 	}
 }
+
+// Every write takes a body up to its route's limit and no more: a larger
+// one is refused with 413 before its handler reads a byte (the handlers of
+// this server's operations are nil, so reaching one would panic), and the
+// refusal is audited as a failed write.
+func TestEveryWriteRefusesABodyOverItsLimit(t *testing.T) {
+	ctx := context.Background()
+	s, db := mustFullServer(t)
+	secret, _, err := db.Auth().CreateToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	writes := 0
+	for _, rt := range s.routes() {
+		if !rt.write() {
+			continue
+		}
+		writes++
+		limit := rt.bodyLimit()
+		if limit <= 0 || limit > maxDocumentBody {
+			t.Errorf("%s %s: body limit %d", rt.Method, rt.Pattern, limit)
+			continue
+		}
+		path := strings.NewReplacer("{name}", "x", "{id}", "x", "{op}", "pause", "{action}", "retire",
+			"{collection}", "pages").Replace(rt.Pattern)
+		req := httptest.NewRequest(rt.Method, "http://127.0.0.1"+path, strings.NewReader(strings.Repeat("a", int(limit)+1)))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "bytes") {
+			t.Errorf("%s %s with %d bytes: %d %q, want 413 saying how much it takes", rt.Method, path, limit+1, rec.Code, rec.Body.String())
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no write routes")
+	}
+	log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, e := range log {
+		if e.Outcome != tidemark.AuditOK && strings.Contains(e.Detail, "bytes") {
+			failed++
+		}
+	}
+	if want := writes - 2; failed != want { // sign-in and sign-out audit their own
+		t.Errorf("%d refusals audited as failed, want %d", failed, want)
+	}
+}

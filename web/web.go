@@ -230,13 +230,11 @@ func failStatus(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, errorBody(err))
 }
 
-// maxJSONBody bounds the body of an API request.
-const maxJSONBody = 2 << 20
-
 // decodeJSON reads a request's JSON object into v, refusing unknown fields
-// and more than maxJSONBody bytes. An empty body is the empty object.
+// (and more than the route's body limit, see limitBody). An empty body is
+// the empty object.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
 		return tidemark.Invalidf("body", "", "want a JSON object of the documented fields: %v", err)
