@@ -123,16 +123,9 @@ func (s *IngestStore) RemoveSource(ctx context.Context, ref, actor string, force
 	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
 		return rm, err
 	}
-	pages, err := queryAll(ctx, tx, func(sc scanner) (string, error) {
-		var id string
-		return id, sc.Scan(&id)
-	}, `SELECT id FROM pages WHERE source_id = $1`, r.ID)
-	if err != nil {
-		return rm, err
-	}
-	for _, id := range pages {
-		if err := s.db.Dialect.search.unindex(ctx, tx, id); err != nil {
-			return rm, fmt.Errorf("remove page %s from search: %w", id, err)
+	for _, q := range s.db.Dialect.search.unindexSource {
+		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
+			return rm, fmt.Errorf("remove the pages of %s from search: %w", r.Name, err)
 		}
 	}
 	for _, q := range removeSourceStatements {

@@ -60,3 +60,45 @@ func TestPublishedPage(t *testing.T) {
 		}
 	})
 }
+
+// Removing a source takes its pages out of search, every row of them, and
+// leaves another source's.
+func TestRemovingASourceTakesItsPagesOutOfSearch(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		env := sqltest.NewEnv(2)
+		db := sqltest.MustOpen(t, b, env)
+		sqltest.MustIngest(t, db, env, "gone", "Walrus one", "Walrus two", "Walrus three")
+		sqltest.MustIngest(t, db, env, "kept", "Walrus kept")
+		svc := &publish.Service{Store: db.Publish(), Objects: mem.New()}
+		if _, err := svc.Summarize(ctx, extractive.Summarizer{}, 10); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := svc.PublishPending(ctx, 10); err != nil || rep.Published != 4 {
+			t.Fatalf("publish: %+v, %v", rep, err)
+		}
+		searchRows := func() int {
+			t.Helper()
+			q := `SELECT COUNT(*) FROM page_search`
+			if b.Name == "sqlite" {
+				q = `SELECT (SELECT COUNT(*) FROM page_search) + (SELECT COUNT(*) FROM page_search_rows)`
+			}
+			var n int
+			if err := db.SQL().QueryRowContext(ctx, q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := searchRows()
+		if _, err := db.Ingest().RemoveSource(ctx, "gone", "ada", true); err != nil {
+			t.Fatal(err)
+		}
+		if after := searchRows(); after != before/4 {
+			t.Errorf("search holds %d rows after the removal, want %d (the kept page's)", after, before/4)
+		}
+		res, err := db.Publish().Search(ctx, publish.SearchQuery{Terms: []string{"walrus"}, Limit: 10})
+		if err != nil || len(res.Hits) != 1 {
+			t.Fatalf("search after the removal: %+v %v, want the kept page only", res, err)
+		}
+	})
+}

@@ -16,6 +16,9 @@ type searchDialect struct {
 	index func(ctx context.Context, tx *sql.Tx, pageID, title, summary, text string) error
 	// unindex removes a page's rows in tx.
 	unindex func(ctx context.Context, tx *sql.Tx, pageID string) error
+	// unindexSource are the statements that remove the rows of every
+	// page of the source $1, run before its pages are deleted.
+	unindexSource []string
 	// query is the search statement: $1 the dialect's query text, $2
 	// limit, $3 offset; it selects the page entry columns and a marked
 	// snippet.
@@ -51,6 +54,10 @@ var sqliteSearch = &searchDialect{
 		}
 		return err
 	},
+	unindexSource: []string{
+		`DELETE FROM page_search WHERE rowid IN (SELECT r.row FROM page_search_rows r JOIN pages p ON p.id = r.page_id WHERE p.source_id = $1)`,
+		`DELETE FROM page_search_rows WHERE page_id IN (SELECT id FROM pages WHERE source_id = $1)`,
+	},
 	query: `SELECT ` + searchColumns + `, snippet(page_search, -1, char(57344), char(57345), '…', 24)
 		FROM page_search JOIN page_search_rows r ON r.row = page_search.rowid
 		JOIN pages p ON p.id = r.page_id JOIN events e ON e.id = p.event_id JOIN sources so ON so.id = p.source_id
@@ -85,6 +92,7 @@ var postgresSearch = &searchDialect{
 		_, err := tx.ExecContext(ctx, `DELETE FROM page_search WHERE page_id = $1`, pageID)
 		return err
 	},
+	unindexSource: []string{`DELETE FROM page_search WHERE page_id IN (SELECT id FROM pages WHERE source_id = $1)`},
 	query: `SELECT ` + searchColumns + `, ts_headline('simple', ps.title || ' — ' || ps.summary || E'\n' || left(ps.evidence, 20000), q,
 			'StartSel=' || chr(57344) || ',StopSel=' || chr(57345) || ',MaxWords=40,MinWords=12,MaxFragments=2,FragmentDelimiter=" … "')
 		FROM page_search ps CROSS JOIN websearch_to_tsquery('simple', $1) AS q
