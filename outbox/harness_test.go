@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/outbox"
@@ -95,8 +96,7 @@ func newHarness(t *testing.T, b sqltest.Backend, o laneOpts) *harness {
 	if o.noCount {
 		delete(settings, "count_url")
 	}
-	if _, err := h.st.AddLane(context.Background(), sqlstore.NewLane{Name: h.lane, Provider: "webhook", Settings: settings,
-		MinGap: o.minGap, Skew: o.skew, Retirement: o.retire}); err != nil {
+	if _, err := h.st.AddLane(context.Background(), sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: h.lane, Provider: "webhook", Settings: settings, MinGap: tidemark.Duration(o.minGap), Skew: tidemark.Duration(o.skew), Retirement: o.retire}}); err != nil {
 		t.Fatal(err)
 	}
 	return h

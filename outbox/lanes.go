@@ -14,10 +14,12 @@ import (
 // LaneConfig is what an operator configures of a lane. Settings are given
 // whole (secrets included); the store keeps the secrets apart.
 type LaneConfig struct {
-	Name       string            `json:"name"`
-	Provider   string            `json:"provider"`
-	Settings   map[string]string `json:"settings"`
-	MinGap     tidemark.Duration `json:"min_gap"`
+	Name     string            `json:"name"`
+	Provider string            `json:"provider"`
+	Settings map[string]string `json:"settings"`
+	// MinGap is the least time between two writes.
+	MinGap tidemark.Duration `json:"min_gap"`
+	// Skew is the clock difference allowed for in the freshness rule.
 	Skew       tidemark.Duration `json:"skew"`
 	Retirement RetirementPolicy  `json:"retirement"`
 }
@@ -202,9 +204,25 @@ type LaneRemoval struct {
 
 // Loss says, for people, what the removal loses ("" when nothing but
 // history).
-func (r LaneRemoval) Loss() string {
+func (r LaneRemoval) Loss() string { return r.counts(blocking) }
+
+// Detail is what the audit keeps of the removal.
+func (r LaneRemoval) Detail() string {
+	intents := r.counts(States)
+	if intents == "" {
+		intents = "none"
+	}
+	d := fmt.Sprintf("removed with %d channel(s) and intents: %s", r.Channels, intents)
+	if loss := r.Loss(); loss != "" {
+		d += "; forced, losing " + loss
+	}
+	return d
+}
+
+// counts is "2 pending, 1 unresolved": the removal's intents in states.
+func (r LaneRemoval) counts(states []State) string {
 	var parts []string
-	for _, st := range blocking {
+	for _, st := range states {
 		if n := r.Intents[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}

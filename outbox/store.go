@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/tidemark/tidemark"
 )
 
 // State is where an intent is in its life.
@@ -90,14 +88,7 @@ type Draft struct {
 
 // Lane is one provider account with its writer's lease and pacing gate.
 type Lane struct {
-	Name     string            `json:"name"`
-	Provider string            `json:"provider"`
-	Settings map[string]string `json:"settings"`
-	// MinGap is the least time between two writes.
-	MinGap tidemark.Duration `json:"min_gap"`
-	// Skew is the clock difference allowed for in the freshness rule.
-	Skew       tidemark.Duration `json:"skew"`
-	Retirement RetirementPolicy  `json:"retirement"`
+	LaneConfig
 
 	LeaseToken     int64         `json:"lease_token"`
 	LeaseHolder    string        `json:"lease_holder"`

@@ -77,8 +77,8 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 		return outbox.LaneView{}, err
 	}
 	shown, secret := providers.Split(c.Provider, c.Settings)
-	if _, err := p.db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: c.Name, Provider: c.Provider, Settings: shown, Secrets: secret,
-		MinGap: c.MinGap.Std(), Skew: c.Skew.Std(), Retirement: c.Retirement, Actor: actor}); err != nil {
+	c.Settings = shown
+	if _, err := p.db.Outbox().AddLane(ctx, sqlstore.NewLane{LaneConfig: c, Secrets: secret, Actor: actor}); err != nil {
 		return outbox.LaneView{}, err
 	}
 	return p.Lane(ctx, c.Name)

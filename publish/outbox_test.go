@@ -19,7 +19,7 @@ func mustChannel(t *testing.T, f *fixture) *sqlstore.OutboxStore {
 	t.Helper()
 	ctx := context.Background()
 	ob := f.db.Outbox()
-	if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "hook", Provider: "webhook"}); err != nil {
+	if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ob.AddChannel(ctx, f.src.ID, "hook", "room-1", ""); err != nil {
@@ -130,7 +130,7 @@ func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
 		ctx := context.Background()
 		f := mustFixture(t, b, mem.New())
 		ob := f.db.Outbox()
-		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "chat", Provider: "discord"}); err != nil {
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "chat", Provider: "discord"}}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := ob.AddChannel(ctx, f.src.ID, "chat", "channel", "")

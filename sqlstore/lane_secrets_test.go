@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -25,17 +26,17 @@ func TestLaneSecretsApart(t *testing.T) {
 		st := db.Outbox()
 		given := map[string]string{"url": "https://hooks.example.com/T0/B0/SECRETPATH", "secret": "s3cr3t-value", "page_size": "10"}
 		shown, secret := providers.Split("webhook", given)
-		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "new", Provider: "webhook", Settings: shown, Secrets: secret, MinGap: time.Second}); err != nil {
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "new", Provider: "webhook", Settings: shown, MinGap: tidemark.Duration(time.Second)}, Secrets: secret}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "bad", Provider: "webhook", Settings: map[string]string{}, Secrets: map[string]string{"secret": "x"}}); !errors.Is(err, tidemark.ErrInvalid) {
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "bad", Provider: "webhook", Settings: map[string]string{}}, Secrets: map[string]string{"secret": "x"}}); !errors.Is(err, tidemark.ErrInvalid) {
 			t.Fatalf("a secret without its shown setting: %v", err)
 		}
 		// As a database from before kept it: secrets among the settings.
-		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "old", Provider: "webhook", Settings: given, MinGap: time.Second}); err != nil {
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "old", Provider: "webhook", Settings: given, MinGap: tidemark.Duration(time.Second)}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "plain", Provider: "webhook", Settings: map[string]string{"url": "https://x.example/", "secret_env": "S"}}); err != nil {
+		if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "plain", Provider: "webhook", Settings: map[string]string{"url": "https://x.example/", "secret_env": "S"}}}); err != nil {
 			t.Fatal(err)
 		}
 		n, err := st.SealLaneSecrets(ctx, providers.Split)

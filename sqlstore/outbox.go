@@ -33,13 +33,8 @@ const minRecheck = time.Minute
 // LaneSecrets, for the code that builds the lane's provider.
 // providers.Split divides a lane's configuration into the two.
 type NewLane struct {
-	Name       string
-	Provider   string
-	Settings   map[string]string
-	Secrets    map[string]string
-	MinGap     time.Duration
-	Skew       time.Duration
-	Retirement outbox.RetirementPolicy
+	outbox.LaneConfig
+	Secrets map[string]string
 	// Actor is who added the lane, for the audit.
 	Actor string
 }
@@ -65,10 +60,6 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 			return outbox.Lane{}, tidemark.Invalidf("lane", nl.Name, "secret setting %q has no shown (redacted) setting beside it", k)
 		}
 	}
-	secrets, err := json.Marshal(nl.Secrets)
-	if err != nil {
-		return outbox.Lane{}, err
-	}
 	now := ms(s.db.Clock.Now())
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
@@ -78,7 +69,7 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lanes
 		(name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms, created_at, updated_at, revision)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)`,
-		nl.Name, nl.Provider, string(settings), nl.MinGap.Milliseconds(), nl.Skew.Milliseconds(),
+		nl.Name, nl.Provider, string(settings), nl.MinGap.Std().Milliseconds(), nl.Skew.Std().Milliseconds(),
 		nl.Retirement.Checks, nl.Retirement.Spacing.Std().Milliseconds(), now, s.db.IDs.New())
 	if IsUniqueViolation(err) {
 		return outbox.Lane{}, fmt.Errorf("lane %q already exists: %w", nl.Name, tidemark.ErrConflict)
@@ -86,10 +77,8 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 	if err != nil {
 		return outbox.Lane{}, fmt.Errorf("add lane %q: %w", nl.Name, err)
 	}
-	if len(nl.Secrets) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, nl.Name, string(secrets)); err != nil {
-			return outbox.Lane{}, fmt.Errorf("add lane %q: secrets: %w", nl.Name, err)
-		}
+	if err := keepLaneSecrets(ctx, tx, nl.Name, nl.Secrets); err != nil {
+		return outbox.Lane{}, err
 	}
 	if err := s.audit(ctx, tx, nl.Name, outbox.ActionLaneAdd, nl.Actor, "provider "+nl.Provider); err != nil {
 		return outbox.Lane{}, err
@@ -104,19 +93,40 @@ func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, err
 // Only the code that builds the lane's provider calls it; nothing shows
 // what it returns.
 func (s *OutboxStore) LaneSecrets(ctx context.Context, name string) (map[string]string, error) {
+	return laneSecrets(ctx, s.db.db, name, "")
+}
+
+// laneSecrets reads the secrets kept apart for lane name through q, with
+// lock appended to the read (a dialect's row lock, or nothing).
+func laneSecrets(ctx context.Context, q querier, name, lock string) (map[string]string, error) {
+	out := map[string]string{}
 	var raw string
-	err := s.db.db.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`, name).Scan(&raw)
+	err := q.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`+lock, name).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
-		return map[string]string{}, nil
+		return out, nil
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lane %s: secrets: %w", name, err)
 	}
-	out := map[string]string{}
-	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil, fmt.Errorf("lane %s: secrets: %w", name, err)
-	}
 	return out, nil
+}
+
+// keepLaneSecrets makes secrets the ones kept apart for lane name, in tx.
+func keepLaneSecrets(ctx context.Context, tx *sql.Tx, name string, secrets map[string]string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM outbox_lane_secrets WHERE lane = $1`, name)
+	if err == nil && len(secrets) > 0 {
+		var b []byte
+		if b, err = json.Marshal(secrets); err == nil {
+			_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, name, string(b))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lane %s: secrets: %w", name, err)
+	}
+	return nil
 }
 
 // SealLaneSecrets moves the secrets of lanes stored before secrets were
@@ -157,24 +167,12 @@ func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, sec
 		return err
 	}
 	defer tx.Rollback()
-	kept := map[string]string{}
-	var raw string
-	err = tx.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`+s.db.Dialect.LockRow, name).Scan(&raw)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return err
-	default:
-		if err := json.Unmarshal([]byte(raw), &kept); err != nil {
-			return fmt.Errorf("lane %s: secrets: %w", name, err)
-		}
-	}
-	maps.Copy(kept, secret)
-	shownJSON, err := json.Marshal(shown)
+	kept, err := laneSecrets(ctx, tx, name, s.db.Dialect.LockRow)
 	if err != nil {
 		return err
 	}
-	keptJSON, err := json.Marshal(kept)
+	maps.Copy(kept, secret)
+	shownJSON, err := json.Marshal(shown)
 	if err != nil {
 		return err
 	}
@@ -190,13 +188,8 @@ func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, sec
 		// at open); its secrets are already apart.
 		return nil
 	}
-	if raw == "" {
-		_, err = tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, name, string(keptJSON))
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE outbox_lane_secrets SET settings = $2 WHERE lane = $1`, name, string(keptJSON))
-	}
-	if err != nil {
-		return fmt.Errorf("lane %s: secrets: %w", name, err)
+	if err := keepLaneSecrets(ctx, tx, name, kept); err != nil {
+		return err
 	}
 	return tx.Commit()
 }

@@ -72,18 +72,12 @@ func (s *OutboxStore) SetLane(ctx context.Context, name, actor string, split Spl
 	if err != nil {
 		return err
 	}
-	secrets := map[string]string{}
-	var raw string
-	switch err := tx.QueryRowContext(ctx, `SELECT settings FROM outbox_lane_secrets WHERE lane = $1`, name).Scan(&raw); {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	secrets, err := laneSecrets(ctx, tx, name, "")
+	if err != nil {
 		return err
-	default:
-		if err := json.Unmarshal([]byte(raw), &secrets); err != nil {
-			return fmt.Errorf("lane %s: secrets: %w", name, err)
-		}
 	}
-	cur := outbox.LaneConfig{Name: l.Name, Provider: l.Provider, Settings: maps.Clone(l.Settings), MinGap: l.MinGap, Skew: l.Skew, Retirement: l.Retirement}
+	cur := l.LaneConfig
+	cur.Settings = maps.Clone(l.Settings)
 	if cur.Settings == nil {
 		cur.Settings = map[string]string{}
 	}
@@ -103,10 +97,6 @@ func (s *OutboxStore) SetLane(ctx context.Context, name, actor string, split Spl
 	if err != nil {
 		return err
 	}
-	secretJSON, err := json.Marshal(orEmpty(secret))
-	if err != nil {
-		return err
-	}
 	if err := exec1(ctx, tx, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound), `UPDATE outbox_lanes
 		SET settings = $2, min_gap_ms = $3, skew_ms = $4, retire_checks = $5, retire_spacing_ms = $6, updated_at = $7,
 		revision = $8 WHERE name = $1`,
@@ -114,13 +104,8 @@ func (s *OutboxStore) SetLane(ctx context.Context, name, actor string, split Spl
 		next.Retirement.Spacing.Std().Milliseconds(), ms(s.db.Clock.Now()), s.db.IDs.New()); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM outbox_lane_secrets WHERE lane = $1`, name); err != nil {
+	if err := keepLaneSecrets(ctx, tx, name, secret); err != nil {
 		return err
-	}
-	if len(secret) > 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_lane_secrets (lane, settings) VALUES ($1, $2)`, name, string(secretJSON)); err != nil {
-			return fmt.Errorf("lane %s: secrets: %w", name, err)
-		}
 	}
 	if err := s.audit(ctx, tx, name, outbox.ActionLaneSet, actor, detail); err != nil {
 		return err
@@ -190,31 +175,10 @@ func (s *OutboxStore) RemoveLane(ctx context.Context, name, actor string, force 
 	if err := exec1(ctx, tx, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound), `DELETE FROM outbox_lanes WHERE name = $1`, name); err != nil {
 		return r, err
 	}
-	if err := s.audit(ctx, tx, name, outbox.ActionLaneRemove, actor, removalDetail(r)); err != nil {
+	if err := s.audit(ctx, tx, name, outbox.ActionLaneRemove, actor, r.Detail()); err != nil {
 		return r, err
 	}
 	return r, tx.Commit()
-}
-
-func removalDetail(r outbox.LaneRemoval) string {
-	var parts []string
-	for _, st := range outbox.States {
-		if n := r.Intents[st]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, st))
-		}
-	}
-	d := fmt.Sprintf("removed with %d channel(s) and intents: %s", r.Channels, orNone(strings.Join(parts, ", ")))
-	if loss := r.Loss(); loss != "" {
-		d += "; forced, losing " + loss
-	}
-	return d
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 func channelDetail(c outbox.Channel) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -17,7 +18,7 @@ func TestChannelChangesThatCannotBeAuditedAreNotMade(t *testing.T) {
 		db := sqltest.MustOpen(t, b, sqltest.NewEnv(3))
 		ob := db.Outbox()
 		mustAddSource(t, db.Ingest(), "docs")
-		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := ob.AddChannelAs(ctx, "ada", "docs", "hook", "room", "")

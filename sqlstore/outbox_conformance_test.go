@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/outboxtest"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -21,7 +22,7 @@ func TestOutboxConformance(t *testing.T) {
 				Clock: env.Clock,
 				AddLane: func(t *testing.T, name string, minGap time.Duration) {
 					t.Helper()
-					if _, err := st.AddLane(context.Background(), sqlstore.NewLane{Name: name, Provider: "webhook", MinGap: minGap}); err != nil {
+					if _, err := st.AddLane(context.Background(), sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: name, Provider: "webhook", MinGap: tidemark.Duration(minGap)}}); err != nil {
 						t.Fatalf("add lane %s: %v", name, err)
 					}
 				},

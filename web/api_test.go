@@ -98,7 +98,7 @@ func TestAPICursorPagination(t *testing.T) {
 		}
 		ob := db.Outbox()
 		for _, lane := range []string{"l2", "l1"} {
-			if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: lane, Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+			if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: lane, Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {

@@ -105,8 +105,7 @@ func mustConsoleFixture(t *testing.T) (srvURL, token string) {
 	}
 
 	ob := db.Outbox()
-	if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "team-chat", Provider: "webhook",
-		Settings: map[string]string{"url": "https://hooks.example.org/T000/B000"}, MinGap: 2 * time.Second}); err != nil {
+	if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "team-chat", Provider: "webhook", Settings: map[string]string{"url": "https://hooks.example.org/T000/B000"}, MinGap: tidemark.Duration(2 * time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {

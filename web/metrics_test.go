@@ -123,10 +123,10 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 		// 1.5s and (a gate that let one through early) 0.4s; one send's
 		// counter moved by two.
 		ob := db.Outbox()
-		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: time.Second}); err != nil {
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: tidemark.Duration(time.Second)}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "quiet", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: time.Minute}); err != nil {
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "quiet", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: tidemark.Duration(time.Minute)}}); err != nil {
 			t.Fatal(err)
 		}
 		var ins []outbox.Intent

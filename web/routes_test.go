@@ -269,7 +269,7 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 		Draft: summarize.Draft{Text: "A summary.", Model: "m", PromptVersion: "p"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "l", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := db.Outbox().AddChannel(ctx, "src", "l", "room", "")
@@ -280,7 +280,7 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "src", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}); err != nil {
+	if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "src", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Content().CreateCollection(ctx, "notes", []content.Field{{Name: "n", Type: content.Text}}); err != nil {

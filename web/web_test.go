@@ -38,7 +38,7 @@ func TestAPIAndStatus(t *testing.T) {
 		if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused", NextDueAt: env.Clock.Now(), Terminal: true}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: time.Second}); err != nil {
+		if _, err := db.Outbox().AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hooks", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}, MinGap: tidemark.Duration(time.Second)}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Outbox().Draft(ctx, outbox.Draft{Lane: "hooks", Target: "chat", Body: "<b>hello</b>"}); err != nil {

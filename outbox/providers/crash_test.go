@@ -97,7 +97,7 @@ func TestEveryProviderSurvivesACrashAtEachFailpoint(t *testing.T) {
 				st := db.Outbox()
 				settings, received, _ := k.settings(t, env)
 				shown, secret := providers.Split(kind, settings)
-				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
+				if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: kind, Settings: shown, MinGap: tidemark.Duration(0)}, Secrets: secret}); err != nil {
 					t.Fatal(err)
 				}
 				intents := draftN(t, st, k.targetFor(settings), n, "crash write %d")
@@ -147,7 +147,7 @@ func TestEveryProviderSurvivesAKillMidSend(t *testing.T) {
 			st := db.Outbox()
 			settings, received, d := k.settings(t, env)
 			shown, secret := providers.Split(kind, settings)
-			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret, MinGap: 0}); err != nil {
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: kind, Settings: shown, MinGap: tidemark.Duration(0)}, Secrets: secret}); err != nil {
 				t.Fatal(err)
 			}
 			intents := draftN(t, st, k.targetFor(settings), n, "killed write %d")
@@ -196,7 +196,7 @@ func TestEveryProviderRefusesAStaleWriter(t *testing.T) {
 			db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
 			st := db.Outbox()
 			settings, received, _ := k.settings(t, env)
-			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: kind, Settings: settings}}); err != nil {
 				t.Fatal(err)
 			}
 			intents := draftN(t, st, k.targetFor(settings), n, "stale write %d")

@@ -85,7 +85,7 @@ func TestTheDelivererKeepsTheLanesGuarantee(t *testing.T) {
 			if g.Guarantee != tc.want {
 				t.Fatalf("the lane's guarantee is %s, want %s: %s", g.Guarantee, tc.want, g.Why)
 			}
-			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "webhook", Settings: s}); err != nil {
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: "webhook", Settings: s}}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range n {
@@ -151,7 +151,7 @@ func TestAWriteInDoubtBeyondTheListingsHorizonIsNotResent(t *testing.T) {
 	r := &receiver{clk: env.Clock}
 	srv, drop := providertest.NewDropServer(t, ntfyKeeping(r, time.Hour))
 	settings := map[string]string{"base_url": srv.URL, "topics": "alerts", "cache_duration": "1h"}
-	if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "ntfy", Settings: settings}); err != nil {
+	if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: "ntfy", Settings: settings}}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: "alerts", Body: "once"})
@@ -210,7 +210,7 @@ func TestMatrixResendsAWriteInDoubtWithItsTransactionID(t *testing.T) {
 			srv, drop := providertest.NewDropServer(t, m.handler())
 			// No rooms to read: only the key can decide.
 			settings := map[string]string{"homeserver_url": srv.URL, "token_env": "TM_MATRIX_TOKEN"}
-			if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "matrix", Settings: settings}); err != nil {
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: "matrix", Settings: settings}}); err != nil {
 				t.Fatal(err)
 			}
 			in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: "!room:example.org", Body: "once"})

@@ -54,7 +54,7 @@ func TestAPublishedChangeReachesARealServerOnceThroughAKill9(t *testing.T) {
 			ob := db.Outbox()
 			settings, received, d := k.settings(t, env)
 			shown, secret := providers.Split(kind, settings)
-			if _, err := ob.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: shown, Secrets: secret}); err != nil {
+			if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: kind, Settings: shown}, Secrets: secret}); err != nil {
 				t.Fatal(err)
 			}
 			src, err := db.Ingest().AddSource(ctx, ingest.NewSource{Name: "releases", Kind: "git", Location: "/src/releases", Interval: time.Hour, RetryBudget: 3})

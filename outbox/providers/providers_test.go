@@ -90,7 +90,7 @@ func mapsValues(m map[string]string) []string {
 // form never reaches a provider.
 func TestNewNeedsTheSecretsKeptApart(t *testing.T) {
 	shown, secret := providers.Split("webhook", map[string]string{"url": "https://hooks.example.com/T0/SECRETPATH", "secret": "s3cr3t"})
-	l := outbox.Lane{Name: "hook", Provider: "webhook", Settings: shown}
+	l := outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: shown}}
 	if _, err := providers.New(l, nil); !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("New without the secrets: %v", err)
 	}

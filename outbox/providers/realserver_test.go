@@ -303,7 +303,7 @@ func TestDendriteBeyondTheKeyWindowLeavesAWriteInDoubtUnresolved(t *testing.T) {
 	db := sqltest.MustOpenURL(t, sqltest.NewSQLiteURL(t), env)
 	st := db.Outbox()
 	settings, received, d := k.settings(t, env)
-	if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: "matrix", Settings: settings}); err != nil {
+	if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: "matrix", Settings: settings}}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := st.Draft(ctx, outbox.Draft{Lane: "lane", Target: k.targetFor(settings), Body: "in doubt for an hour"})

@@ -568,7 +568,7 @@ func TestWritesAreNeverReplayedWhenAnswersAreLost(t *testing.T) {
 				if g, err := providers.Guarantee(kind, settings); err != nil || (g.Guarantee == provider.AtMostOnce) != k.atMostOnce {
 					t.Fatalf("the lane's derived guarantee is %q (%v), the test expects at most once: %v", g.Guarantee, err, k.atMostOnce)
 				}
-				if _, err := st.AddLane(ctx, sqlstore.NewLane{Name: "lane", Provider: kind, Settings: settings}); err != nil {
+				if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "lane", Provider: kind, Settings: settings}}); err != nil {
 					t.Fatal(err)
 				}
 				var intents []outbox.Intent
