@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -385,6 +388,12 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 	if f, ok := coll.Field(r.Field); !ok || f.Type != r.From {
 		return fmt.Errorf("%w: migration run %s: field %s.%s is %s, the run converts from %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, f.Type, r.From)
 	}
+	if s.db.Dialect.ConvertInSQL {
+		done, err := s.convertInSQL(ctx, tx, coll, r, now, lease)
+		if done || err != nil {
+			return err
+		}
+	}
 	docs, last, err := s.readBatch(ctx, tx, coll.Name, r)
 	if err != nil {
 		return err
@@ -398,41 +407,22 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 		dec     jsontext.Decoder
 	)
 	for _, d := range docs {
-		v, start, end, err := fieldSpan(&dec, d.fields, r.Field)
-		if err != nil {
-			return fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
-		}
-		if v == nil || content.IsNull(v) {
-			walked++
-			cursor = d.id
-			continue
-		}
-		out, err := rule.Apply(v)
-		if err != nil {
-			if !errors.As(err, &failure) {
-				return err
-			}
+		enc, err := convertFields(&dec, d.fields, r.Field, rule)
+		if errors.As(err, &failure) {
 			failed = d.id
 			break
 		}
-		// The converted value in the place of the old one; every other
-		// value stays as stored.
-		enc := make([]byte, 0, len(d.fields)-len(v)+len(out))
-		enc = append(append(append(enc, d.fields[:start]...), out...), d.fields[end:]...)
-		ws = append(ws, docWrite{ID: d.id, Base: d.version, Encoded: enc, Reason: content.ReasonMigrate, RunID: r.ID})
+		if err != nil {
+			return fmt.Errorf("migration run %s: document %s: stored fields: %w", r.ID, d.id, err)
+		}
+		if enc != nil {
+			ws = append(ws, docWrite{ID: d.id, Base: d.version, Encoded: enc, Reason: content.ReasonMigrate, RunID: r.ID})
+		}
 		walked++
 		cursor = d.id
 	}
 	advance := func(ctx context.Context, tx *sql.Tx) error {
-		if err := fpMigrateAfterConvert.Hit(ctx); err != nil {
-			return err
-		}
-		// The fence: this run, this claim, and the cursor this batch read.
-		return exec1(ctx, tx, fmt.Errorf("migration run %s: cursor or claim moved under the batch: %w", r.ID, tidemark.ErrStaleClaim),
-			`UPDATE field_migrations SET cursor = $1, walked = walked + $2, converted = converted + $3, batches = batches + 1,
-				lease_expires_at = $4, updated_at = $5
-			WHERE id = $6 AND claim_token = $7 AND cursor = $8 AND status = 'running'`,
-			cursor, walked, int64(len(ws)), ms(lease), ms(now), r.ID, r.token.String, r.Cursor)
+		return s.advanceRun(ctx, tx, r, cursor, walked, int64(len(ws)), now, lease)
 	}
 	finish := func(ctx context.Context, tx *sql.Tx) error {
 		if failure != nil {
@@ -447,28 +437,63 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 		if !last {
 			return nil
 		}
-		// The last document is converted in this transaction: flip the type
-		// here, once.
-		if err := fpMigrateBeforeFlip.Hit(ctx); err != nil {
-			return err
-		}
-		if err := exec1(ctx, tx, fmt.Errorf("%w: migration run %s: field %s.%s is no longer %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, r.From),
-			`UPDATE collection_fields SET type = $1 WHERE collection = $2 AND name = $3 AND type = $4`,
-			string(r.To), coll.Name, r.Field, string(r.From)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO field_type_changes (run_id, collection, field, from_type, to_type, at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			r.ID, coll.Name, r.Field, string(r.From), string(r.To), ms(now)); err != nil {
-			return fmt.Errorf("migration run %s: record type change: %w", r.ID, err)
-		}
-		return exec1(ctx, tx, fmt.Errorf("%w: migration run %s: mark done", tidemark.ErrUnconfirmed, r.ID),
-			`UPDATE field_migrations SET status = 'done', claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL,
-				updated_at = $1, finished_at = $1
-			WHERE id = $2 AND status = 'running'`, ms(now), r.ID)
+		return s.flipType(ctx, tx, coll, r, now)
 	}
 	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateBeforeCommit.Hit(ctx) }
 	err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
 	return err
+}
+
+// convertFields is a document's stored fields (a JSON object) with field
+// converted by rule: the converted value in the place of the old one, and
+// every other value as stored. It is nil when the field is absent or null:
+// nothing to convert. A value the rule refuses is a *content.RuleError.
+func convertFields(dec *jsontext.Decoder, fields []byte, field string, rule content.Rule) ([]byte, error) {
+	v, start, end, err := fieldSpan(dec, fields, field)
+	if err != nil || v == nil || content.IsNull(v) {
+		return nil, err
+	}
+	out, err := rule.Apply(v)
+	if err != nil {
+		return nil, err
+	}
+	enc := make([]byte, 0, len(fields)-len(v)+len(out))
+	return append(append(append(enc, fields[:start]...), out...), fields[end:]...), nil
+}
+
+// advanceRun moves the run's cursor past a batch: walked documents, of
+// which converted were written. The fence: this run, this claim, and the
+// cursor the batch read.
+func (s *ContentStore) advanceRun(ctx context.Context, tx *sql.Tx, r runRow, cursor string, walked, converted int64, now, lease time.Time) error {
+	if err := fpMigrateAfterConvert.Hit(ctx); err != nil {
+		return err
+	}
+	return exec1(ctx, tx, fmt.Errorf("migration run %s: cursor or claim moved under the batch: %w", r.ID, tidemark.ErrStaleClaim),
+		`UPDATE field_migrations SET cursor = $1, walked = walked + $2, converted = converted + $3, batches = batches + 1,
+			lease_expires_at = $4, updated_at = $5
+		WHERE id = $6 AND claim_token = $7 AND cursor = $8 AND status = 'running'`,
+		cursor, walked, converted, ms(lease), ms(now), r.ID, r.token.String, r.Cursor)
+}
+
+// flipType flips the field's declared type, once: the run's last document
+// is converted in tx.
+func (s *ContentStore) flipType(ctx context.Context, tx *sql.Tx, coll content.Collection, r runRow, now time.Time) error {
+	if err := fpMigrateBeforeFlip.Hit(ctx); err != nil {
+		return err
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("%w: migration run %s: field %s.%s is no longer %s", tidemark.ErrUnconfirmed, r.ID, coll.Name, r.Field, r.From),
+		`UPDATE collection_fields SET type = $1 WHERE collection = $2 AND name = $3 AND type = $4`,
+		string(r.To), coll.Name, r.Field, string(r.From)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO field_type_changes (run_id, collection, field, from_type, to_type, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		r.ID, coll.Name, r.Field, string(r.From), string(r.To), ms(now)); err != nil {
+		return fmt.Errorf("migration run %s: record type change: %w", r.ID, err)
+	}
+	return exec1(ctx, tx, fmt.Errorf("%w: migration run %s: mark done", tidemark.ErrUnconfirmed, r.ID),
+		`UPDATE field_migrations SET status = 'done', claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL,
+			updated_at = $1, finished_at = $1
+		WHERE id = $2 AND status = 'running'`, ms(now), r.ID)
 }
 
 // restoreBatch restores the next batch of documents the run converted,
@@ -538,4 +563,134 @@ func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll conten
 	beforeCommit := func(ctx context.Context, tx *sql.Tx) error { return fpMigrateRestoreBeforeCommit.Hit(ctx) }
 	err = s.writeVersions(ctx, tx, coll.Name, ws, now, advance, finish, beforeCommit)
 	return err
+}
+
+// convertFunction is the SQL function through which SQLite converts a
+// batch inside the database: tidemark_convert(fields, field, from, to) is
+// convertFields with the rule from→to, NULL when there is nothing to
+// convert, an error (which fails the statement, and undoes it) when the
+// stored fields are not an object, the rule refuses the value, or the
+// converted document is too large.
+const convertFunction = "tidemark_convert"
+
+func sqlConvert(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	var in [4]string
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			in[i] = v
+		case []byte:
+			in[i] = string(v)
+		default:
+			return nil, fmt.Errorf("%s: argument %d is %T, want text", convertFunction, i+1, a)
+		}
+	}
+	rule, ok := content.RuleFor(content.FieldType(in[2]), content.FieldType(in[3]))
+	if !ok {
+		return nil, fmt.Errorf("%s: no rule %s→%s", convertFunction, in[2], in[3])
+	}
+	var dec jsontext.Decoder
+	out, err := convertFields(&dec, []byte(in[0]), in[1], rule)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", convertRefused, err)
+	case out == nil:
+		return nil, nil
+	case len(out) > content.MaxDocumentBytes:
+		return nil, fmt.Errorf("%s: converted document is %d bytes, at most %d", convertRefused, len(out), content.MaxDocumentBytes)
+	}
+	return string(out), nil
+}
+
+// convertRefused begins the error of a conversion tidemark_convert refused
+// (as SQLite passes it on, in the statement's error).
+const convertRefused = convertFunction + " refused"
+
+// convertInSQL converts the next batch inside the database (SQLite, where
+// statements cost no round trip but each one costs its own bookkeeping):
+// one statement writes every converted document's snapshot, with the
+// conversion done by tidemark_convert as SQLite reads the batch, and one
+// moves the documents on to their snapshots; then the cursor advances as
+// the document-at-a-time path advances it. The documents never come out
+// of the database.
+//
+// When the conversion statement fails (a value the rule refuses, stored
+// fields that are not an object), SQLite undoes that statement alone and
+// done is false: the caller converts the batch a document at a time in
+// the same transaction, which commits the documents before the one that
+// failed and fails the run naming it.
+func (s *ContentStore) convertInSQL(ctx context.Context, tx *sql.Tx, coll content.Collection, r runRow, now, lease time.Time) (done bool, err error) {
+	// The batch's bounds, as readBatch draws them: at most the batch size,
+	// and no more stored fields than the budget (at least one document).
+	rows, err := tx.QueryContext(ctx, `SELECT id, octet_length(fields) FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		coll.Name, r.Cursor, r.BatchSize+1)
+	if err != nil {
+		return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	var (
+		cursor       = r.Cursor
+		walked, size int64
+		last         = true
+	)
+	for rows.Next() {
+		if walked == int64(r.BatchSize) || size >= content.MaxBatchBytes {
+			last = false // the batch is full; a document follows
+			break
+		}
+		var n int64
+		if err := rows.Scan(&cursor, &n); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+		}
+		walked++
+		size += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	}
+	var converted int64
+	if walked > 0 {
+		res, err := tx.ExecContext(ctx, `WITH c AS MATERIALIZED (
+				SELECT id, version, `+convertFunction+`(fields, $3, $4, $5) AS f FROM documents
+				WHERE collection = $1 AND id > $2 AND id <= $6)
+			INSERT INTO document_versions (collection, document_id, version, fields, reason, run_id, at)
+			SELECT $1, id, version + 1, f, 'migrate', $7, $8 FROM c WHERE f IS NOT NULL`,
+			coll.Name, r.Cursor, r.Field, string(r.From), string(r.To), cursor, r.ID, ms(now))
+		if err != nil {
+			if strings.Contains(err.Error(), convertRefused) {
+				return false, nil // the document-at-a-time path says what failed
+			}
+			return false, fmt.Errorf("migration run %s: convert batch: %w", r.ID, err)
+		}
+		if converted, err = res.RowsAffected(); err != nil {
+			return false, err
+		}
+		if converted > 0 {
+			res, err := tx.ExecContext(ctx, `UPDATE documents SET fields = v.fields, version = v.version, updated_at = $5
+				FROM document_versions v
+				WHERE v.run_id = $1 AND v.reason = 'migrate' AND v.document_id > $2 AND v.document_id <= $3 AND v.collection = $4
+				  AND documents.collection = v.collection AND documents.id = v.document_id AND documents.version + 1 = v.version`,
+				r.ID, r.Cursor, cursor, coll.Name, ms(now))
+			var moved int64
+			if err == nil {
+				moved, err = res.RowsAffected()
+			}
+			if err == nil && moved != converted {
+				err = fmt.Errorf("%w: %d moved", tidemark.ErrUnconfirmed, moved)
+			}
+			if err != nil {
+				return false, fmt.Errorf("migration run %s: move %d documents to their converted versions: %w", r.ID, converted, err)
+			}
+		}
+	}
+	if err := s.advanceRun(ctx, tx, r, cursor, walked, converted, now, lease); err != nil {
+		return false, err
+	}
+	if last {
+		if err := s.flipType(ctx, tx, coll, r, now); err != nil {
+			return false, err
+		}
+	}
+	return true, fpMigrateBeforeCommit.Hit(ctx)
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,9 @@ type Dialect struct {
 	// CopyFrom: bulk rows stream in with COPY inside a transaction (pgx's
 	// CopyFrom on the transaction's connection).
 	CopyFrom bool
+	// ConvertInSQL: a migration batch is converted inside the database,
+	// by a function of tidemark's (see convertInSQL).
+	ConvertInSQL bool
 	// MaxParams is the most bind parameters one statement may carry.
 	MaxParams int
 	// search is the dialect's full-text search.
@@ -70,7 +74,7 @@ type Dialect struct {
 }
 
 var (
-	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", RowAtATime: true, MaxParams: 32766, search: sqliteSearch,
+	SQLite = Dialect{Name: "sqlite", Bytes: "BLOB", RowAtATime: true, ConvertInSQL: true, MaxParams: 32766, search: sqliteSearch,
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
 	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", LockShare: " FOR SHARE", Bytes: "BYTEA",
 		ModifyingCTE: true, CopyFrom: true, MaxParams: 65535, search: postgresSearch,
@@ -78,6 +82,10 @@ var (
 		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`}
 )
+
+// registerSQLiteFunctions registers tidemark's SQL functions with the
+// SQLite driver, once, before its first connection opens.
+var registerSQLiteFunctions sync.Once
 
 // DB is an open tidemark database.
 type DB struct {
@@ -152,6 +160,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		// never both read and then race to upgrade; busy_timeout makes the
 		// second wait instead of failing.
 		dsn := "file:" + uriPath(path) + "?_txlock=immediate&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+		registerSQLiteFunctions.Do(func() {
+			sqlite.MustRegisterDeterministicScalarFunction(convertFunction, 4, sqlConvert)
+		})
 		var conn driver.Connector
 		conn, err = sqlite.NewConnector(dsn)
 		if err == nil {
