@@ -222,3 +222,45 @@ func TestThePoolKeepsItsConnectionsBetweenBursts(t *testing.T) {
 		t.Errorf("after three bursts of 8: %d open, %d closed for being idle; want 8 and 0", st.OpenConnections, st.MaxIdleClosed)
 	}
 }
+
+// On SQLite, write transactions queue for one connection in the process,
+// in order, rather than each sleeping in SQLite's busy handler until the
+// database's lock is free: none fails, none is lost, and they ran one at
+// a time on the one connection.
+func TestSQLiteWritersQueueForOneConnection(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "w.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.SQL().ExecContext(ctx, `CREATE TABLE n (v INTEGER NOT NULL); INSERT INTO n VALUES (0)`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 25 {
+				tx, err := d.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE n SET v = v + 1`); err != nil {
+					t.Error(err)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var v int
+	if err := d.SQL().QueryRowContext(ctx, `SELECT v FROM n`).Scan(&v); err != nil || v != 400 {
+		t.Fatalf("counter %d (%v), want 400", v, err)
+	}
+	if st := d.w.Stats(); st.MaxOpenConnections != 1 || st.OpenConnections != 1 || st.WaitCount == 0 {
+		t.Errorf("write pool: %+v; want one connection that writers waited for", st)
+	}
+}
