@@ -943,6 +943,16 @@ func (s *IngestStore) insertEventsSet(ctx context.Context, tx *sql.Tx, cp *copie
 	if err != nil {
 		return rep, err
 	}
+	if len(fresh) == len(items) && len(inserted) == len(fresh) {
+		// Every item was a new event (the common settlement): nothing to
+		// look up or re-freeze.
+		rep.EventsNew = len(fresh)
+		rep.EventIDs = make([]string, len(fresh))
+		for i, f := range fresh {
+			rep.EventIDs[i] = f.cur.id
+		}
+		return rep, nil
+	}
 	known := make(map[string]frozen, len(fresh))
 	var existing []tidemark.Item
 	for _, f := range fresh {
