@@ -53,7 +53,8 @@ func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summa
 		return r, errors.Join(serr, err)
 	}
 	r.Index = p.IndexLocation()
-	r.More = limit > 0 && (r.Summarized.Considered >= limit || r.Published.Published+r.Published.Failed >= limit)
+	r.More = limit > 0 && (r.Summarized.Considered >= limit || r.Published.Published+r.Published.Failed >= limit ||
+		r.Published.Restyled >= limit)
 	if serr != nil {
 		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
 			serr, r.Published.Published)

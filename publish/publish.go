@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -236,7 +237,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag})
+	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag, Format: PageFormat()})
 	if err == nil {
 		return res, nil
 	}
@@ -363,6 +364,9 @@ type PublishReport struct {
 	RepairFailed int `json:"repair_failed"`
 	// Relinked pages were republished because their neighbours changed.
 	Relinked int `json:"relinked"`
+	// Restyled pages were republished because they were published in an
+	// earlier release's page format.
+	Restyled int `json:"restyled"`
 	// Listings is what RefreshListings wrote.
 	Listings ListingReport `json:"listings"`
 	// Pages is how many pages are published in all.
@@ -394,6 +398,16 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 		return rep, err
 	}
 	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked); err != nil {
+		return rep, err
+	}
+	// Pages an earlier release rendered take this one's format, up to
+	// limit a pass.
+	restyle, err := s.Store.Restyle(ctx, PageFormat(), limit)
+	if err != nil {
+		return rep, err
+	}
+	restyle = slices.DeleteFunc(restyle, func(id string) bool { return slices.Contains(relink, id) })
+	if err := s.publishAll(ctx, restyle, cards, &rep, &rep.Restyled); err != nil {
 		return rep, err
 	}
 	if rep.Listings, err = s.RefreshListings(ctx); err != nil {

@@ -152,10 +152,16 @@ var (
 // changes a template rewrites what it renders.
 var templateDigests = map[string]string{}
 
-// listingFormat is in every listing object's digest: bump it when a
-// template function (funcs) changes what it writes, which the templates'
-// sources do not show.
+// listingFormat is in every wiki object's digest (a listing object's, and
+// the change pages' PageFormat): bump it when Go code changes what the
+// templates write (a template function, package readable's rendering of
+// evidence), which the templates' sources do not show.
 const listingFormat = "1"
+
+// PageFormat is the format change pages are rendered in: the digest of
+// the page template, its style and listingFormat. A page published in
+// another is republished by the next pass or sweep (Store.Restyle).
+func PageFormat() string { return templateDigests["page"] }
 
 // listing is the shared table of changes with its pager: entries newest
 // first; the front page links to every archive page, an archive page to

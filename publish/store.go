@@ -128,6 +128,8 @@ func (p Plan) Neighbours() string {
 // Written is what the object store confirmed.
 type Written struct {
 	ETag string
+	// Format is the page format the body was rendered in (PageFormat).
+	Format string
 }
 
 // PageState is a page's bookkeeping, for the sweeper.
@@ -235,6 +237,10 @@ type Store interface {
 	// neighbours are no longer their neighbours (a change arrived beside
 	// them, or a neighbour was withdrawn), in page ID order.
 	Relink(ctx context.Context, limit int) ([]string, error)
+	// Restyle lists the current summaries of published pages published in
+	// another page format than format (an earlier release's), in page ID
+	// order; limit 0 lists them all.
+	Restyle(ctx context.Context, format string, limit int) ([]string, error)
 	// Listing lists published pages newest first.
 	Listing(ctx context.Context, q ListingQuery) ([]PageEntry, error)
 	// PublishedPages calls fn for every published page, in page ID order.

@@ -330,7 +330,10 @@ type SweepReport struct {
 	Superseded int `json:"superseded"`
 	// Relinked counts the pages republished because their neighbours
 	// changed (also counted in Republished when they were).
-	Relinked int           `json:"relinked"`
+	Relinked int `json:"relinked"`
+	// Restyled counts the pages republished because an earlier release
+	// rendered them (also counted in Republished when they were).
+	Restyled int           `json:"restyled"`
 	Failed   int           `json:"failed"`
 	Errors   []string      `json:"errors,omitempty"`
 	Listings ListingReport `json:"listings"`
@@ -391,8 +394,20 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	for _, id := range relink {
 		if !queued[id] {
+			queued[id] = true
 			republish = append(republish, id)
 			rep.Relinked++
+		}
+	}
+	// Pages an earlier release rendered take this one's format.
+	restyle, err := s.Store.Restyle(ctx, PageFormat(), 0)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range restyle {
+		if !queued[id] {
+			republish = append(republish, id)
+			rep.Restyled++
 		}
 	}
 	fail := func(err error) {

@@ -36,6 +36,9 @@ func (r Result) WriteText(w io.Writer) error {
 func (rep SweepReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
 		rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
+	if rep.Restyled > 0 {
+		fmt.Fprintf(w, "(%d of the republished pages were rendered by an earlier release)\n", rep.Restyled)
+	}
 	fmt.Fprintf(w, "listings: %d written, %d unchanged, %d source cards collected\n", rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
 	for _, e := range rep.Errors {
 		if _, err := fmt.Fprintf(w, "  %s\n", e); err != nil {

@@ -372,9 +372,9 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8
+		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8, published_format = $9
 		WHERE id = $5 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours())
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format)
 	if err != nil {
 		return pub, err
 	}
@@ -561,6 +561,23 @@ func (s *PublishStore) Relink(ctx context.Context, limit int) ([]string, error) 
 		ORDER BY x.id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pages to relink: %w", err)
+	}
+	return out, nil
+}
+
+// Restyle implements publish.Store.
+func (s *PublishStore) Restyle(ctx context.Context, format string, limit int) ([]string, error) {
+	query := `SELECT summary_id FROM pages
+		WHERE published_summary_id IS NOT NULL AND published_summary_id = summary_id AND published_format <> $1
+		ORDER BY id`
+	args := []any{format}
+	if limit > 0 {
+		query += ` LIMIT $2`
+		args = append(args, limit)
+	}
+	out, err := queryAll(ctx, s.db.db, scanString, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pages to restyle: %w", err)
 	}
 	return out, nil
 }

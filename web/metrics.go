@@ -253,7 +253,7 @@ func NewPipelineMetrics() *PipelineMetrics {
 
 // ObservePublish records a PublishPending round.
 func (m *PipelineMetrics) ObservePublish(rep publish.PublishReport) {
-	m.published.Add(float64(rep.Published + rep.Relinked))
+	m.published.Add(float64(rep.Published + rep.Relinked + rep.Restyled))
 	m.failed.Add(float64(rep.Failed))
 	m.repairs.WithLabelValues("ok").Add(float64(rep.Repaired))
 	m.repairs.WithLabelValues("failed").Add(float64(rep.RepairFailed))

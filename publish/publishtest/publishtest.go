@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"GenerationsIncreaseOlderMarkRefused", testGenerations},
 		{"FailingWriteRollsMarkBack", testFailingWrite},
 		{"WithdrawOnlyWithoutCurrentSummary", testWithdraw},
+		{"RestyleListsPagesOfAnotherFormat", testRestyle},
 		{"ListingNewestFirstAndLimited", testListing},
 		{"SummariesNewestFirstAndLimited", testSummaries},
 		{"UnsummarizedPerModelAndPrompt", testUnsummarized},
@@ -544,6 +545,49 @@ func testWithdraw(t *testing.T, h *harness) {
 		t.Fatalf("listing after withdrawal %+v %v", l, err)
 	}
 }
+
+// Restyle lists the pages whose current summary is published in another
+// page format than the one given: not a page whose newer summary awaits
+// publication (that is Unpublished's), nor a withdrawn one.
+func testRestyle(t *testing.T, h *harness) {
+	restyle := func(format string, limit int) []string {
+		t.Helper()
+		ids, err := h.Store.Restyle(ctx, format, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	var sums []publish.Summary
+	for i := range 3 {
+		ev := h.mustEvent(t, fmt.Sprintf("r%d", i), fmt.Sprintf("evidence %d", i))
+		sums = append(sums, h.mustAccept(t, ev, fmt.Sprintf("Summary %d.", i), "m1"))
+		p := h.mustPrepare(t, sums[i].ID)
+		if _, err := h.Store.Mark(ctx, p, publish.Written{ETag: "e", Format: "f1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := restyle("f1", 0); len(got) != 0 {
+		t.Fatalf("restyle to the format every page has: %v", got)
+	}
+	if got := restyle("f2", 0); !slices.Equal(sorted(got), sorted([]string{sums[0].ID, sums[1].ID, sums[2].ID})) {
+		t.Fatalf("restyle to f2: %v, want every page's summary", got)
+	}
+	if got := restyle("f2", 2); len(got) != 2 {
+		t.Fatalf("restyle limited to 2: %v", got)
+	}
+	// A newer summary awaiting publication, and a withdrawn page: neither
+	// is restyled.
+	h.mustAccept(t, h.mustEvent(t, "r1", "evidence 1 again"), "Summary 1, again.", "m1")
+	if _, err := h.Store.Reject(ctx, sums[2].ID, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	if got := restyle("f2", 0); len(got) != 1 || got[0] != sums[0].ID {
+		t.Fatalf("restyle with a newer summary awaiting and a rejected one: %v, want only %s", got, sums[0].ID)
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
 func testListing(t *testing.T, h *harness) {
 	var pubs []tidemark.Publication
