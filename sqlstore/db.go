@@ -229,7 +229,8 @@ func (d *DB) Close() error {
 // statements inside tidemark's transactions.
 func (d *DB) SQL() *sql.DB { return d.db }
 
-// Begin opens a transaction. On SQLite it holds the write lock until it ends.
+// Begin opens a transaction. On SQLite it waits its turn for the one
+// write connection and holds the database's write lock until it ends.
 func (d *DB) Begin(ctx context.Context) (*sql.Tx, error) {
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {

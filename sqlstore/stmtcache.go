@@ -19,8 +19,8 @@ import (
 // the cache is full, so statements whose text is built per call (a list of
 // placeholders) cannot grow it without bound.
 
-// stmtCacheSize is how many statements a connection keeps prepared. The
-// stores run about two hundred distinct statements; built ones vary.
+// stmtCacheSize is how many statements a connection keeps prepared: more
+// than the stores' fixed statements, with room for built ones.
 const stmtCacheSize = 256
 
 // cachingConnector opens connections that keep their statements.
@@ -37,11 +37,12 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	q, okQ := conn.(driver.QueryerContext)
 	e, okE := conn.(driver.ExecerContext)
 	p, okP := conn.(driver.ConnPrepareContext)
-	if !okQ || !okE || !okP {
+	b, okB := conn.(driver.ConnBeginTx)
+	if !okQ || !okE || !okP || !okB {
 		// Nothing to cache through; the driver's own paths serve.
 		return conn, nil
 	}
-	return &cachedConn{Conn: conn, query: q, exec: e, prepare: p, size: c.size, stmts: map[string]*cachedStmt{}}, nil
+	return &cachedConn{Conn: conn, query: q, exec: e, prepare: p, begin: b, size: c.size, stmts: map[string]*cachedStmt{}}, nil
 }
 
 type cachedStmt struct {
@@ -58,6 +59,7 @@ type cachedConn struct {
 	query   driver.QueryerContext
 	exec    driver.ExecerContext
 	prepare driver.ConnPrepareContext
+	begin   driver.ConnBeginTx
 	size    int
 	stmts   map[string]*cachedStmt
 	uses    uint64
@@ -155,10 +157,7 @@ func (c *cachedConn) PrepareContext(ctx context.Context, query string) (driver.S
 }
 
 func (c *cachedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if b, ok := c.Conn.(driver.ConnBeginTx); ok {
-		return b.BeginTx(ctx, opts)
-	}
-	return c.Conn.Begin() //nolint:staticcheck // the driver has nothing newer
+	return c.begin.BeginTx(ctx, opts)
 }
 
 func (c *cachedConn) Ping(ctx context.Context) error {
