@@ -84,8 +84,8 @@ func (s *Server) docRoutes() []route {
 		r(get, "/api/docs", s.apiCollections),
 		r(get, "/api/docs/{collection}", s.apiDocuments),
 		r(get, "/api/docs/{collection}/{id}", s.apiDocument),
-		doc(r(http.MethodPut, "/api/docs/{collection}/{id}", s.apiDocument)),
-		r(http.MethodDelete, "/api/docs/{collection}/{id}", s.apiDocument),
+		doc(r(http.MethodPut, "/api/docs/{collection}/{id}", s.apiPutDocument)),
+		r(http.MethodDelete, "/api/docs/{collection}/{id}", s.apiDeleteDocument),
 		r(post, "/api/migrations", s.apiMigrationStart),
 		r(get, "/api/migrations/{id}", s.apiMigration),
 		r(post, "/api/migrations/{id}/{action}", s.apiMigrationAct),
@@ -294,41 +294,35 @@ type docWrite struct {
 	Unset       []string       `json:"unset"`
 }
 
-// apiDocument reads (GET), writes (PUT, based on a version: a stale base
-// is 409) and deletes (DELETE, ?force=true for what loses data) a
-// document.
+// apiDocument reads a document; apiPutDocument writes it, based on a
+// version (a stale base is 409); apiDeleteDocument deletes it (?force=true
+// for what loses data).
 func (s *Server) apiDocument(w http.ResponseWriter, r *http.Request) {
-	coll, id := r.PathValue("collection"), r.PathValue("id")
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		d, err := s.Docs.Document(r.Context(), coll, id)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, d)
-	case http.MethodPut:
-		var body docWrite
-		if err := decodeJSON(w, r, &body); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if body.BaseVersion == nil {
-			s.fail(w, r, tidemark.Invalidf("base_version", "", "a write names the version it is based on (0 creates)"))
-			return
-		}
-		d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, content.Put{ID: id, BaseVersion: *body.BaseVersion, Set: body.Set, Unset: body.Unset})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"document": d, "republished": res})
-	case http.MethodDelete:
-		a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), coll, id, r.URL.Query().Get("force") == "true")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"deleted": a, "republished": res})
+	d, err := s.Docs.Document(r.Context(), r.PathValue("collection"), r.PathValue("id"))
+	s.answer(w, r, http.StatusOK, d, err)
+}
+
+func (s *Server) apiPutDocument(w http.ResponseWriter, r *http.Request) {
+	var body docWrite
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	if body.BaseVersion == nil {
+		s.fail(w, r, tidemark.Invalidf("base_version", "", "a write names the version it is based on (0 creates)"))
+		return
+	}
+	put := content.Put{ID: r.PathValue("id"), BaseVersion: *body.BaseVersion, Set: body.Set, Unset: body.Unset}
+	d, res, err := s.Docs.PutDocument(r.Context(), actor(r), r.PathValue("collection"), put)
+	s.answer(w, r, http.StatusOK, map[string]any{"document": d, "republished": res}, err)
+}
+
+func (s *Server) apiDeleteDocument(w http.ResponseWriter, r *http.Request) {
+	force, err := forceParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, res, err := s.Docs.DeleteDocument(r.Context(), actor(r), r.PathValue("collection"), r.PathValue("id"), force)
+	s.answer(w, r, http.StatusOK, map[string]any{"deleted": a, "republished": res}, err)
 }

@@ -119,6 +119,11 @@ func TestAPIDocuments(t *testing.T) {
 		if code, _, body := do("DELETE", "/api/docs/things/"+id, tok, "", ""); code != 409 {
 			t.Fatalf("delete of a document with history, unforced: %d %s", code, body)
 		}
+		// ?force= is true or false, as on every other route: a value that
+		// is neither is refused, not read as false.
+		if code, _, body := do("DELETE", "/api/docs/things/"+id+"?force=yes", tok, "", ""); code != 400 || !strings.Contains(body, "force") {
+			t.Fatalf("delete with ?force=yes: %d %s, want 400 naming force", code, body)
+		}
 		if code, _, body := do("DELETE", "/api/docs/things/"+id+"?force=true", tok, "", ""); code != 200 || !strings.Contains(body, `"actor": "ann"`) {
 			t.Fatalf("forced delete: %d %s", code, body)
 		}
