@@ -75,13 +75,13 @@ func (s *Server) outboxRoutes() []route {
 		r(post, "/status/outbox/channels/{id}/template", "outbox channel template", s.formChannelTemplate),
 		r(post, "/api/outbox/lanes", "outbox lane add", s.apiAddLane),
 		r(get, "/api/outbox/lanes/{name}", "", s.apiLane),
-		r(patch, "/api/outbox/lanes/{name}", "outbox lane set", s.apiLane),
-		r(del, "/api/outbox/lanes/{name}", "outbox lane remove", s.apiLane),
+		r(patch, "/api/outbox/lanes/{name}", "outbox lane set", s.apiSetLane),
+		r(del, "/api/outbox/lanes/{name}", "outbox lane remove", s.apiRemoveLane),
 		r(post, "/api/outbox/lanes/{name}/reconcile", "outbox lane reconcile", s.apiReconcile),
 		r(get, "/api/outbox/intents/{id}", "", s.apiIntent),
 		r(post, "/api/outbox/intents/{id}/{action}", "outbox intent retire|revive", s.apiIntentOp),
 		r(get, "/api/outbox/channels", "", s.apiChannels),
-		r(post, "/api/outbox/channels", "outbox channel add", s.apiChannels),
+		r(post, "/api/outbox/channels", "outbox channel add", s.apiAddChannel),
 		r(del, "/api/outbox/channels/{id}", "outbox channel remove", s.apiRemoveChannel),
 		r(get, "/api/outbox/channels/{id}/test", "", s.apiTestChannel),
 		r(put, "/api/outbox/channels/{id}/template", "outbox channel template", s.apiChannelTemplate),
@@ -118,28 +118,28 @@ func (s *Server) apiAddLane(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiLane(w http.ResponseWriter, r *http.Request) {
-	ctx, name := r.Context(), r.PathValue("name")
-	switch r.Method {
-	case http.MethodPatch:
-		var ch outbox.LaneChange
-		if err := decodeJSON(w, r, &ch); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		l, err := s.OutboxOps.SetLane(ctx, name, ch, actor(r))
-		s.answer(w, r, http.StatusOK, l, err)
-	case http.MethodDelete:
-		force, err := forceParam(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rm, err := s.OutboxOps.RemoveLane(ctx, name, force, actor(r))
-		s.answer(w, r, http.StatusOK, rm, err)
-	default:
-		l, err := s.OutboxOps.Lane(ctx, name)
-		s.answer(w, r, http.StatusOK, l, err)
+	l, err := s.OutboxOps.Lane(r.Context(), r.PathValue("name"))
+	s.answer(w, r, http.StatusOK, l, err)
+}
+
+func (s *Server) apiSetLane(w http.ResponseWriter, r *http.Request) {
+	var ch outbox.LaneChange
+	if err := decodeJSON(w, r, &ch); err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	l, err := s.OutboxOps.SetLane(r.Context(), r.PathValue("name"), ch, actor(r))
+	s.answer(w, r, http.StatusOK, l, err)
+}
+
+func (s *Server) apiRemoveLane(w http.ResponseWriter, r *http.Request) {
+	force, err := forceParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rm, err := s.OutboxOps.RemoveLane(r.Context(), r.PathValue("name"), force, actor(r))
+	s.answer(w, r, http.StatusOK, rm, err)
 }
 
 // forceParam is a request's ?force=, false when it is not given.
@@ -194,11 +194,11 @@ func (s *Server) apiIntentOp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiChannels(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet {
-		cs, err := s.OutboxOps.Channels(r.Context())
-		s.answer(w, r, http.StatusOK, cs, err)
-		return
-	}
+	cs, err := s.OutboxOps.Channels(r.Context())
+	s.answer(w, r, http.StatusOK, cs, err)
+}
+
+func (s *Server) apiAddChannel(w http.ResponseWriter, r *http.Request) {
 	var ref outbox.ChannelRef
 	if err := decodeJSON(w, r, &ref); err != nil {
 		s.fail(w, r, err)
