@@ -293,18 +293,26 @@ func (p *Pipeline) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, er
 
 // RetireIntent retires an intent: it is never sent (reversible).
 func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	if strings.TrimSpace(reason) == "" {
-		return outbox.Intent{}, tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+	if err := needReason(reason); err != nil {
+		return outbox.Intent{}, err
 	}
 	return p.db.Outbox().Retire(ctx, id, actor, reason)
 }
 
 // ReviveIntent revives a retired, unexecutable or colliding intent.
 func (p *Pipeline) ReviveIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
-	if strings.TrimSpace(reason) == "" {
-		return outbox.Intent{}, tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+	if err := needReason(reason); err != nil {
+		return outbox.Intent{}, err
 	}
 	return p.db.Outbox().Revive(ctx, id, actor, reason)
+}
+
+// needReason refuses an operator's move on an intent that does not say why.
+func needReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+	}
+	return nil
 }
 
 // Reconcile reconciles a lane now, under its lease: one ordered read of
