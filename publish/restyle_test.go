@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/objstore/mem"
@@ -54,6 +55,10 @@ func TestPagesOfAnEarlierReleaseAreRepublishedInThisOnesFormat(t *testing.T) {
 		rep, err = f.svc.PublishPending(ctx, 2)
 		if err != nil || rep.Restyled != 2 || rep.Published != 0 || rep.Failed != 0 {
 			t.Fatalf("a pass of 2: %+v %v, want 2 restyled", rep, err)
+		}
+		var out strings.Builder
+		if err := (publish.Round{Published: rep}).WriteText(&out); err != nil || !strings.Contains(out.String(), "(and 2 republished in this release's style)") {
+			t.Fatalf("the pass's text does not say what it republished: %q", out.String())
 		}
 		srep, err := f.svc.Sweep(ctx)
 		if err != nil || srep.Restyled != 3 || srep.Republished != 3 || srep.Failed != 0 {

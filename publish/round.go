@@ -21,14 +21,17 @@ type Round struct {
 
 // Totals adds up rounds (pipeline.Pipeline.PublishAll).
 type Totals struct {
-	Accepted        int      `json:"accepted"`
-	Unchanged       int      `json:"unchanged"`
-	SummariesFailed int      `json:"summaries_failed"`
-	Published       int      `json:"published"`
-	PagesFailed     int      `json:"pages_failed"`
-	Pages           int      `json:"pages"`
-	Errors          []string `json:"errors,omitempty"`
-	Index           string   `json:"index"`
+	Accepted        int `json:"accepted"`
+	Unchanged       int `json:"unchanged"`
+	SummariesFailed int `json:"summaries_failed"`
+	Published       int `json:"published"`
+	PagesFailed     int `json:"pages_failed"`
+	// Restyled counts the pages republished because an earlier release
+	// rendered them (Store.Restyle).
+	Restyled int      `json:"restyled"`
+	Pages    int      `json:"pages"`
+	Errors   []string `json:"errors,omitempty"`
+	Index    string   `json:"index"`
 	// More says the rounds stopped at their limit with work left.
 	More bool `json:"more,omitempty"`
 }
@@ -40,7 +43,11 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 // failed, and where the wiki is.
 func (t Totals) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
-	fmt.Fprintf(w, "pages:     %d published now, %d failed, %d in all\n", t.Published, t.PagesFailed, t.Pages)
+	restyled := ""
+	if t.Restyled > 0 {
+		restyled = fmt.Sprintf(" (and %d republished in this release's style)", t.Restyled)
+	}
+	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, restyled, t.PagesFailed, t.Pages)
 	for _, e := range t.Errors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
@@ -63,6 +70,7 @@ func (t *Totals) Add(r Round) {
 	t.SummariesFailed += s.Failed
 	t.Published += pr.Published
 	t.PagesFailed += pr.Failed
+	t.Restyled += pr.Restyled
 	t.Pages = max(t.Pages, pr.Pages)
 	if r.Index != "" {
 		t.Index = r.Index
