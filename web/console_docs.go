@@ -95,11 +95,7 @@ func (s *Server) docRoutes() []route {
 // problem renders a console page's error (through fail): the status its
 // kind maps to, the message unless it is internal, and a way back.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
-	s.problemStatus(w, r, tidemark.HTTPStatus(err), err)
-}
-
-// problemStatus is problem with a status of its own (413).
-func (s *Server) problemStatus(w http.ResponseWriter, r *http.Request, status int, err error) {
+	status := httpStatus(err)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	s.render(w, r, "problem.html", map[string]any{"Status": status, "Message": s.problemText(r, err), "Back": backTo(r)})

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"errors"
+	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -171,25 +174,55 @@ func (s *Server) mux() *router {
 	return rt
 }
 
-// limitBody refuses a body over limit bytes with 413 before h reads it
-// (inside the audit, so the refusal is audited), and stops h reading past
-// limit when the body did not say its length.
+// limitBody refuses a body over limit bytes with 413 (inside the audit of
+// a write the site audits, so the refusal is recorded) before h reads it:
+// one that says its length at once, one that does not when it runs past
+// limit. A form is read here, so a handler never runs with the fields a
+// cut-off form lost; a JSON body is read by decodeJSON, which says the
+// same.
 func (s *Server) limitBody(limit int64, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
-			err := tidemark.Invalidf("body", "", "%d bytes is more than %s %s takes (%d bytes at most)",
-				r.ContentLength, r.Method, r.URL.Path, limit)
-			failed(w, err)
-			if answersJSON(r) {
-				failStatus(w, http.StatusRequestEntityTooLarge, err)
-			} else {
-				s.problemStatus(w, r, http.StatusRequestEntityTooLarge, err)
-			}
+			s.fail(w, r, bodyTooLarge(r, limit, r.ContentLength))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+			if err := r.ParseForm(); err != nil {
+				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+					s.fail(w, r, bodyTooLarge(r, limit, -1))
+				} else {
+					s.fail(w, r, tidemark.Invalidf("form", "", "unreadable: %v", err))
+				}
+				return
+			}
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// tooLarge is a body over its route's limit: invalid input, answered 413.
+type tooLarge struct{ error }
+
+func (e tooLarge) Unwrap() error { return e.error }
+
+// bodyTooLarge says that r's body (size bytes, or -1 when it did not say)
+// is more than limit.
+func bodyTooLarge(r *http.Request, limit, size int64) error {
+	what := "the body is"
+	if size >= 0 {
+		what = fmt.Sprintf("%d bytes is", size)
+	}
+	return tooLarge{tidemark.Invalidf("body", "", "%s more than %s %s takes (%d bytes at most)", what, r.Method, r.URL.Path, limit)}
+}
+
+// httpStatus is the status an error is answered with: its kind's, or 413
+// for a body over its limit.
+func httpStatus(err error) int {
+	if _, ok := errors.AsType[tooLarge](err); ok {
+		return http.StatusRequestEntityTooLarge
+	}
+	return tidemark.HTTPStatus(err)
 }
 
 // router is the site's routes on a ServeMux, with JSON 405s.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -486,5 +487,32 @@ func TestEveryWriteRefusesABodyOverItsLimit(t *testing.T) {
 	}
 	if want := writes - 2; failed != want { // sign-in and sign-out audit their own
 		t.Errorf("%d refusals audited as failed, want %d", failed, want)
+	}
+}
+
+// A body that does not say its length is cut off at the route's limit, and
+// the write is refused as too large: a console form is not run with the
+// fields it lost, and a JSON body is not read as a broken object.
+func TestABodyWithoutALengthOverTheLimitIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, db := mustFullServer(t)
+	secret, _, err := db.Auth().CreateToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	for _, tc := range []struct{ method, path, contentType, body string }{
+		{"POST", "/console/docs/pages/x/delete", "application/x-www-form-urlencoded", "force=on&pad=" + strings.Repeat("a", maxWriteBody)},
+		{"POST", "/api/sources", "application/json", `{"name":"` + strings.Repeat("a", maxWriteBody) + `"}`},
+	} {
+		req := httptest.NewRequest(tc.method, "http://127.0.0.1"+tc.path, struct{ io.Reader }{strings.NewReader(tc.body)})
+		req.ContentLength = -1 // chunked: the length is not said
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", tc.contentType)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req) // the operations are nil: reaching one panics
+		if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), fmt.Sprint(maxWriteBody)) {
+			t.Errorf("%s %s, %d bytes unsaid: %d %.300q, want 413 naming the limit", tc.method, tc.path, len(tc.body), rec.Code, rec.Body.String())
+		}
 	}
 }

@@ -215,7 +215,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.problem(w, r, err) // a console page: a page that says what went wrong
 		return
 	}
-	status := tidemark.HTTPStatus(err)
+	status := httpStatus(err)
 	body := errorBody(err)
 	if status == http.StatusInternalServerError {
 		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -236,7 +236,11 @@ func failStatus(w http.ResponseWriter, status int, err error) {
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(v)
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return bodyTooLarge(r, mbe.Limit, -1)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return tidemark.Invalidf("body", "", "want a JSON object of the documented fields: %v", err)
 	}
 	return nil
