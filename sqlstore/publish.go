@@ -567,9 +567,12 @@ func (s *PublishStore) Relink(ctx context.Context, limit int) ([]string, error) 
 
 // Restyle implements publish.Store.
 func (s *PublishStore) Restyle(ctx context.Context, format string, limit int) ([]string, error) {
-	query := `SELECT summary_id FROM pages
-		WHERE published_summary_id IS NOT NULL AND published_summary_id = summary_id AND published_format <> $1
-		ORDER BY id`
+	// As Unpublished: a page whose event has fresher evidence than its
+	// summary waits for a new summary, and is not published again before.
+	query := `SELECT p.summary_id FROM pages p JOIN events e ON e.id = p.event_id
+		WHERE p.published_summary_id IS NOT NULL AND p.published_summary_id = p.summary_id
+		  AND p.evidence_hash = e.evidence_hash AND p.published_format <> $1
+		ORDER BY p.id`
 	args := []any{format}
 	if limit > 0 {
 		query += ` LIMIT $2`
