@@ -94,7 +94,7 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			// says what the error left undone.
 			return t, err
 		}
-		if !r.More || s.Accepted+pr.Published == 0 {
+		if !r.More || s.Accepted+pr.Published+pr.Restyled == 0 {
 			return t, nil
 		}
 	}

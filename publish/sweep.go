@@ -332,7 +332,7 @@ type SweepReport struct {
 	// changed (also counted in Republished when they were).
 	Relinked int `json:"relinked"`
 	// Restyled counts the pages republished because an earlier release
-	// rendered them (also counted in Republished when they were).
+	// rendered them (also counted in Republished).
 	Restyled int           `json:"restyled"`
 	Failed   int           `json:"failed"`
 	Errors   []string      `json:"errors,omitempty"`
@@ -342,7 +342,7 @@ type SweepReport struct {
 // Sweep converges every page to its current published summary. It compares
 // the books (the event's pointer against the summary marked published, and
 // the recorded ETag against the stored object's) and never reads bodies: a
-// sweep with nothing to repair costs four queries, the store's listings of
+// sweep with nothing to repair costs five queries, the store's listings of
 // its page and listing objects, and two HEADs.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
@@ -404,10 +404,11 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	restyling := map[string]bool{}
 	for _, id := range restyle {
 		if !queued[id] {
 			republish = append(republish, id)
-			rep.Restyled++
+			restyling[id] = true
 		}
 	}
 	fail := func(err error) {
@@ -435,6 +436,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 					l.published, l.present = true, true
 				}
 				rep.Republished++
+				if restyling[id] {
+					rep.Restyled++
+				}
 			case ctx.Err() != nil:
 			case errors.Is(err, ErrLostRace) && res.Repaired != nil && res.RepairErr == nil,
 				errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
