@@ -59,7 +59,7 @@ func (s *AuthStore) CreateToken(ctx context.Context, name string) (string, tidem
 	}
 	secret := TokenPrefix + newSecret()
 	t := tidemark.Token{ID: s.db.IDs.New(), Name: name, CreatedAt: s.db.Clock.Now().UTC().Truncate(time.Millisecond)}
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO auth_tokens (id, name, sha256, created_at) VALUES ($1, $2, $3, $4)`,
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO auth_tokens (id, name, sha256, created_at) VALUES ($1, $2, $3, $4)`,
 		t.ID, t.Name, secretHash(secret), ms(t.CreatedAt))
 	if IsUniqueViolation(err) {
 		return "", tidemark.Token{}, fmt.Errorf("a token named %q already exists (revoke it first): %w", name, tidemark.ErrConflict)
@@ -144,7 +144,7 @@ func (s *AuthStore) Authenticate(ctx context.Context, secret string) (tidemark.T
 	// Last use is for people deciding what to revoke; minute resolution
 	// spares a write per request.
 	if t.LastUsedAt == nil || now-ms(*t.LastUsedAt) >= time.Minute.Milliseconds() {
-		if _, err := s.db.db.ExecContext(ctx, `UPDATE auth_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
+		if _, err := s.db.w.ExecContext(ctx, `UPDATE auth_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
 			return tidemark.Token{}, err
 		}
 	}
@@ -265,7 +265,7 @@ func (s *AuthStore) FinishAudit(ctx context.Context, id, outcome, detail string)
 	if outcome == "" || outcome == tidemark.AuditStarted {
 		return tidemark.Invalidf("audit outcome", outcome, "want ok or an error class")
 	}
-	return exec1(ctx, s.db.db, fmt.Errorf("audit entry %s: unknown or already finished: %w", id, tidemark.ErrConflict),
+	return exec1(ctx, s.db.w, fmt.Errorf("audit entry %s: unknown or already finished: %w", id, tidemark.ErrConflict),
 		`UPDATE audit_log SET outcome = $2, detail = $3, ended_at = $4 WHERE id = $1 AND ended_at IS NULL`,
 		id, outcome, shortText(detail, 1000), ms(s.db.Clock.Now()))
 }

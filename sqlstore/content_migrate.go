@@ -215,7 +215,7 @@ func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time
 
 // ReleaseRun implements content.Store.
 func (s *ContentStore) ReleaseRun(ctx context.Context, c content.RunClaim) error {
-	_, err := s.db.db.ExecContext(ctx, `UPDATE field_migrations SET claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL, updated_at = $1
+	_, err := s.db.w.ExecContext(ctx, `UPDATE field_migrations SET claim_token = NULL, claim_holder = NULL, lease_expires_at = NULL, updated_at = $1
 		WHERE id = $2 AND claim_token = $3`, ms(s.db.Clock.Now()), c.RunID, c.Token)
 	return err
 }

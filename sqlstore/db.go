@@ -90,10 +90,14 @@ var registerSQLiteFunctions sync.Once
 // DB is an open tidemark database.
 type DB struct {
 	db *sql.DB
-	// w opens the write transactions (Begin). On SQLite it is a pool of
-	// one connection: writers queue for it in order, where on the
-	// database's lock each would sleep in SQLite's busy handler (1, 2, 5,
-	// 10 … ms) however soon the lock came free. Elsewhere it is db.
+	// w runs every write: the write transactions (Begin) and the store's
+	// writes of one statement. On SQLite it is a pool of one connection:
+	// writers wait in the process and the next starts as the last ends,
+	// where on the database's lock each would sleep in SQLite's busy
+	// handler (1, 2, 5, 10 … ms) however soon the lock came free. A write
+	// that went around it would race the queue for the lock from another
+	// connection, and lose. The wait is bounded by the caller's context,
+	// not by busy_timeout. Elsewhere w is db.
 	w       *sql.DB
 	Dialect Dialect
 	Clock   clock.Clock

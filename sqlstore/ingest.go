@@ -106,7 +106,7 @@ func (s *IngestStore) AddSource(ctx context.Context, ns ingest.NewSource) (tidem
 	}
 	now := s.db.Clock.Now()
 	id := s.db.IDs.New()
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO sources
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO sources
 		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at, allow_private)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)`,
 		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now), boolInt(ns.AllowPrivate))
@@ -1601,7 +1601,7 @@ func (s *IngestStore) RecordUnserved(ctx context.Context, u ingest.Unserved) err
 	if u.SourceID == "" || u.Holder == "" {
 		return tidemark.Invalidf("unserved source", u.SourceID, "needs a source and a holder")
 	}
-	_, err := s.db.db.ExecContext(ctx, `INSERT INTO source_unserved (source_id, holder, reason, at, until_at) VALUES ($1, $2, $3, $4, $5)
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO source_unserved (source_id, holder, reason, at, until_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (source_id, holder) DO UPDATE SET reason = excluded.reason, at = excluded.at, until_at = excluded.until_at`,
 		u.SourceID, u.Holder, u.Reason, ms(u.At), ms(u.Until))
 	if err != nil {

@@ -609,7 +609,7 @@ func staleLease(l outbox.Lease) error {
 func (s *OutboxStore) Renew(ctx context.Context, l outbox.Lease, ttl time.Duration) (outbox.Lease, error) {
 	now := s.db.Clock.Now()
 	exp := now.Add(ttl)
-	err := exec1(ctx, s.db.db, staleLease(l), `UPDATE outbox_lanes SET lease_expires_at = $4, updated_at = $5
+	err := exec1(ctx, s.db.w, staleLease(l), `UPDATE outbox_lanes SET lease_expires_at = $4, updated_at = $5
 		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3 AND lease_expires_at > $5`,
 		l.Lane, l.Token, l.Holder, ms(exp), ms(now))
 	if err != nil {
@@ -622,7 +622,7 @@ func (s *OutboxStore) Renew(ctx context.Context, l outbox.Lease, ttl time.Durati
 // Release implements outbox.Store. Releasing a lease already lost is not
 // an error: there is nothing left to give up.
 func (s *OutboxStore) Release(ctx context.Context, l outbox.Lease) error {
-	_, err := s.db.db.ExecContext(ctx, `UPDATE outbox_lanes SET lease_holder = NULL, lease_expires_at = NULL, updated_at = $4
+	_, err := s.db.w.ExecContext(ctx, `UPDATE outbox_lanes SET lease_holder = NULL, lease_expires_at = NULL, updated_at = $4
 		WHERE name = $1 AND lease_token = $2 AND lease_holder = $3`, l.Lane, l.Token, l.Holder, ms(s.db.Clock.Now()))
 	return err
 }

@@ -651,7 +651,7 @@ func (s *PublishStore) AllocateObject(ctx context.Context, key, kind, sourceID s
 		src = sourceID
 	}
 	var gen int64
-	err := s.db.db.QueryRowContext(ctx, `INSERT INTO wiki_objects (key, kind, source_id, generation, updated_at)
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO wiki_objects (key, kind, source_id, generation, updated_at)
 		VALUES ($1, $2, $3, 1, $4)
 		ON CONFLICT (key) DO UPDATE SET generation = wiki_objects.generation + 1, updated_at = excluded.updated_at
 		RETURNING generation`, key, kind, src, ms(s.db.Clock.Now())).Scan(&gen)
@@ -663,7 +663,7 @@ func (s *PublishStore) AllocateObject(ctx context.Context, key, kind, sourceID s
 
 // RecordObject implements publish.Store.
 func (s *PublishStore) RecordObject(ctx context.Context, key string, gen int64, etag, contentHash, stamp string) error {
-	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET written_generation = $1, etag = $2, content_hash = $3,
+	_, err := s.db.w.ExecContext(ctx, `UPDATE wiki_objects SET written_generation = $1, etag = $2, content_hash = $3,
 		stamp = $4, updated_at = $5
 		WHERE key = $6 AND written_generation < $1`, gen, etag, contentHash, stamp, ms(s.db.Clock.Now()), key)
 	return err
@@ -681,7 +681,7 @@ func (s *PublishStore) RestampObjects(ctx context.Context, stamp string, objs []
 		for i, o := range objs {
 			keys[i], etags[i], hashes[i] = o.Key, o.ETag, o.ContentHash
 		}
-		_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects w SET stamp = $1, updated_at = $2
+		_, err := s.db.w.ExecContext(ctx, `UPDATE wiki_objects w SET stamp = $1, updated_at = $2
 			FROM unnest($3::text[], $4::text[], $5::text[]) AS x(key, etag, hash)
 			WHERE w.key = x.key AND w.etag = x.etag AND w.content_hash = x.hash`, stamp, now, keys, etags, hashes)
 		if err != nil {
@@ -710,7 +710,7 @@ func (s *PublishStore) RestampObjects(ctx context.Context, stamp string, objs []
 // ForgetObject implements publish.Store. The row stays, so the key's
 // generations keep increasing if the object is written again.
 func (s *PublishStore) ForgetObject(ctx context.Context, key string) error {
-	_, err := s.db.db.ExecContext(ctx, `UPDATE wiki_objects SET etag = '', content_hash = '', stamp = '', updated_at = $1
+	_, err := s.db.w.ExecContext(ctx, `UPDATE wiki_objects SET etag = '', content_hash = '', stamp = '', updated_at = $1
 		WHERE key = $2`, ms(s.db.Clock.Now()), key)
 	return err
 }
@@ -742,7 +742,7 @@ func (s *PublishStore) BindStore(ctx context.Context, id publish.StoreIdentity) 
 	if id.ID == "" {
 		return id, tidemark.Invalidf("store id", "", "is required")
 	}
-	if _, err := s.db.db.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
+	if _, err := s.db.w.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
 		VALUES (1, $1, $2, $3) ON CONFLICT (singleton) DO NOTHING`, id.ID, id.Location, ms(s.db.Clock.Now())); err != nil {
 		return id, fmt.Errorf("bind wiki store: %w", err)
 	}
@@ -759,7 +759,7 @@ func (s *PublishStore) RebindStore(ctx context.Context, id publish.StoreIdentity
 		return id, tidemark.Invalidf("store id", "", "is required")
 	}
 	now := s.db.Clock.Now()
-	if _, err := s.db.db.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
+	if _, err := s.db.w.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
 		VALUES (1, $1, $2, $3) ON CONFLICT (singleton) DO UPDATE SET store_id = excluded.store_id,
 		location = excluded.location, bound_at = excluded.bound_at`, id.ID, id.Location, ms(now)); err != nil {
 		return id, fmt.Errorf("rebind wiki store: %w", err)

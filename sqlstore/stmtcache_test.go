@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark/ingest"
 	"modernc.org/sqlite"
 )
 
@@ -224,7 +226,7 @@ func TestThePoolKeepsItsConnectionsBetweenBursts(t *testing.T) {
 }
 
 // On SQLite, write transactions queue for one connection in the process,
-// in order, rather than each sleeping in SQLite's busy handler until the
+// rather than each sleeping in SQLite's busy handler until the
 // database's lock is free: none fails, none is lost, and they ran one at
 // a time on the one connection.
 func TestSQLiteWritersQueueForOneConnection(t *testing.T) {
@@ -262,5 +264,41 @@ func TestSQLiteWritersQueueForOneConnection(t *testing.T) {
 	}
 	if st := d.w.Stats(); st.MaxOpenConnections != 1 || st.OpenConnections != 1 || st.WaitCount == 0 {
 		t.Errorf("write pool: %+v; want one connection that writers waited for", st)
+	}
+}
+
+// A write the store makes in one statement, outside Begin (adding a
+// source), also takes its turn on the write connection: it does not race
+// the queued transactions for SQLite's lock from another connection, where
+// it would sleep in the busy handler while each commit hands the lock to
+// the next writer in the queue.
+func TestSQLiteWritesOutsideATransactionQueueToo(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "w.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tx, err := d.Begin(ctx) // the write connection, held
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Ingest().AddSource(ctx, ingest.NewSource{Name: "queued", Kind: "test", Location: "x", Interval: time.Minute, RetryBudget: 3})
+		done <- err
+	}()
+	for d.w.Stats().WaitCount == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the write ran while the write connection was held (%v): it did not queue for it", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
