@@ -661,6 +661,9 @@ func (s *ContentStore) convertInSQL(ctx context.Context, tx *sql.Tx, coll conten
 			if strings.Contains(err.Error(), convertRefused) {
 				return false, nil // the document-at-a-time path says what failed
 			}
+			if IsUniqueViolation(err) {
+				return false, fmt.Errorf("%w: migration run %s: a version snapshot of a document of the batch already exists (a second conversion by one run)", tidemark.ErrConflict, r.ID)
+			}
 			return false, fmt.Errorf("migration run %s: convert batch: %w", r.ID, err)
 		}
 		if converted, err = res.RowsAffected(); err != nil {
