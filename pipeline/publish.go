@@ -87,7 +87,11 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 		t.Add(r)
 		s, pr := r.Summarized, r.Published
 		if progress != nil {
-			progress(fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published))
+			line := fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published)
+			if t.Restyled > 0 {
+				line += fmt.Sprintf(", %d restyled", t.Restyled)
+			}
+			progress(line)
 		}
 		if err != nil {
 			// What the round did is counted above and kept; the caller
