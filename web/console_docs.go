@@ -300,7 +300,7 @@ func (s *Server) apiDocument(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiPutDocument(w http.ResponseWriter, r *http.Request) {
 	var body docWrite
-	if err := decodeJSON(w, r, &body); err != nil {
+	if err := decodeJSON(r, &body); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -130,7 +130,7 @@ func (s *Server) migrationAct(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiMigrationStart(w http.ResponseWriter, r *http.Request) {
 	var f startForm
-	if err := decodeJSON(w, r, &f); err != nil {
+	if err := decodeJSON(r, &f); err != nil {
 		s.fail(w, r, err)
 		return
 	}

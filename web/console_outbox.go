@@ -109,7 +109,7 @@ type newLaneBody struct {
 
 func (s *Server) apiAddLane(w http.ResponseWriter, r *http.Request) {
 	var b newLaneBody
-	if err := decodeJSON(w, r, &b); err != nil {
+	if err := decodeJSON(r, &b); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -124,7 +124,7 @@ func (s *Server) apiLane(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiSetLane(w http.ResponseWriter, r *http.Request) {
 	var ch outbox.LaneChange
-	if err := decodeJSON(w, r, &ch); err != nil {
+	if err := decodeJSON(r, &ch); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -185,7 +185,7 @@ func (s *Server) apiIntentOp(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Reason string `json:"reason"`
 	}
-	if err := decodeJSON(w, r, &b); err != nil {
+	if err := decodeJSON(r, &b); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -200,7 +200,7 @@ func (s *Server) apiChannels(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiAddChannel(w http.ResponseWriter, r *http.Request) {
 	var ref outbox.ChannelRef
-	if err := decodeJSON(w, r, &ref); err != nil {
+	if err := decodeJSON(r, &ref); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -222,7 +222,7 @@ func (s *Server) apiChannelTemplate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Template *string `json:"template"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeJSON(r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -117,7 +117,7 @@ func (s *Server) apiReject(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Reason string `json:"reason"`
 	}
-	if err := decodeJSON(w, r, &b); err != nil {
+	if err := decodeJSON(r, &b); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -450,7 +450,7 @@ func (q sourceRequest) newSource() ingest.NewSource {
 
 func (s *Server) apiAdd(w http.ResponseWriter, r *http.Request) {
 	var q sourceRequest
-	if err := decodeJSON(w, r, &q); err != nil {
+	if err := decodeJSON(r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -467,7 +467,7 @@ func (s *Server) apiAdd(w http.ResponseWriter, r *http.Request) {
 // still a 200: the report says how (its outcome and error).
 func (s *Server) apiTest(w http.ResponseWriter, r *http.Request) {
 	var q sourceRequest
-	if err := decodeJSON(w, r, &q); err != nil {
+	if err := decodeJSON(r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -486,7 +486,7 @@ type patchRequest struct {
 
 func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 	var q patchRequest
-	if err := decodeJSON(w, r, &q); err != nil {
+	if err := decodeJSON(r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -541,7 +541,7 @@ type opRequest struct {
 func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
 	name, op := r.PathValue("name"), path.Base(r.URL.Path)
 	var q opRequest
-	if err := decodeJSON(w, r, &q); err != nil {
+	if err := decodeJSON(r, &q); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -233,7 +233,7 @@ func failStatus(w http.ResponseWriter, status int, err error) {
 // decodeJSON reads a request's JSON object into v, refusing unknown fields
 // (and more than the route's body limit, see limitBody). An empty body is
 // the empty object.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+func decodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
