@@ -207,20 +207,16 @@ func (s *Server) consoleOp(w http.ResponseWriter, r *http.Request) {
 // says what it did.
 func (s *Server) sourceOp(r *http.Request, name, op string, v url.Values) (string, error) {
 	ctx, actor := r.Context(), actor(r)
-	switch op {
-	case "pause", "resume":
-		f := s.Sources.PauseSource
-		if op == "resume" {
-			f = s.Sources.ResumeSource
+	if src, ok, err := s.moveSource(ctx, op, name, actor, strings.TrimSpace(v.Get("to")), v.Get("note")); ok {
+		switch op {
+		case "retry":
+			return ingest.RetriedLine(src), err
+		case "skip":
+			return ingest.SkippedLine(src), err
 		}
-		src, err := f(ctx, name, actor)
 		return ingest.StateLine(src), err
-	case "retry":
-		src, err := s.Sources.RetrySource(ctx, name, actor, v.Get("note"))
-		return ingest.RetriedLine(src), err
-	case "skip":
-		src, err := s.Sources.SkipSource(ctx, name, strings.TrimSpace(v.Get("to")), actor, v.Get("note"))
-		return ingest.SkippedLine(src), err
+	}
+	switch op {
 	case "run":
 		reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
 		return describeRuns(name, reports), err
@@ -545,40 +541,45 @@ func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ctx, actor := r.Context(), actor(r)
-	var src tidemark.Source
-	var err error
+	ctx := r.Context()
+	if src, ok, err := s.moveSource(ctx, op, name, actor(r), q.To, q.Note); ok {
+		s.answer(w, r, http.StatusOK, src, err)
+		return
+	}
+	if op != "run" {
+		s.apiNotFound(w, r)
+		return
+	}
+	reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
+	if len(reports) == 0 && err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body := map[string]any{"reports": reports}
+	status := http.StatusOK
+	if err != nil {
+		// The run happened and failed: the reports say how, the status
+		// says what kind of failure (503 when unreachable).
+		status, body["error"] = tidemark.HTTPStatus(err), s.problemText(r, err)
+	}
+	writeJSON(w, status, body)
+}
+
+// moveSource runs op when it is one of the operations that move a
+// source's state or its cursor (pause, resume, retry, skip), for the
+// console and the API alike; ok is false for any other op.
+func (s *Server) moveSource(ctx context.Context, op, name, actor, to, note string) (src tidemark.Source, ok bool, err error) {
 	switch op {
 	case "pause":
 		src, err = s.Sources.PauseSource(ctx, name, actor)
 	case "resume":
 		src, err = s.Sources.ResumeSource(ctx, name, actor)
 	case "retry":
-		src, err = s.Sources.RetrySource(ctx, name, actor, q.Note)
+		src, err = s.Sources.RetrySource(ctx, name, actor, note)
 	case "skip":
-		src, err = s.Sources.SkipSource(ctx, name, q.To, actor, q.Note)
-	case "run":
-		reports, err := s.Sources.RunSource(ctx, name, consoleRunPasses, nil)
-		if len(reports) == 0 && err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		body := map[string]any{"reports": reports}
-		status := http.StatusOK
-		if err != nil {
-			// The run happened and failed: the reports say how, the
-			// status says what kind of failure (503 when unreachable).
-			status, body["error"] = tidemark.HTTPStatus(err), s.problemText(r, err)
-		}
-		writeJSON(w, status, body)
-		return
+		src, err = s.Sources.SkipSource(ctx, name, to, actor, note)
 	default:
-		s.apiNotFound(w, r)
-		return
+		return src, false, nil
 	}
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, src)
+	return src, true, err
 }
