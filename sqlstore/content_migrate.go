@@ -277,11 +277,13 @@ func anyRow(ctx context.Context, q querier, query string, args ...any) (bool, er
 	return err == nil, err
 }
 
-// batchDoc is a document a batch read: its stored fields as they are.
+// batchDoc is a document a batch read: its stored fields as they are
+// (unless the batch was read for its bounds only), and their size.
 type batchDoc struct {
 	id      string
 	version int64
 	fields  []byte
+	size    int
 }
 
 // fieldSpan finds field's value in a document's stored fields, a JSON
@@ -339,12 +341,19 @@ func fieldSpan(dec *jsontext.Decoder, fields []byte, field string) (v []byte, st
 // unread would still be sent); it counts the documents past the cursor,
 // one more than the batch when the collection goes on, to tell whether
 // this batch is the last.
-func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection string, r runRow) ([]batchDoc, bool, error) {
+//
+// Without withFields, the documents' fields are not read out: the batch's
+// bounds only (convertInSQL converts it inside the database).
+func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection string, r runRow, withFields bool) ([]batchDoc, bool, error) {
 	local := s.db.Dialect.RowAtATime
-	query := `SELECT id, version, fields, 0 FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`
+	fields := "fields"
+	if !withFields {
+		fields = "NULL"
+	}
+	query := `SELECT id, version, ` + fields + `, OCTET_LENGTH(fields), 0 FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`
 	args := []any{collection, r.Cursor, r.BatchSize + 1}
 	if !local {
-		query = `SELECT id, version, fields, n FROM (
+		query = `SELECT id, version, ` + fields + `, OCTET_LENGTH(fields), n FROM (
 			SELECT id, version, fields, COUNT(*) OVER () AS n, SUM(OCTET_LENGTH(fields)) OVER (ORDER BY id) - OCTET_LENGTH(fields) AS before
 			FROM (SELECT id, version, fields FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3) AS l
 		) AS b WHERE before < $4 ORDER BY id LIMIT $5`
@@ -362,10 +371,10 @@ func (s *ContentStore) readBatch(ctx context.Context, tx *sql.Tx, collection str
 			return docs, false, nil // the batch is full; a document follows
 		}
 		var d batchDoc
-		if err := rows.Scan(&d.id, &d.version, &d.fields, &after); err != nil {
+		if err := rows.Scan(&d.id, &d.version, &d.fields, &d.size, &after); err != nil {
 			return nil, false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
 		}
-		size += len(d.fields)
+		size += d.size
 		docs = append(docs, d)
 	}
 	if err := rows.Err(); err != nil {
@@ -394,7 +403,7 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 			return err
 		}
 	}
-	docs, last, err := s.readBatch(ctx, tx, coll.Name, r)
+	docs, last, err := s.readBatch(ctx, tx, coll.Name, r, true)
 	if err != nil {
 		return err
 	}
@@ -620,34 +629,15 @@ const convertRefused = convertFunction + " refused"
 // the same transaction, which commits the documents before the one that
 // failed and fails the run naming it.
 func (s *ContentStore) convertInSQL(ctx context.Context, tx *sql.Tx, coll content.Collection, r runRow, now, lease time.Time) (done bool, err error) {
-	// The batch's bounds, as readBatch draws them: at most the batch size,
-	// and no more stored fields than the budget (at least one document).
-	rows, err := tx.QueryContext(ctx, `SELECT id, octet_length(fields) FROM documents WHERE collection = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		coll.Name, r.Cursor, r.BatchSize+1)
+	// The batch's bounds, as the document-at-a-time path draws them; the
+	// documents stay in the database.
+	docs, last, err := s.readBatch(ctx, tx, coll.Name, r, false)
 	if err != nil {
-		return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+		return false, err
 	}
-	var (
-		cursor       = r.Cursor
-		walked, size int64
-		last         = true
-	)
-	for rows.Next() {
-		if walked == int64(r.BatchSize) || size >= content.MaxBatchBytes {
-			last = false // the batch is full; a document follows
-			break
-		}
-		var n int64
-		if err := rows.Scan(&cursor, &n); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
-		}
-		walked++
-		size += n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("migration run %s: read batch: %w", r.ID, err)
+	cursor, walked := r.Cursor, int64(len(docs))
+	if walked > 0 {
+		cursor = docs[walked-1].id
 	}
 	var converted int64
 	if walked > 0 {
