@@ -69,3 +69,27 @@ func TestLaneSecretsApart(t *testing.T) {
 		}
 	})
 }
+
+// A lane is added under the rules a change to it is held to
+// (LaneConfig.Validate): a bad one is refused and nothing is stored.
+func TestAddLaneFollowsTheRulesOfAChange(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		st := sqltest.MustOpen(t, b, sqltest.NewEnv(1)).Outbox()
+		for _, c := range []outbox.LaneConfig{
+			{Name: "", Provider: "webhook"},
+			{Name: "two words", Provider: "webhook"},
+			{Name: "a/b", Provider: "webhook"},
+			{Name: "gap", Provider: "webhook", MinGap: tidemark.Duration(-time.Second)},
+			{Name: "skew", Provider: "webhook", Skew: tidemark.Duration(-time.Second)},
+			{Name: "retire", Provider: "webhook", Retirement: outbox.RetirementPolicy{Checks: -1}},
+		} {
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: c}); !errors.Is(err, tidemark.ErrInvalid) {
+				t.Errorf("add %+v: %v, want invalid", c, err)
+			}
+		}
+		if ls, err := st.Lanes(ctx); err != nil || len(ls) != 0 {
+			t.Fatalf("after the refusals: %d lanes, %v", len(ls), err)
+		}
+	})
+}

@@ -41,11 +41,9 @@ type NewLane struct {
 
 // AddLane adds a lane.
 func (s *OutboxStore) AddLane(ctx context.Context, nl NewLane) (outbox.Lane, error) {
-	if strings.TrimSpace(nl.Name) == "" {
-		return outbox.Lane{}, tidemark.Invalidf("lane name", nl.Name, "required")
-	}
-	if nl.MinGap < 0 || nl.Skew < 0 || nl.Retirement.Checks < 0 || nl.Retirement.Spacing < 0 {
-		return outbox.Lane{}, tidemark.Invalidf("lane", nl.Name, "gap, skew and retirement settings cannot be negative")
+	// The rules SetLane holds a changed lane to.
+	if err := nl.Validate(); err != nil {
+		return outbox.Lane{}, err
 	}
 	settings, err := json.Marshal(nl.Settings)
 	if err != nil {
