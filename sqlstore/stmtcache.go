@@ -45,8 +45,15 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &cachedConn{Conn: conn, query: q, exec: e, prepare: p, begin: b, size: c.size, stmts: map[string]*cachedStmt{}}, nil
 }
 
+// ctxStmt is a prepared statement that runs with a context.
+type ctxStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
 type cachedStmt struct {
-	stmt    driver.Stmt
+	stmt    ctxStmt
 	inUse   bool
 	lastUse uint64
 }
@@ -82,11 +89,8 @@ func (c *cachedConn) take(ctx context.Context, query string) (*cachedStmt, error
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := st.(driver.StmtExecContext); !ok {
-		st.Close()
-		return nil, nil
-	}
-	if _, ok := st.(driver.StmtQueryContext); !ok {
+	cst, ok := st.(ctxStmt)
+	if !ok {
 		st.Close()
 		return nil, nil
 	}
@@ -94,7 +98,7 @@ func (c *cachedConn) take(ctx context.Context, query string) (*cachedStmt, error
 	if len(c.stmts) >= c.size {
 		c.evict()
 	}
-	cs := &cachedStmt{stmt: st, inUse: true, lastUse: c.uses}
+	cs := &cachedStmt{stmt: cst, inUse: true, lastUse: c.uses}
 	c.stmts[query] = cs
 	return cs, nil
 }
@@ -123,7 +127,7 @@ func (c *cachedConn) ExecContext(ctx context.Context, query string, args []drive
 		return c.exec.ExecContext(ctx, query, args)
 	}
 	defer func() { cs.inUse = false }()
-	return cs.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	return cs.stmt.ExecContext(ctx, args)
 }
 
 func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -134,7 +138,7 @@ func (c *cachedConn) QueryContext(ctx context.Context, query string, args []driv
 	if cs == nil {
 		return c.query.QueryContext(ctx, query, args)
 	}
-	rows, err := cs.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	rows, err := cs.stmt.QueryContext(ctx, args)
 	if err != nil {
 		cs.inUse = false
 		return nil, err

@@ -198,11 +198,7 @@ func TestABadStatementIsAnErrorAndIsNotCached(t *testing.T) {
 // opened again, schema read and pragmas run, on the next burst.
 func TestThePoolKeepsItsConnectionsBetweenBursts(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openSQLiteDB(t)
 	for range 3 {
 		var opened, done sync.WaitGroup
 		opened.Add(8)
@@ -231,11 +227,7 @@ func TestThePoolKeepsItsConnectionsBetweenBursts(t *testing.T) {
 // a time on the one connection.
 func TestSQLiteWritersQueueForOneConnection(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "w.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openSQLiteDB(t)
 	if _, err := d.SQL().ExecContext(ctx, `CREATE TABLE n (v INTEGER NOT NULL); INSERT INTO n VALUES (0)`); err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +266,7 @@ func TestSQLiteWritersQueueForOneConnection(t *testing.T) {
 // the next writer in the queue.
 func TestSQLiteWritesOutsideATransactionQueueToo(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "w.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openSQLiteDB(t)
 	tx, err := d.Begin(ctx) // the write connection, held
 	if err != nil {
 		t.Fatal(err)
@@ -301,4 +289,16 @@ func TestSQLiteWritesOutsideATransactionQueueToo(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openSQLiteDB opens a tidemark database on SQLite in a temporary
+// directory, closed when the test ends.
+func openSQLiteDB(t *testing.T) *DB {
+	t.Helper()
+	d, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "t.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
