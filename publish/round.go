@@ -43,16 +43,21 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 // failed, and where the wiki is.
 func (t Totals) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
-	restyled := ""
-	if t.Restyled > 0 {
-		restyled = fmt.Sprintf(" (and %d republished in this release's style)", t.Restyled)
-	}
-	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, restyled, t.PagesFailed, t.Pages)
+	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
 	for _, e := range t.Errors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}
 	_, err := fmt.Fprintf(w, "wiki:      %s\n", t.Index)
 	return err
+}
+
+// RestyledNote says how many pages the rounds republished in this
+// release's style, after what they published: "" when none.
+func (t Totals) RestyledNote() string {
+	if t.Restyled == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d republished in this release's style)", t.Restyled)
 }
 
 // Totals are one round's counts as rounds add them up.

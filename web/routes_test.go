@@ -444,12 +444,7 @@ func TestAFailedConsoleWriteIsAuditedAsFailed(t *testing.T) {
 // refusal is audited as a failed write.
 func TestEveryWriteRefusesABodyOverItsLimit(t *testing.T) {
 	ctx := context.Background()
-	s, db := mustFullServer(t)
-	secret, _, err := db.Auth().CreateToken(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Handler()
+	s, db, h, secret := mustFullSite(t)
 	writes := 0
 	for _, rt := range s.routes() {
 		if !rt.write() {
@@ -494,13 +489,7 @@ func TestEveryWriteRefusesABodyOverItsLimit(t *testing.T) {
 // the write is refused as too large: a console form is not run with the
 // fields it lost, and a JSON body is not read as a broken object.
 func TestABodyWithoutALengthOverTheLimitIsRefused(t *testing.T) {
-	ctx := context.Background()
-	s, db := mustFullServer(t)
-	secret, _, err := db.Auth().CreateToken(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := s.Handler()
+	_, _, h, secret := mustFullSite(t)
 	for _, tc := range []struct{ method, path, contentType, body string }{
 		{"POST", "/console/docs/pages/x/delete", "application/x-www-form-urlencoded", "force=on&pad=" + strings.Repeat("a", maxWriteBody)},
 		{"POST", "/api/sources", "application/json", `{"name":"` + strings.Repeat("a", maxWriteBody) + `"}`},
@@ -515,4 +504,15 @@ func TestABodyWithoutALengthOverTheLimitIsRefused(t *testing.T) {
 			t.Errorf("%s %s, %d bytes unsaid: %d %.300q, want 413 naming the limit", tc.method, tc.path, len(tc.body), rec.Code, rec.Body.String())
 		}
 	}
+}
+
+// mustFullSite is mustFullServer's site with a token for alice.
+func mustFullSite(t *testing.T) (*Server, *sqlstore.DB, http.Handler, string) {
+	t.Helper()
+	s, db := mustFullServer(t)
+	secret, _, err := db.Auth().CreateToken(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, s.Handler(), secret
 }
