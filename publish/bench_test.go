@@ -344,13 +344,17 @@ var historyPages = flag.Int("publish.history-pages", 20000, "published pages bef
 // -publish.history-pages pages, against the same pass over a wiki of two
 // listing pages, measured in the same run: x/baseline is the long
 // history's pass time over the short one's. A pass that rewrote or
-// re-rendered the whole history would grow with it.
+// re-rendered the whole history would grow with it. The s3 case runs with
+// TIDEMARK_TEST_S3_ENDPOINT set (.ci/s3.sh).
 func BenchmarkPublishOneMore(b *testing.B) {
-	for _, name := range []string{"mem", "dir"} {
+	for _, name := range []string{"mem", "dir", "s3"} {
 		b.Run(name, func(b *testing.B) {
 			open := func() objstore.Store {
-				if name == "mem" {
+				switch name {
+				case "mem":
 					return mem.New()
+				case "s3":
+					return objstoretest.S3(b, "")
 				}
 				s, err := dir.Open(b.TempDir())
 				if err != nil {

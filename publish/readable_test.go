@@ -355,7 +355,7 @@ func crawl(t *testing.T, f *fixture, start string) map[string]bool {
 	return seen
 }
 
-// TestNewStoreListsOnlyWhatItHas: pointed at a new, empty object store,
+// TestNewStoreListsOnlyWhatItHas: rebound to a new, empty object store,
 // the listings link to no page the store does not hold; the sweep
 // republishes the pages and the listings then list them all.
 func TestNewStoreListsOnlyWhatItHas(t *testing.T) {
@@ -366,6 +366,9 @@ func TestNewStoreListsOnlyWhatItHas(t *testing.T) {
 	f.mustSummarizeAndPublish(t)
 	fresh := mem.New()
 	f.objs, f.svc.Objects = fresh, fresh
+	if _, err := f.svc.Rebind(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.svc.PublishPending(ctx, 100); err != nil {
 		t.Fatal(err)
 	}

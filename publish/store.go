@@ -143,6 +143,19 @@ type PageState struct {
 	PointerFresh       bool
 	PublishedSummaryID string
 	PublishedETag      string
+	// PublishedGeneration is the generation marked published; Absent says
+	// the books record the page's object missing from the store.
+	PublishedGeneration int64
+	Absent              bool
+}
+
+// Absence is what a sweep found of a published page's object: missing
+// from the store (Absent) or there, when the page's published generation
+// was Generation.
+type Absence struct {
+	PageID     string
+	Generation int64
+	Absent     bool
 }
 
 // PageEntry is a published page in a listing.
@@ -215,15 +228,16 @@ type Store interface {
 	// event still points at it with the same evidence hash, and no newer
 	// generation is marked. What other pipelines write with a mark (the
 	// outbox's drafts) commits in the same transaction, or the mark does
-	// not. ErrLostRace when the summary lost.
+	// not. ErrLostRace when the summary lost. The page is no longer
+	// recorded absent.
 	Mark(ctx context.Context, p Plan, w Written) (tidemark.Publication, error)
 	// CurrentSummary is the summary the event points at ("" when none).
 	CurrentSummary(ctx context.Context, eventID string) (string, error)
 
 	// PageStates calls fn for every page, in page ID order.
 	PageStates(ctx context.Context, fn func(PageState) error) error
-	// Withdraw clears a page's published state if the event still has no
-	// current summary; it reports whether it did.
+	// Withdraw clears a page's published state (and its absence) if the
+	// event still has no current summary; it reports whether it did.
 	Withdraw(ctx context.Context, pageID string) (bool, error)
 
 	// Listing data for the index and the source cards.
@@ -243,8 +257,13 @@ type Store interface {
 	Restyle(ctx context.Context, format string, limit int) ([]string, error)
 	// Listing lists published pages newest first.
 	Listing(ctx context.Context, q ListingQuery) ([]PageEntry, error)
-	// PublishedPages calls fn for every published page, in page ID order.
-	PublishedPages(ctx context.Context, fn func(pageID, sourceID string) error) error
+	// AbsentPages calls fn for every published page recorded absent from
+	// the object store, in page ID order.
+	AbsentPages(ctx context.Context, fn func(pageID, sourceID string) error) error
+	// RecordAbsence records each page of found absent or present, if its
+	// published generation is still the one found (a page published since
+	// was proved present by its read-back).
+	RecordAbsence(ctx context.Context, found []Absence) error
 	PublishedCount(ctx context.Context) (int, error)
 	// WikiObjects lists the listing objects' bookkeeping.
 	WikiObjects(ctx context.Context) ([]WikiObject, error)
@@ -269,7 +288,9 @@ type Store interface {
 	// BindStore records id as the wiki's store unless one is recorded, and
 	// returns the one recorded (id, or another binder's that came first).
 	BindStore(ctx context.Context, id StoreIdentity) (StoreIdentity, error)
-	// RebindStore records id as the wiki's store, replacing any other.
+	// RebindStore records id as the wiki's store, replacing any other; if
+	// it is another store, every published page is recorded absent until
+	// a publication or a sweep finds it there.
 	RebindStore(ctx context.Context, id StoreIdentity) (StoreIdentity, error)
 }
 

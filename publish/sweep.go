@@ -77,18 +77,14 @@ func newAbsence() *absence {
 	return &absence{all: map[string]bool{}, bySource: map[string][]string{}}
 }
 
-// absentPages lists the page objects and the published pages and returns
-// the absent ones.
+// absentPages is the published pages the books record absent from the
+// store: the last sweep found them missing (it lists the store; a
+// publishing pass need not), or the wiki was rebound to another store and
+// they have not been republished since.
 func (s *Service) absentPages(ctx context.Context) (*absence, error) {
-	present := map[string]bool{}
-	if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { present[in.Key] = true; return nil }); err != nil {
-		return nil, err
-	}
 	a := newAbsence()
-	err := s.Store.PublishedPages(ctx, func(pageID, sourceID string) error {
-		if !present[PageKey(pageID)] {
-			a.add(pageID, sourceID)
-		}
+	err := s.Store.AbsentPages(ctx, func(pageID, sourceID string) error {
+		a.add(pageID, sourceID)
 		return nil
 	})
 	return a, err
@@ -360,6 +356,8 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	type listed struct {
 		pageID, sourceID   string
 		published, present bool
+		generation         int64 // published
+		recordedAbsent     bool
 	}
 	pages := map[string]*listed{} // by key
 	err := s.Store.PageStates(ctx, func(ps PageState) error {
@@ -367,7 +365,8 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		key := PageKey(ps.PageID)
 		obj, ok := stored[key]
 		delete(stored, key)
-		pages[key] = &listed{pageID: ps.PageID, sourceID: ps.SourceID, published: ps.PublishedSummaryID != "", present: ok}
+		pages[key] = &listed{pageID: ps.PageID, sourceID: ps.SourceID, published: ps.PublishedSummaryID != "", present: ok,
+			generation: ps.PublishedGeneration, recordedAbsent: ps.Absent}
 		switch {
 		case ps.SummaryID != "" && ps.PointerFresh:
 			if ps.PublishedSummaryID != ps.SummaryID || !ok || obj.ETag != ps.PublishedETag {
@@ -478,11 +477,21 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 		rep.Orphans++
 	}
+	// The books record what the store holds now, so passes until the next
+	// sweep need not list it: a page republished here was recorded present
+	// by its mark.
 	absent := newAbsence()
+	var found []Absence
 	for _, l := range pages {
 		if l.published && !l.present {
 			absent.add(l.pageID, l.sourceID)
 		}
+		if missing := l.published && !l.present; missing != l.recordedAbsent {
+			found = append(found, Absence{PageID: l.pageID, Generation: l.generation, Absent: missing})
+		}
+	}
+	if err := s.Store.RecordAbsence(ctx, found); err != nil {
+		return rep, err
 	}
 	for _, ids := range absent.bySource {
 		sort.Strings(ids) // the stamp hashes them

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/publish"
@@ -230,4 +232,110 @@ func TestASweepWithNothingToRepairReadsNoBody(t *testing.T) {
 		t.Fatalf("a sweep with nothing to repair made %d gets, %d puts, %d deletes, %d heads and listed %v",
 			calls.gets, calls.puts, calls.deletes, calls.heads, calls.lists)
 	}
+}
+
+// TestAPublishingPassListsNoPageObjects: a publishing pass trusts the
+// books for which pages the store holds (the read-back proved each one
+// when it was marked, and the sweep records what went missing since), so
+// it does not list every page object, however long the history; neither
+// does the first card of a new source.
+func TestAPublishingPassListsNoPageObjects(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
+			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
+		f.mustSummarizeAndPublish(t)
+		other, err := f.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "other", Kind: "git", Location: "/src/other", Interval: time.Hour, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.settle(t, f.src, tidemark.Item{Key: "c", Title: "third", Evidence: []byte("commit c\n\n    third\n")})
+		f.settle(t, other, tidemark.Item{Key: "d", Title: "elsewhere", Evidence: []byte("commit d\n\n    elsewhere\n")})
+		calls := &storeCalls{Store: f.svc.Objects}
+		f.svc.Objects = calls
+		if rep := f.mustSummarizeAndPublish(t); rep.Published != 2 {
+			t.Fatalf("pass: %+v", rep)
+		}
+		if slices.Contains(calls.lists, "changes/") {
+			t.Fatalf("a publishing pass listed the page objects: %v", calls.lists)
+		}
+		f.objs = calls
+		for _, k := range []string{"a", "b", "c", "d"} {
+			if !crawl(t, f, publish.IndexKey)[publish.PageKey(mustPageOf(t, f, k))] {
+				t.Errorf("the index does not reach the page of %s", k)
+			}
+		}
+	})
+}
+
+// TestAPageFoundMissingStaysUnlistedUntilRepublished: a page object
+// deleted behind the books' back, which the sweep cannot republish, is
+// recorded absent: the index and the card list it neither after that sweep
+// nor after the publishing passes that follow, and list it again once a
+// sweep has republished it.
+func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
+			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
+		f.mustSummarizeAndPublish(t)
+		page := mustPageOf(t, f, "a")
+		if err := objs.Delete(ctx, publish.PageKey(page)); err != nil {
+			t.Fatal(err)
+		}
+		refuse := errors.New("the store refuses this page")
+		objs.SetHooks(mem.Hooks{BeforePut: func(_ context.Context, key string, _ []byte, _ objstore.PutOptions) error {
+			if key == publish.PageKey(page) {
+				return refuse
+			}
+			return nil
+		}})
+		listed := func() bool {
+			t.Helper()
+			n := 0
+			for _, key := range []string{publish.IndexKey, publish.CardKey(f.src.ID)} {
+				o, err := objs.Get(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if contains(o.Body, page) {
+					n++
+				}
+			}
+			if n == 1 {
+				t.Fatalf("the page is listed by one of the index and the card, not both")
+			}
+			return n == 2
+		}
+		if !listed() {
+			t.Fatal("the page is not listed before it goes missing")
+		}
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Failed != 1 {
+			t.Fatalf("sweep: %+v %v, want the page's republication to fail", rep, err)
+		}
+		if listed() {
+			t.Fatal("the sweep found the page missing and left it listed")
+		}
+		// A pass after the sweep keeps it out of the listings it rewrites.
+		f.settle(t, f.src, tidemark.Item{Key: "c", Title: "third", Evidence: []byte("commit c\n\n    third\n")})
+		if rep := f.mustSummarizeAndPublish(t); rep.Listings.Written == 0 {
+			t.Fatalf("the pass rewrote no listing: %+v", rep)
+		}
+		if listed() {
+			t.Fatal("a publishing pass listed the missing page again")
+		}
+		objs.SetHooks(mem.Hooks{})
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 1 {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+		if !listed() {
+			t.Fatal("the republished page is not listed again")
+		}
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished+rep.Listings.Written != 0 {
+			t.Fatalf("a sweep after convergence did work: %+v %v", rep, err)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidemark/tidemark"
@@ -372,7 +373,8 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
 		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8, published_format = $9
+		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8, published_format = $9,
+		absent = 0
 		WHERE id = $5 AND published_generation < $2`,
 		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format)
 	if err != nil {
@@ -410,7 +412,7 @@ func (s *PublishStore) CurrentSummary(ctx context.Context, eventID string) (stri
 func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
 	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.source_id, p.summary_id,
 		CASE WHEN p.evidence_hash = e.evidence_hash THEN 1 ELSE 0 END,
-		p.published_summary_id, p.published_etag
+		p.published_summary_id, p.published_etag, p.published_generation, p.absent
 		FROM pages p JOIN events e ON e.id = p.event_id ORDER BY p.id`)
 	if err != nil {
 		return fmt.Errorf("page states: %w", err)
@@ -420,12 +422,14 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 		var (
 			ps             publish.PageState
 			ptr, published sql.NullString
-			fresh          int
+			fresh, absent  int
 		)
-		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedETag); err != nil {
+		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedETag,
+			&ps.PublishedGeneration, &absent); err != nil {
 			return err
 		}
 		ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
+		ps.Absent = absent == 1
 		if err := fn(ps); err != nil {
 			return err
 		}
@@ -442,7 +446,7 @@ func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
-		published_at = NULL, updated_at = $1
+		published_at = NULL, updated_at = $1, absent = 0
 		WHERE id = $2 AND summary_id IS NULL AND published_summary_id IS NOT NULL`, ms(s.db.Clock.Now()), pageID)
 	if err != nil {
 		return false, err
@@ -585,11 +589,12 @@ func (s *PublishStore) Restyle(ctx context.Context, format string, limit int) ([
 	return out, nil
 }
 
-// PublishedPages implements publish.Store.
-func (s *PublishStore) PublishedPages(ctx context.Context, fn func(pageID, sourceID string) error) error {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT id, source_id FROM pages WHERE published_summary_id IS NOT NULL ORDER BY id`)
+// AbsentPages implements publish.Store.
+func (s *PublishStore) AbsentPages(ctx context.Context, fn func(pageID, sourceID string) error) error {
+	rows, err := s.db.db.QueryContext(ctx, `SELECT id, source_id FROM pages
+		WHERE absent = 1 AND published_summary_id IS NOT NULL ORDER BY id`)
 	if err != nil {
-		return fmt.Errorf("published pages: %w", err)
+		return fmt.Errorf("absent pages: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -602,6 +607,37 @@ func (s *PublishStore) PublishedPages(ctx context.Context, fn func(pageID, sourc
 		}
 	}
 	return rows.Err()
+}
+
+// RecordAbsence implements publish.Store.
+func (s *PublishStore) RecordAbsence(ctx context.Context, found []publish.Absence) error {
+	if len(found) == 0 {
+		return nil
+	}
+	found = slices.SortedFunc(slices.Values(found), func(a, b publish.Absence) int { return strings.Compare(a.PageID, b.PageID) })
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `UPDATE pages SET absent = $1
+		WHERE id = $2 AND published_generation = $3 AND published_summary_id IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, a := range found {
+		absent := 0
+		if a.Absent {
+			absent = 1
+		}
+		// A page that matches nothing was published or withdrawn since:
+		// what that did stands.
+		if _, err := st.ExecContext(ctx, absent, a.PageID, a.Generation); err != nil {
+			return fmt.Errorf("record page %s absent=%t: %w", a.PageID, a.Absent, err)
+		}
+	}
+	return tx.Commit()
 }
 
 // publishedPageQuery finds the wiki page an event is published on: a page
@@ -758,15 +794,32 @@ func (s *PublishStore) RebindStore(ctx context.Context, id publish.StoreIdentity
 	if id.ID == "" {
 		return id, tidemark.Invalidf("store id", "", "is required")
 	}
-	now := s.db.Clock.Now()
-	if _, err := s.db.w.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return id, err
+	}
+	defer tx.Rollback()
+	prev, bound, err := s.boundStore(ctx, tx)
+	if err != nil {
+		return id, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO wiki_store (singleton, store_id, location, bound_at)
 		VALUES (1, $1, $2, $3) ON CONFLICT (singleton) DO UPDATE SET store_id = excluded.store_id,
-		location = excluded.location, bound_at = excluded.bound_at`, id.ID, id.Location, ms(now)); err != nil {
+		location = excluded.location, bound_at = excluded.bound_at`, id.ID, id.Location, ms(s.db.Clock.Now())); err != nil {
 		return id, fmt.Errorf("rebind wiki store: %w", err)
 	}
-	rec, ok, err := s.boundStore(ctx, s.db.db)
+	// Another store holds none of the pages as far as the books know.
+	if !bound || prev.ID != id.ID || prev.Location != id.Location {
+		if _, err := tx.ExecContext(ctx, `UPDATE pages SET absent = 1 WHERE published_summary_id IS NOT NULL AND absent = 0`); err != nil {
+			return id, fmt.Errorf("rebind wiki store: record the pages absent: %w", err)
+		}
+	}
+	rec, ok, err := s.boundStore(ctx, tx)
 	if err == nil && (!ok || rec.ID != id.ID || rec.Location != id.Location) {
 		err = fmt.Errorf("rebind wiki store: the row read back is not the one written: %w", tidemark.ErrUnconfirmed)
 	}
-	return rec, err
+	if err != nil {
+		return rec, err
+	}
+	return rec, tx.Commit()
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"FailingWriteRollsMarkBack", testFailingWrite},
 		{"WithdrawOnlyWithoutCurrentSummary", testWithdraw},
 		{"RestyleListsPagesOfAnotherFormat", testRestyle},
+		{"AbsenceRecordedUntilPublishedAgain", testAbsence},
 		{"ListingNewestFirstAndLimited", testListing},
 		{"SummariesNewestFirstAndLimited", testSummaries},
 		{"UnsummarizedPerModelAndPrompt", testUnsummarized},
@@ -387,16 +388,6 @@ func testMark(t *testing.T, h *harness) {
 		t.Fatalf("unpublished after the mark = %v %v, want none", un, err)
 	}
 	h.mustPublishedCount(t, 1)
-	var pages []string
-	if err := h.Store.PublishedPages(ctx, func(id, src string) error {
-		if src != ev.SourceID {
-			t.Errorf("page %s of source %s, want %s", id, src, ev.SourceID)
-		}
-		pages = append(pages, id)
-		return nil
-	}); err != nil || len(pages) != 1 || pages[0] != p.PageID {
-		t.Fatalf("published pages %v %v, want [%s]", pages, err, p.PageID)
-	}
 	srcs, err := h.Store.Sources(ctx)
 	if err != nil || len(srcs) != 1 || srcs[0].ID != ev.SourceID || srcs[0].Pages != 1 || srcs[0].Stamp == "" {
 		t.Fatalf("sources %+v %v", srcs, err)
@@ -544,6 +535,109 @@ func testWithdraw(t *testing.T, h *harness) {
 	if l, err := h.Store.Listing(ctx, publish.ListingQuery{}); err != nil || len(l) != 0 {
 		t.Fatalf("listing after withdrawal %+v %v", l, err)
 	}
+}
+
+func (h *harness) mustAbsent(t *testing.T, want ...string) {
+	t.Helper()
+	var got []string
+	if err := h.Store.AbsentPages(ctx, func(id, src string) error {
+		if ps := h.pageStatesByPage(t)[id]; ps.SourceID != src || !ps.Absent {
+			t.Errorf("absent page %s of source %s; its state %+v", id, src, ps)
+		}
+		got = append(got, id)
+		return nil
+	}); err != nil || !slices.Equal(got, sorted(want)) {
+		t.Fatalf("absent pages %v %v, want %v", got, err, sorted(want))
+	}
+}
+
+func (h *harness) pageStatesByPage(t *testing.T) map[string]publish.PageState {
+	t.Helper()
+	out := map[string]publish.PageState{}
+	for _, ps := range h.pageStates(t) {
+		out[ps.PageID] = ps
+	}
+	return out
+}
+
+// A page is recorded absent from the object store only at the published
+// generation the sweep saw, stays absent until it is published again or
+// withdrawn, and every published page is absent after a rebind to
+// another store (not after a rebind to the same one).
+func testAbsence(t *testing.T, h *harness) {
+	evs := []tidemark.Event{h.mustEvent(t, "c1", "one"), h.mustEvent(t, "c2", "two"), h.mustEvent(t, "c3", "three")}
+	var pubs []tidemark.Publication
+	var sums []publish.Summary
+	for i, ev := range evs {
+		sums = append(sums, h.mustAccept(t, ev, fmt.Sprintf("Summary %d.", i), "m1"))
+		pubs = append(pubs, h.mustPublish(t, sums[i].ID))
+	}
+	h.mustAbsent(t)
+	if err := h.Store.RecordAbsence(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Found missing at the generations published: recorded; a generation
+	// older than the published one (the page was published again after
+	// the sweep looked) changes nothing.
+	err := h.Store.RecordAbsence(ctx, []publish.Absence{
+		{PageID: pubs[1].PageID, Generation: pubs[1].Generation, Absent: true},
+		{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true},
+		{PageID: pubs[2].PageID, Generation: pubs[2].Generation - 1, Absent: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustAbsent(t, pubs[0].PageID, pubs[1].PageID)
+	if ps := h.pageStatesByPage(t)[pubs[0].PageID]; ps.PublishedGeneration != pubs[0].Generation {
+		t.Fatalf("page state %+v, want published generation %d", ps, pubs[0].Generation)
+	}
+	// Published again: its read-back proved it there.
+	h.Clock.Advance(time.Second)
+	s := h.mustAccept(t, evs[0], "Summary 0, again.", "m2")
+	again := h.mustPublish(t, s.ID)
+	h.mustAbsent(t, pubs[1].PageID)
+	// Found there again at the sweep's generation; the stale record of the
+	// page published since changes nothing.
+	err = h.Store.RecordAbsence(ctx, []publish.Absence{
+		{PageID: pubs[1].PageID, Generation: pubs[1].Generation, Absent: false},
+		{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustAbsent(t)
+	// Withdrawn: neither published nor absent.
+	if err := h.Store.RecordAbsence(ctx, []publish.Absence{{PageID: pubs[2].PageID, Generation: pubs[2].Generation, Absent: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.Reject(ctx, sums[2].ID, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.Store.Withdraw(ctx, pubs[2].PageID); err != nil || !ok {
+		t.Fatalf("withdraw: %v %v", ok, err)
+	}
+	h.mustAbsent(t)
+	if ps := h.pageStatesByPage(t)[pubs[2].PageID]; ps.Absent {
+		t.Fatalf("a withdrawn page is recorded absent: %+v", ps)
+	}
+	// Rebound: to the same store, nothing changes; to another, every
+	// published page is absent until published again.
+	first := publish.StoreIdentity{ID: "store-1", Location: "/wiki"}
+	if _, err := h.Store.BindStore(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.RebindStore(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	h.mustAbsent(t)
+	if _, err := h.Store.RebindStore(ctx, publish.StoreIdentity{ID: "store-1", Location: "/elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustAbsent(t, again.PageID, pubs[1].PageID)
+	h.Clock.Advance(time.Second)
+	s = h.mustAccept(t, evs[1], "Summary 1, again.", "m2")
+	h.mustPublish(t, s.ID)
+	h.mustAbsent(t, again.PageID)
 }
 
 // Restyle lists the pages whose current summary is published in another
