@@ -20,18 +20,20 @@ const publishStatsQuery = `SELECT
 		WHERE p.summary_id IS NOT NULL AND p.evidence_hash = e.evidence_hash
 		  AND (p.published_summary_id IS NULL OR p.published_summary_id <> p.summary_id)),
 	(SELECT COUNT(*) FROM pages WHERE published_summary_id IS NOT NULL AND summary_id IS NULL),
+	(SELECT COUNT(*) FROM pages WHERE absent = 1 AND published_summary_id IS NOT NULL),
 	(SELECT COUNT(*) FROM summaries WHERE is_current = 1),
 	(SELECT COUNT(*) FROM summaries WHERE rejected_reason <> ''),
 	(SELECT COUNT(*) FROM summaries WHERE is_current = 0 AND rejected_reason = '')`
 
 // PublishStats counts pages and summaries. Behind uses the condition of
 // Unpublished: the pages a publisher would pick up next; Withdrawing, the
-// sweep's: published pages whose event has no current summary.
+// sweep's: published pages whose event has no current summary; Missing,
+// AbsentPages's.
 func (s *PublishStore) PublishStats(ctx context.Context) (publish.Stats, error) {
 	var st publish.Stats
 	var current, rejected, superseded int64
 	if err := s.db.db.QueryRowContext(ctx, publishStatsQuery).Scan(&st.Pages, &st.Published, &st.Behind,
-		&st.Withdrawing, &current, &rejected, &superseded); err != nil {
+		&st.Withdrawing, &st.Missing, &current, &rejected, &superseded); err != nil {
 		return st, fmt.Errorf("publish stats: %w", err)
 	}
 	st.Summaries = map[string]int64{"current": current, "rejected": rejected, "superseded": superseded}

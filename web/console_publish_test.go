@@ -281,6 +281,27 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 		t.Fatalf("GET /api/summaries: %d %s", r.Code, r.Body)
 	}
 	id := page.Items[0].ID
+	// Recorded missing from the store (a sweep that could not republish
+	// it): the console says so, until a sweep finds the page there.
+	var found []publish.Absence
+	if err := db.Publish().PageStates(context.Background(), func(ps publish.PageState) error {
+		found = append(found, publish.Absence{PageID: ps.PageID, Generation: ps.PublishedGeneration, Absent: true})
+		return nil
+	}); err != nil || len(found) != 1 {
+		t.Fatalf("page states %v %v", found, err)
+	}
+	if err := db.Publish().RecordAbsence(context.Background(), found); err != nil {
+		t.Fatal(err)
+	}
+	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> missing from the object store") {
+		t.Fatalf("the console with a page missing:\n%s", r.Body)
+	}
+	if r := do("POST", "/api/publish/sweep", token, nil); r.Code != 200 {
+		t.Fatalf("sweep: %d %s", r.Code, r.Body)
+	}
+	if r := do("GET", "/console/publish", token, nil); strings.Contains(r.Body, "missing from the object store") {
+		t.Fatalf("the console after a sweep found the page:\n%s", r.Body)
+	}
 	jsonBody := func(s string) func(*http.Request) { return withBody("application/json", s) }
 	mustErrorClass(t, "reject without a reason", do("POST", "/api/summaries/"+id+"/reject", token, jsonBody(`{"reason":""}`)), 400, "invalid", tidemark.ExitInvalid)
 	mustErrorClass(t, "reject no such summary", do("POST", "/api/summaries/nope/reject", token, jsonBody(`{"reason":"x"}`)), 404, "not_found", tidemark.ExitNotFound)

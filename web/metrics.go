@@ -48,7 +48,7 @@ type collector struct {
 
 	runs, sources, attempts, lastRun, up *prometheus.Desc
 
-	pages, pagesPublished, pagesBehind, pagesWithdrawing, summaries *prometheus.Desc
+	pages, pagesPublished, pagesBehind, pagesWithdrawing, pagesMissing, summaries *prometheus.Desc
 
 	intents, sends, duplicates, gaps, gapsBelow, minGap *prometheus.Desc
 
@@ -75,6 +75,8 @@ func newCollector(s *Server) *collector {
 			"Wiki pages whose current summary is not the one they show: waiting to be published or repaired.", nil, nil),
 		pagesWithdrawing: d("tidemark_publish_pages_withdrawing",
 			"Wiki pages still showing a summary that was rejected since: the next sweep withdraws them.", nil, nil),
+		pagesMissing: d("tidemark_publish_pages_missing",
+			"Published wiki pages the last sweep found missing from the object store and could not republish: no listing links to them until a sweep does.", nil, nil),
 		summaries: d("tidemark_publish_summaries", "Summaries by state (current, rejected, superseded).", []string{"state"}, nil),
 
 		intents:    d("tidemark_outbox_intents", "Outbox intents by lane and state.", []string{"lane", "state"}, nil),
@@ -107,7 +109,7 @@ func newCollector(s *Server) *collector {
 // read the database at registration).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.runs, c.sources, c.attempts, c.lastRun, c.up,
-		c.pages, c.pagesPublished, c.pagesBehind, c.pagesWithdrawing, c.summaries,
+		c.pages, c.pagesPublished, c.pagesBehind, c.pagesWithdrawing, c.pagesMissing, c.summaries,
 		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap,
 		c.migrationRuns, c.converted, c.restored, c.batches, c.openRun} {
 		ch <- d
@@ -166,6 +168,7 @@ func (c *collector) collectPublish(ctx context.Context, ch chan<- prometheus.Met
 	ch <- prometheus.MustNewConstMetric(c.pagesPublished, prometheus.GaugeValue, float64(st.Published))
 	ch <- prometheus.MustNewConstMetric(c.pagesBehind, prometheus.GaugeValue, float64(st.Behind))
 	ch <- prometheus.MustNewConstMetric(c.pagesWithdrawing, prometheus.GaugeValue, float64(st.Withdrawing))
+	ch <- prometheus.MustNewConstMetric(c.pagesMissing, prometheus.GaugeValue, float64(st.Missing))
 	for _, state := range publish.SummaryStates {
 		ch <- prometheus.MustNewConstMetric(c.summaries, prometheus.GaugeValue, float64(st.Summaries[state]), state)
 	}

@@ -106,10 +106,17 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			return s
 		}
 		s1, s2, s3 := accept(rep.EventIDs[0], "a"), accept(rep.EventIDs[1], "b"), accept(rep.EventIDs[2], "c")
+		var pubs []publish.Result
 		for _, s := range []publish.Summary{s1, s2} {
-			if _, err := svc.Publish(ctx, s.ID); err != nil {
+			res, err := svc.Publish(ctx, s.ID)
+			if err != nil {
 				t.Fatal(err)
 			}
+			pubs = append(pubs, res)
+		}
+		// A sweep found the first page's object missing.
+		if err := ps.RecordAbsence(ctx, []publish.Absence{{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true}}); err != nil {
+			t.Fatal(err)
 		}
 		accept(rep.EventIDs[0], "a2")
 		if _, err := ps.Reject(ctx, s3.ID, "wrong"); err != nil {
@@ -202,6 +209,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			`tidemark_publish_pages_published`:                            2,
 			`tidemark_publish_pages_behind`:                               1,
 			`tidemark_publish_pages_withdrawing`:                          1,
+			`tidemark_publish_pages_missing`:                              1,
 			`tidemark_publish_summaries{state="current"}`:                 1,
 			`tidemark_publish_summaries{state="rejected"}`:                2,
 			`tidemark_publish_summaries{state="superseded"}`:              1,
