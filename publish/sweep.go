@@ -329,7 +329,11 @@ type SweepReport struct {
 	Relinked int `json:"relinked"`
 	// Restyled counts the pages republished because an earlier release
 	// rendered them (also counted in Republished).
-	Restyled int           `json:"restyled"`
+	Restyled int `json:"restyled"`
+	// Missing counts the published pages the store does not hold after
+	// the sweep (it could not republish them): no listing links to them,
+	// and the next sweep tries again.
+	Missing  int           `json:"missing"`
 	Failed   int           `json:"failed"`
 	Errors   []string      `json:"errors,omitempty"`
 	Listings ListingReport `json:"listings"`
@@ -485,6 +489,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	for _, l := range pages {
 		if l.published && !l.present {
 			absent.add(l.pageID, l.sourceID)
+			rep.Missing++
 		}
 		if missing := l.published && !l.present; missing != l.recordedAbsent {
 			found = append(found, Absence{PageID: l.pageID, Generation: l.generation, Absent: missing})

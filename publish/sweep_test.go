@@ -313,8 +313,8 @@ func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
 		if !listed() {
 			t.Fatal("the page is not listed before it goes missing")
 		}
-		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Failed != 1 {
-			t.Fatalf("sweep: %+v %v, want the page's republication to fail", rep, err)
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Failed != 1 || rep.Missing != 1 {
+			t.Fatalf("sweep: %+v %v, want the page's republication to fail and the page missing", rep, err)
 		}
 		if listed() {
 			t.Fatal("the sweep found the page missing and left it listed")
@@ -328,7 +328,7 @@ func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
 			t.Fatal("a publishing pass listed the missing page again")
 		}
 		objs.SetHooks(mem.Hooks{})
-		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 1 {
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 1 || rep.Missing != 0 {
 			t.Fatalf("sweep: %+v %v", rep, err)
 		}
 		if !listed() {

@@ -39,6 +39,9 @@ func (rep SweepReport) WriteText(w io.Writer) error {
 	if rep.Restyled > 0 {
 		fmt.Fprintf(w, "(%d of the republished pages were rendered by an earlier release)\n", rep.Restyled)
 	}
+	if rep.Missing > 0 {
+		fmt.Fprintf(w, "%d published pages are missing from the object store and listed nowhere; the next sweep tries again\n", rep.Missing)
+	}
 	fmt.Fprintf(w, "listings: %d written, %d unchanged, %d source cards collected\n", rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)
 	for _, e := range rep.Errors {
 		if _, err := fmt.Fprintf(w, "  %s\n", e); err != nil {

@@ -170,8 +170,12 @@ func nounCount(n int, one, many string) string {
 }
 
 func sweepText(rep publish.SweepReport) string {
-	return fmt.Sprintf("%s: %d republished, %d withdrawn, %d orphan objects collected, %d awaiting a new summary, %d overtaken, %d failed; listings: %d written, %d unchanged",
+	text := fmt.Sprintf("%s: %d republished, %d withdrawn, %d orphan objects collected, %d awaiting a new summary, %d overtaken, %d failed; listings: %d written, %d unchanged",
 		nounCount(rep.Pages, "page", "pages"), rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed, rep.Listings.Written, rep.Listings.Unchanged)
+	if rep.Missing > 0 {
+		text += fmt.Sprintf("; %d missing from the object store, listed nowhere until a sweep republishes them", rep.Missing)
+	}
+	return text
 }
 
 func (s *Server) formSweep(w http.ResponseWriter, r *http.Request) {
