@@ -136,7 +136,17 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Info, error) {
 func (s *Store) lock(key string) (unlock func(), err error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return lockFile(filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles)))
+	name := filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles))
+	unlock, err = lockFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The store's directory was deleted under us (an operator emptied
+		// the wiki): make the lock files' folder again, as Open does.
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return nil, fmt.Errorf("objstore/dir: %w", err)
+		}
+		unlock, err = lockFile(name)
+	}
+	return unlock, err
 }
 
 // Put implements objstore.Store.
