@@ -148,7 +148,30 @@ func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o Once
 	if tot.More {
 		t.undone = append(t.undone, fmt.Sprintf("more pages are pending after %d publishing rounds", publishRoundsLimit))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return p.restoreMissing(ctx, svc, t, res.Publish)
+}
+
+// restoreMissing sweeps when the books record published pages missing
+// from the store (the wiki was rebound to an emptied store, or a sweep
+// could not republish them), so a pass that publishes every page puts them
+// back; otherwise it costs one indexed query and lists nothing.
+func (p *Pipeline) restoreMissing(ctx context.Context, svc *publish.Service, t *tally, tot *publish.Totals) error {
+	n, err := svc.Missing(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	rep, err := svc.Sweep(ctx)
+	tot.Restored, tot.Missing = rep.Republished, rep.Missing
+	if err != nil {
+		return fmt.Errorf("republish %d pages missing from the object store: %w", n, err)
+	}
+	if rep.Missing > 0 {
+		t.undone = append(t.undone, fmt.Sprintf("%d pages missing from the object store", rep.Missing))
+	}
+	return nil
 }
 
 // tally is what RunOnce could not do: the sources whose run failed, and

@@ -258,3 +258,51 @@ func TestADaemonRoundListsThePagesOnce(t *testing.T) {
 		t.Fatalf("%d pages link the new change as the next one, want its older neighbour's", linked)
 	}
 }
+
+// A pass that publishes every page republishes the pages the books record
+// missing from the store: after the wiki is emptied and rebound on
+// purpose, `run --once` puts every page back and the index lists them,
+// where before it listed none until a sweep.
+func TestRunOnceRestoresThePagesMissingFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	p := open(t, home, nil)
+	res, err := p.RunOnce(ctx, OnceOptions{Track: []string{gitRepo(t)}})
+	if err != nil || res.Publish == nil || res.Publish.Published != 2 {
+		t.Fatalf("first pass: %+v %v", res.Publish, err)
+	}
+	wiki := filepath.Join(home, "wiki")
+	if err := os.RemoveAll(wiki); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Rebind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err = p.RunOnce(ctx, OnceOptions{})
+	if err != nil || res.Publish == nil || res.Publish.Restored != 2 || res.Publish.Missing != 0 {
+		t.Fatalf("pass after the rebind: %+v %v, want both pages restored", res.Publish, err)
+	}
+	index, err := os.ReadFile(filepath.Join(wiki, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob(filepath.Join(wiki, "changes", "*.html"))
+	if err != nil || len(pages) != 2 {
+		t.Fatalf("pages in the store: %v %v", pages, err)
+	}
+	for _, page := range pages {
+		if !strings.Contains(string(index), "changes/"+filepath.Base(page)) {
+			t.Errorf("the index does not list %s", filepath.Base(page))
+		}
+	}
+	// Nothing missing: the next pass does not sweep.
+	svc, err := p.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &listCounter{Store: svc.Objects, prefix: "changes/"}
+	svc.Objects = counter
+	if err := p.publishOnce(ctx, svc, OnceOptions{}, &tally{}, &OnceResult{}); err != nil || counter.n != 0 {
+		t.Fatalf("a pass with nothing missing listed the page objects %d times (%v)", counter.n, err)
+	}
+}

@@ -28,7 +28,12 @@ type Totals struct {
 	PagesFailed     int `json:"pages_failed"`
 	// Restyled counts the pages republished because an earlier release
 	// rendered them (Store.Restyle).
-	Restyled int      `json:"restyled"`
+	Restyled int `json:"restyled"`
+	// Restored counts the pages a sweep republished because the books
+	// recorded them missing from the store; Missing, those still missing
+	// after it (listed nowhere until a sweep republishes them).
+	Restored int      `json:"restored,omitempty"`
+	Missing  int      `json:"missing,omitempty"`
 	Pages    int      `json:"pages"`
 	Errors   []string `json:"errors,omitempty"`
 	Index    string   `json:"index"`
@@ -44,6 +49,13 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 func (t Totals) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
 	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
+	if t.Restored > 0 || t.Missing > 0 {
+		fmt.Fprintf(w, "store:     %d pages missing from the object store republished", t.Restored)
+		if t.Missing > 0 {
+			fmt.Fprintf(w, ", %d still missing (listed nowhere; `tidemark publish sweep` tries again)", t.Missing)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, e := range t.Errors {
 		fmt.Fprintf(w, "  %s\n", e)
 	}

@@ -90,6 +90,16 @@ func (s *Service) absentPages(ctx context.Context) (*absence, error) {
 	return a, err
 }
 
+// Missing counts the published pages the books record missing from the
+// store (see absentPages): a Sweep republishes them.
+func (s *Service) Missing(ctx context.Context) (int, error) {
+	a, err := s.absentPages(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return len(a.all), nil
+}
+
 // listingPrefixes hold listing objects only; an object there that no
 // listing renders is collected.
 var listingPrefixes = []string{"sources/", "archive/"}

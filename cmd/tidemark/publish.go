@@ -66,13 +66,14 @@ func newRebindCmd(a *app) *cobra.Command {
 	cmd := opCmd(a, "rebind", "Bind the wiki to --store after moving or emptying it on purpose", cobra.NoArgs,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			id, err := p.Rebind(cmd.Context())
-			return sayShown(id, err, "the wiki now lives in %s (marker %s); run `tidemark publish sweep` to republish its pages there", id.Location, id.ID)
+			return sayShown(id, err, "the wiki now lives in %s (marker %s); run `tidemark publish sweep` (or `tidemark run --once`) to republish its pages there", id.Location, id.ID)
 		})
 	cmd.Long = `The database records the object store its wiki lives in (a marker object in
 the store and the store's location) at the first publication, and every worker
 whose --store differs refuses to publish or sweep. After moving the wiki (or
-emptying it) on purpose, rebind binds it to --store; the next sweep
-republishes every page the store does not show. Every other worker must then
-use the same --store.`
+emptying it) on purpose, rebind binds it to --store and records every page
+missing from it, so no listing links to one until it is there again; the next
+sweep (or run --once) republishes them. Every other worker must then use the
+same --store.`
 	return cmd
 }
