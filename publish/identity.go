@@ -170,8 +170,10 @@ func (s *Service) BindStore(ctx context.Context) (StoreIdentity, error) {
 
 // Rebind binds the database's wiki to this service's object store whatever
 // it was bound to, keeping the store's marker if it has one. An operator
-// does this after moving or emptying the wiki on purpose; the sweep then
-// republishes every page that differs.
+// does this after moving or emptying the wiki on purpose. Bound to another
+// store, the books record every published page missing from it; Rebind
+// then lists the store's pages once and records those it holds (a moved
+// wiki keeps its listings), and a sweep republishes the rest.
 func (s *Service) Rebind(ctx context.Context) (StoreIdentity, error) {
 	s.bindMu.Lock()
 	defer s.bindMu.Unlock()
@@ -184,5 +186,22 @@ func (s *Service) Rebind(ctx context.Context) (StoreIdentity, error) {
 		return rec, err
 	}
 	s.bound = &rec
+	present := map[string]bool{}
+	if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { present[in.Key] = true; return nil }); err != nil {
+		return rec, fmt.Errorf("rebound; list the pages the store holds: %w", err)
+	}
+	var found []Absence
+	err = s.Store.PageStates(ctx, func(ps PageState) error {
+		if a, changed := absenceFound(ps.PageID, ps.PublishedGeneration, ps.PublishedSummaryID != "", present[PageKey(ps.PageID)], ps.Absent); changed {
+			found = append(found, a)
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.Store.RecordAbsence(ctx, rec, found)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("rebound; record the pages the store holds: %w", err)
+	}
 	return rec, nil
 }

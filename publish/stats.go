@@ -13,10 +13,10 @@ type Stats struct {
 	// Withdrawing pages are published, but their event has no current
 	// summary any more (it was rejected): the next sweep withdraws them.
 	Withdrawing int64 `json:"withdrawing"`
-	// Missing pages are published, but the last sweep found their objects
-	// missing from the store and could not republish them (or the wiki was
-	// rebound to another store since): no listing links to them, and the
-	// next sweep tries again.
+	// Missing pages are published, but the books record their objects
+	// missing from the store (a sweep could not republish them, or the
+	// wiki was rebound to a store without them): no listing links to them,
+	// and the next sweep republishes them.
 	Missing int64 `json:"missing"`
 	// Summaries by state: current, rejected, superseded.
 	Summaries map[string]int64 `json:"summaries"`

@@ -262,8 +262,10 @@ type Store interface {
 	AbsentPages(ctx context.Context, fn func(pageID, sourceID string) error) error
 	// RecordAbsence records each page of found absent or present, if its
 	// published generation is still the one found (a page published since
-	// was proved present by its read-back).
-	RecordAbsence(ctx context.Context, found []Absence) error
+	// was proved present by its read-back). What was found is of the store
+	// the wiki was bound to as store; if the wiki is bound to another one
+	// since, nothing is recorded and the error matches ErrStoreMismatch.
+	RecordAbsence(ctx context.Context, store StoreIdentity, found []Absence) error
 	PublishedCount(ctx context.Context) (int, error)
 	// WikiObjects lists the listing objects' bookkeeping.
 	WikiObjects(ctx context.Context) ([]WikiObject, error)

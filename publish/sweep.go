@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -88,6 +87,14 @@ func (s *Service) absentPages(ctx context.Context) (*absence, error) {
 		return nil
 	})
 	return a, err
+}
+
+// absenceFound is the change to a page's absence record that a look at
+// the store found (present or not, when its published generation was
+// generation): changed is false when the record already says so.
+func absenceFound(pageID string, generation int64, published, present, recorded bool) (a Absence, changed bool) {
+	missing := published && !present
+	return Absence{PageID: pageID, Generation: generation, Absent: missing}, missing != recorded
 }
 
 // Missing counts the published pages the books record missing from the
@@ -356,7 +363,8 @@ type SweepReport struct {
 // its page and listing objects, and two HEADs.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
-	if _, err := s.BindStore(ctx); err != nil {
+	bound, err := s.BindStore(ctx)
+	if err != nil {
 		return rep, err
 	}
 	stored := map[string]objstore.Info{}
@@ -374,7 +382,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		recordedAbsent     bool
 	}
 	pages := map[string]*listed{} // by key
-	err := s.Store.PageStates(ctx, func(ps PageState) error {
+	err = s.Store.PageStates(ctx, func(ps PageState) error {
 		rep.Pages++
 		key := PageKey(ps.PageID)
 		obj, ok := stored[key]
@@ -475,8 +483,15 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		if l := pages[PageKey(pageID)]; l != nil {
 			l.present = false
 		}
-		if _, err := s.Store.Withdraw(ctx, pageID); err != nil {
+		withdrawn, err := s.Store.Withdraw(ctx, pageID)
+		if err != nil {
 			fail(err)
+			continue
+		}
+		if !withdrawn {
+			// A summary accepted since the sweep read the page: it stays
+			// published, and the object just deleted is recorded missing
+			// below, so no listing links to it until it is republished.
 			continue
 		}
 		if l := pages[PageKey(pageID)]; l != nil {
@@ -492,25 +507,22 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		rep.Orphans++
 	}
 	// The books record what the store holds now, so passes until the next
-	// sweep need not list it: a page republished here was recorded present
-	// by its mark.
-	absent := newAbsence()
+	// sweep need not list it (a page republished here was recorded present
+	// by its mark), and the listings leave out what they record missing.
 	var found []Absence
 	for _, l := range pages {
-		if l.published && !l.present {
-			absent.add(l.pageID, l.sourceID)
-			rep.Missing++
-		}
-		if missing := l.published && !l.present; missing != l.recordedAbsent {
-			found = append(found, Absence{PageID: l.pageID, Generation: l.generation, Absent: missing})
+		if a, changed := absenceFound(l.pageID, l.generation, l.published, l.present, l.recordedAbsent); changed {
+			found = append(found, a)
 		}
 	}
-	if err := s.Store.RecordAbsence(ctx, found); err != nil {
+	if err := s.Store.RecordAbsence(ctx, bound, found); err != nil {
 		return rep, err
 	}
-	for _, ids := range absent.bySource {
-		sort.Strings(ids) // the stamp hashes them
+	absent, err := s.absentPages(ctx)
+	if err != nil {
+		return rep, err
 	}
+	rep.Missing = len(absent.all)
 	if rep.Listings, err = s.refreshListings(ctx, absent); err != nil {
 		return rep, err
 	}

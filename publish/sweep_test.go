@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,6 +206,17 @@ func (c *storeCalls) List(ctx context.Context, prefix string, fn func(objstore.I
 	return c.Store.List(ctx, prefix, fn)
 }
 
+// absenceRecords counts the pages whose absence is recorded.
+type absenceRecords struct {
+	publish.Store
+	records int
+}
+
+func (b *absenceRecords) RecordAbsence(ctx context.Context, store publish.StoreIdentity, found []publish.Absence) error {
+	b.records += len(found)
+	return b.Store.RecordAbsence(ctx, store, found)
+}
+
 // TestASweepWithNothingToRepairReadsNoBody: what docs/publish.md says a
 // sweep with nothing to repair costs: no body read, nothing written, the
 // listings of the page and listing objects and two HEADs.
@@ -222,10 +234,14 @@ func TestASweepWithNothingToRepairReadsNoBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := &storeCalls{Store: f.svc.Objects}
-	f.svc.Objects = calls
+	books := &absenceRecords{Store: f.svc.Store}
+	f.svc.Objects, f.svc.Store = calls, books
 	rep, err := f.svc.Sweep(ctx)
 	if err != nil || rep.Republished+rep.Withdrawn+rep.Orphans+rep.Relinked+rep.Listings.Written+rep.Listings.Collected != 0 {
 		t.Fatalf("sweep: %+v %v", rep, err)
+	}
+	if books.records != 0 {
+		t.Fatalf("a sweep with nothing to repair recorded %d pages' absence", books.records)
 	}
 	slices.Sort(calls.lists)
 	if calls.gets+calls.puts+calls.deletes != 0 || calls.heads != 2 || !slices.Equal(calls.lists, []string{"archive/", "changes/", "sources/"}) {
@@ -257,8 +273,10 @@ func TestAPublishingPassListsNoPageObjects(t *testing.T) {
 		if rep := f.mustSummarizeAndPublish(t); rep.Published != 2 {
 			t.Fatalf("pass: %+v", rep)
 		}
-		if slices.Contains(calls.lists, "changes/") {
-			t.Fatalf("a publishing pass listed the page objects: %v", calls.lists)
+		for _, prefix := range calls.lists {
+			if prefix != "sources/" && prefix != "archive/" { // the listing objects', to collect
+				t.Fatalf("a publishing pass listed %q: %v", prefix, calls.lists)
+			}
 		}
 		f.objs = calls
 		for _, k := range []string{"a", "b", "c", "d"} {
@@ -313,8 +331,13 @@ func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
 		if !listed() {
 			t.Fatal("the page is not listed before it goes missing")
 		}
-		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Failed != 1 || rep.Missing != 1 {
+		rep, err := f.svc.Sweep(ctx)
+		if err != nil || rep.Failed != 1 || rep.Missing != 1 {
 			t.Fatalf("sweep: %+v %v, want the page's republication to fail and the page missing", rep, err)
+		}
+		var text strings.Builder
+		if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "1 published page is missing from the object store and listed nowhere") {
+			t.Fatalf("the sweep's text does not say a page is missing: %v\n%s", err, text.String())
 		}
 		if listed() {
 			t.Fatal("the sweep found the page missing and left it listed")
@@ -336,6 +359,112 @@ func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
 		}
 		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished+rep.Listings.Written != 0 {
 			t.Fatalf("a sweep after convergence did work: %+v %v", rep, err)
+		}
+	})
+}
+
+// withdrawRacer accepts a new summary for a page's event just before the
+// sweep deletes the page's object, as an editor's new summary can land
+// while a sweep withdraws a rejected page.
+type withdrawRacer struct {
+	objstore.Store
+	before func()
+}
+
+func (w *withdrawRacer) Delete(ctx context.Context, key string) error {
+	if w.before != nil {
+		w.before()
+		w.before = nil
+	}
+	return w.Store.Delete(ctx, key)
+}
+
+// TestASweepThatCannotWithdrawRecordsThePageMissing: the sweep deletes a
+// rejected page's object, but a new summary was accepted meanwhile, so
+// the page is not withdrawn: it is still published, its object is gone,
+// and the books must say so, or every pass until the next sweep links to
+// it.
+func TestASweepThatCannotWithdrawRecordsThePageMissing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		s1 := f.mustAccept(t, ev, "The summary.", "m1")
+		res, err := f.svc.Publish(ctx, s1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.RefreshListings(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Reject(ctx, s1.ID, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		racer := &withdrawRacer{Store: f.objs, before: func() { f.mustAccept(t, ev, "The better summary.", "m2") }}
+		f.svc.Objects = racer
+		rep, err := f.svc.Sweep(ctx)
+		if err != nil || rep.Withdrawn != 0 || rep.Missing != 1 {
+			t.Fatalf("sweep: %+v %v, want nothing withdrawn and the page missing", rep, err)
+		}
+		var absent []string
+		if err := f.st.AbsentPages(ctx, func(id, _ string) error { absent = append(absent, id); return nil }); err != nil || !slices.Equal(absent, []string{res.PageID}) {
+			t.Fatalf("absent pages %v %v, want [%s]", absent, err, res.PageID)
+		}
+		idx, err := f.objs.Get(ctx, publish.IndexKey)
+		if err != nil || contains(idx.Body, res.PageID) {
+			t.Fatalf("the index links the page whose object is gone: %v", err)
+		}
+		// The next sweep publishes the new summary there.
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 1 || rep.Missing != 0 {
+			t.Fatalf("next sweep: %+v %v", rep, err)
+		}
+		f.mustPageShows(t, res.PageID, "The better summary.", "")
+	})
+}
+
+// TestRebindRecordsWhatTheNewStoreHolds: rebound to a copy of the wiki (a
+// moved wiki), the listings keep every page; rebound to an emptied store,
+// they list none until a sweep republishes them.
+func TestRebindRecordsWhatTheNewStoreHolds(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
+			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
+		f.svc.StoreLocation = "mem://one"
+		f.mustSummarizeAndPublish(t)
+		copied := mem.New()
+		if err := f.objs.List(ctx, "", func(in objstore.Info) error {
+			o, err := f.objs.Get(ctx, in.Key)
+			if err == nil {
+				_, err = copied.Put(ctx, in.Key, o.Body, objstore.PutOptions{Generation: o.Generation})
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		moved := &publish.Service{Store: f.st, Objects: copied, StoreLocation: "mem://two"}
+		if _, err := moved.Rebind(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.svc, f.objs = moved, copied
+		f.settle(t, f.src, tidemark.Item{Key: "c", Title: "third", Evidence: []byte("commit c\n\n    third\n")})
+		f.mustSummarizeAndPublish(t)
+		idx, err := copied.Get(ctx, publish.IndexKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if !contains(idx.Body, mustPageOf(t, f, k)) {
+				t.Errorf("after the move the index does not list %s", k)
+			}
+		}
+		emptied := &publish.Service{Store: f.st, Objects: mem.New(), StoreLocation: "mem://three"}
+		if _, err := emptied.Rebind(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := emptied.Missing(ctx); err != nil || n != 3 {
+			t.Fatalf("missing after a rebind to an empty store: %d %v, want 3", n, err)
 		}
 	})
 }

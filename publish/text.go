@@ -39,7 +39,10 @@ func (rep SweepReport) WriteText(w io.Writer) error {
 	if rep.Restyled > 0 {
 		fmt.Fprintf(w, "(%d of the republished pages were rendered by an earlier release)\n", rep.Restyled)
 	}
-	if rep.Missing > 0 {
+	switch {
+	case rep.Missing == 1:
+		fmt.Fprintln(w, "1 published page is missing from the object store and listed nowhere; the next sweep tries again")
+	case rep.Missing > 1:
 		fmt.Fprintf(w, "%d published pages are missing from the object store and listed nowhere; the next sweep tries again\n", rep.Missing)
 	}
 	fmt.Fprintf(w, "listings: %d written, %d unchanged, %d source cards collected\n", rep.Listings.Written, rep.Listings.Unchanged, rep.Listings.Collected)

@@ -610,7 +610,7 @@ func (s *PublishStore) AbsentPages(ctx context.Context, fn func(pageID, sourceID
 }
 
 // RecordAbsence implements publish.Store.
-func (s *PublishStore) RecordAbsence(ctx context.Context, found []publish.Absence) error {
+func (s *PublishStore) RecordAbsence(ctx context.Context, store publish.StoreIdentity, found []publish.Absence) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -620,6 +620,15 @@ func (s *PublishStore) RecordAbsence(ctx context.Context, found []publish.Absenc
 		return err
 	}
 	defer tx.Rollback()
+	// A worker that looked at the store the wiki was rebound from must
+	// not record what that store holds (the rebind's record stands).
+	rec, ok, err := s.boundStore(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !ok || rec.ID != store.ID || rec.Location != store.Location {
+		return &publish.StoreMismatchError{Location: store.Location, Recorded: rec, MarkerID: store.ID}
+	}
 	st, err := tx.PrepareContext(ctx, `UPDATE pages SET absent = $1
 		WHERE id = $2 AND published_generation = $3 AND published_summary_id IS NOT NULL`)
 	if err != nil {
@@ -814,12 +823,12 @@ func (s *PublishStore) RebindStore(ctx context.Context, id publish.StoreIdentity
 			return id, fmt.Errorf("rebind wiki store: record the pages absent: %w", err)
 		}
 	}
-	rec, ok, err := s.boundStore(ctx, tx)
+	if err := tx.Commit(); err != nil {
+		return id, fmt.Errorf("rebind wiki store: %w", err)
+	}
+	rec, ok, err := s.boundStore(ctx, s.db.db)
 	if err == nil && (!ok || rec.ID != id.ID || rec.Location != id.Location) {
 		err = fmt.Errorf("rebind wiki store: the row read back is not the one written: %w", tidemark.ErrUnconfirmed)
 	}
-	if err != nil {
-		return rec, err
-	}
-	return rec, tx.Commit()
+	return rec, err
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
-	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/web"
 )
@@ -305,15 +304,8 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	// The books say a sweep found both pages missing from the store (it
 	// could not republish them): the publishing page says so until a
 	// sweep finds them there.
-	var found []publish.Absence
-	if err := f.p.DB().Publish().PageStates(context.Background(), func(ps publish.PageState) error {
-		found = append(found, publish.Absence{PageID: ps.PageID, Generation: ps.PublishedGeneration, Absent: true})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.p.DB().Publish().RecordAbsence(context.Background(), found); err != nil {
-		t.Fatal(err)
+	if n := mustRecordMissing(t, f.p.DB().Publish()); n != 2 {
+		t.Fatalf("%d pages recorded missing, want 2", n)
 	}
 
 	// Reject the change's summary: the page says the next sweep withdraws

@@ -247,9 +247,9 @@ func TestPublishConsole(t *testing.T) {
 	if body := flashed(do("POST", "/console/publish/sweep", token, form(url.Values{})), "/console/publish"); !strings.Contains(body, "2 republished, 1 withdrawn") {
 		t.Errorf("no notice of the sweep:\n%s", body)
 	}
-	f.sweep, f.sweepErr = publish.SweepReport{Pages: 3, Failed: 1, Errors: []string{"page p1: store down"}}, fmt.Errorf("sweep: 1 pages failed to converge: %w", tidemark.ErrUnconfirmed)
+	f.sweep, f.sweepErr = publish.SweepReport{Pages: 3, Failed: 1, Missing: 1, Errors: []string{"page p1: store down"}}, fmt.Errorf("sweep: 1 pages failed to converge: %w", tidemark.ErrUnconfirmed)
 	if body := flashed(do("POST", "/console/publish/sweep", token, form(url.Values{})), "/console/publish"); !strings.Contains(body, `class="problem"`) ||
-		!strings.Contains(body, "1 failed") || !strings.Contains(body, "store down") {
+		!strings.Contains(body, "1 failed") || !strings.Contains(body, "store down") || !strings.Contains(body, "1 missing from the object store") {
 		t.Errorf("a sweep with a failed page:\n%s", body)
 	}
 
@@ -283,15 +283,8 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 	id := page.Items[0].ID
 	// Recorded missing from the store (a sweep that could not republish
 	// it): the console says so, until a sweep finds the page there.
-	var found []publish.Absence
-	if err := db.Publish().PageStates(context.Background(), func(ps publish.PageState) error {
-		found = append(found, publish.Absence{PageID: ps.PageID, Generation: ps.PublishedGeneration, Absent: true})
-		return nil
-	}); err != nil || len(found) != 1 {
-		t.Fatalf("page states %v %v", found, err)
-	}
-	if err := db.Publish().RecordAbsence(context.Background(), found); err != nil {
-		t.Fatal(err)
+	if n := mustRecordMissing(t, db.Publish()); n != 1 {
+		t.Fatalf("%d pages recorded missing, want 1", n)
 	}
 	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> missing from the object store") {
 		t.Fatalf("the console with a page missing:\n%s", r.Body)
@@ -319,6 +312,31 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 		strings.Contains(r.Body, "to be withdrawn") {
 		t.Fatalf("the console after the sweep:\n%s", r.Body)
 	}
+}
+
+// mustRecordMissing records every published page missing from the wiki's
+// store, as a sweep that could not republish them does, and returns how
+// many it recorded.
+func mustRecordMissing(t *testing.T, st *sqlstore.PublishStore) int {
+	t.Helper()
+	ctx := context.Background()
+	bound, ok, err := st.BoundStore(ctx)
+	if err != nil || !ok {
+		t.Fatalf("the wiki's store: %v bound %v", err, ok)
+	}
+	var found []publish.Absence
+	if err := st.PageStates(ctx, func(ps publish.PageState) error {
+		if ps.PublishedSummaryID != "" {
+			found = append(found, publish.Absence{PageID: ps.PageID, Generation: ps.PublishedGeneration, Absent: true})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordAbsence(ctx, bound, found); err != nil {
+		t.Fatal(err)
+	}
+	return len(found)
 }
 
 // mustPublishPipeline opens a real pipeline (configured by edit) with one

@@ -76,7 +76,7 @@ func newCollector(s *Server) *collector {
 		pagesWithdrawing: d("tidemark_publish_pages_withdrawing",
 			"Wiki pages still showing a summary that was rejected since: the next sweep withdraws them.", nil, nil),
 		pagesMissing: d("tidemark_publish_pages_missing",
-			"Published wiki pages the last sweep found missing from the object store and could not republish: no listing links to them until a sweep does.", nil, nil),
+			"Published wiki pages the books record missing from the object store (a sweep could not republish them, or the wiki was rebound to a store without them): no listing links to them until a sweep republishes them.", nil, nil),
 		summaries: d("tidemark_publish_summaries", "Summaries by state (current, rejected, superseded).", []string{"state"}, nil),
 
 		intents:    d("tidemark_outbox_intents", "Outbox intents by lane and state.", []string{"lane", "state"}, nil),

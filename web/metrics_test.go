@@ -106,17 +106,14 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			return s
 		}
 		s1, s2, s3 := accept(rep.EventIDs[0], "a"), accept(rep.EventIDs[1], "b"), accept(rep.EventIDs[2], "c")
-		var pubs []publish.Result
 		for _, s := range []publish.Summary{s1, s2} {
-			res, err := svc.Publish(ctx, s.ID)
-			if err != nil {
+			if _, err := svc.Publish(ctx, s.ID); err != nil {
 				t.Fatal(err)
 			}
-			pubs = append(pubs, res)
 		}
-		// A sweep found the first page's object missing.
-		if err := ps.RecordAbsence(ctx, []publish.Absence{{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true}}); err != nil {
-			t.Fatal(err)
+		// A sweep found both pages' objects missing.
+		if n := mustRecordMissing(t, ps); n != 2 {
+			t.Fatalf("%d pages recorded missing", n)
 		}
 		accept(rep.EventIDs[0], "a2")
 		if _, err := ps.Reject(ctx, s3.ID, "wrong"); err != nil {
@@ -209,7 +206,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			`tidemark_publish_pages_published`:                            2,
 			`tidemark_publish_pages_behind`:                               1,
 			`tidemark_publish_pages_withdrawing`:                          1,
-			`tidemark_publish_pages_missing`:                              1,
+			`tidemark_publish_pages_missing`:                              2,
 			`tidemark_publish_summaries{state="current"}`:                 1,
 			`tidemark_publish_summaries{state="rejected"}`:                2,
 			`tidemark_publish_summaries{state="superseded"}`:              1,

@@ -71,9 +71,9 @@ func newRebindCmd(a *app) *cobra.Command {
 	cmd.Long = `The database records the object store its wiki lives in (a marker object in
 the store and the store's location) at the first publication, and every worker
 whose --store differs refuses to publish or sweep. After moving the wiki (or
-emptying it) on purpose, rebind binds it to --store and records every page
-missing from it, so no listing links to one until it is there again; the next
-sweep (or run --once) republishes them. Every other worker must then use the
-same --store.`
+emptying it) on purpose, rebind binds it to --store, lists the pages the store
+holds and records the others missing from it, so no listing links to one until
+it is there again; the next sweep (or run --once) republishes them. Every other
+worker must then use the same --store.`
 	return cmd
 }

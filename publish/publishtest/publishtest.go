@@ -539,15 +539,21 @@ func testWithdraw(t *testing.T, h *harness) {
 
 func (h *harness) mustAbsent(t *testing.T, want ...string) {
 	t.Helper()
+	states := h.pageStatesByPage(t)
 	var got []string
 	if err := h.Store.AbsentPages(ctx, func(id, src string) error {
-		if ps := h.pageStatesByPage(t)[id]; ps.SourceID != src || !ps.Absent {
-			t.Errorf("absent page %s of source %s; its state %+v", id, src, ps)
-		}
 		got = append(got, id)
+		if ps := states[id]; ps.SourceID != src || !ps.Absent {
+			return fmt.Errorf("absent page %s of source %s; its state %+v", id, src, ps)
+		}
 		return nil
 	}); err != nil || !slices.Equal(got, sorted(want)) {
 		t.Fatalf("absent pages %v %v, want %v", got, err, sorted(want))
+	}
+	for id, ps := range states {
+		if ps.Absent != slices.Contains(want, id) {
+			t.Fatalf("page %s: state %+v, want absent %t", id, ps, !ps.Absent)
+		}
 	}
 }
 
@@ -561,9 +567,10 @@ func (h *harness) pageStatesByPage(t *testing.T) map[string]publish.PageState {
 }
 
 // A page is recorded absent from the object store only at the published
-// generation the sweep saw, stays absent until it is published again or
-// withdrawn, and every published page is absent after a rebind to
-// another store (not after a rebind to the same one).
+// generation the sweep saw, and only for the store the wiki is bound to;
+// it stays absent until it is published again or withdrawn; and every
+// published page is absent after a rebind to another store (or the first
+// binding a rebind makes), not after a rebind to the same one.
 func testAbsence(t *testing.T, h *harness) {
 	evs := []tidemark.Event{h.mustEvent(t, "c1", "one"), h.mustEvent(t, "c2", "two"), h.mustEvent(t, "c3", "three")}
 	var pubs []tidemark.Publication
@@ -573,13 +580,34 @@ func testAbsence(t *testing.T, h *harness) {
 		pubs = append(pubs, h.mustPublish(t, sums[i].ID))
 	}
 	h.mustAbsent(t)
-	if err := h.Store.RecordAbsence(ctx, nil); err != nil {
+	// Bound by a rebind, the first binding: no store is known to hold the
+	// pages.
+	first := publish.StoreIdentity{ID: "store-1", Location: "/wiki"}
+	if _, err := h.Store.RebindStore(ctx, first); err != nil {
 		t.Fatal(err)
 	}
+	h.mustAbsent(t, pubs[0].PageID, pubs[1].PageID, pubs[2].PageID)
+	present := make([]publish.Absence, len(pubs))
+	for i, p := range pubs {
+		present[i] = publish.Absence{PageID: p.PageID, Generation: p.Generation}
+	}
+	if err := h.Store.RecordAbsence(ctx, first, present); err != nil {
+		t.Fatal(err)
+	}
+	h.mustAbsent(t)
+	if err := h.Store.RecordAbsence(ctx, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	// What a worker found in another store than the bound one is not
+	// recorded.
+	err := h.Store.RecordAbsence(ctx, publish.StoreIdentity{ID: "store-0", Location: "/old"},
+		[]publish.Absence{{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true}})
+	mustErr(t, "record what another store holds", err, publish.ErrStoreMismatch)
+	h.mustAbsent(t)
 	// Found missing at the generations published: recorded; a generation
 	// older than the published one (the page was published again after
 	// the sweep looked) changes nothing.
-	err := h.Store.RecordAbsence(ctx, []publish.Absence{
+	err = h.Store.RecordAbsence(ctx, first, []publish.Absence{
 		{PageID: pubs[1].PageID, Generation: pubs[1].Generation, Absent: true},
 		{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true},
 		{PageID: pubs[2].PageID, Generation: pubs[2].Generation - 1, Absent: true},
@@ -598,7 +626,7 @@ func testAbsence(t *testing.T, h *harness) {
 	h.mustAbsent(t, pubs[1].PageID)
 	// Found there again at the sweep's generation; the stale record of the
 	// page published since changes nothing.
-	err = h.Store.RecordAbsence(ctx, []publish.Absence{
+	err = h.Store.RecordAbsence(ctx, first, []publish.Absence{
 		{PageID: pubs[1].PageID, Generation: pubs[1].Generation, Absent: false},
 		{PageID: pubs[0].PageID, Generation: pubs[0].Generation, Absent: true},
 	})
@@ -606,8 +634,9 @@ func testAbsence(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	h.mustAbsent(t)
-	// Withdrawn: neither published nor absent.
-	if err := h.Store.RecordAbsence(ctx, []publish.Absence{{PageID: pubs[2].PageID, Generation: pubs[2].Generation, Absent: true}}); err != nil {
+	// Withdrawn: neither published nor absent, and a record found before
+	// the withdrawal changes nothing.
+	if err := h.Store.RecordAbsence(ctx, first, []publish.Absence{{PageID: pubs[2].PageID, Generation: pubs[2].Generation, Absent: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Store.Reject(ctx, sums[2].ID, "wrong"); err != nil {
@@ -617,20 +646,18 @@ func testAbsence(t *testing.T, h *harness) {
 		t.Fatalf("withdraw: %v %v", ok, err)
 	}
 	h.mustAbsent(t)
-	if ps := h.pageStatesByPage(t)[pubs[2].PageID]; ps.Absent {
-		t.Fatalf("a withdrawn page is recorded absent: %+v", ps)
-	}
-	// Rebound: to the same store, nothing changes; to another, every
-	// published page is absent until published again.
-	first := publish.StoreIdentity{ID: "store-1", Location: "/wiki"}
-	if _, err := h.Store.BindStore(ctx, first); err != nil {
+	if err := h.Store.RecordAbsence(ctx, first, []publish.Absence{{PageID: pubs[2].PageID, Generation: pubs[2].Generation, Absent: true}}); err != nil {
 		t.Fatal(err)
 	}
+	h.mustAbsent(t)
+	// Rebound: to the same store, nothing changes; to another, every
+	// published page is absent until published again.
 	if _, err := h.Store.RebindStore(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	h.mustAbsent(t)
-	if _, err := h.Store.RebindStore(ctx, publish.StoreIdentity{ID: "store-1", Location: "/elsewhere"}); err != nil {
+	moved := publish.StoreIdentity{ID: "store-1", Location: "/elsewhere"}
+	if _, err := h.Store.RebindStore(ctx, moved); err != nil {
 		t.Fatal(err)
 	}
 	h.mustAbsent(t, again.PageID, pubs[1].PageID)
