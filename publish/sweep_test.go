@@ -250,6 +250,17 @@ func TestASweepWithNothingToRepairReadsNoBody(t *testing.T) {
 	}
 }
 
+// mustTwoPages is a fixture whose source has two changes, "a" and "b",
+// published.
+func mustTwoPages(t *testing.T, b sqltest.Backend, objs objstore.Store) *fixture {
+	t.Helper()
+	f := mustFixture(t, b, objs)
+	f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
+		tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
+	f.mustSummarizeAndPublish(t)
+	return f
+}
+
 // TestAPublishingPassListsNoPageObjects: a publishing pass trusts the
 // books for which pages the store holds (the read-back proved each one
 // when it was marked, and the sweep records what went missing since), so
@@ -258,10 +269,7 @@ func TestASweepWithNothingToRepairReadsNoBody(t *testing.T) {
 func TestAPublishingPassListsNoPageObjects(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		f := mustFixture(t, b, mem.New())
-		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
-			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
-		f.mustSummarizeAndPublish(t)
+		f := mustTwoPages(t, b, mem.New())
 		other, err := f.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "other", Kind: "git", Location: "/src/other", Interval: time.Hour, RetryBudget: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -296,10 +304,7 @@ func TestAPageFoundMissingStaysUnlistedUntilRepublished(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
 		objs := mem.New()
-		f := mustFixture(t, b, objs)
-		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
-			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
-		f.mustSummarizeAndPublish(t)
+		f := mustTwoPages(t, b, objs)
 		page := mustPageOf(t, f, "a")
 		if err := objs.Delete(ctx, publish.PageKey(page)); err != nil {
 			t.Fatal(err)
@@ -428,11 +433,7 @@ func TestASweepThatCannotWithdrawRecordsThePageMissing(t *testing.T) {
 func TestRebindRecordsWhatTheNewStoreHolds(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		f := mustFixture(t, b, mem.New())
-		f.settle(t, f.src, tidemark.Item{Key: "a", Title: "first", Evidence: []byte("commit a\n\n    first\n")},
-			tidemark.Item{Key: "b", Title: "second", Evidence: []byte("commit b\n\n    second\n")})
-		f.svc.StoreLocation = "mem://one"
-		f.mustSummarizeAndPublish(t)
+		f := mustTwoPages(t, b, mem.New())
 		copied := mem.New()
 		if err := f.objs.List(ctx, "", func(in objstore.Info) error {
 			o, err := f.objs.Get(ctx, in.Key)
