@@ -148,3 +148,41 @@ func TestStoreIdentityFirstBinderWins(t *testing.T) {
 		}
 	})
 }
+
+// A worker that bound the wiki's store before an operator rebound the
+// wiki elsewhere (a daemon not restarted) keeps its binding, and with it
+// writes to the old store; the books refuse its marks and its records of
+// what the old store holds, so they go on saying what the new store lacks.
+func TestAWorkerThatMissedARebindChangesNothing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		root := t.TempDir()
+		pathA, pathB := filepath.Join(root, "a"), filepath.Join(root, "b")
+		a := mustDirService(t, nil, pathA, pathA)
+		f := mustFixture(t, b, a.Objects)
+		a.Store = f.st
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		if _, err := a.Publish(ctx, f.mustAccept(t, ev, "The summary.", "m1").ID); err != nil {
+			t.Fatal(err)
+		}
+		moved := mustDirService(t, f.st, pathB, pathB)
+		if _, err := moved.Rebind(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := moved.Missing(ctx); err != nil || n != 1 {
+			t.Fatalf("missing after the rebind to an empty store: %d %v, want 1", n, err)
+		}
+		s2 := f.mustAccept(t, ev, "The newer summary.", "m2")
+		_, err := a.Publish(ctx, s2.ID)
+		mustMismatch(t, "the stale worker's publication", err)
+		mustPublished(t, f.mustSummary(t, s2.ID), false)
+		_, err = a.Sweep(ctx)
+		mustMismatch(t, "the stale worker's sweep", err)
+		if n, err := moved.Missing(ctx); err != nil || n != 1 {
+			t.Fatalf("missing after the stale worker's attempts: %d %v, want 1", n, err)
+		}
+		if rep, err := moved.Sweep(ctx); err != nil || rep.Republished != 1 || rep.Missing != 0 {
+			t.Fatalf("the new store's sweep: %+v %v", rep, err)
+		}
+	})
+}

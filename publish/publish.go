@@ -184,8 +184,11 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 	}
 	res.PageID, res.Key, res.Generation = plan.PageID, PageKey(plan.PageID), plan.Generation
 	// The store is the wiki's store (bound at the first publication;
-	// checked once per service), so a refused publication writes nothing.
-	if _, err := s.BindStore(ctx); err != nil {
+	// checked once per service, and again by the mark, which refuses a
+	// store the wiki was rebound from), so a refused publication writes
+	// nothing.
+	bound, err := s.BindStore(ctx)
+	if err != nil {
 		return res, err
 	}
 	if err := fpAfterPrecheck.Hit(ctx); err != nil {
@@ -237,7 +240,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag, Format: PageFormat()})
+	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag, Format: PageFormat(), Store: bound})
 	if err == nil {
 		return res, nil
 	}

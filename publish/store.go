@@ -130,6 +130,9 @@ type Written struct {
 	ETag string
 	// Format is the page format the body was rendered in (PageFormat).
 	Format string
+	// Store is the store the body was written to, as the wiki was bound
+	// to it (the zero identity while the wiki is bound to none).
+	Store StoreIdentity
 }
 
 // PageState is a page's bookkeeping, for the sweeper.
@@ -229,7 +232,9 @@ type Store interface {
 	// generation is marked. What other pipelines write with a mark (the
 	// outbox's drafts) commits in the same transaction, or the mark does
 	// not. ErrLostRace when the summary lost. The page is no longer
-	// recorded absent.
+	// recorded absent. A body written to another store than the one the
+	// wiki is bound to (a worker that missed a rebind) is not marked: the
+	// error matches ErrStoreMismatch.
 	Mark(ctx context.Context, p Plan, w Written) (tidemark.Publication, error)
 	// CurrentSummary is the summary the event points at ("" when none).
 	CurrentSummary(ctx context.Context, eventID string) (string, error)
@@ -263,8 +268,9 @@ type Store interface {
 	// RecordAbsence records each page of found absent or present, if its
 	// published generation is still the one found (a page published since
 	// was proved present by its read-back). What was found is of the store
-	// the wiki was bound to as store; if the wiki is bound to another one
-	// since, nothing is recorded and the error matches ErrStoreMismatch.
+	// the wiki was bound to as store (the zero identity while it is bound
+	// to none); if the wiki is bound to another one since, nothing is
+	// recorded and the error matches ErrStoreMismatch.
 	RecordAbsence(ctx context.Context, store StoreIdentity, found []Absence) error
 	PublishedCount(ctx context.Context) (int, error)
 	// WikiObjects lists the listing objects' bookkeeping.

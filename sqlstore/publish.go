@@ -361,6 +361,11 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	if _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
 		return pub, err
 	}
+	// A worker that missed a rebind wrote the body to the old store: the
+	// books must not say the wiki's store holds it.
+	if err := s.checkBound(ctx, tx, w.Store); err != nil {
+		return pub, fmt.Errorf("mark page %s: %w", p.PageID, err)
+	}
 	now := ms(s.db.Clock.Now())
 	err = exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
 		`UPDATE summaries SET published_at = $1, published_generation = $2
@@ -609,6 +614,21 @@ func (s *PublishStore) AbsentPages(ctx context.Context, fn func(pageID, sourceID
 	return rows.Err()
 }
 
+// checkBound refuses, with a *publish.StoreMismatchError, what a worker
+// wrote to or found in a store other than the one the wiki is bound to
+// (the zero identity while it is bound to none): the wiki was rebound
+// since the worker bound.
+func (s *PublishStore) checkBound(ctx context.Context, q querier, store publish.StoreIdentity) error {
+	rec, _, err := s.boundStore(ctx, q)
+	if err != nil {
+		return err
+	}
+	if rec.ID != store.ID || rec.Location != store.Location {
+		return &publish.StoreMismatchError{Location: store.Location, Recorded: rec, MarkerID: store.ID}
+	}
+	return nil
+}
+
 // RecordAbsence implements publish.Store.
 func (s *PublishStore) RecordAbsence(ctx context.Context, store publish.StoreIdentity, found []publish.Absence) error {
 	if len(found) == 0 {
@@ -622,12 +642,8 @@ func (s *PublishStore) RecordAbsence(ctx context.Context, store publish.StoreIde
 	defer tx.Rollback()
 	// A worker that looked at the store the wiki was rebound from must
 	// not record what that store holds (the rebind's record stands).
-	rec, ok, err := s.boundStore(ctx, tx)
-	if err != nil {
+	if err := s.checkBound(ctx, tx, store); err != nil {
 		return err
-	}
-	if !ok || rec.ID != store.ID || rec.Location != store.Location {
-		return &publish.StoreMismatchError{Location: store.Location, Recorded: rec, MarkerID: store.ID}
 	}
 	st, err := tx.PrepareContext(ctx, `UPDATE pages SET absent = $1
 		WHERE id = $2 AND published_generation = $3 AND published_summary_id IS NOT NULL`)

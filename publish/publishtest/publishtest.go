@@ -67,6 +67,8 @@ var ctx = context.Background()
 type harness struct {
 	Harness
 	srcs map[string]tidemark.Source
+	// bound is the store the wiki is bound to, which marks name.
+	bound publish.StoreIdentity
 }
 
 // mustSource adds (once) a source named name.
@@ -176,7 +178,7 @@ func (h *harness) mustPrepare(t *testing.T, id string) publish.Plan {
 
 func (h *harness) mustMark(t *testing.T, p publish.Plan, etag string) tidemark.Publication {
 	t.Helper()
-	pub, err := h.Store.Mark(ctx, p, publish.Written{ETag: etag})
+	pub, err := h.Store.Mark(ctx, p, publish.Written{ETag: etag, Store: h.bound})
 	if err != nil {
 		t.Fatalf("mark %s generation %d: %v", p.Summary.ID, p.Generation, err)
 	}
@@ -586,6 +588,7 @@ func testAbsence(t *testing.T, h *harness) {
 	if _, err := h.Store.RebindStore(ctx, first); err != nil {
 		t.Fatal(err)
 	}
+	h.bound = first
 	h.mustAbsent(t, pubs[0].PageID, pubs[1].PageID, pubs[2].PageID)
 	present := make([]publish.Absence, len(pubs))
 	for i, p := range pubs {
@@ -619,10 +622,17 @@ func testAbsence(t *testing.T, h *harness) {
 	if ps := h.pageStatesByPage(t)[pubs[0].PageID]; ps.PublishedGeneration != pubs[0].Generation {
 		t.Fatalf("page state %+v, want published generation %d", ps, pubs[0].Generation)
 	}
-	// Published again: its read-back proved it there.
+	// Published again: its read-back proved it there. A worker that
+	// wrote to another store than the bound one does not mark the page.
 	h.Clock.Advance(time.Second)
 	s := h.mustAccept(t, evs[0], "Summary 0, again.", "m2")
-	again := h.mustPublish(t, s.ID)
+	p := h.mustPrepare(t, s.ID)
+	_, err = h.Store.Mark(ctx, p, publish.Written{ETag: "e-old-store", Store: publish.StoreIdentity{ID: "store-0", Location: "/old"}})
+	mustErr(t, "mark a page written to another store", err, publish.ErrStoreMismatch)
+	_, err = h.Store.Mark(ctx, p, publish.Written{ETag: "e-no-store"})
+	mustErr(t, "mark a page written to no store the wiki knows", err, publish.ErrStoreMismatch)
+	h.mustAbsent(t, pubs[0].PageID, pubs[1].PageID)
+	again := h.mustMark(t, p, "etag-again")
 	h.mustAbsent(t, pubs[1].PageID)
 	// Found there again at the sweep's generation; the stale record of the
 	// page published since changes nothing.
@@ -660,6 +670,7 @@ func testAbsence(t *testing.T, h *harness) {
 	if _, err := h.Store.RebindStore(ctx, moved); err != nil {
 		t.Fatal(err)
 	}
+	h.bound = moved
 	h.mustAbsent(t, again.PageID, pubs[1].PageID)
 	h.Clock.Advance(time.Second)
 	s = h.mustAccept(t, evs[1], "Summary 1, again.", "m2")
