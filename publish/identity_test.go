@@ -176,8 +176,11 @@ func TestAWorkerThatMissedARebindChangesNothing(t *testing.T) {
 		_, err := a.Publish(ctx, s2.ID)
 		mustMismatch(t, "the stale worker's publication", err)
 		mustPublished(t, f.mustSummary(t, s2.ID), false)
+		_, err = a.PublishPending(ctx, 10)
+		mustMismatch(t, "the stale worker's publishing pass", err)
 		_, err = a.Sweep(ctx)
 		mustMismatch(t, "the stale worker's sweep", err)
+		mustPublished(t, f.mustSummary(t, s2.ID), false)
 		if n, err := moved.Missing(ctx); err != nil || n != 1 {
 			t.Fatalf("missing after the stale worker's attempts: %d %v, want 1", n, err)
 		}

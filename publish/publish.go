@@ -448,12 +448,21 @@ func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCar
 // publishAll publishes the summaries ids, up to s.concurrency() at once,
 // counting each success in *done and each failure in rep. It returns
 // ctx's error if ctx ended; publications already started finish first.
+// A store the wiki is no longer bound to (ErrStoreMismatch: it was rebound
+// since this service bound) is no page's failure: the pass stops and
+// returns it.
 func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int) error {
-	var mu sync.Mutex
-	var g errgroup.Group
+	var (
+		mu       sync.Mutex
+		g        errgroup.Group
+		mismatch error
+	)
 	g.SetLimit(s.concurrency())
 	for _, id := range ids {
-		if ctx.Err() != nil {
+		mu.Lock()
+		stop := mismatch != nil
+		mu.Unlock()
+		if ctx.Err() != nil || stop {
 			break
 		}
 		g.Go(func() error {
@@ -465,6 +474,10 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 				*done++
 			case ctx.Err() != nil:
 				// Cut short by ctx: not a failure of the page's.
+			case errors.Is(err, ErrStoreMismatch):
+				if mismatch == nil {
+					mismatch = err
+				}
 			default:
 				rep.Failed++
 				rep.countRepair(res)
@@ -476,5 +489,8 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 		})
 	}
 	_ = g.Wait()
+	if mismatch != nil {
+		return mismatch
+	}
 	return ctx.Err()
 }

@@ -439,12 +439,19 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 	// Republished as a publishing pass publishes: up to s.concurrency()
-	// at once, each fenced on its own page.
-	var mu sync.Mutex
-	var g errgroup.Group
+	// at once, each fenced on its own page; a store the wiki was rebound
+	// from stops the sweep, as it stops a pass.
+	var (
+		mu       sync.Mutex
+		g        errgroup.Group
+		mismatch error
+	)
 	g.SetLimit(s.concurrency())
 	for _, id := range republish {
-		if ctx.Err() != nil {
+		mu.Lock()
+		stop := mismatch != nil
+		mu.Unlock()
+		if ctx.Err() != nil || stop {
 			break
 		}
 		g.Go(func() error {
@@ -465,6 +472,10 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 				errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
 				errors.Is(err, objstore.ErrNewerGeneration), errors.Is(err, ErrNewerPublished):
 				rep.Superseded++
+			case errors.Is(err, ErrStoreMismatch):
+				if mismatch == nil {
+					mismatch = err
+				}
 			default:
 				fail(err)
 			}
@@ -472,6 +483,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		})
 	}
 	_ = g.Wait()
+	if mismatch != nil {
+		return rep, mismatch
+	}
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}
