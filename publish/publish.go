@@ -446,12 +446,31 @@ func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCar
 }
 
 // publishAll publishes the summaries ids, up to s.concurrency() at once,
-// counting each success in *done and each failure in rep. It returns
-// ctx's error if ctx ended; publications already started finish first.
-// A store the wiki is no longer bound to (ErrStoreMismatch: it was rebound
-// since this service bound) is no page's failure: the pass stops and
-// returns it.
+// counting each success in *done and each failure in rep (see publishEach).
 func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int) error {
+	return s.publishEach(ctx, ids, func(id string) (Result, error) { return s.publish(ctx, id, true, cards) },
+		func(_ string, res Result, err error) {
+			if err == nil {
+				*done++
+				return
+			}
+			rep.Failed++
+			rep.countRepair(res)
+			if len(rep.Errors) < 20 {
+				rep.Errors = append(rep.Errors, err.Error())
+			}
+		})
+}
+
+// publishEach publishes each of ids with publish, up to s.concurrency() at
+// once, and hands each outcome to done, one at a time; a page's failure is
+// done's to count, and the others go on. It returns ctx's error if ctx
+// ended (publications already started finish first, and those it cut short
+// are no page's failure, so done is not told). A store the wiki is no
+// longer bound to (ErrStoreMismatch: it was rebound since this service
+// bound) is no page's failure either: no more publications start, and it
+// is returned.
+func (s *Service) publishEach(ctx context.Context, ids []string, publish func(id string) (Result, error), done func(id string, res Result, err error)) error {
 	var (
 		mu       sync.Mutex
 		g        errgroup.Group
@@ -466,26 +485,19 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 			break
 		}
 		g.Go(func() error {
-			res, err := s.publish(ctx, id, true, cards)
+			res, err := publish(id)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err == nil:
-				*done++
-			case ctx.Err() != nil:
-				// Cut short by ctx: not a failure of the page's.
+			case err != nil && ctx.Err() != nil:
 			case errors.Is(err, ErrStoreMismatch):
 				if mismatch == nil {
 					mismatch = err
 				}
 			default:
-				rep.Failed++
-				rep.countRepair(res)
-				if len(rep.Errors) < 20 {
-					rep.Errors = append(rep.Errors, err.Error())
-				}
+				done(id, res, err)
 			}
-			return nil // a page's failure is counted, and the others go on
+			return nil
 		})
 	}
 	_ = g.Wait()

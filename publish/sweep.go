@@ -441,23 +441,8 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	// Republished as a publishing pass publishes: up to s.concurrency()
 	// at once, each fenced on its own page; a store the wiki was rebound
 	// from stops the sweep, as it stops a pass.
-	var (
-		mu       sync.Mutex
-		g        errgroup.Group
-		mismatch error
-	)
-	g.SetLimit(s.concurrency())
-	for _, id := range republish {
-		mu.Lock()
-		stop := mismatch != nil
-		mu.Unlock()
-		if ctx.Err() != nil || stop {
-			break
-		}
-		g.Go(func() error {
-			res, err := s.Publish(ctx, id)
-			mu.Lock()
-			defer mu.Unlock()
+	err = s.publishEach(ctx, republish, func(id string) (Result, error) { return s.Publish(ctx, id) },
+		func(id string, res Result, err error) {
 			switch {
 			case err == nil:
 				if l := pages[res.Key]; l != nil {
@@ -467,27 +452,16 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 				if restyling[id] {
 					rep.Restyled++
 				}
-			case ctx.Err() != nil:
 			case errors.Is(err, ErrLostRace) && res.Repaired != nil && res.RepairErr == nil,
 				errors.Is(err, ErrSuperseded), errors.Is(err, ErrRejected),
 				errors.Is(err, objstore.ErrNewerGeneration), errors.Is(err, ErrNewerPublished):
 				rep.Superseded++
-			case errors.Is(err, ErrStoreMismatch):
-				if mismatch == nil {
-					mismatch = err
-				}
 			default:
 				fail(err)
 			}
-			return nil
 		})
-	}
-	_ = g.Wait()
-	if mismatch != nil {
-		return rep, mismatch
-	}
-	if ctx.Err() != nil {
-		return rep, ctx.Err()
+	if err != nil {
+		return rep, err
 	}
 	for _, pageID := range withdraw {
 		if err := s.Objects.Delete(ctx, PageKey(pageID)); err != nil {

@@ -361,11 +361,6 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	if _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
 		return pub, err
 	}
-	// A worker that missed a rebind wrote the body to the old store: the
-	// books must not say the wiki's store holds it.
-	if err := s.checkBound(ctx, tx, w.Store); err != nil {
-		return pub, fmt.Errorf("mark page %s: %w", p.PageID, err)
-	}
 	now := ms(s.db.Clock.Now())
 	err = exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
 		`UPDATE summaries SET published_at = $1, published_generation = $2
@@ -376,13 +371,22 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	if err != nil {
 		return pub, err
 	}
-	err = exec1(ctx, tx, fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished),
-		`UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
+	// The page is marked only if the body was written to the store the
+	// wiki is bound to: a worker that missed a rebind wrote it to the old
+	// store, and the books must not say the wiki's store holds it.
+	newer := fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished)
+	res, err := tx.ExecContext(ctx, `UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
 		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8, published_format = $9,
 		absent = 0
-		WHERE id = $5 AND published_generation < $2`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format)
-	if err != nil {
+		WHERE id = $5 AND published_generation < $2
+		  AND NOT EXISTS (SELECT 1 FROM wiki_store WHERE store_id <> $10 OR location <> $11)`,
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format, w.Store.ID, w.Store.Location)
+	if err := expectOne(res, err, newer); err != nil {
+		if err == newer { // which condition: the store's, or a newer generation's
+			if berr := s.checkBound(ctx, tx, w.Store); berr != nil {
+				return pub, fmt.Errorf("mark page %s: %w", p.PageID, berr)
+			}
+		}
 		return pub, err
 	}
 	// The search index shows what the page shows, from this commit on.
@@ -645,8 +649,25 @@ func (s *PublishStore) RecordAbsence(ctx context.Context, store publish.StoreIde
 	if err := s.checkBound(ctx, tx, store); err != nil {
 		return err
 	}
-	st, err := tx.PrepareContext(ctx, `UPDATE pages SET absent = $1
-		WHERE id = $2 AND published_generation = $3 AND published_summary_id IS NOT NULL`)
+	// A page that matches nothing was published or withdrawn since: what
+	// that did stands.
+	const cond = ` AND p.published_summary_id IS NOT NULL`
+	if !s.db.Dialect.RowAtATime {
+		ids, gens, flags := make([]string, len(found)), make([]int64, len(found)), make([]int64, len(found))
+		for i, a := range found {
+			ids[i], gens[i] = a.PageID, a.Generation
+			if a.Absent {
+				flags[i] = 1
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE pages p SET absent = r.absent
+			FROM unnest($1::text[], $2::bigint[], $3::int[]) AS r(id, generation, absent)
+			WHERE p.id = r.id AND p.published_generation = r.generation`+cond, ids, gens, flags); err != nil {
+			return fmt.Errorf("record %d pages' absence: %w", len(found), err)
+		}
+		return tx.Commit()
+	}
+	st, err := tx.PrepareContext(ctx, `UPDATE pages AS p SET absent = $1 WHERE p.id = $2 AND p.published_generation = $3`+cond)
 	if err != nil {
 		return err
 	}
@@ -656,8 +677,6 @@ func (s *PublishStore) RecordAbsence(ctx context.Context, store publish.StoreIde
 		if a.Absent {
 			absent = 1
 		}
-		// A page that matches nothing was published or withdrawn since:
-		// what that did stands.
 		if _, err := st.ExecContext(ctx, absent, a.PageID, a.Generation); err != nil {
 			return fmt.Errorf("record page %s absent=%t: %w", a.PageID, a.Absent, err)
 		}
