@@ -80,7 +80,12 @@ func Classify(err error) (Outcome, string, time.Duration) {
 		if !o.Valid() || o.Advances() || o == OutcomeLost {
 			o = OutcomeError
 		}
-		return o, fe.Error(), fe.RetryAfter
+		// The reason without the outcome, which is recorded beside it.
+		reason := fe.Reason
+		if fe.Err != nil {
+			reason = fmt.Sprintf("%s: %v", fe.Reason, fe.Err)
+		}
+		return o, reason, fe.RetryAfter
 	}
 	if errors.Is(err, ErrShortRead) {
 		return OutcomeInvalid, err.Error(), 0

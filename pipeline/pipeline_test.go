@@ -306,3 +306,31 @@ func TestRunOnceRestoresThePagesMissingFromTheStore(t *testing.T) {
 		t.Fatalf("a pass with nothing missing listed the page objects %d times (%v)", counter.n, err)
 	}
 }
+
+// A run that was recorded as failed (here invalid: the history it read was
+// rewritten) is a source that failed, not tidemark failing: RunSource says
+// so with ErrUnavailable, like run --once, and never as an unexpected
+// error; the message names the source and the outcome once.
+func TestRunSourceReportsAFailedRunAsAFailedSource(t *testing.T) {
+	ctx := context.Background()
+	home, repo := t.TempDir(), gitRepo(t)
+	p := open(t, home, nil)
+	res, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "a rewritten second change")
+	name := res.Reports[0].Source
+	reports, err := p.RunSource(ctx, name, 1, nil)
+	if len(reports) != 1 || reports[0].Outcome != tidemark.OutcomeInvalid {
+		t.Fatalf("reports %+v, want one invalid run", reports)
+	}
+	if !errors.Is(err, tidemark.ErrUnavailable) || tidemark.ExitCode(err) != tidemark.ExitUnavailable {
+		t.Fatalf("RunSource of a failed run: %v (exit %d), want unavailable (exit %d)", err, tidemark.ExitCode(err), tidemark.ExitUnavailable)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, name) || strings.Count(msg, "invalid") != 1 {
+		t.Errorf("message %q: want the source's name and the outcome once", msg)
+	}
+}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,8 +88,10 @@ func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Sou
 // RunSource claims the source now, due or not, and runs it; while a run
 // fills its window (a backlog), it runs it again, up to maxPasses runs.
 // A source that could not be run at all (not found, paused, terminal,
-// held) is an error with no reports. A run that failed because its
-// upstream is away matches tidemark.ErrUnavailable.
+// held) is an error with no reports. A run that was recorded as failed
+// (unreachable, invalid, or not servable here) ends the runs with a
+// *SourceFailedError: the source failed, not tidemark, so it matches
+// tidemark.ErrUnavailable, as a source that failed in run --once does.
 func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
 	svc := p.Ingest()
 	if maxPasses <= 0 {
@@ -107,9 +108,8 @@ func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onR
 			onReport(r, err)
 		}
 		if err != nil {
-			var failed *ingest.RunFailedError
-			if errors.As(err, &failed) && failed.Outcome == tidemark.OutcomeUnreachable {
-				return reports, fmt.Errorf("source %s: %w: %w", ref, tidemark.ErrUnavailable, err)
+			if ingest.IsRunFailed(err) {
+				return reports, &SourceFailedError{Source: ref, Err: err}
 			}
 			return reports, err
 		}
@@ -119,3 +119,18 @@ func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onR
 	}
 	return reports, nil
 }
+
+// SourceFailedError is a run of Source that was recorded as failed; Err
+// says how (an *ingest.RunFailedError). It matches tidemark.ErrUnavailable:
+// the work is left undone because of the source, and trying again later
+// is how it gets done.
+type SourceFailedError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceFailedError) Error() string {
+	return fmt.Sprintf("source %s: the run failed: %v", e.Source, e.Err)
+}
+
+func (e *SourceFailedError) Unwrap() []error { return []error{e.Err, tidemark.ErrUnavailable} }

@@ -558,9 +558,11 @@ func (s *Server) apiOp(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{"reports": reports}
 	status := http.StatusOK
 	if err != nil {
-		// The run happened and failed: the reports say how, the status
-		// says what kind of failure (503 when unreachable).
-		status, body["error"] = tidemark.HTTPStatus(err), s.problemText(r, err)
+		// The run happened and failed: the reports say how; the status,
+		// the class and the exit code what kind of failure (a source that
+		// failed is unavailable, 503), as an error's body would.
+		e := errorBody(err)
+		status, body["error"], body["class"], body["exit_code"] = tidemark.HTTPStatus(err), s.problemText(r, err), e.Class, e.ExitCode
 	}
 	writeJSON(w, status, body)
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -64,6 +65,11 @@ func (f *fakeOps) SkipSource(ctx context.Context, ref, to, actor, note string) (
 
 func (f *fakeOps) RunSource(_ context.Context, ref string, _ int, _ func(ingest.Report, error)) ([]ingest.Report, error) {
 	f.ran = append(f.ran, ref)
+	if ref == "down" {
+		// a run recorded as failed, as the pipeline answers it
+		return []ingest.Report{{Source: ref, Outcome: tidemark.OutcomeInvalid, Error: "not a feed"}},
+			fmt.Errorf("source down: the run failed: invalid: not a feed: %w", tidemark.ErrUnavailable)
+	}
 	return []ingest.Report{{Source: ref, Outcome: tidemark.OutcomeEmpty}}, nil
 }
 
@@ -275,6 +281,19 @@ func TestAPISourceWrites(t *testing.T) {
 		}
 		if r := c.do(http.MethodPost, "/api/sources/api2/run", "", ""); r.Code != 200 || !strings.Contains(r.Body, `"reports"`) || len(ops.ran) != 1 {
 			t.Fatalf("run: %d %s", r.Code, r.Body)
+		}
+		// A run that failed answers its reports with the error's status,
+		// class and exit code.
+		r = c.do(http.MethodPost, "/api/sources/down/run", "", "")
+		var failed struct {
+			Reports  []ingest.Report `json:"reports"`
+			Error    string          `json:"error"`
+			Class    string          `json:"class"`
+			ExitCode int             `json:"exit_code"`
+		}
+		if r.Code != http.StatusServiceUnavailable || json.Unmarshal([]byte(r.Body), &failed) != nil || len(failed.Reports) != 1 ||
+			failed.Class != "unavailable" || failed.ExitCode != tidemark.ExitUnavailable || !strings.Contains(failed.Error, "not a feed") {
+			t.Fatalf("a failed run: %d %s", r.Code, r.Body)
 		}
 		if r := c.do(http.MethodPost, "/api/sources/api2/explode", "", ""); r.Code != 404 {
 			t.Fatalf("unknown op: %d", r.Code)
