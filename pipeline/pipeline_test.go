@@ -334,3 +334,22 @@ func TestRunSourceReportsAFailedRunAsAFailedSource(t *testing.T) {
 		t.Errorf("message %q: want the source's name and the outcome once", msg)
 	}
 }
+
+// A source is added only where one was named: an empty location (a body
+// whose fields were lost on the way) is refused, never read as the
+// working directory of whoever runs the pipeline.
+func TestAddSourceRefusesAnEmptyLocation(t *testing.T) {
+	ctx := context.Background()
+	home, repo := t.TempDir(), gitRepo(t)
+	t.Chdir(repo) // a git repository, as a server's working directory may be
+	p := open(t, home, nil)
+	for _, loc := range []string{"", "   "} {
+		src, err := p.AddSource(ctx, ingest.NewSource{Location: loc, Interval: time.Hour, RetryBudget: 3})
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "location") {
+			t.Fatalf("AddSource(location %q) = %+v, %v; want invalid location", loc, src, err)
+		}
+	}
+	if srcs, err := p.Sources(ctx); err != nil || len(srcs) != 0 {
+		t.Fatalf("sources after the refusals: %v %v", srcs, err)
+	}
+}

@@ -27,6 +27,11 @@ func NewKinds(cfg Config) *kinds.Set {
 // ResolveSource completes a new source (see kinds.Set.Resolve) and checks
 // its schedule: what `source add` stores and `source test` fetches.
 func (p *Pipeline) ResolveSource(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	if strings.TrimSpace(ns.Location) == "" {
+		// Never the working directory: a location is named, or nothing is
+		// added (over the API, a body whose fields were lost).
+		return ns, tidemark.Invalidf("location", ns.Location, "is required: a URL or a local path")
+	}
 	ns, err := p.kinds.Resolve(ctx, ns)
 	if err != nil {
 		return ns, err

@@ -368,3 +368,50 @@ func TestConsoleFailuresArePages(t *testing.T) {
 		t.Errorf("GET /api/sources/nope: %d %s", r.Code, r.Header.Get("Content-Type"))
 	}
 }
+
+// An API write reads JSON only: a body sent as a form (curl -d without a
+// Content-Type) is refused with what was wrong, never read as the empty
+// object, so a skip with a target never skips to the head and an add
+// never adds a source nobody described.
+func TestAPIWritesRefuseABodyThatIsNotJSON(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		c, ops, db := mustConsole(t, b)
+		ctx := context.Background()
+		before, err := db.Ingest().Source(ctx, "blog")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const form = "application/x-www-form-urlencoded"
+		for _, w := range []struct{ method, path, body string }{
+			{http.MethodPost, "/api/sources/blog/skip", `{"to":"c0","note":"why"}`},
+			{http.MethodPost, "/api/sources", `{"location":"https://example.org/x.xml","name":"x"}`},
+			{http.MethodPatch, "/api/sources/blog", `{"name":"renamed"}`},
+			{http.MethodPost, "/api/sources/blog/run", `{}`},
+		} {
+			for _, ct := range []string{form, "text/plain"} {
+				r := c.do(w.method, w.path, ct, w.body)
+				msg := mustJSONError(t, w.method+" "+w.path+" as "+ct, r)
+				if r.Code != http.StatusBadRequest || !strings.Contains(msg, "Content-Type") || !strings.Contains(msg, ct) {
+					t.Errorf("%s %s as %s: %d %q, want 400 that names the Content-Type", w.method, w.path, ct, r.Code, msg)
+				}
+			}
+		}
+		after, err := db.Ingest().Source(ctx, "blog")
+		if err != nil || after.Cursor != before.Cursor || after.CursorVersion != before.CursorVersion {
+			t.Fatalf("a refused write moved blog: %+v → %+v (%v)", before, after, err)
+		}
+		if srcs, _ := db.Ingest().Sources(ctx); len(srcs) != 3 || len(ops.ran) != 0 {
+			t.Fatalf("refused writes added sources (%d) or ran some (%v)", len(srcs), ops.ran)
+		}
+		// JSON with its type, with a charset, or with no Content-Type at all
+		// is read; an empty body is the empty object.
+		for _, ct := range []string{"application/json", "application/json; charset=utf-8", ""} {
+			if r := c.do(http.MethodPost, "/api/sources/quiet/pause", ct, `{"note":"n"}`); r.Code != 200 {
+				t.Fatalf("pause as %q: %d %s", ct, r.Code, r.Body)
+			}
+			if r := c.do(http.MethodPost, "/api/sources/quiet/resume", ct, ""); r.Code != 200 {
+				t.Fatalf("resume with no body as %q: %d %s", ct, r.Code, r.Body)
+			}
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -232,8 +233,17 @@ func failStatus(w http.ResponseWriter, status int, err error) {
 
 // decodeJSON reads a request's JSON object into v, refusing unknown fields
 // (and more than the route's body limit, see limitBody). An empty body is
-// the empty object.
+// the empty object. A body of another type (a form: what curl -d sends
+// unless told otherwise) is refused rather than read as the empty object,
+// which would run the write with none of the fields its client sent.
 func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		sent := r.ContentLength != 0 || len(r.PostForm) > 0
+		if sent && (err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return tidemark.Invalidf("Content-Type", ct, "the API reads JSON: send the body as application/json")
+		}
+	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
