@@ -256,6 +256,27 @@ func (s *PublishStore) Evidence(ctx context.Context, eventID string) ([]byte, st
 	return s.db.Ingest().Evidence(ctx, eventID, 0)
 }
 
+// PublishedEvidence returns the evidence of an event at a revision only if
+// it is what the event's published page shows: the page is published, its
+// summary was judged on that evidence, and it has not been rejected since.
+// Anything else is not found, as if the event did not exist: the wiki's
+// evidence download follows publication, as search does.
+func (s *PublishStore) PublishedEvidence(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
+	var b []byte
+	var hash string
+	err := s.db.db.QueryRowContext(ctx, `SELECT r.evidence, r.evidence_hash FROM pages p
+		JOIN summaries s ON s.id = p.published_summary_id AND s.rejected_reason = ''
+		JOIN event_revisions r ON r.event_id = p.event_id AND r.evidence_hash = s.evidence_hash
+		WHERE p.event_id = $1 AND r.revision = $2`, eventID, revision).Scan(&b, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("published evidence of event %s revision %d: %w", eventID, revision, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("published evidence of event %s: %w", eventID, err)
+	}
+	return b, hash, nil
+}
+
 // Revision implements publish.Store.
 func (s *PublishStore) Revision(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
 	if revision <= 0 {

@@ -53,6 +53,11 @@ func (s *Server) sourceRoutes() []route {
 		get("/status/runs/{id}", s.runPage),
 		get("/status/events", s.eventsPage),
 		get("/status/events/{id}", s.eventPage),
+		// every revision of every event, published or not: signed in only
+		{Method: http.MethodGet, Pattern: "/status/events/{event}/evidence/{revision}", Access: private,
+			Handler: EvidenceHandler(func(ctx context.Context, id string, rev int) ([]byte, string, error) {
+				return s.Ingest.Evidence(ctx, id, rev)
+			})},
 		get("/api/runs/{run}", s.apiRun),
 		get("/api/events/{event}", s.apiEvent),
 	}

@@ -238,7 +238,7 @@ func TestConsoleRunsAndEvents(t *testing.T) {
 	r = c.get("/status/events?source=blog")
 	mustContain(t, "events", r, "Post A", "Post B")
 	r = c.get("/status/events/" + evs[0].ID)
-	mustContain(t, "event page", r, "/evidence/"+evs[0].ID+"/1", "Revisions", "10 bytes")
+	mustContain(t, "event page", r, "/status/events/"+evs[0].ID+"/evidence/1", "Revisions", "10 bytes")
 	var d ingest.EventDetail
 	if r := c.get("/api/events/" + evs[0].ID); r.Code != 200 || json.Unmarshal([]byte(r.Body), &d) != nil || len(d.Revisions) != 1 || d.SourceName != "blog" {
 		t.Fatalf("/api/events/ID: %d %s", r.Code, r.Body)

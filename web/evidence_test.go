@@ -25,7 +25,7 @@ func (f fakeEvidence) Evidence(ctx context.Context, id string, rev int) ([]byte,
 // bytes with their hash; a missing revision is 404 and a bad one 400.
 func TestEvidenceDownload(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /evidence/{event}/{revision}", EvidenceHandler(fakeEvidence{"e1/2": []byte("commit x\n")}))
+	mux.Handle("GET /evidence/{event}/{revision}", EvidenceHandler(fakeEvidence{"e1/2": []byte("commit x\n")}.Evidence))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/evidence/e1/2")

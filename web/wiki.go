@@ -59,17 +59,22 @@ func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 	})
 }
 
-// EvidenceSource reads an event's frozen evidence at a revision: the
-// bytes that were hashed, and their hash.
-type EvidenceSource interface {
-	Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+// EvidenceFunc reads an event's frozen evidence at a revision: the bytes
+// that were hashed, and their hash; tidemark.ErrNotFound when there is none
+// to serve.
+type EvidenceFunc func(ctx context.Context, eventID string, revision int) ([]byte, string, error)
+
+// PublishedEvidence reads the evidence a published page shows, and nothing
+// else (sqlstore.PublishStore).
+type PublishedEvidence interface {
+	PublishedEvidence(ctx context.Context, eventID string, revision int) ([]byte, string, error)
 }
 
 // EvidenceHandler serves an event's frozen evidence at a revision, as the
-// bytes that were hashed (GET /evidence/{event}/{revision}): the download
-// every change page links to. It is part of the public wiki, as the pages
-// that link to it are.
-func EvidenceHandler(ev EvidenceSource) http.Handler {
+// bytes that were hashed (the path's {event} and {revision}). The wiki's
+// GET /evidence/{event}/{revision} serves with it the download every
+// change page links to; the console, any revision of any event.
+func EvidenceHandler(ev EvidenceFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("event")
 		rev, err := strconv.Atoi(r.PathValue("revision"))
@@ -77,7 +82,7 @@ func EvidenceHandler(ev EvidenceSource) http.Handler {
 			http.Error(w, "revision must be a positive number", http.StatusBadRequest)
 			return
 		}
-		b, hash, err := ev.Evidence(r.Context(), id, rev)
+		b, hash, err := ev(r.Context(), id, rev)
 		if errors.Is(err, tidemark.ErrNotFound) {
 			http.NotFound(w, r)
 			return
@@ -96,10 +101,11 @@ func EvidenceHandler(ev EvidenceSource) http.Handler {
 }
 
 // WikiHandler is the public wiki: the store as it stands, and the frozen
-// evidence every change page links to.
-func WikiHandler(objs objstore.Store, ev EvidenceSource, log *slog.Logger) http.Handler {
+// evidence the published pages show (and no other: an event that is not,
+// or no longer, published has no public evidence, whatever its ID).
+func WikiHandler(objs objstore.Store, ev PublishedEvidence, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /evidence/{event}/{revision}", EvidenceHandler(ev))
+	mux.Handle("GET /evidence/{event}/{revision}", EvidenceHandler(ev.PublishedEvidence))
 	mux.Handle("/", StoreHandler(objs, log))
 	return mux
 }

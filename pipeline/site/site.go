@@ -68,7 +68,7 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 	return &web.Server{
 		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
 		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
-		Wiki: web.WikiHandler(objs, db.Ingest(), log), Search: db.Publish(),
+		Wiki: web.WikiHandler(objs, db.Publish(), log), Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
 		Logger: log, Clock: p.Clock(),
 	}, nil
