@@ -93,14 +93,17 @@ type Removal struct {
 	Revisions int `json:"revisions"`
 	Runs      int `json:"runs"`
 	// Pages are the change pages deleted from the books; the published
-	// ones (Published) are withdrawn from the wiki by the next sweep, and
+	// ones (Published) are withdrawn from the wiki by the next publishing round, and
 	// the source's card with them.
 	Pages     int `json:"pages"`
 	Published int `json:"published"`
 	// Channels are the outbox channels of the source, deleted; intents
-	// already drafted stay in their lanes.
-	Channels int    `json:"channels"`
-	Action   Action `json:"action"`
+	// already drafted stay in their lanes, and those not sent yet
+	// (IntentsRetired) are retired, never sent: nothing announces a page
+	// of a removed source.
+	Channels       int    `json:"channels"`
+	IntentsRetired int    `json:"intents_retired"`
+	Action         Action `json:"action"`
 }
 
 // Loses says what removing would delete that cannot be fetched again, or
@@ -111,10 +114,13 @@ func (r Removal) Loses() string {
 		parts = append(parts, fmt.Sprintf("%d events with %d revisions of frozen evidence", r.Events, r.Revisions))
 	}
 	if r.Published > 0 {
-		parts = append(parts, fmt.Sprintf("%d published pages (withdrawn from the wiki by the next sweep)", r.Published))
+		parts = append(parts, fmt.Sprintf("%d published pages (withdrawn from the wiki by the next publishing round)", r.Published))
 	}
 	if r.Channels > 0 {
 		parts = append(parts, fmt.Sprintf("%d outbox channels", r.Channels))
+	}
+	if r.IntentsRetired > 0 {
+		parts = append(parts, fmt.Sprintf("%d outbox intents not sent yet (retired, never sent)", r.IntentsRetired))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -312,8 +312,9 @@ func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int
 		return att, Step{Kind: StepWait, IntentID: in.ID, Until: &gate.Until}, nil
 	}
 	if errors.Is(err, tidemark.ErrConflict) {
-		// An operator retired it since it was picked: nothing was
-		// journaled; the next step picks again.
+		// An operator retired it since it was picked, or the store did
+		// (its summary was rejected, or removed with its source): nothing
+		// was journaled; the next step picks again.
 		return att, Step{Kind: StepSkipped, IntentID: in.ID}, nil
 	}
 	return att, Step{}, err

@@ -54,7 +54,7 @@ func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summa
 	}
 	r.Index = p.IndexLocation()
 	r.More = limit > 0 && (r.Summarized.Considered >= limit || r.Published.Published+r.Published.Failed >= limit ||
-		r.Published.Restyled >= limit)
+		r.Published.Restyled >= limit || r.Published.Withdrawn >= limit)
 	if serr != nil {
 		serr = fmt.Errorf("%w\n(%d pages published now; the events not summarized wait for the next `tidemark publish` or `run` once the summarizer answers)",
 			serr, r.Published.Published)
@@ -91,6 +91,9 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			if t.Restyled > 0 {
 				line += fmt.Sprintf(", %d restyled", t.Restyled)
 			}
+			if t.Withdrawn > 0 {
+				line += fmt.Sprintf(", %d withdrawn", t.Withdrawn)
+			}
 			progress(line)
 		}
 		if err != nil {
@@ -98,7 +101,7 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			// says what the error left undone.
 			return t, err
 		}
-		if !r.More || s.Accepted+pr.Published+pr.Restyled == 0 {
+		if !r.More || s.Accepted+pr.Published+pr.Restyled+pr.Withdrawn == 0 {
 			return t, nil
 		}
 	}

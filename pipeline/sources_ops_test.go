@@ -79,8 +79,8 @@ func TestRemoveSourceThenSweepWithdrawsItsPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Orphans != 2 {
-		t.Fatalf("sweep: %+v, want the removed source's 2 pages withdrawn as orphans", rep)
+	if rep.Withdrawn != 2 || rep.Orphans != 0 {
+		t.Fatalf("sweep: %+v, want the removed source's 2 pages withdrawn by the removal's record", rep)
 	}
 	if keys := objectKeys(t, objs, "changes/"); len(keys) != 1 {
 		t.Fatalf("pages left: %v", keys)

@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,76 @@ func TestAChannelsTemplateShapesItsDraft(t *testing.T) {
 		r, err := outbox.Preview(cp.Kind, cp.Channel.Template, cp.Message)
 		if err != nil || r.Body != ins[0].Body {
 			t.Fatalf("the preview renders %q (%v), the draft was %q", r.Body, err, ins[0].Body)
+		}
+	})
+}
+
+// An intent drafted by a publication is sent only while what it announces
+// stands: the writer retires, instead of sending, an intent whose summary
+// was rejected, or whose source (and so its summary) was removed, and says
+// why; nothing is journaled for it and the lane goes on.
+func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := mustChannel(t, f)
+		var sums []string
+		for _, key := range []string{"c1", "c2"} {
+			ev := f.mustEvent(t, key, "change "+key, "evidence of "+key)
+			s := f.mustAccept(t, ev, "Change "+key+".", "m1")
+			if _, err := f.svc.Publish(ctx, s.ID); err != nil {
+				t.Fatal(err)
+			}
+			sums = append(sums, s.ID)
+		}
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook", State: outbox.StatePending})
+		if err != nil || len(ins) != 2 {
+			t.Fatalf("pending intents %+v %v", ins, err)
+		}
+		if _, err := f.st.Reject(ctx, sums[0], "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		lease, err := ob.Acquire(ctx, "hook", "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ob.Begin(ctx, lease, ins[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("journaling the intent of a rejected summary: %v, want a conflict (not sent)", err)
+		}
+		got, err := ob.Intent(ctx, ins[0].ID)
+		if err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "rejected") {
+			t.Fatalf("the rejected summary's intent: %+v %v, want retired saying why", got, err)
+		}
+		acts, err := ob.Actions(ctx, ins[0].ID)
+		if err != nil || len(acts) != 1 || acts[0].Action != "retire" || acts[0].Actor != "tidemark" {
+			t.Fatalf("its audit: %+v %v", acts, err)
+		}
+		// The other page's intent stands: it is journaled as before.
+		att, err := ob.Begin(ctx, lease, ins[1].ID, nil)
+		if err != nil {
+			t.Fatalf("journal a standing intent: %v", err)
+		}
+		if err := ob.Finish(ctx, lease, att, outbox.Result{Outcome: outbox.OutcomeLanded, SentAt: f.env.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		// A third page, then its source removed: its intent is never sent.
+		ev := f.mustEvent(t, "c3", "change c3", "evidence of c3")
+		s := f.mustAccept(t, ev, "Change c3.", "m1")
+		if _, err := f.svc.Publish(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		third, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook", State: outbox.StatePending})
+		if err != nil || len(third) != 1 {
+			t.Fatalf("pending after the third page: %+v %v", third, err)
+		}
+		if rm, err := f.db.Ingest().RemoveSource(ctx, f.src.Name, "ops", true); err != nil || rm.IntentsRetired != 1 {
+			t.Fatalf("remove the source: %+v %v, want its one intent not sent retired", rm, err)
+		}
+		if _, err := ob.Begin(ctx, lease, third[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("journaling the intent of a removed source's page: %v, want a conflict (not sent)", err)
+		}
+		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
+			t.Fatalf("the removed source's intent: %+v %v, want retired saying why", got, err)
 		}
 	})
 }

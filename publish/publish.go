@@ -370,10 +370,21 @@ type PublishReport struct {
 	// Restyled pages were republished because they were published in an
 	// earlier release's page format.
 	Restyled int `json:"restyled"`
+	// Withdrawn pages were taken off the wiki: their summary was
+	// rejected, or their source removed.
+	Withdrawn int `json:"withdrawn"`
 	// Listings is what RefreshListings wrote.
 	Listings ListingReport `json:"listings"`
 	// Pages is how many pages are published in all.
 	Pages int `json:"pages"`
+}
+
+// fail counts a failure of the pass and keeps its error (the first 20).
+func (rep *PublishReport) fail(err error) {
+	rep.Failed++
+	if len(rep.Errors) < 20 {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
 }
 
 func (rep *PublishReport) countRepair(res Result) {
@@ -392,10 +403,16 @@ func (rep *PublishReport) countRepair(res Result) {
 func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport, error) {
 	var rep PublishReport
 	cards := &knownCards{}
+	// What must leave the wiki leaves first, so the neighbours and the
+	// listings below are done without it.
+	if err := s.withdrawPending(ctx, limit, &rep); err != nil {
+		return rep, err
+	}
 	if err := s.publishPending(ctx, limit, cards, &rep); err != nil {
 		return rep, err
 	}
-	// Pages beside the new ones link to them once republished.
+	// Pages beside the new ones (and beside those withdrawn) link to them
+	// once republished.
 	relink, err := s.Store.Relink(ctx, limit)
 	if err != nil {
 		return rep, err
@@ -454,11 +471,8 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 				*done++
 				return
 			}
-			rep.Failed++
+			rep.fail(err)
 			rep.countRepair(res)
-			if len(rep.Errors) < 20 {
-				rep.Errors = append(rep.Errors, err.Error())
-			}
 		})
 }
 

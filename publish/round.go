@@ -29,6 +29,9 @@ type Totals struct {
 	// Restyled counts the pages republished because an earlier release
 	// rendered them (Store.Restyle).
 	Restyled int `json:"restyled"`
+	// Withdrawn counts the pages taken off the wiki: their summary was
+	// rejected, or their source removed.
+	Withdrawn int `json:"withdrawn"`
 	// Restored counts the pages a sweep republished because the books
 	// recorded them missing from the store; Missing, those still missing
 	// after it (listed nowhere until a sweep republishes them).
@@ -49,6 +52,9 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 func (t Totals) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
 	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
+	if t.Withdrawn > 0 {
+		fmt.Fprintf(w, "withdrawn: %d pages taken off the wiki (rejected summaries, removed sources)\n", t.Withdrawn)
+	}
 	if t.Restored > 0 || t.Missing > 0 {
 		fmt.Fprintf(w, "store:     %d pages missing from the object store republished", t.Restored)
 		if t.Missing > 0 {
@@ -88,6 +94,7 @@ func (t *Totals) Add(r Round) {
 	t.Published += pr.Published
 	t.PagesFailed += pr.Failed
 	t.Restyled += pr.Restyled
+	t.Withdrawn += pr.Withdrawn
 	t.Pages = max(t.Pages, pr.Pages)
 	if r.Index != "" {
 		t.Index = r.Index

@@ -244,6 +244,15 @@ type Store interface {
 	// Withdraw clears a page's published state (and its absence) if the
 	// event still has no current summary; it reports whether it did.
 	Withdraw(ctx context.Context, pageID string) (bool, error)
+	// Withdrawable lists, up to limit, the published pages whose event
+	// has no current summary any more (it was rejected), with their
+	// published generation, in page ID order.
+	Withdrawable(ctx context.Context, limit int) ([]Absence, error)
+	// RemovedPages lists, up to limit, the pages deleted with their
+	// source whose objects may still be in the store; ForgetRemoved
+	// forgets them once their objects are deleted.
+	RemovedPages(ctx context.Context, limit int) ([]string, error)
+	ForgetRemoved(ctx context.Context, pageIDs []string) error
 
 	// Listing data for the index and the source cards.
 	Sources(ctx context.Context) ([]SourceEntry, error)

@@ -330,7 +330,8 @@ type SweepReport struct {
 	// (never marked, a failed repair, a dead worker, a missing or changed
 	// object).
 	Republished int `json:"republished"`
-	// Withdrawn pages had no current summary any more (rejected).
+	// Withdrawn pages had no current summary any more (rejected), or
+	// were deleted with their source.
 	Withdrawn int `json:"withdrawn"`
 	// Orphans are page objects with no page in the database.
 	Orphans int `json:"orphans"`
@@ -366,6 +367,28 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	bound, err := s.BindStore(ctx)
 	if err != nil {
 		return rep, err
+	}
+	fail := func(err error) {
+		rep.Failed++
+		if len(rep.Errors) < 20 {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+	}
+	// The pages of removed sources go first, by the removal's record, so
+	// the listing below does not find them as orphans.
+	for {
+		removed, err := s.Store.RemovedPages(ctx, 1000)
+		if err != nil {
+			return rep, err
+		}
+		n, err := s.deleteRemoved(ctx, removed, fail)
+		rep.Withdrawn += n
+		if err != nil {
+			return rep, err
+		}
+		if len(removed) < 1000 || n < len(removed) {
+			break // all done, or the rest failed: the next sweep tries again
+		}
 	}
 	stored := map[string]objstore.Info{}
 	if err := s.Objects.List(ctx, "changes/", func(in objstore.Info) error { stored[in.Key] = in; return nil }); err != nil {
@@ -430,12 +453,6 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		if !queued[id] {
 			republish = append(republish, id)
 			restyling[id] = true
-		}
-	}
-	fail := func(err error) {
-		rep.Failed++
-		if len(rep.Errors) < 20 {
-			rep.Errors = append(rep.Errors, err.Error())
 		}
 	}
 	// Republished as a publishing pass publishes: up to s.concurrency()

@@ -123,10 +123,19 @@ func (s *IngestStore) RemoveSource(ctx context.Context, ref, actor string, force
 	if r, err = s.releaseForOperator(ctx, tx, r, now); err != nil {
 		return rm, err
 	}
+	if rm.IntentsRetired, err = s.db.Outbox().retireOfSource(ctx, tx, r.ID, actor, "its source "+r.Name+" was removed"); err != nil {
+		return rm, fmt.Errorf("remove source %s: %w", r.Name, err)
+	}
 	for _, q := range s.db.Dialect.search.unindexSource {
 		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
 			return rm, fmt.Errorf("remove the pages of %s from search: %w", r.Name, err)
 		}
+	}
+	// Its pages' objects leave the wiki at the next publication, which
+	// finds them by this record once their rows are gone.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO page_removals (page_id, removed_at)
+		SELECT id, $2 FROM pages WHERE source_id = $1`, r.ID, ms(now)); err != nil {
+		return rm, fmt.Errorf("remove source %s: record its pages: %w", r.Name, err)
 	}
 	for _, q := range removeSourceStatements {
 		if _, err := tx.ExecContext(ctx, q, r.ID); err != nil {
@@ -167,8 +176,9 @@ func (s *IngestStore) removalCounts(ctx context.Context, q querier, sourceID str
 		(SELECT COUNT(*) FROM ingest_runs WHERE source_id = $1),
 		(SELECT COUNT(*) FROM pages WHERE source_id = $1),
 		(SELECT COUNT(*) FROM pages WHERE source_id = $1 AND published_summary_id IS NOT NULL),
-		(SELECT COUNT(*) FROM outbox_channels WHERE source_id = $1)`, sourceID).
-		Scan(&rm.Events, &rm.Revisions, &rm.Runs, &rm.Pages, &rm.Published, &rm.Channels)
+		(SELECT COUNT(*) FROM outbox_channels WHERE source_id = $1),
+		(SELECT COUNT(*) FROM outbox_intents WHERE source_id = $1 AND state IN ('pending', 'collision'))`, sourceID).
+		Scan(&rm.Events, &rm.Revisions, &rm.Runs, &rm.Pages, &rm.Published, &rm.Channels, &rm.IntentsRetired)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}

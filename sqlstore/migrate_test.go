@@ -35,6 +35,7 @@ var releasedMigrations = map[string]string{
 	"0021_summaries_listing.sql":      "7e8fc005152717f9094cb3aaaa21d95b1a9db025e9dcc652a735e3fbb0928546",
 	"0022_page_format.sql":            "5fb5e58e271f2cc02936d4e59e455f32dfb7c2fb01ba32021e07e2e5d7d70c89",
 	"0023_page_absent.sql":            "cf80234eb2022ad0b77bddbf3862113204be80cd00450e6b56c164ebf9b5da89",
+	"0024_page_removals.sql":          "844315426a0bfe0ae06589e6814a0783187bf7574d0c90c891ba7139fb44a860",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

@@ -695,6 +695,19 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 	if ms(now) < next {
 		return outbox.Attempt{}, &outbox.GateClosedError{Until: fromMS(next)}
 	}
+	why, err := s.withdrawnOrigin(ctx, tx, l.Lane, intentID)
+	if err != nil {
+		return outbox.Attempt{}, err
+	}
+	if why != "" {
+		if err := s.transition(ctx, tx, outbox.Move{Intent: intentID, Op: outbox.OpRetire}, "tidemark", why); err != nil {
+			return outbox.Attempt{}, err
+		}
+		if err := tx.Commit(); err != nil {
+			return outbox.Attempt{}, err
+		}
+		return outbox.Attempt{}, fmt.Errorf("intent %s retired, not sent: %s: %w", intentID, why, tidemark.ErrConflict)
+	}
 	var key string
 	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3
 		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now)).Scan(&key); err != nil {
@@ -713,6 +726,56 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 		return outbox.Attempt{}, err
 	}
 	return a, tx.Commit()
+}
+
+// withdrawnOrigin says why a pending intent that a publication drafted
+// must not be sent ("" when it may, or when it is not pending): its
+// summary was rejected. A rejected summary is never published, and what
+// a publication drafted is sent only while it stands: decided here, the
+// last moment before the journal. The summary's row is locked, so a
+// rejection either committed before (the intent is retired) or waits for
+// this journal (the write was decided first). (A source's removal retires
+// its intents itself: retireOfSource.)
+func (s *OutboxStore) withdrawnOrigin(ctx context.Context, tx *sql.Tx, lane, intentID string) (string, error) {
+	var summaryID sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT summary_id FROM outbox_intents WHERE id = $1 AND lane = $2 AND state = 'pending'`,
+		intentID, lane).Scan(&summaryID)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !summaryID.Valid {
+		return "", nil // not pending (the journal's update says so), or drafted by hand
+	}
+	if err != nil {
+		return "", err
+	}
+	var rejected string
+	err = tx.QueryRowContext(ctx, `SELECT rejected_reason FROM summaries WHERE id = $1`+s.db.Dialect.LockRow, summaryID.String).Scan(&rejected)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", err
+	case rejected != "":
+		return "its summary was rejected: " + rejected, nil
+	}
+	return "", nil
+}
+
+// retireOfSource retires, in tx, the intents drafted for a source's pages
+// that are not sent yet (pending, or kept in collision), with an audit row
+// each saying why, and returns how many: the source is being removed, and
+// its pages withdrawn, so nothing may announce them any more. Intents in
+// flight or sent stay as they are.
+func (s *OutboxStore) retireOfSource(ctx context.Context, tx *sql.Tx, sourceID, actor, why string) (int, error) {
+	ids, err := queryAll(ctx, tx, scanString, `SELECT id FROM outbox_intents
+		WHERE source_id = $1 AND state IN ('pending', 'collision') ORDER BY lane, rank`, sourceID)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := s.transition(ctx, tx, outbox.Move{Intent: id, Op: outbox.OpRetire}, actor, why); err != nil {
+			return 0, fmt.Errorf("retire intent %s: %w", id, err)
+		}
+	}
+	return len(ids), nil
 }
 
 func nullInt(p *int64) sql.NullInt64 {

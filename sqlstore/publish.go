@@ -491,6 +491,52 @@ func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error
 	return true, tx.Commit()
 }
 
+// Withdrawable implements publish.Store: the condition is Withdraw's.
+func (s *PublishStore) Withdrawable(ctx context.Context, limit int) ([]publish.Absence, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.Absence, error) {
+		var a publish.Absence
+		return a, sc.Scan(&a.PageID, &a.Generation)
+	}, `SELECT id, published_generation FROM pages
+		WHERE summary_id IS NULL AND published_summary_id IS NOT NULL ORDER BY id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pages to withdraw: %w", err)
+	}
+	return out, nil
+}
+
+// RemovedPages implements publish.Store.
+func (s *PublishStore) RemovedPages(ctx context.Context, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out, err := queryAll(ctx, s.db.db, scanString, `SELECT page_id FROM page_removals ORDER BY page_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pages of removed sources: %w", err)
+	}
+	return out, nil
+}
+
+// ForgetRemoved implements publish.Store.
+func (s *PublishStore) ForgetRemoved(ctx context.Context, pageIDs []string) error {
+	if len(pageIDs) == 0 {
+		return nil
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, id := range pageIDs {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM page_removals WHERE page_id = $1`, id); err != nil {
+			return fmt.Errorf("forget removed page %s: %w", id, err)
+		}
+	}
+	return tx.Commit()
+}
+
 // Sources implements publish.Store.
 func (s *PublishStore) Sources(ctx context.Context) ([]publish.SourceEntry, error) {
 	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.SourceEntry, error) {

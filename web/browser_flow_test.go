@@ -308,15 +308,15 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 		t.Fatalf("%d pages recorded missing, want 2", n)
 	}
 
-	// Reject the change's summary: the page says the next sweep withdraws
-	// it, and Sweep now does.
+	// Reject the change's summary: the page says the next publishing
+	// round withdraws it, and Sweep now does.
 	eventID := eventURL[strings.LastIndex(eventURL, "/")+1:]
 	mustOpen(t, ctx, base+"/console/publish?event="+eventID)
-	mustSee(t, ctx, "the event's summaries", "current", "a rejected summary is never published; the next sweep withdraws its page.")
+	mustSee(t, ctx, "the event's summaries", "current", "a rejected summary is never published; the next publishing round withdraws its page.")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.reject input[name="reason"]`), "says too little"),
 		chromedp.Click(chromedp.CSS(`form.reject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
-	notice("summary-rejected", "the next sweep withdraws its page")
-	mustSee(t, ctx, "the rejected summary", "rejected: says too little", "2 of 2 pages published", "1 to be withdrawn by the next sweep",
+	notice("summary-rejected", "the next publishing round withdraws its page")
+	mustSee(t, ctx, "the rejected summary", "rejected: says too little", "2 of 2 pages published", "1 to be withdrawn by the next publishing round",
 		"2 missing from the object store, listed nowhere until a sweep republishes them", "1 current, 1 rejected, 0 superseded")
 	shoot("summary-rejected")
 	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish/sweep"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))

@@ -29,7 +29,7 @@ type PublishOps interface {
 	Sweep(ctx context.Context) (publish.SweepReport, error)
 	Summaries(ctx context.Context, f publish.SummaryFilter) (publish.SummaryList, error)
 	// RejectSummary rejects a summary with a reason: it is never
-	// published, and the next sweep withdraws its page.
+	// published, and the next publishing round withdraws its page.
 	RejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error)
 }
 
@@ -204,7 +204,7 @@ func (s *Server) formReject(w http.ResponseWriter, r *http.Request) {
 	if len(q) > 0 {
 		back += "?" + q.Encode()
 	}
-	s.redirect(w, r, back, fmt.Sprintf("Rejected summary %s of event %s: %s. It is never published; the next sweep withdraws its page.",
+	s.redirect(w, r, back, fmt.Sprintf("Rejected summary %s of event %s: %s. It is never published; the next publishing round withdraws its page.",
 		sum.ID, sum.EventID, sum.RejectedReason), err)
 }
 

@@ -208,7 +208,7 @@ func TestPublishConsole(t *testing.T) {
 	for _, want := range []string{`href="/console/publish"`, `<strong>5</strong> of 7 pages published`, `>2</strong> behind their current summary`,
 		"6 current, 1 rejected, 3 superseded", `action="/console/publish"`, `action="/console/publish/sweep"`,
 		`<a href="/status/events/e1">`, `<a href="/status/events/e2">`, "made up", "superseded", "Widget &lt;b&gt;2.0&lt;/b&gt; syncs.",
-		`action="/console/publish/summaries/s3/reject"`, "the next sweep withdraws its page", `name="reason" required`} {
+		`action="/console/publish/summaries/s3/reject"`, "the next publishing round withdraws its page", `name="reason" required`} {
 		if !strings.Contains(r.Body, want) {
 			t.Errorf("/console/publish lacks %s", want)
 		}
@@ -257,7 +257,7 @@ func TestPublishConsole(t *testing.T) {
 		t.Errorf("reject without a reason:\n%s", body)
 	}
 	body = flashed(do("POST", "/console/publish/summaries/s3/reject", token, form(url.Values{"reason": {"wrong version"}, "event": {"e1"}})), "/console/publish?event=e1")
-	if !strings.Contains(body, "Rejected summary s3 of event e1: wrong version") || !strings.Contains(body, "the next sweep withdraws its page") ||
+	if !strings.Contains(body, "Rejected summary s3 of event e1: wrong version") || !strings.Contains(body, "the next publishing round withdraws its page") ||
 		f.lastCall(t) != "reject s3: wrong version" || strings.Contains(body, "summaries/s3/reject") {
 		t.Errorf("reject:\n%s", body)
 	}
@@ -265,7 +265,7 @@ func TestPublishConsole(t *testing.T) {
 
 // Over a real pipeline: a round publishes the event's page, the summary
 // is listed as current and published, a rejection needs a reason and a
-// summary that exists, and the next sweep withdraws the rejected page.
+// summary that exists, and the next sweep (a publishing round too) withdraws the rejected page.
 func TestPublishAPIOnAPipeline(t *testing.T) {
 	p, db, _, token := mustPublishPipeline(t, nil, "Widget 2.0 syncs in the background.")
 	do := mustServe(t, db, func(s *web.Server) { s.PublishOps, s.Publish = p, db.Publish() })
@@ -301,7 +301,7 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 	if r := do("POST", "/api/summaries/"+id+"/reject", token, jsonBody(`{"reason":"wrong"}`)); r.Code != 200 || !strings.Contains(r.Body, `"rejected_reason": "wrong"`) {
 		t.Fatalf("reject: %d %s", r.Code, r.Body)
 	}
-	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> to be withdrawn by the next sweep") {
+	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> to be withdrawn by the next publishing round") {
 		t.Fatalf("the console before the sweep:\n%s", r.Body)
 	}
 	var rep publish.SweepReport

@@ -103,7 +103,7 @@ func TestPublicEvidenceFollowsPublication(t *testing.T) {
 		if got := public("/evidence/" + evs[0].ID + "/2"); got != http.StatusNotFound {
 			t.Fatalf("a revision no page shows: %d, want 404", got)
 		}
-		// Rejected: its page is withdrawn by the next sweep, and its
+		// Rejected: its page is withdrawn by the next publishing round, and its
 		// evidence is no longer public from the moment it is rejected.
 		sum, err := db.Publish().CurrentSummary(ctx, evs[1].ID)
 		if err != nil {

@@ -74,7 +74,7 @@ func newCollector(s *Server) *collector {
 		pagesBehind: d("tidemark_publish_pages_behind",
 			"Wiki pages whose current summary is not the one they show: waiting to be published or repaired.", nil, nil),
 		pagesWithdrawing: d("tidemark_publish_pages_withdrawing",
-			"Wiki pages still showing a summary that was rejected since: the next sweep withdraws them.", nil, nil),
+			"Wiki pages still showing a summary that was rejected since: the next publishing round (publish, run --once, the daemon's round) withdraws them.", nil, nil),
 		pagesMissing: d("tidemark_publish_pages_missing",
 			"Published wiki pages the books record missing from the object store (a sweep could not republish them, or the wiki was rebound to a store without them): no listing links to them until a sweep republishes them.", nil, nil),
 		summaries: d("tidemark_publish_summaries", "Summaries by state (current, rejected, superseded).", []string{"state"}, nil),

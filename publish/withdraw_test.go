@@ -1,0 +1,138 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// A publishing pass takes off the wiki what the books say must go, as a
+// sweep does, without listing the store: the page of a rejected summary
+// (withdrawn, its object deleted), and the pages of a source removed with
+// --force (whose rows are gone: the removal recorded their keys). What
+// `publish` and `run --once` leave is a wiki without them, and the next
+// pass has nothing left to take off.
+func TestAPassWithdrawsRejectedAndRemovedPages(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		other, err := f.db.Ingest().AddSource(ctx, ingest.NewSource{Name: "other", Kind: "git", Location: "/src/other", Interval: time.Hour, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "kept change", Evidence: []byte("a")},
+			tidemark.Item{Key: "c2", Title: "rejected change", Evidence: []byte("b")})
+		f.settle(t, other, tidemark.Item{Key: "o1", Title: "removed change", Evidence: []byte("c")})
+		if rep := f.mustSummarizeAndPublish(t); rep.Published != 3 {
+			t.Fatalf("published %d pages, want 3", rep.Published)
+		}
+		pageOf := func(title string) string {
+			t.Helper()
+			evs, err := f.db.Ingest().Events(ctx, ingest.EventFilter{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				if ev.Title == title {
+					id, ok, err := f.st.PublishedPage(ctx, ev.ID)
+					if err != nil || !ok {
+						t.Fatalf("page of %q: %v %v", title, ok, err)
+					}
+					return id
+				}
+			}
+			t.Fatalf("no event %q", title)
+			return ""
+		}
+		kept, rejected, removed := pageOf("kept change"), pageOf("rejected change"), pageOf("removed change")
+		evs, err := f.db.Ingest().Events(ctx, ingest.EventFilter{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Title == "rejected change" {
+				sum, err := f.st.CurrentSummary(ctx, ev.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.st.Reject(ctx, sum, "wrong"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := f.db.Ingest().RemoveSource(ctx, "other", "ops", true); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := f.svc.PublishPending(ctx, 100)
+		if err != nil || rep.Failed != 0 {
+			t.Fatalf("pass: %+v %v", rep, err)
+		}
+		if rep.Withdrawn != 2 {
+			t.Errorf("the pass withdrew %d pages, want 2 (the rejected one and the removed source's)", rep.Withdrawn)
+		}
+		for _, id := range []string{rejected, removed} {
+			if _, err := objs.Get(ctx, publish.PageKey(id)); !errors.Is(err, objstore.ErrNotFound) {
+				t.Errorf("page %s is still in the store after the pass: %v", id, err)
+			}
+		}
+		if _, err := objs.Get(ctx, publish.PageKey(kept)); err != nil {
+			t.Fatalf("the kept page: %v", err)
+		}
+		if _, ok, err := f.st.PublishedPage(ctx, evs[0].ID); err != nil {
+			t.Fatal(err)
+		} else if ok && evs[0].Title == "rejected change" {
+			t.Errorf("the rejected page is still published in the books")
+		}
+		index, err := objs.Get(ctx, "index.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(index.Body), rejected) || strings.Contains(string(index.Body), removed) || !strings.Contains(string(index.Body), kept) {
+			t.Errorf("the index after the pass:\n%s", index.Body)
+		}
+		again, err := f.svc.PublishPending(ctx, 100)
+		if err != nil || again.Withdrawn != 0 {
+			t.Fatalf("a second pass: %+v %v, want nothing left to withdraw", again, err)
+		}
+		if st, err := f.st.PublishStats(ctx); err != nil || st.Withdrawing != 0 {
+			t.Fatalf("stats after the pass: %+v %v", st, err)
+		}
+	})
+}
+
+// A sweep deletes the pages of a removed source by the removal's record,
+// counted as withdrawn rather than as orphans, and forgets the record.
+func TestASweepWithdrawsARemovedSourcesPages(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "a change", Evidence: []byte("a")},
+			tidemark.Item{Key: "c2", Title: "another", Evidence: []byte("b")})
+		f.mustSummarizeAndPublish(t)
+		if _, err := f.db.Ingest().RemoveSource(ctx, f.src.Name, "ops", true); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := f.svc.Sweep(ctx)
+		if err != nil || rep.Withdrawn != 2 || rep.Orphans != 0 || rep.Failed != 0 {
+			t.Fatalf("sweep: %+v %v, want 2 withdrawn and no orphans", rep, err)
+		}
+		left := 0
+		if err := objs.List(ctx, "changes/", func(objstore.Info) error { left++; return nil }); err != nil || left != 0 {
+			t.Fatalf("%d change objects left (%v)", left, err)
+		}
+		if ids, err := f.st.RemovedPages(ctx, 10); err != nil || len(ids) != 0 {
+			t.Fatalf("removal records left: %v %v", ids, err)
+		}
+	})
+}
