@@ -103,10 +103,25 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string
 	http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 }
 
-// safeNext keeps a sign-in's return path on this site.
+// safeNext keeps a sign-in's return path on this site: an absolute path
+// that no browser reads as another origin, or else "/status". Browsers drop
+// tabs and newlines anywhere in a URL and read a backslash as a slash, so
+// "/\t/evil.example" and "/\\evil.example" both mean "//evil.example";
+// refusing every control character and every backslash leaves "//" as the
+// only way left to name a host, and url.Parse checks what remains.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/status"
+	const home = "/status"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return home
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return home
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return home
 	}
 	return next
 }

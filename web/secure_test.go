@@ -177,6 +177,21 @@ func TestServerSignIn(t *testing.T) {
 	if r := do("POST", "/signin", "", form(url.Values{"token": {token}}, cross)); r.Code != 403 || r.Header.Get("Set-Cookie") != "" {
 		t.Fatalf("sign in posted from another site: %d %q", r.Code, r.Header.Get("Set-Cookie"))
 	}
+	// The return path stays on this site, whatever a browser would make
+	// of it: it drops tabs and newlines and reads a backslash as a slash.
+	if r := do("GET", "/signin?next=/%09/evil.example/phish", "", nil); r.Code != 200 || strings.Contains(r.Body, "evil.example") {
+		t.Fatalf("sign-in page asked to return to /<TAB>/evil.example: %d\n%s", r.Code, r.Body)
+	}
+	for next, want := range map[string]string{
+		"/\t/evil.example/phish": "/status", "/\n/evil.example/": "/status", "/\r/evil.example/": "/status",
+		"/\\evil.example/": "/status", "https://evil.example/": "/status",
+		"/status/sources/a?x=1": "/status/sources/a?x=1",
+	} {
+		r := do("POST", "/signin", "", form(url.Values{"token": {token}, "next": {next}}, nil))
+		if r.Code != 303 || r.Header.Get("Location") != want {
+			t.Errorf("sign in to return to %q: %d to %q, want 303 to %q", next, r.Code, r.Header.Get("Location"), want)
+		}
+	}
 	r := do("POST", "/signin", "", form(url.Values{"token": {token}, "next": {"//evil.example/"}}, nil))
 	if r.Code != 303 || r.Header.Get("Location") != "/status" {
 		t.Fatalf("sign in: %d to %q, want 303 to /status", r.Code, r.Header.Get("Location"))
