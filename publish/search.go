@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -28,16 +29,24 @@ type SearchQuery struct {
 // MaxSearchQuery bounds a query's length.
 const MaxSearchQuery = 500
 
+// A page of search results holds DefaultSearchLimit hits unless the user
+// asks for another number from 1 to MaxSearchLimit.
+const (
+	DefaultSearchLimit = 20
+	MaxSearchLimit     = 100
+)
+
 // ParseSearch parses a user's query. An empty query, one over
-// MaxSearchQuery bytes, or one with nothing but exclusions is invalid
-// (tidemark.ErrInvalid): it says what was wrong.
+// MaxSearchQuery bytes, one with nothing but exclusions, a limit outside 1
+// to MaxSearchLimit or a negative offset is invalid (tidemark.ErrInvalid):
+// it says what was wrong.
 func ParseSearch(raw string, limit, offset int) (SearchQuery, error) {
 	q := SearchQuery{Raw: strings.TrimSpace(raw), Limit: limit, Offset: offset}
-	if q.Limit <= 0 || q.Limit > 100 {
-		q.Limit = 20
+	if q.Limit < 1 || q.Limit > MaxSearchLimit {
+		return q, tidemark.Invalidf("limit", strconv.Itoa(q.Limit), "want a whole number from 1 to %d", MaxSearchLimit)
 	}
 	if q.Offset < 0 {
-		q.Offset = 0
+		return q, tidemark.Invalidf("offset", strconv.Itoa(q.Offset), "want a whole number, 0 or more")
 	}
 	switch {
 	case q.Raw == "":

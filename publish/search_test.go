@@ -132,3 +132,31 @@ func mustEventOf(t *testing.T, f *fixture, key string) string {
 	}
 	return id
 }
+
+// TestParseSearchRefusesAPageOutOfRange: a limit outside 1 to
+// MaxSearchLimit, or a negative offset, is invalid and says the allowed
+// range, never quietly replaced by another number.
+func TestParseSearchRefusesAPageOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		limit, offset int
+		want          string // "" when valid
+	}{
+		{1, 0, ""},
+		{publish.MaxSearchLimit, 40, ""},
+		{0, 0, "from 1 to 100"},
+		{-1, 0, "from 1 to 100"},
+		{publish.MaxSearchLimit + 1, 0, "from 1 to 100"},
+		{1000, 0, "from 1 to 100"},
+		{10, -1, "0 or more"},
+	} {
+		q, err := publish.ParseSearch("tide", tc.limit, tc.offset)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("limit %d offset %d: %v", tc.limit, tc.offset, err)
+		case tc.want == "" && (q.Limit != tc.limit || q.Offset != tc.offset):
+			t.Errorf("limit %d offset %d: parsed as limit %d offset %d", tc.limit, tc.offset, q.Limit, q.Offset)
+		case tc.want != "" && (!errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("limit %d offset %d: %v, want invalid saying %q", tc.limit, tc.offset, err, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -86,22 +87,23 @@ func SearchHandler(s Searcher, log *slog.Logger) http.Handler {
 
 func searchQuery(r *http.Request) (publish.SearchQuery, error) {
 	v := r.URL.Query()
-	num := func(name string, def int) (int, error) {
+	// A number's range is ParseSearch's to check; here only whether it is one.
+	num := func(name string, def int, want string) (int, error) {
 		s := v.Get(name)
 		if s == "" {
 			return def, nil
 		}
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return 0, tidemark.Invalidf(name, s, "must be a whole number, 0 or more")
+		if err != nil {
+			return 0, tidemark.Invalidf(name, s, "want %s", want)
 		}
 		return n, nil
 	}
-	limit, err := num("limit", 20)
+	limit, err := num("limit", publish.DefaultSearchLimit, fmt.Sprintf("a whole number from 1 to %d", publish.MaxSearchLimit))
 	if err != nil {
 		return publish.SearchQuery{}, err
 	}
-	offset, err := num("offset", 0)
+	offset, err := num("offset", 0, "a whole number, 0 or more")
 	if err != nil {
 		return publish.SearchQuery{}, err
 	}

@@ -62,6 +62,15 @@ func TestSearchRoutes(t *testing.T) {
 			t.Errorf("GET %s: %d %s", path, code, body)
 		}
 	}
+	// A limit out of range is refused with the range, as every other
+	// list refuses one, on the page as in the API.
+	for _, path := range []string{"/api/search?q=x&limit=0", "/api/search?q=x&limit=1000", "/api/search?q=x&limit=ten",
+		"/search?q=x&limit=0", "/search?q=x&limit=101"} {
+		code, body := get(path)
+		if code != http.StatusBadRequest || !strings.Contains(body, "invalid limit") || !strings.Contains(body, "from 1 to 100") {
+			t.Errorf("GET %s: %d, want 400 saying the limit goes from 1 to 100: %s", path, code, body)
+		}
+	}
 }
 
 // TestSearchIsPublic: the site serves search without a token (it reads
