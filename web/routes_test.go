@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -358,7 +359,13 @@ func TestOpenAPISchemasMatchAnswers(t *testing.T) {
 				}
 			}
 			for k, raw := range sc.Properties {
-				if x, ok := v[k]; ok && x != nil {
+				x, ok := v[k]
+				switch {
+				case ok && x == nil:
+					if !allowsNull(doc.Components.Schemas, raw) {
+						t.Errorf("%s.%s: the answer has null, the schema does not allow it: %s", where, k, raw)
+					}
+				case ok:
 					check(where+"."+k, resolve(raw), x)
 				}
 			}
@@ -515,4 +522,111 @@ func mustFullSite(t *testing.T) (*Server, *sqlstore.DB, http.Handler, string) {
 		t.Fatal(err)
 	}
 	return s, db, s.Handler(), secret
+}
+
+// allowsNull reports whether a property's schema admits null: a type that
+// is or lists "null", or a oneOf or anyOf with such a branch, following
+// $refs to the document's schemas.
+func allowsNull(schemas map[string]json.RawMessage, raw json.RawMessage) bool {
+	var sc struct {
+		Ref   string            `json:"$ref"`
+		Type  json.RawMessage   `json:"type"`
+		OneOf []json.RawMessage `json:"oneOf"`
+		AnyOf []json.RawMessage `json:"anyOf"`
+	}
+	if json.Unmarshal(raw, &sc) != nil {
+		return false
+	}
+	var one string
+	var many []string
+	if json.Unmarshal(sc.Type, &one) == nil && one == "null" || json.Unmarshal(sc.Type, &many) == nil && slices.Contains(many, "null") {
+		return true
+	}
+	for _, branch := range append(sc.OneOf, sc.AnyOf...) {
+		if allowsNull(schemas, branch) {
+			return true
+		}
+	}
+	if name, ok := strings.CutPrefix(sc.Ref, "#/components/schemas/"); ok {
+		return allowsNull(schemas, schemas[name])
+	}
+	return false
+}
+
+// jsonField is one key encoding/json writes for a struct.
+type jsonField struct {
+	name string
+	// null: the key is written as null when its field is unset (a
+	// pointer or an interface without omitempty).
+	null bool
+}
+
+// jsonFields are the keys encoding/json writes for struct type t, with
+// embedded structs' keys promoted.
+func jsonFields(t reflect.Type) []jsonField {
+	var fs []jsonField
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			fs = append(fs, jsonFields(f.Type)...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		omit := slices.Contains(strings.Split(opts, ","), "omitempty")
+		kind := f.Type.Kind()
+		fs = append(fs, jsonField{name: name, null: !omit && (kind == reflect.Pointer || kind == reflect.Interface)})
+	}
+	return fs
+}
+
+// The schemas of the objects the API returns say what the Go types behind
+// them write: every key that can be null is documented and allows null,
+// and every documented property is a key the type writes.
+func TestOpenAPISchemasAllowTheNullsTheServerSends(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{
+		"Source": tidemark.Source{}, "Run": tidemark.Run{}, "Event": tidemark.Event{}, "AuditEntry": tidemark.AuditEntry{},
+		"Lane": outbox.LaneView{}, "Intent": outbox.Intent{}, "Channel": outbox.Channel{}, "GapReport": outbox.GapReport{},
+		"Migration": content.Run{}, "Summary": publish.Summary{}, "Revision": ingest.Revision{},
+	} {
+		var sc struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(doc.Components.Schemas[name], &sc); err != nil || sc.Properties == nil {
+			t.Errorf("schema %s: no properties (%v)", name, err)
+			continue
+		}
+		keys := map[string]bool{}
+		for _, f := range jsonFields(reflect.TypeOf(v)) {
+			keys[f.name] = true
+			if !f.null {
+				continue
+			}
+			raw, ok := sc.Properties[f.name]
+			switch {
+			case !ok:
+				t.Errorf("%s.%s: %T writes it, null when unset; the schema does not name it", name, f.name, v)
+			case !allowsNull(doc.Components.Schemas, raw):
+				t.Errorf("%s.%s: %T writes null when it is unset; the schema does not allow null: %s", name, f.name, v, raw)
+			}
+		}
+		for p := range sc.Properties {
+			if !keys[p] {
+				t.Errorf("%s.%s: documented, but %T writes no such key", name, p, v)
+			}
+		}
+	}
 }

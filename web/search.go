@@ -41,6 +41,9 @@ func SearchHandler(s Searcher, log *slog.Logger) http.Handler {
 			srv.fail(w, r, err)
 			return
 		}
+		if res.Hits == nil { // hits is an array, whatever the Searcher returned
+			res.Hits = []publish.SearchHit{}
+		}
 		writeJSON(w, http.StatusOK, res)
 	})
 	mux.HandleFunc("GET /search", func(w http.ResponseWriter, r *http.Request) {
