@@ -630,3 +630,50 @@ func TestOpenAPISchemasAllowTheNullsTheServerSends(t *testing.T) {
 		}
 	}
 }
+
+// Every write can be refused with 413, a body over its route's limit
+// (limitBody wraps them all), and the document says so with the Error
+// schema and the limit.
+func TestOpenAPIDocumentsTooLargeOnEveryWrite(t *testing.T) {
+	s, _ := mustFullServer(t)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Description string `json:"description"`
+				Content     map[string]struct {
+					Schema struct {
+						Ref string `json:"$ref"`
+					} `json:"schema"`
+				} `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	for _, rt := range s.routes() {
+		if !rt.api() || !rt.write() {
+			continue
+		}
+		writes++
+		op, ok := doc.Paths[rt.Pattern][strings.ToLower(rt.Method)]
+		if !ok {
+			continue // TestOpenAPIMatchesRoutes says so
+		}
+		r, ok := op.Responses["413"]
+		if !ok {
+			t.Errorf("%s %s: no 413 documented, though a body over %d bytes is refused with one", rt.Method, rt.Pattern, rt.bodyLimit())
+			continue
+		}
+		if ref := r.Content["application/json"].Schema.Ref; ref != "#/components/schemas/Error" {
+			t.Errorf("%s %s: 413 answers %q, want the Error schema", rt.Method, rt.Pattern, ref)
+		}
+		if limit := fmt.Sprintf("%d bytes", rt.bodyLimit()); !strings.Contains(r.Description, limit) {
+			t.Errorf("%s %s: 413 says %q, not the route's limit (%s)", rt.Method, rt.Pattern, r.Description, limit)
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no API writes")
+	}
+}
