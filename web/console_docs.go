@@ -314,6 +314,10 @@ func (s *Server) apiPutDocument(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiDeleteDocument(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	force, err := forceParam(r)
 	if err != nil {
 		s.fail(w, r, err)

@@ -149,6 +149,10 @@ func (s *Server) apiMigration(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiMigrationAct(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	run, err := s.act(r)
 	if err != nil {
 		s.fail(w, r, err)

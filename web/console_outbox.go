@@ -133,6 +133,10 @@ func (s *Server) apiSetLane(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRemoveLane(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	force, err := forceParam(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -156,6 +160,10 @@ func forceParam(r *http.Request) (bool, error) {
 }
 
 func (s *Server) apiReconcile(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	rec, err := s.OutboxOps.Reconcile(r.Context(), r.PathValue("name"), actor(r))
 	s.answer(w, r, http.StatusOK, rec, err)
 }
@@ -209,6 +217,10 @@ func (s *Server) apiAddChannel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiRemoveChannel(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	c, err := s.OutboxOps.RemoveChannel(r.Context(), outbox.ChannelRef{ID: r.PathValue("id")}, actor(r))
 	s.answer(w, r, http.StatusOK, c, err)
 }

@@ -92,6 +92,10 @@ func (s *Server) apiSummaries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiPublish(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	round, err := s.PublishOps.Publish(r.Context(), "", publishRoundLimit)
 	s.answer(w, r, http.StatusOK, round, err)
 }
@@ -100,6 +104,10 @@ func (s *Server) apiPublish(w http.ResponseWriter, r *http.Request) {
 // in it (failed, errors), so they answer 200 too: the sweep ran, and the
 // report says what it could not do.
 func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	rep, err := s.PublishOps.Sweep(r.Context())
 	if err != nil && sweepFailures(rep, err) {
 		err = nil

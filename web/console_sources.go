@@ -524,6 +524,10 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiDelete(w http.ResponseWriter, r *http.Request) {
+	if err := noFields(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	force, err := forceParam(r)
 	if err != nil {
 		s.fail(w, r, err)

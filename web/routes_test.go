@@ -677,3 +677,52 @@ func TestOpenAPIDocumentsTooLargeOnEveryWrite(t *testing.T) {
 		t.Fatal("no API writes")
 	}
 }
+
+// Every API write refuses a field it does not take, whether it takes a
+// body or none: {"x": 1} is a 400 that names x, never a write that ran
+// without it (the operations are nil, so reaching one panics). The
+// document lists the 400 on each.
+func TestEveryAPIWriteRefusesAnUnknownField(t *testing.T) {
+	s, _, h, secret := mustFullSite(t)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	for _, rt := range s.routes() {
+		if !rt.api() || !rt.write() {
+			continue
+		}
+		writes++
+		if _, ok := doc.Paths[rt.Pattern][strings.ToLower(rt.Method)].Responses["400"]; !ok {
+			t.Errorf("%s %s: openapi.json does not list its 400", rt.Method, rt.Pattern)
+		}
+		path := strings.NewReplacer("{name}", "x", "{id}", "x", "{action}", "retire",
+			"{collection}", "pages").Replace(rt.Pattern)
+		if strings.HasPrefix(path, "/api/migrations/") {
+			path = strings.Replace(path, "retire", "abort", 1)
+		}
+		req := httptest.NewRequest(rt.Method, "http://127.0.0.1"+path, strings.NewReader(`{"x":1}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Errorf("%s %s with {\"x\":1}: the write ran (%v)", rt.Method, path, v)
+				}
+			}()
+			h.ServeHTTP(rec, req)
+		}()
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `\"x\"`) {
+			t.Errorf("%s %s with {\"x\":1}: %d %.300q, want 400 naming the field", rt.Method, path, rec.Code, rec.Body.String())
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no API writes")
+	}
+}

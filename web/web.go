@@ -256,6 +256,14 @@ func decodeJSON(r *http.Request, v any) error {
 	return nil
 }
 
+// noFields reads the body of a write that takes no fields: none, or the
+// empty object. A field in it is refused as decodeJSON refuses an unknown
+// one, so a client that sent an option learns it was not read, instead of
+// a write that ran without it.
+func noFields(r *http.Request) error {
+	return decodeJSON(r, &struct{}{})
+}
+
 // answer writes v with status, or err.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
