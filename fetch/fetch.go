@@ -1,6 +1,7 @@
 // Package fetch holds what the source kinds under it share beyond HTTP
-// (which is fetch/httpx): reading the bounds a source's config sets, and
-// bounding item keys. Each
+// (which is fetch/httpx): reading the bounds a source's config sets,
+// bounding item keys, and keying apart items a document gives one
+// identity (Keys). Each
 // kind lives in its own package (feed, page, jsonsrc, dir, git) and
 // implements tidemark.Fetcher.
 package fetch
@@ -41,4 +42,61 @@ func ItemKey(id string) string {
 		return "sha256:" + tidemark.HashEvidence([]byte(id))
 	}
 	return id
+}
+
+// Candidate is an item before its key is chosen.
+type Candidate struct {
+	Item tidemark.Item
+	// ID is the upstream identity.
+	ID string
+	// Stable hashes the fields that tell apart candidates a careless
+	// upstream gives one identity (a link, a title, a date).
+	Stable string
+}
+
+// Keys chooses item keys, in an order-independent way, so an unchanged
+// item keeps its key across fetches and an edited one is a new revision
+// of the same event:
+//
+//   - candidates whose evidence is identical are one item (a repeat);
+//   - an identity unique in the document is the key itself (the common
+//     case: an edit is a revision);
+//   - candidates sharing an identity are keyed by the identity and their
+//     Stable hash ("ID #hash"), or, where even that is shared, a hash of
+//     their whole evidence. None is dropped; an edit to the fields Stable
+//     covers reads as a new event.
+//
+// Every key goes through ItemKey. Keys reuses cands' storage.
+func Keys(cands []Candidate) []tidemark.Item {
+	seen := make(map[string]bool, len(cands))
+	ids := make(map[string]int, len(cands))
+	kept := cands[:0]
+	for _, c := range cands {
+		h := c.Item.EvidenceHash()
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		ids[c.ID]++
+		kept = append(kept, c)
+	}
+	stable := make(map[string]int)
+	for _, c := range kept {
+		if ids[c.ID] > 1 {
+			stable[c.ID+" #"+c.Stable]++
+		}
+	}
+	items := make([]tidemark.Item, 0, len(kept))
+	for _, c := range kept {
+		key := c.ID
+		if ids[c.ID] > 1 {
+			key = c.ID + " #" + c.Stable
+			if stable[key] > 1 {
+				key = c.ID + " #" + c.Item.EvidenceHash()[:16]
+			}
+		}
+		c.Item.Key = ItemKey(key)
+		items = append(items, c.Item)
+	}
+	return items
 }

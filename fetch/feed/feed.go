@@ -1,7 +1,7 @@
 // Package feed fetches RSS, Atom and JSON Feed documents. Each entry is an
 // item keyed by its GUID or ID, else its link, else a hash of its title and
 // content; entries a document gives the same identity stay apart (see
-// keys). Its evidence is a canonical JSON record of the entry, so an
+// fetch.Keys). Its evidence is a canonical JSON record of the entry, so an
 // edited entry re-freezes to new evidence (a new revision of the same
 // event) while an untouched one hashes the same and is a no-op.
 //
@@ -93,7 +93,7 @@ var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 // document that does not parse, or has more than maxItems entries
 // (maxItems > 0), is an error, found by a streaming scan before any entry
 // is built. Entries identical in every recorded field are one item;
-// entries that only share an identity stay apart (see keys).
+// entries that only share an identity stay apart (see fetch.Keys).
 func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("feed: empty document")
@@ -138,7 +138,7 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 			baseURL = u
 		}
 	}
-	entries := make([]entry, 0, len(fd.Items))
+	entries := make([]fetch.Candidate, 0, len(fd.Items))
 	for i, e := range fd.Items {
 		if e == nil {
 			continue
@@ -150,63 +150,7 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 		}
 		entries = append(entries, en)
 	}
-	return keys(entries), nil
-}
-
-// entry is one parsed entry before its key is chosen.
-type entry struct {
-	item tidemark.Item
-	// id is the upstream identity: the GUID or ID, else the link, else a
-	// hash of the title and content.
-	id string
-	// stable hashes the link, title and publication date: what tells
-	// apart entries a careless feed gives one identity.
-	stable string
-}
-
-// keys chooses item keys, in an order-independent way, so an unchanged
-// entry keeps its key across fetches and an edited one is a new revision
-// of the same event:
-//
-//   - entries whose evidence is identical are one item (a repeated entry);
-//   - an identity unique in the document is the key itself (the common
-//     case: an edit is a revision);
-//   - entries sharing an identity are keyed by the identity and a hash of
-//     their link, title and date ("ID #hash"), or, where even those are
-//     shared, of their whole evidence. None is dropped; an edit to the
-//     disambiguating fields of such an entry reads as a new event.
-func keys(entries []entry) []tidemark.Item {
-	seen := make(map[string]bool, len(entries))
-	ids := make(map[string]int, len(entries))
-	kept := entries[:0]
-	for _, e := range entries {
-		h := e.item.EvidenceHash()
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		ids[e.id]++
-		kept = append(kept, e)
-	}
-	stable := make(map[string]int)
-	for _, e := range kept {
-		if ids[e.id] > 1 {
-			stable[e.id+" #"+e.stable]++
-		}
-	}
-	items := make([]tidemark.Item, 0, len(kept))
-	for _, e := range kept {
-		key := e.id
-		if ids[e.id] > 1 {
-			key = e.id + " #" + e.stable
-			if stable[key] > 1 {
-				key = e.id + " #" + e.item.EvidenceHash()[:16]
-			}
-		}
-		e.item.Key = fetch.ItemKey(key)
-		items = append(items, e.item)
-	}
-	return items
+	return fetch.Keys(entries), nil
 }
 
 // record is an entry's frozen evidence; its field order is the canonical
@@ -230,7 +174,7 @@ type enclosure struct {
 	Length string `json:"length,omitempty"`
 }
 
-func newEntry(e *gofeed.Item, base *url.URL) (entry, error) {
+func newEntry(e *gofeed.Item, base *url.URL) (fetch.Candidate, error) {
 	r := record{
 		Title:       canon.Line(e.Title),
 		Link:        resolve(base, strings.TrimSpace(e.Link)),
@@ -280,7 +224,7 @@ func newEntry(e *gofeed.Item, base *url.URL) (entry, error) {
 	}
 	ev, err := canon.Value(r)
 	if err != nil {
-		return entry{}, err
+		return fetch.Candidate{}, err
 	}
 	title := plainText(r.Title)
 	if title == "" {
@@ -293,10 +237,10 @@ func newEntry(e *gofeed.Item, base *url.URL) (entry, error) {
 	case e.PublishedParsed != nil:
 		at = e.PublishedParsed.UTC()
 	}
-	return entry{
-		item:   tidemark.Item{Title: title, URL: r.Link, OccurredAt: at, Evidence: ev},
-		id:     r.ID,
-		stable: tidemark.HashEvidence([]byte(r.Link + "\n" + r.Title + "\n" + r.Published))[:16],
+	return fetch.Candidate{
+		Item:   tidemark.Item{Title: title, URL: r.Link, OccurredAt: at, Evidence: ev},
+		ID:     r.ID,
+		Stable: tidemark.HashEvidence([]byte(r.Link + "\n" + r.Title + "\n" + r.Published))[:16],
 	}, nil
 }
 
