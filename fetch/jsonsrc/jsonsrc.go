@@ -2,6 +2,7 @@
 // selects the items; each selected value is an item whose identity is a
 // configured field and whose evidence is its canonical JSON (sorted keys,
 // numbers as written) with the volatile fields the source names removed.
+// Items an answer gives one identity are never dropped (fetch.Keys).
 // An item whose content changed re-freezes as a new revision of its event.
 //
 // The cursor holds the HTTP validators; they advance only when the run
@@ -162,8 +163,9 @@ func compile(key, expr, def string) (*gojq.Code, error) {
 // Select decodes body and returns one item per value the items
 // expression yields, in order, and the count the answer declares (0 when
 // not configured). An item without an identity, or an answer with more
-// than maxItems items, is an error; a repeated identity keeps the first
-// item.
+// than maxItems items, is an error. Items sharing an identity are keyed
+// apart as fetch.Keys says: identical ones are one item, differing ones
+// are each kept as "ID #hash".
 func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, int, error) {
 	doc, err := canon.Decode(body)
 	if err != nil {
@@ -186,8 +188,7 @@ func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, in
 }
 
 func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, error) {
-	var items []tidemark.Item
-	seen := map[string]bool{}
+	var cands []fetch.Candidate
 	iter := s.items.RunWithContext(ctx, doc)
 	for n := 0; ; n++ {
 		v, ok := iter.Next()
@@ -200,30 +201,31 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, e
 		if s.maxItems > 0 && n >= s.maxItems {
 			return nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
 		}
-		key, err := s.first(ctx, s.id, v)
+		id, err := s.first(ctx, s.id, v)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: identity: %w", n, err)
 		}
-		if key == "" {
+		if id == "" {
 			return nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
 		}
-		key = fetch.ItemKey(key)
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
 		title, _ := s.first(ctx, s.title, v)
 		link, _ := s.first(ctx, s.url, v)
 		ev, err := canon.Value(canon.Drop(v, s.ignore))
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", n, err)
 		}
+		// What tells apart items an answer gives one identity: the title
+		// and link as configured (a JSON item has no date of its own).
+		stable := tidemark.HashEvidence([]byte(link + "\n" + title))[:16]
 		if title == "" {
-			title = key
+			title = fetch.ItemKey(id)
 		}
-		items = append(items, tidemark.Item{Key: key, Title: canon.Line(title), URL: link, Evidence: ev})
+		cands = append(cands, fetch.Candidate{
+			Item: tidemark.Item{Title: canon.Line(title), URL: link, Evidence: ev},
+			ID:   id, Stable: stable,
+		})
 	}
-	return items, nil
+	return fetch.Keys(cands), nil
 }
 
 // first runs code on v and returns its first output as a string: strings

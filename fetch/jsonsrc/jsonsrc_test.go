@@ -160,3 +160,76 @@ func TestDeclaredMoreThanAdmittedFailsTheRun(t *testing.T) {
 		}
 	})
 }
+
+// Items an answer gives one identity are never dropped: identical ones are
+// one item, differing ones each get a key of their own that does not
+// depend on their order, so an unchanged answer keys them alike.
+func TestItemsSharingAnIdentityStayApart(t *testing.T) {
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".items[]"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(body string) map[string]string {
+		t.Helper()
+		items, _, err := s.Select(context.Background(), []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, it := range items {
+			if _, dup := got[it.Key]; dup {
+				t.Fatalf("key %q given twice: %+v", it.Key, items)
+			}
+			got[it.Key] = string(it.Evidence)
+		}
+		return got
+	}
+
+	got := keys(`{"items":[{"id":1,"title":"a"},{"id":1,"title":"dup"},{"id":2,"title":"b"}]}`)
+	if len(got) != 3 || got["2"] != `{"id":2,"title":"b"}` {
+		t.Fatalf("want 3 items (1 #…, 1 #…, 2), got %v", got)
+	}
+	for k := range got {
+		if k != "2" && !strings.HasPrefix(k, "1 #") {
+			t.Fatalf("key %q: an identity shared by differing items is keyed \"ID #hash\"", k)
+		}
+	}
+	// The same answer in another order keys every item alike.
+	again := keys(`{"items":[{"id":2,"title":"b"},{"title":"dup","id":1},{"id":1,"title":"a"}]}`)
+	if len(again) != len(got) {
+		t.Fatalf("reordered: %v, first %v", again, got)
+	}
+	for k, ev := range got {
+		if again[k] != ev {
+			t.Fatalf("reordered: key %q holds %q, was %q", k, again[k], ev)
+		}
+	}
+	// Items that share their title and link too are told apart by their
+	// whole evidence.
+	got = keys(`{"items":[{"id":1,"title":"a","n":1},{"id":1,"title":"a","n":2}]}`)
+	if len(got) != 2 {
+		t.Fatalf("differing items with one identity, title and link: %v", got)
+	}
+	// An identical repeat is one item, keyed by its identity alone.
+	got = keys(`{"items":[{"id":1,"title":"a"},{"id":1,"title":"a"}]}`)
+	if len(got) != 1 || got["1"] != `{"id":1,"title":"a"}` {
+		t.Fatalf("identical repeat: %v", got)
+	}
+}
+
+func TestRepeatedIdentityBecomesEventsThatStay(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		a := newAPI()
+		a.Set(200, `{"items":[{"id":1,"title":"a"},{"id":1,"title":"dup"}]}`, "")
+		srv, client := fetchtest.MustServe(t, a)
+		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{jsonsrc.ConfigItems: ".items[]"}, &jsonsrc.Fetcher{Client: client})
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 2 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		a.Set(200, `{"items":[{"id":1,"title":"dup"},{"id":1,"title":"a"}]}`, "")
+		h.MustRun(t, tidemark.OutcomeEmpty)
+		if n := len(h.Events(t)); n != 2 {
+			t.Fatalf("%d events, want 2", n)
+		}
+	})
+}
