@@ -123,6 +123,15 @@ type NewSource struct {
 	AllowPrivate bool
 }
 
+// Source is the source ns describes, as its fetches will see it (active,
+// no cursor yet). Checks made before a source is stored use it, so they
+// reach only what the source's fetches may: its allow_private among the
+// rest.
+func (ns NewSource) Source() tidemark.Source {
+	return tidemark.Source{Name: ns.Name, Kind: ns.Kind, Location: ns.Location, Config: ns.Config,
+		State: tidemark.SourceActive, AllowPrivate: ns.AllowPrivate}
+}
+
 // Validate refuses a source no scheduler could run, by the rules a rename
 // and a change of settings follow too: a name CheckName refuses, no kind,
 // an interval or a retry budget Settings.Validate refuses. Stores call it

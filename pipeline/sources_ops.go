@@ -32,9 +32,7 @@ func TestSource(ctx context.Context, ks *kinds.Set, req TestRequest) (ingest.Tes
 	if err != nil {
 		return ingest.TestReport{}, err
 	}
-	src := tidemark.Source{Name: ns.Name, Kind: ns.Kind, Location: ns.Location, Config: ns.Config,
-		State: tidemark.SourceActive, AllowPrivate: ns.AllowPrivate}
-	return ingest.TestFetch(ctx, ks.Fetchers()[ns.Kind], src, req.Cursor, req.Evidence)
+	return ingest.TestFetch(ctx, ks.Fetchers()[ns.Kind], ns.Source(), req.Cursor, req.Evidence)
 }
 
 // TestSource is TestSource with the pipeline's kinds.

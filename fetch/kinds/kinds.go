@@ -372,7 +372,7 @@ func prepareGit(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSou
 			ns.Name = strings.TrimSuffix(filepath.Base(loc), ".git")
 		}
 	}
-	err := f.Check(ctx, tidemark.Source{Kind: "git", Location: ns.Location, Config: ns.Config})
+	err := f.Check(ctx, ns.Source())
 	var fe *tidemark.FetchError
 	switch {
 	case err == nil:

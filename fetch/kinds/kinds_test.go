@@ -79,3 +79,28 @@ func TestFetchersCoverEveryKind(t *testing.T) {
 	}
 
 }
+
+// A remote git source is checked at add time with the source's own
+// allow_private, exactly as its fetches will be: allowed, a private remote
+// is asked (and, unreachable now, added with a warning); not allowed, it is
+// refused by the address guard.
+func TestResolveGitRemoteHonoursAllowPrivate(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, loc := range []string{"git://127.0.0.1:9/repo.git", "http://127.0.0.1:9/repo.git"} {
+		var warned []string
+		s := kinds.New(kinds.Options{GitCache: t.TempDir(), Warn: func(m string) { warned = append(warned, m) }})
+		ns, err := s.Resolve(context.Background(), ingest.NewSource{Location: loc, Kind: "git", AllowPrivate: true})
+		if err != nil {
+			t.Fatalf("%s with allow_private: %v", loc, err)
+		}
+		if ns.Location != loc || !ns.AllowPrivate || len(warned) != 1 || !strings.Contains(warned[0], "could not reach") {
+			t.Fatalf("%s with allow_private: %+v, warnings %q", loc, ns, warned)
+		}
+		_, err = s.Resolve(context.Background(), ingest.NewSource{Location: loc, Kind: "git"})
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "loopback") {
+			t.Fatalf("%s without allow_private: %v, want refused (loopback)", loc, err)
+		}
+	}
+}
