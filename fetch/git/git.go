@@ -571,7 +571,9 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 
 // ResolveCursor turns a skip target into the commit to move the cursor
 // to: it must name a commit, and that commit must be on the source's
-// branch (an ancestor of its head), or the next run would fail on it.
+// branch (an ancestor of its head), or the next run would fail on it; and
+// while the cursor's commit is on the branch, it must descend from the
+// cursor, or the skip would move the cursor back.
 func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to string) (string, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
@@ -597,6 +599,27 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 	}
 	if !ok {
 		return "", tidemark.Invalidf("--to", to, "commit %.12s is not on %s (head %.12s)", commit, branch(src), head)
+	}
+	if src.Cursor == "" || src.Cursor == commit {
+		return commit, nil
+	}
+	// A cursor still on the branch moves forward only: from a target that
+	// does not descend from it, the next run would read again commits
+	// already ingested. A cursor off the branch (its commit gone, or left
+	// behind by a rewrite) is what skip exists for: any commit of the
+	// branch will do.
+	onBranch, err := f.isAncestor(ctx, dir, src.Cursor, head)
+	if err != nil || !onBranch {
+		return commit, err
+	}
+	forward, err := f.isAncestor(ctx, dir, src.Cursor, commit)
+	if err != nil {
+		return "", err
+	}
+	if !forward {
+		return "", tidemark.Invalidf("--to", to, "commit %.12s does not descend from the cursor %.12s, which is still on %s: "+
+			"the cursor would move back and its commits be read again; name a commit after the cursor, or leave out --to to skip to the head %.12s",
+			commit, src.Cursor, branch(src), head)
 	}
 	return commit, nil
 }

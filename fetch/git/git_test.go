@@ -284,3 +284,56 @@ func TestCheckAcceptsARepositoryWithoutCommitsUnlessABranchIsNamed(t *testing.T)
 		t.Fatalf("branch main named, not there yet: %v", err)
 	}
 }
+
+// A skip moves a cursor forward only: while the cursor's commit is on the
+// branch, a target that does not descend from it (an ancestor, or a commit
+// a merge brought in beside it) would read commits again and is refused,
+// saying why. A cursor no longer on the branch (rewritten history, its
+// commit gone or left behind) may move to any commit of the branch.
+func TestResolveCursorRefusesMovingBack(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 3)
+	first := mustGit(t, dir, "rev-list", "--max-parents=0", "HEAD")
+	second := mustGit(t, dir, "rev-parse", "HEAD~1")
+	third := mustGit(t, dir, "rev-parse", "HEAD")
+	mustGit(t, dir, "checkout", "-q", "-b", "side", first)
+	mustCommit(t, dir, 7)
+	side := mustGit(t, dir, "rev-parse", "HEAD")
+	mustGit(t, dir, "checkout", "-q", "main")
+	mustGit(t, dir, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+	head := mustGit(t, dir, "rev-parse", "HEAD")
+	f := &git.Fetcher{}
+	at := func(cursor string) tidemark.Source { s := src(dir); s.Cursor = cursor; return s }
+
+	for _, tc := range []struct{ cursor, to, why string }{
+		{head, second, "an ancestor"},
+		{third, first[:10], "an ancestor, by a short hash"},
+		{third, side, "beside the cursor, merged in later"},
+	} {
+		_, err := f.ResolveCursor(ctx, at(tc.cursor), tc.to)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "does not descend from the cursor") ||
+			!strings.Contains(err.Error(), tc.cursor[:12]) {
+			t.Errorf("cursor %.12s --to %s (%s): %v, want invalid naming the cursor", tc.cursor, tc.to, tc.why, err)
+		}
+	}
+	for _, tc := range []struct{ cursor, to, want string }{
+		{"", first, first},
+		{second, head, head},
+		{second, third[:10], third},
+		{strings.Repeat("ab", 20), second, second}, // the cursor's commit is gone
+	} {
+		if got, err := f.ResolveCursor(ctx, at(tc.cursor), tc.to); err != nil || got != tc.want {
+			t.Errorf("cursor %.12s --to %s: %q %v, want %.12s", tc.cursor, tc.to, got, err, tc.want)
+		}
+	}
+
+	// Rewritten history: the old head's commit is still in the repository
+	// but no longer on the branch; skipping to the new head is what skip
+	// is for.
+	mustGit(t, dir, "reset", "-q", "--hard", "HEAD~1")
+	mustCommit(t, dir, 8)
+	newHead := mustGit(t, dir, "rev-parse", "HEAD")
+	if got, err := f.ResolveCursor(ctx, at(head), newHead); err != nil || got != newHead {
+		t.Fatalf("rewritten history: %q %v", got, err)
+	}
+}
