@@ -404,7 +404,11 @@ func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, 
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s commits (%s)", strings.TrimSpace(string(out)), rangeArg), nil
+	n := strings.TrimSpace(string(out))
+	if n == "1" {
+		return fmt.Sprintf("1 commit (%s)", rangeArg), nil
+	}
+	return fmt.Sprintf("%s commits (%s)", n, rangeArg), nil
 }
 
 const (

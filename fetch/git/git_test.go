@@ -337,3 +337,21 @@ func TestResolveCursorRefusesMovingBack(t *testing.T) {
 		t.Fatalf("rewritten history: %q %v", got, err)
 	}
 }
+
+func TestDescribeRangeCountsCommits(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 3)
+	first := mustGit(t, dir, "rev-list", "--max-parents=0", "HEAD")
+	second := mustGit(t, dir, "rev-parse", "HEAD~1")
+	third := mustGit(t, dir, "rev-parse", "HEAD")
+	f := &git.Fetcher{}
+	for _, tc := range []struct{ from, to, want string }{
+		{second, third, "1 commit (" + second + ".." + third + ")"},
+		{first, third, "2 commits (" + first + ".." + third + ")"},
+		{"", first, "1 commit (" + first + ")"},
+	} {
+		if got, err := f.DescribeRange(ctx, src(dir), tc.from, tc.to); err != nil || got != tc.want {
+			t.Errorf("%.12s..%.12s: %q %v, want %q", tc.from, tc.to, got, err, tc.want)
+		}
+	}
+}
