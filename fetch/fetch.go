@@ -1,12 +1,15 @@
 // Package fetch holds what the source kinds under it share beyond HTTP
 // (which is fetch/httpx): reading the bounds a source's config sets,
-// bounding item keys, and keying apart items a document gives one
-// identity (Keys). Each
-// kind lives in its own package (feed, page, jsonsrc, dir, git) and
+// checking a skip target against a kind's cursor (CheckCursor), bounding
+// item keys, and keying apart items a document gives one identity (Keys).
+// Each kind lives in its own package (feed, page, jsonsrc, dir, git) and
 // implements tidemark.Fetcher.
 package fetch
 
 import (
+	"encoding/json"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 
@@ -30,6 +33,29 @@ func IntConfig(cfg map[string]string, key string, def int64) (int64, error) {
 		return 0, tidemark.Invalidf("config "+key, v, "want a positive integer")
 	}
 	return n, nil
+}
+
+// CheckCursor reads to, an operator's skip target for a kind whose cursor
+// is a JSON object, strictly into v: one object, only the fields v has,
+// each of its type, nothing after it. What the kind could not read back
+// is an *tidemark.InvalidError naming --to, so it is never stored (a kind
+// reads an unreadable cursor as none, and would silently start over).
+func CheckCursor(kind, to string, v any) error {
+	refuse := func(err error) error {
+		return tidemark.Invalidf("--to", to, "not a %s cursor (%v); a %s cursor is a JSON object like the one `source show` prints", kind, err, kind)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(to), "{") {
+		return refuse(errors.New("not a JSON object"))
+	}
+	dec := json.NewDecoder(strings.NewReader(to))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refuse(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return refuse(errors.New("more after the object"))
+	}
+	return nil
 }
 
 // MaxKeyBytes bounds an item key; ItemKey hashes longer identities.

@@ -136,7 +136,9 @@ func newSourceSkipCmd(a *app) *cobra.Command {
 			return answer(said{src, ingest.SkippedLine(src)}, err)
 		})
 	cmd.Long = `Move a source's cursor to --to, recording what was skipped, or without --to
-to its head (git); the window reopens with a fresh budget.`
+to its head (git); the window reopens with a fresh budget. A git --to is a commit
+of the branch after the cursor (any commit of the branch once the cursor's
+history was rewritten); for the other kinds --to is the kind's own cursor.`
 	cmd.Flags().StringVar(&to, "to", "", "the cursor to move to (default: the source's head)")
 	cmd.Flags().StringVar(&note, "note", "", "why, for the audit trail")
 	return cmd

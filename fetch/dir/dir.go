@@ -85,6 +85,16 @@ func DecodeManifest(s string) (Manifest, error) {
 	return m, nil
 }
 
+// ResolveCursor checks a skip target: the kind's cursor, a Manifest, as a
+// JSON object (fetch.CheckCursor). It is stored as given.
+func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
+	var m Manifest
+	if err := fetch.CheckCursor("dir", to, &m); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
 	maxFiles, err := fetch.IntConfig(src.Config, ConfigMaxFiles, DefaultMaxFiles)

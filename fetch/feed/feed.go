@@ -84,6 +84,16 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	return tidemark.FetchResult{Items: items, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
+// ResolveCursor checks a skip target: the kind's cursor, HTTP validators
+// as a JSON object (fetch.CheckCursor). It is stored as given.
+func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
+	var v httpx.Validators
+	if err := fetch.CheckCursor("feed", to, &v); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
 // ErrNotAFeed: the document is none of RSS, Atom or JSON Feed.
 var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 

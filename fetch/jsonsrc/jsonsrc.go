@@ -93,6 +93,16 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
+// ResolveCursor checks a skip target: the kind's cursor, HTTP validators
+// as a JSON object (fetch.CheckCursor). It is stored as given.
+func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
+	var v httpx.Validators
+	if err := fetch.CheckCursor("json", to, &v); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
 // Selector turns a JSON document into items.
 type Selector struct {
 	items, id, title, url *gojq.Code

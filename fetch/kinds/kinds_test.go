@@ -104,3 +104,32 @@ func TestResolveGitRemoteHonoursAllowPrivate(t *testing.T) {
 		}
 	}
 }
+
+// Every kind whose cursor has a format checks a skip target against it:
+// what the kind could not read back is refused and never stored.
+func TestEveryKindChecksASkipTarget(t *testing.T) {
+	s := kinds.New(kinds.Options{})
+	good := map[string]string{
+		"feed": `{"etag":"\"v1\"","last_modified":"Mon, 02 Jan 2026 03:04:05 GMT"}`,
+		"json": `{"etag":"\"v1\""}`,
+		"page": `{"etag":"\"v1\"","hash":"` + strings.Repeat("ab", 32) + `","matched":true,"text":"hello"}`,
+		"dir":  `{"files":{"a.txt":"` + strings.Repeat("ab", 32) + `"}}`,
+	}
+	bad := []string{`{"garbage`, `garbage`, `[]`, `null`, `"etag"`, `{"etag":1}`, `{"nope":"x"}`, `{} {}`}
+	for kind, ok := range good {
+		r, is := s.Fetchers()[kind].(ingest.CursorResolver)
+		if !is {
+			t.Errorf("kind %s does not check a skip target", kind)
+			continue
+		}
+		src := tidemark.Source{Name: "s", Kind: kind, Location: "x"}
+		if got, err := r.ResolveCursor(context.Background(), src, ok); err != nil || got != ok {
+			t.Errorf("%s --to %s: %q %v", kind, ok, got, err)
+		}
+		for _, to := range bad {
+			if _, err := r.ResolveCursor(context.Background(), src, to); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), kind+" cursor") {
+				t.Errorf("%s --to %s: %v, want invalid naming the %s cursor", kind, to, err, kind)
+			}
+		}
+	}
+}

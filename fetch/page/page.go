@@ -94,6 +94,16 @@ func (c Cursor) encode() string {
 	return string(b)
 }
 
+// ResolveCursor checks a skip target: the kind's cursor (Cursor) as a
+// JSON object (fetch.CheckCursor). It is stored as given.
+func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
+	var c Cursor
+	if err := fetch.CheckCursor("page", to, &c); err != nil {
+		return "", err
+	}
+	return to, nil
+}
+
 // ErrNoMatch: the selector matched nothing.
 var ErrNoMatch = errors.New("page: selector matched nothing")
 
