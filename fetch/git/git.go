@@ -621,9 +621,12 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 		return "", err
 	}
 	if !forward {
+		what := fmt.Sprintf("name a commit after the cursor, or leave out --to to skip to the head %.12s", head)
+		if src.Cursor == head {
+			what = "the cursor is at the head already, so there is nothing ahead to skip"
+		}
 		return "", tidemark.Invalidf("--to", to, "commit %.12s does not descend from the cursor %.12s, which is still on %s: "+
-			"the cursor would move back and its commits be read again; name a commit after the cursor, or leave out --to to skip to the head %.12s",
-			commit, src.Cursor, branch(src), head)
+			"the cursor would move back and its commits be read again; %s", commit, src.Cursor, branch(src), what)
 	}
 	return commit, nil
 }

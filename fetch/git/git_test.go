@@ -305,15 +305,15 @@ func TestResolveCursorRefusesMovingBack(t *testing.T) {
 	f := &git.Fetcher{}
 	at := func(cursor string) tidemark.Source { s := src(dir); s.Cursor = cursor; return s }
 
-	for _, tc := range []struct{ cursor, to, why string }{
-		{head, second, "an ancestor"},
-		{third, first[:10], "an ancestor, by a short hash"},
-		{third, side, "beside the cursor, merged in later"},
+	for _, tc := range []struct{ cursor, to, why, then string }{
+		{head, second, "an ancestor", "nothing ahead to skip"},
+		{third, first[:10], "an ancestor, by a short hash", "leave out --to to skip to the head " + head[:12]},
+		{third, side, "beside the cursor, merged in later", "name a commit after the cursor"},
 	} {
 		_, err := f.ResolveCursor(ctx, at(tc.cursor), tc.to)
 		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "does not descend from the cursor") ||
-			!strings.Contains(err.Error(), tc.cursor[:12]) {
-			t.Errorf("cursor %.12s --to %s (%s): %v, want invalid naming the cursor", tc.cursor, tc.to, tc.why, err)
+			!strings.Contains(err.Error(), tc.cursor[:12]) || !strings.Contains(err.Error(), tc.then) {
+			t.Errorf("cursor %.12s --to %s (%s): %v, want invalid naming the cursor and %q", tc.cursor, tc.to, tc.why, err, tc.then)
 		}
 	}
 	for _, tc := range []struct{ cursor, to, want string }{
