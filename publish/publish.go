@@ -368,7 +368,7 @@ type PublishReport struct {
 	// Relinked pages were republished because their neighbours changed.
 	Relinked int `json:"relinked"`
 	// Restyled pages were republished because they were published in an
-	// earlier release's page format.
+	// earlier release's page format, or before their source was renamed.
 	Restyled int `json:"restyled"`
 	// Withdrawn pages were taken off the wiki: their summary was
 	// rejected, or their source removed.

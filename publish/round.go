@@ -27,7 +27,7 @@ type Totals struct {
 	Published       int `json:"published"`
 	PagesFailed     int `json:"pages_failed"`
 	// Restyled counts the pages republished because an earlier release
-	// rendered them (Store.Restyle).
+	// rendered them, or their source was renamed since (Store.Restyle).
 	Restyled int `json:"restyled"`
 	// Withdrawn counts the pages taken off the wiki: their summary was
 	// rejected, or their source removed.

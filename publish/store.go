@@ -266,7 +266,8 @@ type Store interface {
 	// them, or a neighbour was withdrawn), in page ID order.
 	Relink(ctx context.Context, limit int) ([]string, error)
 	// Restyle lists the current summaries of published pages published in
-	// another page format than format (an earlier release's), in page ID
+	// another page format than format (an earlier release's, or none: a
+	// rename of their source marks its pages so), in page ID
 	// order; limit 0 lists them all.
 	Restyle(ctx context.Context, format string, limit int) ([]string, error)
 	// Listing lists published pages newest first.

@@ -37,7 +37,7 @@ func (rep SweepReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "pages %d: %d republished, %d withdrawn, %d orphan objects deleted, %d awaiting a new summary, %d overtaken, %d failed\n",
 		rep.Pages, rep.Republished, rep.Withdrawn, rep.Orphans, rep.Awaiting, rep.Superseded, rep.Failed)
 	if rep.Restyled > 0 {
-		fmt.Fprintf(w, "(%d of the republished pages were rendered by an earlier release)\n", rep.Restyled)
+		fmt.Fprintf(w, "(%d of the republished pages were rendered by an earlier release, or before their source was renamed)\n", rep.Restyled)
 	}
 	switch {
 	case rep.Missing == 1:

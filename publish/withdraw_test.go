@@ -136,3 +136,42 @@ func TestASweepWithdrawsARemovedSourcesPages(t *testing.T) {
 		}
 	})
 }
+
+// A page shows its source's name; renaming the source makes every page
+// of it stale, and the next publishing round republishes them (counted
+// with the restyled pages: what they show besides their summary changed),
+// so no page keeps the old name.
+func TestARenamedSourcesPagesShowTheNewName(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "a change", Evidence: []byte("a")},
+			tidemark.Item{Key: "c2", Title: "another", Evidence: []byte("b")})
+		f.mustSummarizeAndPublish(t)
+		if _, err := f.db.Ingest().RenameSource(ctx, f.src.Name, "renamed-repo", "ops"); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := f.svc.PublishPending(ctx, 100)
+		if err != nil || rep.Restyled != 2 || rep.Failed != 0 {
+			t.Fatalf("the round after the rename: %+v %v, want both pages republished", rep, err)
+		}
+		n := 0
+		if err := objs.List(ctx, "changes/", func(in objstore.Info) error {
+			o, err := objs.Get(ctx, in.Key)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(o.Body), "renamed-repo") || strings.Contains(string(o.Body), ">"+f.src.Name+"<") {
+				t.Errorf("page %s after the rename:\n%s", in.Key, o.Body)
+			}
+			n++
+			return nil
+		}); err != nil || n != 2 {
+			t.Fatalf("%d pages (%v)", n, err)
+		}
+		if again, err := f.svc.PublishPending(ctx, 100); err != nil || again.Restyled != 0 {
+			t.Fatalf("a second round: %+v %v, want nothing to republish", again, err)
+		}
+	})
+}

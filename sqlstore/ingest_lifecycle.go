@@ -75,6 +75,11 @@ func (s *IngestStore) RenameSource(ctx context.Context, ref, name, actor string)
 		if err != nil {
 			return err
 		}
+		// Its pages show the old name: as rendered by no known format,
+		// the next publishing round republishes them (Restyle).
+		if _, err := tx.ExecContext(ctx, `UPDATE pages SET published_format = '' WHERE source_id = $1 AND published_summary_id IS NOT NULL`, r.ID); err != nil {
+			return fmt.Errorf("mark the pages of %s to show its new name: %w", r.Name, err)
+		}
 		return s.insertAction(ctx, tx, r, "rename", actor, r.Cursor, r.CursorVersion, r.Name+" → "+name, now)
 	})
 }
