@@ -29,8 +29,12 @@ const minSecretLen = 4
 // every query value replaced, and, when opaque, without its path. A value
 // that does not parse as a URL with a scheme and host is returned as
 // Marker when opaque and unchanged otherwise.
+//
+// The shown form is shown as it is: URL(URL(u)) == URL(u). Whoever hides
+// secrets again (a store seals its settings at every open) finds nothing
+// new to hide, and never takes a shown form for the secret it stands for.
 func URL(u string, opaque bool) string {
-	p, err := url.Parse(u)
+	p, err := parseShown(u)
 	if err != nil || p.Scheme == "" || p.Host == "" {
 		if opaque && u != "" {
 			return Marker
@@ -61,6 +65,19 @@ func URL(u string, opaque bool) string {
 	s = strings.ReplaceAll(s, url.PathEscape(Marker), Marker)
 	s = strings.ReplaceAll(s, url.QueryEscape(Marker), Marker)
 	return s
+}
+
+// parseShown parses u, which may be a shown form: Marker is not a
+// character a URL's userinfo may hold, so where u does not parse as it is,
+// it is parsed with Marker escaped, as URL writes it before showing it.
+func parseShown(u string) (*url.URL, error) {
+	p, err := url.Parse(u)
+	if err != nil && strings.Contains(u, Marker) {
+		if q, qerr := url.Parse(strings.ReplaceAll(u, Marker, url.PathEscape(Marker))); qerr == nil {
+			return q, nil
+		}
+	}
+	return p, err
 }
 
 func encodeKeepMarker(q url.Values) string {

@@ -21,12 +21,21 @@ func TestURL(t *testing.T) {
 		{"https://hooks.example.com/services/T000/B000/XXXXSECRET", true, "https://hooks.example.com/•••"},
 		{"https://hooks.example.com/", true, "https://hooks.example.com/"},
 		{"https://TOKEN1234@example.org/x", false, "https://•••@example.org/x"},
+		{"http://u6:PW6@127.0.0.1:9/hook", true, "http://u6:•••@127.0.0.1:9/•••"},
+		{"https://TOKEN1234@hooks.example.com/T0/SECRET", true, "https://•••@hooks.example.com/•••"},
+		{"https://bob:hunter22@example.org/x?token=abcd", false, "https://bob:•••@example.org/x?token=•••"},
 		{"ssh://git@example.org/x.git", false, "ssh://git@example.org/x.git"},
 		{"not a url", true, "•••"},
 		{"not a url", false, "not a url"},
 	} {
 		if got := redact.URL(tc.in, tc.opaque); got != tc.want {
 			t.Errorf("URL(%q, %v) = %q, want %q", tc.in, tc.opaque, got, tc.want)
+		}
+		// The shown form is shown as it is: a store that hides a lane's
+		// secrets again (each process does at open) must find nothing new
+		// to hide, or it keeps the shown form in the secret's place.
+		if again := redact.URL(tc.want, tc.opaque); again != tc.want {
+			t.Errorf("URL(%q, %v) = %q: the shown form is not shown as it is", tc.want, tc.opaque, again)
 		}
 	}
 }

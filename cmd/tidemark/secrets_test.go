@@ -17,19 +17,20 @@ import (
 	"github.com/tidemark/tidemark/web"
 )
 
-// A lane's secrets (its signing secret, a token in its URL's query, the
-// token in its URL's path) are used to send but never shown: not by lane
+// A lane's secrets (its signing secret, the password in its URL's
+// userinfo, a token in its URL's query, the token in its URL's path) are used to send but never shown: not by lane
 // add, not by the lane listings (text or JSON), not by the API or the
 // status pages, and not in the error an upstream echoes them in, whether
 // logged or stored.
 func TestLaneSecretsNeverShown(t *testing.T) {
-	const secret, queryTok, pathTok = "s3cr3t-signing", "qu3ry-t0ken", "PATHSECRET123"
-	secrets := []string{secret, queryTok, pathTok}
+	const secret, queryTok, pathTok, userPW = "s3cr3t-signing", "qu3ry-t0ken", "PATHSECRET123", "us3rPW-hunter"
+	secrets := []string{secret, queryTok, pathTok, userPW}
 	var signed atomic.Int32
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		user, pw, _ := r.BasicAuth()
 		if r.Header.Get(webhook.SignatureHeader) == webhook.Sign([]byte(secret), body) && r.URL.Query().Get("token") == queryTok &&
-			strings.Contains(r.URL.Path, pathTok) {
+			strings.Contains(r.URL.Path, pathTok) && user == "hookuser" && pw == userPW {
 			signed.Add(1)
 		}
 		// An upstream that echoes the credentials in its error.
@@ -51,7 +52,7 @@ func TestLaneSecretsNeverShown(t *testing.T) {
 	}
 	shown := map[string]string{}
 	shown["lane add"] = cli("outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s", "--json",
-		"--setting", "secret="+secret, "--setting", "url="+upstream.URL+"/hook/"+pathTok+"?token="+queryTok)
+		"--setting", "secret="+secret, "--setting", "url="+strings.Replace(upstream.URL, "://", "://hookuser:"+userPW+"@", 1)+"/hook/"+pathTok+"?token="+queryTok)
 	cli("outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
 	shown["deliver"] = cli("outbox", "deliver", "--once", "--json")
 	if signed.Load() != 1 {
