@@ -345,7 +345,8 @@ func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, er
 // ProviderKinds names the provider kinds a lane may have.
 func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
 
-// Deliverer is the single writer of a lane, holding its lease for ttl.
+// Deliverer is the single writer of a lane, holding its lease for ttl. A
+// lane whose provider cannot be built here is a *LaneBrokenError.
 func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
 	l, err := p.db.Outbox().Lane(ctx, lane)
 	if err != nil {
@@ -357,10 +358,29 @@ func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration
 	}
 	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
 	if err != nil {
-		return nil, fmt.Errorf("lane %s: %w", lane, err)
+		return nil, &LaneBrokenError{Lane: lane, Err: err}
 	}
 	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
 }
+
+// LaneBrokenError is a lane whose provider cannot be built here: its
+// stored settings or secrets are refused, or a secret's environment
+// variable is unset on this worker (the health lane show calls broken).
+// The command that met it was given nothing wrong, so it matches
+// tidemark.ErrUnavailable (exit 5), as a source whose run failed does: the
+// lane's writes are left undone until it is fixed (outbox lane set) or
+// delivered from a worker that has its secrets. Err says why; it is not
+// unwrapped, so the lane's invalid setting is not taken for the caller's.
+type LaneBrokenError struct {
+	Lane string
+	Err  error
+}
+
+func (e *LaneBrokenError) Error() string {
+	return fmt.Sprintf("lane %s is broken: %v", e.Lane, e.Err)
+}
+
+func (e *LaneBrokenError) Unwrap() error { return tidemark.ErrUnavailable }
 
 // DeliverReport is one lane's delivery.
 type DeliverReport struct {
@@ -391,7 +411,10 @@ func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Durati
 		}
 		if err != nil {
 			r.Error = err.Error()
-			errs = append(errs, fmt.Errorf("lane %s: %w", name, err))
+			if !errors.As(err, new(*LaneBrokenError)) { // which names its lane
+				err = fmt.Errorf("lane %s: %w", name, err)
+			}
+			errs = append(errs, err)
 		}
 		reports = append(reports, r)
 	}

@@ -472,3 +472,35 @@ func TestDeliverLoopForgetsARemovedLanesBackoff(t *testing.T) {
 		t.Fatalf("writes to the lane added again: %d, want 1", b.Count())
 	}
 }
+
+// A lane whose provider cannot be built here (a secret's variable unset
+// on this worker) is a lane that failed, not a command given bad input:
+// deliver --once, run --once and reconcile say so as unavailable (exit 5),
+// name the lane once, and still deliver the other lanes.
+func TestABrokenLaneIsALaneThatFailed(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "toot", "mastodon", outbox.LaneChange{Settings: map[string]string{"base_url": "https://m.example", "token_env": "TIDEMARK_TEST_UNSET_TOKEN"}})
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h", "secret": "sign-me"}})
+		reports, err := p.DeliverOnce(ctx, "", time.Minute)
+		if code := tidemark.ExitCode(err); code != tidemark.ExitUnavailable || errors.Is(err, tidemark.ErrInvalid) {
+			t.Fatalf("deliver --once with a broken lane: %v (exit %d), want unavailable (exit %d)", err, code, tidemark.ExitUnavailable)
+		}
+		if msg := err.Error(); strings.Count(msg, "toot") != 1 || !strings.Contains(msg, "TIDEMARK_TEST_UNSET_TOKEN") {
+			t.Errorf("message %q: want the lane named once, and why", msg)
+		}
+		if len(reports) != 2 || reports[0].Lane != "hook" || reports[0].Error != "" || reports[1].Lane != "toot" || reports[1].Error == "" {
+			t.Errorf("reports %+v: want hook delivered and toot failed", reports)
+		}
+		if _, err := p.RunOnce(ctx, OnceOptions{}); tidemark.ExitCode(err) != tidemark.ExitUnavailable {
+			t.Errorf("run --once with a broken lane: %v (exit %d), want exit %d", err, tidemark.ExitCode(err), tidemark.ExitUnavailable)
+		}
+		if _, err := p.Reconcile(ctx, "toot", "ada"); tidemark.ExitCode(err) != tidemark.ExitUnavailable {
+			t.Errorf("reconcile of a broken lane: %v (exit %d), want exit %d", err, tidemark.ExitCode(err), tidemark.ExitUnavailable)
+		}
+		if _, err := p.DeliverOnce(ctx, "nope", time.Minute); tidemark.ExitCode(err) != tidemark.ExitNotFound {
+			t.Errorf("deliver --lane of no lane: %v (exit %d), want not found", err, tidemark.ExitCode(err))
+		}
+	})
+}
