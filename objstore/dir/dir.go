@@ -9,6 +9,15 @@
 // the directory cannot both win a compare-and-swap. (Where flock does not
 // exist, the lock excludes writers of one process only.)
 //
+// A write's temporary files (".tmp-NN-*") live only while it holds lock
+// NN. A write killed before its rename leaves them behind, and the store
+// collects them: Open in its root, List in every directory it walks. One
+// whose lock it can take is an orphan, whatever its age (its writer let go
+// of the lock, or died); one whose lock is held is left, however old (its
+// writer may be slow, or stopped). A temporary file whose name does not
+// say its lock (".tmp-*", written before names did, perhaps by an older
+// process still running) is collected once it is staleTempAge old.
+//
 // The sidecar is renamed into place before the body. A crash between the
 // two leaves a sidecar that claims the new version over the old body: the
 // store then over-reports the newer generation (so no older writer can slip
@@ -28,7 +37,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidemark/tidemark/objstore"
 )
@@ -36,6 +47,13 @@ import (
 const (
 	lockDir   = ".tidemark-locks"
 	lockFiles = 64
+	// staleTempAge is when a temporary file that does not name its lock
+	// is no longer a write in flight: a write holds its temporary files
+	// for one page's write and fsync, not an hour. Were a stopped writer
+	// to resume after it, its rename fails and its Put with it, or leaves
+	// the torn state described above, which a sweep repairs.
+	staleTempAge = time.Hour
+	tempPrefix   = ".tmp-"
 )
 
 // Store is a directory object store.
@@ -57,7 +75,61 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(abs, lockDir), 0o755); err != nil {
 		return nil, fmt.Errorf("objstore/dir: %w", err)
 	}
-	return &Store{root: abs}, nil
+	s := &Store{root: abs}
+	// The root only: walking a whole wiki at every open would cost what a
+	// List costs, and List collects where it walks.
+	if entries, err := os.ReadDir(abs); err == nil {
+		for _, e := range entries {
+			s.collectTemp(filepath.Join(abs, e.Name()), e)
+		}
+	}
+	return s, nil
+}
+
+// tempSlot reports whether name is a temporary file that names its lock,
+// and which.
+func tempSlot(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return 0, false
+	}
+	nn, _, ok := strings.Cut(rest, "-")
+	if !ok || len(nn) != 2 {
+		return 0, false
+	}
+	slot, err := strconv.Atoi(nn)
+	if err != nil || slot < 0 || slot >= lockFiles {
+		return 0, false
+	}
+	return slot, true
+}
+
+// collectTemp removes the file at p, entry d, if it is a temporary file
+// no write is in flight with (see the package comment). Collecting is
+// housekeeping: a file it cannot take now is left for the next time, and
+// a failure to remove one fails nothing.
+func (s *Store) collectTemp(p string, d fs.DirEntry) {
+	name := d.Name()
+	if d.IsDir() || !strings.HasPrefix(name, tempPrefix) {
+		return
+	}
+	slot, named := tempSlot(name)
+	if !named {
+		info, err := d.Info()
+		if err == nil && time.Since(info.ModTime()) > staleTempAge {
+			os.Remove(p)
+		}
+		return
+	}
+	unlock, held, err := tryLockFile(s.lockPath(slot))
+	if err != nil || !held {
+		return // a write under this lock is in flight: its files are its own
+	}
+	defer unlock()
+	// Holding the lock, no write that could own this file is in flight: a
+	// writer creates and renames (or removes) its temporary files only
+	// while it holds their lock.
+	os.Remove(p)
 }
 
 // Root is the directory the store writes to.
@@ -132,11 +204,20 @@ func (s *Store) Head(ctx context.Context, key string) (objstore.Info, error) {
 	return objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size}, nil
 }
 
-// lock takes the exclusive lock that guards key's compare-and-swap.
-func (s *Store) lock(key string) (unlock func(), err error) {
+// slotOf is the lock file that guards key's compare-and-swap.
+func slotOf(key string) int {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	name := filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", h.Sum32()%lockFiles))
+	return int(h.Sum32() % lockFiles)
+}
+
+func (s *Store) lockPath(slot int) string {
+	return filepath.Join(s.root, lockDir, fmt.Sprintf("%02d", slot))
+}
+
+// lock takes the exclusive lock that guards key's compare-and-swap.
+func (s *Store) lock(key string) (unlock func(), err error) {
+	name := s.lockPath(slotOf(key))
 	unlock, err = lockFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The store's directory was deleted under us (an operator emptied
@@ -183,11 +264,12 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 	}
 	m := meta{Generation: opt.Generation, ETag: etag(body), Size: int64(len(body))}
 	mb, _ := json.Marshal(m)
-	tmpMeta, err := s.writeTemp(dir, mb)
+	slot := slotOf(key)
+	tmpMeta, err := s.writeTemp(dir, slot, mb)
 	if err != nil {
 		return objstore.Info{}, err
 	}
-	tmpBody, err := s.writeTemp(dir, body)
+	tmpBody, err := s.writeTemp(dir, slot, body)
 	if err != nil {
 		os.Remove(tmpMeta)
 		return objstore.Info{}, err
@@ -207,8 +289,10 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 	return objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size}, nil
 }
 
-func (s *Store) writeTemp(dir string, b []byte) (string, error) {
-	f, err := os.CreateTemp(dir, ".tmp-*")
+// writeTemp writes b to a new temporary file in dir, named for lock slot,
+// which the caller holds until the file is renamed or removed.
+func (s *Store) writeTemp(dir string, slot int, b []byte) (string, error) {
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%02d-*", tempPrefix, slot))
 	if err != nil {
 		return "", fmt.Errorf("objstore/dir: %w", err)
 	}
@@ -286,9 +370,12 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Info) 
 		}
 		name := d.Name()
 		if strings.HasPrefix(name, ".") {
+			// Hidden: a sidecar, the locks, or a temporary file, which
+			// is never an object, and which a dead write left behind.
 			if d.IsDir() && p != start {
 				return filepath.SkipDir
 			}
+			s.collectTemp(p, d)
 			return nil
 		}
 		if d.IsDir() {

@@ -12,13 +12,28 @@ var (
 )
 
 func lockFile(name string) (unlock func(), err error) {
+	m := lockOf(name)
+	m.Lock()
+	return m.Unlock, nil
+}
+
+// tryLockFile takes the lock on name if no one holds it; held is false
+// when someone does.
+func tryLockFile(name string) (unlock func(), held bool, err error) {
+	m := lockOf(name)
+	if !m.TryLock() {
+		return nil, false, nil
+	}
+	return m.Unlock, true, nil
+}
+
+func lockOf(name string) *sync.Mutex {
 	locksMu.Lock()
+	defer locksMu.Unlock()
 	m, ok := locks[name]
 	if !ok {
 		m = &sync.Mutex{}
 		locks[name] = m
 	}
-	locksMu.Unlock()
-	m.Lock()
-	return m.Unlock, nil
+	return m
 }

@@ -32,3 +32,30 @@ func lockFile(name string) (unlock func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// tryLockFile takes the flock on name if no one holds it; held is false
+// when someone does.
+func tryLockFile(name string) (unlock func(), held bool, err error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false, fmt.Errorf("objstore/dir: lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, false, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("objstore/dir: flock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, true, nil
+}
