@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 )
 
@@ -29,11 +30,11 @@ const (
 // by the source's fetcher; CursorVersion increases by one every time the
 // cursor is written, and fences every claim.
 type Source struct {
-	ID       string            `json:"id"`
-	Name     string            `json:"name"`
-	Kind     string            `json:"kind"`
-	Location string            `json:"location"`
-	Config   map[string]string `json:"config,omitempty"`
+	ID       string       `json:"id"`
+	Name     string       `json:"name"`
+	Kind     string       `json:"kind"`
+	Location string       `json:"location"`
+	Config   SourceConfig `json:"config"`
 	// AllowPrivate lets this source's fetches reach private, loopback and
 	// link-local addresses; stored with the source, so every worker
 	// fetches it alike.
@@ -45,18 +46,31 @@ type Source struct {
 	CursorVersion  int64       `json:"cursor_version"`
 	Window         WindowState `json:"window"`
 	WindowAttempts int         `json:"window_attempts"`
-	TerminalReason string      `json:"terminal_reason,omitempty"`
+	TerminalReason string      `json:"terminal_reason"`
 	// FailingSince is when the window's first failure was recorded; nil
 	// while the window has not failed.
-	FailingSince   *time.Time `json:"failing_since,omitempty"`
-	ClaimHolder    string     `json:"claim_holder,omitempty"`
-	ClaimRunID     string     `json:"claim_run_id,omitempty"`
-	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	FailingSince   *time.Time `json:"failing_since"`
+	ClaimHolder    string     `json:"claim_holder"`
+	ClaimRunID     string     `json:"claim_run_id"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
 	NextDueAt      time.Time  `json:"next_due_at"`
-	LastOutcome    Outcome    `json:"last_outcome,omitempty"`
-	LastError      string     `json:"last_error,omitempty"`
-	LastRunAt      *time.Time `json:"last_run_at,omitempty"`
+	LastOutcome    Outcome    `json:"last_outcome"`
+	LastError      string     `json:"last_error"`
+	LastRunAt      *time.Time `json:"last_run_at"`
 	CreatedAt      time.Time  `json:"created_at"`
+}
+
+// SourceConfig is a source's settings for its kind (a selector, a
+// branch, limits). It is shown as {} when there are none, never as null:
+// a documented field is always present.
+type SourceConfig map[string]string
+
+// MarshalJSON writes c, and {} for a nil c.
+func (c SourceConfig) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]string(c))
 }
 
 // RunStatus is where a run is in its life.
@@ -72,21 +86,21 @@ const (
 type Run struct {
 	ID            string     `json:"id"`
 	SourceID      string     `json:"source_id"`
-	SourceName    string     `json:"source_name,omitempty"`
+	SourceName    string     `json:"source_name"`
 	Holder        string     `json:"holder"`
 	Attempt       int        `json:"attempt"`
 	CursorVersion int64      `json:"cursor_version"`
 	CursorBefore  string     `json:"cursor_before"`
-	CursorAfter   string     `json:"cursor_after,omitempty"`
+	CursorAfter   string     `json:"cursor_after"`
 	Status        RunStatus  `json:"status"`
-	Outcome       Outcome    `json:"outcome,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	Outcome       Outcome    `json:"outcome"`
+	Error         string     `json:"error"`
 	Declared      int        `json:"declared"`
 	Admitted      int        `json:"admitted"`
 	EventsNew     int        `json:"events_new"`
 	EventsChanged int        `json:"events_changed"`
 	StartedAt     time.Time  `json:"started_at"`
-	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+	FinishedAt    *time.Time `json:"finished_at"`
 }
 
 // Claim is a holder's right to run a source's current window. Every write
@@ -166,7 +180,7 @@ type Event struct {
 	SourceID     string    `json:"source_id"`
 	ItemKey      string    `json:"item_key"`
 	Title        string    `json:"title"`
-	URL          string    `json:"url,omitempty"`
+	URL          string    `json:"url"`
 	OccurredAt   time.Time `json:"occurred_at"`
 	EvidenceHash string    `json:"evidence_hash"`
 	Revision     int       `json:"revision"`

@@ -116,11 +116,11 @@ type Report struct {
 	EventsChanged int              `json:"events_changed"`
 	CursorBefore  string           `json:"cursor_before"`
 	CursorAfter   string           `json:"cursor_after"`
-	Error         string           `json:"error,omitempty"`
-	Reentered     bool             `json:"reentered,omitempty"`
+	Error         string           `json:"error"`
+	Reentered     bool             `json:"reentered"`
 	// Backlog says the run filled its window and moved the cursor with
 	// more ahead of it: the source is due again at once.
-	Backlog bool `json:"backlog,omitempty"`
+	Backlog bool `json:"backlog"`
 }
 
 func (s *Service) logger() *slog.Logger {

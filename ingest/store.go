@@ -197,7 +197,7 @@ type Action struct {
 	CursorAfter         string    `json:"cursor_after"`
 	CursorVersionBefore int64     `json:"cursor_version_before"`
 	CursorVersionAfter  int64     `json:"cursor_version_after"`
-	Note                string    `json:"note,omitempty"`
+	Note                string    `json:"note"`
 	At                  time.Time `json:"at"`
 }
 
