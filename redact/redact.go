@@ -28,7 +28,9 @@ const minSecretLen = 4
 // http(s), any user name), with
 // every query value replaced, and, when opaque, without its path. A value
 // that does not parse as a URL with a scheme and host is returned as
-// Marker when opaque and unchanged otherwise.
+// Marker when opaque and otherwise as Text shows it: without the userinfo
+// a URL with a password, or an http(s) URL, carries (a password url.Parse
+// refuses, such as one with a ^, is a password all the same).
 //
 // The shown form is shown as it is: URL(URL(u)) == URL(u). Whoever hides
 // secrets again (a store seals its settings at every open) finds nothing
@@ -39,7 +41,7 @@ func URL(u string, opaque bool) string {
 		if opaque && u != "" {
 			return Marker
 		}
-		return u
+		return Text(u)
 	}
 	if p.User != nil {
 		if _, has := p.User.Password(); has {

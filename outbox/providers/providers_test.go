@@ -35,6 +35,7 @@ func TestSplitSecrets(t *testing.T) {
 		{"webhook", map[string]string{"url": "http://u6:PW6pass@127.0.0.1:9/hook", "secret": "s3cr3t",
 			"probe_url": "https://bob:pr0bepw@x.example/probe"}, []string{"url", "secret", "probe_url"}},
 		{"webhook", map[string]string{"url": "https://TOKEN1234@hooks.example.com/T0/SECRET"}, []string{"url"}},
+		{"webhook", map[string]string{"url": "https://x.example/", "list_url": "https://bob:pa^ss@x.example/list"}, []string{"list_url"}},
 		{"email", map[string]string{"smtp_url": "smtps://mail.example:465", "from": "a@b.example", "username": "a", "password": "pw1234"}, []string{"password"}},
 		{"email", map[string]string{"smtp_url": "smtps://mail.example:465", "from": "a@b.example", "imap_url": "imaps://u:imappw99@mail.example",
 			"imap_username": "u", "imap_password": "imap1234"}, []string{"imap_url", "imap_password"}},
