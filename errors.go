@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,9 @@ type HeldError struct {
 	Source string
 	Holder string
 	Until  time.Time
+	// Running: the holder is a process of this host (its default
+	// identity, host:pid) that is running, as far as this host can tell.
+	Running bool
 }
 
 func (e *HeldError) Error() string {
@@ -52,10 +56,18 @@ func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }
 
 // Hint says what to do about a claim another holder holds: a crashed
 // process of this host is taken over at once, so this one is alive, on
-// another host, or ran under a custom --holder.
+// another host, or ran under a custom --holder. A running process of this
+// host is never to be impersonated: two workers of one identity would
+// both re-enter its run.
 func (e *HeldError) Hint() string {
+	until := e.Until.Local().Format(time.DateTime)
+	if e.Running {
+		pid := e.Holder[strings.LastIndexByte(e.Holder, ':')+1:]
+		return fmt.Sprintf("it is process %s of this host, still running: wait for it to finish (or stop it);"+
+			" the claim is free once the lease expires at %s", pid, until)
+	}
 	return fmt.Sprintf("if that was this worker under another identity, run again with --holder %s to re-enter its run;"+
-		" otherwise it is free once the lease expires at %s", e.Holder, e.Until.Local().Format(time.DateTime))
+		" otherwise it is free once the lease expires at %s", e.Holder, until)
 }
 
 // Hint is what to do about err, on a line of its own after a newline and

@@ -89,6 +89,17 @@ func (l *Liveness) Stands(holder string, leaseExpiresAt, now time.Time) bool {
 	return leaseExpiresAt.After(now) && !l.Gone(holder)
 }
 
+// Running reports whether holder is a process of this host (host:pid)
+// that is running, as far as this host can tell (where it cannot, every
+// process counts as running).
+func (l *Liveness) Running(holder string) bool {
+	if l == nil || l.Alive == nil {
+		return false
+	}
+	host, pid, ok := ParseHolder(holder)
+	return ok && host == l.Host && l.Alive(pid)
+}
+
 // Local returns this host's Liveness: its host name and a probe of its
 // processes (signal 0 on Unix; elsewhere every process counts as alive).
 func Local() *Liveness {

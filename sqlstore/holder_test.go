@@ -95,6 +95,16 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 				if held.Holder != holder || !held.Until.Equal(env.Clock.Now().Add(time.Hour).Truncate(time.Millisecond)) {
 					t.Errorf("held %+v", held)
 				}
+				// A running process of this host is named as one: the hint
+				// never tells to take its identity, which would make two
+				// workers of one; any other holder may be this worker
+				// under another identity.
+				local := holder == "box:43"
+				hint := held.Hint()
+				if held.Running != local || strings.Contains(hint, "--holder") == local ||
+					local && !strings.Contains(hint, "process 43 of this host") {
+					t.Errorf("held by %s: running %v, hint %q", holder, held.Running, hint)
+				}
 				cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10)
 				if err != nil || len(cs) != 0 {
 					t.Fatalf("ClaimDue took %+v, %v", cs, err)

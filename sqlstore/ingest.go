@@ -244,7 +244,8 @@ func (s *IngestStore) claimLocked(ctx context.Context, tx *sql.Tx, r sourceRow, 
 		case r.ClaimHolder == holder:
 			return s.reenter(ctx, tx, r, ttl, now)
 		case s.db.liveness.Stands(r.ClaimHolder, *r.LeaseExpiresAt, now):
-			return tidemark.Claim{}, &tidemark.HeldError{Source: r.Name, Holder: r.ClaimHolder, Until: *r.LeaseExpiresAt}
+			return tidemark.Claim{}, &tidemark.HeldError{Source: r.Name, Holder: r.ClaimHolder, Until: *r.LeaseExpiresAt,
+				Running: s.db.liveness.Running(r.ClaimHolder)}
 		}
 		// The lease expired, or its holder's process is gone.
 		var err error
