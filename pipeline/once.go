@@ -64,6 +64,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	if err != nil {
 		return res, err
 	}
+	var tracked []string
 	for _, path := range o.Track {
 		src, added, err := p.TrackRepo(ctx, path)
 		if err != nil {
@@ -72,9 +73,15 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 		if added && o.OnTracked != nil {
 			o.OnTracked(src)
 		}
+		if !added {
+			tracked = append(tracked, src.Name)
+		}
 	}
 	t := &tally{}
-	err = p.ingestOnce(ctx, o, t, &res)
+	err = p.runTracked(ctx, o, tracked, t, &res)
+	if err == nil {
+		err = p.ingestOnce(ctx, o, t, &res)
+	}
 	res.Ingested = true
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -100,6 +107,36 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	return res, t.err()
 }
 
+// runTracked runs now, due or not, the sources that track the
+// repositories --track named and that were tracked already (a new one is
+// due at once anyway): whoever names a repository wants what it holds
+// now; its interval paces the daemon. One that cannot be run now (held,
+// paused, terminal) is left to the drain that follows, as a due source
+// would be.
+func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string, t *tally, res *OnceResult) error {
+	maxPasses := o.MaxPasses
+	if maxPasses <= 0 {
+		maxPasses = ingest.DefaultMaxPasses
+	}
+	for _, name := range names {
+		_, err := p.RunSource(ctx, name, maxPasses, func(r ingest.Report, err error) {
+			t.add(ctx, r, err)
+			res.Reports = append(res.Reports, r)
+			if o.OnReport != nil {
+				o.OnReport(r, err)
+			}
+		})
+		var failed *SourceFailedError
+		switch {
+		case err == nil, errors.As(err, &failed): // counted by t.add
+		case errors.Is(err, tidemark.ErrClaimHeld), errors.Is(err, tidemark.ErrNotClaimable):
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
 func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res *OnceResult) error {
 	svc := p.Ingest()
 	svc.LeaseTTL = o.Lease
@@ -121,7 +158,7 @@ func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res 
 		}
 	}
 	drained, err := sc.Drain(ctx, ingest.DrainOptions{MaxPasses: maxPasses})
-	res.Reports = drained.Reports
+	res.Reports = append(res.Reports, drained.Reports...)
 	if drained.Pending > 0 {
 		t.undone = append(t.undone, fmt.Sprintf("%d sources still have a backlog after %d runs each", drained.Pending, maxPasses))
 	}

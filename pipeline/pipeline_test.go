@@ -353,3 +353,28 @@ func TestAddSourceRefusesAnEmptyLocation(t *testing.T) {
 		t.Fatalf("sources after the refusals: %v %v", srcs, err)
 	}
 }
+
+// The README's first command, run again after a commit, reads the commit
+// and publishes its page: a repository named by --track is run now, due
+// or not (its interval paces the daemon, not the one who names it).
+func TestRunOnceRunsATrackedRepositoryNow(t *testing.T) {
+	ctx := context.Background()
+	home, repo := t.TempDir(), gitRepo(t)
+	p := open(t, home, nil)
+	if _, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}}); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "feeds: a third change")
+	res, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Reports) != 1 || res.Reports[0].EventsNew != 1 || res.Publish == nil || res.Publish.Published != 1 {
+		t.Fatalf("the second run --once --track: reports %+v, publish %+v; want the new commit read and published", res.Reports, res.Publish)
+	}
+	// Without --track the interval decides: nothing is due.
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "feeds: a fourth change")
+	if res, err := p.RunOnce(ctx, OnceOptions{}); err != nil || len(res.Reports) != 0 {
+		t.Fatalf("run --once without --track: %+v %v, want no run", res.Reports, err)
+	}
+}

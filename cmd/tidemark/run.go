@@ -40,7 +40,7 @@ source), finishes detached migrations, summarizes and publishes every pending
 page, delivers what publication drafted, and exits. On a terminal, stderr
 shows the progress.
 --track PATH adds the git repository at PATH as a source first (if it is not
-already tracked).`,
+already tracked), and runs it now, due or not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
