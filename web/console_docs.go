@@ -194,8 +194,10 @@ func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // pagePut turns the edit form of a page document into a write: an empty
-// title or notes field removes the override.
-func pagePut(id string, base int64, title, notes string) content.Put {
+// title or notes field removes the override. The notes box shows the notes
+// as plain text, so the text is applied to the stored notes (content.EditText):
+// what the form did not change keeps its marks, links and keys.
+func pagePut(id string, base int64, title, notes string, stored json.RawMessage) (content.Put, error) {
 	put := content.Put{ID: id, BaseVersion: base, Set: content.Fields{}}
 	if t := strings.TrimSpace(title); t != "" {
 		b, _ := json.Marshal(t)
@@ -204,12 +206,15 @@ func pagePut(id string, base int64, title, notes string) content.Put {
 		put.Unset = append(put.Unset, "title")
 	}
 	if n := strings.TrimSpace(strings.ReplaceAll(notes, "\r\n", "\n")); n != "" {
-		b, _ := json.Marshal(content.Wrap(n))
-		put.Set["notes"] = b
+		v, err := content.EditText(stored, n)
+		if err != nil {
+			return put, fmt.Errorf("page %s: stored notes: %w", id, err)
+		}
+		put.Set["notes"] = v
 	} else {
 		put.Unset = append(put.Unset, "notes")
 	}
-	return put
+	return put, nil
 }
 
 func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +228,20 @@ func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, tidemark.Invalidf("base_version", r.PostFormValue("base_version"), "want the version the edit is based on"))
 		return
 	}
-	d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, pagePut(id, base, r.PostFormValue("title"), r.PostFormValue("notes")))
+	// The notes are edited as text over the stored ones. A document that
+	// moved on since the form was loaded is refused by the write's base
+	// version, whatever it was merged with.
+	cur, err := s.Docs.Document(r.Context(), coll, id)
+	if err != nil && !errors.Is(err, tidemark.ErrNotFound) {
+		s.fail(w, r, err)
+		return
+	}
+	put, err := pagePut(id, base, r.PostFormValue("title"), r.PostFormValue("notes"), cur.Fields["notes"])
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, res, err := s.Docs.PutDocument(r.Context(), actor(r), coll, put)
 	if err != nil && d.Version == 0 {
 		s.fail(w, r, err)
 		return

@@ -244,6 +244,45 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 	})
 }
 
+// Saving a page document's form keeps the rich text the form cannot show:
+// a save without changes keeps the notes as they were, and an edit keeps
+// the marks and links of the text it did not touch.
+func TestConsoleSaveKeepsRichNotes(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p, tok, do, _ := docsServer(t, b)
+		id := "01J0000000000000000000000C"
+		notes := `[{"_type":"block","_key":"b1","style":"h2","markDefs":[{"_key":"l1","_type":"link","href":"https://example.com/"}],` +
+			`"children":[{"_type":"span","_key":"s1","text":"See ","marks":[]},{"_type":"span","_key":"s2","text":"the docs","marks":["l1"]}]},` +
+			`{"_type":"block","_key":"b2","children":[{"_type":"span","_key":"s3","text":"Second.","marks":["strong"]}]}]`
+		if code, _, body := do("PUT", "/api/docs/pages/"+id, tok, "", `{"base_version":0,"set":{"notes":`+notes+`}}`); code != 200 {
+			t.Fatalf("put: %d %s", code, body)
+		}
+		if code, _, body := do("GET", "/console/docs/pages/"+id, tok, "", ""); code != 200 || !strings.Contains(body, "See the docs\n\nSecond.</textarea>") {
+			t.Fatalf("the form: %d %s", code, body)
+		}
+		form := url.Values{"base_version": {"1"}, "title": {""}, "notes": {"See the docs\r\n\r\nSecond."}}
+		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h), "saved version 2") {
+			t.Fatalf("save unchanged: %d %v %s", code, h, body)
+		}
+		d, err := p.Document(ctx, content.PagesCollection, id)
+		if err != nil || d.Version != 2 || string(d.Fields["notes"]) != notes {
+			t.Fatalf("saved unchanged: version %d notes %s, want %s (%v)", d.Version, d.Fields["notes"], notes, err)
+		}
+		form = url.Values{"base_version": {"2"}, "title": {""}, "notes": {"See the fine docs\r\n\r\nSecond!"}}
+		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h), "saved version 3") {
+			t.Fatalf("save an edit: %d %v %s", code, h, body)
+		}
+		d, err = p.Document(ctx, content.PagesCollection, id)
+		want := `[{"_key":"b1","_type":"block","children":[{"_key":"s1","_type":"span","marks":[],"text":"See "},{"_key":"s2","_type":"span","marks":["l1"],"text":"the fine docs"}],` +
+			`"markDefs":[{"_key":"l1","_type":"link","href":"https://example.com/"}],"style":"h2"},` +
+			`{"_key":"b2","_type":"block","children":[{"_key":"s3","_type":"span","marks":["strong"],"text":"Second!"}]}]`
+		if err != nil || string(d.Fields["notes"]) != want {
+			t.Fatalf("saved edit: %s\nwant %s (%v)", d.Fields["notes"], want, err)
+		}
+	})
+}
+
 // A run a live worker drives offers no Resume (it would be refused as
 // held), only the abort.
 func TestConsoleMigrationHeldByAWorker(t *testing.T) {
