@@ -81,7 +81,18 @@ func (s *Server) sourceRoutes() []route {
 	return rs
 }
 
-func sourcePath(name string) string { return "/status/sources/" + url.PathEscape(name) }
+// sourcePath is a source's console page: its name, escaped, is the path
+// segment, so every stored name reaches the page (the mux matches the
+// escaped path and unescapes {name}). A name no path segment carries, a dot
+// segment that browsers and the mux resolve away (only an older version
+// could store one), is the source's ID instead when the caller has it:
+// names and IDs both find a source.
+func sourcePath(name string, id ...string) string {
+	if (name == "" || name == "." || name == "..") && len(id) > 0 && id[0] != "" {
+		name = id[0]
+	}
+	return "/status/sources/" + url.PathEscape(name)
+}
 
 // addForm is the console's form for a new source, as typed.
 type addForm struct {
@@ -176,7 +187,7 @@ func (s *Server) consoleAdd(w http.ResponseWriter, r *http.Request) {
 		if ns, err = f.newSource(); err == nil {
 			var src tidemark.Source
 			if src, err = s.Sources.AddSource(r.Context(), ns); err == nil {
-				s.redirect(w, r, sourcePath(src.Name), ingest.AddedLine(src), nil)
+				s.redirect(w, r, sourcePath(src.Name, src.ID), ingest.AddedLine(src), nil)
 				return
 			}
 		}

@@ -41,6 +41,8 @@ var funcs = template.FuncMap{
 	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
 	"ops":    intentOps,
+	// sourcepath NAME ID is the link to a source's console page.
+	"sourcepath": func(name, id string) string { return sourcePath(name, id) },
 }
 
 // stamp shows a time to people.
