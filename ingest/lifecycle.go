@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 )
@@ -63,8 +65,13 @@ const MaxRetryBudget = 1000
 const MaxNameLen = 100
 
 // CheckName refuses a name that could not name a source everywhere it is
-// shown and addressed: empty, too long, with a slash (it is a URL path
-// segment), control characters or surrounding space.
+// shown and addressed. A name is one segment of its console page's path
+// (/status/sources/NAME), so it is not empty, not a dot segment ("." or
+// "..", which browsers and servers resolve away), and has none of / \ ? #
+// or % (a name that reads as an escape would be decoded into another). It
+// is what lists show of the source, so it has no surrounding space and no
+// character that shows nothing or reorders what is around it (see
+// hiddenRune): one source cannot pass for another.
 func CheckName(name string) error {
 	switch {
 	case strings.TrimSpace(name) == "":
@@ -73,15 +80,42 @@ func CheckName(name string) error {
 		return tidemark.Invalidf("source name", name, "must be at most %d bytes", MaxNameLen)
 	case strings.TrimSpace(name) != name:
 		return tidemark.Invalidf("source name", name, "must not begin or end with space")
-	case strings.ContainsAny(name, "/\\?#"):
-		return tidemark.Invalidf("source name", name, "must not contain / \\ ? or #")
+	case name == "." || name == "..":
+		return tidemark.Invalidf("source name", name, "must not be a dot segment (. or ..): no URL path can carry it")
+	case strings.ContainsAny(name, "/\\?#%"):
+		return tidemark.Invalidf("source name", name, "must not contain / \\ ? # or %%: the name is a URL path segment")
+	case !utf8.ValidString(name):
+		return tidemark.Invalidf("source name", name, "must be UTF-8 text")
 	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			return tidemark.Invalidf("source name", name, "must not contain control characters")
+	for i, r := range name {
+		if why := hiddenRune(r); why != "" {
+			return tidemark.Invalidf("source name", name, "must not contain U+%04X (at byte %d): %s", r, i, why)
 		}
 	}
 	return nil
+}
+
+// hiddenRune says why r may not be in a name, or "" when it may: control
+// characters; format characters (category Cf: bidi overrides and isolates,
+// zero-width spaces and joiners, the byte order mark, the soft hyphen);
+// the other default-ignorable characters and variation selectors, which
+// render as nothing; spaces other than U+0020 and line or paragraph
+// separators, which look like a space or break the line; private-use
+// characters, which show as whatever a font makes of them.
+func hiddenRune(r rune) string {
+	switch {
+	case unicode.IsControl(r):
+		return "a control character"
+	case unicode.Is(unicode.Cf, r):
+		return "an invisible format or bidi control character"
+	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r), unicode.Is(unicode.Variation_Selector, r):
+		return "a character that shows nothing"
+	case r != ' ' && unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp):
+		return "a space or separator other than U+0020"
+	case unicode.Is(unicode.Co, r):
+		return "a private-use character"
+	}
+	return ""
 }
 
 // Removal is what removing a source took with it. The source's audit
