@@ -52,7 +52,9 @@ func ValidateSource(ns ingest.NewSource) error {
 	case ns.RetryBudget < 1 || ns.RetryBudget > 1000:
 		return tidemark.Invalidf("--retry-budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
 	}
-	return nil
+	// The store refuses the same names (NewSource.Validate); checking here
+	// too says so in an OPML import's dry run as well.
+	return ingest.CheckName(ns.Name)
 }
 
 // AddSource resolves, checks and stores a new source.

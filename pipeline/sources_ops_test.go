@@ -157,3 +157,20 @@ func TestImportExportOPML(t *testing.T) {
 		t.Fatalf("export: %v\n%s", err, b.String())
 	}
 }
+
+// ValidateSource, which every add resolves through (ResolveSource) and an
+// OPML import's dry run stops at, refuses the names the store would: one
+// rule for a source's name everywhere (ingest.CheckName).
+func TestValidateSourceChecksTheName(t *testing.T) {
+	ok := ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.com/feed", Interval: DefaultInterval, RetryBudget: DefaultRetryBudget}
+	if err := ValidateSource(ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"..", "a%2Fb", "pay\u202egnp.exe", "blog\u200b"} {
+		ns := ok
+		ns.Name = name
+		if err := ValidateSource(ns); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("ValidateSource named %q: %v, want an invalid-input error", name, err)
+		}
+	}
+}
