@@ -245,3 +245,30 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		}
 	})
 }
+
+// A channel announces what is published after it was added: a page
+// published before is not announced when a later round republishes it
+// (relinked beside a new change, restyled), only the new change is.
+func TestAChannelDoesNotAnnounceOldPagesRepublished(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "an old change", Evidence: []byte("a")})
+		f.mustSummarizeAndPublish(t)
+		f.env.Clock.Advance(time.Minute)
+		ob := mustChannel(t, f)
+		f.env.Clock.Advance(time.Minute)
+		f.settle(t, f.src, tidemark.Item{Key: "c2", Title: "a new change", Evidence: []byte("b")})
+		rep := f.mustSummarizeAndPublish(t)
+		if rep.Published != 1 || rep.Relinked != 1 {
+			t.Fatalf("the round: %+v, want the new page published and the old one relinked", rep)
+		}
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 1 || !strings.Contains(ins[0].Body, "a new change") {
+			t.Fatalf("intents %+v: want the new change's only", ins)
+		}
+	})
+}

@@ -411,7 +411,10 @@ func (s *OutboxStore) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent,
 // PublishHook returns the hook the publish pipeline runs inside the
 // transaction that marks a page published: it drafts one intent per
 // channel of the page's source, so a published page always has its intents
-// and an unpublished one never does. Publishing the same summary again
+// and an unpublished one never does. A channel announces what is published
+// since it was added: a summary first published before it (a page
+// republished because its neighbours or its style changed) drafts nothing
+// for it. Publishing the same summary again
 // drafts nothing new; a draft whose remote identity another intent already
 // has is kept in collision, never an error that rolls the mark back.
 func (s *OutboxStore) PublishHook() MarkHook {
@@ -428,7 +431,9 @@ func (s *OutboxStore) PublishHook() MarkHook {
 			return d, nil
 		}, `SELECT c.id, c.lane, c.target, c.parent, c.template, l.provider, s.name
 			FROM outbox_channels c JOIN outbox_lanes l ON l.name = c.lane JOIN sources s ON s.id = c.source_id
-			WHERE c.source_id = $1 ORDER BY c.created_at, c.id`, p.SourceID)
+			WHERE c.source_id = $1
+			  AND c.created_at <= COALESCE((SELECT published_at FROM summaries WHERE id = $2), c.created_at)
+			ORDER BY c.created_at, c.id`, p.SourceID, p.SummaryID)
 		if err != nil {
 			return fmt.Errorf("outbox: channels of source %s: %w", p.SourceID, err)
 		}

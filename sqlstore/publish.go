@@ -384,7 +384,7 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	now := ms(s.db.Clock.Now())
 	err = exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
-		`UPDATE summaries SET published_at = $1, published_generation = $2
+		`UPDATE summaries SET published_at = COALESCE(published_at, $1), published_generation = $2
 		WHERE id = $3 AND is_current = 1 AND rejected_reason = '' AND evidence_hash = $4
 		  AND evidence_hash = (SELECT evidence_hash FROM events WHERE id = $5)
 		  AND EXISTS (SELECT 1 FROM pages WHERE id = $6 AND event_id = $5 AND summary_id = $3 AND evidence_hash = $4)`,
