@@ -28,7 +28,8 @@ func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method "+r.Method+" not allowed (allowed: GET, HEAD)", http.StatusMethodNotAllowed)
 			return
 		}
 		key := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/objstore/mem"
 )
 
 // failingStore answers every read with an error that names a file, as a
@@ -68,5 +69,18 @@ func TestServeWikiNeverShowsAPath(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// The wiki is read-only: any other method is a 405 that says, in its
+// Allow header, which methods the wiki takes.
+func TestTheWikiAllowsReadsOnly(t *testing.T) {
+	h := StoreHandler(mem.New(), nil)
+	for _, method := range []string{http.MethodPut, http.MethodPost, http.MethodDelete} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, "/", nil))
+		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s /: %d, Allow %q; want 405 with Allow: GET, HEAD", method, w.Code, w.Header().Get("Allow"))
+		}
 	}
 }
