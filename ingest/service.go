@@ -442,5 +442,7 @@ func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidema
 			note += "skipped " + desc
 		}
 	}
-	return s.Store.Skip(ctx, ref, to, actor, note)
+	// Fenced on the cursor the target was checked against: a run that
+	// moved it meanwhile makes the skip a conflict, never a move back.
+	return s.Store.Skip(ctx, src.ID, src.CursorVersion, to, actor, note)
 }

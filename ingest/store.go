@@ -49,8 +49,11 @@ type Store interface {
 	// Retry reopens a window with a fresh budget, due now.
 	Retry(ctx context.Context, ref, actor, note string) (tidemark.Source, error)
 	// Skip moves the cursor to an explicit position, recording what was
-	// skipped; the window reopens with a fresh budget.
-	Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error)
+	// skipped; the window reopens with a fresh budget. The move was
+	// decided against the cursor at version from: if the cursor moved
+	// since (a run settled), nothing moves and the error matches
+	// tidemark.ErrConflict.
+	Skip(ctx context.Context, ref string, from int64, to, actor, note string) (tidemark.Source, error)
 	// Actions lists the operator actions taken on a source, newest first.
 	Actions(ctx context.Context, ref string, limit int) ([]Action, error)
 

@@ -1294,11 +1294,15 @@ func (s *IngestStore) Retry(ctx context.Context, ref, actor, note string) (tidem
 }
 
 // Skip implements ingest.Store.
-func (s *IngestStore) Skip(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
+func (s *IngestStore) Skip(ctx context.Context, ref string, from int64, to, actor, note string) (tidemark.Source, error) {
 	if strings.TrimSpace(to) == "" {
 		return tidemark.Source{}, tidemark.Invalidf("skip target", to, "a skip needs an explicit cursor to move to")
 	}
 	return s.operate(ctx, ref, func(tx *sql.Tx, r sourceRow) (err error) {
+		if r.CursorVersion != from {
+			return fmt.Errorf("skip %s: its cursor moved (version %d, now %d) since the skip was decided; skip again: %w",
+				r.Name, from, r.CursorVersion, tidemark.ErrConflict)
+		}
 		if r.Cursor == to {
 			return tidemark.Invalidf("skip target", to, "source %s is already there", r.Name)
 		}

@@ -60,7 +60,11 @@ func (f *fakeOps) RetrySource(ctx context.Context, ref, actor, note string) (tid
 }
 
 func (f *fakeOps) SkipSource(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
-	return f.Skip(ctx, ref, to, actor, note)
+	src, err := f.Source(ctx, ref)
+	if err != nil {
+		return src, err
+	}
+	return f.Skip(ctx, ref, src.CursorVersion, to, actor, note)
 }
 
 func (f *fakeOps) RunSource(_ context.Context, ref string, _ int, _ func(ingest.Report, error)) ([]ingest.Report, error) {

@@ -673,14 +673,21 @@ func testSkip(t *testing.T, h Harness) {
 	src := mustAdd(t, h, "a", 1)
 	settle(t, h, mustClaim(t, h, src, "w"), "c1", item("k", "v"))
 	c := mustClaim(t, h, src, "w")
-	_, err := h.Store.Skip(ctx, src.ID, "c9", "op", "")
+	_, err := h.Store.Skip(ctx, src.ID, 1, "c9", "op", "")
 	wantErr(t, err, tidemark.ErrClaimHeld, "skip under a live claim")
 	if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeInvalid)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Store.Skip(ctx, src.ID, "", "op", "")
+	_, err = h.Store.Skip(ctx, src.ID, 1, "", "op", "")
 	wantErr(t, err, tidemark.ErrInvalid, "skip without a target")
-	s, err := h.Store.Skip(ctx, src.ID, "c9", "op", "poison commit")
+	// A skip decided against the cursor as it was before a run moved it
+	// (version 0 here) moves nothing: it may point behind the cursor now.
+	_, err = h.Store.Skip(ctx, src.ID, 0, "c9", "op", "")
+	wantErr(t, err, tidemark.ErrConflict, "skip decided against an older cursor")
+	if got := mustSource(t, h, src.ID); got.Cursor != "c1" || got.CursorVersion != 1 {
+		t.Fatalf("a refused skip moved the cursor: %+v", got)
+	}
+	s, err := h.Store.Skip(ctx, src.ID, 1, "c9", "op", "poison commit")
 	if err != nil {
 		t.Fatal(err)
 	}
