@@ -193,11 +193,19 @@ func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, in
 		}
 		declared = n
 	}
-	items, err := s.selectItems(ctx, doc)
+	items, held, err := s.selectItems(ctx, doc)
+	if declared > 0 {
+		// The declaration is of what the answer holds; an item repeated
+		// word for word is held, and kept once: only what is missing from
+		// the answer is missing.
+		declared = len(items) + max(0, declared-held)
+	}
 	return items, declared, err
 }
 
-func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, error) {
+// selectItems returns the answer's items, keyed (fetch.Keys), and how many
+// the answer held before identical repeats were kept once.
+func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, int, error) {
 	var cands []fetch.Candidate
 	iter := s.items.RunWithContext(ctx, doc)
 	for n := 0; ; n++ {
@@ -206,23 +214,23 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, e
 			break
 		}
 		if err, ok := v.(error); ok {
-			return nil, fmt.Errorf("items expression: %w", err)
+			return nil, 0, fmt.Errorf("items expression: %w", err)
 		}
 		if s.maxItems > 0 && n >= s.maxItems {
-			return nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
+			return nil, 0, fmt.Errorf("more than the limit of %d items", s.maxItems)
 		}
 		id, err := s.first(ctx, s.id, v)
 		if err != nil {
-			return nil, fmt.Errorf("item %d: identity: %w", n, err)
+			return nil, 0, fmt.Errorf("item %d: identity: %w", n, err)
 		}
 		if id == "" {
-			return nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
+			return nil, 0, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
 		}
 		title, _ := s.first(ctx, s.title, v)
 		link, _ := s.first(ctx, s.url, v)
 		ev, err := canon.Value(canon.Drop(v, s.ignore))
 		if err != nil {
-			return nil, fmt.Errorf("item %d: %w", n, err)
+			return nil, 0, fmt.Errorf("item %d: %w", n, err)
 		}
 		// What tells apart items an answer gives one identity: the title
 		// and link as configured (a JSON item has no date of its own).
@@ -235,7 +243,7 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, e
 			ID:   id, Stable: stable,
 		})
 	}
-	return fetch.Keys(cands), nil
+	return fetch.Keys(cands), len(cands), nil
 }
 
 // first runs code on v and returns its first output as a string: strings

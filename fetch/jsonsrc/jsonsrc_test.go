@@ -233,3 +233,27 @@ func TestRepeatedIdentityBecomesEventsThatStay(t *testing.T) {
 		}
 	})
 }
+
+// An answer that holds all it declares is complete even when two of its
+// items are the same item repeated word for word, which tidemark keeps
+// as one: what is declared is checked against what the answer holds, and
+// a real shortfall still fails the run.
+func TestARepeatedItemIsNotAShortRead(t *testing.T) {
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".items[]", jsonsrc.ConfigDeclared: "total"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		body          string
+		items, declar int
+	}{
+		{`{"total": 3, "items": [{"id": 1}, {"id": 1}, {"id": 2}]}`, 2, 2}, // all there: no shortfall
+		{`{"total": 4, "items": [{"id": 1}, {"id": 1}, {"id": 2}]}`, 2, 3}, // one missing: still one short
+		{`{"total": 2, "items": [{"id": 1}, {"id": 2}]}`, 2, 2},
+	} {
+		items, declared, err := s.Select(context.Background(), []byte(tc.body))
+		if err != nil || len(items) != tc.items || declared != tc.declar {
+			t.Errorf("%s: %d items, declared %d (%v); want %d items, declared %d", tc.body, len(items), declared, err, tc.items, tc.declar)
+		}
+	}
+}
