@@ -407,6 +407,14 @@ func TestAPIWritesRefuseABodyThatIsNotJSON(t *testing.T) {
 		if srcs, _ := db.Ingest().Sources(ctx); len(srcs) != 3 || len(ops.ran) != 0 {
 			t.Fatalf("refused writes added sources (%d) or ran some (%v)", len(srcs), ops.ran)
 		}
+		// One object, and nothing after it: a second value is not read
+		// as if it were not there.
+		for _, body := range []string{`{}{"note":"x"}`, `{"note":"n"} garbage`, `{"note":"n"}{}`} {
+			r := c.do(http.MethodPost, "/api/sources/quiet/pause", "application/json", body)
+			if msg := mustJSONError(t, "trailing data", r); r.Code != http.StatusBadRequest || !strings.Contains(msg, "after") {
+				t.Errorf("body %s: %d %q, want 400 saying there is something after the object", body, r.Code, msg)
+			}
+		}
 		// JSON with its type, with a charset, or with no Content-Type at all
 		// is read; an empty body is the empty object.
 		for _, ct := range []string{"application/json", "application/json; charset=utf-8", ""} {

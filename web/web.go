@@ -252,8 +252,15 @@ func decodeJSON(r *http.Request, v any) error {
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return bodyTooLarge(r, mbe.Limit, -1)
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) {
+		return nil // no body: the empty object
+	}
+	if err != nil {
 		return tidemark.Invalidf("body", "", "want a JSON object of the documented fields: %v", err)
+	}
+	// One object, and only white space after it.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return tidemark.Invalidf("body", "", "want one JSON object, with nothing after it")
 	}
 	return nil
 }
