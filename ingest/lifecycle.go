@@ -199,9 +199,21 @@ func Health(src tidemark.Source) string {
 	return string(src.LastOutcome)
 }
 
-// RunsAfter completes a page position given by f.BeforeID alone (a run's
-// ID, as a person copies it from a listing) with that run's start.
-func RunsAfter(ctx context.Context, st Store, f RunFilter) (RunFilter, error) {
+// ResolveRunFilter checks a run listing's filter before it is listed: an
+// outcome must be one (tidemark.ErrInvalid), and every source or run it
+// names must exist (tidemark.ErrNotFound naming
+// it), because an empty page would say there is nothing where there is
+// nothing to look at. A page position given by f.BeforeID alone (a run's
+// ID, as a person copies it from a listing) is completed with that run's
+// start. Every run listing (the CLI, the console, the API) resolves its
+// filter here.
+func ResolveRunFilter(ctx context.Context, st Store, f RunFilter) (RunFilter, error) {
+	if f.Outcome != "" && !f.Outcome.Valid() {
+		return f, tidemark.Invalidf("outcome", string(f.Outcome), "want one of items, empty, unreachable, invalid, error, lost")
+	}
+	if err := sourceExists(ctx, st, f.SourceID); err != nil {
+		return f, err
+	}
 	if f.BeforeID == "" || !f.BeforeStartedAt.IsZero() {
 		return f, nil
 	}
@@ -213,9 +225,19 @@ func RunsAfter(ctx context.Context, st Store, f RunFilter) (RunFilter, error) {
 	return f, nil
 }
 
-// EventsAfter completes a page position given by f.BeforeID alone with
-// that event's time.
-func EventsAfter(ctx context.Context, st Store, f EventFilter) (EventFilter, error) {
+// ResolveEventFilter checks an event listing's filter as ResolveRunFilter
+// does a run listing's: the source, the run and the event it names must
+// exist. A page position given by f.BeforeID alone is completed with that
+// event's time.
+func ResolveEventFilter(ctx context.Context, st Store, f EventFilter) (EventFilter, error) {
+	if err := sourceExists(ctx, st, f.SourceID); err != nil {
+		return f, err
+	}
+	if f.RunID != "" {
+		if _, err := st.Run(ctx, f.RunID); err != nil {
+			return f, fmt.Errorf("the events of run %s: %w", f.RunID, err)
+		}
+	}
 	if f.BeforeID == "" || !f.BeforeOccurredAt.IsZero() {
 		return f, nil
 	}
@@ -225,4 +247,14 @@ func EventsAfter(ctx context.Context, st Store, f EventFilter) (EventFilter, err
 	}
 	f.BeforeOccurredAt = ev.OccurredAt
 	return f, nil
+}
+
+// sourceExists checks a listing's source filter (a name or an ID; "": no
+// filter).
+func sourceExists(ctx context.Context, st Store, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	_, err := st.Source(ctx, ref)
+	return err
 }

@@ -138,8 +138,15 @@ func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 	return rep, err
 }
 
-// Summaries lists summaries, newest first.
+// Summaries lists summaries, newest first. An event the filter names
+// must exist (tidemark.ErrNotFound naming it), as a source or run a run or
+// event listing names must: the CLI and the API both list through here.
 func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publish.SummaryList, error) {
+	if f.EventID != "" {
+		if _, err := p.db.Ingest().Event(ctx, f.EventID); err != nil {
+			return nil, fmt.Errorf("the summaries of event %s: %w", f.EventID, err)
+		}
+	}
 	return p.db.Publish().Summaries(ctx, f)
 }
 

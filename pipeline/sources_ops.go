@@ -101,23 +101,20 @@ func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ing
 	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit)
 }
 
-// Runs lists runs, newest first. A page position given by BeforeID alone
-// (the CLI's --after) is completed with that run's start.
+// Runs lists runs, newest first, after ingest.ResolveRunFilter: a source
+// or run the filter names that does not exist is not found.
 func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList, error) {
-	if f.Outcome != "" && !f.Outcome.Valid() {
-		return nil, tidemark.Invalidf("outcome", string(f.Outcome), "want one of items, empty, unreachable, invalid, error, lost")
-	}
-	f, err := ingest.RunsAfter(ctx, p.db.Ingest(), f)
+	f, err := ingest.ResolveRunFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
 		return nil, err
 	}
 	return p.db.Ingest().Runs(ctx, f)
 }
 
-// Events lists events, newest first. A page position given by BeforeID
-// alone is completed with that event's time.
+// Events lists events, newest first, after ingest.ResolveEventFilter: a
+// source, run or event the filter names that does not exist is not found.
 func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.EventList, error) {
-	f, err := ingest.EventsAfter(ctx, p.db.Ingest(), f)
+	f, err := ingest.ResolveEventFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
 		return nil, err
 	}

@@ -174,3 +174,36 @@ func TestValidateSourceChecksTheName(t *testing.T) {
 		}
 	}
 }
+
+// Every list's filter that names something that does not exist is not
+// found, naming it, as an unknown source always was: the CLI's
+// `events list --run`, `publish summaries --event` and the API's
+// /api/summaries?event= answer through these.
+func TestListsByAnUnknownIDAreNotFound(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.AddSource(ctx, ingestSource("notes", notesDir(t, "alpha"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunOnce(ctx, OnceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := p.Events(ctx, ingest.EventFilter{})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events: %v %+v", err, evs)
+	}
+
+	for name, list := range map[string]func() error{
+		`source "nope"`: func() error { _, err := p.Runs(ctx, ingest.RunFilter{SourceID: "nope"}); return err },
+		"run nope":      func() error { _, err := p.Events(ctx, ingest.EventFilter{RunID: "nope"}); return err },
+		"event nope":    func() error { _, err := p.Summaries(ctx, publish.SummaryFilter{EventID: "nope"}); return err },
+	} {
+		if err := list(); !errors.Is(err, tidemark.ErrNotFound) || !strings.Contains(err.Error(), name) {
+			t.Errorf("listing by %s: %v, want not found naming it", name, err)
+		}
+	}
+	sums, err := p.Summaries(ctx, publish.SummaryFilter{EventID: evs[0].ID})
+	if err != nil || len(sums) != 1 {
+		t.Fatalf("the summaries of an event that exists: %v %+v", err, sums)
+	}
+}

@@ -226,10 +226,10 @@ func TestRunsAndEventsPageAfter(t *testing.T) {
 		if err != nil || len(revs) != 1 || revs[0].Bytes != len("evidence of b") || revs[0].RunID != runIDs[1] {
 			t.Fatalf("revisions: %v %+v", err, revs)
 		}
-		if _, err := ingest.RunsAfter(ctx, st, ingest.RunFilter{BeforeID: "nope"}); !errors.Is(err, tidemark.ErrNotFound) {
+		if _, err := ingest.ResolveRunFilter(ctx, st, ingest.RunFilter{BeforeID: "nope"}); !errors.Is(err, tidemark.ErrNotFound) {
 			t.Fatalf("after an unknown run: %v", err)
 		}
-		f, err := ingest.RunsAfter(ctx, st, ingest.RunFilter{Limit: 2, BeforeID: page1[1].ID})
+		f, err := ingest.ResolveRunFilter(ctx, st, ingest.RunFilter{Limit: 2, BeforeID: page1[1].ID})
 		if page, err2 := st.Runs(ctx, f); err != nil || err2 != nil || len(page) != 1 || page[0].ID != runIDs[0] {
 			t.Fatalf("page after an ID alone: %v %v %+v", err, err2, page)
 		}

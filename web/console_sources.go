@@ -316,23 +316,10 @@ func (s *Server) removePage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "source_remove.html", map[string]any{"R": rm, "Loses": rm.Loses()})
 }
 
-// runsQuery reads the filters of a runs listing.
-func runsQuery(r *http.Request) (ingest.RunFilter, error) {
-	q := r.URL.Query()
-	f := ingest.RunFilter{SourceID: q.Get("source"), Outcome: tidemark.Outcome(q.Get("outcome")), BeforeID: q.Get("after"), Limit: pageSize}
-	if f.Outcome != "" && !f.Outcome.Valid() {
-		return f, tidemark.Invalidf("outcome", string(f.Outcome), "want items, empty, unreachable, invalid, error or lost")
-	}
-	return f, nil
-}
-
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
-	f, err := runsQuery(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	f, err = ingest.RunsAfter(r.Context(), s.Ingest, f)
+	q := r.URL.Query()
+	f, err := ingest.ResolveRunFilter(r.Context(), s.Ingest, ingest.RunFilter{SourceID: q.Get("source"),
+		Outcome: tidemark.Outcome(q.Get("outcome")), BeforeID: q.Get("after"), Limit: pageSize})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -367,7 +354,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) eventsPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f, err := ingest.EventsAfter(r.Context(), s.Ingest, ingest.EventFilter{SourceID: q.Get("source"), BeforeID: q.Get("after"), Limit: pageSize})
+	f, err := ingest.ResolveEventFilter(r.Context(), s.Ingest, ingest.EventFilter{SourceID: q.Get("source"), BeforeID: q.Get("after"), Limit: pageSize})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -315,13 +315,13 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	outcome := tidemark.Outcome(r.URL.Query().Get("outcome"))
-	if outcome != "" && !outcome.Valid() {
-		s.fail(w, r, tidemark.Invalidf("outcome", string(outcome), "want items, empty, unreachable, invalid, error or lost"))
+	f, err := ingest.ResolveRunFilter(r.Context(), s.Ingest, ingest.RunFilter{SourceID: r.URL.Query().Get("source"),
+		Outcome: tidemark.Outcome(r.URL.Query().Get("outcome")), Limit: limit + 1, BeforeStartedAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	runs, err := s.Ingest.Runs(r.Context(), ingest.RunFilter{SourceID: r.URL.Query().Get("source"), Outcome: outcome,
-		Limit: limit + 1, BeforeStartedAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
+	runs, err := s.Ingest.Runs(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -337,8 +337,13 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	evs, err := s.Ingest.Events(r.Context(), ingest.EventFilter{SourceID: r.URL.Query().Get("source"), Limit: limit + 1,
-		BeforeOccurredAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
+	f, err := ingest.ResolveEventFilter(r.Context(), s.Ingest, ingest.EventFilter{SourceID: r.URL.Query().Get("source"),
+		Limit: limit + 1, BeforeOccurredAt: time.UnixMilli(cur.At), BeforeID: cur.Key})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	evs, err := s.Ingest.Events(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
