@@ -36,7 +36,8 @@ func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
 }
 
 // RevokeToken revokes the named token and ends the browser sessions it
-// opened.
-func (p *Pipeline) RevokeToken(ctx context.Context, name string) (tidemark.Token, error) {
+// opened. Revoking is idempotent: a token revoked already is returned as
+// it is, with revokedNow false.
+func (p *Pipeline) RevokeToken(ctx context.Context, name string) (t tidemark.Token, revokedNow bool, err error) {
 	return p.db.Auth().RevokeToken(ctx, name)
 }

@@ -97,34 +97,48 @@ func (s *AuthStore) HasTokens(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// RevokeToken revokes the unrevoked token named name and ends its sessions.
-func (s *AuthStore) RevokeToken(ctx context.Context, name string) (tidemark.Token, error) {
+// RevokeToken revokes the unrevoked token named name and ends its
+// sessions (revokedNow true). Revoking is idempotent: when every token of
+// that name is revoked already, nothing changes and the one revoked last
+// is returned as it is (revokedNow false). tidemark.ErrNotFound only when
+// no token ever had the name.
+func (s *AuthStore) RevokeToken(ctx context.Context, name string) (t tidemark.Token, revokedNow bool, err error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return tidemark.Token{}, err
+		return tidemark.Token{}, false, err
 	}
 	defer tx.Rollback()
-	t, err := scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM auth_tokens WHERE name = $1 AND revoked_at IS NULL`+s.db.Dialect.LockRow, name))
+	t, err = scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM auth_tokens WHERE name = $1 AND revoked_at IS NULL`+s.db.Dialect.LockRow, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return tidemark.Token{}, fmt.Errorf("token %q: %w", name, tidemark.ErrNotFound)
+		return s.revokedToken(ctx, tx, name)
 	}
 	if err != nil {
-		return tidemark.Token{}, err
+		return tidemark.Token{}, false, err
 	}
 	now := s.db.Clock.Now()
 	if err := exec1(ctx, tx, fmt.Errorf("token %q: revoked meanwhile: %w", name, tidemark.ErrConflict),
 		`UPDATE auth_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, t.ID, ms(now)); err != nil {
-		return tidemark.Token{}, err
+		return tidemark.Token{}, false, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM auth_sessions WHERE token_id = $1`, t.ID); err != nil {
-		return tidemark.Token{}, err
+		return tidemark.Token{}, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return tidemark.Token{}, err
+		return tidemark.Token{}, false, err
 	}
 	r := now.UTC().Truncate(time.Millisecond)
 	t.RevokedAt = &r
-	return t, nil
+	return t, true, nil
+}
+
+// revokedToken is the token named name that was revoked last.
+func (s *AuthStore) revokedToken(ctx context.Context, tx *sql.Tx, name string) (tidemark.Token, bool, error) {
+	t, err := scanToken(tx.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM auth_tokens
+		WHERE name = $1 AND revoked_at IS NOT NULL ORDER BY revoked_at DESC, id DESC LIMIT 1`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return tidemark.Token{}, false, fmt.Errorf("token %q: %w", name, tidemark.ErrNotFound)
+	}
+	return t, false, err
 }
 
 // Authenticate returns the unrevoked token whose secret is secret, and

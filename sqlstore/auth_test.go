@@ -75,8 +75,9 @@ func TestAuthTokensAndSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := auth.RevokeToken(ctx, "ops"); err != nil {
-			t.Fatal(err)
+		revoked, now, err := auth.RevokeToken(ctx, "ops")
+		if err != nil || !now || revoked.RevokedAt == nil {
+			t.Fatalf("revoke: %v %v %+v", err, now, revoked)
 		}
 		if _, err := auth.Authenticate(ctx, secret); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("revoked token: %v", err)
@@ -84,8 +85,15 @@ func TestAuthTokensAndSessions(t *testing.T) {
 		if _, err := auth.Session(ctx, sess); !errors.Is(err, tidemark.ErrUnauthenticated) {
 			t.Fatalf("session of a revoked token: %v", err)
 		}
-		if _, err := auth.RevokeToken(ctx, "ops"); !errors.Is(err, tidemark.ErrNotFound) {
-			t.Fatalf("revoke twice: %v", err)
+		// Revoking is idempotent: a second revocation changes nothing and
+		// answers the token with the time it was revoked first.
+		env.Clock.Advance(time.Hour)
+		again, now, err := auth.RevokeToken(ctx, "ops")
+		if err != nil || now || again.ID != revoked.ID || again.RevokedAt == nil || !again.RevokedAt.Equal(*revoked.RevokedAt) {
+			t.Fatalf("revoke twice: %v %v %+v, want the first revocation %+v", err, now, again, revoked)
+		}
+		if _, _, err := auth.RevokeToken(ctx, "nobody"); !errors.Is(err, tidemark.ErrNotFound) || !strings.Contains(err.Error(), `"nobody"`) {
+			t.Fatalf("revoke an unknown token: %v", err)
 		}
 		// The name is free again; the revoked token stays listed.
 		if _, _, err := auth.CreateToken(ctx, "ops"); err != nil {

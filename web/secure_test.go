@@ -123,7 +123,7 @@ func TestServerRequiresToken(t *testing.T) {
 				t.Errorf("GET %s: redirect to %q, want the sign-in page", tc.path, r.Header.Get("Location"))
 			}
 		}
-		if _, err := db.Auth().RevokeToken(ctx, "ops"); err != nil {
+		if _, _, err := db.Auth().RevokeToken(ctx, "ops"); err != nil {
 			t.Fatal(err)
 		}
 		if r := do("GET", "/api/sources", token, nil); r.Code != 401 {

@@ -43,7 +43,12 @@ func TestTokenCommands(t *testing.T) {
 	if _, err := db.Auth().Authenticate(context.Background(), token); err == nil {
 		t.Fatal("a revoked token authenticates")
 	}
-	if out, code := runCLI(t, "--home", home, "token", "revoke", "ci"); code != 3 {
+	// Revoking again is idempotent: exit 0, saying it was revoked already
+	// and when, rather than that the token does not exist.
+	if out, code := runCLI(t, "--home", home, "token", "revoke", "ci"); code != 0 || !strings.Contains(out, `token "ci" was revoked already, at 20`) {
+		t.Fatalf("revoke a revoked token: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "--home", home, "token", "revoke", "nobody"); code != 3 || !strings.Contains(out, `token "nobody"`) {
 		t.Fatalf("revoke an unknown token: exit %d\n%s", code, out)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,10 @@ at /signin.`
 		return shown(p.Tokens(cmd.Context()))
 	})
 	revoke := opCmd(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
-		t, err := p.RevokeToken(cmd.Context(), args[0])
+		t, now, err := p.RevokeToken(cmd.Context(), args[0])
+		if err == nil && !now {
+			return sayShown(t, err, "token %q was revoked already, at %s; nothing changed", t.Name, t.RevokedAt.Format(time.RFC3339))
+		}
 		return sayShown(t, err, "revoked token %q", t.Name)
 	})
 	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke the access tokens the server requires"}
