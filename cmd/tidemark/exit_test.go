@@ -56,6 +56,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "list", "--run", "nope"}, tidemark.ExitNotFound, "run nope: tidemark: not found"},
 		{[]string{"events", "list", "--after", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
 		{[]string{"publish", "summaries", "--event", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
+		{[]string{"run", "--once", "--track", filepath.Join(file, "gone")}, tidemark.ExitInvalid, "does not exist"},
+		{[]string{"run", "--once", "--track", filepath.Dir(file)}, tidemark.ExitInvalid, "not a git repository"},
 		{[]string{"serve", "--addr", "nohost"}, tidemark.ExitInvalid, `invalid --addr "nohost": want HOST:PORT`},
 		{[]string{"serve", "--addr", "127.0.0.1:99999"}, tidemark.ExitInvalid, "is not a number from 0 to 65535"},
 		{[]string{"serve", "--addr", busy.Addr().String()}, tidemark.ExitUnavailable, "is in use"},

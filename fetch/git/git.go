@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -502,11 +503,15 @@ func parseCommit(rec string) (tidemark.Item, error) {
 
 // LocalRepository returns the directory a local repository's history is
 // read from: the top of a work tree, or the repository itself when it is
-// bare. Anything else is invalid.
+// bare. Anything else is invalid: a path that does not exist says so,
+// rather than that it is not a repository.
 func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return "", tidemark.Invalidf("location", path, "does not exist")
 	}
 	out, err := f.run(ctx, abs, "", "rev-parse", "--is-bare-repository", "--absolute-git-dir")
 	if err == nil && strings.HasPrefix(string(out), "false") {

@@ -234,6 +234,27 @@ func TestLocalRepositoryAcceptsWorkTreesAndBareRepositories(t *testing.T) {
 	}
 }
 
+// A path that does not exist is refused as one that does not exist, not as
+// a directory that is no repository; one that exists keeps that message.
+func TestLocalRepositorySaysAMissingPathDoesNotExist(t *testing.T) {
+	ctx := context.Background()
+	f := &git.Fetcher{}
+	missing := filepath.Join(t.TempDir(), "gone")
+	for path, want := range map[string]string{
+		missing:                          "does not exist",
+		filepath.Join(missing, "deeper"): "does not exist",
+		t.TempDir():                      "not a git repository",
+	} {
+		_, err := f.LocalRepository(ctx, path)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want invalid saying %q", path, err, want)
+		}
+		if want == "does not exist" && strings.Contains(err.Error(), "not a git repository") {
+			t.Errorf("%s: %v also says it is not a repository", path, err)
+		}
+	}
+}
+
 func TestCheckRefusesMissingBranches(t *testing.T) {
 	ctx := context.Background()
 	dir := mustRepo(t, 1)
