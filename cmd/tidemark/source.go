@@ -55,7 +55,13 @@ func sourceFlags(f *pflag.FlagSet, ns *ingest.NewSource, config *[]string) {
 }
 
 // newSource completes ns from the command line (and --allow-private's default).
+// An empty name means "derive one from the location", so a --name given
+// empty (often a shell variable that expanded to nothing) is refused here,
+// where it can still be told from a --name not given, as a blank one is.
 func newSource(a *app, cmd *cobra.Command, ns ingest.NewSource, loc string, config []string) (ingest.NewSource, error) {
+	if cmd.Flags().Changed("name") && ns.Name == "" {
+		return ns, tidemark.Invalidf("--name", ns.Name, "must not be empty")
+	}
 	if !cmd.Flags().Changed("allow-private") {
 		ns.AllowPrivate = a.cfg.AllowPrivate
 	}

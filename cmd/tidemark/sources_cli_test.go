@@ -196,3 +196,23 @@ func TestSourceSetRenameRemove(t *testing.T) {
 		t.Fatalf("remove an empty source: %s", out)
 	}
 }
+
+// An explicitly empty --name is refused as a blank one is, before anything
+// is added; only a --name not given at all is derived from the location.
+func TestSourceAddRefusesAnEmptyName(t *testing.T) {
+	repo := mustGitRepo(t)
+	home := t.TempDir()
+	for _, name := range []string{"", "   "} {
+		out, code := runCLI(t, "--home", home, "source", "add", repo, "--name", name)
+		if code != tidemark.ExitInvalid || !strings.Contains(out, "invalid --name") || !strings.Contains(out, "must not be empty") {
+			t.Errorf("--name %q: exit %d, want %d saying it must not be empty:\n%s", name, code, tidemark.ExitInvalid, out)
+		}
+	}
+	if out := mustTidemark(t, 0, "--home", home, "source", "list", "--json"); strings.Contains(out, repo) {
+		t.Fatalf("a source was added:\n%s", out)
+	}
+	var src tidemark.Source
+	if err := json.Unmarshal([]byte(mustTidemark(t, 0, "--home", home, "source", "add", repo, "--json")), &src); err != nil || src.Name != filepath.Base(repo) {
+		t.Fatalf("without --name: %v %+v, want the name %q", err, src, filepath.Base(repo))
+	}
+}
