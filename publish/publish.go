@@ -340,6 +340,7 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			// stays accepted, the rest waits for the next round.
 			rep.Failed++
 			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
+			told(ctx, StepFailed)
 			return rep, fmt.Errorf("summarizing stopped after %d of %d events: %w", rep.Considered, len(evs), err)
 		case err != nil:
 			rep.Failed++
@@ -347,8 +348,10 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 				rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
 			}
 			s.log().Warn("summarize failed", "event", ev.ID, "err", err)
+			told(ctx, StepFailed)
 		case created:
 			rep.Accepted++
+			told(ctx, StepSummarized)
 		default:
 			rep.Unchanged++
 		}
@@ -417,7 +420,7 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 	if err != nil {
 		return rep, err
 	}
-	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked); err != nil {
+	if err := s.publishAll(ctx, relink, cards, &rep, &rep.Relinked, StepRelinked); err != nil {
 		return rep, err
 	}
 	// Pages an earlier release rendered take this one's format, up to
@@ -427,7 +430,7 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 		return rep, err
 	}
 	restyle = slices.DeleteFunc(restyle, func(id string) bool { return slices.Contains(relink, id) })
-	if err := s.publishAll(ctx, restyle, cards, &rep, &rep.Restyled); err != nil {
+	if err := s.publishAll(ctx, restyle, cards, &rep, &rep.Restyled, StepRestyled); err != nil {
 		return rep, err
 	}
 	if rep.Listings, err = s.RefreshListings(ctx); err != nil {
@@ -459,20 +462,23 @@ func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCar
 	if err != nil {
 		return err
 	}
-	return s.publishAll(ctx, ids, cards, rep, &rep.Published)
+	return s.publishAll(ctx, ids, cards, rep, &rep.Published, StepPublished)
 }
 
 // publishAll publishes the summaries ids, up to s.concurrency() at once,
-// counting each success in *done and each failure in rep (see publishEach).
-func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int) error {
+// counting each success in *done and each failure in rep (see publishEach),
+// and telling each as step or StepFailed (see WithProgress).
+func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int, step Step) error {
 	return s.publishEach(ctx, ids, func(id string) (Result, error) { return s.publish(ctx, id, true, cards) },
 		func(_ string, res Result, err error) {
 			if err == nil {
 				*done++
+				told(ctx, step)
 				return
 			}
 			rep.fail(err)
 			rep.countRepair(res)
+			told(ctx, StepFailed)
 		})
 }
 

@@ -35,8 +35,10 @@ func (s *Service) withdrawPending(ctx context.Context, limit int, rep *PublishRe
 		switch {
 		case err != nil:
 			rep.fail(err)
+			told(ctx, StepFailed)
 		case withdrawn:
 			rep.Withdrawn++
+			told(ctx, StepWithdrawn)
 		default:
 			// A summary was accepted since the page was read: it stays
 			// published, and its object, just deleted, is recorded
@@ -48,8 +50,11 @@ func (s *Service) withdrawPending(ctx context.Context, limit int, rep *PublishRe
 	if err := s.Store.RecordAbsence(ctx, bound, stayed); err != nil {
 		return err
 	}
-	n, err := s.deleteRemoved(ctx, removed, rep.fail)
+	n, err := s.deleteRemoved(ctx, removed, func(err error) { rep.fail(err); told(ctx, StepFailed) })
 	rep.Withdrawn += n
+	for range n {
+		told(ctx, StepWithdrawn)
+	}
 	return err
 }
 
