@@ -29,8 +29,18 @@ type OnceOptions struct {
 	// OnReport is called after each ingest run.
 	OnReport func(ingest.Report, error)
 	// OnProgress describes the work under way ("ingest: 12 runs, 340
-	// events"), for a progress display.
+	// events", "publish: 340 summaries, 120 pages"), for a progress
+	// display: each step says so when it starts, and then as each run,
+	// summary and page is done.
 	OnProgress func(desc string)
+}
+
+// progress says what is under way now: each step says so when it starts,
+// so the display never shows a step that has ended.
+func (o OnceOptions) progress(desc string) {
+	if o.OnProgress != nil {
+		o.OnProgress(desc)
+	}
 }
 
 // OnceResult is what RunOnce did.
@@ -91,6 +101,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	}
 	// Detached migrations: a run that fails is reported and left for an
 	// operator; it does not fail the pass.
+	o.progress("migrations: finishing detached runs")
 	res.Migrations, res.MigrationErr = p.Migrator().ResumePending(ctx)
 	if res.MigrationErr != nil && ctx.Err() != nil {
 		return res, errors.Join(res.MigrationErr, t.err())
@@ -99,6 +110,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 		return res, errors.Join(err, t.err())
 	}
 	// Deliver what the new pages drafted, so a change goes all the way out.
+	o.progress("deliver: sending what the pages drafted")
 	deliveries, err := p.DeliverOnce(ctx, "", time.Minute)
 	res.Deliveries = deliveries
 	if err != nil {

@@ -378,3 +378,35 @@ func TestRunOnceRunsATrackedRepositoryNow(t *testing.T) {
 		t.Fatalf("run --once without --track: %+v %v, want no run", res.Reports, err)
 	}
 }
+
+// run --once's progress moves with the work, not by rounds: when ingest
+// ends the display says publishing is under way before anything is
+// summarized, and then every summary accepted and every page published is
+// told as it happens (a round is 1,000 of each).
+func TestRunOnceTellsProgressAsItGoes(t *testing.T) {
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.AddSource(context.Background(), ingestSource("notes", notesDir(t, "a", "b", "c"))); err != nil {
+		t.Fatal(err)
+	}
+	var descs []string
+	if _, err := p.RunOnce(context.Background(), OnceOptions{OnProgress: func(d string) { descs = append(descs, d) }}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i, d := range descs {
+		seen[d] = i + 1
+	}
+	want := []string{
+		"ingest: 1 runs, 3 events",
+		"publish: 0 summaries, 0 pages",
+		"publish: 1 summaries, 0 pages", "publish: 2 summaries, 0 pages", "publish: 3 summaries, 0 pages",
+		"publish: 3 summaries, 1 pages", "publish: 3 summaries, 2 pages", "publish: 3 summaries, 3 pages",
+	}
+	last := 0
+	for _, w := range want {
+		if seen[w] == 0 || seen[w] < last {
+			t.Fatalf("progress %q, want in order %q", descs, want)
+		}
+		last = seen[w]
+	}
+}

@@ -75,9 +75,19 @@ func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (p
 // PublishAll summarizes and publishes in rounds until nothing is pending:
 // a round that made no progress (everything left failed) or handled less
 // than a full round ends it, so a failure that repeats cannot spin.
-// progress, if set, is told the running totals.
+// progress, if set, is told the running totals when it starts and as each
+// summary and page is done (see publish.WithProgress), not only when a
+// round of 1,000 ends.
 func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (publish.Totals, error) {
 	var t publish.Totals
+	var live publishProgress // this round's steps so far
+	if progress != nil {
+		progress(live.line(t))
+		ctx = publish.WithProgress(ctx, func(s publish.Step) {
+			live.add(s)
+			progress(live.line(t))
+		})
+	}
 	for round := 0; ; round++ {
 		if round == publishRoundsLimit {
 			t.More = true
@@ -85,16 +95,10 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 		}
 		r, err := p.PublishRound(ctx, svc, "", publishRoundSize)
 		t.Add(r)
+		live = publishProgress{}
 		s, pr := r.Summarized, r.Published
 		if progress != nil {
-			line := fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted, t.Published)
-			if t.Restyled > 0 {
-				line += fmt.Sprintf(", %d restyled", t.Restyled)
-			}
-			if t.Withdrawn > 0 {
-				line += fmt.Sprintf(", %d withdrawn", t.Withdrawn)
-			}
-			progress(line)
+			progress(live.line(t))
 		}
 		if err != nil {
 			// What the round did is counted above and kept; the caller
@@ -105,6 +109,34 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 			return t, nil
 		}
 	}
+}
+
+// publishProgress counts the steps of a publishing round told so far.
+type publishProgress struct{ accepted, published, restyled, withdrawn int }
+
+func (l *publishProgress) add(s publish.Step) {
+	switch s {
+	case publish.StepSummarized:
+		l.accepted++
+	case publish.StepPublished:
+		l.published++
+	case publish.StepRestyled:
+		l.restyled++
+	case publish.StepWithdrawn:
+		l.withdrawn++
+	}
+}
+
+// line says the totals of the rounds done, t, with this round's so far.
+func (l *publishProgress) line(t publish.Totals) string {
+	line := fmt.Sprintf("publish: %d summaries, %d pages", t.Accepted+l.accepted, t.Published+l.published)
+	if n := t.Restyled + l.restyled; n > 0 {
+		line += fmt.Sprintf(", %d restyled", n)
+	}
+	if n := t.Withdrawn + l.withdrawn; n > 0 {
+		line += fmt.Sprintf(", %d withdrawn", n)
+	}
+	return line
 }
 
 // PublishSummary publishes one summary on its page (refused unless it is
