@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/summarize/readable"
@@ -96,20 +98,60 @@ type pageLink struct {
 	Current bool
 }
 
+// MaxListTitle is the most characters of a title a list shows: the
+// index, a source's card, their archive pages, the feeds and a change
+// page's links to its neighbours. The change page shows the title whole.
+const MaxListTitle = 140
+
+// ListTitle is title as a list shows it: whole when it has at most
+// MaxListTitle characters, else cut at the last space before the limit
+// (inside the text when there is none in its second half: a long unbroken
+// title) and marked with an ellipsis. It counts characters, not bytes, and
+// never cuts one in two.
+func ListTitle(title string) string {
+	if utf8.RuneCountInString(title) <= MaxListTitle {
+		return title
+	}
+	r := []rune(title)[:MaxListTitle-1] // room for the ellipsis
+	cut := len(r)
+	if !unicode.IsSpace([]rune(title)[cut]) {
+		for i := len(r) - 1; i >= len(r)/2; i-- {
+			if unicode.IsSpace(r[i]) {
+				cut = i
+				break
+			}
+		}
+	}
+	return strings.TrimRightFunc(string(r[:cut]), func(c rune) bool {
+		return unicode.IsSpace(c) || strings.ContainsRune(",;:.-–—", c)
+	}) + "…"
+}
+
 // listingRow is what a listing shows of a change, and all its digest
 // covers of it: a page republished with the same title and headline (a
-// relink, a repair) changes no listing.
+// relink, a repair) changes no listing. Title is the title as a list
+// shows it (ListTitle); FullTitle is the whole title when that is longer.
 type listingRow struct {
-	PageID, SourceID, Title, Headline string
-	OccurredAt                        time.Time
+	PageID, SourceID, Title, FullTitle, Headline string
+	OccurredAt                                   time.Time
 }
 
 func listingRows(entries []PageEntry) []listingRow {
 	rows := make([]listingRow, len(entries))
 	for i, e := range entries {
-		rows[i] = listingRow{PageID: e.PageID, SourceID: e.SourceID, Title: e.Title, Headline: e.Headline, OccurredAt: e.OccurredAt}
+		rows[i] = listingRow{PageID: e.PageID, SourceID: e.SourceID, Headline: e.Headline, OccurredAt: e.OccurredAt}
+		rows[i].Title, rows[i].FullTitle = shownTitle(e.Title)
 	}
 	return rows
+}
+
+// shownTitle is title as a list shows it and, when that is shortened, the
+// whole title (for the link's title attribute).
+func shownTitle(title string) (shown, full string) {
+	if shown = ListTitle(title); shown != title {
+		full = title
+	}
+	return shown, full
 }
 
 // listingView is what the listing template shows of one page.
@@ -400,7 +442,7 @@ func (s *Service) atom(title, id, key string, entries []PageEntry) func(int64) (
 			if at.After(updated) {
 				updated = at
 			}
-			f.Entries = append(f.Entries, atomEntry{ID: EntryID(e.EventID), Title: atomText{Type: "text", Text: e.Title},
+			f.Entries = append(f.Entries, atomEntry{ID: EntryID(e.EventID), Title: atomText{Type: "text", Text: ListTitle(e.Title)},
 				Updated: at.UTC().Format(time.RFC3339), Link: atomLink{Rel: "alternate", Type: "text/html", Href: root + PageKey(e.PageID)},
 				Summary: atomText{Type: "text", Text: readable.Clean(e.Summary)}})
 		}

@@ -64,6 +64,7 @@ var (
 		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"shortHash": func(s string) string { return short(s, 12) },
 		"add":       func(a, b int) int { return a + b },
+		"listTitle": ListTitle,
 		// path lets a file path wrap after each slash, not inside a name.
 		"path": func(p string) template.HTML {
 			parts := strings.Split(p, "/")
@@ -121,7 +122,7 @@ var (
 <pre class="diff">{{range .Doc.Diff}}<span class="{{diffClass .Op}}">{{diffMark .Op}}{{.Text}}</span>{{end}}</pre>
 {{end}}{{if .Doc.DiffNote}}<p class="meta">{{.Doc.DiffNote}}.</p>
 {{end}}{{if .Notes}}<aside><p>{{.Notes}}</p></aside>
-{{end}}{{if or .Older .Newer}}<nav class="pager neighbours">{{with .Older}}<a href="{{.PageID}}.html" rel="prev">← {{.Title}}</a>{{else}}<span></span>{{end}}{{with .Newer}}<a href="{{.PageID}}.html" rel="next">{{.Title}} →</a>{{end}}</nav>
+{{end}}{{if or .Older .Newer}}<nav class="pager neighbours">{{with .Older}}<a href="{{.PageID}}.html" rel="prev"{{with .FullTitle}} title="{{.}}"{{end}}>← {{.Title}}</a>{{else}}<span></span>{{end}}{{with .Newer}}<a href="{{.PageID}}.html" rel="next"{{with .FullTitle}} title="{{.}}"{{end}}>{{.Title}} →</a>{{end}}</nav>
 {{end}}</article>
 </main>
 <footer>Evidence sha256:<code>{{.Summary0.EvidenceHash}}</code>, revision {{.Event.Revision}} (<a href="../evidence/{{.Event.ID}}/{{.Event.Revision}}">download</a> with <code>tidemark serve</code>). Summary by {{.Summary0.Model}}, prompt {{.Summary0.PromptVersion}}.{{if .Generation}} Publication generation {{.Generation}}.{{end}}</footer>
@@ -167,7 +168,7 @@ func PageFormat() string { return templateDigests["page"] }
 // first; the front page links to every archive page, an archive page to
 // its neighbours, the front page and the oldest.
 const listing = `{{define "listing"}}{{if .Entries}}<table class="changes">
-{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html">{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td class="src">{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
+{{range .Entries}}<tr><td class="when"><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></td><td><a href="{{$.Root}}changes/{{.PageID}}.html"{{with .FullTitle}} title="{{.}}"{{end}}>{{.Title}}</a>{{if .Headline}}<div class="what">{{.Headline}}</div>{{end}}</td>{{if $.SourceNames}}<td class="src">{{index $.SourceNames .SourceID}}</td>{{end}}</tr>
 {{end}}</table>
 {{if or .Newer .Older}}<nav class="pager">{{if .Newer}}<a href="{{.Newer}}">← Newer</a>{{else}}<span></span>{{end}}{{if .Older}}<a href="{{.Older}}">Older →</a>{{end}}</nav>
 {{if .Links}}<p class="pages">Archive (1 is the oldest): {{range .Links}}{{if .Current}}<strong>{{.Label}}</strong> {{else}}<a href="{{.Href}}">{{.Label}}</a> {{end}}{{end}}</p>
@@ -294,11 +295,13 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 	if p.Older, p.Newer, err = s.Store.Neighbours(ctx, p.PageID, p.Event); err != nil {
 		return nil, err
 	}
-	shown := func(l *PageLink) *PageLink {
+	shown := func(l *PageLink) *listingRow {
 		if l == nil {
 			return nil
 		}
-		return &PageLink{PageID: l.PageID, Title: readable.Clean(l.Title)}
+		r := &listingRow{PageID: l.PageID}
+		r.Title, r.FullTitle = shownTitle(readable.Clean(l.Title))
+		return r
 	}
 	p.SearchText = searchText(doc.SearchText() + "\n" + notes)
 	var b bytes.Buffer

@@ -163,7 +163,7 @@ var searchTmpl = wikiTemplate("search", `{{if .Query}}{{.Query}} · {{end}}Searc
 {{if .Error}}<p class="error">{{.Error}}</p>
 {{else if .Query}}{{with .Result}}{{if .Hits}}<p class="meta">Results {{add .Offset 1}}–{{add .Offset (len .Hits)}} for “{{.Query}}”</p>
 <ol class="hits" start="{{add .Offset 1}}">
-{{range .Hits}}<li><a href="{{.URL}}">{{.Title}}</a> <span class="meta"><span>{{.SourceName}}</span><span><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></span></span>
+{{range .Hits}}<li>{{$shown := listTitle .Title}}<a href="{{.URL}}"{{if ne $shown .Title}} title="{{.Title}}"{{end}}>{{$shown}}</a> <span class="meta"><span>{{.SourceName}}</span><span><time datetime="{{iso .OccurredAt}}">{{date .OccurredAt}}</time></span></span>
 <p class="snippet">{{range .Snippet}}{{if .Match}}<mark>{{.Text}}</mark>{{else}}{{.Text}}{{end}}{{end}}</p></li>
 {{end}}</ol>
 <nav class="pager">{{if gt .Offset 0}}<a href="{{$.Prev}}">← Previous</a>{{else}}<span></span>{{end}}{{if .More}}<a href="{{$.Next}}">Next →</a>{{end}}</nav>
