@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/pmezard/go-difflib/difflib"
@@ -570,19 +571,21 @@ func parseCommit(ev string) *Commit {
 		return nil
 	}
 	c.Subject = oneLine(msg[0])
+	// A paragraph keeps its lines (and their indentation): they may be a
+	// list, or trailers, which joined into one line read as neither.
 	var para []string
 	for _, l := range msg[1:] {
 		if strings.TrimSpace(l) == "" {
 			if len(para) > 0 {
-				c.Body = append(c.Body, strings.Join(para, " "))
+				c.Body = append(c.Body, strings.Join(para, "\n"))
 				para = nil
 			}
 			continue
 		}
-		para = append(para, strings.TrimSpace(l))
+		para = append(para, strings.TrimRightFunc(l, unicode.IsSpace))
 	}
 	if len(para) > 0 {
-		c.Body = append(c.Body, strings.Join(para, " "))
+		c.Body = append(c.Body, strings.Join(para, "\n"))
 	}
 	sort.SliceStable(files, func(i, j int) bool { return files[i].n > files[j].n })
 	for _, f := range files {

@@ -65,11 +65,14 @@ type File struct {
 type Commit struct {
 	Hash    string
 	Subject string
-	Body    []string // paragraphs
-	Stat    string
-	Files   []FileStat
-	Author  string
-	URL     string // the upstream commit's web page, when the remote's web form is known
+	// Body is the message's paragraphs after the subject, each with its
+	// lines (separated by "\n", indentation kept): a reader decides which
+	// are list items and which flow together.
+	Body   []string
+	Stat   string
+	Files  []FileStat
+	Author string
+	URL    string // the upstream commit's web page, when the remote's web form is known
 }
 
 // FileStat is one file of a commit's numstat.
@@ -216,7 +219,13 @@ func (d Doc) Text() string {
 		c := d.Commit
 		add(c.Subject)
 		if len(c.Body) > 0 {
-			add(truncate(c.Body[0], 600))
+			// The first paragraph as one line, as extractive-v2 has
+			// always written it: each line trimmed, joined by a space.
+			lines := strings.Split(c.Body[0], "\n")
+			for i := range lines {
+				lines[i] = strings.TrimSpace(lines[i])
+			}
+			add(truncate(strings.Join(lines, " "), 600))
 		}
 		add(commitStatLine(c))
 		if c.Author != "" {

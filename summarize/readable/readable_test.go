@@ -175,3 +175,18 @@ func quote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\x1b", `\u001b`, "\x07", `\u0007`)
 	return `"` + r.Replace(s) + `"`
 }
+
+// A commit body keeps its paragraphs and, within each, its lines: a list
+// written as lines ("- one\n- two") is still one item a line.
+func TestCommitBodyKeepsLines(t *testing.T) {
+	ev := "commit abc\nauthor Ann <a@b> 2026-01-02T03:04:05Z\n\n" +
+		"    Add bullets\n    \n    First paragraph,\n    hard-wrapped.\n    \n    - one\n    - two\n      continued\n"
+	d := readable.Build(readable.Input{Kind: "git", Evidence: []byte(ev)})
+	if d.Commit == nil {
+		t.Fatal("no commit")
+	}
+	want := []string{"First paragraph,\nhard-wrapped.", "- one\n- two\n  continued"}
+	if strings.Join(d.Commit.Body, "\x00") != strings.Join(want, "\x00") {
+		t.Errorf("body %q, want %q", d.Commit.Body, want)
+	}
+}
