@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,11 +62,12 @@ th.num,td.num{padding-left:.6rem}}`
 
 var (
 	funcs = template.FuncMap{
-		"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"shortHash": func(s string) string { return short(s, 12) },
-		"add":       func(a, b int) int { return a + b },
-		"listTitle": ListTitle,
+		"date":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"shortHash":  func(s string) string { return short(s, 12) },
+		"add":        func(a, b int) int { return a + b },
+		"listTitle":  ListTitle,
+		"bodyBlocks": bodyBlocks,
 		// path lets a file path wrap after each slash, not inside a name.
 		"path": func(p string) template.HTML {
 			parts := strings.Split(p, "/")
@@ -101,8 +104,14 @@ var (
 {{end}}{{if .Summary}}<section class="summary">
 {{range .Summary}}<p>{{.}}</p>
 {{end}}</section>
-{{end}}{{with .Doc.Commit}}{{range .Body}}<p>{{.}}</p>
-{{end}}{{if .Stat}}<h2>{{.Stat}}</h2>
+{{end}}{{with .Doc.Commit}}{{range bodyBlocks .Body}}{{if eq .List "ul"}}<ul>
+{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul>
+{{else if eq .List "ol"}}<ol{{if ne .Start 1}} start="{{.Start}}"{{end}}>
+{{range .Lines}}<li>{{.}}</li>
+{{end}}</ol>
+{{else}}<p>{{range $i, $l := .Lines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</p>
+{{end}}{{end}}{{if .Stat}}<h2>{{.Stat}}</h2>
 <table><tr><th>File</th><th class="num">Added</th><th class="num">Removed</th></tr>
 {{range .Files}}<tr><td><code>{{path .Path}}</code></td><td class="num">{{.Added}}</td><td class="num">{{.Deleted}}</td></tr>
 {{end}}</table>
@@ -157,7 +166,7 @@ var templateDigests = map[string]string{}
 // the change pages' PageFormat): bump it when Go code changes what the
 // templates write (a template function, package readable's rendering of
 // evidence), which the templates' sources do not show.
-const listingFormat = "1"
+const listingFormat = "2"
 
 // PageFormat is the format change pages are rendered in: the digest of
 // the page template, its style and listingFormat. A page published in
@@ -208,6 +217,90 @@ func short(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// bodyBlock is a paragraph or a list of a commit message's body.
+type bodyBlock struct {
+	// List is "ul" or "ol" for a list (Lines are its items), "" for a
+	// paragraph (Lines are shown one a line).
+	List  string
+	Start int // an ordered list's first number
+	Lines []string
+}
+
+// bodyBlocks reads a commit body's paragraphs (package readable keeps
+// their lines) as people write them in plain text: a line that starts with
+// "- " or "* " is an item of a list, one that starts with "1. " or "1) "
+// an item of a numbered list, and a line after an item continues it. Other
+// lines are hard-wrapped prose and flow together, except trailers
+// ("Signed-off-by: …"), which stay one a line. Every line stays text.
+func bodyBlocks(body []string) []bodyBlock {
+	var out []bodyBlock
+	for _, para := range body {
+		var text []string
+		flush := func() {
+			if len(text) == 0 {
+				return
+			}
+			b := bodyBlock{Lines: text}
+			if !allTrailers(text) {
+				b.Lines = []string{strings.Join(text, " ")}
+			}
+			out, text = append(out, b), nil
+		}
+		list := -1 // the list in out that the last line was an item of
+		for _, l := range strings.Split(para, "\n") {
+			l = strings.TrimSpace(l)
+			switch kind, n, item := listItem(l); {
+			case kind != "":
+				flush()
+				if list < 0 || out[list].List != kind {
+					out = append(out, bodyBlock{List: kind, Start: n})
+					list = len(out) - 1
+				}
+				out[list].Lines = append(out[list].Lines, item)
+			case list >= 0:
+				items := out[list].Lines
+				items[len(items)-1] += " " + l
+			default:
+				text = append(text, l)
+			}
+		}
+		flush()
+	}
+	return out
+}
+
+// listItem says whether line is a list item: its list's kind ("ul", "ol"),
+// its number in an ordered list, and its text.
+func listItem(line string) (kind string, n int, item string) {
+	if rest, ok := strings.CutPrefix(line, "- "); ok {
+		return "ul", 0, strings.TrimSpace(rest)
+	}
+	if rest, ok := strings.CutPrefix(line, "* "); ok {
+		return "ul", 0, strings.TrimSpace(rest)
+	}
+	i := 0
+	for i < len(line) && i < 9 && line[i] >= '0' && line[i] <= '9' {
+		i++
+	}
+	if i == 0 || !strings.HasPrefix(line[i:], ". ") && !strings.HasPrefix(line[i:], ") ") {
+		return "", 0, ""
+	}
+	n, _ = strconv.Atoi(line[:i])
+	return "ol", n, strings.TrimSpace(line[i+2:])
+}
+
+// trailer is a line of a git trailer block ("Signed-off-by: Ann").
+var trailer = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*: \S`)
+
+func allTrailers(lines []string) bool {
+	for _, l := range lines {
+		if !trailer.MatchString(l) {
+			return false
+		}
+	}
+	return len(lines) > 1
 }
 
 func paragraphs(text string) []string {
