@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/summarize/readable"
 )
 
 // A notice is what a console page says after a form's write redirected to
@@ -65,7 +66,9 @@ func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 	if !ok || (kind != "ok" && kind != "error") {
 		return nil
 	}
-	return &notice{Error: kind == "error", Text: text}
+	// A notice may carry upstream text (a run's error): shown as the
+	// console's templates show it (their text function).
+	return &notice{Error: kind == "error", Text: readable.Clean(text)}
 }
 
 func (s *Server) noticeCookie(r *http.Request, value string, maxAge int) *http.Cookie {

@@ -64,3 +64,15 @@ func TestNoticeTravelsInACookieForOnePageView(t *testing.T) {
 		t.Fatalf("a malformed cookie made a notice: %+v", n)
 	}
 }
+
+// A notice can carry upstream text (a run's error after "Run now"): it is
+// shown without control characters and terminal escapes, as the rest of
+// the console shows upstream text.
+func TestNoticeShowsUpstreamTextClean(t *testing.T) {
+	w := httptest.NewRecorder()
+	(&Server{}).redirect(w, httptest.NewRequest("POST", "/status/sources/x/run", nil), "/status/sources/x",
+		"ran x: invalid: parse feed: \x1b[31mbad\x1b[0m token\x07", nil)
+	if got, want := noticeSet(w.Header()), "ran x: invalid: parse feed: bad token"; got != want {
+		t.Fatalf("notice %q, want %q", got, want)
+	}
+}

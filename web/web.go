@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/summarize/readable"
 )
 
 //go:embed templates/*.html
@@ -35,9 +36,13 @@ var funcs = template.FuncMap{
 		}
 		return stamp(*t)
 	},
-	"when":   stamp,
-	"short":  func(s string) string { return shorten(s, 12) },
-	"clip":   func(s string) string { return shorten(s, 160) },
+	"when": stamp,
+	// text is upstream text (a title, an item's key, an upstream error)
+	// as the wiki shows it: without control characters and terminal
+	// escape sequences. short and clip shorten text.
+	"text":   readable.Clean,
+	"short":  func(s string) string { return shorten(readable.Clean(s), 12) },
+	"clip":   func(s string) string { return shorten(readable.Clean(s), 160) },
 	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
 	"ops":    intentOps,
