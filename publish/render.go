@@ -57,7 +57,7 @@ mark{background:#fff0a8;color:inherit;padding:0 .1em;border-radius:2px}.error{co
 table.changes td{overflow-wrap:anywhere}table.changes td.src{width:1%;white-space:nowrap;overflow-wrap:normal}
 @media (max-width:40rem){table.changes,table.changes tbody,table.changes tr,table.changes td{display:block;width:auto}
 table.changes tr{border-bottom:1px solid var(--line);padding:.45rem 0}table.changes td{border:0;padding:.05rem 0}
-table.changes td.when{padding-top:0}table.changes td.src{color:var(--muted);font-size:.85rem;white-space:normal;overflow-wrap:anywhere}
+table.changes td.when{padding-top:0}table.changes td.src{width:auto;color:var(--muted);font-size:.85rem;white-space:normal;overflow-wrap:anywhere}
 th.num,td.num{padding-left:.6rem}}`
 
 var (

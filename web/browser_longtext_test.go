@@ -69,8 +69,18 @@ func TestBrowserLongText(t *testing.T) {
 		"long-runs":         "/status/runs",
 	} {
 		mustOpen(t, ctx, srv.URL+path)
-		mustWrapLongText(t, ctx, dir, name)
+		mustWrapLongText(t, ctx, dir, name, narrowCells)
 	}
+}
+
+// The wiki's lists become stacked cards on a phone: a change's source is
+// a line under its title, not a column one letter wide.
+func TestBrowserWikiListOnAPhone(t *testing.T) {
+	ctx := mustBrowser(t)
+	dir := artifactsDir(t)
+	base, _ := mustConsoleFixture(t)
+	mustOpen(t, ctx, base+"/")
+	mustWrapLongText(t, ctx, dir, "wiki-index-cards", "table.changes td.src, table.changes td.when")
 }
 
 // narrowCells are the console's cells that must stay on one line.
@@ -80,8 +90,8 @@ td[data-label=sha256], td[data-label=run], td[data-label=kind], td[data-label=he
 
 // mustWrapLongText photographs the current page at every width and fails
 // when it scrolls sideways, when a heading or table is wider than its box,
-// or when a narrow cell wraps.
-func mustWrapLongText(t *testing.T, ctx context.Context, dir, name string) {
+// or when a cell that narrow selects wraps.
+func mustWrapLongText(t *testing.T, ctx context.Context, dir, name, narrow string) {
 	t.Helper()
 	for _, w := range widths {
 		opts := []chromedp.EmulateViewportOption{}
@@ -97,7 +107,7 @@ func mustWrapLongText(t *testing.T, ctx context.Context, dir, name string) {
 		const box = e.tagName === "TABLE" ? e.parentElement : e;
 		if (e.scrollWidth > box.clientWidth + 1) out.push(e.tagName.toLowerCase() + " " + e.scrollWidth + "px wide in a box of " + box.clientWidth + "px: " + e.textContent.slice(0, 40));
 	}
-	for (const td of document.querySelectorAll(`+"`"+narrowCells+"`"+`)) {
+	for (const td of document.querySelectorAll(`+"`"+narrow+"`"+`)) {
 		const r = document.createRange();
 		r.selectNodeContents(td);
 		// Nested boxes (a link, its code) on one line overlap; a line
@@ -107,7 +117,7 @@ func mustWrapLongText(t *testing.T, ctx context.Context, dir, name string) {
 			if (q.top >= bottom - 2) lines++;
 			bottom = Math.max(bottom, q.bottom);
 		}
-		if (lines > 1) out.push(td.dataset.label + " wraps to " + lines + " lines: " + td.textContent.slice(0, 40));
+		if (lines > 1) out.push((td.dataset.label || td.className) + " wraps to " + lines + " lines: " + td.textContent.slice(0, 40));
 	}
 	return out;
 })()`))
