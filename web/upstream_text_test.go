@@ -71,3 +71,30 @@ func TestConsoleShowsUpstreamTextClean(t *testing.T) {
 		}
 	}
 }
+
+// The console's event lists show a long title shortened, as the wiki's
+// lists do (publish.ListTitle); the event's own page shows it whole.
+func TestConsoleListsShortenLongTitles(t *testing.T) {
+	ctx := context.Background()
+	env := sqltest.NewEnv(5)
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
+	long := strings.Repeat("word ", 600)
+	evs := sqltest.MustIngest(t, db, env, "blog", long)
+	token, _, err := db.Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&web.Server{Ingest: db.Ingest(), Auth: db.Auth()}).Handler())
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	cl := &client{t: t, base: srv.URL, token: token, http: &http.Client{Jar: jar}}
+	full := strings.TrimSpace(long)
+	for _, path := range []string{"/status/events", "/status/sources/blog"} {
+		if r := cl.get(path); r.Code != 200 || strings.Contains(r.Body, full) || !strings.Contains(r.Body, "word word…") {
+			t.Errorf("%s shows the whole 3,000-character title, or no shortened one", path)
+		}
+	}
+	if r := cl.get("/status/events/" + evs[0].ID); !strings.Contains(r.Body, full) {
+		t.Errorf("the event's page does not show its whole title")
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/summarize/readable"
 )
 
@@ -40,9 +41,12 @@ var funcs = template.FuncMap{
 	// text is upstream text (a title, an item's key, an upstream error)
 	// as the wiki shows it: without control characters and terminal
 	// escape sequences. short and clip shorten text.
-	"text":   readable.Clean,
-	"short":  func(s string) string { return shorten(readable.Clean(s), 12) },
-	"clip":   func(s string) string { return shorten(readable.Clean(s), 160) },
+	"text":  readable.Clean,
+	"short": func(s string) string { return shorten(readable.Clean(s), 12) },
+	"clip":  func(s string) string { return shorten(readable.Clean(s), 160) },
+	// listed is a title in a list: cleaned, and shortened as the wiki's
+	// lists shorten it (the event's page shows it whole).
+	"listed": func(s string) string { return publish.ListTitle(readable.Clean(s)) },
 	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
 	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
 	"ops":    intentOps,
