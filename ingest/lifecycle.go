@@ -199,6 +199,46 @@ func Health(src tidemark.Source) string {
 	return string(src.LastOutcome)
 }
 
+// WindowWords says a window's state and the attempts it has spent against
+// its budget. An outage is retried past its budget until the retry policy
+// makes it terminal (and a lost run then spends one more), so the attempts
+// can outnumber the budget; the words then say the budget is spent rather
+// than "6 of 5". Each run still carries its own attempt number.
+func WindowWords(src tidemark.Source) string {
+	if src.WindowAttempts > src.RetryBudget {
+		if src.Window == tidemark.WindowOpen {
+			return fmt.Sprintf("%s, budget of %d attempts spent; an outage is retried past it", src.Window, src.RetryBudget)
+		}
+		return fmt.Sprintf("%s, budget of %d attempts spent", src.Window, src.RetryBudget)
+	}
+	return fmt.Sprintf("%s, %d of %d attempts spent", src.Window, src.WindowAttempts, src.RetryBudget)
+}
+
+// WindowBrief is WindowWords for a table cell: "open 2/5", "open, past
+// budget" for an outage retried past it, or "terminal".
+func WindowBrief(src tidemark.Source) string {
+	switch {
+	case src.Window != tidemark.WindowOpen:
+		return string(src.Window)
+	case src.WindowAttempts > src.RetryBudget:
+		return "open, past budget"
+	}
+	return fmt.Sprintf("open %d/%d", src.WindowAttempts, src.RetryBudget)
+}
+
+// NotDue says why a source is not due at any time, or "" when it is due
+// at its NextDueAt: nothing claims a paused source or a terminal window
+// until an operator acts, whatever its NextDueAt says.
+func NotDue(src tidemark.Source) string {
+	switch {
+	case src.State == tidemark.SourcePaused:
+		return "not due: paused"
+	case src.Window == tidemark.WindowTerminal:
+		return "not due: an operator must retry or skip the window"
+	}
+	return ""
+}
+
 // ResolveRunFilter checks a run listing's filter before it is listed: an
 // outcome must be one (tidemark.ErrInvalid), and every source or run it
 // names must exist (tidemark.ErrNotFound naming

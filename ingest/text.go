@@ -45,12 +45,12 @@ func (l SourceList) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tHEALTH\tWINDOW\tLAST OUTCOME\tCURSOR\tNEXT DUE")
 	for _, s := range l {
-		window := string(s.Window)
-		if s.Window == tidemark.WindowOpen {
-			window = fmt.Sprintf("open %d/%d", s.WindowAttempts, s.RetryBudget)
+		due := fieldtext.Day(s.NextDueAt)
+		if NotDue(s) != "" {
+			due = "not due"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), window,
-			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cut(s.Cursor, 12)), fieldtext.Day(s.NextDueAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), WindowBrief(s),
+			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cut(s.Cursor, 12)), due)
 	}
 	return tw.Flush()
 }
@@ -103,7 +103,7 @@ func (d Detail) WriteText(w io.Writer) error {
 	kv("state", "%s (health: %s)", src.State, Health(src))
 	kv("schedule", "every %s, %d attempts per window", src.Interval.Std(), src.RetryBudget)
 	kv("cursor", "%s (version %d)", fieldtext.OrDash(src.Cursor), src.CursorVersion)
-	kv("window", "%s, %d of %d attempts spent", src.Window, src.WindowAttempts, src.RetryBudget)
+	kv("window", "%s", WindowWords(src))
 	if src.TerminalReason != "" {
 		kv("terminal", "%s", src.TerminalReason)
 	}
@@ -117,7 +117,11 @@ func (d Detail) WriteText(w io.Writer) error {
 	if src.ClaimHolder != "" {
 		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, fieldtext.Day(*src.LeaseExpiresAt))
 	}
-	kv("next due", "%s", fieldtext.Day(src.NextDueAt))
+	if why := NotDue(src); why != "" {
+		kv("next due", "%s", why)
+	} else {
+		kv("next due", "%s", fieldtext.Day(src.NextDueAt))
+	}
 	if len(d.UnservedBy) > 0 {
 		fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
 		for _, u := range d.UnservedBy {

@@ -61,3 +61,34 @@ func TestFetchOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A window's attempts are said against its budget and never as more of it
+// than there is: an outage is retried past its budget until the policy
+// makes it terminal, and a loss then spends one more. A window that waits
+// for an operator, or a paused source, is not due at any time.
+func TestWindowWords(t *testing.T) {
+	for _, c := range []struct {
+		window        tidemark.WindowState
+		state         tidemark.SourceState
+		attempts      int
+		words, notDue string
+	}{
+		{tidemark.WindowOpen, tidemark.SourceActive, 0, "open, 0 of 5 attempts spent", ""},
+		{tidemark.WindowOpen, tidemark.SourceActive, 5, "open, 5 of 5 attempts spent", ""},
+		{tidemark.WindowOpen, tidemark.SourceActive, 6, "open, budget of 5 attempts spent; an outage is retried past it", ""},
+		{tidemark.WindowTerminal, tidemark.SourceActive, 5, "terminal, 5 of 5 attempts spent", "not due: an operator must retry or skip the window"},
+		{tidemark.WindowTerminal, tidemark.SourceActive, 6, "terminal, budget of 5 attempts spent", "not due: an operator must retry or skip the window"},
+		{tidemark.WindowOpen, tidemark.SourcePaused, 1, "open, 1 of 5 attempts spent", "not due: paused"},
+	} {
+		src := tidemark.Source{Window: c.window, State: c.state, WindowAttempts: c.attempts, RetryBudget: 5}
+		if got := ingest.WindowWords(src); got != c.words {
+			t.Errorf("%s window, %d attempts: %q, want %q", c.window, c.attempts, got, c.words)
+		}
+		if got := ingest.WindowBrief(src); strings.Contains(got, "/") && c.attempts > 5 {
+			t.Errorf("%s window, %d attempts: brief %q counts past the budget", c.window, c.attempts, got)
+		}
+		if got := ingest.NotDue(src); got != c.notDue {
+			t.Errorf("%s %s: not due %q, want %q", c.state, c.window, got, c.notDue)
+		}
+	}
+}

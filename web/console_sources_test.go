@@ -427,3 +427,43 @@ func TestAPIWritesRefuseABodyThatIsNotJSON(t *testing.T) {
 		}
 	})
 }
+
+// A terminal window waits for an operator: its page offers retry and skip,
+// not a run (which would be refused), shows no time it is due at, and says
+// its attempts against the budget without claiming more of it than there is.
+func TestConsoleTerminalSourceOffersRetryNotRun(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		c, _, db := mustConsole(t, b)
+		ctx := context.Background()
+		st := db.Ingest()
+		// "down" failed once of its 3; an outage goes on past the budget
+		// until the policy calls it terminal.
+		for i := 0; i < 3; i++ {
+			cl, err := st.Claim(ctx, "down", "w", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Fail(ctx, cl, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "connection refused",
+				NextDueAt: time.Now(), Terminal: i == 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s, err := st.Source(ctx, "down"); err != nil || s.Window != tidemark.WindowTerminal || s.WindowAttempts != 4 {
+			t.Fatalf("fixture: %v %+v", err, s)
+		}
+		r := c.get("/status/sources/down")
+		mustContain(t, "terminal source", r, `action="/status/sources/down/retry"`, `action="/status/sources/down/skip"`,
+			"budget of 3 attempts spent", "not due: an operator must retry or skip the window")
+		for _, never := range []string{`action="/status/sources/down/run"`, "4 of 3", "Run now"} {
+			if strings.Contains(r.Body, never) {
+				t.Errorf("a terminal source's page says %q:\n%s", never, r.Body)
+			}
+		}
+		r = c.get("/status")
+		for _, never := range []string{"4/3"} {
+			if strings.Contains(r.Body, never) {
+				t.Errorf("the status page says %q", never)
+			}
+		}
+	})
+}

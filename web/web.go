@@ -46,10 +46,13 @@ var funcs = template.FuncMap{
 	"clip":  func(s string) string { return shorten(readable.Clean(s), 160) },
 	// listed is a title in a list: cleaned, and shortened as the wiki's
 	// lists shorten it (the event's page shows it whole).
-	"listed": func(s string) string { return publish.ListTitle(readable.Clean(s)) },
-	"count":  func(m map[outbox.State]int, st outbox.State) int { return m[st] },
-	"hclass": func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
-	"ops":    intentOps,
+	"listed":      func(s string) string { return publish.ListTitle(readable.Clean(s)) },
+	"count":       func(m map[outbox.State]int, st outbox.State) int { return m[st] },
+	"hclass":      func(health string) string { return "l-" + strings.ReplaceAll(health, " ", "-") },
+	"window":      ingest.WindowWords,
+	"windowBrief": ingest.WindowBrief,
+	"notDue":      ingest.NotDue,
+	"ops":         intentOps,
 	// sourcepath NAME ID is the link to a source's console page.
 	"sourcepath": func(name, id string) string { return sourcePath(name, id) },
 }
