@@ -18,6 +18,10 @@ var (
 	// ErrIdentityConflict: a summary with the same identity and different
 	// content is already stored.
 	ErrIdentityConflict = fmt.Errorf("publish: same identity, different content: %w", tidemark.ErrConflict)
+	// ErrRejectedAlready: a summary that was rejected is rejected again
+	// for another reason; the first rejection stands (RejectedAlreadyError
+	// says when and why it was made).
+	ErrRejectedAlready = fmt.Errorf("publish: summary rejected already: %w", tidemark.ErrConflict)
 	// ErrRejected: the summary was rejected and is never published.
 	ErrRejected = fmt.Errorf("publish: summary rejected: %w", tidemark.ErrConflict)
 	// ErrSuperseded: the summary is no longer the event's current one (or
@@ -49,6 +53,21 @@ type Summary struct {
 	RetiredAt           *time.Time `json:"retired_at,omitempty"`
 	CreatedAt           time.Time  `json:"created_at"`
 }
+
+// RejectedAlreadyError refuses a second rejection of a summary for another
+// reason, and says when and why the first was made. It matches
+// ErrRejectedAlready (and so tidemark.ErrConflict).
+type RejectedAlreadyError struct {
+	Summary string
+	At      time.Time
+	Reason  string
+}
+
+func (e *RejectedAlreadyError) Error() string {
+	return fmt.Sprintf("summary %s was rejected already at %s: %q; that rejection stands", e.Summary, e.At.UTC().Format(time.RFC3339), e.Reason)
+}
+
+func (e *RejectedAlreadyError) Unwrap() error { return ErrRejectedAlready }
 
 // Rejected reports whether the summary was rejected.
 func (s Summary) Rejected() bool { return s.RejectedReason != "" }
@@ -206,6 +225,9 @@ type Store interface {
 	Accept(ctx context.Context, ns NewSummary) (s Summary, created bool, err error)
 	// Reject marks a summary rejected with a reason; if it was current the
 	// event's pointer is cleared and the page is withdrawn by the sweeper.
+	// Rejecting a rejected summary again for the same reason is a harmless
+	// replay that returns it; for another reason it is a
+	// *RejectedAlreadyError, and the first rejection stands.
 	Reject(ctx context.Context, summaryID, reason string) (Summary, error)
 	Summary(ctx context.Context, id string) (Summary, error)
 	Summaries(ctx context.Context, f SummaryFilter) ([]Summary, error)

@@ -216,7 +216,14 @@ func (s *PublishStore) Reject(ctx context.Context, id, reason string) (publish.S
 		return sum, err
 	}
 	if sum.Rejected() {
-		return sum, nil
+		if strings.TrimSpace(sum.RejectedReason) == strings.TrimSpace(reason) {
+			return sum, nil // a replay
+		}
+		e := &publish.RejectedAlreadyError{Summary: sum.ID, Reason: sum.RejectedReason}
+		if sum.RejectedAt != nil {
+			e.At = *sum.RejectedAt
+		}
+		return sum, e
 	}
 	now := ms(s.db.Clock.Now())
 	err = exec1(ctx, tx, fmt.Errorf("reject summary %s: %w", id, tidemark.ErrUnconfirmed),

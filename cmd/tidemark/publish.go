@@ -56,7 +56,10 @@ func newRejectCmd(a *app) *cobra.Command {
 	cmd := opCmd(a, "reject SUMMARY_ID --reason TEXT", "Reject a summary: it is never published; its page is withdrawn by the next sweep", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			s, err := p.RejectSummary(cmd.Context(), args[0], reason)
-			return sayShown(s, err, "rejected summary %s of event %s: %s", s.ID, s.EventID, s.RejectedReason)
+			if err != nil {
+				return nil, err // a refused rejection rejected nothing: say only why
+			}
+			return say(s, "rejected summary %s of event %s: %s", s.ID, s.EventID, s.RejectedReason), nil
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd

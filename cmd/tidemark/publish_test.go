@@ -75,6 +75,13 @@ func TestRunOnceBuildsWiki(t *testing.T) {
 	if out, code = runCLI(t, "--home", home, "publish", "reject", sums[0].ID, "--reason", "wrong"); code != 0 {
 		t.Fatalf("reject: exit %d\n%s", code, out)
 	}
+	if out, code = runCLI(t, "--home", home, "publish", "reject", sums[0].ID, "--reason", "wrong"); code != 0 {
+		t.Fatalf("reject again for the same reason: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, "--home", home, "publish", "reject", sums[0].ID, "--reason", "other")
+	if code != 4 || !strings.Contains(out, "rejected already at") || !strings.Contains(out, `"wrong"`) || strings.Contains(out, "rejected summary") {
+		t.Fatalf("reject again for another reason: exit %d, want 4 (conflict) saying when and why\n%s", code, out)
+	}
 	if out, code = runCLI(t, "--home", home, "publish", sums[0].ID); code != 4 {
 		t.Fatalf("publish a rejected summary: exit %d, want 4 (conflict)\n%s", code, out)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -356,9 +357,23 @@ func testRejected(t *testing.T, h *harness) {
 	if un, err := h.Store.Unpublished(ctx, 0); err != nil || len(un) != 0 {
 		t.Fatalf("unpublished = %v %v, want none", un, err)
 	}
-	// Rejecting again keeps the first reason.
-	if again, err := h.Store.Reject(ctx, s.ID, "other"); err != nil || again.RejectedReason != "hallucinated a file" {
-		t.Fatalf("reject again: %+v %v", again, err)
+	// Rejecting again for the same reason is a harmless replay; for
+	// another reason it is a conflict that says when and why the first
+	// rejection was made, and the first reason stays.
+	if again, err := h.Store.Reject(ctx, s.ID, "hallucinated a file"); err != nil || again.RejectedReason != "hallucinated a file" ||
+		again.RejectedAt == nil || !again.RejectedAt.Equal(*r.RejectedAt) {
+		t.Fatalf("reject again for the same reason: %+v %v", again, err)
+	}
+	_, err = h.Store.Reject(ctx, s.ID, "other")
+	mustErr(t, "reject again for another reason", err, publish.ErrRejectedAlready)
+	mustErr(t, "reject again for another reason", err, tidemark.ErrConflict)
+	for _, want := range []string{"rejected already", r.RejectedAt.UTC().Format(time.RFC3339), `"hallucinated a file"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("reject again for another reason: %q does not say %q", err, want)
+		}
+	}
+	if got := h.mustSummary(t, s.ID); got.RejectedReason != "hallucinated a file" || !got.RejectedAt.Equal(*r.RejectedAt) {
+		t.Fatalf("a refused second rejection changed the first: %+v", got)
 	}
 	if _, err := h.Store.Reject(ctx, "no-such-summary", "x"); !errors.Is(err, tidemark.ErrNotFound) {
 		t.Fatalf("reject a missing summary: %v, want ErrNotFound", err)
