@@ -80,11 +80,23 @@ func Hint(err error) string {
 	return "\n  " + held.Hint()
 }
 
+// Input is one of an operation's inputs, named as the API names it (its
+// JSON field or query parameter: "interval", "retry_budget", "force").
+// The operations are shared by the CLI, the console and the API, so their
+// errors name inputs this way, in InvalidError.Field and as Input
+// arguments of Invalidf and Inputf; a face whose inputs go by other names
+// (the CLI's flags) shows an error with NamedText.
+type Input string
+
 // InvalidError says which input was wrong and why. It matches ErrInvalid.
 type InvalidError struct {
-	Field  string // what was wrong: a flag, a field, a document path
+	Field  string // what was wrong: an Input's name, a document path
 	Value  string // the offending value, possibly shortened
 	Reason string
+	// format and args made Reason (Invalidf), kept so that NamedText can
+	// name the Inputs among args.
+	format string
+	args   []any
 }
 
 func (e *InvalidError) Error() string {
@@ -96,13 +108,99 @@ func (e *InvalidError) Error() string {
 
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
-// Invalidf returns an *InvalidError for field with a formatted reason.
+// Invalidf returns an *InvalidError for the input field (see Input) with a
+// formatted reason, whose Input arguments are inputs too.
 func Invalidf(field, value, format string, args ...any) error {
 	if len(value) > 200 {
 		value = value[:200] + "…"
 	}
-	return &InvalidError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	return &InvalidError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...), format: format, args: args}
 }
+
+// Inputf is fmt.Errorf for an error whose text names inputs: its Input
+// arguments stay apart from its text, so that NamedText can name them as
+// a face does.
+func Inputf(format string, args ...any) error { return &inputError{format: format, args: args} }
+
+type inputError struct {
+	format string
+	args   []any
+}
+
+func (e *inputError) Error() string { return fmt.Errorf(e.format, e.args...).Error() }
+
+// Unwrap returns what a %w verb wraps, as fmt.Errorf does.
+func (e *inputError) Unwrap() []error {
+	switch w := fmt.Errorf(e.format, e.args...).(type) {
+	case interface{ Unwrap() error }:
+		return []error{w.Unwrap()}
+	case interface{ Unwrap() []error }:
+		return w.Unwrap()
+	}
+	return nil
+}
+
+// NamedText is err's text with every input it names (the Field of each
+// *InvalidError in its tree, and the Input arguments of Invalidf and
+// Inputf) shown as name(input): a face's own name for it. A wrapper's text
+// is its own words followed by its cause's (fmt.Errorf("…: %w", cause),
+// errors.Join), so the cause is shown named after the wrapper's words; a
+// wrapper whose text does not end with its cause's is shown as it is.
+func NamedText(err error, name func(Input) string) string {
+	if err == nil {
+		return ""
+	}
+	named := func(args []any) []any {
+		out := make([]any, len(args))
+		for i, a := range args {
+			switch a := a.(type) {
+			case Input:
+				out[i] = name(a)
+			case error:
+				out[i] = namedError{a, NamedText(a, name)}
+			default:
+				out[i] = a
+			}
+		}
+		return out
+	}
+	switch e := err.(type) {
+	case *InvalidError:
+		c := *e
+		c.Field = name(Input(e.Field))
+		if e.format != "" {
+			c.Reason = fmt.Sprintf(e.format, named(e.args)...)
+		}
+		return c.Error()
+	case *inputError:
+		return fmt.Errorf(e.format, named(e.args)...).Error()
+	case interface{ Unwrap() error }:
+		msg, cause := err.Error(), e.Unwrap()
+		if cause != nil && strings.HasSuffix(msg, cause.Error()) {
+			return strings.TrimSuffix(msg, cause.Error()) + NamedText(cause, name)
+		}
+		return msg
+	case interface{ Unwrap() []error }:
+		var texts, named []string
+		for _, w := range e.Unwrap() {
+			if w != nil {
+				texts, named = append(texts, w.Error()), append(named, NamedText(w, name))
+			}
+		}
+		if err.Error() == strings.Join(texts, "\n") { // errors.Join
+			return strings.Join(named, "\n")
+		}
+	}
+	return err.Error()
+}
+
+// namedError is an error shown with its inputs named (see NamedText).
+type namedError struct {
+	error
+	text string
+}
+
+func (e namedError) Error() string { return e.text }
 
 // Exit codes of the tidemark binary, one per error kind.
 const (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -40,6 +41,33 @@ func TestExitClassNamesEveryCode(t *testing.T) {
 		tidemark.ExitUnavailable: "unavailable", tidemark.ExitInterrupted: "interrupted", tidemark.ExitInternal: "internal"} {
 		if got := tidemark.ExitClass(code); got != want {
 			t.Errorf("ExitClass(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
+
+// An operation names its inputs as the API does; a face shows them by its
+// own names, in InvalidError.Field and in Inputf's and Invalidf's Input
+// arguments, however deep they are wrapped.
+func TestNameInputs(t *testing.T) {
+	flag := func(in tidemark.Input) string { return "--" + strings.ReplaceAll(string(in), "_", "-") }
+	for _, tc := range []struct {
+		err          error
+		before, want string
+		is           error
+	}{
+		{fmt.Errorf("add x: %w", tidemark.Invalidf("retry_budget", "0", "must be between 1 and 1000")),
+			`add x: invalid retry_budget "0": must be between 1 and 1000`, `add x: invalid --retry-budget "0": must be between 1 and 1000`, tidemark.ErrInvalid},
+		{fmt.Errorf("remove: %w", tidemark.Inputf("it has 2 events; removing it with %s deletes them: %w", tidemark.Input("force"), tidemark.ErrConflict)),
+			"remove: it has 2 events; removing it with force deletes them: tidemark: conflict",
+			"remove: it has 2 events; removing it with --force deletes them: tidemark: conflict", tidemark.ErrConflict},
+		{errors.Join(errors.New("first"), tidemark.Invalidf("lane", "l", "nothing to change: give %s or %s", tidemark.Input("min_gap"), tidemark.Input("skew"))),
+			"first\ninvalid lane \"l\": nothing to change: give min_gap or skew", "first\ninvalid --lane \"l\": nothing to change: give --min-gap or --skew", tidemark.ErrInvalid},
+	} {
+		if got := tc.err.Error(); got != tc.before {
+			t.Errorf("before naming: %q, want %q", got, tc.before)
+		}
+		if got := tidemark.NamedText(tc.err, flag); got != tc.want || !errors.Is(tc.err, tc.is) {
+			t.Errorf("named: %q (is %v: %v), want %q", got, tc.is, errors.Is(tc.err, tc.is), tc.want)
 		}
 	}
 }

@@ -73,8 +73,8 @@ func (d Deletion) Check(force bool) error {
 	if d.History > 0 {
 		lost = append(lost, fmt.Sprintf("its %d earlier versions", d.History))
 	}
-	return fmt.Errorf("document %s/%s: deleting it would lose %s; its last version's fields are kept in the audit either way; --force deletes it: %w",
-		d.Document.Collection, d.Document.ID, strings.Join(lost, " and "), tidemark.ErrConflict)
+	return tidemark.Inputf("document %s/%s: deleting it would lose %s; its last version's fields are kept in the audit either way; deleting it with %s does: %w",
+		d.Document.Collection, d.Document.ID, strings.Join(lost, " and "), tidemark.Input("force"), tidemark.ErrConflict)
 }
 
 // Shown lists what a published page shows of a page document's overrides.

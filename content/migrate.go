@@ -39,7 +39,7 @@ func (m *Migrator) Start(ctx context.Context, collection, field string, to Field
 		batch = DefaultBatch
 	}
 	if batch < 1 || batch > MaxBatch {
-		return Run{}, tidemark.Invalidf("--batch", fmt.Sprint(batch), "want 1 to %d documents per transaction", MaxBatch)
+		return Run{}, tidemark.Invalidf("batch", fmt.Sprint(batch), "want 1 to %d documents per transaction", MaxBatch)
 	}
 	if _, err := ParseType(string(to)); err != nil {
 		return Run{}, err

@@ -156,7 +156,7 @@ func CheckID(id string) error {
 func ParseFieldSpec(spec string) (Field, error) {
 	name, typ, ok := strings.Cut(spec, ":")
 	if !ok {
-		return Field{}, tidemark.Invalidf("--field", spec, "want NAME:TYPE, e.g. title:text")
+		return Field{}, tidemark.Invalidf("field", spec, "want NAME:TYPE, e.g. title:text")
 	}
 	if err := CheckName("field name", name); err != nil {
 		return Field{}, err
@@ -202,14 +202,14 @@ func ParseAssignments(jsonKVs, textKVs []string) (Fields, error) {
 	for _, kv := range jsonKVs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !json.Valid([]byte(v)) {
-			return nil, tidemark.Invalidf("--field", kv, `want NAME=JSON, e.g. n=3 or title='"Hello"'`)
+			return nil, tidemark.Invalidf("field", kv, `want NAME=JSON, e.g. n=3 or title='"Hello"'`)
 		}
 		out[k] = json.RawMessage(v)
 	}
 	for _, kv := range textKVs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, tidemark.Invalidf("--text", kv, "want NAME=STRING")
+			return nil, tidemark.Invalidf("text", kv, "want NAME=STRING")
 		}
 		b, _ := json.Marshal(v)
 		out[k] = b

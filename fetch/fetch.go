@@ -42,7 +42,7 @@ func IntConfig(cfg map[string]string, key string, def int64) (int64, error) {
 // reads an unreadable cursor as none, and would silently start over).
 func CheckCursor(kind, to string, v any) error {
 	refuse := func(err error) error {
-		return tidemark.Invalidf("--to", to, "not a %s cursor (%v); a %s cursor is a JSON object like the one `source show` prints", kind, err, kind)
+		return tidemark.Invalidf("to", to, "not a %s cursor (%v); a %s cursor is a JSON object like the one `source show` prints", kind, err, kind)
 	}
 	if !strings.HasPrefix(strings.TrimSpace(to), "{") {
 		return refuse(errors.New("not a JSON object"))

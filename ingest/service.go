@@ -424,7 +424,7 @@ func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidema
 	if to == "" {
 		h, ok := f.(Header)
 		if !ok {
-			return src, tidemark.Invalidf("--to", "", "kind %s has no head; name the cursor to skip to", src.Kind)
+			return src, tidemark.Invalidf("to", "", "kind %s has no head; name the cursor to skip to", src.Kind)
 		}
 		if to, err = h.Head(ctx, src); err != nil {
 			return src, fmt.Errorf("skip %s: find head: %w", src.Name, err)

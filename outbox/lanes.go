@@ -90,7 +90,7 @@ var LaneFields = []LaneField{
 	{"retire-checks", "0", "retire an intent unresolved or unexecutable through this many spaced checks (0: operators only)", func(ch *LaneChange, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 {
-			return tidemark.Invalidf("--retire-checks", v, "want a whole number, 0 or more")
+			return tidemark.Invalidf("retire-checks", v, "want a whole number, 0 or more")
 		}
 		ch.RetireChecks = &n
 		return nil
@@ -104,7 +104,7 @@ var LaneFields = []LaneField{
 func parseDuration(name, v string) (*tidemark.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d < 0 {
-		return nil, tidemark.Invalidf("--"+name, v, "want a duration such as 2s or 6h")
+		return nil, tidemark.Invalidf(name, v, "want a duration such as 2s or 6h")
 	}
 	td := tidemark.Duration(d)
 	return &td, nil
@@ -117,7 +117,7 @@ func ParseLaneChange(settings, unset []string, value func(name string) (string, 
 	ch := LaneChange{Unset: unset}
 	if len(settings) > 0 {
 		var err error
-		if ch.Settings, err = tidemark.ParseKeyValues("--setting", settings); err != nil {
+		if ch.Settings, err = tidemark.ParseKeyValues("settings", settings); err != nil {
 			return ch, err
 		}
 	}
@@ -137,11 +137,11 @@ func (c LaneConfig) Validate() error {
 	case strings.TrimSpace(c.Name) == "" || strings.ContainsAny(c.Name, "/ \t\n"):
 		return tidemark.Invalidf("lane name", c.Name, "want a name without spaces or slashes")
 	case c.MinGap < 0:
-		return tidemark.Invalidf("--min-gap", c.MinGap.Std().String(), "cannot be negative")
+		return tidemark.Invalidf("min_gap", c.MinGap.Std().String(), "cannot be negative")
 	case c.Skew < 0:
-		return tidemark.Invalidf("--skew", c.Skew.Std().String(), "cannot be negative")
+		return tidemark.Invalidf("skew", c.Skew.Std().String(), "cannot be negative")
 	case c.Retirement.Checks < 0 || c.Retirement.Spacing < 0:
-		return tidemark.Invalidf("--retire-checks", fmt.Sprint(c.Retirement.Checks), "retirement checks and spacing cannot be negative")
+		return tidemark.Invalidf("retire_checks", fmt.Sprint(c.Retirement.Checks), "retirement checks and spacing cannot be negative")
 	}
 	return nil
 }
@@ -237,8 +237,8 @@ func (r LaneRemoval) Check() error {
 	if loss == "" || r.Forced {
 		return nil
 	}
-	return fmt.Errorf("lane %s has intents not yet delivered or decided (%s): removing it loses them and its journal, and a write in doubt is never decided; "+
-		"retire them first, or remove it anyway with --force (in the API, ?force=true): %w", r.Lane, loss, tidemark.ErrConflict)
+	return tidemark.Inputf("lane %s has intents not yet delivered or decided (%s): removing it loses them and its journal, and a write in doubt is never decided; "+
+		"retire them first, or remove it anyway with %s: %w", r.Lane, loss, tidemark.Input("force"), tidemark.ErrConflict)
 }
 
 // LaneAction is one audited change to a lane or its channels: who did

@@ -173,7 +173,7 @@ func (p *Pipeline) DocumentActions(ctx context.Context, f content.ActionFilter) 
 // the write says the write is kept.
 func (p *Pipeline) PutDocument(ctx context.Context, actor, collection string, put content.Put) (d content.Document, republished *publish.Result, err error) {
 	if len(put.Set) == 0 && len(put.Unset) == 0 {
-		return d, nil, tidemark.Invalidf("fields", "", "nothing to write: set or unset at least one field (--field, --text, --unset)")
+		return d, nil, tidemark.Invalidf("fields", "", "nothing to write: set or unset at least one field (%s, %s)", tidemark.Input("set"), tidemark.Input("unset"))
 	}
 	put.Actor = actor
 	d, err = p.db.Content().Put(ctx, collection, put)

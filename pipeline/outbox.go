@@ -45,7 +45,7 @@ func laneDefaults(name, kind string) outbox.LaneConfig {
 // (an environment variable may hold a secret elsewhere) is its health.
 func checkLane(c outbox.LaneConfig) error {
 	if !providers.Known(c.Provider) {
-		return tidemark.Invalidf("--provider", c.Provider, "want one of %s", strings.Join(providers.Kinds(), ", "))
+		return tidemark.Invalidf("provider", c.Provider, "want one of %s", strings.Join(providers.Kinds(), ", "))
 	}
 	if err := c.Validate(); err != nil {
 		return err
@@ -88,7 +88,8 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 // audit names what changed, never a secret's value.
 func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
 	if ch.Empty() {
-		return outbox.LaneView{}, tidemark.Invalidf("lane set", name, "nothing to change: give a setting, --unset, --min-gap, --skew or a retirement policy")
+		return outbox.LaneView{}, tidemark.Invalidf("lane set", name, "nothing to change: give %s, %s, %s, %s or a retirement policy (%s, %s)",
+			tidemark.Input("settings"), tidemark.Input("unset"), tidemark.Input("min_gap"), tidemark.Input("skew"), tidemark.Input("retire_checks"), tidemark.Input("retire_spacing"))
 	}
 	if err := checkChange(ch); err != nil {
 		return outbox.LaneView{}, err
@@ -96,7 +97,7 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 	err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {
 		for _, k := range ch.Unset {
 			if _, ok := cur.Settings[k]; !ok {
-				return cur, "", tidemark.Invalidf("--unset", k, "lane %s has no such setting", name)
+				return cur, "", tidemark.Invalidf("unset", k, "lane %s has no such setting", name)
 			}
 		}
 		next := ch.Apply(cur)
@@ -218,7 +219,7 @@ func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneAct
 // AddChannel has the pages of ref.Source delivered to ref.Target (and
 // ref.Parent) on ref.Lane.
 func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
-	for _, f := range []struct{ name, v string }{{"--source", ref.Source}, {"--lane", ref.Lane}, {"--target", ref.Target}} {
+	for _, f := range []struct{ name, v string }{{"source", ref.Source}, {"lane", ref.Lane}, {"target", ref.Target}} {
 		if strings.TrimSpace(f.v) == "" {
 			return outbox.Channel{}, tidemark.Invalidf(f.name, f.v, "required")
 		}
@@ -310,7 +311,7 @@ func (p *Pipeline) ReviveIntent(ctx context.Context, id, actor, reason string) (
 // needReason refuses an operator's move on an intent that does not say why.
 func needReason(reason string) error {
 	if strings.TrimSpace(reason) == "" {
-		return tidemark.Invalidf("--reason", reason, "say why, for the audit trail")
+		return tidemark.Invalidf("reason", reason, "say why, for the audit trail")
 	}
 	return nil
 }

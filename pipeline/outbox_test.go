@@ -89,8 +89,8 @@ func TestRemoveLaneRefusesWhatWouldBeLost(t *testing.T) {
 			ids = append(ids, in.ID)
 		}
 		_, err = p.RemoveLane(ctx, "hook", false, "bob")
-		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 pending") || !strings.Contains(err.Error(), "--force") {
-			t.Fatalf("remove with 2 pending intents: %v, want a conflict naming 2 pending and --force", err)
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 pending") || !strings.Contains(err.Error(), "remove it anyway with force") {
+			t.Fatalf("remove with 2 pending intents: %v, want a conflict naming 2 pending and force", err)
 		}
 		if v, err := p.Lane(ctx, "hook"); err != nil || v.Counts[outbox.StatePending] != 2 {
 			t.Fatalf("after a refused removal: %+v, %v; want the lane with its 2 pending intents", v.Counts, err)

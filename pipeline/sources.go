@@ -46,11 +46,11 @@ func ValidateSource(ns ingest.NewSource) error {
 	}
 	switch {
 	case strings.TrimSpace(ns.Name) == "":
-		return tidemark.Invalidf("--name", ns.Name, "must not be empty")
+		return tidemark.Invalidf("name", ns.Name, "must not be empty")
 	case ns.Interval < time.Second:
-		return tidemark.Invalidf("--interval", ns.Interval.String(), "must be at least 1s")
+		return tidemark.Invalidf("interval", ns.Interval.String(), "must be at least 1s")
 	case ns.RetryBudget < 1 || ns.RetryBudget > 1000:
-		return tidemark.Invalidf("--retry-budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
+		return tidemark.Invalidf("retry_budget", fmt.Sprint(ns.RetryBudget), "must be between 1 and 1000")
 	}
 	// The store refuses the same names (NewSource.Validate); checking here
 	// too says so in an OPML import's dry run as well.

@@ -120,7 +120,7 @@ func (s *IngestStore) RemoveSource(ctx context.Context, ref, actor string, force
 	}
 	rm.Source = r.Source
 	if loses := rm.Loses(); loses != "" && !force {
-		return rm, fmt.Errorf("source %s has %s; removing it deletes them (--force does): %w", r.Name, loses, tidemark.ErrConflict)
+		return rm, tidemark.Inputf("source %s has %s; removing it with %s deletes them: %w", r.Name, loses, tidemark.Input("force"), tidemark.ErrConflict)
 	}
 	now := s.db.Clock.Now()
 	// A run in progress would settle into a source that is gone; an

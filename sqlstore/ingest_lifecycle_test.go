@@ -126,7 +126,7 @@ func TestRemoveSourceRefusesDataLossUnlessForcedAndKeepsItsAudit(t *testing.T) {
 		}
 
 		rm, err := st.RemoveSource(ctx, "blog", "ada", false)
-		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 events") || !strings.Contains(err.Error(), "--force") {
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), "2 events") || !strings.Contains(err.Error(), "removing it with force deletes them") {
 			t.Fatalf("unforced removal: %v", err)
 		}
 		if rm.Events != 2 || rm.Revisions != 2 || rm.Runs != 1 {

@@ -297,7 +297,7 @@ func (s *OutboxStore) AddChannel(ctx context.Context, sourceRef, lane, target, p
 // transaction: a channel that cannot be audited is not added.
 func (s *OutboxStore) AddChannelAs(ctx context.Context, actor, sourceRef, lane, target, parent string) (outbox.Channel, error) {
 	if strings.TrimSpace(target) == "" {
-		return outbox.Channel{}, tidemark.Invalidf("--target", target, "required")
+		return outbox.Channel{}, tidemark.Invalidf("target", target, "required")
 	}
 	var c outbox.Channel
 	tx, err := s.db.Begin(ctx)

@@ -234,7 +234,8 @@ func (s *OutboxStore) changeChannel(ctx context.Context, ref outbox.ChannelRef, 
 		q += `WHERE c.id = $1`
 	} else {
 		if ref.Source == "" || ref.Lane == "" || ref.Target == "" {
-			return c, tidemark.Invalidf("channel", "", "name it by id, or by --source, --lane and --target (and --parent)")
+			return c, tidemark.Invalidf("channel", "", "name it by id, or by %s, %s and %s (and %s)",
+				tidemark.Input("source"), tidemark.Input("lane"), tidemark.Input("target"), tidemark.Input("parent"))
 		}
 		q += `WHERE (s.id = $1 OR s.name = $1) AND c.lane = $2 AND c.target = $3 AND c.parent = $4`
 		args = []any{ref.Source, ref.Lane, ref.Target, ref.Parent}

@@ -126,7 +126,7 @@ func (f addForm) newSource() (ingest.NewSource, error) {
 		return ns, tidemark.Invalidf("interval", f.Interval, "want a duration such as 15m or 1h")
 	}
 	if ns.RetryBudget, err = strconv.Atoi(f.RetryBudget); err != nil {
-		return ns, tidemark.Invalidf("retry budget", f.RetryBudget, "want a whole number")
+		return ns, tidemark.Invalidf("retry_budget", f.RetryBudget, "want a whole number")
 	}
 	var lines []string
 	for _, l := range strings.Split(f.Config, "\n") {
@@ -280,7 +280,7 @@ func (s *Server) formChange(ctx context.Context, name string, v url.Values) (ch 
 	if rb := strings.TrimSpace(v.Get("retry_budget")); rb != "" {
 		n, err := strconv.Atoi(rb)
 		if err != nil {
-			return ch, src, tidemark.Invalidf("retry budget", rb, "want a whole number")
+			return ch, src, tidemark.Invalidf("retry_budget", rb, "want a whole number")
 		}
 		if n != src.RetryBudget {
 			ch.RetryBudget = &n

@@ -214,7 +214,7 @@ func TestConsoleSources(t *testing.T) {
 		mustContain(t, "confirm", c.get("/status/sources/blog/remove"), "2 events with 2 revisions", `name="force"`)
 		mustRedirect(t, "unconfirmed", c.form("/status/sources/blog/remove", nil), "/status/sources/blog")
 		mustRedirect(t, "unforced", c.form("/status/sources/blog/remove", url.Values{"confirm": {"1"}}), "/status/sources/blog")
-		mustContain(t, "refused removal", c.get("/status/sources/blog"), "--force")
+		mustContain(t, "refused removal", c.get("/status/sources/blog"), "removing it with force deletes them")
 		mustRedirect(t, "forced", c.form("/status/sources/blog/remove", url.Values{"confirm": {"1"}, "force": {"1"}}), "/status")
 		r = c.get("/status")
 		mustContain(t, "after removal", r, "removed blog and 2 events", "Removed sources")

@@ -52,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	a.close()
 	if err == nil {
 		return 0
@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		code = tidemark.ExitInvalid
 	}
-	fmt.Fprintf(a.stderr, "tidemark: %v%s\n", err, tidemark.Hint(err))
+	fmt.Fprintf(a.stderr, "tidemark: %s%s\n", tidemark.NamedText(err, flagNames(cmd)), tidemark.Hint(err))
 	if code == tidemark.ExitInterrupted {
 		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
 	}
@@ -73,6 +73,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(a.stderr, "tidemark: this is an internal error; the message above is the whole of it")
 	}
 	return code
+}
+
+// flagAliases are the inputs a command line gives by flags of other
+// names (the lane's settings one --setting at a time; a document's set
+// fields by --field NAME=JSON or --text NAME=STRING).
+var flagAliases = map[tidemark.Input][]string{
+	"settings": {"setting"},
+	"set":      {"field", "text"},
+}
+
+// flagNames names an operation's inputs (see tidemark.Input) as cmd's
+// flags: an input named like a flag of cmd ("retry_budget" is
+// --retry-budget) is that flag; any other is shown as it is.
+func flagNames(cmd *cobra.Command) func(tidemark.Input) string {
+	return func(in tidemark.Input) string {
+		if cmd == nil {
+			return string(in)
+		}
+		names, ok := flagAliases[in]
+		if !ok {
+			names = []string{strings.ReplaceAll(string(in), "_", "-")}
+		}
+		var flags []string
+		for _, n := range names {
+			if cmd.Flags().Lookup(n) != nil {
+				flags = append(flags, "--"+n)
+			}
+		}
+		if len(flags) == 0 {
+			return string(in)
+		}
+		return strings.Join(flags, " or ")
+	}
 }
 
 // usageError is a command line that cannot be run as written.

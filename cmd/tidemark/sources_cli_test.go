@@ -216,3 +216,35 @@ func TestSourceAddRefusesAnEmptyName(t *testing.T) {
 		t.Fatalf("without --name: %v %+v, want the name %q", err, src, filepath.Base(repo))
 	}
 }
+
+// The command line names its own inputs: an operation names what was
+// wrong as the API does ("retry_budget", "to", "force"), and the CLI shows
+// its flags instead.
+func TestCLIErrorsNameTheirFlags(t *testing.T) {
+	home := t.TempDir()
+	stderr := func(want int, args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"--home", home}, args...), &out, &errb); code != want {
+			t.Fatalf("tidemark %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+		}
+		return errb.String()
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"source", "add", "https://example.org/a.xml", "--kind", "feed", "--name", "a", "--interval", "500ms"}, 2, `invalid --interval "500ms"`},
+		{[]string{"source", "add", "https://example.org/a.xml", "--kind", "feed", "--name", "a", "--retry-budget", "0"}, 2, `invalid --retry-budget "0"`},
+		{[]string{"source", "add", "https://example.org/a.xml", "--kind", "nope", "--name", "a"}, 2, `invalid --kind "nope"`},
+	} {
+		if got := stderr(tc.code, tc.args...); !strings.Contains(got, tc.want) {
+			t.Errorf("tidemark %s: %q, want it to say %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+	stderr(0, "source", "add", "https://example.org/a.xml", "--kind", "feed", "--name", "a")
+	if got := stderr(2, "source", "skip", "a"); !strings.Contains(got, "invalid --to: kind feed has no head") {
+		t.Errorf("skip a feed without --to: %q", got)
+	}
+}

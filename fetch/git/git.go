@@ -357,7 +357,7 @@ func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir, cursor
 	}
 	if !ok {
 		return tidemark.Unusable(fmt.Sprintf("rewritten history: cursor commit %.12s is not an ancestor of %s at %.12s; "+
-			"tidemark source skip --to a commit of the branch to resume", cursor, branch(src), head), nil)
+			"skip to a commit of the branch to resume", cursor, branch(src), head), nil)
 	}
 	return nil
 }
@@ -550,7 +550,7 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 		_, err := f.head(ctx, src, src.Location)
 		var fe *tidemark.FetchError
 		if errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeInvalid {
-			return tidemark.Invalidf("--config", ConfigBranch+"="+ref, "no such branch in %s", src.Location)
+			return tidemark.Invalidf("config", ConfigBranch+"="+ref, "no such branch in %s", src.Location)
 		}
 		return err
 	}
@@ -575,7 +575,7 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 	if !named {
 		return nil
 	}
-	return tidemark.Invalidf("--config", ConfigBranch+"="+ref, "no such branch at %s", src.Location)
+	return tidemark.Invalidf("config", ConfigBranch+"="+ref, "no such branch at %s", src.Location)
 }
 
 // ResolveCursor turns a skip target into the commit to move the cursor
@@ -597,7 +597,7 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
-			return "", tidemark.Invalidf("--to", to, "not a commit of %s", src.Location)
+			return "", tidemark.Invalidf("to", to, "not a commit of %s", src.Location)
 		}
 		return "", err
 	}
@@ -607,7 +607,7 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 		return "", err
 	}
 	if !ok {
-		return "", tidemark.Invalidf("--to", to, "commit %.12s is not on %s (head %.12s)", commit, branch(src), head)
+		return "", tidemark.Invalidf("to", to, "commit %.12s is not on %s (head %.12s)", commit, branch(src), head)
 	}
 	if src.Cursor == "" || src.Cursor == commit {
 		return commit, nil
@@ -626,12 +626,12 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 		return "", err
 	}
 	if !forward {
-		what := fmt.Sprintf("name a commit after the cursor, or leave out --to to skip to the head %.12s", head)
+		what, args := "name a commit after the cursor, or none (no %s) to skip to the head %.12s", []any{tidemark.Input("to"), head}
 		if src.Cursor == head {
-			what = "the cursor is at the head already, so there is nothing ahead to skip"
+			what, args = "the cursor is at the head already, so there is nothing ahead to skip", nil
 		}
-		return "", tidemark.Invalidf("--to", to, "commit %.12s does not descend from the cursor %.12s, which is still on %s: "+
-			"the cursor would move back and its commits be read again; %s", commit, src.Cursor, branch(src), what)
+		return "", tidemark.Invalidf("to", to, "commit %.12s does not descend from the cursor %.12s, which is still on %s: "+
+			"the cursor would move back and its commits be read again; "+what, append([]any{commit, src.Cursor, branch(src)}, args...)...)
 	}
 	return commit, nil
 }

@@ -328,7 +328,7 @@ func TestResolveCursorRefusesMovingBack(t *testing.T) {
 
 	for _, tc := range []struct{ cursor, to, why, then string }{
 		{head, second, "an ancestor", "nothing ahead to skip"},
-		{third, first[:10], "an ancestor, by a short hash", "leave out --to to skip to the head " + head[:12]},
+		{third, first[:10], "an ancestor, by a short hash", "or none (no to) to skip to the head " + head[:12]},
 		{third, side, "beside the cursor, merged in later", "name a commit after the cursor"},
 	} {
 		_, err := f.ResolveCursor(ctx, at(tc.cursor), tc.to)

@@ -161,11 +161,11 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 		}
 	}
 	if ns.Kind == "" {
-		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with --kind")
+		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with %s", tidemark.Input("kind"))
 	}
 	k, ok := s.Kind(ns.Kind)
 	if !ok {
-		return ns, tidemark.Invalidf("--kind", ns.Kind, "unknown kind (known: %s)", strings.Join(s.Names(), ", "))
+		return ns, tidemark.Invalidf("kind", ns.Kind, "unknown kind (known: %s)", strings.Join(s.Names(), ", "))
 	}
 	if err := k.CheckConfig(ns.Config); err != nil {
 		return ns, err
@@ -189,11 +189,11 @@ func (k Kind) CheckConfig(cfg map[string]string) error {
 			if list == "" {
 				list = "none"
 			}
-			return tidemark.Invalidf("--config", key, "not a %s setting (known: %s)", k.Name, list)
+			return tidemark.Invalidf("config", key, "not a %s setting (known: %s)", k.Name, list)
 		}
 		if strings.HasPrefix(key, "max_") {
 			if _, err := fetch.IntConfig(cfg, key, 1); err != nil {
-				return tidemark.Invalidf("--config", key+"="+v, "want a positive integer")
+				return tidemark.Invalidf("config", key+"="+v, "want a positive integer")
 			}
 		}
 	}
@@ -286,7 +286,7 @@ func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSour
 			for _, k := range []string{page.ConfigSelector, page.ConfigIgnore} {
 				if sel := ns.Config[k]; sel != "" {
 					if err := page.CheckSelector(sel); err != nil {
-						return ns, tidemark.Invalidf("--config", k+"="+sel, "not a CSS selector: %v", err)
+						return ns, tidemark.Invalidf("config", k+"="+sel, "not a CSS selector: %v", err)
 					}
 				}
 			}
