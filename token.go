@@ -1,7 +1,6 @@
 package tidemark
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -21,7 +20,13 @@ type Token struct {
 // ErrUnauthenticated: the presented token or session is unknown, revoked
 // or expired. It matches ErrNotFound so that nothing tells a guesser which
 // of those it was.
-var ErrUnauthenticated = fmt.Errorf("tidemark: not signed in: %w", ErrNotFound)
+// Its text says only that: not also "not found".
+var ErrUnauthenticated error = notSignedIn{}
+
+type notSignedIn struct{}
+
+func (notSignedIn) Error() string        { return "tidemark: not signed in" }
+func (notSignedIn) Is(target error) bool { return target == ErrNotFound }
 
 // Tokens is a listing of tokens.
 type Tokens []Token

@@ -243,8 +243,11 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 			return s.cannotServe(finishCtx, c, src, rep, ferr)
 		}
 		if errors.Is(fetchCtx.Err(), context.DeadlineExceeded) {
-			// Whatever the fetcher made of it, the upstream did not answer in time.
-			reason := fmt.Sprintf("fetch timed out after %s: %v", s.FetchTimeout, ferr)
+			// Whatever the fetcher made of it, the upstream did not answer
+			// in time. The reason is the fetcher's without its outcome,
+			// which the run records beside it.
+			_, why, _ := tidemark.Classify(ferr)
+			reason := fmt.Sprintf("fetch timed out after %s: %s", s.FetchTimeout, why)
 			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeUnreachable, reason, 0, false)
 		}
 	}

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +240,22 @@ func TestFetchTimeoutIsUnreachable(t *testing.T) {
 			t.Fatalf("after a timeout: version %d, attempts %d", s.CursorVersion, s.WindowAttempts)
 		}
 	})
+}
+
+// A run's reason is recorded beside its outcome and does not say the
+// outcome again, even when the fetcher had classified its error before
+// the fetch timeout did.
+func TestFetchTimeoutSaysUnreachableOnce(t *testing.T) {
+	fx := newFixture(t, sqltest.Backends()[0], func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+		<-ctx.Done()
+		return tidemark.FetchResult{}, tidemark.Unreachable("timed out", 0, ctx.Err())
+	})
+	fx.svc.FetchTimeout = time.Millisecond
+	rep, err := fx.svc.RunSource(context.Background(), "s")
+	if !ingest.IsRunFailed(err) || rep.Outcome != tidemark.OutcomeUnreachable {
+		t.Fatalf("a fetch past its timeout: outcome %s, err %v; want unreachable", rep.Outcome, err)
+	}
+	if strings.Contains(rep.Error, "unreachable") || strings.Count(err.Error(), "unreachable") != 1 {
+		t.Errorf("reason %q, error %q: want the outcome said once, beside the reason", rep.Error, err)
+	}
 }

@@ -147,6 +147,26 @@ func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 }
 
 // RunOnce steps until nothing is pending, waiting on the gate with sleep
+// LaneError is an error of one lane's delivery. It names the lane once:
+// a caller that goes over many lanes adds the name only to an error that
+// is not already a LaneError of that lane.
+type LaneError struct {
+	Lane string
+	Err  error
+}
+
+func (e *LaneError) Error() string { return fmt.Sprintf("outbox: lane %s: %v", e.Lane, e.Err) }
+func (e *LaneError) Unwrap() error { return e.Err }
+
+// OfLane is err as an error of lane: err itself when it is a LaneError of
+// lane already.
+func OfLane(lane string, err error) error {
+	if le, ok := errors.AsType[*LaneError](err); (ok && le.Lane == lane) || err == nil {
+		return err
+	}
+	return &LaneError{lane, err}
+}
+
 // (nil: a timer). It returns the steps taken.
 func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, time.Duration) error) ([]Step, error) {
 	if sleep == nil {
@@ -218,7 +238,7 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	}
 	// The fence, once more, immediately before the write leaves.
 	if err := d.Store.CheckLease(ctx, l); err != nil {
-		return Step{}, fmt.Errorf("outbox: lane %s: refused before sending %s: %w", d.Lane, in.ID, err)
+		return Step{}, &LaneError{d.Lane, fmt.Errorf("refused before sending %s: %w", in.ID, err)}
 	}
 	// From here on the journal is finished whatever happens to ctx (Ctrl-C,
 	// a shutdown): an answer the provider gave must be recorded, and a write
@@ -271,7 +291,7 @@ func (d *Deliverer) pickPending(ctx context.Context, l Lease) (Intent, Step, err
 func (d *Deliverer) checkTarget(ctx context.Context, l Lease, in Intent) (Step, error) {
 	w, err := d.Provider.CanWrite(ctx, in.Target, in.Parent)
 	if err != nil {
-		return Step{}, fmt.Errorf("outbox: lane %s: check target %s: %w", d.Lane, in.Target, err)
+		return Step{}, &LaneError{d.Lane, fmt.Errorf("check target %s: %w", in.Target, err)}
 	}
 	if w.OK {
 		return Step{}, nil
@@ -296,7 +316,7 @@ func (d *Deliverer) countBefore(ctx context.Context) (*int64, error) {
 	if errors.Is(err, provider.ErrUnsupported) {
 		return nil, nil
 	}
-	return nil, fmt.Errorf("outbox: lane %s: count before: %w", d.Lane, err)
+	return nil, &LaneError{d.Lane, fmt.Errorf("count before: %w", err)}
 }
 
 // journal decides whether the attempt may be made, by committing it to the
@@ -460,7 +480,7 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 	// One ordered read of our own writes, paginated.
 	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std())
 	if err != nil {
-		return nil, fmt.Errorf("outbox: lane %s: %w", d.Lane, err)
+		return nil, &LaneError{d.Lane, err}
 	}
 	if err := fpMidReconcile.Hit(ctx); err != nil {
 		return nil, err
@@ -508,7 +528,7 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 func (d *Deliverer) replan(r *round) error {
 	plan, err := MakePlan(r.in)
 	if err != nil {
-		return fmt.Errorf("outbox: lane %s: plan refused: %w", d.Lane, err)
+		return &LaneError{d.Lane, fmt.Errorf("plan refused: %w", err)}
 	}
 	r.plan = plan
 	return nil

@@ -359,7 +359,7 @@ func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration
 	}
 	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
 	if err != nil {
-		return nil, &LaneBrokenError{Lane: lane, Err: err}
+		return nil, outbox.OfLane(lane, &LaneBrokenError{Lane: lane, Err: err})
 	}
 	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
 }
@@ -378,7 +378,9 @@ type LaneBrokenError struct {
 }
 
 func (e *LaneBrokenError) Error() string {
-	return fmt.Sprintf("lane %s is broken: %v", e.Lane, e.Err)
+	// The lane is named by the error of the lane that carries it
+	// (outbox.OfLane), once.
+	return fmt.Sprintf("broken here: %v", e.Err)
 }
 
 func (e *LaneBrokenError) Unwrap() error { return tidemark.ErrUnavailable }
@@ -411,10 +413,8 @@ func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Durati
 			}
 		}
 		if err != nil {
+			err = outbox.OfLane(name, err)
 			r.Error = err.Error()
-			if !errors.As(err, new(*LaneBrokenError)) { // which names its lane
-				err = fmt.Errorf("lane %s: %w", name, err)
-			}
 			errs = append(errs, err)
 		}
 		reports = append(reports, r)

@@ -504,3 +504,21 @@ func TestABrokenLaneIsALaneThatFailed(t *testing.T) {
 		}
 	})
 }
+
+// An error says each thing once: a lane whose provider cannot be built
+// is named once in the delivery's error, though both the deliverer and
+// the round over every lane know its name.
+func TestDeliverOnceNamesTheLaneOnce(t *testing.T) {
+	ctx := context.Background()
+	p := openBackend(t, sqltest.Backends()[0])
+	mustAddLane(t, p, "toot", "mastodon", outbox.LaneChange{Settings: map[string]string{"base_url": "https://m.example", "token_env": "TIDEMARK_TEST_UNSET_TOKEN"}})
+	reps, err := p.DeliverOnce(ctx, "", time.Minute)
+	if err == nil || len(reps) != 1 {
+		t.Fatalf("deliver over a lane that cannot be built: %+v %v", reps, err)
+	}
+	for _, msg := range []string{err.Error(), reps[0].Error} {
+		if n := strings.Count(msg, "lane toot"); n != 1 {
+			t.Errorf("%q names the lane %d times, want once", msg, n)
+		}
+	}
+}

@@ -100,3 +100,32 @@ func TestAPIErrorsNameTheirFields(t *testing.T) {
 		}
 	}
 }
+
+// An error says each thing once: a request that is not signed in is told
+// so, once, and not also that something was "not found".
+func TestNotSignedInSaysSoOnce(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
+	srv := httptest.NewServer((&web.Server{Ingest: db.Ingest(), Auth: db.Auth(), Sources: struct{ web.SourceOps }{}}).Handler())
+	defer srv.Close()
+	for _, tc := range []struct{ method, path, token string }{
+		{"GET", "/api/sources", ""},
+		{"GET", "/api/sources", "tmk_nosuchtoken"},
+		{"POST", "/api/sources/x/pause", "tmk_nosuchtoken"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, tc.method, srv.URL+tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error string }
+		err = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusUnauthorized || strings.Count(e.Error, "not signed in") != 1 || strings.Contains(e.Error, "not found") {
+			t.Errorf("%s %s: %d %q (%v), want 401 saying once that it is not signed in", tc.method, tc.path, resp.StatusCode, e.Error, err)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func (s *Server) Write(action string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := Principal(r.Context())
 		if !ok || s.Auth == nil {
-			s.fail(w, r, fmt.Errorf("write %s: not signed in: %w", action, tidemark.ErrUnauthenticated))
+			s.fail(w, r, fmt.Errorf("write %s: %w", action, tidemark.ErrUnauthenticated))
 			return
 		}
 		e, err := s.Auth.StartAudit(r.Context(), tok, action, r.URL.Path)

@@ -123,7 +123,7 @@ func TestOutboxLaneLifecycleCLI(t *testing.T) {
 	}
 	// A broken lane is a lane that failed (exit 5), not a bad command line.
 	var dout, derr bytes.Buffer
-	if code := run([]string{"--db", db, "outbox", "deliver", "--once", "--lane", "toot"}, &dout, &derr); code != 5 || !strings.Contains(derr.String(), "lane toot is broken") {
+	if code := run([]string{"--db", db, "outbox", "deliver", "--once", "--lane", "toot"}, &dout, &derr); code != 5 || !strings.Contains(derr.String(), "lane toot: broken here") {
 		t.Fatalf("deliver --once on a broken lane: exit %d, want 5\n%s", code, derr.String())
 	}
 	if out := cmd("outbox", "lane", "set", "hook", "--setting", "secret=s3cr3t-value", "--min-gap", "3s"); strings.Contains(out, "s3cr3t") || !strings.Contains(out, "3s") {
