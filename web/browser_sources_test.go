@@ -1,11 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -16,13 +20,33 @@ import (
 func TestBrowserSources(t *testing.T) {
 	ctx := mustBrowser(t)
 	dir := artifactsDir(t)
-	c, ops, _ := mustConsole(t, sqltest.Backends()[0])
+	c, ops, db := mustConsole(t, sqltest.Backends()[0])
 	base := c.base
+	// A source whose answer was unusable: its health is a badge, as an
+	// unreachable one's is.
+	bg := context.Background()
+	if _, err := db.Ingest().AddSource(bg, ingest.NewSource{Name: "garbled", Kind: "feed", Location: "https://example.org/garbled.xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := db.Ingest().Claim(bg, "garbled", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest().Fail(bg, cl, ingest.Failure{Outcome: tidemark.OutcomeInvalid, Reason: "unusable feed: XML syntax error on line 1", NextDueAt: cl.StartedAt}); err != nil {
+		t.Fatal(err)
+	}
 
 	mustOpen(t, ctx, base+"/status")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="token"]`), c.token), chromedp.Submit(chromedp.CSS(`input[name="token"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`form[action="/status/sources"]`)))
 	mustLookRight(t, ctx, dir, "sources-status")
+
+	// A refused add says why in the error notice's own style.
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="location"]`), "https://example.org/x.xml"),
+		chromedp.SetValue(chromedp.CSS(`input[name="interval"]`), "soon"),
+		chromedp.Click(chromedp.CSS(`form[action="/status/sources"] button:not([formaction])`)), chromedp.WaitVisible(chromedp.CSS(`p.problem`)))
+	mustLookRight(t, ctx, dir, "sources-refused")
+	mustOpen(t, ctx, base+"/status")
 
 	// Test first: the preview shows what would become events.
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name="location"]`), "https://example.org/new.xml"),

@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -466,4 +467,37 @@ func TestConsoleTerminalSourceOffersRetryNotRun(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The console's looks say the same as its words: an error notice has the
+// error style (never the success style's green stripe), every failing
+// health is a badge, and an operator action that did not move the cursor
+// does not show an arrow between nothing and nothing.
+func TestConsoleLooksSayWhatWordsSay(t *testing.T) {
+	c, _, db := mustConsole(t, sqltest.Backends()[0])
+	bad := url.Values{"location": {"https://example.org/x"}, "interval": {"soon"}, "retry_budget": {"4"}}
+	r := c.form("/status/sources", bad)
+	mustContain(t, "refused add", r, `class="problem" role="alert"`)
+	if strings.Contains(r.Body, "notice error") || strings.Contains(r.Body, ".notice.error") {
+		t.Errorf("an error notice is styled as a success notice with another background:\n%s", r.Body)
+	}
+	r = c.get("/status")
+	for _, health := range []string{"unreachable", "invalid", "error", "terminal"} {
+		if !regexp.MustCompile(`\.h-` + health + `\b[^{]*\{[^}]*background:`).MatchString(r.Body) {
+			t.Errorf("health %q is not a badge (no background in its style)", health)
+		}
+	}
+	mustRedirect(t, "pause", c.form("/status/sources/quiet/pause", nil), "/status/sources/quiet")
+	mustRedirect(t, "resume", c.form("/status/sources/quiet/resume", nil), "/status/sources/quiet")
+	if acts, err := db.Ingest().Actions(context.Background(), "quiet", 10); err != nil || len(acts) != 2 {
+		t.Fatalf("actions: %v %+v", err, acts)
+	}
+	r = c.get("/status/sources/quiet")
+	if strings.Contains(r.Body, "</code> → <code>") && strings.Count(r.Body, "<code>q</code> → <code>q</code>") > 0 {
+		t.Errorf("a pause shows the cursor moving from where it was to where it was:\n%s", r.Body)
+	}
+	if strings.Contains(r.Body, "<code></code> → <code></code>") {
+		t.Errorf("an action shows an arrow between nothing and nothing")
+	}
+	mustContain(t, "actions that left the cursor", r, `<td data-label="cursor"><code>q</code> <span class="muted">unchanged</span></td>`)
 }
