@@ -16,7 +16,9 @@
 // of the lock, or died); one whose lock is held is left, however old (its
 // writer may be slow, or stopped). A temporary file whose name does not
 // say its lock (".tmp-*", written before names did, perhaps by an older
-// process still running) is collected once it is staleTempAge old.
+// process still running) is collected once it is staleTempAge old, and so
+// is every temporary file where the lock excludes only one process's
+// writers (no flock). A sidecar is never taken for one (see tempName).
 //
 // The sidecar is renamed into place before the body. A crash between the
 // two leaves a sidecar that claims the new version over the old body: the
@@ -86,22 +88,42 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
-// tempSlot reports whether name is a temporary file that names its lock,
-// and which.
-func tempSlot(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, tempPrefix)
-	if !ok {
-		return 0, false
+// tempName reports whether name is a temporary file of a write, and
+// whether (named) and which lock slot it names. os.CreateTemp ends a name
+// with digits only, and every other hidden file the store keeps (a
+// sidecar, ".NAME.meta") has a dot after its first character, so a
+// sidecar is never taken for a temporary file, whatever its key is called
+// (a key "tmp-07-report.html" has the sidecar ".tmp-07-report.html.meta").
+func tempName(name string) (slot int, named, ok bool) {
+	rest, found := strings.CutPrefix(name, tempPrefix)
+	if !found {
+		return 0, false, false
 	}
-	nn, _, ok := strings.Cut(rest, "-")
-	if !ok || len(nn) != 2 {
-		return 0, false
+	if digits(rest) {
+		return 0, false, true // written before names said their lock
 	}
-	slot, err := strconv.Atoi(nn)
-	if err != nil || slot < 0 || slot >= lockFiles {
-		return 0, false
+	nn, random, found := strings.Cut(rest, "-")
+	if !found || len(nn) != 2 || !digits(nn) || !digits(random) {
+		return 0, false, false
 	}
-	return slot, true
+	slot, _ = strconv.Atoi(nn)
+	if slot >= lockFiles {
+		return 0, false, false
+	}
+	return slot, true, true
+}
+
+// digits reports whether s is one or more ASCII digits.
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // collectTemp removes the file at p, entry d, if it is a temporary file
@@ -109,12 +131,16 @@ func tempSlot(name string) (int, bool) {
 // housekeeping: a file it cannot take now is left for the next time, and
 // a failure to remove one fails nothing.
 func (s *Store) collectTemp(p string, d fs.DirEntry) {
-	name := d.Name()
-	if d.IsDir() || !strings.HasPrefix(name, tempPrefix) {
+	if d.IsDir() {
 		return
 	}
-	slot, named := tempSlot(name)
-	if !named {
+	slot, named, ok := tempName(d.Name())
+	if !ok {
+		return
+	}
+	if !named || !locksAcrossProcesses {
+		// Which write it is cannot be asked of a lock (an old name, or
+		// a lock that excludes only this process's writers): by age.
 		info, err := d.Info()
 		if err == nil && time.Since(info.ModTime()) > staleTempAge {
 			os.Remove(p)

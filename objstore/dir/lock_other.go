@@ -7,6 +7,10 @@ import "sync"
 // Without flock the lock only excludes writers within this process: on
 // these systems a directory store must not be shared by two processes.
 var (
+	// locksAcrossProcesses: the lock says nothing of another process's
+	// writers, so temporary files are collected by age alone.
+	locksAcrossProcesses = false
+
 	locksMu sync.Mutex
 	locks   = map[string]*sync.Mutex{}
 )

@@ -9,6 +9,10 @@ import (
 	"syscall"
 )
 
+// locksAcrossProcesses: flock excludes another process's writers too, so
+// a lock taken says no write of any process holds it.
+const locksAcrossProcesses = true
+
 // lockFile takes an exclusive flock on name. flock locks belong to the
 // open file description, so two goroutines of one process exclude each
 // other as two processes do.
