@@ -243,6 +243,18 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
 			t.Fatalf("the removed source's intent: %+v %v, want retired saying why", got, err)
 		}
+		// Brought back (an operator's revive; a replay does the same to
+		// an intent that was in flight at the removal), it is still never
+		// sent: the writer retires it again.
+		if got, err := ob.Revive(ctx, third[0].ID, "ops", "oops"); err != nil || got.State != outbox.StatePending {
+			t.Fatalf("revive: %+v %v", got, err)
+		}
+		if _, err := ob.Begin(ctx, lease, third[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("journaling a revived intent of a removed source: %v, want a conflict (not sent)", err)
+		}
+		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
+			t.Fatalf("the revived intent: %+v %v, want retired again saying why", got, err)
+		}
 	})
 }
 

@@ -739,17 +739,26 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 // a publication drafted is sent only while it stands: decided here, the
 // last moment before the journal. The summary's row is locked, so a
 // rejection either committed before (the intent is retired) or waits for
-// this journal (the write was decided first). (A source's removal retires
-// its intents itself: retireOfSource.)
+// this journal (the write was decided first). A source's removal retires
+// its intents itself (retireOfSource), and one that comes back after it
+// is retired here.
 func (s *OutboxStore) withdrawnOrigin(ctx context.Context, tx *sql.Tx, lane, intentID string) (string, error) {
-	var summaryID sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT summary_id FROM outbox_intents WHERE id = $1 AND lane = $2 AND state = 'pending'`,
-		intentID, lane).Scan(&summaryID)
+	var summaryID, removed sql.NullString
+	// A source's removal outlives it in its audit: an intent of a removed
+	// source that comes back (an operator's revive, a replay of one that
+	// was in flight at the removal) is never sent either.
+	err := tx.QueryRowContext(ctx, `SELECT i.summary_id,
+		(SELECT a.source_name FROM source_actions a WHERE a.source_id = i.source_id AND a.action = 'remove' ORDER BY a.at DESC LIMIT 1)
+		FROM outbox_intents i WHERE i.id = $1 AND i.lane = $2 AND i.state = 'pending'`,
+		intentID, lane).Scan(&summaryID, &removed)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !summaryID.Valid {
 		return "", nil // not pending (the journal's update says so), or drafted by hand
 	}
 	if err != nil {
 		return "", err
+	}
+	if removed.Valid {
+		return "its source " + removed.String + " was removed", nil
 	}
 	var rejected string
 	err = tx.QueryRowContext(ctx, `SELECT rejected_reason FROM summaries WHERE id = $1`+s.db.Dialect.LockRow, summaryID.String).Scan(&rejected)
