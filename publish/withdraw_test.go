@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize/extractive"
 )
 
 // A publishing pass takes off the wiki what the books say must go, as a
@@ -172,6 +173,60 @@ func TestARenamedSourcesPagesShowTheNewName(t *testing.T) {
 		}
 		if again, err := f.svc.PublishPending(ctx, 100); err != nil || again.Restyled != 0 {
 			t.Fatalf("a second round: %+v %v, want nothing to republish", again, err)
+		}
+	})
+}
+
+// renameBeforeMark renames the source once, between a publication's
+// rendering and its mark: a rename that commits while a page is written.
+type renameBeforeMark struct {
+	publish.Store
+	rename func()
+}
+
+func (r *renameBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (tidemark.Publication, error) {
+	if r.rename != nil {
+		r.rename()
+		r.rename = nil
+	}
+	return r.Store.Mark(ctx, p, w)
+}
+
+// A page rendered with the old name and marked after the rename committed
+// still ends up showing the new one: the mark does not record the current
+// format for a page that shows a name its source no longer has, so the
+// pass's own restyle step republishes it.
+func TestARenameDuringAPublicationIsNotLost(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "a change", Evidence: []byte("a")})
+		if _, err := f.svc.Summarize(ctx, extractive.Summarizer{}, 10); err != nil {
+			t.Fatal(err)
+		}
+		f.svc.Store = &renameBeforeMark{Store: f.st, rename: func() {
+			if _, err := f.db.Ingest().RenameSource(ctx, f.src.Name, "renamed-repo", "ops"); err != nil {
+				t.Fatal(err)
+			}
+		}}
+		if rep, err := f.svc.PublishPending(ctx, 10); err != nil || rep.Published != 1 {
+			t.Fatalf("publish: %+v %v", rep, err)
+		}
+		f.svc.Store = f.st
+		var shown string
+		if err := objs.List(ctx, "changes/", func(in objstore.Info) error {
+			o, err := objs.Get(ctx, in.Key)
+			shown = string(o.Body)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(shown, "renamed-repo") {
+			t.Fatalf("the page after the pass still shows the old name:\n%s", shown)
+		}
+		if rep, err := f.svc.PublishPending(ctx, 10); err != nil || rep.Restyled != 0 {
+			t.Fatalf("the round after: %+v %v, want nothing left to republish", rep, err)
 		}
 	})
 }

@@ -403,12 +403,17 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	// wiki is bound to: a worker that missed a rebind wrote it to the old
 	// store, and the books must not say the wiki's store holds it.
 	newer := fmt.Errorf("mark page %s generation %d: %w", p.PageID, p.Generation, publish.ErrNewerPublished)
+	// A page shows its source's name: rendered with a name the source no
+	// longer has (a rename committed meanwhile), it is recorded in no
+	// format, so the next round republishes it as Restyle says.
 	res, err := tx.ExecContext(ctx, `UPDATE pages SET published_summary_id = $1, published_generation = $2, published_etag = $3,
-		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8, published_format = $9,
+		published_at = $4, updated_at = $4, title = $6, headline = $7, neighbours = $8,
+		published_format = CASE WHEN (SELECT name FROM sources WHERE id = pages.source_id) = $12 THEN $9 ELSE '' END,
 		absent = 0
 		WHERE id = $5 AND published_generation < $2
 		  AND NOT EXISTS (SELECT 1 FROM wiki_store WHERE store_id <> $10 OR location <> $11)`,
-		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format, w.Store.ID, w.Store.Location)
+		p.Summary.ID, p.Generation, w.ETag, now, p.PageID, p.Title, p.Headline, p.Neighbours(), w.Format, w.Store.ID, w.Store.Location,
+		p.Source.Name)
 	if err := expectOne(res, err, newer); err != nil {
 		if err == newer { // which condition: the store's, or a newer generation's
 			if berr := s.checkBound(ctx, tx, w.Store); berr != nil {
