@@ -264,8 +264,10 @@ type Store interface {
 	// PageStates calls fn for every page, in page ID order.
 	PageStates(ctx context.Context, fn func(PageState) error) error
 	// Withdraw clears a page's published state (and its absence) if the
-	// event still has no current summary; it reports whether it did.
-	Withdraw(ctx context.Context, pageID string) (bool, error)
+	// event still has no current summary; it reports whether it did, and
+	// when it did not, the generation the page is published in now (0:
+	// none), for the caller that deleted its object to record it absent.
+	Withdraw(ctx context.Context, pageID string) (withdrawn bool, published int64, err error)
 	// Withdrawable lists, up to limit, the published pages whose event
 	// has no current summary any more (it was rejected), with their
 	// published generation, in page ID order.

@@ -488,12 +488,17 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		if l := pages[PageKey(pageID)]; l != nil {
 			l.present = false
 		}
-		withdrawn, err := s.Store.Withdraw(ctx, pageID)
+		withdrawn, published, err := s.Store.Withdraw(ctx, pageID)
 		if err != nil {
 			fail(err)
 			continue
 		}
 		if !withdrawn {
+			if l := pages[PageKey(pageID)]; l != nil && published > 0 {
+				// Published again since the sweep read it (perhaps
+				// before the delete): recorded at that generation.
+				l.published, l.generation = true, published
+			}
 			// A summary accepted since the sweep read the page: it stays
 			// published, and the object just deleted is recorded missing
 			// below, so no listing links to it until it is republished.

@@ -31,7 +31,7 @@ func (s *Service) withdrawPending(ctx context.Context, limit int, rep *PublishRe
 	}
 	var stayed []Absence
 	for _, a := range gone {
-		withdrawn, err := s.withdraw(ctx, a.PageID)
+		withdrawn, published, err := s.withdraw(ctx, a.PageID)
 		switch {
 		case err != nil:
 			rep.fail(err)
@@ -39,12 +39,14 @@ func (s *Service) withdrawPending(ctx context.Context, limit int, rep *PublishRe
 		case withdrawn:
 			rep.Withdrawn++
 			told(ctx, StepWithdrawn)
-		default:
-			// A summary was accepted since the page was read: it stays
-			// published, and its object, just deleted, is recorded
-			// missing, so no listing links to it until it is republished
-			// (it is behind its current summary: this pass's next step).
-			stayed = append(stayed, Absence{PageID: a.PageID, Generation: a.Generation, Absent: true})
+		case published > 0:
+			// A summary was accepted since the page was read, and maybe
+			// published (by another worker) before the delete: the page
+			// stays published, and its object, just deleted, is recorded
+			// missing at the generation published now, so no listing
+			// links to it until it is republished (a later publication
+			// proves it present again).
+			stayed = append(stayed, Absence{PageID: a.PageID, Generation: published, Absent: true})
 		}
 	}
 	if err := s.Store.RecordAbsence(ctx, bound, stayed); err != nil {
@@ -62,9 +64,9 @@ func (s *Service) withdrawPending(ctx context.Context, limit int, rep *PublishRe
 // its event still has no current summary (reported by withdrawn). The
 // object goes first: a page the books no longer publish never stays in
 // the store because the delete failed after the books were changed.
-func (s *Service) withdraw(ctx context.Context, pageID string) (withdrawn bool, err error) {
+func (s *Service) withdraw(ctx context.Context, pageID string) (withdrawn bool, published int64, err error) {
 	if err := s.Objects.Delete(ctx, PageKey(pageID)); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	return s.Store.Withdraw(ctx, pageID)
 }

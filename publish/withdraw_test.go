@@ -230,3 +230,65 @@ func TestARenameDuringAPublicationIsNotLost(t *testing.T) {
 		}
 	})
 }
+
+// publishWhileWithdrawing publishes the page again, once, between a pass's
+// read of the pages to withdraw and its withdrawal: another worker's
+// publication of a summary accepted meanwhile.
+type publishWhileWithdrawing struct {
+	publish.Store
+	meanwhile func()
+}
+
+func (w *publishWhileWithdrawing) Withdrawable(ctx context.Context, limit int) ([]publish.Absence, error) {
+	out, err := w.Store.Withdrawable(ctx, limit)
+	if w.meanwhile != nil && len(out) > 0 {
+		w.meanwhile()
+		w.meanwhile = nil
+	}
+	return out, err
+}
+
+// A page published anew while a pass withdraws it (a summary accepted
+// meanwhile, published by another worker) loses its object to the
+// withdrawal's delete, which no store can make conditional; the books
+// then record it missing at the generation now published, so no listing
+// links to it until it is republished.
+func TestAPagePublishedWhileItIsWithdrawnIsRecordedMissing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs := mem.New()
+		f := mustFixture(t, b, objs)
+		ev := f.mustEvent(t, "c1", "a change", "evidence")
+		s1 := f.mustAccept(t, ev, "First text.", "m1")
+		if _, err := f.svc.Publish(ctx, s1.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.Reject(ctx, s1.ID, "wrong"); err != nil {
+			t.Fatal(err)
+		}
+		other := &publish.Service{Store: f.st, Objects: objs}
+		f.svc.Store = &publishWhileWithdrawing{Store: f.st, meanwhile: func() {
+			s2 := f.mustAccept(t, ev, "Second text.", "m2")
+			if _, err := other.Publish(ctx, s2.ID); err != nil {
+				t.Fatal(err)
+			}
+		}}
+		if _, err := f.svc.PublishPending(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		pageID, ok, err := f.st.PublishedPage(ctx, ev.ID)
+		if err != nil || !ok {
+			t.Fatalf("the page: %v %v, want it published with the second summary", ok, err)
+		}
+		if _, err := objs.Get(ctx, publish.PageKey(pageID)); err == nil {
+			return // the pass republished it: as good
+		}
+		missing := false
+		if err := f.st.AbsentPages(ctx, func(id, _ string) error { missing = missing || id == pageID; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !missing {
+			t.Fatalf("page %s is published, its object is gone, and the books do not record it missing", pageID)
+		}
+	})
+}

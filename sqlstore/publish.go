@@ -481,26 +481,36 @@ func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState
 
 // Withdraw implements publish.Store.
 // The page leaves the search index in the same transaction.
-func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, error) {
+func (s *PublishStore) Withdraw(ctx context.Context, pageID string) (bool, int64, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE pages SET published_summary_id = NULL, published_etag = '',
 		published_at = NULL, updated_at = $1, absent = 0
 		WHERE id = $2 AND summary_id IS NULL AND published_summary_id IS NOT NULL`, ms(s.db.Clock.Now()), pageID)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil || n != 1 {
-		return false, err
+	if err != nil {
+		return false, 0, err
+	}
+	if n != 1 {
+		// Not withdrawn: the generation published now, which the caller
+		// may have just deleted the object of.
+		var gen int64
+		err := tx.QueryRowContext(ctx, `SELECT published_generation FROM pages WHERE id = $1 AND published_summary_id IS NOT NULL`, pageID).Scan(&gen)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		return false, gen, err
 	}
 	if err := s.db.Dialect.search.unindex(ctx, tx, pageID); err != nil {
-		return false, fmt.Errorf("remove page %s from search: %w", pageID, err)
+		return false, 0, fmt.Errorf("remove page %s from search: %w", pageID, err)
 	}
-	return true, tx.Commit()
+	return true, 0, tx.Commit()
 }
 
 // Withdrawable implements publish.Store: the condition is Withdraw's.

@@ -49,7 +49,7 @@ func TestPublishedPage(t *testing.T) {
 		if _, err := ps.Reject(ctx, sum, "wrong"); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := ps.Withdraw(ctx, id); err != nil || !ok {
+		if ok, _, err := ps.Withdraw(ctx, id); err != nil || !ok {
 			t.Fatalf("withdraw: %v, %v", ok, err)
 		}
 		if id, ok, err := ps.PublishedPage(ctx, evs[0].ID); err != nil || ok {

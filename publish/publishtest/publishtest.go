@@ -528,7 +528,7 @@ func testWithdraw(t *testing.T, h *harness) {
 	s := h.mustAccept(t, ev, "One.", "m1")
 	pub := h.mustPublish(t, s.ID)
 	// A page with a current summary is not withdrawn.
-	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
+	if ok, _, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
 		t.Fatalf("withdraw a current page: %v %v, want false", ok, err)
 	}
 	h.mustPublishedCount(t, 1)
@@ -539,14 +539,14 @@ func testWithdraw(t *testing.T, h *harness) {
 	if ps.SummaryID != "" || ps.PointerFresh || ps.PublishedSummaryID != s.ID {
 		t.Fatalf("page state after rejecting its summary %+v", ps)
 	}
-	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || !ok {
+	if ok, _, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || !ok {
 		t.Fatalf("withdraw: %v %v, want true", ok, err)
 	}
 	h.mustPublishedCount(t, 0)
 	if ps := h.pageStates(t)[ev.ID]; ps.PublishedSummaryID != "" || ps.PublishedETag != "" {
 		t.Fatalf("withdrawn page state %+v", ps)
 	}
-	if ok, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
+	if ok, _, err := h.Store.Withdraw(ctx, pub.PageID); err != nil || ok {
 		t.Fatalf("withdraw twice: %v %v, want false", ok, err)
 	}
 	if l, err := h.Store.Listing(ctx, publish.ListingQuery{}); err != nil || len(l) != 0 {
@@ -667,7 +667,7 @@ func testAbsence(t *testing.T, h *harness) {
 	if _, err := h.Store.Reject(ctx, sums[2].ID, "wrong"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := h.Store.Withdraw(ctx, pubs[2].PageID); err != nil || !ok {
+	if ok, _, err := h.Store.Withdraw(ctx, pubs[2].PageID); err != nil || !ok {
 		t.Fatalf("withdraw: %v %v", ok, err)
 	}
 	h.mustAbsent(t)
