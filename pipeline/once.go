@@ -130,8 +130,10 @@ func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string
 	if maxPasses <= 0 {
 		maxPasses = ingest.DefaultMaxPasses
 	}
+	svc := p.Ingest()
+	svc.LeaseTTL = o.Lease
 	for _, name := range names {
-		_, err := p.RunSource(ctx, name, maxPasses, func(r ingest.Report, err error) {
+		_, err := p.runSource(ctx, svc, name, maxPasses, func(r ingest.Report, err error) {
 			t.add(ctx, r, err)
 			res.Reports = append(res.Reports, r)
 			if o.OnReport != nil {

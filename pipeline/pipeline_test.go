@@ -372,6 +372,15 @@ func TestRunOnceRunsATrackedRepositoryNow(t *testing.T) {
 	if len(res.Reports) != 1 || res.Reports[0].EventsNew != 1 || res.Publish == nil || res.Publish.Published != 1 {
 		t.Fatalf("the second run --once --track: reports %+v, publish %+v; want the new commit read and published", res.Reports, res.Publish)
 	}
+	// The tracked run is claimed with the pass's --lease, as the drain's runs are.
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "feeds: a leased change")
+	if _, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}, Lease: 7 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	var lease int64
+	if err := p.DB().SQL().QueryRowContext(ctx, `SELECT lease_expires_at - started_at FROM ingest_runs ORDER BY started_at DESC, id DESC LIMIT 1`).Scan(&lease); err != nil || lease != (7*time.Minute).Milliseconds() {
+		t.Fatalf("the tracked run's lease: %d ms (%v), want --lease's %d", lease, err, (7 * time.Minute).Milliseconds())
+	}
 	// Without --track the interval decides: nothing is due.
 	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "feeds: a fourth change")
 	if res, err := p.RunOnce(ctx, OnceOptions{}); err != nil || len(res.Reports) != 0 {

@@ -100,7 +100,11 @@ func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Sou
 // *SourceFailedError: the source failed, not tidemark, so it matches
 // tidemark.ErrUnavailable, as a source that failed in run --once does.
 func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
-	svc := p.Ingest()
+	return p.runSource(ctx, p.Ingest(), ref, maxPasses, onReport)
+}
+
+// runSource is RunSource with svc.
+func (p *Pipeline) runSource(ctx context.Context, svc *ingest.Service, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
 	if maxPasses <= 0 {
 		maxPasses = ingest.DefaultMaxPasses
 	}
