@@ -164,7 +164,7 @@ func (r TestReport) WriteText(w io.Writer) error {
 	case tidemark.OutcomeEmpty:
 		fmt.Fprintln(w, "outcome:   empty — reached, nothing new")
 	default:
-		fmt.Fprintf(w, "outcome:   %s — %s\n", r.Outcome, strings.TrimPrefix(r.Error, string(r.Outcome)+": "))
+		fmt.Fprintf(w, "outcome:   %s — %s\n", r.Outcome, r.Error)
 		if r.RetryAfterSeconds > 0 {
 			fmt.Fprintf(w, "retry after: %s\n", time.Duration(r.RetryAfterSeconds*float64(time.Second)))
 		}

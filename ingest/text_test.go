@@ -21,8 +21,8 @@ func TestWriteReport(t *testing.T) {
 	}{
 		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeItems, EventsNew: 2, EventsChanged: 1, CursorAfter: "0123456789abcdef"}, nil,
 			"s                    items       2 new, 1 changed events  cursor - → 0123456789ab\n"},
-		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeUnreachable, Error: "unreachable: timeout", CursorBefore: "abc"}, nil,
-			"s                    unreachable unreachable: timeout (cursor stays at abc)\n"},
+		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeUnreachable, Error: "timeout", CursorBefore: "abc"}, nil,
+			"s                    unreachable timeout (cursor stays at abc)\n"},
 		{ingest.Report{Source: "s"}, held, "s                    not run: " + held.Error() +
 			"\n  if that was this worker under another identity, run again with --holder elsewhere:1 to re-enter its run;" +
 			" otherwise it is free once the lease expires at " + until.Local().Format(time.DateTime) + "\n"},

@@ -126,14 +126,10 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 // paused, terminal) is left to the drain that follows, as a due source
 // would be.
 func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string, t *tally, res *OnceResult) error {
-	maxPasses := o.MaxPasses
-	if maxPasses <= 0 {
-		maxPasses = ingest.DefaultMaxPasses
-	}
 	svc := p.Ingest()
 	svc.LeaseTTL = o.Lease
 	for _, name := range names {
-		_, err := p.runSource(ctx, svc, name, maxPasses, func(r ingest.Report, err error) {
+		_, err := p.runSource(ctx, svc, name, o.MaxPasses, func(r ingest.Report, err error) {
 			t.add(ctx, r, err)
 			res.Reports = append(res.Reports, r)
 			if o.OnReport != nil {
