@@ -481,33 +481,25 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		return rep, err
 	}
 	for _, pageID := range withdraw {
-		if err := s.Objects.Delete(ctx, PageKey(pageID)); err != nil {
+		l := pages[PageKey(pageID)]
+		// Left out of the listings whatever happens below: a page being
+		// withdrawn is not linked, and its object may be gone already.
+		l.present = false
+		withdrawn, published, err := s.withdraw(ctx, pageID)
+		switch {
+		case err != nil:
 			fail(err)
-			continue
-		}
-		if l := pages[PageKey(pageID)]; l != nil {
-			l.present = false
-		}
-		withdrawn, published, err := s.Store.Withdraw(ctx, pageID)
-		if err != nil {
-			fail(err)
-			continue
-		}
-		if !withdrawn {
-			if l := pages[PageKey(pageID)]; l != nil && published > 0 {
-				// Published again since the sweep read it (perhaps
-				// before the delete): recorded at that generation.
-				l.published, l.generation = true, published
-			}
-			// A summary accepted since the sweep read the page: it stays
-			// published, and the object just deleted is recorded missing
-			// below, so no listing links to it until it is republished.
-			continue
-		}
-		if l := pages[PageKey(pageID)]; l != nil {
+		case withdrawn:
 			l.published = false
+			rep.Withdrawn++
+		case published > 0:
+			// A summary accepted since the sweep read the page, perhaps
+			// published before the delete: it stays published, and the
+			// object just deleted is recorded missing below, at the
+			// generation published now, so no listing links to it until
+			// it is republished.
+			l.published, l.generation = true, published
 		}
-		rep.Withdrawn++
 	}
 	for key := range stored {
 		if err := s.Objects.Delete(ctx, key); err != nil {
