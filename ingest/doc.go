@@ -13,8 +13,9 @@
 //   - every run ends with exactly one audit row and one typed outcome;
 //   - a window whose retry budget is spent (for an outage: spent over at
 //     least the retry policy's span, a day by default), or whose final
-//     worker never came back, is terminal until an operator retries or
-//     skips it;
+//     worker never came back (unless the window is riding out an outage,
+//     which only the retry policy ends), is terminal until an operator
+//     retries or skips it;
 //   - a run that filled its window leaves its source due at once: a
 //     backlog is not a schedule.
 //

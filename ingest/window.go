@@ -22,10 +22,16 @@ type Charge struct {
 }
 
 // ChargeLoss decides what a lost run (its holder never came back, or its
-// process is gone) does to a window that had spent attempts of budget. With
-// charge the loss spends one attempt, and a loss that leaves nothing of the
-// budget makes the window terminal; reason says how the run was lost.
-func ChargeLoss(attempts, budget int, failingSince *time.Time, charge bool, reason string, now time.Time) Charge {
+// process is gone) does to a window that had spent attempts of budget and
+// whose last run ended in last. With charge the loss spends one attempt, and
+// a loss that leaves nothing of the budget makes the window terminal, with
+// one exception: a window riding out an outage (its last run unreachable)
+// stays open, because outages are not terminal and a daemon restarted
+// mid-outage says nothing about the upstream; the retry policy decides at
+// the next failure whether the outage has lasted its span. A loss after a
+// loss is a worker that never survives this source, and is terminal past
+// the budget. reason says how the run was lost.
+func ChargeLoss(attempts, budget int, failingSince *time.Time, last tidemark.Outcome, charge bool, reason string, now time.Time) Charge {
 	ch := Charge{FailingSince: failingSince, Window: tidemark.WindowOpen}
 	if charge {
 		ch.Spent = 1
@@ -33,7 +39,8 @@ func ChargeLoss(attempts, budget int, failingSince *time.Time, charge bool, reas
 			ch.FailingSince = &now
 		}
 	}
-	if attempts+ch.Spent >= budget {
+	outage := last == tidemark.OutcomeUnreachable && failingSince != nil
+	if attempts+ch.Spent >= budget && !outage {
 		ch.Window = tidemark.WindowTerminal
 		ch.TerminalReason = fmt.Sprintf("budget of %d attempts spent; last: lost: %s", budget, reason)
 	}

@@ -16,19 +16,24 @@ func TestChargeLoss(t *testing.T) {
 		name             string
 		attempts, budget int
 		since            *time.Time
+		last             tidemark.Outcome
 		charge           bool
 		spent            int
 		wantSince        *time.Time
 		terminal         bool
 	}{
-		{"first loss starts failing", 0, 3, nil, true, 1, &now, false},
-		{"a later loss keeps when failing began", 1, 3, &earlier, true, 1, &earlier, false},
-		{"the loss that spends the budget is terminal", 2, 3, &earlier, true, 1, &earlier, true},
-		{"an uncharged loss spends nothing", 1, 3, nil, false, 0, nil, false},
-		{"an uncharged loss on a spent budget is still terminal", 3, 3, &earlier, false, 0, &earlier, true},
+		{"first loss starts failing", 0, 3, nil, "", true, 1, &now, false},
+		{"a later loss keeps when failing began", 1, 3, &earlier, tidemark.OutcomeLost, true, 1, &earlier, false},
+		{"the loss that spends the budget is terminal", 2, 3, &earlier, tidemark.OutcomeInvalid, true, 1, &earlier, true},
+		{"a loss after a loss past the budget is terminal", 2, 3, &earlier, tidemark.OutcomeLost, true, 1, &earlier, true},
+		{"a loss past the budget during an outage leaves the policy to decide", 2, 3, &earlier, tidemark.OutcomeUnreachable, true, 1, &earlier, false},
+		{"a loss on a source never run is terminal at a budget of one", 0, 1, nil, "", true, 1, &now, true},
+		{"an unreachable last run with no outage on record is no outage", 2, 3, nil, tidemark.OutcomeUnreachable, true, 1, &now, true},
+		{"an uncharged loss spends nothing", 1, 3, nil, "", false, 0, nil, false},
+		{"an uncharged loss on a spent budget is still terminal", 3, 3, &earlier, tidemark.OutcomeLost, false, 0, &earlier, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := ingest.ChargeLoss(tc.attempts, tc.budget, tc.since, tc.charge, "holder h never came back", now)
+			ch := ingest.ChargeLoss(tc.attempts, tc.budget, tc.since, tc.last, tc.charge, "holder h never came back", now)
 			if ch.Spent != tc.spent {
 				t.Errorf("Spent = %d, want %d", ch.Spent, tc.spent)
 			}
@@ -43,7 +48,7 @@ func TestChargeLoss(t *testing.T) {
 			}
 		})
 	}
-	if ch := ingest.ChargeLoss(2, 3, nil, true, "gone", now); ch.TerminalReason != "budget of 3 attempts spent; last: lost: gone" {
+	if ch := ingest.ChargeLoss(2, 3, nil, "", true, "gone", now); ch.TerminalReason != "budget of 3 attempts spent; last: lost: gone" {
 		t.Errorf("TerminalReason = %q", ch.TerminalReason)
 	}
 }

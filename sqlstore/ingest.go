@@ -326,7 +326,8 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 // loseRun marks the run of an expired claim lost, writes its audit row and
 // releases the claim. With charge, the loss spends one attempt of the
 // window's budget, and a loss on the final attempt makes the window
-// terminal. It returns the source as it now is.
+// terminal unless the window is riding out an outage (ingest.ChargeLoss).
+// It returns the source as it now is.
 func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now time.Time, charge bool) (sourceRow, error) {
 	reason := fmt.Sprintf("holder %s never came back (lease expired %s)", r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
 	if r.LeaseExpiresAt.After(now) {
@@ -342,7 +343,7 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 	if err := s.insertAudit(ctx, tx, r.ClaimRunID, r, r.ClaimHolder, tidemark.OutcomeLost, r.Cursor, r.CursorVersion, 0, 0, now); err != nil {
 		return r, err
 	}
-	ch := ingest.ChargeLoss(r.WindowAttempts, r.RetryBudget, r.FailingSince, charge, reason, now)
+	ch := ingest.ChargeLoss(r.WindowAttempts, r.RetryBudget, r.FailingSince, r.LastOutcome, charge, reason, now)
 	attempts, failingSince, window, terminalReason := r.WindowAttempts+ch.Spent, ch.FailingSince, ch.Window, ch.TerminalReason
 	err = exec1(ctx, tx, tidemark.ErrStaleClaim,
 		`UPDATE sources SET claim_token = NULL, claim_holder = NULL, claim_run_id = NULL,

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"LargeSettlementsFreezeEachItemOnce", testLargeSettlements},
 		{"BatchedSettlementFencesEachRun", testSettleMany},
 		{"LostFinalWorkerTerminal", testLostFinalTerminal},
+		{"LostRunDuringOutageLeavesPolicyToDecide", testLostDuringOutage},
 		{"SkipIsAuditedCursorMove", testSkip},
 		{"PauseRefusesClaims", testPause},
 		{"ClaimDueRespectsDueAndHeld", testClaimDue},
@@ -666,6 +667,59 @@ func testLostFinalTerminal(t *testing.T, h Harness) {
 	}
 	if n := h.ActiveRuns(t, src.ID); n != 0 {
 		t.Fatalf("%d active runs", n)
+	}
+}
+
+// testLostDuringOutage: a run lost while its window rides out an outage
+// (a deploy restarted the daemon) spends its attempt, but does not make the
+// window terminal even past the budget: outages are not terminal, and the
+// retry policy decides on the next failure whether the outage has lasted
+// long enough. A loss that follows a loss is a worker that crashes on this
+// source, and past the budget it is terminal as before.
+func testLostDuringOutage(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 2)
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, src, "w1"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+		t.Fatal(err)
+	}
+	c := mustClaim(t, h, src, "w1")
+	h.Clock.Advance(ttl + time.Millisecond)
+	c2, err := h.Store.Claim(ctx, src.ID, "w2", ttl)
+	if err != nil {
+		t.Fatalf("claim after a run lost during an outage: %v", err)
+	}
+	s := mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowOpen || s.WindowAttempts != 2 || s.FailingSince == nil {
+		t.Fatalf("after the lost run: window %s (%s), %d attempts, failing since %v; want open, 2, kept",
+			s.Window, s.TerminalReason, s.WindowAttempts, s.FailingSince)
+	}
+	if n := h.AuditRows(t, c.RunID); n != 1 {
+		t.Fatalf("lost run: %d audit rows", n)
+	}
+	// The next worker is lost too: past the budget, that is terminal.
+	h.Clock.Advance(ttl + time.Millisecond)
+	_, err = h.Store.Claim(ctx, src.ID, "w3", ttl)
+	wantErr(t, err, tidemark.ErrNotClaimable, "claim after a second lost run past the budget")
+	s = mustSource(t, h, src.ID)
+	if s.Window != tidemark.WindowTerminal || s.LastOutcome != tidemark.OutcomeLost {
+		t.Fatalf("after two lost runs: window %s, last %s; want terminal, lost", s.Window, s.LastOutcome)
+	}
+	if n := h.AuditRows(t, c2.RunID); n != 1 {
+		t.Fatalf("second lost run: %d audit rows", n)
+	}
+
+	// The same through ClaimDue, which finds expired leases itself.
+	b := mustAdd(t, h, "b", 1)
+	if _, err := h.Store.Fail(ctx, mustClaim(t, h, b, "w1"), failure(h, tidemark.OutcomeUnreachable)); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, h, b, "w1")
+	h.Clock.Advance(ttl + time.Millisecond)
+	cs, err := h.Store.ClaimDue(ctx, "w2", ttl, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].SourceID != b.ID {
+		t.Fatalf("ClaimDue after a run lost during an outage claimed %d sources, want b", len(cs))
 	}
 }
 
