@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/groupcommit"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/summarize"
 	"golang.org/x/sync/errgroup"
@@ -72,6 +73,10 @@ type Service struct {
 
 	cardMu    sync.Mutex
 	cardLocks map[string]*sync.Mutex // by source: one card write at a time
+
+	// marks commits the marks of publications that finish together, when
+	// the store can (BatchMarker).
+	marks groupcommit.Group[markReq, tidemark.Publication]
 }
 
 // DefaultConcurrency is how many publications PublishPending runs at once
@@ -240,7 +245,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 	if s.BaseURL != "" {
 		plan.PageURL = strings.TrimRight(s.BaseURL, "/") + "/" + res.Key
 	}
-	_, err = s.Store.Mark(finishCtx, plan, Written{ETag: info.ETag, Format: PageFormat(), Store: bound})
+	_, err = s.mark(finishCtx, plan, Written{ETag: info.ETag, Format: PageFormat(), Store: bound})
 	if err == nil {
 		return res, nil
 	}
@@ -266,6 +271,29 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
 	}
 	return res, err
+}
+
+// mark writes a publication's mark: in a group commit with the marks of
+// the publications that finished at the same time when the store can
+// batch, on its own otherwise. Either way it returns once its own mark
+// has committed or failed.
+func (s *Service) mark(ctx context.Context, p Plan, w Written) (tidemark.Publication, error) {
+	bm, ok := s.Store.(BatchMarker)
+	if !ok {
+		return s.Store.Mark(ctx, p, w)
+	}
+	return s.marks.Do(ctx, markReq{p, w}, bm.MaxMarks(), func(ctx context.Context, reqs []markReq) ([]tidemark.Publication, []error) {
+		ps, ws := make([]Plan, len(reqs)), make([]Written, len(reqs))
+		for i, r := range reqs {
+			ps[i], ws[i] = r.p, r.w
+		}
+		return bm.MarkMany(ctx, ps, ws)
+	})
+}
+
+type markReq struct {
+	p Plan
+	w Written
 }
 
 // ensureCard writes the source's card if it has never been written, so a

@@ -336,6 +336,16 @@ type Store interface {
 	RebindStore(ctx context.Context, id StoreIdentity) (StoreIdentity, error)
 }
 
+// BatchMarker is implemented by stores that can write the marks of many
+// publications in one transaction (group commit), each with its own
+// conditions: a mark that fails them fails alone, with the error Mark
+// would have returned, and the others commit. The results are in the
+// order of the plans. MaxMarks bounds the marks of one call.
+type BatchMarker interface {
+	MarkMany(ctx context.Context, ps []Plan, ws []Written) ([]tidemark.Publication, []error)
+	MaxMarks() int
+}
+
 // ListingQuery narrows Listing: one source's pages ("" for all), at most
 // Limit (0: all), with their summaries' text only when Summaries is set.
 type ListingQuery struct {

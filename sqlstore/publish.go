@@ -373,24 +373,96 @@ func (s *PublishStore) source(ctx context.Context, q querier, id string) (publis
 
 // Mark implements publish.Store.
 func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Written) (tidemark.Publication, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return publication(p), err
+	}
+	defer tx.Rollback()
+	pub, err := s.mark(ctx, tx, p, w)
+	if err != nil {
+		return pub, err
+	}
+	if err := tx.Commit(); err != nil {
+		return pub, fmt.Errorf("mark page %s: commit: %w", p.PageID, err)
+	}
+	return pub, nil
+}
+
+// maxMarks bounds the marks one transaction carries: each mark is a
+// savepoint, and PostgreSQL keeps the subtransactions of a transaction in
+// a per-backend cache of 64 before every snapshot must look them up.
+const maxMarks = 32
+
+// MaxMarks implements publish.BatchMarker.
+func (s *PublishStore) MaxMarks() int { return maxMarks }
+
+// MarkMany implements publish.BatchMarker: the marks are written in one
+// transaction, each in its own savepoint, so each keeps its conditions
+// and a mark that fails them (or whose hook fails) is rolled back alone.
+// The events are locked in ID order, as no two batches can then wait on
+// each other. If the transaction fails as a whole (it wrote nothing),
+// each mark is retried on its own.
+func (s *PublishStore) MarkMany(ctx context.Context, ps []publish.Plan, ws []publish.Written) ([]tidemark.Publication, []error) {
+	pubs, errs := make([]tidemark.Publication, len(ps)), make([]error, len(ps))
+	if err := s.markMany(ctx, ps, ws, pubs, errs); err != nil {
+		for i := range ps {
+			pubs[i], errs[i] = s.Mark(ctx, ps[i], ws[i])
+		}
+	}
+	return pubs, errs
+}
+
+func (s *PublishStore) markMany(ctx context.Context, ps []publish.Plan, ws []publish.Written, pubs []tidemark.Publication, errs []error) error {
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(ps[a].Event.ID, ps[b].Event.ID) })
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, i := range order {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT mark`); err != nil {
+			return err
+		}
+		pubs[i], errs[i] = s.mark(ctx, tx, ps[i], ws[i])
+		if errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT mark`); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT mark`); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark %d pages: commit: %w", len(ps), err)
+	}
+	return nil
+}
+
+func publication(p publish.Plan) tidemark.Publication {
 	title := p.Title
 	if title == "" {
 		title = p.Event.Title
 	}
-	pub := tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
+	return tidemark.Publication{PageID: p.PageID, EventID: p.Event.ID, SourceID: p.Source.ID, SummaryID: p.Summary.ID,
 		Generation: p.Generation, Title: title, Summary: p.Summary.Text, PageURL: p.PageURL}
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return pub, err
-	}
-	defer tx.Rollback()
+}
+
+// mark writes one mark inside tx (see Mark), up to its commit.
+func (s *PublishStore) mark(ctx context.Context, tx *sql.Tx, p publish.Plan, w publish.Written) (tidemark.Publication, error) {
+	pub := publication(p)
+	title := pub.Title
 	// Lock the event, as Accept does, so the condition below is decided
 	// against a settled pointer.
 	if _, err := s.lockEvent(ctx, tx, p.Event.ID); err != nil {
 		return pub, err
 	}
 	now := ms(s.db.Clock.Now())
-	err = exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
+	err := exec1(ctx, tx, fmt.Errorf("mark summary %s on page %s: %w", p.Summary.ID, p.PageID, publish.ErrLostRace),
 		`UPDATE summaries SET published_at = COALESCE(published_at, $1), published_generation = $2
 		WHERE id = $3 AND is_current = 1 AND rejected_reason = '' AND evidence_hash = $4
 		  AND evidence_hash = (SELECT evidence_hash FROM events WHERE id = $5)
@@ -433,9 +505,6 @@ func (s *PublishStore) Mark(ctx context.Context, p publish.Plan, w publish.Writt
 	}
 	if err := fpMarkBeforeCommit.Hit(ctx); err != nil {
 		return pub, err
-	}
-	if err := tx.Commit(); err != nil {
-		return pub, fmt.Errorf("mark page %s: commit: %w", p.PageID, err)
 	}
 	return pub, nil
 }

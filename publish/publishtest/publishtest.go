@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"MarkMatchesNothingWhenRejected", testMarkRejected},
 		{"GenerationsIncreaseOlderMarkRefused", testGenerations},
 		{"FailingWriteRollsMarkBack", testFailingWrite},
+		{"MarkManyFencesEachMark", testMarkMany},
 		{"WithdrawOnlyWithoutCurrentSummary", testWithdraw},
 		{"RestyleListsPagesOfAnotherFormat", testRestyle},
 		{"AbsenceRecordedUntilPublishedAgain", testAbsence},
@@ -521,6 +522,76 @@ func testFailingWrite(t *testing.T, h *harness) {
 	h.mustPublishedCount(t, 0)
 	// The plan is still good.
 	h.mustMark(t, p, "e1")
+}
+
+// testMarkMany: marks written together (BatchMarker) keep their own
+// conditions: a mark that loses its race, meets a newer generation or
+// whose write fails is rolled back alone, with Mark's error, and the
+// others commit with their writes.
+func testMarkMany(t *testing.T, h *harness) {
+	if _, ok := h.Store.(publish.BatchMarker); !ok {
+		t.Skip("the store does not batch marks")
+	}
+	var plans []publish.Plan
+	var sums []publish.Summary
+	for i := range 5 {
+		ev := h.mustEvent(t, fmt.Sprint("c", i), fmt.Sprint("evidence ", i))
+		s := h.mustAccept(t, ev, fmt.Sprint("Change ", i, "."), "m1")
+		sums = append(sums, s)
+		plans = append(plans, h.mustPrepare(t, s.ID))
+	}
+	// 1: superseded while its page was written.
+	newer := h.mustAccept(t, plans[1].Event, "Change 1, again.", "m2")
+	// 2: a newer generation of its page is marked already.
+	h.mustMark(t, h.mustPrepare(t, sums[2].ID), "etag-newer")
+	// 3: the write composed into its mark fails.
+	boom := errors.New("outbox full")
+	var wrote []string
+	st := h.MarkingWith(func(_ context.Context, pub tidemark.Publication) error {
+		if pub.SummaryID == sums[3].ID {
+			return boom
+		}
+		wrote = append(wrote, pub.SummaryID)
+		return nil
+	}).(publish.BatchMarker)
+	// 0 and 4 are marked, 4 twice in the batch: the second is refused.
+	batch := append(slices.Clone(plans), plans[4])
+	ws := make([]publish.Written, len(batch))
+	for i := range ws {
+		ws[i] = publish.Written{ETag: fmt.Sprint("etag-", i), Store: h.bound}
+	}
+	pubs, errs := st.MarkMany(ctx, batch, ws)
+	if len(pubs) != len(batch) || len(errs) != len(batch) {
+		t.Fatalf("MarkMany returned %d publications and %d errors for %d plans", len(pubs), len(errs), len(batch))
+	}
+	for i, want := range []error{nil, publish.ErrLostRace, publish.ErrNewerPublished, boom, nil, publish.ErrNewerPublished} {
+		if want == nil && errs[i] != nil || want != nil && !errors.Is(errs[i], want) {
+			t.Errorf("mark %d: %v, want %v", i, errs[i], want)
+		}
+	}
+	for _, i := range []int{0, 4} {
+		if pubs[i].SummaryID != sums[i].ID || pubs[i].Generation != plans[i].Generation {
+			t.Errorf("mark %d: publication %+v", i, pubs[i])
+		}
+	}
+	if !slices.Equal(sorted(wrote), sorted([]string{sums[0].ID, sums[4].ID})) {
+		t.Errorf("the composed write committed for %v, want only the marks that held (%s, %s)", wrote, sums[0].ID, sums[4].ID)
+	}
+	states := h.pageStates(t)
+	for i, want := range []string{"etag-0", "", "etag-newer", "", "etag-4"} {
+		if got := states[plans[i].Event.ID].PublishedETag; got != want {
+			t.Errorf("page %d records etag %q, want %q", i, got, want)
+		}
+	}
+	for i, published := range []bool{true, false, true, false, true} {
+		if got := h.mustSummary(t, sums[i].ID); (got.PublishedAt != nil) != published {
+			t.Errorf("summary %d published at %v, want published %v", i, got.PublishedAt, published)
+		}
+	}
+	h.mustPublishedCount(t, 3)
+	// The failed marks' plans are as good as before the batch.
+	h.mustMark(t, plans[3], "etag-3")
+	h.mustPublish(t, newer.ID)
 }
 
 func testWithdraw(t *testing.T, h *harness) {
