@@ -60,6 +60,32 @@ type Source struct {
 	CreatedAt      time.Time  `json:"created_at"`
 }
 
+// DueAt is when a worker may next claim s, and false when none will until
+// an operator acts: nothing claims a paused source or a terminal window,
+// whatever NextDueAt says.
+func (s Source) DueAt() (time.Time, bool) {
+	if s.State == SourcePaused || s.Window == WindowTerminal {
+		return time.Time{}, false
+	}
+	return s.NextDueAt, true
+}
+
+// MarshalJSON writes s with next_due_at null when no worker will claim it
+// until an operator acts (see DueAt): a time there would tell its reader
+// that it runs then. A type that embeds Source has this method promoted,
+// so it must write its own fields beside it (as ingest.Detail does).
+func (s Source) MarshalJSON() ([]byte, error) {
+	type fields Source // Source's fields, without this method
+	v := struct {
+		fields
+		NextDueAt *time.Time `json:"next_due_at"` // hides the embedded one
+	}{fields: fields(s)}
+	if at, ok := s.DueAt(); ok {
+		v.NextDueAt = &at
+	}
+	return json.Marshal(v)
+}
+
 // SourceConfig is a source's settings for its kind (a selector, a
 // branch, limits). It is shown as {} when there are none, never as null:
 // a documented field is always present.

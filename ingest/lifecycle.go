@@ -228,15 +228,15 @@ func WindowBrief(src tidemark.Source) string {
 
 // NotDue says why a source is not due at any time, or "" when it is due
 // at its NextDueAt: nothing claims a paused source or a terminal window
-// until an operator acts, whatever its NextDueAt says.
+// until an operator acts, whatever its NextDueAt says (Source.DueAt).
 func NotDue(src tidemark.Source) string {
-	switch {
+	switch _, due := src.DueAt(); {
+	case due:
+		return ""
 	case src.State == tidemark.SourcePaused:
 		return "not due: paused"
-	case src.Window == tidemark.WindowTerminal:
-		return "not due: an operator must retry or skip the window"
 	}
-	return ""
+	return "not due: an operator must retry or skip the window"
 }
 
 // ResolveRunFilter checks a run listing's filter before it is listed: an

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -234,6 +235,27 @@ type Detail struct {
 	Actions []Action       `json:"actions"`
 	// UnservedBy are the workers that could not serve the source.
 	UnservedBy []Unserved `json:"unserved_by"`
+}
+
+// MarshalJSON writes the source's fields as tidemark.Source writes them,
+// then runs, actions and unserved_by. It is needed because the embedded
+// Source's MarshalJSON is promoted and would write the source alone.
+func (d Detail) MarshalJSON() ([]byte, error) {
+	src, err := json.Marshal(d.Source)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := json.Marshal(struct {
+		Runs       []tidemark.Run `json:"runs"`
+		Actions    []Action       `json:"actions"`
+		UnservedBy []Unserved     `json:"unserved_by"`
+	}{d.Runs, d.Actions, d.UnservedBy})
+	if err != nil {
+		return nil, err
+	}
+	// Two objects, {…} and {…}: one object of the source's fields, then the rest.
+	out := append(src[:len(src)-1:len(src)-1], ',')
+	return append(out, rest[1:]...), nil
 }
 
 // SourceDetail reads a source with up to limit of its newest runs and

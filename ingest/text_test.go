@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,5 +92,38 @@ func TestWindowWords(t *testing.T) {
 		if got := ingest.NotDue(src); got != c.notDue {
 			t.Errorf("%s %s: not due %q, want %q", c.state, c.window, got, c.notDue)
 		}
+	}
+}
+
+// source show --json (and the API's source) is a source's JSON with its
+// runs, actions and unserved workers: a terminal window's source has no
+// next due time there either, and the source's way of writing itself does
+// not swallow what the detail adds.
+func TestDetailJSON(t *testing.T) {
+	d := ingest.Detail{
+		Source:     tidemark.Source{Name: "s", State: tidemark.SourceActive, Window: tidemark.WindowTerminal, NextDueAt: time.Unix(1, 0)},
+		Runs:       []tidemark.Run{{ID: "r1"}},
+		Actions:    []ingest.Action{{ID: "a1"}},
+		UnservedBy: []ingest.Unserved{{Holder: "w1"}},
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Name       string            `json:"name"`
+		NextDueAt  *time.Time        `json:"next_due_at"`
+		Runs       []tidemark.Run    `json:"runs"`
+		Actions    []ingest.Action   `json:"actions"`
+		UnservedBy []ingest.Unserved `json:"unserved_by"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if got.Name != "s" || got.NextDueAt != nil || len(got.Runs) != 1 || len(got.Actions) != 1 || len(got.UnservedBy) != 1 {
+		t.Errorf("a terminal source's detail is %s", b)
+	}
+	if !bytes.Contains(b, []byte(`"next_due_at": null`)) && !bytes.Contains(b, []byte(`"next_due_at":null`)) {
+		t.Errorf("next_due_at is not present as null: %s", b)
 	}
 }
