@@ -228,21 +228,14 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 }
 
 // reach classifies a failed clone or fetch: the remote could not be
-// reached (or refused us), which a later run may get past.
+// reached (or refused us), which a later run may get past. What git said
+// is in err, and said there only.
 func reach(loc string, err error) error {
 	var ge *gitError
 	if errors.As(err, &ge) {
-		return tidemark.Unreachable("git could not fetch "+loc+": "+lastLine(ge.msg), 0, err)
+		return tidemark.Unreachable("git could not fetch "+loc, 0, err)
 	}
 	return err
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }
 
 func (f *Fetcher) mirrorLock(dir string) *sync.Mutex {

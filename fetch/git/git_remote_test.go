@@ -1,9 +1,11 @@
 package git_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark"
@@ -103,4 +105,63 @@ func TestRemoteFailures(t *testing.T) {
 			t.Errorf("IsRemote(%q) = %v", loc, !want)
 		}
 	}
+}
+
+// What git said is said once in a failure: each of its phrases (the parts
+// of the message between ": " and line breaks) occurs once, for a local
+// repository and for a remote, for a fetch and for the check made when a
+// source is added.
+func TestFailuresSayWhatGitSaidOnce(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	ctx := context.Background()
+	remote, _ := mustDumbHTTPRemote(t)
+	notRepo := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		src  tidemark.Source
+	}{
+		{"local, not a repository", tidemark.Source{Location: notRepo}},
+		{"local, unknown branch", tidemark.Source{Location: mustRepo(t, 1), Config: map[string]string{git.ConfigBranch: "nope"}}},
+		{"remote, not found", tidemark.Source{Location: strings.TrimSuffix(remote, "/x.git") + "/missing.git", AllowPrivate: true}},
+		{"remote, not a repository", tidemark.Source{Location: "file://" + notRepo}},
+		{"remote, unknown branch", tidemark.Source{Location: remote, AllowPrivate: true, Config: map[string]string{git.ConfigBranch: "nope"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.src.Name, tc.src.Kind = "r", "git"
+			f := &git.Fetcher{CacheDir: t.TempDir()}
+			_, fetchErr := f.Fetch(ctx, tc.src, "")
+			for what, err := range map[string]error{"fetch": fetchErr, "check": f.Check(ctx, tc.src)} {
+				if err == nil {
+					if what == "fetch" {
+						t.Fatalf("%s succeeded", what)
+					}
+					continue // a local repository is checked only for a branch
+				}
+				if p := repeatedPhrase(err.Error()); p != "" {
+					t.Errorf("%s: %q is said twice in\n%v", what, p, err)
+				}
+			}
+		})
+	}
+}
+
+// repeatedPhrase returns a phrase of msg that occurs in it twice, or "".
+// Short phrases ("fatal", "git") are not counted.
+func repeatedPhrase(msg string) string {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(msg, "\n") {
+		for _, p := range strings.Split(line, ": ") {
+			p = strings.TrimSpace(p)
+			if len(p) < 12 {
+				continue
+			}
+			if seen[p] {
+				return p
+			}
+			seen[p] = true
+		}
+	}
+	return ""
 }
