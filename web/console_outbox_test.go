@@ -35,7 +35,7 @@ func newFakeOutbox() *fakeOutbox {
 	f := &fakeOutbox{lanes: map[string]*outbox.LaneView{}, intents: map[string]*outbox.Intent{}}
 	f.lanes["hook"] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "•••"}, MinGap: tidemark.Duration(time.Second)}, Counts: map[outbox.State]int{outbox.StateUnresolved: 2, outbox.StateLanded: 1}}, Health: outbox.HealthUnresolved,
 		Guarantee: &provider.LaneGuarantee{Guarantee: provider.ExactlyOnce, Why: "listing"}}
-	f.lanes["dead"] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "dead", Provider: "mastodon"}, Counts: map[outbox.State]int{}}, Health: outbox.HealthBroken,
+	f.lanes["dead"] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "dead", Provider: "mastodon", Settings: map[string]string{}}, Counts: map[outbox.State]int{}}, Health: outbox.HealthBroken,
 		Problem: "setting token_env: the environment variable holding the lane's secret is empty"}
 	f.intents["i1"] = &outbox.Intent{ID: "i1", Lane: "hook", Rank: 1, Target: "room", State: outbox.StateUnresolved, Body: "<b>hi</b>"}
 	f.gaps = []outbox.Gap{{MS: 1500, ThresholdMS: 1000}, {MS: 400, ThresholdMS: 1000}}
