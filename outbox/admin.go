@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,31 @@ func (f IntentFilter) Bounded() int {
 		return DefaultIntents
 	}
 	return f.Limit
+}
+
+// LaneReader reads a lane by name (tidemark.ErrNotFound naming it when
+// there is none).
+type LaneReader interface {
+	Lane(ctx context.Context, name string) (Lane, error)
+}
+
+// CheckIntentFilter checks an intent listing's filter before it is listed:
+// a state must be one (tidemark.ErrInvalid), and a lane it names must
+// exist (tidemark.ErrNotFound naming it), because an empty listing would
+// say the lane has no intents where there is no lane to look at. No
+// intent outlives its lane (each refers to its lane's row, and removing a
+// lane removes its intents), so no listing by a lane that does not exist
+// could find any. Every intent listing (the CLI and the API) checks its
+// filter here.
+func CheckIntentFilter(ctx context.Context, lanes LaneReader, f IntentFilter) error {
+	if _, err := ParseState(string(f.State)); err != nil {
+		return err
+	}
+	if f.Lane == "" {
+		return nil
+	}
+	_, err := lanes.Lane(ctx, f.Lane)
+	return err
 }
 
 // Channel delivers a source's published pages to a target on a lane.

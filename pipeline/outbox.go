@@ -265,7 +265,7 @@ func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
 
 // Intents lists intents by lane and rank.
 func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.Intents, error) {
-	if _, err := outbox.ParseState(string(f.State)); err != nil {
+	if err := outbox.CheckIntentFilter(ctx, p.db.Outbox(), f); err != nil {
 		return nil, err
 	}
 	return p.db.Outbox().ListIntents(ctx, f)

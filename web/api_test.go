@@ -199,6 +199,7 @@ func TestAPIErrorClasses(t *testing.T) {
 	mustErrorClass(t, "bad outcome", do("GET", "/api/runs?outcome=fine", token, nil), 400, "invalid", tidemark.ExitInvalid)
 	mustErrorClass(t, "runs of an unknown source", do("GET", "/api/runs?source=nope", token, nil), 404, "not_found", tidemark.ExitNotFound)
 	mustErrorClass(t, "events of an unknown source", do("GET", "/api/events?source=nope", token, nil), 404, "not_found", tidemark.ExitNotFound)
+	mustErrorClass(t, "intents of an unknown lane", do("GET", "/api/outbox/intents?lane=nope", token, nil), 404, "not_found", tidemark.ExitNotFound)
 	mustErrorClass(t, "no token", do("GET", "/api/runs", "", nil), 401, "not_found", tidemark.ExitNotFound)
 	mustErrorClass(t, "wrong method", do("DELETE", "/api/runs", token, nil), 405, "invalid", tidemark.ExitInvalid)
 }

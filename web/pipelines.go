@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 type OutboxView interface {
 	OutboxStats
 	Lanes(ctx context.Context) ([]outbox.Lane, error)
+	Lane(ctx context.Context, name string) (outbox.Lane, error)
 	Gaps(ctx context.Context, lane string) ([]outbox.GapReport, error)
 	ListIntents(ctx context.Context, f outbox.IntentFilter) ([]outbox.Intent, error)
 }
@@ -85,17 +87,21 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	state := outbox.State(r.URL.Query().Get("state"))
-	if state != "" && !validState(state) {
-		s.fail(w, r, tidemark.Invalidf("state", string(state), "want pending, sending, landed, unresolved, unexecutable, retired or collision"))
+	q := r.URL.Query()
+	f := outbox.IntentFilter{Lane: q.Get("lane"), State: outbox.State(q.Get("state")), Limit: limit + 1, AfterLane: cur.Key, AfterRank: cur.N}
+	var lanes outbox.LaneReader = noLanes{}
+	if s.Outbox != nil {
+		lanes = s.Outbox
+	}
+	if err := outbox.CheckIntentFilter(r.Context(), lanes, f); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if s.Outbox == nil {
 		writeJSON(w, http.StatusOK, Page[outbox.Intent]{Items: []outbox.Intent{}})
 		return
 	}
-	ins, err := s.Outbox.ListIntents(r.Context(), outbox.IntentFilter{Lane: r.URL.Query().Get("lane"), State: state,
-		Limit: limit + 1, AfterLane: cur.Key, AfterRank: cur.N})
+	ins, err := s.Outbox.ListIntents(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -105,13 +111,11 @@ func (s *Server) apiIntents(w http.ResponseWriter, r *http.Request) {
 	}))
 }
 
-func validState(st outbox.State) bool {
-	for _, x := range intentStates {
-		if st == x {
-			return true
-		}
-	}
-	return false
+// noLanes are the lanes of a server without the outbox: none.
+type noLanes struct{}
+
+func (noLanes) Lane(_ context.Context, name string) (outbox.Lane, error) {
+	return outbox.Lane{}, fmt.Errorf("lane %q: %w", name, tidemark.ErrNotFound)
 }
 
 func (s *Server) apiMigrations(w http.ResponseWriter, r *http.Request) {
