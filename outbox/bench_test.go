@@ -116,7 +116,7 @@ func BenchmarkReconcile100k(b *testing.B) {
 		if it.LastAttemptAt != nil {
 			attempt = *it.LastAttemptAt
 		}
-		if res, _ := outbox.Resolve(outbox.ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found}, attempt, time.Second); res == outbox.Landed {
+		if res, _ := outbox.Resolve(outbox.ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.Age, Found: pr.Found}, attempt, attempt, time.Second); res == outbox.Landed {
 			landedByProbe++
 		}
 	}

@@ -197,6 +197,15 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 	}
 }
 
+// writeBound is how long one write may take from our side: the provider's
+// own bound (provider.Bounded), else provider.DefaultTimeout.
+func (d *Deliverer) writeBound() time.Duration {
+	if b, ok := d.Provider.(provider.Bounded); ok && b.WriteBound() > 0 {
+		return b.WriteBound()
+	}
+	return provider.DefaultTimeout
+}
+
 // Sleep waits d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -229,7 +238,7 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if err != nil {
 		return Step{}, err
 	}
-	att, stop, err := d.journal(ctx, l, in, before)
+	att, stop, err := d.journal(ctx, l, in, before, d.writeBound())
 	if err != nil || stop.Kind != "" {
 		return stop, err
 	}
@@ -253,7 +262,12 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 		return Step{}, err
 	}
 	sentAt := d.Clock.Now()
-	posted, perr := d.Provider.Post(ctx, provider.Write{Target: in.Target, Parent: in.Parent, Body: []byte(in.Body), IdempotencyKey: in.IdempotencyKey})
+	// The write ends by the attempt's recorded deadline, whatever the
+	// provider does: until then it may land, and reconciliation believes
+	// no answer that says it did not.
+	postCtx, cancelPost := context.WithTimeout(ctx, att.Until.Sub(sentAt))
+	posted, perr := d.Provider.Post(postCtx, provider.Write{Target: in.Target, Parent: in.Parent, Body: []byte(in.Body), IdempotencyKey: in.IdempotencyKey})
+	cancelPost()
 	if err := fpAfterSend.Hit(finishCtx); err != nil {
 		return Step{}, err
 	}
@@ -322,8 +336,8 @@ func (d *Deliverer) countBefore(ctx context.Context) (*int64, error) {
 // journal decides whether the attempt may be made, by committing it to the
 // journal before the call: a gate closed meanwhile makes the step wait, an
 // intent an operator retired since it was picked skips it.
-func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int64) (Attempt, Step, error) {
-	att, err := d.Store.Begin(ctx, l, in.ID, before)
+func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int64, bound time.Duration) (Attempt, Step, error) {
+	att, err := d.Store.Begin(ctx, l, in.ID, before, bound)
 	if err == nil {
 		return att, Step{}, nil
 	}
@@ -444,11 +458,7 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 	if err := d.replanIf(r, changed); err != nil {
 		return Step{}, err
 	}
-	for _, id := range r.plan.Unresolved {
-		if _, ok := r.rec.Checks[id]; !ok {
-			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence}
-		}
-	}
+	d.recordDecisions(r)
 	kept, err := d.recheckUnexecutable(ctx, r)
 	if err != nil {
 		return Step{}, err
@@ -461,6 +471,45 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 		return Step{}, err
 	}
 	return Step{Kind: StepReconciled, Requests: r.requests, Plan: r.plan}, nil
+}
+
+// recordDecisions keeps the evidence of what the round decided about the
+// intents in doubt: why each unresolved one stays so (and when a look
+// could decide it, which brings the lane's next check forward), and why
+// one in doubt is sent again.
+func (d *Deliverer) recordDecisions(r *round) {
+	skew := r.lane.Skew.Std()
+	for _, id := range r.plan.Unresolved {
+		pi := r.in.Intents[r.at[id]]
+		if pi.AttemptUntil != nil && r.now.Before(pi.AttemptUntil.Add(skew)) {
+			// Only a look assembled after the attempt's deadline can say it
+			// did not land: look again just after it.
+			at := pi.AttemptUntil.Add(skew + time.Second)
+			if r.rec.RecheckAt == nil || at.Before(*r.rec.RecheckAt) {
+				r.rec.RecheckAt = &at
+			}
+		}
+		if _, ok := r.rec.Checks[id]; ok {
+			continue
+		}
+		ev := r.evidence
+		if pi.AttemptUntil != nil && r.in.ListedAt != nil && r.in.ListedAt.After(*pi.AttemptStartedAt) && !r.in.ListedAt.After(*pi.AttemptUntil) {
+			ev += "; not listed, but the attempt could still land until " + pi.AttemptUntil.UTC().Format(time.RFC3339) +
+				" (its start plus the write's bound): only a look after that says it did not"
+		}
+		r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: ev}
+	}
+	for _, id := range r.plan.Replay {
+		pi, it := r.in.Intents[r.at[id]], r.intents[r.at[id]]
+		if _, ok := r.rec.Checks[id]; ok || (it.State != StateSending && it.State != StateUnresolved) || r.in.ListedAt == nil {
+			continue
+		}
+		ev := r.evidence + "; not listed by a look assembled at " + r.in.ListedAt.UTC().Format(time.RFC3339)
+		if pi.AttemptUntil != nil {
+			ev += ", after the attempt could last land (" + pi.AttemptUntil.UTC().Format(time.RFC3339) + ")"
+		}
+		r.rec.Checks[id] = Check{At: r.now, Verdict: "pending", Evidence: ev + ": it never landed; sent again"}
+	}
 }
 
 // readRound reads the lane, its intents and, in one ordered read, our own
@@ -506,8 +555,8 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 		case StateLanded:
 			pi.KnownLanded, pi.KnownRemoteID = true, it.RemoteID
 		case StateSending, StateUnresolved:
-			start := it.attemptStart()
-			pi.AttemptStartedAt = &start
+			start, until := it.attemptStart(), it.attemptUntil(d.writeBound())
+			pi.AttemptStartedAt, pi.AttemptUntil = &start, &until
 			if ls.Horizon != nil && start.Before(*ls.Horizon) && r.in.ListedAt != nil {
 				// The listing no longer keeps writes that old: that it
 				// does not show this one proves nothing.
@@ -552,7 +601,7 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 			break
 		}
 		it := r.intents[r.at[id]]
-		start := it.attemptStart()
+		start, until := it.attemptStart(), it.attemptUntil(d.writeBound())
 		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
 		if errors.Is(err, provider.ErrUnsupported) {
 			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence + "; no probe"}
@@ -563,7 +612,7 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 			continue
 		}
 		r.requests++
-		res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, skew)
+		res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, until, skew)
 		if res == Pending && pr.Horizon != nil && start.Before(*pr.Horizon) {
 			res = Unresolved
 			f.Reason += "; but the provider keeps writes only since " + pr.Horizon.UTC().Format(time.RFC3339) + ", after the attempt started"

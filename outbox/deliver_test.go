@@ -277,6 +277,44 @@ func TestStaleAnswersNeverResolveFreshOnesDo(t *testing.T) {
 	})
 }
 
+// A write the remote is still processing is not yet in a listing, however
+// fresh: "not found" decides that a write never landed only once the
+// attempt could no longer land, after its request's deadline. Before that,
+// resending it would make two.
+func TestAbsenceDecidesOnlyAfterTheAttemptsDeadline(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: time.Second})
+		a, c := h.draft("t1", "one"), h.draft("t1", "two")
+		d := h.deliverer("w1")
+		h.step(d) // a lands
+		h.srv.HoldNext()
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		// Fresh, past the skew, within the write's deadline: c is not
+		// listed because it is still being written.
+		h.env.Clock.Advance(5 * time.Second)
+		s := h.step(d)
+		if s.Kind != outbox.StepReconciled || !slices.Equal(s.Plan.Unresolved, []string{c.ID}) || len(s.Plan.Replay) != 0 {
+			t.Fatalf("reconcile within c's deadline: %+v", s.Plan)
+		}
+		if got := h.intent(c.ID); got.State != outbox.StateUnresolved {
+			t.Fatalf("c is %s", got.State)
+		}
+		h.srv.Land()
+		// Checked again once the deadline has passed, not hours later.
+		h.env.Clock.Advance(provider.DefaultTimeout)
+		s = h.step(d)
+		if s.Kind != outbox.StepReconciled || !slices.Contains(s.Plan.Landed, c.ID) {
+			t.Fatalf("reconcile after c's deadline: %+v %+v", s, s.Plan)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: c was sent again while its first write was landing", h.srv.Posts())
+		}
+		h.assertExactlyOnce([]outbox.Intent{a, c})
+	})
+}
+
 func TestRetirementPolicyAndOperators(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		h := newHarness(t, b, laneOpts{noCount: true, retire: outbox.RetirementPolicy{Checks: 2, Spacing: tidemark.Duration(time.Hour)}})
@@ -331,8 +369,8 @@ type takeover struct {
 	after func()
 }
 
-func (s takeover) Begin(ctx context.Context, l outbox.Lease, id string, before *int64) (outbox.Attempt, error) {
-	a, err := s.Store.Begin(ctx, l, id, before)
+func (s takeover) Begin(ctx context.Context, l outbox.Lease, id string, before *int64, bound time.Duration) (outbox.Attempt, error) {
+	a, err := s.Store.Begin(ctx, l, id, before, bound)
 	if err == nil && s.after != nil {
 		s.after()
 	}
@@ -365,7 +403,7 @@ func TestOlderTokenRefusedBeforeItCanSend(t *testing.T) {
 		}
 		// Every journal transition with the old token changes nothing.
 		old := outbox.Lease{Lane: h.lane, Holder: "first", Token: second.Token - 1, ExpiresAt: h.env.Clock.Now().Add(time.Hour)}
-		if _, err := h.st.Begin(ctx, old, in.ID, nil); !errors.Is(err, tidemark.ErrStaleClaim) {
+		if _, err := h.st.Begin(ctx, old, in.ID, nil, time.Minute); !errors.Is(err, tidemark.ErrStaleClaim) {
 			t.Fatalf("begin with the old token: %v", err)
 		}
 		if err := h.st.Bucket(ctx, old, in.ID, "x", outbox.Check{}); !errors.Is(err, tidemark.ErrStaleClaim) {

@@ -7,25 +7,29 @@ import (
 	"github.com/tidemark/tidemark/outbox"
 )
 
-// A probe answered 90 seconds after an attempt began, from a cache that had
-// held its copy for two minutes: the copy predates the attempt, so it
-// decides nothing, even though it says the write is not there.
+// A probe answered 90 seconds after an attempt began (its write bounded to
+// 30 seconds), from a cache that had held its copy for two minutes: the
+// copy predates the attempt, so it decides nothing, even though it says
+// the write is not there. A copy 70 seconds old was assembled after the
+// attempt began, but while its write could still be landing: not finding
+// it says nothing either. One 30 seconds old says the write never landed.
 func ExampleResolve() {
 	attempt := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	until := attempt.Add(30 * time.Second)
 	answer := outbox.ProbeAnswer{
 		RequestTime: attempt.Add(90 * time.Second),
 		Date:        "Fri, 01 May 2026 12:01:30 GMT",
 		Age:         "120",
 		Found:       false,
 	}
-	res, f := outbox.Resolve(answer, attempt, time.Second)
-	fmt.Println(res, f.SnapshotAt.Format(time.TimeOnly))
-
-	answer.Age = "30"
-	res, f = outbox.Resolve(answer, attempt, time.Second)
-	fmt.Println(res, f.SnapshotAt.Format(time.TimeOnly))
+	for _, age := range []string{"120", "70", "30"} {
+		answer.Age = age
+		res, f := outbox.Resolve(answer, attempt, until, time.Second)
+		fmt.Println(res, f.SnapshotAt.Format(time.TimeOnly))
+	}
 	// Output:
 	// unresolved 11:59:29
+	// unresolved 12:00:19
 	// pending 12:00:59
 }
 

@@ -77,14 +77,21 @@ const (
 
 // Resolve applies freshness before existence: an answer that is not fresh
 // resolves nothing, whatever it found; only a fresh answer decides, found →
-// landed, not found → pending.
-func Resolve(a ProbeAnswer, attemptStart time.Time, skew time.Duration) (Resolution, Freshness) {
+// landed, not found → pending. Not found decides only an answer assembled
+// after attemptUntil, the attempt's deadline: until then the write could
+// still be landing.
+func Resolve(a ProbeAnswer, attemptStart, attemptUntil time.Time, skew time.Duration) (Resolution, Freshness) {
 	f := Fresh(a.Date, a.Age, a.RequestTime, attemptStart, skew)
 	if !f.Fresh {
 		return Unresolved, f
 	}
 	if a.Found {
 		return Landed, f
+	}
+	if !f.SnapshotAt.After(attemptUntil) {
+		f.Reason = "assembled at " + f.SnapshotAt.UTC().Format(time.RFC3339) + ", after the attempt started but not after " +
+			attemptUntil.UTC().Format(time.RFC3339) + ", until when it could still land: not finding it says nothing"
+		return Unresolved, f
 	}
 	return Pending, f
 }

@@ -17,20 +17,25 @@ func TestResolveFreshnessBeforeExistence(t *testing.T) {
 		skew      time.Duration
 		want      Resolution
 		wantFresh bool
+		until     time.Duration // the attempt's deadline, after its start
 	}{
-		{"fresh, found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "0", Found: true}, 0, Landed, true},
-		{"fresh, not found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "0"}, 0, Pending, true},
-		{"stale: cached from before the attempt, found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "120", Found: true}, 0, Unresolved, false},
-		{"stale: not found proves nothing", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "60"}, 0, Unresolved, false},
-		{"no Age is not fresh", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Found: true}, 0, Unresolved, false},
-		{"unreadable Date", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: "soon", Age: "0", Found: true}, 0, Unresolved, false},
-		{"unreadable Age", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "-3"}, 0, Unresolved, false},
-		{"server clock ahead: our request time bounds it", ProbeAnswer{RequestTime: t0.Add(time.Second), Date: date(time.Hour), Age: "5"}, 0, Unresolved, false},
-		{"skew eats the margin", ProbeAnswer{RequestTime: t0.Add(3 * time.Second), Date: date(3 * time.Second), Age: "0"}, 5 * time.Second, Unresolved, false},
-		{"margin beyond skew", ProbeAnswer{RequestTime: t0.Add(9 * time.Second), Date: date(9 * time.Second), Age: "2"}, 5 * time.Second, Pending, true},
+		{"fresh, found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "0", Found: true}, 0, Landed, true, 0},
+		{"fresh, not found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "0"}, 0, Pending, true, 0},
+		{"stale: cached from before the attempt, found", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "120", Found: true}, 0, Unresolved, false, 0},
+		{"stale: not found proves nothing", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "60"}, 0, Unresolved, false, 0},
+		{"no Age is not fresh", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Found: true}, 0, Unresolved, false, 0},
+		{"unreadable Date", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: "soon", Age: "0", Found: true}, 0, Unresolved, false, 0},
+		{"unreadable Age", ProbeAnswer{RequestTime: t0.Add(time.Minute), Date: date(time.Minute), Age: "-3"}, 0, Unresolved, false, 0},
+		{"server clock ahead: our request time bounds it", ProbeAnswer{RequestTime: t0.Add(time.Second), Date: date(time.Hour), Age: "5"}, 0, Unresolved, false, 0},
+		{"skew eats the margin", ProbeAnswer{RequestTime: t0.Add(3 * time.Second), Date: date(3 * time.Second), Age: "0"}, 5 * time.Second, Unresolved, false, 0},
+		{"margin beyond skew", ProbeAnswer{RequestTime: t0.Add(9 * time.Second), Date: date(9 * time.Second), Age: "2"}, 5 * time.Second, Pending, true, 0},
+		{"fresh, found while the write could still be landing", ProbeAnswer{RequestTime: t0.Add(5 * time.Second), Date: date(5 * time.Second), Age: "0", Found: true}, 0, Landed, true, 30 * time.Second},
+		{"fresh, not found while the write could still be landing", ProbeAnswer{RequestTime: t0.Add(5 * time.Second), Date: date(5 * time.Second), Age: "0"}, 0, Unresolved, true, 30 * time.Second},
+		{"not found, assembled at the deadline", ProbeAnswer{RequestTime: t0.Add(31 * time.Second), Date: date(31 * time.Second), Age: "1"}, 0, Unresolved, true, 30 * time.Second},
+		{"not found after the deadline", ProbeAnswer{RequestTime: t0.Add(40 * time.Second), Date: date(40 * time.Second), Age: "0"}, 2 * time.Second, Pending, true, 30 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, f := Resolve(tt.a, attempt, tt.skew)
+			got, f := Resolve(tt.a, attempt, attempt.Add(tt.until), tt.skew)
 			if got != tt.want || f.Fresh != tt.wantFresh || f.Reason == "" {
 				t.Fatalf("Resolve = %s %+v, want %s fresh=%v", got, f, tt.want, tt.wantFresh)
 			}

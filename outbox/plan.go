@@ -40,6 +40,11 @@ type PlanIntent struct {
 	// AttemptStartedAt is the start of an attempt whose result is unknown
 	// (the process died, or the call's answer was lost).
 	AttemptStartedAt *time.Time
+	// AttemptUntil is that attempt's deadline: until then its write could
+	// still land, so only a listing assembled after it shows that the
+	// write did not (nil: the attempt's start). It counts only with
+	// AttemptStartedAt: an intent no longer in doubt has no deadline.
+	AttemptUntil *time.Time
 }
 
 // OwnWrite is one of our own writes as the provider listed it.
@@ -290,6 +295,18 @@ func listingTooOld(listedAt *time.Time, it PlanIntent) bool {
 	return !it.KnownLanded && it.AttemptStartedAt != nil && listedAt != nil && !listedAt.After(*it.AttemptStartedAt)
 }
 
+// absenceTooEarly says whether a listing assembled at listedAt that does
+// not show an attempt's write cannot say it did not land: it was assembled
+// before the attempt's deadline, while the write could still be landing
+// (a remote may take the whole bound to process it, or a dead process's
+// request may still be on its way).
+func absenceTooEarly(listedAt *time.Time, it PlanIntent) bool {
+	if listingTooOld(listedAt, it) {
+		return true
+	}
+	return !it.KnownLanded && it.AttemptStartedAt != nil && it.AttemptUntil != nil && listedAt != nil && !listedAt.After(*it.AttemptUntil)
+}
+
 // matchOwnWrites decides which intents landed: those an own write matches
 // (when the listing is fresh enough to say), the earliest write kept as the
 // one that landed it and later ones recorded as duplicates, and those
@@ -363,7 +380,7 @@ func bucketIntents(p *Plan, listedAt *time.Time, intents []PlanIntent, byID map[
 			p.Landed = append(p.Landed, it.ID)
 		case unexec[it.ID]:
 			p.Unexecutable = append(p.Unexecutable, it.ID)
-		case listingTooOld(listedAt, it):
+		case absenceTooEarly(listedAt, it):
 			p.Unresolved = append(p.Unresolved, it.ID)
 		case i > markAt:
 			p.Untouched = append(p.Untouched, it.ID)

@@ -57,6 +57,10 @@ type Intent struct {
 	LandedAt  *time.Time `json:"landed_at"`
 	// LastAttemptAt is the start of the latest attempt, if any.
 	LastAttemptAt *time.Time `json:"last_attempt_at"`
+	// AttemptUntil is until when the latest attempt's write could still
+	// land: its start plus the bound its request was sent under (nil for
+	// an attempt journaled before it was recorded).
+	AttemptUntil *time.Time `json:"-"`
 }
 
 // attemptStart is when the latest attempt began: LastAttemptAt, or for a
@@ -66,6 +70,15 @@ func (in Intent) attemptStart() time.Time {
 		return *in.LastAttemptAt
 	}
 	return in.UpdatedAt
+}
+
+// attemptUntil is until when the latest attempt could still land: as
+// recorded, or for an attempt journaled without it, its start plus bound.
+func (in Intent) attemptUntil(bound time.Duration) time.Time {
+	if in.AttemptUntil != nil {
+		return *in.AttemptUntil
+	}
+	return in.attemptStart().Add(bound)
 }
 
 // Identity returns the intent's identity.
@@ -111,11 +124,14 @@ type Lease struct {
 
 // Attempt is one journaled try at an intent.
 type Attempt struct {
-	ID          string
-	IntentID    string
-	Lane        string
-	Token       int64
-	StartedAt   time.Time
+	ID        string
+	IntentID  string
+	Lane      string
+	Token     int64
+	StartedAt time.Time
+	// Until is the attempt's deadline: its write is sent under a bound
+	// that ends then, and could still land until then.
+	Until       time.Time
 	CountBefore *int64
 }
 
@@ -153,6 +169,10 @@ type Reconciliation struct {
 	Retire map[string]string
 	// Revive names unexecutable intents whose target accepts writes again.
 	Revive []string
+	// RecheckAt, when set, is when a check could decide what this one
+	// could not (an attempt that could still land until then): the lane
+	// is looked at again then, rather than after the policy's spacing.
+	RecheckAt *time.Time
 }
 
 // Store is the outbox's storage. Every method that changes a lane's
@@ -180,8 +200,9 @@ type Store interface {
 	InDoubt(ctx context.Context, l Lease) (bool, error)
 	// Begin journals an attempt and commits it, through the pacing gate:
 	// ErrGateClosed until the lane's next send time, and one attempt in
-	// flight per lane.
-	Begin(ctx context.Context, l Lease, intentID string, countBefore *int64) (Attempt, error)
+	// flight per lane. bound is how long the write may take: the attempt
+	// could land until its start plus bound (Intent.AttemptUntil).
+	Begin(ctx context.Context, l Lease, intentID string, countBefore *int64, bound time.Duration) (Attempt, error)
 	// Finish records an attempt's result and moves the gate.
 	Finish(ctx context.Context, l Lease, a Attempt, r Result) error
 	// Bucket moves a pending intent to unexecutable without an attempt.

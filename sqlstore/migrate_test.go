@@ -37,6 +37,7 @@ var releasedMigrations = map[string]string{
 	"0023_page_absent.sql":            "cf80234eb2022ad0b77bddbf3862113204be80cd00450e6b56c164ebf9b5da89",
 	"0024_page_removals.sql":          "844315426a0bfe0ae06589e6814a0783187bf7574d0c90c891ba7139fb44a860",
 	"0025_pages_withdrawing.sql":      "d6633716514ecbc6197da2a37ec52d73433370521fad913f0cadfd9c75e16c88",
+	"0026_outbox_attempt_until.sql":   "c1ba6b0574a8923052c0aaa7b45aecb67fe698b4ce73375bac4c545695dcdbf9",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

@@ -521,7 +521,7 @@ func pageNote(pageID string) string {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 const intentColumns = `id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason,
-	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at`
+	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at, attempt_until`
 
 func scanIntent(sc scanner) (outbox.Intent, error) {
 	var (
@@ -530,10 +530,12 @@ func scanIntent(sc scanner) (outbox.Intent, error) {
 		src, page        sql.NullString
 		channel, summary sql.NullString
 		lastAt, landed   sql.NullInt64
+		until            sql.NullInt64
 		created, updated int64
 	)
 	err := sc.Scan(&in.ID, &in.Lane, &in.Rank, &in.Target, &in.Parent, &in.Body, &in.BodySHA256, &in.IdempotencyKey,
-		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated)
+		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated, &until)
+	in.AttemptUntil = fromNullMS(until)
 	in.State = outbox.State(state)
 	in.SourceID, in.PageID, in.ChannelID, in.SummaryID = src.String, page.String, channel.String, summary.String
 	in.LastAttemptAt, in.LandedAt = fromNullMS(lastAt), fromNullMS(landed)
@@ -683,7 +685,7 @@ func (s *OutboxStore) InDoubt(ctx context.Context, l outbox.Lease) (bool, error)
 
 // Begin implements outbox.Store: the write-ahead journal. The attempt row
 // commits before the provider is called.
-func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string, countBefore *int64) (outbox.Attempt, error) {
+func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string, countBefore *int64, bound time.Duration) (outbox.Attempt, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return outbox.Attempt{}, err
@@ -714,14 +716,15 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 		return outbox.Attempt{}, fmt.Errorf("intent %s retired, not sent: %s: %w", intentID, why, tidemark.ErrConflict)
 	}
 	var key string
-	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3
-		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now)).Scan(&key); err != nil {
+	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3,
+		attempt_until = $4
+		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now), ms(now.Add(bound))).Scan(&key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return outbox.Attempt{}, fmt.Errorf("intent %s is not pending on lane %s: %w", intentID, l.Lane, tidemark.ErrConflict)
 		}
 		return outbox.Attempt{}, err
 	}
-	a := outbox.Attempt{ID: s.db.IDs.New(), IntentID: intentID, Lane: l.Lane, Token: l.Token, StartedAt: now, CountBefore: countBefore}
+	a := outbox.Attempt{ID: s.db.IDs.New(), IntentID: intentID, Lane: l.Lane, Token: l.Token, StartedAt: now, Until: now.Add(bound), CountBefore: countBefore}
 	_, err = tx.ExecContext(ctx, `INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, count_before)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, intentID, l.Lane, l.Token, l.Holder, key, ms(now), nullInt(countBefore))
 	if IsUniqueViolation(err) {
@@ -835,7 +838,7 @@ func (s *OutboxStore) Finish(ctx context.Context, l outbox.Lease, a outbox.Attem
 			err = s.addCheck(ctx, tx, a.IntentID, outbox.Check{At: now, Verdict: "unexecutable", Evidence: "the provider refused the write: " + r.Error})
 		}
 		if err == nil {
-			err = s.scheduleRecheck(ctx, tx, l.Lane, now, false)
+			err = s.scheduleRecheck(ctx, tx, l.Lane, now, nil, false)
 		}
 	case outbox.OutcomeUnknown:
 		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unresolved', state_reason = $2, updated_at = $3
@@ -901,7 +904,7 @@ func (s *OutboxStore) Bucket(ctx context.Context, l outbox.Lease, intentID, reas
 	if err := s.addCheck(ctx, tx, intentID, check); err != nil {
 		return err
 	}
-	if err := s.scheduleRecheck(ctx, tx, l.Lane, now, false); err != nil {
+	if err := s.scheduleRecheck(ctx, tx, l.Lane, now, nil, false); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -914,14 +917,18 @@ func (s *OutboxStore) addCheck(ctx context.Context, tx *sql.Tx, intentID string,
 }
 
 // scheduleRecheck sets when the lane's unresolved and unexecutable intents
-// are looked at again: the policy's spacing from now. Unless replace, an
-// earlier time already set stands.
-func (s *OutboxStore) scheduleRecheck(ctx context.Context, tx *sql.Tx, lane string, now time.Time, replace bool) error {
+// are looked at again: the policy's spacing from now, or sooner, when a
+// check could decide more then (an attempt that could still land until
+// then). Unless replace, an earlier time already set stands.
+func (s *OutboxStore) scheduleRecheck(ctx context.Context, tx *sql.Tx, lane string, now time.Time, sooner *time.Time, replace bool) error {
 	var spacing int64
 	if err := tx.QueryRowContext(ctx, `SELECT retire_spacing_ms FROM outbox_lanes WHERE name = $1`, lane).Scan(&spacing); err != nil {
 		return err
 	}
 	at := ms(now) + max(spacing, minRecheck.Milliseconds())
+	if sooner != nil {
+		at = min(at, max(ms(*sooner), ms(now)))
+	}
 	q := `UPDATE outbox_lanes SET recheck_at = COALESCE(recheck_at, $2) WHERE name = $1`
 	if replace {
 		q = `UPDATE outbox_lanes SET recheck_at = $2 WHERE name = $1`
@@ -1009,7 +1016,7 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 		return err
 	}
 	if waiting > 0 {
-		if err := s.scheduleRecheck(ctx, tx, l.Lane, s.db.Clock.Now(), true); err != nil {
+		if err := s.scheduleRecheck(ctx, tx, l.Lane, s.db.Clock.Now(), r.RecheckAt, true); err != nil {
 			return err
 		}
 	}

@@ -116,6 +116,13 @@ type Provider interface {
 	CanWrite(ctx context.Context, target, parent string) (Writable, error)
 }
 
+// Bounded is implemented by a provider whose settings bound its writes
+// otherwise than DefaultTimeout: WriteBound is the longest one write may
+// take from our side, from the moment it is sent.
+type Bounded interface {
+	WriteBound() time.Duration
+}
+
 var (
 	// ErrUnsupported: the provider cannot do this (no counter, no listing).
 	ErrUnsupported = errors.New("provider: not supported")

@@ -62,6 +62,8 @@ type Server struct {
 	loseAnswer int
 	retryAfter time.Duration
 	honourKeys bool
+	holdNext   bool
+	held       []Write // accepted, still being processed: not in any read yet
 	posts      int
 	reads      map[string]int
 }
@@ -146,6 +148,22 @@ func (s *Server) RetryAfterNext(d time.Duration) { s.mu.Lock(); s.retryAfter = d
 func (s *Server) HonourIdempotencyKeys(v bool) { s.mu.Lock(); s.honourKeys = v; s.mu.Unlock() }
 
 // Writes returns every write, in emission order.
+// HoldNext makes the next write one the server is still processing when
+// the client gives up on it: its answer is lost (502) and no read shows it
+// until Land.
+func (s *Server) HoldNext() { s.mu.Lock(); s.holdNext = true; s.mu.Unlock() }
+
+// Land finishes the held writes: from now on reads show them, created now.
+func (s *Server) Land() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.held {
+		w.CreatedAt = s.clock.Now().UTC()
+		s.writes = append(s.writes, w)
+	}
+	s.held = nil
+}
+
 func (s *Server) Writes() []Write {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,6 +274,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256([]byte(pb.Body))
 	nw := Write{ID: fmt.Sprintf("w%06d", s.seq), CreatedAt: now, Target: pb.Target, Parent: pb.Parent,
 		Body: pb.Body, BodySHA256: hex.EncodeToString(sum[:]), IdempotencyKey: key, seq: s.seq}
+	if s.holdNext {
+		s.holdNext = false
+		s.held = append(s.held, nw)
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+		return
+	}
 	s.writes = append(s.writes, nw)
 	if s.loseAnswer > 0 {
 		s.loseAnswer--

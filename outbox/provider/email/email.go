@@ -302,6 +302,10 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	return provider.Posted{RemoteID: p.MessageID(w.IdempotencyKey), CreatedAt: sentAt}, nil
 }
 
+// WriteBound implements provider.Bounded: a mail is sent within the dial's
+// timeout and then the conversation's deadline, each the timeout setting.
+func (p *Provider) WriteBound() time.Duration { return 2 * p.c.Timeout }
+
 func (p *Provider) dial(ctx context.Context) (*smtp.Client, error) {
 	d := net.Dialer{Timeout: p.c.Timeout}
 	dctx, cancel := context.WithTimeout(ctx, p.c.Timeout)

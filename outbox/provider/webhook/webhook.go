@@ -73,6 +73,15 @@ type Provider struct {
 	w *provider.WriteClient // every POST goes through it; reads use c.Client
 }
 
+// WriteBound implements provider.Bounded: the timeout setting (a client
+// without a timeout is bounded by the deliverer's default).
+func (p *Provider) WriteBound() time.Duration {
+	if p.c.Client != nil {
+		return p.c.Client.Timeout
+	}
+	return 0
+}
+
 // New checks cfg and returns the provider.
 func New(cfg Config) (*Provider, error) {
 	if _, err := url.ParseRequestURI(cfg.URL); err != nil || cfg.URL == "" {
