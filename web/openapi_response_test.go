@@ -1,13 +1,22 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/web"
 )
 
 // The Lane schema says what the lane endpoints send: its properties are
@@ -51,24 +60,73 @@ func TestOpenAPILaneSchemaIsWhatTheLaneEndpointsSend(t *testing.T) {
 // object carries.
 type openAPISchemas struct {
 	Components struct {
-		Schemas map[string]struct {
-			Required   []string                   `json:"required"`
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"schemas"`
+		Schemas map[string]json.RawMessage `json:"schemas"`
 	} `json:"components"`
+}
+
+// schemaNode is what a schema says of a value's shape.
+type schemaNode struct {
+	Ref        string                     `json:"$ref"`
+	AllOf      []json.RawMessage          `json:"allOf"`
+	Type       any                        `json:"type"`
+	Required   []string                   `json:"required"`
+	Properties map[string]json.RawMessage `json:"properties"`
+	Items      json.RawMessage            `json:"items"`
+}
+
+// resolve reads the schema raw, following a $ref to the schema it names
+// and merging the parts of an allOf (a detail is its object's schema and
+// what it adds).
+func (doc openAPISchemas) resolve(tb testing.TB, where string, raw json.RawMessage) schemaNode {
+	tb.Helper()
+	var sc schemaNode
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		tb.Fatalf("%s: %v", where, err)
+	}
+	if sc.Ref != "" {
+		name := strings.TrimPrefix(sc.Ref, "#/components/schemas/")
+		def, ok := doc.Components.Schemas[name]
+		if !ok {
+			tb.Fatalf("%s: $ref %s names no schema", where, sc.Ref)
+		}
+		return doc.resolve(tb, name, def)
+	}
+	for _, part := range sc.AllOf {
+		p := doc.resolve(tb, where, part)
+		sc.Required = append(sc.Required, p.Required...)
+		if sc.Properties == nil {
+			sc.Properties = map[string]json.RawMessage{}
+		}
+		maps.Copy(sc.Properties, p.Properties)
+		if sc.Type == nil {
+			sc.Type = p.Type
+		}
+	}
+	return sc
 }
 
 // mustDescribe checks that schema name describes objs, objects the API
 // sent: its properties are the fields any of them has, it requires those
-// all of them have, and a field sent as null may be null. A property that
-// refers to another schema is checked against the objects sent in it.
+// all of them have, and a field sent as null may be null. A property
+// whose schema has properties of its own (an object, or an array of
+// objects) is checked the same way against the objects sent in it.
 func (doc openAPISchemas) mustDescribe(tb testing.TB, name string, objs []map[string]any) {
 	tb.Helper()
-	sc, ok := doc.Components.Schemas[name]
+	raw, ok := doc.Components.Schemas[name]
 	if !ok {
 		tb.Errorf("no schema %s", name)
 		return
 	}
+	sc := doc.resolve(tb, name, raw)
+	if sc.Properties == nil {
+		tb.Errorf("%s: no properties, so it says nothing of what is sent", name)
+		return
+	}
+	doc.describe(tb, name, sc, objs)
+}
+
+func (doc openAPISchemas) describe(tb testing.TB, where string, sc schemaNode, objs []map[string]any) {
+	tb.Helper()
 	present, always := map[string]bool{}, map[string]bool{}
 	for i, o := range objs {
 		for k := range o {
@@ -86,38 +144,37 @@ func (doc openAPISchemas) mustDescribe(tb testing.TB, name string, objs []map[st
 		}
 	}
 	if got, want := slices.Sorted(maps.Keys(sc.Properties)), slices.Sorted(maps.Keys(present)); !slices.Equal(got, want) {
-		tb.Errorf("%s: properties %v, want the fields sent %v", name, got, want)
+		tb.Errorf("%s: properties %v, want the fields sent %v", where, got, want)
 	}
 	if got, want := slices.Sorted(slices.Values(sc.Required)), slices.Sorted(slices.Values(required)); !slices.Equal(got, want) {
-		tb.Errorf("%s: required %v, want the fields every one sent has %v", name, got, want)
+		tb.Errorf("%s: required %v, want the fields every one sent has %v", where, got, want)
 	}
 	for k, raw := range sc.Properties {
-		var prop struct {
-			Type  any    `json:"type"`
-			Ref   string `json:"$ref"`
-			AllOf []struct {
-				Ref string `json:"$ref"`
-			} `json:"allOf"`
-		}
-		if err := json.Unmarshal(raw, &prop); err != nil {
-			tb.Fatalf("%s.%s: %v", name, k, err)
-		}
-		ref := prop.Ref
-		if len(prop.AllOf) == 1 {
-			ref = prop.AllOf[0].Ref
-		}
-		var nested []map[string]any
+		prop := doc.resolve(tb, where+"."+k, raw)
+		var nested, elems []map[string]any
 		for _, o := range objs {
 			v, has := o[k]
-			if m, ok := v.(map[string]any); ok {
-				nested = append(nested, m)
+			switch v := v.(type) {
+			case map[string]any:
+				nested = append(nested, v)
+			case []any:
+				for _, e := range v {
+					if m, ok := e.(map[string]any); ok {
+						elems = append(elems, m)
+					}
+				}
 			}
 			if has && v == nil && !allowsNull(prop.Type) {
-				tb.Errorf("%s.%s is sent as null; its schema's type %v does not allow null", name, k, prop.Type)
+				tb.Errorf("%s.%s is sent as null; its schema's type %v does not allow null", where, k, prop.Type)
 			}
 		}
-		if ref != "" && len(nested) > 0 {
-			doc.mustDescribe(tb, strings.TrimPrefix(ref, "#/components/schemas/"), nested)
+		if prop.Properties != nil && len(nested) > 0 {
+			doc.describe(tb, where+"."+k, prop, nested)
+		}
+		if prop.Items != nil && len(elems) > 0 {
+			if item := doc.resolve(tb, where+"."+k+"[]", prop.Items); item.Properties != nil {
+				doc.describe(tb, where+"."+k+"[]", item, elems)
+			}
 		}
 	}
 }
@@ -125,4 +182,190 @@ func (doc openAPISchemas) mustDescribe(tb testing.TB, name string, objs []map[st
 func allowsNull(typ any) bool {
 	types, ok := typ.([]any)
 	return ok && slices.Contains(types, any("null"))
+}
+
+// The Intent schema says what the intent endpoints send: its properties
+// are the fields of the intents GET /api/outbox/intents lists and POST
+// /api/outbox/intents/{id}/retire answers with, in every state, drafted
+// by a channel for a published page (with their source, page, channel
+// and summary) and by hand (without); IntentDetail says what GET
+// /api/outbox/intents/{id} adds: the evidence of the checks and the
+// audit trail.
+func TestOpenAPIIntentSchemaIsWhatTheIntentEndpointsSend(t *testing.T) {
+	api := mustFilledAPI(t)
+	doc := api.schemas(t)
+	intents := api.items(t, "/api/outbox/intents")
+	states := map[string]bool{}
+	var details []map[string]any
+	for _, in := range intents {
+		states[in["state"].(string)] = true
+		details = append(details, api.object(t, "GET", "/api/outbox/intents/"+in["id"].(string), nil))
+	}
+	for _, st := range outbox.States {
+		if !states[string(st)] {
+			t.Fatalf("no intent is %s: the test cannot check its schema", st)
+		}
+	}
+	for _, k := range []string{"source_id", "page_id", "channel_id", "summary_id", "landed_at", "last_attempt_at"} {
+		if !slices.ContainsFunc(intents, func(in map[string]any) bool { return in[k] != nil }) ||
+			!slices.ContainsFunc(intents, func(in map[string]any) bool { return in[k] == nil }) {
+			t.Fatalf("%s is not both sent and not: the test cannot check its schema", k)
+		}
+	}
+	for _, k := range []string{"checks", "actions"} {
+		if !slices.ContainsFunc(details, func(d map[string]any) bool { return len(d[k].([]any)) > 0 }) {
+			t.Fatalf("no intent has %s: the test cannot check their schema", k)
+		}
+	}
+	retired := api.object(t, "POST", "/api/outbox/intents/"+api.pending+"/retire", withBody("application/json", `{"reason":"no longer news"}`))
+	doc.mustDescribe(t, "Intent", append(intents, retired))
+	doc.mustDescribe(t, "IntentDetail", details)
+}
+
+// filledAPI is the API over a real pipeline and a database with some of
+// everything it lists, as mustFilledAPI makes it.
+type filledAPI struct {
+	do    func(method, path, token string, edit func(*http.Request)) response
+	token string
+	// pending is an intent drafted by hand and left pending.
+	pending string
+}
+
+// mustFilledAPI serves the API, signed in as ops, over a pipeline and a
+// database that hold: a source with runs and events whose summaries are
+// published, and a paused source; a lane with a channel of that source
+// whose template says the same for every page, so its second page's
+// intent is kept in collision; and intents drafted by hand in each other
+// state, with a check's evidence and an operator's retire among them.
+func mustFilledAPI(t *testing.T) filledAPI {
+	t.Helper()
+	ctx := context.Background()
+	env := sqltest.NewEnv(21)
+	dbURL := sqltest.Backends()[0].NewURL(t)
+	db := sqltest.MustOpenURL(t, dbURL, env)
+	cfg := pipeline.Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), dbURL
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	token, _, err := db.Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := filledAPI{token: token, do: mustServe(t, db, func(s *web.Server) {
+		s.Sources, s.Docs, s.OutboxOps, s.PublishOps = p, p, p, p
+	})}
+
+	st := db.Ingest()
+	for _, name := range []string{"blog", "quiet"} {
+		if _, err := st.AddSource(ctx, ingest.NewSource{Name: name, Kind: "feed", Location: "https://example.org/" + name + ".xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.SetState(ctx, "quiet", tidemark.SourcePaused, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Claim(ctx, "blog", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := env.Clock.Now()
+	if _, err := st.Settle(ctx, c, ingest.Settlement{Cursor: "2", NextDueAt: now, Items: []tidemark.Item{
+		{Key: "1", Title: "Release 1", URL: "https://example.org/1", OccurredAt: now, Evidence: []byte("Release 1 is out.")},
+		{Key: "2", Title: "Release 2", URL: "https://example.org/2", OccurredAt: now, Evidence: []byte("Release 2 is out.")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ob := db.Outbox()
+	if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := ob.AddChannel(ctx, "blog", "hook", "room", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.SetChannelTemplate(ctx, ch.ID, "blog changed", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if r := api.do("POST", "/api/publish", token, nil); r.Code != 200 {
+		t.Fatalf("POST /api/publish: %d %s", r.Code, r.Body)
+	}
+
+	drafted := map[string]string{}
+	for _, body := range []string{"pending", "landed", "unresolved", "unexecutable", "retired", "sending"} {
+		in, err := ob.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drafted[body] = in.ID
+	}
+	api.pending = drafted["pending"]
+	l, err := ob.Acquire(ctx, "hook", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		body string
+		r    outbox.Result
+	}{
+		{"landed", outbox.Result{Outcome: outbox.OutcomeLanded, RemoteID: "r1"}},
+		{"unresolved", outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"}},
+		{"unexecutable", outbox.Result{Outcome: outbox.OutcomeUnexecutable, Error: "HTTP 410: the room is gone"}},
+	} {
+		env.Clock.Advance(time.Minute)
+		a, err := ob.Begin(ctx, l, drafted[step.body], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step.r.SentAt = env.Clock.Now()
+		if err := ob.Finish(ctx, l, a, step.r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ob.Retire(ctx, drafted["retired"], "ops", "sent by hand"); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(time.Minute)
+	if _, err := ob.Begin(ctx, l, drafted["sending"], nil); err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
+// schemas reads the OpenAPI document the server serves.
+func (api filledAPI) schemas(t *testing.T) openAPISchemas {
+	t.Helper()
+	var doc openAPISchemas
+	if r := api.do("GET", "/api/openapi.json", "", nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &doc) != nil {
+		t.Fatalf("GET /api/openapi.json: %d %.200s", r.Code, r.Body)
+	}
+	return doc
+}
+
+// object is the JSON object a request answers with 200.
+func (api filledAPI) object(t *testing.T, method, path string, edit func(*http.Request)) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if r := api.do(method, path, api.token, edit); r.Code != 200 || json.Unmarshal([]byte(r.Body), &v) != nil {
+		t.Fatalf("%s %s: %d %s", method, path, r.Code, r.Body)
+	}
+	return v
+}
+
+// items are the items of a listing's first page.
+func (api filledAPI) items(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	var page struct {
+		Items []map[string]any `json:"items"`
+	}
+	if r := api.do("GET", path, api.token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &page) != nil {
+		t.Fatalf("GET %s: %d %s", path, r.Code, r.Body)
+	}
+	if len(page.Items) == 0 {
+		t.Fatalf("GET %s: nothing listed", path)
+	}
+	return page.Items
 }
