@@ -19,7 +19,8 @@ import (
 )
 
 // fakeOutbox is web.OutboxOps over lanes in memory; it records who did
-// what.
+// what. Its lanes are views as the pipeline makes them: every one has its
+// gaps (a count of 0 before its second send).
 type fakeOutbox struct {
 	lanes   map[string]*outbox.LaneView
 	intents map[string]*outbox.Intent
@@ -34,9 +35,9 @@ var _ web.OutboxOps = (*fakeOutbox)(nil)
 func newFakeOutbox() *fakeOutbox {
 	f := &fakeOutbox{lanes: map[string]*outbox.LaneView{}, intents: map[string]*outbox.Intent{}}
 	f.lanes["hook"] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "•••"}, MinGap: tidemark.Duration(time.Second)}, Counts: map[outbox.State]int{outbox.StateUnresolved: 2, outbox.StateLanded: 1}}, Health: outbox.HealthUnresolved,
-		Guarantee: &provider.LaneGuarantee{Guarantee: provider.ExactlyOnce, Why: "listing"}}
+		Guarantee: &provider.LaneGuarantee{Guarantee: provider.ExactlyOnce, Why: "listing"}, Gaps: &outbox.GapReport{Lane: "hook", OK: true}}
 	f.lanes["dead"] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "dead", Provider: "mastodon", Settings: map[string]string{}}, Counts: map[outbox.State]int{}}, Health: outbox.HealthBroken,
-		Problem: "setting token_env: the environment variable holding the lane's secret is empty"}
+		Problem: "setting token_env: the environment variable holding the lane's secret is empty", Gaps: &outbox.GapReport{Lane: "dead", OK: true}}
 	f.intents["i1"] = &outbox.Intent{ID: "i1", Lane: "hook", Rank: 1, Target: "room", State: outbox.StateUnresolved, Body: "<b>hi</b>"}
 	f.gaps = []outbox.Gap{{MS: 1500, ThresholdMS: 1000}, {MS: 400, ThresholdMS: 1000}}
 	return f
@@ -74,7 +75,8 @@ func (f *fakeOutbox) AddLane(_ context.Context, name, kind string, ch outbox.Lan
 	if kind != "webhook" {
 		return outbox.LaneView{}, tidemark.Invalidf("--provider", kind, "want webhook")
 	}
-	f.lanes[name] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: name, Provider: kind}, Counts: map[outbox.State]int{}}, Health: outbox.HealthOK}
+	f.lanes[name] = &outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: name, Provider: kind}, Counts: map[outbox.State]int{}}, Health: outbox.HealthOK,
+		Gaps: &outbox.GapReport{Lane: name, OK: true}}
 	return *f.lanes[name], nil
 }
 func (f *fakeOutbox) SetLane(_ context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {

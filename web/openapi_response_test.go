@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -11,11 +12,14 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
+	"github.com/tidemark/tidemark/summarize"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -232,11 +236,18 @@ type filledAPI struct {
 }
 
 // mustFilledAPI serves the API, signed in as ops, over a pipeline and a
-// database that hold: a source with runs and events whose summaries are
-// published, and a paused source; a lane with a channel of that source
-// whose template says the same for every page, so its second page's
-// intent is kept in collision; and intents drafted by hand in each other
-// state, with a check's evidence and an operator's retire among them.
+// database that hold some of each thing in each of the states that
+// change what it is sent with:
+//   - sources: one with a settled run, a failed one and two published
+//     events (one summary rejected, its event summarized again and not
+//     published yet), a paused one, and one whose run goes on;
+//   - lanes: one with gaps, a webhook whose channel of that source says
+//     the same for every page, so its second page's intent is kept in
+//     collision, and a broken one, with a channel too;
+//   - intents drafted by hand in each other state, with a check's
+//     evidence and an operator's retire among them;
+//   - migration runs that are done, failed, aborted and held;
+//   - an audited write that was refused.
 func mustFilledAPI(t *testing.T) filledAPI {
 	t.Helper()
 	ctx := context.Background()
@@ -255,7 +266,7 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		t.Fatal(err)
 	}
 	api := filledAPI{token: token, do: mustServe(t, db, func(s *web.Server) {
-		s.Sources, s.Docs, s.OutboxOps, s.PublishOps = p, p, p, p
+		s.Sources, s.Docs, s.OutboxOps, s.PublishOps, s.Search = p, p, p, p, db.Publish()
 	})}
 
 	st := db.Ingest()
@@ -279,9 +290,26 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		t.Fatal(err)
 	}
 
-	ob := db.Outbox()
-	if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: map[string]string{"url": "http://127.0.0.1:1/"}}}); err != nil {
+	env.Clock.Advance(time.Minute)
+	if c, err = st.Claim(ctx, "blog", "w", time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := st.Fail(ctx, c, ingest.Failure{Outcome: tidemark.OutcomeUnreachable, Reason: "HTTP 503", NextDueAt: env.Clock.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddSource(ctx, ingest.NewSource{Name: "busy", Kind: "feed", Location: "https://example.org/busy.xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(ctx, "busy", "w", time.Hour); err != nil { // its run goes on
+		t.Fatal(err)
+	}
+
+	ob := db.Outbox()
+	if _, err := p.AddLane(ctx, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/", "secret": "s"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "dead", Provider: "matrix", Settings: map[string]string{}}}); err != nil {
+		t.Fatal(err) // broken: no homeserver, no token
 	}
 	ch, err := ob.AddChannel(ctx, "blog", "hook", "room", "")
 	if err != nil {
@@ -292,6 +320,30 @@ func mustFilledAPI(t *testing.T) filledAPI {
 	}
 	if r := api.do("POST", "/api/publish", token, nil); r.Code != 200 {
 		t.Fatalf("POST /api/publish: %d %s", r.Code, r.Body)
+	}
+	sums, err := p.Summaries(ctx, publish.SummaryFilter{})
+	if err != nil || len(sums) != 2 {
+		t.Fatalf("summaries: %v %v", sums, err)
+	}
+	// One summary is rejected, and its event has a new one, not published
+	// yet.
+	if _, err := p.RejectSummary(ctx, sums[0].ID, "says too much"); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := st.Event(ctx, sums[0].EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Publish().Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash,
+		Draft: summarize.Draft{Text: "A release.", Model: "m", PromptVersion: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.AddChannel(ctx, "blog", "dead", "!room:example.org", ""); err != nil {
+		t.Fatal(err)
+	}
+	// A write refused, audited with why.
+	if r := api.do("POST", "/api/sources/nope/pause", token, nil); r.Code != 404 {
+		t.Fatalf("POST /api/sources/nope/pause: %d %s", r.Code, r.Body)
 	}
 
 	drafted := map[string]string{}
@@ -332,6 +384,46 @@ func mustFilledAPI(t *testing.T) filledAPI {
 	if _, err := ob.Begin(ctx, l, drafted["sending"], nil); err != nil {
 		t.Fatal(err)
 	}
+
+	// Migration runs that are done, failed, aborted and held.
+	docs := db.Content()
+	if _, err := docs.CreateCollection(ctx, "notes", []content.Field{{Name: "done", Type: content.Text}, {Name: "failed", Type: content.Text},
+		{Name: "aborted", Type: content.Text}, {Name: "held", Type: content.Text}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, failed := range []string{"1", "one"} {
+		if _, err := docs.Put(ctx, "notes", content.Put{Set: content.Fields{"done": json.RawMessage(`"1"`), "failed": json.RawMessage(`"` + failed + `"`),
+			"aborted": json.RawMessage(`"1"`), "held": json.RawMessage(`"1"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &content.Migrator{Store: docs, Holder: "w"}
+	for _, field := range []string{"done", "failed", "aborted", "held"} {
+		run, err := docs.StartRun(ctx, "notes", field, content.Number, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch field {
+		case "done":
+			_, err = m.Drive(ctx, run.ID)
+		case "failed":
+			if _, err = m.Drive(ctx, run.ID); errors.As(err, new(*content.FailedError)) {
+				err = nil
+			}
+		case "aborted":
+			var c content.RunClaim
+			if c, err = docs.ClaimRun(ctx, run.ID, "w", time.Minute); err == nil {
+				if _, err = docs.Step(ctx, c, time.Minute); err == nil {
+					_, err = m.Abort(ctx, run.ID)
+				}
+			}
+		case "held":
+			_, err = docs.ClaimRun(ctx, run.ID, "w", time.Hour)
+		}
+		if err != nil {
+			t.Fatalf("migration of %s: %v", field, err)
+		}
+	}
 	return api
 }
 
@@ -355,17 +447,102 @@ func (api filledAPI) object(t *testing.T, method, path string, edit func(*http.R
 	return v
 }
 
-// items are the items of a listing's first page.
+// items are the items of a listing's first page, or of a list answered
+// whole.
 func (api filledAPI) items(t *testing.T, path string) []map[string]any {
 	t.Helper()
 	var page struct {
 		Items []map[string]any `json:"items"`
 	}
-	if r := api.do("GET", path, api.token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &page) != nil {
+	r := api.do("GET", path, api.token, nil)
+	if r.Code != 200 || json.Unmarshal([]byte(r.Body), &page) != nil && json.Unmarshal([]byte(r.Body), &page.Items) != nil {
 		t.Fatalf("GET %s: %d %s", path, r.Code, r.Body)
 	}
 	if len(page.Items) == 0 {
 		t.Fatalf("GET %s: nothing listed", path)
 	}
 	return page.Items
+}
+
+// Every schema a GET of the API answers with says what it sends, as the
+// Intent schema does: each endpoint is asked for the objects the fixture
+// has, and the answers of the endpoints that share a schema are compared
+// with it together.
+func TestOpenAPIResponseSchemasAreWhatTheEndpointsSend(t *testing.T) {
+	api := mustFilledAPI(t)
+	doc := api.schemas(t)
+	var paths struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct {
+					Schema struct {
+						Ref   string `json:"$ref"`
+						Items struct {
+							Ref string `json:"$ref"`
+						} `json:"items"`
+					} `json:"schema"`
+				} `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if r := api.do("GET", "/api/openapi.json", "", nil); json.Unmarshal([]byte(r.Body), &paths) != nil {
+		t.Fatal("GET /api/openapi.json: not JSON")
+	}
+	ids := func(path, key string) []string {
+		var out []string
+		for _, o := range api.items(t, path) {
+			out = append(out, o[key].(string))
+		}
+		return out
+	}
+	// The values each path's parameters are given: every object of its
+	// kind the fixture has.
+	params := map[string][]string{
+		"/api/sources/{name}":            ids("/api/sources", "name"),
+		"/api/runs/{run}":                ids("/api/runs", "id"),
+		"/api/events/{event}":            ids("/api/events", "id"),
+		"/api/outbox/lanes/{name}":       ids("/api/outbox/lanes", "name"),
+		"/api/outbox/intents/{id}":       ids("/api/outbox/intents", "id"),
+		"/api/migrations/{id}":           ids("/api/migrations", "id"),
+		"/api/outbox/channels/{id}/test": ids("/api/outbox/channels", "id"),
+		"/api/search":                    {"?q=release", "?q=nothing"},
+	}
+	answers := map[string][]map[string]any{} // by schema
+	for pattern, ops := range paths.Paths {
+		sc := ops["get"].Responses["200"].Content["application/json"].Schema
+		ref, list := sc.Ref, sc.Ref == ""
+		if list {
+			ref = sc.Items.Ref
+		}
+		name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+		if !ok {
+			continue // not an object, or a list of them, the document describes
+		}
+		values, ok := params[pattern]
+		switch {
+		case ok:
+		case strings.HasSuffix(name, "Page"):
+			values, ok = []string{"", "?limit=1"}, true // a first page of one has a next
+		case !strings.Contains(pattern, "{"):
+			values, ok = []string{""}, true
+		}
+		if !ok {
+			t.Errorf("GET %s: the test gives no value to its parameters", pattern)
+			continue
+		}
+		for _, v := range values {
+			path := pattern + v
+			if open, end := strings.Index(pattern, "{"), strings.Index(pattern, "}"); open >= 0 {
+				path = pattern[:open] + v + pattern[end+1:]
+			}
+			if list {
+				answers[name] = append(answers[name], api.items(t, path)...)
+			} else {
+				answers[name] = append(answers[name], api.object(t, "GET", path, nil))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(answers)) {
+		doc.mustDescribe(t, name, answers[name])
+	}
 }
