@@ -211,9 +211,21 @@ func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, e
 	return p.db.Outbox().RecentGaps(ctx, lane, 60)
 }
 
-// LaneActions is the audit of a lane's configuration, newest first.
+// LaneActions is the audit of a lane's configuration, newest first. The
+// audit outlives the lane, so a removed lane's history is listed; a name
+// with no history and no lane never had one, and is not found (naming
+// it), as a listing of its intents is. A lane added before its changes
+// were audited has no history: none is listed.
 func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneActions, error) {
-	return p.db.Outbox().LaneActions(ctx, lane, 100)
+	st := p.db.Outbox()
+	as, err := st.LaneActions(ctx, lane, 100)
+	if err != nil || len(as) > 0 {
+		return as, err
+	}
+	if _, err := st.Lane(ctx, lane); err != nil {
+		return nil, err
+	}
+	return as, nil
 }
 
 // AddChannel has the pages of ref.Source delivered to ref.Target (and

@@ -153,6 +153,34 @@ func TestRemoveLaneForcedSaysWhatItLost(t *testing.T) {
 	})
 }
 
+// A lane's history outlives it, and a name that never had a lane has none
+// to list: it is not found, as a listing of its intents is, never an empty
+// history that reads as "nobody changed it". A lane added before its
+// changes were audited has a row and no history: none is listed.
+func TestLaneHistoryOfANameThatNeverHadALaneIsNotFound(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		if as, err := p.LaneActions(ctx, "nope"); !errors.Is(err, tidemark.ErrNotFound) || !strings.Contains(err.Error(), `lane "nope"`) {
+			t.Fatalf("history of a name that never had a lane: %v, %v; want not found, naming it", as, err)
+		}
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.RemoveLane(ctx, "hook", false, "bob"); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(actions(t, p, "hook"), "\n"); !strings.Contains(got, "lane add by ada") || !strings.Contains(got, "lane remove by bob") {
+			t.Fatalf("history of the removed lane:\n%s", got)
+		}
+		mustAddLane(t, p, "old", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h"}})
+		if _, err := p.DB().SQL().ExecContext(ctx, `DELETE FROM outbox_lane_actions WHERE lane = 'old'`); err != nil {
+			t.Fatal(err)
+		}
+		if as, err := p.LaneActions(ctx, "old"); err != nil || len(as) != 0 {
+			t.Fatalf("history of a lane older than its audit: %v, %v; want none", as, err)
+		}
+	})
+}
+
 // lane set merges settings, keeps secrets apart (a secret given again
 // replaces the one kept; one not given is kept), audits setting names and
 // never values, and the lane then shows the guarantee its new settings give.

@@ -55,6 +55,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "list", "--source", "nope"}, tidemark.ExitNotFound, `source "nope": tidemark: not found`},
 		{[]string{"outbox", "intents", "list", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
 		{[]string{"outbox", "gaps", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
+		{[]string{"outbox", "lane", "history", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
 		{[]string{"events", "list", "--run", "nope"}, tidemark.ExitNotFound, "run nope: tidemark: not found"},
 		{[]string{"events", "list", "--after", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
 		{[]string{"publish", "summaries", "--event", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
