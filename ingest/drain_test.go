@@ -126,3 +126,50 @@ func TestDrainStopsAtMaxPasses(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainPassesOverWhatIsNeverDue: a paused source and a terminal
+// window are not due whatever their next due time says (Source.DueAt), so
+// a drain does not run them, nor report them refused.
+func TestDrainPassesOverWhatIsNeverDue(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fetch := backlogFetch(map[string]int{"s": 1}, 3)
+		fx := newFixture(t, b, func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+			if src.Name == "broken" {
+				return tidemark.FetchResult{}, tidemark.Unusable("not a feed", nil)
+			}
+			return fetch(ctx, src, cursor)
+		})
+		addSources(t, fx.svc.Store, "paused")
+		if _, err := fx.svc.Store.AddSource(ctx, ingest.NewSource{Name: "broken", Kind: "test", Location: "broken", Interval: time.Hour, RetryBudget: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fx.svc.Store.SetState(ctx, "paused", tidemark.SourcePaused, "op"); err != nil {
+			t.Fatal(err)
+		}
+		sc := &ingest.Scheduler{Service: fx.svc, Workers: 2}
+		if _, err := sc.Drain(ctx, ingest.DrainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if src, _ := fx.svc.Store.Source(ctx, "broken"); src.Window != tidemark.WindowTerminal {
+			t.Fatalf("broken: window %s, want terminal", src.Window)
+		}
+		fx.env.Clock.Advance(24 * time.Hour) // past every next due time
+		for _, name := range []string{"paused", "broken"} {
+			if src, _ := fx.svc.Store.Source(ctx, name); src.NextDueAt.After(fx.env.Clock.Now()) {
+				t.Fatalf("%s: due %s, not past", name, src.NextDueAt)
+			}
+		}
+		res, err := sc.Drain(ctx, ingest.DrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ran []string
+		for _, r := range res.Reports {
+			ran = append(ran, r.Source)
+		}
+		if fmt.Sprint(ran) != "[s]" {
+			t.Fatalf("the drain ran %v, want [s]", ran)
+		}
+	})
+}

@@ -123,7 +123,7 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		now := s.Clock.Now()
 		var due []tidemark.Source
 		for _, src := range srcs {
-			if !seen[src.ID] && src.State == tidemark.SourceActive && src.Window == tidemark.WindowOpen && !src.NextDueAt.After(now) {
+			if at, ok := src.DueAt(); ok && !at.After(now) && !seen[src.ID] {
 				due = append(due, src)
 				seen[src.ID] = true
 			}
