@@ -205,7 +205,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ob.Begin(ctx, lease, ins[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+		if _, err := ob.Begin(ctx, lease, ins[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
 			t.Fatalf("journaling the intent of a rejected summary: %v, want a conflict (not sent)", err)
 		}
 		got, err := ob.Intent(ctx, ins[0].ID)
@@ -217,7 +217,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 			t.Fatalf("its audit: %+v %v", acts, err)
 		}
 		// The other page's intent stands: it is journaled as before.
-		att, err := ob.Begin(ctx, lease, ins[1].ID, nil)
+		att, err := ob.Begin(ctx, lease, ins[1].ID, nil, time.Minute)
 		if err != nil {
 			t.Fatalf("journal a standing intent: %v", err)
 		}
@@ -237,7 +237,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if rm, err := f.db.Ingest().RemoveSource(ctx, f.src.Name, "ops", true); err != nil || rm.IntentsRetired != 1 {
 			t.Fatalf("remove the source: %+v %v, want its one intent not sent retired", rm, err)
 		}
-		if _, err := ob.Begin(ctx, lease, third[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+		if _, err := ob.Begin(ctx, lease, third[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
 			t.Fatalf("journaling the intent of a removed source's page: %v, want a conflict (not sent)", err)
 		}
 		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
@@ -249,7 +249,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if got, err := ob.Revive(ctx, third[0].ID, "ops", "oops"); err != nil || got.State != outbox.StatePending {
 			t.Fatalf("revive: %+v %v", got, err)
 		}
-		if _, err := ob.Begin(ctx, lease, third[0].ID, nil); !errors.Is(err, tidemark.ErrConflict) {
+		if _, err := ob.Begin(ctx, lease, third[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
 			t.Fatalf("journaling a revived intent of a removed source: %v, want a conflict (not sent)", err)
 		}
 		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {

@@ -147,7 +147,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 		}
 		send := func(in outbox.Intent, sentAt time.Time, verdict outbox.CountVerdict) {
 			t.Helper()
-			a, err := ob.Begin(ctx, lease, in.ID, nil)
+			a, err := ob.Begin(ctx, lease, in.ID, nil, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -368,7 +368,7 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		{"unexecutable", outbox.Result{Outcome: outbox.OutcomeUnexecutable, Error: "HTTP 410: the room is gone"}},
 	} {
 		env.Clock.Advance(time.Minute)
-		a, err := ob.Begin(ctx, l, drafted[step.body], nil)
+		a, err := ob.Begin(ctx, l, drafted[step.body], nil, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		t.Fatal(err)
 	}
 	env.Clock.Advance(time.Minute)
-	if _, err := ob.Begin(ctx, l, drafted["sending"], nil); err != nil {
+	if _, err := ob.Begin(ctx, l, drafted["sending"], nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 
