@@ -65,7 +65,8 @@ type Step struct {
 	Kind     StepKind `json:"kind"`
 	IntentID string   `json:"intent_id,omitempty"`
 	Outcome  Outcome  `json:"outcome,omitempty"`
-	// Until is when the gate opens (StepWait).
+	// Until is when the gate opens (StepWait), or when a deferred write
+	// may be tried again.
 	Until *time.Time `json:"until,omitempty"`
 	Plan  *Plan      `json:"plan,omitempty"`
 	// Requests counts the provider reads a reconciliation made.
@@ -146,7 +147,6 @@ func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 	return d.send(ctx, l)
 }
 
-// RunOnce steps until nothing is pending, waiting on the gate with sleep
 // LaneError is an error of one lane's delivery. It names the lane once:
 // a caller that goes over many lanes adds the name only to an error that
 // is not already a LaneError of that lane.
@@ -167,7 +167,14 @@ func OfLane(lane string, err error) error {
 	return &LaneError{lane, err}
 }
 
-// (nil: a timer). It returns the steps taken.
+// RunOnce is one pass over the lane: it steps until nothing is pending,
+// waiting on the pacing gate with sleep (nil: a timer), and returns the
+// steps taken. A pass is bounded: it waits for the lane's own minimum gap
+// between writes, never for its provider. A write the provider asks to
+// wait for (429 or 503 with Retry-After), or a gate a provider's earlier
+// answer keeps closed for longer than the minimum gap, ends the pass with a
+// *DeferredError: the intent stays pending, tried once at most in this
+// pass, and a later pass sends it.
 func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, time.Duration) error) ([]Step, error) {
 	if sleep == nil {
 		sleep = Sleep
@@ -177,6 +184,13 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 		s, err := d.Step(ctx)
 		if err != nil {
 			return steps, err
+		}
+		if s.Outcome == OutcomeDeferred {
+			until := d.Clock.Now()
+			if s.Until != nil {
+				until = *s.Until
+			}
+			return append(steps, s), &DeferredError{Lane: d.Lane, IntentID: s.IntentID, Until: until}
 		}
 		switch s.Kind {
 		case StepIdle:
@@ -205,6 +219,23 @@ func (d *Deliverer) writeBound() time.Duration {
 	}
 	return provider.DefaultTimeout
 }
+
+// DeferredError ends a lane's pass: its provider asked to wait
+// (Retry-After) before the next write. The intent stays pending and the
+// lane's gate is closed until Until; a later pass sends it. It matches
+// tidemark.ErrUnavailable: the pass left the write undone.
+type DeferredError struct {
+	Lane     string
+	IntentID string
+	Until    time.Time
+}
+
+func (e *DeferredError) Error() string {
+	return fmt.Sprintf("intent %s deferred: the provider asked to wait until %s; a later pass sends it",
+		e.IntentID, e.Until.UTC().Format(time.RFC3339))
+}
+
+func (e *DeferredError) Unwrap() error { return tidemark.ErrUnavailable }
 
 // Sleep waits d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
@@ -278,6 +309,13 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 		return Step{}, err
 	}
 	step.Outcome = res.Outcome
+	if res.Outcome == OutcomeDeferred {
+		// When it may be tried again: the gate as Finish moved it.
+		if lane, err := d.Store.Lane(finishCtx, d.Lane); err == nil {
+			until := lane.NextSendAt
+			step.Until = &until
+		}
+	}
 	return step, nil
 }
 
@@ -295,7 +333,13 @@ func (d *Deliverer) pickPending(ctx context.Context, l Lease) (Intent, Step, err
 	}
 	if now := d.Clock.Now(); now.Before(lane.NextSendAt) {
 		until := lane.NextSendAt
-		return in, Step{Kind: StepWait, IntentID: in.ID, Until: &until}, nil
+		s := Step{Kind: StepWait, IntentID: in.ID, Until: &until}
+		if until.Sub(now) > lane.MinGap.Std() {
+			// Closed for longer than the lane's own pacing: the provider
+			// asked to wait (Retry-After), and the intent is deferred.
+			s.Outcome = OutcomeDeferred
+		}
+		return in, s, nil
 	}
 	return in, Step{}, nil
 }

@@ -482,3 +482,68 @@ func TestRunOnceReconcilesAfterWaitingFirst(t *testing.T) {
 		}
 	})
 }
+
+// laterAlways is a provider that answers every write "later" (429 with
+// Retry-After) while later is set.
+type laterAlways struct {
+	provider.Provider
+	later bool
+	posts int
+}
+
+func (p *laterAlways) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	if !p.later {
+		return p.Provider.Post(ctx, w)
+	}
+	p.posts++
+	return provider.Posted{}, &provider.RetryAfterError{Status: 429, After: 30 * time.Second}
+}
+
+// A pass (RunOnce) is bounded: a write its provider asks to wait for is
+// deferred (pending, with the gate set to when it may be tried again) and
+// the pass ends; it does not sleep and try again. A later pass that finds
+// the gate still closed by the provider ends at once, sending nothing; one
+// after the gate opens sends it.
+func TestRunOnceDefersAWriteItsRemoteAsksToWaitForAndEnds(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{minGap: time.Second})
+		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("t1", "two")}
+		d := h.deliverer("w1")
+		p := &laterAlways{Provider: d.Provider, later: true}
+		d.Provider = p
+		sleeps := 0
+		pass := func() ([]outbox.Step, error) {
+			t.Helper()
+			return d.RunOnce(context.Background(), func(_ context.Context, dur time.Duration) error {
+				if sleeps++; sleeps > 10 {
+					return errors.New("the pass keeps waiting on a provider that says later")
+				}
+				h.env.Clock.Advance(dur)
+				return nil
+			})
+		}
+		steps, err := pass()
+		var deferred *outbox.DeferredError
+		if !errors.As(err, &deferred) || !errors.Is(err, tidemark.ErrUnavailable) || deferred.IntentID != ins[0].ID ||
+			!deferred.Until.Equal(sqltest.Epoch.Add(30*time.Second)) {
+			t.Fatalf("first pass: %v (%d posts, %d sleeps); want the intent deferred until +30s", err, p.posts, sleeps)
+		}
+		if p.posts != 1 || len(steps) != 1 || steps[0].Outcome != outbox.OutcomeDeferred {
+			t.Fatalf("first pass: %d posts, steps %+v; want one attempt, deferred", p.posts, steps)
+		}
+		if got := h.intent(ins[0].ID); got.State != outbox.StatePending || got.Attempts != 1 {
+			t.Fatalf("intent %+v: want pending after one attempt", got)
+		}
+		steps, err = pass()
+		if !errors.As(err, &deferred) || p.posts != 1 || len(steps) != 1 || steps[0].Kind != outbox.StepWait ||
+			steps[0].Outcome != outbox.OutcomeDeferred {
+			t.Fatalf("second pass: %v, %d posts, steps %+v; want it to end at the closed gate, sending nothing", err, p.posts, steps)
+		}
+		h.env.Clock.Advance(30 * time.Second)
+		p.later = false
+		if _, err := pass(); err != nil {
+			t.Fatalf("pass after the gate opened: %v", err)
+		}
+		h.assertExactlyOnce(ins)
+	})
+}

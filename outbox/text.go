@@ -168,13 +168,19 @@ func (as LaneActions) WriteText(w io.Writer) error {
 // line per duplicate alert.
 func WriteSteps(w io.Writer, lane string, steps []Step, errText string) error {
 	counts := map[string]int{}
+	deferred := map[string]bool{} // intents, not attempts: one told "later" twice is one
 	for _, s := range steps {
-		switch s.Kind {
-		case StepSent:
+		switch {
+		case s.Outcome == OutcomeDeferred:
+			if !deferred[s.IntentID] {
+				deferred[s.IntentID] = true
+				counts[string(OutcomeDeferred)]++
+			}
+		case s.Kind == StepSent:
 			counts[string(s.Outcome)]++
-		case StepBucketed:
+		case s.Kind == StepBucketed:
 			counts["unexecutable"]++
-		case StepReconciled:
+		case s.Kind == StepReconciled:
 			counts["reconciled"]++
 		}
 		if s.Alert != "" {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/internal/gittest"
@@ -183,5 +184,36 @@ func TestOutboxChannelTemplateCLI(t *testing.T) {
 	}
 	if hist := cmd("outbox", "lane", "history", "hook"); strings.Count(hist, "channel template") != 2 || !strings.Contains(hist, "the provider's default") {
 		t.Fatalf("history:\n%s", hist)
+	}
+}
+
+// A provider that says "later" (429 with Retry-After) does not keep
+// `deliver --once` waiting: the intent is deferred, the pass ends, the
+// lane's line says so and the command exits 5 (work left undone); a later
+// pass sends it.
+func TestOutboxDeliverOnceDefersWhenTheProviderSaysLater(t *testing.T) {
+	t.Setenv("TM_CLI_SECRET", "k")
+	srv := providertest.New(t, clock.System{}, []byte("k"))
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	add := []string{"--db", db, "outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s", "--setting", "secret_env=TM_CLI_SECRET"}
+	for k, v := range srv.Settings() {
+		add = append(add, "--setting", k+"="+v)
+	}
+	mustRun(t, add...)
+	mustRun(t, "--db", db, "outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
+	srv.RetryAfterNext(time.Hour)
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"--db", db, "outbox", "deliver", "--once"}, &out, &errb) }()
+	select {
+	case code := <-done:
+		if code != 5 || !strings.Contains(out.String(), "deferred 1") || !strings.Contains(errb.String(), "deferred") {
+			t.Fatalf("deliver --once: exit %d, out %q, err %q; want exit 5 and the intent deferred", code, out.String(), errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("deliver --once is still waiting on a provider that said later")
+	}
+	if srv.Posts() != 1 || srv.Count() != 0 {
+		t.Fatalf("%d posts, %d writes; want one attempt, not landed", srv.Posts(), srv.Count())
 	}
 }

@@ -25,8 +25,9 @@ func newOutboxDeliverCmd(a *app) *cobra.Command {
 	cmd.Long = `Deliver: for each lane (or --lane), take the lane's lease, reconcile if an
 attempt is in doubt (one ordered read of our own writes), then send pending
 intents in rank order, one at a time, through the pacing gate. With --once it
-stops when nothing is pending; without, it runs until Ctrl-C (as 'tidemark run'
-does).`
+stops when nothing is pending, or, on a lane whose provider asks to wait (429 or
+503 with Retry-After), defers the intent to a later pass and exits 5; without,
+it runs until Ctrl-C (as 'tidemark run' does), waiting the provider out.`
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
 	f.BoolVar(&once, "once", false, "deliver what is pending, then exit")
