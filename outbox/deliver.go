@@ -107,10 +107,12 @@ func (d *Deliverer) ensureLease(ctx context.Context) (Lease, error) {
 			d.lease = &l
 			return l, nil
 		}
-		d.lease = nil
 		if !errors.Is(err, tidemark.ErrStaleClaim) {
+			// Not known lost (an interrupt, the database): keep it, so
+			// that Release can still give it up on the way out.
 			return Lease{}, err
 		}
+		d.lease = nil
 	}
 	l, err := d.Store.Acquire(ctx, d.Lane, d.Holder, d.ttl())
 	if err != nil {
@@ -303,6 +305,9 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 		return Step{}, err
 	}
 	res := postResult(sentAt, posted, perr)
+	if res.Outcome == OutcomeUnknown && ctx.Err() != nil {
+		res.Error = "interrupted while in flight: " + res.Error
+	}
 	step := Step{Kind: StepSent, IntentID: in.ID}
 	step.Alert = d.verifyByCount(finishCtx, in, before, &res)
 	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {

@@ -3,7 +3,9 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
@@ -85,5 +87,47 @@ func TestAWriteCancelledBeforeItLeftIsNotInDoubt(t *testing.T) {
 		d2 := h.deliverer("w1")
 		h.runOnce(d2)
 		h.assertExactlyOnce([]outbox.Intent{a})
+	})
+}
+
+// cancelInFlight is Ctrl-C arriving while the write is in flight.
+type cancelInFlight struct {
+	provider.Provider
+	cancel context.CancelFunc
+}
+
+func (c cancelInFlight) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
+	c.cancel()
+	return c.Provider.Post(ctx, w)
+}
+
+// Ctrl-C while a write is in flight: the pass ends with the attempt's
+// journal written (in doubt, saying it was interrupted), and the
+// deliverer still holds the lease it can give up on the way out, so the
+// same command run again is not refused.
+func TestAPassInterruptedInFlightReleasesItsLease(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true}) // no counter to tell
+		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("t1", "two")}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		d := h.deliverer("w1")
+		d.Provider = cancelInFlight{Provider: d.Provider, cancel: cancel}
+		if _, err := d.RunOnce(ctx, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("run once: %v; want context.Canceled", err)
+		}
+		if got := h.intent(ins[0].ID); got.State != outbox.StateUnresolved || !strings.HasPrefix(got.StateReason, "interrupted while in flight") {
+			t.Fatalf("intent %+v: want it in doubt, saying it was interrupted", got)
+		}
+		if err := d.Release(context.Background()); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		lane, err := h.st.Lane(context.Background(), h.lane)
+		if err != nil || lane.LeaseHolder != "" {
+			t.Fatalf("lane %+v %v: the interrupted writer's lease is still held", lane, err)
+		}
+		if _, err := h.st.Acquire(context.Background(), h.lane, "w2", time.Minute); err != nil {
+			t.Fatalf("the next writer is refused: %v", err)
+		}
 	})
 }

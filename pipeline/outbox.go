@@ -336,7 +336,7 @@ func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Re
 	if err != nil {
 		return r, err
 	}
-	defer d.Release(context.WithoutCancel(ctx))
+	defer releaseLease(ctx, d)
 	s, err := d.Reconcile(ctx)
 	if err != nil {
 		return r, err
@@ -397,6 +397,19 @@ func (e *LaneBrokenError) Error() string {
 
 func (e *LaneBrokenError) Unwrap() error { return tidemark.ErrUnavailable }
 
+// leaseReleaseTimeout bounds giving up a lane's lease on the way out.
+const leaseReleaseTimeout = 10 * time.Second
+
+// releaseLease gives up d's lease on the way out of a delivery, after its
+// attempt's journal is written: on a context that the interrupt which may
+// have ended the delivery did not cancel, bounded, so that the same
+// command run again is not refused until the lease expires.
+func releaseLease(ctx context.Context, d *outbox.Deliverer) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseTimeout)
+	defer cancel()
+	return d.Release(ctx)
+}
+
 // DeliverReport is one lane's delivery.
 type DeliverReport struct {
 	Lane  string        `json:"lane"`
@@ -420,7 +433,7 @@ func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Durati
 			var steps []outbox.Step
 			steps, err = d.RunOnce(ctx, nil)
 			r.Steps = append(r.Steps, steps...)
-			if rerr := d.Release(context.WithoutCancel(ctx)); err == nil {
+			if rerr := releaseLease(ctx, d); err == nil {
 				err = rerr
 			}
 		}
@@ -463,7 +476,7 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 	defer func() {
 		for _, l := range lanes {
 			if l.d != nil {
-				_ = l.d.Release(context.WithoutCancel(ctx))
+				_ = releaseLease(ctx, l.d)
 			}
 		}
 	}()
@@ -488,7 +501,7 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 		for name, l := range lanes {
 			if rev, ok := revisions[name]; !ok || rev != l.rev {
 				if l.d != nil {
-					_ = l.d.Release(context.WithoutCancel(ctx)) // the lane was removed or changed
+					_ = releaseLease(ctx, l.d) // the lane was removed or changed
 				}
 				delete(lanes, name)
 			}
