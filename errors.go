@@ -71,13 +71,14 @@ func (e *HeldError) Hint() string {
 }
 
 // Hint is what to do about err, on a line of its own after a newline and
-// two spaces, or "" when there is nothing to add (see HeldError.Hint).
+// two spaces, or "" when there is nothing to add: the hint of the first
+// error in its tree that has one (HeldError.Hint, a lane's lease too).
 func Hint(err error) string {
-	var held *HeldError
-	if !errors.As(err, &held) {
+	var h interface{ Hint() string }
+	if !errors.As(err, &h) {
 		return ""
 	}
-	return "\n  " + held.Hint()
+	return "\n  " + h.Hint()
 }
 
 // Input is one of an operation's inputs, named as the API names it (its

@@ -3,7 +3,11 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 // State is where an intent is in its life.
@@ -185,7 +189,10 @@ type Store interface {
 	// publication makes is kept as StateCollision).
 	Draft(ctx context.Context, d Draft) (Intent, error)
 	// Acquire takes the lane's lease with a new, higher token
-	// (tidemark.ErrClaimHeld while another holder's lease runs).
+	// (*LeaseHeldError, tidemark.ErrClaimHeld, while another holder's
+	// lease runs). A lease whose holder is a process of this host that is
+	// gone (see ingest.Liveness) is taken over at once, as an expired one
+	// is: an attempt it left open is in doubt and is reconciled.
 	Acquire(ctx context.Context, lane, holder string, ttl time.Duration) (Lease, error)
 	// Renew extends a lease that is still current.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
@@ -227,3 +234,39 @@ func (e *GateClosedError) Error() string {
 var ErrGateClosed = errors.New("outbox: pacing gate closed")
 
 func (e *GateClosedError) Is(target error) bool { return target == ErrGateClosed }
+
+// LeaseHeldError: another writer holds the lane's lease until Until. It
+// matches tidemark.ErrClaimHeld. A lease whose holder is a process of this
+// host that is gone is never refused so (see Store.Acquire): Holder is
+// alive, on another host, or a custom --holder.
+type LeaseHeldError struct {
+	Lane   string
+	Holder string
+	Until  time.Time
+	// Running: Holder is a process of this host (host:pid) that is
+	// running, as far as this host can tell.
+	Running bool
+}
+
+// Error does not name the lane: the lane's error that carries it does
+// (OfLane).
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("held by %s until %s", e.Holder, e.Until.UTC().Format(time.RFC3339))
+}
+
+func (e *LeaseHeldError) Is(target error) bool { return target == tidemark.ErrClaimHeld }
+
+// Hint says what to do: a running process of this host is delivering the
+// lane and must not be impersonated (two writers of one identity would both
+// re-enter its lease); any other holder may be this worker under another
+// identity.
+func (e *LeaseHeldError) Hint() string {
+	until := e.Until.Local().Format(time.DateTime)
+	if e.Running {
+		pid := e.Holder[strings.LastIndexByte(e.Holder, ':')+1:]
+		return fmt.Sprintf("it is process %s of this host, still running and delivering lane %s: let it, or stop it;"+
+			" the lane is free once its lease expires at %s", pid, e.Lane, until)
+	}
+	return fmt.Sprintf("if that was this worker under another identity, run again with --holder %s to take its lease back;"+
+		" otherwise lane %s is free once its lease expires at %s", e.Holder, e.Lane, until)
+}

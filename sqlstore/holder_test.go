@@ -3,12 +3,14 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -179,6 +181,81 @@ func TestClaimDueLooksForGoneHoldersOncePerInterval(t *testing.T) {
 		}
 		if probes != 1 {
 			t.Fatalf("%d liveness probes, want 1", probes)
+		}
+	})
+}
+
+// A lane's lease follows the claims' rule: one whose holder is a process of
+// this host that is gone is taken over at once, and the attempt it left
+// open is in doubt for the new writer; a holder alive, on another host or
+// of a custom identity keeps it until it expires, and the refusal says who
+// holds it, until when, and what to do.
+func TestLaneLeaseTakesOverGoneHolder(t *testing.T) {
+	ctx := context.Background()
+	dead := map[int]bool{41: true}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(3)
+		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		st := db.Outbox()
+		n := 0
+		mustHeld := func(t *testing.T, holder string) string {
+			t.Helper()
+			n++
+			name := fmt.Sprint("lane", n)
+			if _, err := st.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: name, Provider: "webhook",
+				Settings: map[string]string{"url": "https://x.example/", "secret_env": "S"}}}); err != nil {
+				t.Fatal(err)
+			}
+			in, err := st.Draft(ctx, outbox.Draft{Lane: name, Target: "t", Body: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := st.Acquire(ctx, name, holder, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Begin(ctx, l, in.ID, nil); err != nil { // then the process dies mid-send
+				t.Fatal(err)
+			}
+			return name
+		}
+
+		t.Run("gone", func(t *testing.T) {
+			lane := mustHeld(t, "box:41")
+			l, err := st.Acquire(ctx, lane, "box:42", time.Hour)
+			if err != nil {
+				t.Fatalf("acquire over a gone holder: %v", err)
+			}
+			if l.Token != 2 || l.Holder != "box:42" {
+				t.Fatalf("lease %+v", l)
+			}
+			if doubt, err := st.InDoubt(ctx, l); err != nil || !doubt {
+				t.Fatalf("in doubt %v, %v: the gone holder's open attempt must be reconciled", doubt, err)
+			}
+		})
+		for _, holder := range []string{"box:43", "other:41", "worker-1"} {
+			t.Run("kept by "+holder, func(t *testing.T) {
+				lane := mustHeld(t, holder)
+				_, err := st.Acquire(ctx, lane, "box:42", time.Hour)
+				var held *outbox.LeaseHeldError
+				if !errors.As(err, &held) || !errors.Is(err, tidemark.ErrClaimHeld) {
+					t.Fatalf("acquire: %v, want a LeaseHeldError", err)
+				}
+				if held.Lane != lane || held.Holder != holder || !held.Until.Equal(env.Clock.Now().Add(time.Hour).Truncate(time.Millisecond)) {
+					t.Errorf("held %+v", held)
+				}
+				local := holder == "box:43"
+				hint := tidemark.Hint(err)
+				if held.Running != local || strings.Contains(hint, "--holder") == local || !strings.Contains(hint, "expires at") ||
+					local && !strings.Contains(hint, "process 43 of this host") {
+					t.Errorf("held by %s: running %v, hint %q", holder, held.Running, hint)
+				}
+			})
 		}
 	})
 }

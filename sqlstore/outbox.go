@@ -593,9 +593,12 @@ func (s *OutboxStore) Acquire(ctx context.Context, lane, holder string, ttl time
 		return outbox.Lease{}, err
 	}
 	now := s.db.Clock.Now()
-	if cur.Valid && cur.String != holder && expires.Int64 > ms(now) {
-		return outbox.Lease{}, fmt.Errorf("lane %s is held by %s until %s: %w", lane, cur.String,
-			fromMS(expires.Int64).Format(time.RFC3339), tidemark.ErrClaimHeld)
+	// A lease runs until it expires, or until its holder is known gone (a
+	// process of this host that is no longer running): an attempt it left
+	// open is then in doubt for the next writer, as after an expiry.
+	if cur.Valid && cur.String != holder && s.db.liveness.Stands(cur.String, fromMS(expires.Int64), now) {
+		return outbox.Lease{}, outbox.OfLane(lane, &outbox.LeaseHeldError{Lane: lane, Holder: cur.String,
+			Until: fromMS(expires.Int64), Running: s.db.liveness.Running(cur.String)})
 	}
 	l := outbox.Lease{Lane: lane, Holder: holder, Token: token + 1, ExpiresAt: now.Add(ttl)}
 	if err := exec1(ctx, tx, fmt.Errorf("lane %s: lease taken meanwhile: %w", lane, tidemark.ErrClaimHeld),
