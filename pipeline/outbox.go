@@ -415,10 +415,18 @@ type DeliverReport struct {
 	Lane  string        `json:"lane"`
 	Steps []outbox.Step `json:"steps"`
 	Error string        `json:"error,omitempty"`
+	// PassedOver says why a pass over every lane left this one to
+	// another writer: who holds its lease, until when.
+	PassedOver string `json:"passed_over,omitempty"`
 }
 
 // DeliverOnce delivers what is pending on every lane (or only one), each
-// under its lane's lease of ttl, and reports each lane's steps.
+// under its lane's lease of ttl, and reports each lane's steps. Over every
+// lane, one whose lease another live writer holds is passed over (its
+// report says who holds it), not failed: that writer delivers it, as a
+// source another live worker holds is passed over. A lane named alone is
+// the caller's to deliver: held elsewhere, it is refused
+// (*outbox.LeaseHeldError, a conflict).
 func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) (DeliverReports, error) {
 	names, err := p.laneNames(ctx, lane)
 	if err != nil {
@@ -437,7 +445,12 @@ func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Durati
 				err = rerr
 			}
 		}
-		if err != nil {
+		var held *outbox.LeaseHeldError
+		switch {
+		case err == nil:
+		case lane == "" && errors.As(err, &held):
+			r.PassedOver = held.Error()
+		default:
 			err = outbox.OfLane(name, err)
 			r.Error = err.Error()
 			errs = append(errs, err)
@@ -576,5 +589,14 @@ func (rs DeliverReports) WriteText(w io.Writer) error {
 
 // WriteText writes the lane's delivery in a line.
 func (r DeliverReport) WriteText(w io.Writer) error {
+	if r.PassedOver != "" {
+		if len(r.Steps) > 0 { // it was lost to another writer midway
+			if err := outbox.WriteSteps(w, r.Lane, r.Steps, ""); err != nil {
+				return err
+			}
+		}
+		_, err := fmt.Fprintf(w, "%-16s passed over: %s (that writer delivers it)\n", r.Lane, r.PassedOver)
+		return err
+	}
 	return outbox.WriteSteps(w, r.Lane, r.Steps, r.Error)
 }

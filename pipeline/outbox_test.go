@@ -554,3 +554,36 @@ func TestDeliverOnceNamesTheLaneOnce(t *testing.T) {
 		}
 	}
 }
+
+// A lane another live writer holds (a daemon's delivery loop) is passed
+// over by a pass over every lane (run --once, deliver --once): reported,
+// not a failure, since that writer delivers it. Named alone (deliver
+// --once --lane), it is refused as a conflict that says who holds it.
+func TestAPassOverEveryLanePassesOverALaneHeldElsewhere(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h", "secret": "sign-me"}})
+		if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DB().Outbox().Acquire(ctx, "hook", "the-daemon", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		reports, err := p.DeliverOnce(ctx, "", time.Minute)
+		if err != nil {
+			t.Fatalf("deliver --once over every lane: %v; want the held lane passed over", err)
+		}
+		if len(reports) != 1 || reports[0].Error != "" || !strings.Contains(reports[0].PassedOver, "the-daemon") {
+			t.Fatalf("reports %+v: want hook passed over, naming its holder", reports)
+		}
+		if _, err := p.RunOnce(ctx, OnceOptions{}); err != nil {
+			t.Fatalf("run --once beside a delivery loop: %v (exit %d), want exit 0", err, tidemark.ExitCode(err))
+		}
+		_, err = p.DeliverOnce(ctx, "hook", time.Minute)
+		var held *outbox.LeaseHeldError
+		if tidemark.ExitCode(err) != tidemark.ExitConflict || !errors.As(err, &held) || held.Holder != "the-daemon" {
+			t.Fatalf("deliver --once --lane hook: %v (exit %d), want a conflict naming the holder", err, tidemark.ExitCode(err))
+		}
+	})
+}
