@@ -418,3 +418,70 @@ func (o *oneMore) pass(b *testing.B, i int) time.Duration {
 	}
 	return took
 }
+
+// BenchmarkMarkGroupCommit measures what committing the marks of
+// publications that finish together in one transaction (BatchMarker)
+// buys a publishing pass: in each round the same number of new pages is
+// published by a service whose store batches marks and by one whose store
+// marks each page on its own, alternately, on one database and an
+// in-memory object store (so the database is what is measured).
+// x/baseline is the grouped pass's pages/s over the one-by-one pass's.
+func BenchmarkMarkGroupCommit(b *testing.B) {
+	for _, be := range sqltest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			ctx := context.Background()
+			db, env, src := benchDBOn(b, be)
+			st := db.Publish()
+			objs := mem.New()
+			grouped := &publish.Service{Store: st, Objects: objs}
+			single := &publish.Service{Store: struct{ publish.Store }{st}, Objects: objs}
+			if _, ok := grouped.Store.(publish.BatchMarker); !ok {
+				b.Fatal("the SQL store does not batch marks")
+			}
+			if _, ok := single.Store.(publish.BatchMarker); ok {
+				b.Fatal("the baseline's store batches marks")
+			}
+			n := *pendingPages
+			var took [2]time.Duration
+			seq := 0
+			for range b.N {
+				for i, svc := range []*publish.Service{grouped, single} {
+					b.StopTimer()
+					items := make([]tidemark.Item, n)
+					for j := range items {
+						key := fmt.Sprintf("m%07d", seq)
+						seq++
+						items[j] = tidemark.Item{Key: key, Title: "change " + key, OccurredAt: env.Clock.Now(),
+							Evidence: []byte("commit " + key + "\n\n    a change\n")}
+					}
+					c, err := db.Ingest().Claim(ctx, src.ID, "bench", time.Hour)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rep, err := db.Ingest().Settle(ctx, c, ingest.Settlement{Items: items, Cursor: fmt.Sprint(seq), NextDueAt: env.Clock.Now()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for j, evID := range rep.EventIDs {
+						if _, _, err := st.Accept(ctx, publish.NewSummary{EventID: evID, EvidenceHash: items[j].EvidenceHash(),
+							Draft: summarize.Draft{Text: fmt.Sprintf("Change %d does a thing.", j), Model: "m", PromptVersion: "p"}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					start := time.Now()
+					prep, err := svc.PublishPendingPages(ctx, n)
+					took[i] += time.Since(start)
+					if err != nil || prep.Published != n || prep.Failed != 0 {
+						b.Fatalf("publish pending: %+v %v", prep, err)
+					}
+				}
+			}
+			b.StopTimer()
+			g, s := float64(n*b.N)/took[0].Seconds(), float64(n*b.N)/took[1].Seconds()
+			b.ReportMetric(g, "grouped-pages/s")
+			b.ReportMetric(s, "single-pages/s")
+			b.ReportMetric(g/s, "x/baseline")
+		})
+	}
+}

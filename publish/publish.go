@@ -279,7 +279,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 // has committed or failed.
 func (s *Service) mark(ctx context.Context, p Plan, w Written) (tidemark.Publication, error) {
 	bm, ok := s.Store.(BatchMarker)
-	if !ok {
+	if !ok || bm.MaxMarks() <= 1 {
 		return s.Store.Mark(ctx, p, w)
 	}
 	return s.marks.Do(ctx, markReq{p, w}, bm.MaxMarks(), func(ctx context.Context, reqs []markReq) ([]tidemark.Publication, []error) {

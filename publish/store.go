@@ -340,7 +340,9 @@ type Store interface {
 // publications in one transaction (group commit), each with its own
 // conditions: a mark that fails them fails alone, with the error Mark
 // would have returned, and the others commit. The results are in the
-// order of the plans. MaxMarks bounds the marks of one call.
+// order of the plans. MaxMarks bounds the marks of one call; at most 1,
+// the store writes marks side by side better than in batches, and each is
+// written with Mark.
 type BatchMarker interface {
 	MarkMany(ctx context.Context, ps []Plan, ws []Written) ([]tidemark.Publication, []error)
 	MaxMarks() int
