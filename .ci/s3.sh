@@ -40,7 +40,7 @@ tidemark_s3_setup() {
 		# --sidecar keeps metadata in files, so the backend does not depend
 		# on the filesystem's extended attributes.
 		ROOT_ACCESS_KEY="$access" ROOT_SECRET_KEY="$secret" \
-			nohup "$bin" --port "127.0.0.1:$port" --quiet --keep-alive posix --sidecar "$root/meta" "$root/data" \
+			nohup "$bin" --port "127.0.0.1:$port" --quiet posix --sidecar "$root/meta" "$root/data" \
 			>"$state/log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid" >"$state/pid"
