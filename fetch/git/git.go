@@ -5,12 +5,15 @@
 // directory and fetched at the start of every run; a remote that cannot be
 // reached is unreachable, never an empty run. Config "branch" selects the
 // branch to follow. Each commit becomes an item whose frozen
-// evidence is its metadata, message and diffstat in a canonical text form;
-// the cursor is the newest commit admitted, so a run that stops early (at
-// MaxCommits) never moves the cursor past a commit it did not read (and
-// says More, so the source is due again at once), and a
-// cursor that is no longer an ancestor of the branch head (a rewritten
-// history) fails the run as invalid rather than skip or repeat commits.
+// evidence is its metadata, message and diffstat in a canonical text form.
+// Commits are read oldest first (parents before children), at most
+// MaxCommits a run. The cursor stands for exactly the commits read: they
+// and all their ancestors (see Cursor). So a run that stops early, even
+// inside the two sides of a merge, never moves the cursor past a commit
+// it did not read nor back over one it did (and says More, so the source
+// is due again at once), and a cursor commit that is no longer an
+// ancestor of the branch head (a rewritten history) fails the run as
+// invalid rather than skip or repeat commits.
 // Every connection to a remote obeys the address guard of fetch/httpx
 // (see guard.go): a remote on a private address is refused before any
 // connection is made, unless private addresses are allowed.
@@ -28,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -294,6 +298,75 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 	return strings.TrimSpace(string(out)), nil
 }
 
+// Cursor is what a git cursor stands for: the commits read so far, a set
+// that holds every ancestor of each commit in it, written as its edge (the
+// commits read that no commit read has as a parent), full hashes sorted
+// and joined by commas. A history read to its head has one commit at its
+// edge, the head, so the cursor is that commit's hash, as a cursor has
+// always been; a run that stops inside the sides of a merge leaves one
+// commit per side. The commits ahead of the cursor are those of the
+// branch that are none of these nor their ancestors.
+type Cursor []string
+
+// ParseCursor reads a cursor; "" is the cursor before the first commit.
+func ParseCursor(s string) Cursor {
+	var c Cursor
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c = append(c, h)
+		}
+	}
+	return c
+}
+
+func (c Cursor) String() string {
+	s := slices.Clone(c)
+	sort.Strings(s)
+	return strings.Join(slices.Compact(s), ",")
+}
+
+// exclusions are rev-list's arguments, one a line for --stdin, that leave
+// out the commits a cursor stands for.
+func (c Cursor) exclusions() string {
+	var b strings.Builder
+	for _, h := range c {
+		b.WriteString("^" + h + "\n")
+	}
+	return b.String()
+}
+
+// advance returns the cursor that stands for c's commits and the window
+// read after it: a window listed parents first after c holds, with c,
+// every ancestor of its commits, so the edge is c and the window less
+// every commit one of the window's commits has as a parent.
+func (c Cursor) advance(window []listed) Cursor {
+	inner := map[string]bool{}
+	for _, w := range window {
+		for _, p := range w.parents {
+			inner[p] = true
+		}
+	}
+	var next Cursor
+	for _, h := range c {
+		if !inner[h] {
+			next = append(next, h)
+		}
+	}
+	for _, w := range window {
+		if !inner[w.hash] {
+			next = append(next, w.hash)
+		}
+	}
+	sort.Strings(next)
+	return slices.Compact(next)
+}
+
+// listed is a commit as rev-list --parents lists it.
+type listed struct {
+	hash    string
+	parents []string
+}
+
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
@@ -308,26 +381,37 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if head == cursor {
 		return tidemark.FetchResult{Cursor: cursor}, nil
 	}
-	rangeArg := head
-	if cursor != "" {
-		if err := f.descends(ctx, src, dir, cursor, head); err != nil {
-			return tidemark.FetchResult{}, err
-		}
-		rangeArg = cursor + ".." + head
+	read := ParseCursor(cursor)
+	if err := f.descends(ctx, src, dir, read, head); err != nil {
+		return tidemark.FetchResult{}, err
 	}
-	out, err := f.run(ctx, dir, "", "rev-list", "--reverse", "--topo-order", "--end-of-options", rangeArg)
+	if slices.Contains(read, head) {
+		// Every other commit of the cursor is an ancestor of the head:
+		// all is read.
+		return tidemark.FetchResult{Cursor: head}, nil
+	}
+	out, err := f.run(ctx, dir, head+"\n"+read.exclusions(), "rev-list", "--reverse", "--topo-order", "--parents", "--stdin")
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
-	hashes := strings.Fields(string(out))
-	if len(hashes) == 0 {
-		// Impossible once head != cursor and the cursor is its ancestor;
-		// refuse rather than settle on nothing.
-		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git listed no commits between %.12s and %.12s", cursor, head), nil)
+	var list []listed
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if fields := strings.Fields(line); len(fields) > 0 {
+			list = append(list, listed{hash: fields[0], parents: fields[1:]})
+		}
 	}
-	more := len(hashes) > f.max()
+	if len(list) == 0 {
+		// Impossible once the head is not in the cursor and the cursor's
+		// commits are its ancestors; refuse rather than settle on nothing.
+		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git listed no commits between %s and %.12s", read.short(), head), nil)
+	}
+	more := len(list) > f.max()
 	if more {
-		hashes = hashes[:f.max()]
+		list = list[:f.max()]
+	}
+	hashes := make([]string, len(list))
+	for i, l := range list {
+		hashes[i] = l.hash
 	}
 	items, err := f.commits(ctx, dir, hashes)
 	if err != nil {
@@ -336,21 +420,49 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if len(items) != len(hashes) {
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git log returned %d of %d commits", len(items), len(hashes)), nil)
 	}
-	return tidemark.FetchResult{Items: items, Cursor: hashes[len(hashes)-1], Declared: len(hashes), More: more}, nil
+	return tidemark.FetchResult{Items: items, Cursor: read.advance(list).String(), Declared: len(hashes), More: more}, nil
 }
 
-// descends checks that head descends from the cursor commit. A rewritten
-// history (amended, rebased, reset backwards, replaced) is invalid, naming
-// both commits: reading "cursor..head" would silently skip or repeat
-// commits, and only an operator can say where to resume (source skip).
-func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir, cursor, head string) error {
-	ok, err := f.isAncestor(ctx, dir, cursor, head)
-	if err != nil {
+// short names a cursor's commits by their first 12 digits.
+func (c Cursor) short() string {
+	s := make([]string, len(c))
+	for i, h := range c {
+		s[i] = fmt.Sprintf("%.12s", h)
+	}
+	return strings.Join(s, ",")
+}
+
+// descends checks that head descends from every commit of the cursor. A
+// rewritten history (amended, rebased, reset backwards, replaced) is
+// invalid, naming both commits: reading what lies between would silently
+// skip or repeat commits, and only an operator can say where to resume
+// (source skip).
+func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir string, read Cursor, head string) error {
+	if len(read) == 0 {
+		return nil
+	}
+	// One question for all of the cursor's commits: none of them is more
+	// than the head holds. Only an answer other than "none" (or a git that
+	// could not say: a commit missing) asks commit by commit, to name one.
+	var in strings.Builder
+	for _, c := range read {
+		in.WriteString(c + "^{commit}\n")
+	}
+	in.WriteString("^" + head + "\n")
+	if out, err := f.run(ctx, dir, in.String(), "rev-list", "--count", "--stdin"); err == nil && strings.TrimSpace(string(out)) == "0" {
+		return nil
+	} else if err != nil && !errors.As(err, new(*gitError)) {
 		return err
 	}
-	if !ok {
-		return tidemark.Unusable(fmt.Sprintf("rewritten history: cursor commit %.12s is not an ancestor of %s at %.12s; "+
-			"skip to a commit of the branch to resume", cursor, branch(src), head), nil)
+	for _, c := range read {
+		ok, err := f.isAncestor(ctx, dir, c, head)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return tidemark.Unusable(fmt.Sprintf("rewritten history: cursor commit %.12s is not an ancestor of %s at %.12s; "+
+				"skip to a commit of the branch to resume", c, branch(src), head), nil)
+		}
 	}
 	return nil
 }
@@ -383,7 +495,8 @@ func branch(src tidemark.Source) string {
 	return "HEAD"
 }
 
-// DescribeRange says which commits lie between two cursors.
+// DescribeRange says which commits lie between two cursors: those of to
+// (a commit) that from does not stand for.
 func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
 	dir, err := f.repo(ctx, src)
@@ -394,7 +507,7 @@ func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, 
 	if from != "" {
 		rangeArg = from + ".." + to
 	}
-	out, err := f.run(ctx, dir, "", "rev-list", "--count", "--end-of-options", rangeArg)
+	out, err := f.run(ctx, dir, to+"\n"+ParseCursor(from).exclusions(), "rev-list", "--count", "--stdin")
 	if err != nil {
 		return "", err
 	}
@@ -602,29 +715,39 @@ func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to str
 	if !ok {
 		return "", tidemark.Invalidf("to", to, "commit %.12s is not on %s (head %.12s)", commit, branch(src), head)
 	}
-	if src.Cursor == "" || src.Cursor == commit {
+	read := ParseCursor(src.Cursor)
+	if len(read) == 0 || src.Cursor == commit {
 		return commit, nil
 	}
 	// A cursor still on the branch moves forward only: from a target that
-	// does not descend from it, the next run would read again commits
-	// already ingested. A cursor off the branch (its commit gone, or left
-	// behind by a rewrite) is what skip exists for: any commit of the
-	// branch will do.
-	onBranch, err := f.isAncestor(ctx, dir, src.Cursor, head)
-	if err != nil || !onBranch {
-		return commit, err
+	// does not descend from each of its commits, the next run would read
+	// again commits already ingested. A cursor off the branch (a commit of
+	// it gone, or left behind by a rewrite) is what skip exists for: any
+	// commit of the branch will do.
+	for _, c := range read {
+		onBranch, err := f.isAncestor(ctx, dir, c, head)
+		if err != nil || !onBranch {
+			return commit, err
+		}
 	}
-	forward, err := f.isAncestor(ctx, dir, src.Cursor, commit)
-	if err != nil {
-		return "", err
-	}
-	if !forward {
+	for _, c := range read {
+		forward, err := f.isAncestor(ctx, dir, c, commit)
+		if err != nil {
+			return "", err
+		}
+		if forward {
+			continue
+		}
 		what, args := "name a commit after the cursor, or none (no %s) to skip to the head %.12s", []any{tidemark.Input("to"), head}
 		if src.Cursor == head {
 			what, args = "the cursor is at the head already, so there is nothing ahead to skip", nil
 		}
-		return "", tidemark.Invalidf("to", to, "commit %.12s does not descend from the cursor %.12s, which is still on %s: "+
-			"the cursor would move back and its commits be read again; "+what, append([]any{commit, src.Cursor, branch(src)}, args...)...)
+		cursor := fmt.Sprintf("the cursor %.12s", c)
+		if len(read) > 1 {
+			cursor = fmt.Sprintf("the cursor's commit %.12s (of %s)", c, read.short())
+		}
+		return "", tidemark.Invalidf("to", to, "commit %.12s does not descend from %s, which is still on %s: "+
+			"the cursor would move back and its commits be read again; "+what, append([]any{commit, cursor, branch(src)}, args...)...)
 	}
 	return commit, nil
 }
