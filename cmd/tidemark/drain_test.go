@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -86,6 +87,33 @@ func TestSourceRunNow(t *testing.T) {
 		r = tm(t, nil, "--db", db, "source", "run", "r")
 		if r.code != 4 || !strings.Contains(r.stderr, "paused") {
 			t.Fatalf("source run of a paused source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+// TestRunOnceDrainsAMergeOfTwoLongSides: the sides of a merge each hold
+// more commits than a run's window (700 and 700, windows of 500); one `run
+// --once` reads every commit once, in ceil(1,402/500) = 3 runs, and leaves
+// the cursor at the head.
+func TestRunOnceDrainsAMergeOfTwoLongSides(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := gittest.NewHistory(t)
+		root := h.Commit("root")
+		repo := h.Write(h.Commit("merge a and b", h.Line(root, "a", 700), h.Line(root, "b", 700)))
+		const commits = 1402
+		db := b.NewURL(t)
+		// Few passes: a source that does not drain fails at once, rather
+		// than after the default 10,000 runs.
+		r := mustOK(t, tm(t, nil, "--db", db, "run", "--once", "--max-passes", "5", "--track", repo))
+		if n := strings.Count(r.stdout, "500 new"); n != 2 || !strings.Contains(r.stdout, "402 new") {
+			t.Errorf("want runs of 500, 500 and 402 new:\n%s", r.stdout)
+		}
+		if want := fmt.Sprintf("%d published now, 0 failed, %d in all", commits, commits); !strings.Contains(r.stdout, want) {
+			t.Errorf("run --once output lacks %q:\n%s", want, r.stdout)
+		}
+		src := showSource(t, db, sourceName(repo))
+		if head := gitIn(t, repo, "rev-parse", "HEAD"); src.Cursor != head {
+			t.Fatalf("cursor %s, want the head %s", src.Cursor, head)
 		}
 	})
 }
