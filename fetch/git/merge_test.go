@@ -94,8 +94,8 @@ func TestWindowsReadEveryHistoryOnce(t *testing.T) {
 }
 
 // TestWindowsReadRandomHistoriesOnce reads seeded random histories (merges
-// of up to four parents, a few roots) the same way; a failure names its
-// seed, which rebuilds the same history.
+// of two and three parents, a few roots, one octopus joining every tip)
+// the same way; a failure names its seed, which rebuilds the same history.
 func TestWindowsReadRandomHistoriesOnce(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
