@@ -325,6 +325,18 @@ func (c Cursor) String() string {
 	return strings.Join(slices.Compact(s), ",")
 }
 
+// check refuses a cursor that is not commit hashes (full, hexadecimal):
+// what it holds goes to git's standard input as revisions, and a name or
+// an option there would mean something else.
+func (c Cursor) check() error {
+	for _, h := range c {
+		if (len(h) != 40 && len(h) != 64) || strings.Trim(h, "0123456789abcdef") != "" {
+			return tidemark.Unusable(fmt.Sprintf("cursor %q is not a list of full commit hashes; skip to a commit of the branch to resume", h), nil)
+		}
+	}
+	return nil
+}
+
 // exclusions are rev-list's arguments, one a line for --stdin, that leave
 // out the commits a cursor stands for.
 func (c Cursor) exclusions() string {
@@ -382,6 +394,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{Cursor: cursor}, nil
 	}
 	read := ParseCursor(cursor)
+	if err := read.check(); err != nil {
+		return tidemark.FetchResult{}, err
+	}
 	if err := f.descends(ctx, src, dir, read, head); err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -507,7 +522,11 @@ func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, 
 	if from != "" {
 		rangeArg = from + ".." + to
 	}
-	out, err := f.run(ctx, dir, to+"\n"+ParseCursor(from).exclusions(), "rev-list", "--count", "--stdin")
+	fromCursor := ParseCursor(from)
+	if err := fromCursor.check(); err != nil {
+		return "", err
+	}
+	out, err := f.run(ctx, dir, to+"\n"+fromCursor.exclusions(), "rev-list", "--count", "--stdin")
 	if err != nil {
 		return "", err
 	}

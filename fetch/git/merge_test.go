@@ -349,3 +349,22 @@ func TestRewriteUnderACursorInsideAMergeIsInvalid(t *testing.T) {
 		t.Fatalf("got %v, want invalid naming %.12s and the head", err, drop)
 	}
 }
+
+// A cursor is commit hashes only: anything else in it (a stored cursor
+// edited by hand, or an option) is refused as invalid, never handed to git
+// as an argument on its standard input.
+func TestACursorThatIsNotCommitHashesIsInvalid(t *testing.T) {
+	ctx := context.Background()
+	h := gittest.NewHistory(t)
+	root := h.Commit("root")
+	dir := h.Write(h.Line(root, "a", 3))
+	f := &git.Fetcher{MaxCommits: 12}
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
+	for _, cur := range []string{"--all", head + ",--not", "main", head[:12]} {
+		_, err := f.Fetch(ctx, src(dir), cur)
+		var fe *tidemark.FetchError
+		if !errors.As(err, &fe) || fe.Outcome != tidemark.OutcomeInvalid || !strings.Contains(fe.Reason, "cursor") {
+			t.Errorf("cursor %q: %v, want invalid naming the cursor", cur, err)
+		}
+	}
+}
