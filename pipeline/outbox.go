@@ -26,17 +26,16 @@ import (
 
 // Lane defaults when an operator gives none.
 const (
-	DefaultLaneGap       = 2 * time.Second
 	DefaultLaneSkew      = 2 * time.Second
 	DefaultRetireSpacing = 6 * time.Hour
 )
 
 // laneDefaults is a new lane before the operator's change: the provider's
-// published rate limit as its gap (else DefaultLaneGap), DefaultLaneSkew,
+// published rate limit as its gap (providers.MinGap), DefaultLaneSkew,
 // and retiring left to operators.
 func laneDefaults(name, kind string) outbox.LaneConfig {
 	return outbox.LaneConfig{Name: name, Provider: kind, Settings: map[string]string{},
-		MinGap: tidemark.Duration(providers.MinGap(kind, DefaultLaneGap)), Skew: tidemark.Duration(DefaultLaneSkew),
+		MinGap: tidemark.Duration(providers.MinGap(kind)), Skew: tidemark.Duration(DefaultLaneSkew),
 		Retirement: outbox.RetirementPolicy{Spacing: tidemark.Duration(DefaultRetireSpacing)}}
 }
 

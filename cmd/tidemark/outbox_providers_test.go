@@ -15,6 +15,7 @@ func TestOutboxProvidersAndTheLanesGuarantee(t *testing.T) {
 		Best    string   `json:"best"`
 		Default string   `json:"default"`
 		Needs   []string `json:"needs"`
+		MinGap  string   `json:"min_gap"`
 	}
 	if err := json.Unmarshal(mustRun(t, "outbox", "providers", "--json"), &kinds); err != nil {
 		t.Fatal(err)
@@ -28,6 +29,16 @@ func TestOutboxProvidersAndTheLanesGuarantee(t *testing.T) {
 	}
 	if text := mustRun(t, "outbox", "providers"); !bytes.Contains(text, []byte("at-most-once without")) {
 		t.Fatalf("providers:\n%s", text)
+	}
+	// The gap providers shows is the one lane add gives a lane of the
+	// kind, published or not: a webhook publishes none and gets 2s.
+	if w := kinds[byKind["webhook"]]; w.MinGap != "2s" {
+		t.Errorf("providers --json: webhook min_gap %q, want the 2s lane add gives", w.MinGap)
+	}
+	for _, line := range bytes.Split(mustRun(t, "outbox", "providers"), []byte("\n")) {
+		if f := bytes.Fields(line); len(f) > 0 && string(f[0]) == "webhook" && string(f[len(f)-1]) != "2s" {
+			t.Errorf("providers: webhook row ends in %q, want its gap 2s:\n%s", f[len(f)-1], line)
+		}
 	}
 
 	t.Setenv("TM_CLI_SECRET", "k")

@@ -56,7 +56,8 @@ signals that prove a read's age):
 
 "needs" names the lane settings of which any one raises a kind to its best
 guarantee. "min gap" is the default gap between writes that lane add takes
-from the provider's published rate limits (--min-gap overrides it). A lane
+from the provider's published rate limits, 2s where it publishes none
+(--min-gap overrides it). A lane
 shows the guarantee it has with its settings (lane show).`
 
 // TableRows are the capability table's rows.
@@ -81,10 +82,7 @@ func (rows TableRows) WriteText(w io.Writer) error {
 		if len(r.Needs) > 0 {
 			needs = "one of " + strings.ReplaceAll(strings.Join(r.Needs, ", "), "|", " or ")
 		}
-		gap := "-"
-		if r.MinGap > 0 {
-			gap = r.MinGap.Std().String()
-		}
+		gap := r.MinGap.Std().String()
 		var by []string
 		c := r.Capabilities
 		for _, x := range []struct {

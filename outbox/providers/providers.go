@@ -34,17 +34,23 @@ type kind struct {
 	// lane's guarantee is derived from them (provider.Derive).
 	caps provider.Capabilities
 	// minGap is the least time between two writes the provider's published
-	// rate limits ask for (0: the lane's default).
+	// rate limits ask for (0: DefaultGap).
 	minGap time.Duration
 }
 
-// MinGap is the least time between two writes a provider kind's published
-// rate limits ask for, or def when it publishes none.
-func MinGap(kind string, def time.Duration) time.Duration {
+// DefaultGap is the gap between writes a lane of a kind that publishes no
+// rate limit (the webhook) gets when it is added.
+const DefaultGap = 2 * time.Second
+
+// MinGap is the gap between writes a lane of kind gets when it is added:
+// the least time its published rate limits ask for, or DefaultGap when it
+// publishes none. `providers` shows the same, so what it says is what
+// `lane add` does.
+func MinGap(kind string) time.Duration {
 	if g := kinds[kind].minGap; g > 0 {
 		return g
 	}
-	return def
+	return DefaultGap
 }
 
 // Freshness signals, as the capability table shows them.
@@ -361,8 +367,8 @@ type KindGuarantee struct {
 	// Needs: settings of which any one raises Default to Best.
 	Needs        []string              `json:"needs"`
 	Capabilities provider.Capabilities `json:"capabilities"`
-	// MinGap is the default gap between writes, from the provider's
-	// published rate limits (0: none published; lane add's default).
+	// MinGap is the gap between writes lane add gives a lane of the kind:
+	// from the provider's published rate limits, else DefaultGap.
 	MinGap tidemark.Duration `json:"min_gap"`
 }
 
@@ -390,7 +396,7 @@ func Table() []KindGuarantee {
 			panic(err)
 		}
 		row := KindGuarantee{Kind: name, Best: best.Guarantee, Default: def.Guarantee, Needs: []string{}, Capabilities: c,
-			MinGap: tidemark.Duration(kinds[name].minGap)}
+			MinGap: tidemark.Duration(MinGap(name))}
 		if best.Guarantee != def.Guarantee {
 			row.Needs = append(row.Needs, def.Missing...)
 		}
