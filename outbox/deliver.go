@@ -133,7 +133,8 @@ func (d *Deliverer) Release(ctx context.Context) error {
 }
 
 // Step does one unit of work: reconcile a lane in doubt, or send the next
-// pending intent through the gate.
+// pending intent through the gate. A write the remote refused returns its
+// step and a *RefusedError: the lane must not go on.
 func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 	l, err := d.ensureLease(ctx)
 	if err != nil {
@@ -185,6 +186,9 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 	for {
 		s, err := d.Step(ctx)
 		if err != nil {
+			if s.Kind != "" {
+				steps = append(steps, s) // the step that stopped the lane
+			}
 			return steps, err
 		}
 		if s.Outcome == OutcomeDeferred {
@@ -321,8 +325,28 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 			step.Until = &until
 		}
 	}
+	if res.Outcome == OutcomeRefused {
+		return step, &LaneError{d.Lane, &RefusedError{Intent: in.ID, Err: perr}}
+	}
 	return step, nil
 }
+
+// RefusedError: the provider refused a write of the lane for a reason that
+// is the lane's or ours (its credentials, a request it cannot take), not
+// the target's. The write did not land and its intent is pending; the lane
+// sends nothing more until the next delivery, after the lane is fixed. It
+// matches tidemark.ErrUnavailable: the lane cannot deliver as it is.
+type RefusedError struct {
+	Intent string
+	Err    error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the provider refused the write of intent %s, so the lane stops: %v; "+
+		"fix the lane (outbox lane set) and deliver again, or retire the intent if the write itself is at fault", e.Intent, e.Err)
+}
+func (e *RefusedError) Unwrap() error        { return e.Err }
+func (e *RefusedError) Is(target error) bool { return target == tidemark.ErrUnavailable }
 
 // pickPending decides what is sent next: the lane's next pending intent,
 // if there is one (else the step is idle) and the pacing gate is open
@@ -404,8 +428,9 @@ func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int
 }
 
 // postResult decides what the provider's answer to a post says: landed,
-// deferred (Retry-After), unexecutable (the target refused it), or unknown
-// (no answer that can be trusted either way).
+// deferred (Retry-After), unexecutable (the target refused it), refused
+// (the remote refused the lane's request), or unknown (no answer that can
+// be trusted either way).
 func postResult(sentAt time.Time, posted provider.Posted, perr error) Result {
 	res := Result{SentAt: sentAt, RemoteID: posted.RemoteID}
 	var (
@@ -419,8 +444,15 @@ func postResult(sentAt time.Time, posted provider.Posted, perr error) Result {
 		res.Outcome, res.RetryAfter = OutcomeDeferred, retry.After
 	case errors.Is(perr, provider.ErrUnexecutable):
 		res.Outcome = OutcomeUnexecutable
-	case errors.As(perr, &rej):
+	case errors.As(perr, &rej) && rej.Unsendable():
+		// This provider can never make this write (its target, parent
+		// or size): it alone is bucketed, the lane goes on.
 		res.Outcome = OutcomeUnexecutable
+	case errors.As(perr, &rej):
+		// The remote refused the lane's request (credentials, a request
+		// it cannot read): every write after it would be refused the
+		// same way, so none is given up on; the lane stops.
+		res.Outcome = OutcomeRefused
 	default:
 		res.Outcome = OutcomeUnknown
 	}

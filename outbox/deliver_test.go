@@ -547,3 +547,61 @@ func TestRunOnceDefersAWriteItsRemoteAsksToWaitForAndEnds(t *testing.T) {
 		h.assertExactlyOnce(ins)
 	})
 }
+
+// A write the remote refuses for a reason that is the lane's, not the
+// target's (a 401 for a wrong secret), burns nothing: the intent stays
+// pending, nothing after it is sent into the same refusal, the lane says
+// why it cannot deliver, and once its credentials are fixed the queue
+// goes out as it stood, with no operator reviving anything.
+func TestRefusedWriteStopsTheLaneAndKeepsTheQueue(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		ctx := context.Background()
+		ins := []outbox.Intent{h.draft("t1", "one"), h.draft("t2", "two"), h.draft("t3", "three")}
+		t.Setenv(secretEnv, "not-the-secret") // the receiver answers 401
+		d := h.deliverer("w1")
+		steps, err := d.RunOnce(ctx, func(_ context.Context, dur time.Duration) error { h.env.Clock.Advance(dur); return nil })
+		if !errors.Is(err, tidemark.ErrUnavailable) || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("RunOnce: err = %v, want the refusal as unavailable (exit 5), naming the status", err)
+		}
+		if len(steps) != 1 || steps[0].IntentID != ins[0].ID || steps[0].Outcome != outbox.OutcomeRefused {
+			t.Fatalf("steps %+v, want one refused attempt at the first intent", steps)
+		}
+		if n := h.srv.Posts(); n != 1 {
+			t.Fatalf("%d posts: a lane whose writes are refused must stop sending", n)
+		}
+		for _, in := range ins {
+			if got := h.intent(in.ID); got.State != outbox.StatePending {
+				t.Fatalf("intent %s is %s (%s), want pending", in.ID, got.State, got.StateReason)
+			}
+		}
+		l, err := h.st.LaneDetail(ctx, h.lane)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := outbox.LaneView{Lane: l}
+		v.Judge(nil)
+		if v.Health != outbox.HealthBroken || !strings.Contains(v.Problem, "401") {
+			t.Fatalf("lane health %q (%q), want broken, saying the provider refused with 401", v.Health, v.Problem)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The credentials fixed: the queue goes out, and the lane is ok.
+		t.Setenv(secretEnv, secret)
+		h.runOnce(h.deliverer("w1"))
+		h.assertExactlyOnce(ins)
+		for _, in := range ins {
+			if got := h.intent(in.ID); got.State != outbox.StateLanded {
+				t.Fatalf("after the fix intent %s is %s, want landed", in.ID, got.State)
+			}
+		}
+		if l, err = h.st.LaneDetail(ctx, h.lane); err != nil {
+			t.Fatal(err)
+		}
+		v = outbox.LaneView{Lane: l}
+		if v.Judge(nil); v.Health != outbox.HealthOK {
+			t.Fatalf("after the fix the lane is %q (%q), want ok", v.Health, v.Problem)
+		}
+	})
+}

@@ -149,7 +149,9 @@ func (c LaneConfig) Validate() error {
 // Lane health, as the console and `outbox lanes` show it, worst first.
 const (
 	// HealthBroken: the lane cannot deliver: its provider cannot be built
-	// (a secret kept apart is missing, a setting is wrong).
+	// (a secret kept apart is missing, a setting is wrong), or the
+	// provider refuses its writes (wrong credentials, a request it cannot
+	// take).
 	HealthBroken = "broken"
 	// HealthInDoubt: an attempt is in doubt; the lane reconciles before it
 	// sends again.
@@ -167,7 +169,8 @@ type LaneView struct {
 	// Guarantee is nil when the lane's settings give none (Problem says why).
 	Guarantee *provider.LaneGuarantee `json:"guarantee"`
 	Health    string                  `json:"health"`
-	// Problem says why a broken lane cannot deliver.
+	// Problem says why a broken lane cannot deliver: its provider cannot
+	// be built, or it refused the lane's latest write.
 	Problem string     `json:"problem,omitempty"`
 	Gaps    *GapReport `json:"gaps,omitempty"`
 	// AsOf is when the view was read: whether the next send is due.
@@ -181,6 +184,8 @@ func (v *LaneView) Judge(buildErr error) {
 	switch {
 	case buildErr != nil:
 		v.Health, v.Problem = HealthBroken, buildErr.Error()
+	case v.Refusal != "":
+		v.Health, v.Problem = HealthBroken, v.Refusal+"; the lane sends nothing more until a delivery after it is fixed"
 	case v.NeedsReconcile:
 		v.Health = HealthInDoubt
 	case attention > 0:

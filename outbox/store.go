@@ -115,7 +115,15 @@ type Lane struct {
 	NeedsReconcile bool          `json:"needs_reconcile"`
 	InFlight       string        `json:"in_flight"`
 	Counts         map[State]int `json:"counts"`
+	// Refusal, when set, is why the provider refused the lane's latest
+	// write of an intent still pending: the lane is broken until a write
+	// goes through (LaneView.Problem shows it).
+	Refusal string `json:"-"`
 }
+
+// VerdictRefused is the verdict of the check kept when the provider
+// refused a write for a reason that is the lane's (OutcomeRefused).
+const VerdictRefused = "refused"
 
 // Lease is a writer's fence on a lane. Token only grows; a transition that
 // presents an older token changes nothing.
@@ -148,6 +156,11 @@ const (
 	OutcomeDeferred     Outcome = "deferred"
 	OutcomeUnexecutable Outcome = "unexecutable"
 	OutcomeUnknown      Outcome = "unknown"
+	// OutcomeRefused: the provider answered and refused the write for a
+	// reason that is the lane's or ours (credentials, a malformed or
+	// oversized request), not its target's: it did not land, the intent
+	// stays pending, and the lane stops sending until that is fixed.
+	OutcomeRefused Outcome = "refused"
 )
 
 // Result is an attempt's outcome, as recorded.

@@ -189,6 +189,9 @@ func WriteSteps(w io.Writer, lane string, steps []Step, errText string) error {
 	}
 	fmt.Fprintf(w, "%-16s landed %d, not landed %d, deferred %d, unexecutable %d, unknown %d, reconciled %d", lane,
 		counts["landed"], counts["not_landed"], counts["deferred"], counts["unexecutable"], counts["unknown"], counts["reconciled"])
+	if n := counts[string(OutcomeRefused)]; n > 0 {
+		fmt.Fprintf(w, ", refused %d", n)
+	}
 	if errText != "" {
 		fmt.Fprintf(w, "  error: %s", errText)
 	}

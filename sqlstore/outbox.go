@@ -263,7 +263,30 @@ func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
+	if err != nil {
+		return err
+	}
+	l.Refusal, err = s.refusalOf(ctx, l.Name)
 	return err
+}
+
+// refusalQuery finds the latest refusal that still stands on a lane: a
+// pending intent whose latest attempt the provider refused (its refused
+// check is no older than that attempt). A write that lands, an attempt
+// answered otherwise, or the intent retired ends it.
+const refusalQuery = `SELECT c.evidence FROM outbox_checks c JOIN outbox_intents i ON i.id = c.intent_id
+	WHERE i.lane = $1 AND i.state = 'pending' AND c.verdict = $2 AND c.checked_at >= COALESCE(i.last_attempt_at, 0)
+	ORDER BY c.checked_at DESC, c.id DESC LIMIT 1`
+
+// refusalOf is why the provider refuses the lane's writes ("" when it
+// does not).
+func (s *OutboxStore) refusalOf(ctx context.Context, lane string) (string, error) {
+	var ev string
+	err := s.db.db.QueryRowContext(ctx, refusalQuery, lane, outbox.VerdictRefused).Scan(&ev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return ev, err
 }
 
 // LaneNames lists the lanes' names: what the delivery loop looks up every
@@ -820,10 +843,16 @@ func (s *OutboxStore) Finish(ctx context.Context, l outbox.Lease, a outbox.Attem
 	if !r.SentAt.IsZero() {
 		sent = sql.NullInt64{Int64: ms(r.SentAt), Valid: true}
 	}
+	// The journal's outcomes are fixed by its schema: a refusal is a write
+	// that did not land, and the intent's check says it was refused.
+	recorded := r.Outcome
+	if recorded == outbox.OutcomeRefused {
+		recorded = outbox.OutcomeNotLanded
+	}
 	if err := exec1(ctx, tx, fmt.Errorf("attempt %s is no longer open for token %d: %w", a.ID, l.Token, tidemark.ErrStaleClaim),
 		`UPDATE outbox_attempts SET finished_at = $3, outcome = $4, sent_at = $5, remote_id = $6, count_after = $7, count_verdict = $8, error = $9
 		WHERE id = $1 AND token = $2 AND finished_at IS NULL`,
-		a.ID, l.Token, ms(now), string(r.Outcome), sent, r.RemoteID, nullInt(r.CountAfter), string(r.CountVerdict), r.Error); err != nil {
+		a.ID, l.Token, ms(now), string(recorded), sent, r.RemoteID, nullInt(r.CountAfter), string(r.CountVerdict), r.Error); err != nil {
 		return err
 	}
 	notSending := fmt.Errorf("intent %s is no longer sending: %w", a.IntentID, tidemark.ErrConflict)
@@ -834,6 +863,15 @@ func (s *OutboxStore) Finish(ctx context.Context, l outbox.Lease, a outbox.Attem
 	case outbox.OutcomeNotLanded, outbox.OutcomeDeferred:
 		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'pending', state_reason = $2, updated_at = $3
 			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))
+	case outbox.OutcomeRefused:
+		// Pending again, not given up on: the refusal is the lane's. The
+		// check is what shows the lane refused while this intent waits
+		// (refusalOf).
+		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'pending', state_reason = $2, updated_at = $3
+			WHERE id = $1 AND state = 'sending'`, a.IntentID, "refused: "+r.Error, ms(now))
+		if err == nil {
+			err = s.addCheck(ctx, tx, a.IntentID, outbox.Check{At: now, Verdict: outbox.VerdictRefused, Evidence: "the provider refused the write: " + r.Error})
+		}
 	case outbox.OutcomeUnexecutable:
 		err = exec1(ctx, tx, notSending, `UPDATE outbox_intents SET state = 'unexecutable', state_reason = $2, updated_at = $3
 			WHERE id = $1 AND state = 'sending'`, a.IntentID, r.Error, ms(now))

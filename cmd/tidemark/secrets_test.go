@@ -40,21 +40,23 @@ func TestLaneSecretsNeverShown(t *testing.T) {
 
 	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
 	var logs bytes.Buffer
-	cli := func(args ...string) string {
+	cliExit := func(want int, args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
 		code := run(append([]string{"--db", db, "--log-level", "debug"}, args...), &out, &errb)
 		logs.Write(errb.Bytes())
-		if code != 0 {
-			t.Fatalf("tidemark %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		if code != want {
+			t.Fatalf("tidemark %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errb.String())
 		}
 		return out.String() + errb.String()
 	}
+	cli := func(args ...string) string { t.Helper(); return cliExit(0, args...) }
 	shown := map[string]string{}
 	shown["lane add"] = cli("outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s", "--json",
 		"--setting", "secret="+secret, "--setting", "url="+strings.Replace(upstream.URL, "://", "://hookuser:"+userPW+"@", 1)+"/hook/"+pathTok+"?token="+queryTok)
 	cli("outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "hello")
-	shown["deliver"] = cli("outbox", "deliver", "--once", "--json")
+	// The upstream refuses the request (400): the lane stops (exit 5).
+	shown["deliver"] = cliExit(5, "outbox", "deliver", "--once", "--json")
 	if signed.Load() != 1 {
 		t.Fatalf("the upstream got %d correctly signed writes to the secret URL, want 1", signed.Load())
 	}
@@ -66,7 +68,7 @@ func TestLaneSecretsNeverShown(t *testing.T) {
 		ID    string `json:"id"`
 		State string `json:"state"`
 	}
-	if err := json.Unmarshal([]byte(shown["intents list"]), &intents); err != nil || len(intents) != 1 || intents[0].State != "unexecutable" {
+	if err := json.Unmarshal([]byte(shown["intents list"]), &intents); err != nil || len(intents) != 1 || intents[0].State != "pending" {
 		t.Fatalf("intents after a rejected write: %v %s", err, shown["intents list"])
 	}
 	shown["intent show"] = cli("outbox", "intents", "show", intents[0].ID)

@@ -397,6 +397,7 @@ func testFinishOutcomes(t *testing.T, h Harness) {
 		{outbox.OutcomeLanded, outbox.StateLanded, false},
 		{outbox.OutcomeNotLanded, outbox.StatePending, false},
 		{outbox.OutcomeDeferred, outbox.StatePending, false},
+		{outbox.OutcomeRefused, outbox.StatePending, false},
 		{outbox.OutcomeUnexecutable, outbox.StateUnexecutable, false},
 		{outbox.OutcomeUnknown, outbox.StateUnresolved, true},
 	} {

@@ -142,12 +142,21 @@ func (e *RetryAfterError) Error() string {
 	return fmt.Sprintf("provider: status %d, retry after %s", e.Status, e.After)
 }
 
-// RejectedError: the provider answered and refused the write (a 4xx other
-// than the above). The write did not land.
+// RejectedError: the write was refused and did not land. Status is the
+// remote's answer (a 4xx other than the above, an SMTP 5xx, Slack's
+// ok:false): the remote refused it for a reason that is the lane's or ours
+// (credentials, a malformed or oversized request), not its target's state,
+// so the outbox stops the lane rather than give up on the write. Status 0:
+// the provider refused the write itself before sending anything (a target,
+// a parent or a size it can never take), a refusal of this write alone.
 type RejectedError struct {
 	Status int
 	Body   string
 }
+
+// Unsendable reports whether the provider refused the write before
+// sending it, as it would refuse every attempt at this write (Status 0).
+func (e *RejectedError) Unsendable() bool { return e.Status == 0 }
 
 func (e *RejectedError) Error() string {
 	return fmt.Sprintf("provider: rejected with status %d: %s", e.Status, e.Body)
@@ -172,7 +181,9 @@ func MetaOf(requestTime time.Time, resp *http.Response) Meta {
 
 // ClassifyPost turns a non-2xx answer to a write into the error that says
 // what it means for the outbox. Status 404, 410 and 403 mean the target
-// cannot take the write; 429 and 503 with a Retry-After mean later.
+// cannot take the write; 429 and 503 with a Retry-After mean later; any
+// other 4xx (401, 400, 407, 413, …) is a refusal of the lane's request,
+// not a verdict on the target (RejectedError); the rest is unknown.
 func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 	snippet := string(body)
 	if len(snippet) > 300 {

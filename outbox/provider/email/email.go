@@ -239,6 +239,13 @@ func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 func notLanded(step string, err error) error {
 	var se *smtp.SMTPError
 	if errors.As(err, &se) && se.Code >= 500 {
+		if step == "RCPT TO" && se.EnhancedCode[0] == 5 && se.EnhancedCode[1] == 1 {
+			// 5.1.x (RFC 3463: addressing status): this address cannot
+			// take mail. Any other refusal (authentication, the sender,
+			// relaying, the message) is the lane's and stops it.
+			return fmt.Errorf("%w: %s: %d %d.%d.%d %s", provider.ErrUnexecutable, step, se.Code,
+				se.EnhancedCode[0], se.EnhancedCode[1], se.EnhancedCode[2], se.Message)
+		}
 		return &provider.RejectedError{Status: se.Code, Body: step + ": " + se.Message}
 	}
 	// A 4xx, or a connection that failed before the final dot: try later.
