@@ -201,6 +201,11 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if _, err := f.st.Reject(ctx, sums[0], "wrong"); err != nil {
 			t.Fatal(err)
 		}
+		// Retired by the rejection itself, not when delivery reaches it.
+		if got, err := ob.Intent(ctx, ins[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "rejected") {
+			t.Fatalf("right after the rejection its intent is %+v %v, want retired saying why", got, err)
+		}
+		mustNotRevive(t, ob, ins[0].ID, "rejected")
 		lease, err := ob.Acquire(ctx, "hook", "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -243,19 +248,22 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
 			t.Fatalf("the removed source's intent: %+v %v, want retired saying why", got, err)
 		}
-		// Brought back (an operator's revive; a replay does the same to
-		// an intent that was in flight at the removal), it is still never
-		// sent: the writer retires it again.
-		if got, err := ob.Revive(ctx, third[0].ID, "ops", "oops"); err != nil || got.State != outbox.StatePending {
-			t.Fatalf("revive: %+v %v", got, err)
-		}
-		if _, err := ob.Begin(ctx, lease, third[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
-			t.Fatalf("journaling a revived intent of a removed source: %v, want a conflict (not sent)", err)
-		}
-		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {
-			t.Fatalf("the revived intent: %+v %v, want retired again saying why", got, err)
-		}
+		mustNotRevive(t, ob, third[0].ID, "was removed")
 	})
+}
+
+// mustNotRevive checks that an operator cannot bring back an intent whose
+// origin is withdrawn: the revive is refused, saying why, rather than
+// accepted and undone by the writer.
+func mustNotRevive(tb testing.TB, ob *sqlstore.OutboxStore, id, why string) {
+	tb.Helper()
+	ctx := context.Background()
+	if got, err := ob.Revive(ctx, id, "ops", "oops"); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), why) {
+		tb.Fatalf("revive of an intent whose origin %s: %+v %v, want a conflict saying so", why, got, err)
+	}
+	if got, err := ob.Intent(ctx, id); err != nil || got.State != outbox.StateRetired {
+		tb.Fatalf("after the refused revive: %+v %v, want still retired", got, err)
+	}
 }
 
 // A channel announces what is published after it was added: a page

@@ -768,20 +768,28 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 // a publication drafted is sent only while it stands: decided here, the
 // last moment before the journal. The summary's row is locked, so a
 // rejection either committed before (the intent is retired) or waits for
-// this journal (the write was decided first). A source's removal retires
-// its intents itself (retireOfSource), and one that comes back after it
-// is retired here.
+// this journal (the write was decided first). A source's removal and a
+// rejection retire their intents themselves (retireOfSource,
+// retireOfSummary), and one that comes back after it (a replay of one in
+// flight then) is retired here.
 func (s *OutboxStore) withdrawnOrigin(ctx context.Context, tx *sql.Tx, lane, intentID string) (string, error) {
+	// Not pending: the journal's update says so.
+	return s.whyWithdrawn(ctx, tx, `i.id = $1 AND i.lane = $2 AND i.state = 'pending'`, intentID, lane)
+}
+
+// whyWithdrawn says why the intent that where (over outbox_intents i)
+// selects announces what is withdrawn: its source was removed or its
+// summary rejected ("" when neither, or when where selects none).
+func (s *OutboxStore) whyWithdrawn(ctx context.Context, tx *sql.Tx, where string, args ...any) (string, error) {
 	var summaryID, removed sql.NullString
 	// A source's removal outlives it in its audit: an intent of a removed
 	// source that comes back (an operator's revive, a replay of one that
 	// was in flight at the removal) is never sent either.
 	err := tx.QueryRowContext(ctx, `SELECT i.summary_id,
 		(SELECT a.source_name FROM source_actions a WHERE a.source_id = i.source_id AND a.action = 'remove' ORDER BY a.at DESC LIMIT 1)
-		FROM outbox_intents i WHERE i.id = $1 AND i.lane = $2 AND i.state = 'pending'`,
-		intentID, lane).Scan(&summaryID, &removed)
+		FROM outbox_intents i WHERE `+where, args...).Scan(&summaryID, &removed)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !summaryID.Valid {
-		return "", nil // not pending (the journal's update says so), or drafted by hand
+		return "", nil // none, or drafted by hand
 	}
 	if err != nil {
 		return "", err
@@ -797,10 +805,13 @@ func (s *OutboxStore) withdrawnOrigin(ctx context.Context, tx *sql.Tx, lane, int
 	case err != nil:
 		return "", err
 	case rejected != "":
-		return "its summary was rejected: " + rejected, nil
+		return rejectedWhy(rejected), nil
 	}
 	return "", nil
 }
+
+// rejectedWhy is why an intent of a rejected summary is retired.
+func rejectedWhy(reason string) string { return "its summary was rejected: " + reason }
 
 // retireOfSource retires, in tx, the intents drafted for a source's pages
 // that are not sent yet (pending, or kept in collision), with an audit row
@@ -808,8 +819,23 @@ func (s *OutboxStore) withdrawnOrigin(ctx context.Context, tx *sql.Tx, lane, int
 // its pages withdrawn, so nothing may announce them any more. Intents in
 // flight or sent stay as they are.
 func (s *OutboxStore) retireOfSource(ctx context.Context, tx *sql.Tx, sourceID, actor, why string) (int, error) {
+	return s.retireUnsent(ctx, tx, "source_id", sourceID, actor, why)
+}
+
+// retireOfSummary is retireOfSource for the intents a summary's
+// publications drafted: it is being rejected.
+func (s *OutboxStore) retireOfSummary(ctx context.Context, tx *sql.Tx, summaryID, actor, why string) (int, error) {
+	return s.retireUnsent(ctx, tx, "summary_id", summaryID, actor, why)
+}
+
+// retireUnsent retires the pending and colliding intents whose origin
+// column (source_id or summary_id) is id.
+func (s *OutboxStore) retireUnsent(ctx context.Context, tx *sql.Tx, column, id, actor, why string) (int, error) {
+	if column != "source_id" && column != "summary_id" {
+		panic("sqlstore: retireUnsent by " + column) // a programming error, never input
+	}
 	ids, err := queryAll(ctx, tx, scanString, `SELECT id FROM outbox_intents
-		WHERE source_id = $1 AND state IN ('pending', 'collision') ORDER BY lane, rank`, sourceID)
+		WHERE `+column+` = $1 AND state IN ('pending', 'collision') ORDER BY lane, rank`, id)
 	if err != nil {
 		return 0, err
 	}
@@ -1088,6 +1114,17 @@ func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, m outbox.Move,
 	t, err := m.Decide()
 	if err != nil {
 		return err
+	}
+	if m.Op == outbox.OpRevive {
+		// What it announces is withdrawn: the writer would only retire it
+		// again, so the revive is refused, saying why.
+		why, err := s.whyWithdrawn(ctx, tx, `i.id = $1`, m.Intent)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			return fmt.Errorf("intent %s cannot be revived: %s, so it is never sent: %w", m.Intent, why, tidemark.ErrConflict)
+		}
 	}
 	now := ms(s.db.Clock.Now())
 	if err := exec1(ctx, tx, fmt.Errorf("intent %s changed meanwhile: %w", m.Intent, tidemark.ErrConflict),

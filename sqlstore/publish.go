@@ -240,6 +240,11 @@ func (s *PublishStore) Reject(ctx context.Context, id, reason string) (publish.S
 	if sum, err = s.summary(ctx, tx, id); err != nil {
 		return sum, err
 	}
+	// What a publication of it drafted and is not sent yet is withdrawn
+	// with it, now, rather than when delivery reaches it.
+	if _, err := s.db.Outbox().retireOfSummary(ctx, tx, id, "tidemark", rejectedWhy(reason)); err != nil {
+		return sum, err
+	}
 	return sum, tx.Commit()
 }
 

@@ -326,11 +326,20 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		t.Fatalf("summaries: %v %v", sums, err)
 	}
 	// One summary is rejected, and its event has a new one, not published
-	// yet.
-	if _, err := p.RejectSummary(ctx, sums[0].ID, "says too much"); err != nil {
+	// yet. Not the one whose intent is in collision: a rejection retires
+	// the intents its publications drafted and did not send.
+	coll, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook", State: outbox.StateCollision})
+	if err != nil || len(coll) != 1 {
+		t.Fatalf("intents in collision: %+v %v, want one", coll, err)
+	}
+	rejected := sums[0]
+	if rejected.ID == coll[0].SummaryID {
+		rejected = sums[1]
+	}
+	if _, err := p.RejectSummary(ctx, rejected.ID, "says too much"); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := st.Event(ctx, sums[0].EventID)
+	ev, err := st.Event(ctx, rejected.EventID)
 	if err != nil {
 		t.Fatal(err)
 	}
