@@ -171,8 +171,10 @@ type LaneView struct {
 	Health    string                  `json:"health"`
 	// Problem says why a broken lane cannot deliver: its provider cannot
 	// be built, or it refused the lane's latest write.
-	Problem string     `json:"problem,omitempty"`
-	Gaps    *GapReport `json:"gaps,omitempty"`
+	Problem string `json:"problem"`
+	// Gaps is set for every lane a store reports (a count of 0 before
+	// its second send).
+	Gaps *GapReport `json:"gaps,omitempty"`
 	// AsOf is when the view was read: whether the next send is due.
 	AsOf time.Time `json:"-"`
 }

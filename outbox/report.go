@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,21 @@ import (
 
 // maxReportIDs bounds how many ids a readable report lists per bucket.
 const maxReportIDs = 20
+
+// MarshalJSON writes the plan with its duplicate own writes, which the
+// readable report lists too: the JSON says everything the report does,
+// every list present ([] when empty).
+func (p Plan) MarshalJSON() ([]byte, error) {
+	type fields Plan // the plan's own fields, without this method
+	dups := p.DuplicateOwnWrites
+	if dups == nil {
+		dups = []string{}
+	}
+	return json.Marshal(struct {
+		fields
+		DuplicateOwnWrites []string `json:"duplicate_own_writes"`
+	}{fields(p), dups})
+}
 
 // WriteText writes the plan as a readable report: the same content as its
 // JSON form, for people.

@@ -413,10 +413,11 @@ func releaseLease(ctx context.Context, d *outbox.Deliverer) error {
 type DeliverReport struct {
 	Lane  string        `json:"lane"`
 	Steps []outbox.Step `json:"steps"`
-	Error string        `json:"error,omitempty"`
+	Error string        `json:"error"`
 	// PassedOver says why a pass over every lane left this one to
-	// another writer: who holds its lease, until when.
-	PassedOver string `json:"passed_over,omitempty"`
+	// another writer: who holds its lease, until when ("" when it did
+	// not).
+	PassedOver string `json:"passed_over"`
 }
 
 // DeliverOnce delivers what is pending on every lane (or only one), each

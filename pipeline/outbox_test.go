@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -586,4 +587,22 @@ func TestAPassOverEveryLanePassesOverALaneHeldElsewhere(t *testing.T) {
 			t.Fatalf("deliver --once --lane hook: %v (exit %d), want a conflict naming the holder", err, tidemark.ExitCode(err))
 		}
 	})
+}
+
+// deliver --once --json: every lane's object has `lane`, `steps`, `error`
+// and `passed_over`, empty when there is none.
+func TestDeliverReportHasItsErrorEvenWhenEmpty(t *testing.T) {
+	b, err := json.Marshal(DeliverReport{Lane: "hooks", Steps: []outbox.Step{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"lane", "steps", "error", "passed_over"} {
+		if _, ok := m[f]; !ok {
+			t.Errorf("a lane's delivery report %s has no %q", b, f)
+		}
+	}
 }

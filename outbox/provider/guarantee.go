@@ -81,12 +81,12 @@ type LaneGuarantee struct {
 	// the key, or because the lane opted in to at least once.
 	ResendInDoubt bool `json:"resend_in_doubt"`
 	// KeyWindow bounds a resend on the key's strength (0: none).
-	KeyWindow tidemark.Duration `json:"key_window,omitempty"`
+	KeyWindow tidemark.Duration `json:"key_window"`
 	// OptedIn: the lane set resend_in_doubt=true.
 	OptedIn bool `json:"opted_in"`
 	// Missing lists, for a lane short of exactly once, the settings that
-	// would give it.
-	Missing []string `json:"missing,omitempty"`
+	// would give it (empty for the others).
+	Missing []string `json:"missing"`
 	Why     string   `json:"why"`
 }
 
@@ -132,7 +132,7 @@ func Derive(c Capabilities, settings map[string]string) (LaneGuarantee, error) {
 		}
 		optIn = b
 	}
-	g := LaneGuarantee{OptedIn: optIn, By: []string{}}
+	g := LaneGuarantee{OptedIn: optIn, By: []string{}, Missing: []string{}}
 	var missing []string
 	key, keyMissing := c.IdempotencyKey.has(settings)
 	if key {
@@ -175,7 +175,7 @@ func Derive(c Capabilities, settings map[string]string) (LaneGuarantee, error) {
 		if !fresh && (c.ListOwn != nil || c.Probe != nil) {
 			g.Why += " (its reads carry no proof of their age)"
 		}
-		g.Missing = append(keyMissing, missing...)
+		g.Missing = append(append(g.Missing, keyMissing...), missing...)
 	}
 	return g, nil
 }

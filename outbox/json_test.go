@@ -1,0 +1,48 @@
+package outbox_test
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+)
+
+// Every field docs/outbox.md lists for an object is in its JSON even
+// when empty: a script reading one never finds it missing.
+func TestOutboxJSONHasEveryDocumentedField(t *testing.T) {
+	for _, tc := range []struct {
+		object string
+		value  any
+		fields []string
+	}{
+		{"lanes --json / lane show --json", outbox.LaneView{}, []string{"name", "provider", "settings", "min_gap", "skew", "retirement",
+			"lease_token", "lease_holder", "lease_expires_at", "next_send_at", "last_send_at", "needs_reconcile", "in_flight",
+			"counts", "guarantee", "health", "problem"}}, // and gaps, which every lane a store reports has
+		{"a lane's guarantee", provider.LaneGuarantee{}, []string{"guarantee", "by", "resend_in_doubt", "key_window", "opted_in", "missing", "why"}},
+		{"plan --json / reconcile --json", outbox.Plan{}, []string{"join", "mark", "landed", "untouched", "holes", "replay", "unexecutable",
+			"replay_already_landed", "unmatched_own_writes", "duplicate_own_writes", "accounting"}},
+	} {
+		got := jsonKeys(t, tc.value)
+		for _, f := range tc.fields {
+			if !slices.Contains(got, f) {
+				t.Errorf("%s: an empty one's JSON has no %q (it has %v)", tc.object, f, got)
+			}
+		}
+	}
+}
+
+func jsonKeys(tb testing.TB, v any) []string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		tb.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(m))
+}
