@@ -605,3 +605,43 @@ func TestRefusedWriteStopsTheLaneAndKeepsTheQueue(t *testing.T) {
 		}
 	})
 }
+
+// A writer that died with a write in flight leaves the intent sending and
+// the lane's flag down: the lane is in doubt as soon as that writer cannot
+// be the one finishing it (its lease ran out, or its process is gone), not
+// only once the next writer takes the lane.
+func TestALaneWithAnAttemptItsWriterLostIsInDoubt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		ctx := context.Background()
+		in := h.draft("t1", "one")
+		l, err := h.st.Acquire(ctx, h.lane, "vm:4242", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.st.Begin(ctx, l, in.ID, nil, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		judge := func(gone bool) string {
+			t.Helper()
+			lane, err := h.st.LaneDetail(ctx, h.lane)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := outbox.LaneView{Lane: lane, AsOf: h.env.Clock.Now(), HolderGone: gone}
+			v.Judge(nil)
+			return v.Health
+		}
+		// Its writer holds the lane and may still finish the attempt.
+		if got := judge(false); got != outbox.HealthOK {
+			t.Fatalf("an attempt in flight under a live lease: health %q, want ok", got)
+		}
+		if got := judge(true); got != outbox.HealthInDoubt {
+			t.Fatalf("an attempt in flight whose writer's process is gone: health %q, want in doubt", got)
+		}
+		h.env.Clock.Advance(time.Minute + time.Second)
+		if got := judge(false); got != outbox.HealthInDoubt {
+			t.Fatalf("an attempt in flight whose writer's lease ran out: health %q, want in doubt", got)
+		}
+	})
+}

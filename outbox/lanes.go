@@ -153,8 +153,9 @@ const (
 	// provider refuses its writes (wrong credentials, a request it cannot
 	// take).
 	HealthBroken = "broken"
-	// HealthInDoubt: an attempt is in doubt; the lane reconciles before it
-	// sends again.
+	// HealthInDoubt: an attempt is in doubt (its outcome was unknown, or
+	// its writer lost the lane with it in flight); the lane reconciles
+	// before it sends again.
 	HealthInDoubt = "in doubt"
 	// HealthUnresolved: some intents are unresolved (or unexecutable, or in
 	// collision) and wait for a fresh answer, the policy or an operator.
@@ -177,6 +178,9 @@ type LaneView struct {
 	Gaps *GapReport `json:"gaps,omitempty"`
 	// AsOf is when the view was read: whether the next send is due.
 	AsOf time.Time `json:"-"`
+	// HolderGone: the lease holder is a process of this host that is no
+	// longer running (ingest.Liveness), whatever its lease says.
+	HolderGone bool `json:"-"`
 }
 
 // Judge sets the view's health from its lane and the error building its
@@ -188,13 +192,24 @@ func (v *LaneView) Judge(buildErr error) {
 		v.Health, v.Problem = HealthBroken, buildErr.Error()
 	case v.Refusal != "":
 		v.Health, v.Problem = HealthBroken, v.Refusal+"; the lane sends nothing more until a delivery after it is fixed"
-	case v.NeedsReconcile:
+	case v.NeedsReconcile || v.orphaned():
 		v.Health = HealthInDoubt
 	case attention > 0:
 		v.Health = HealthUnresolved
 	default:
 		v.Health = HealthOK
 	}
+}
+
+// orphaned reports whether the lane's write in flight has lost its
+// writer: the lease is released or ran out by AsOf, or its holder's
+// process is gone. No one can finish that attempt any more; the next
+// writer reconciles it before it sends again.
+func (v *LaneView) orphaned() bool {
+	if v.InFlight == "" {
+		return false
+	}
+	return v.HolderGone || v.LeaseExpiresAt == nil || !v.LeaseExpiresAt.After(v.AsOf)
 }
 
 // blocking are the states of intents a lane's removal would lose: not yet

@@ -183,10 +183,11 @@ func (p *Pipeline) Lane(ctx context.Context, name string) (outbox.LaneView, erro
 
 // view judges a lane by building its provider as a delivery would: a
 // secret kept apart that is missing, or settings its provider refuses,
-// make it broken. The guarantee is the one its settings, secrets
+// make it broken. A write in flight whose writer's process is gone (or
+// whose lease ran out) makes it in doubt. The guarantee is the one its settings, secrets
 // included, give it.
 func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapReport) (outbox.LaneView, error) {
-	v := outbox.LaneView{Lane: l, AsOf: p.clock.Now()}
+	v := outbox.LaneView{Lane: l, AsOf: p.clock.Now(), HolderGone: p.live.Gone(l.LeaseHolder)}
 	for i := range gaps {
 		if gaps[i].Lane == l.Name {
 			v.Gaps = &gaps[i]

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -604,5 +607,40 @@ func TestDeliverReportHasItsErrorEvenWhenEmpty(t *testing.T) {
 		if _, ok := m[f]; !ok {
 			t.Errorf("a lane's delivery report %s has no %q", b, f)
 		}
+	}
+}
+
+// A lane whose write in flight belongs to a process of this host that is
+// gone is in doubt at once, before its lease runs out.
+func TestALaneWhoseWriterProcessIsGoneIsInDoubt(t *testing.T) {
+	ctx := context.Background()
+	p := openBackend(t, sqltest.Backends()[0])
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h", "secret": "s"}})
+	in, err := p.DB().Outbox().Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("cannot run a process to outlive:", err)
+	}
+	holder := fmt.Sprintf("%s:%d", host, dead.Process.Pid)
+	l, err := p.DB().Outbox().Acquire(ctx, "hook", holder, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DB().Outbox().Begin(ctx, l, in.ID, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.Lane(ctx, "hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Health != outbox.HealthInDoubt {
+		t.Fatalf("lane with a write in flight of gone %s: health %q (%s), want in doubt", holder, v.Health, v.Problem)
 	}
 }

@@ -45,6 +45,9 @@ type Pipeline struct {
 	clock clock.Clock
 	db    *sqlstore.DB
 	kinds *kinds.Set
+	// live tells which holders of this host are gone: the store's, and
+	// the lanes' health (a write in flight whose writer is gone).
+	live *ingest.Liveness
 
 	objsMu sync.Mutex
 	objs   objstore.Store
@@ -72,7 +75,8 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.kinds = p.newKinds()
 	// Liveness lets this process take over at once the claims of a crashed
 	// process of this host, rather than wait out their leases.
-	db, err := sqlstore.Open(ctx, cfg.DatabaseURL(), sqlstore.Options{Clock: p.clock, IDs: p.cfg.IDs, Liveness: ingest.Local()})
+	p.live = ingest.Local()
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL(), sqlstore.Options{Clock: p.clock, IDs: p.cfg.IDs, Liveness: p.live})
 	if err != nil {
 		return nil, err
 	}
