@@ -29,6 +29,11 @@ var (
 	// ErrNewerGeneration: the store holds a body of a newer generation; the
 	// write was refused and changed nothing.
 	ErrNewerGeneration = fmt.Errorf("objstore: a newer generation is stored: %w", tidemark.ErrConflict)
+	// ErrDenied: the store refused our credentials, or their rights over
+	// the key (a wrong secret, an unknown access key, a policy that does
+	// not allow the operation). It is configuration the user must fix, so
+	// it matches tidemark.ErrInvalid: no retry can change the answer.
+	ErrDenied = fmt.Errorf("objstore: the store refused our credentials: %w", tidemark.ErrInvalid)
 )
 
 // Info describes a stored object.

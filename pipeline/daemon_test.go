@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/sqlstore"
 )
 
@@ -135,5 +138,34 @@ func TestRetryStartGivesUpOnlyOnBadConfiguration(t *testing.T) {
 	})
 	if !errors.Is(err, tidemark.ErrInvalid) || len(*waits) != 3 {
 		t.Fatalf("bad configuration: %v after %d waits", err, len(*waits))
+	}
+}
+
+// A store that refuses our credentials stops the daemon, at start and in
+// the middle of its run: the configuration is wrong, and no wait fixes it.
+func TestDaemonStopsWhenTheStoreRefusesCredentials(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home = t.TempDir()
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	objs := mem.New()
+	p.objs = objs
+	refuse := func(context.Context, string) error { return fmt.Errorf("get: %w", objstore.ErrDenied) }
+	objs.SetHooks(mem.Hooks{BeforeGet: refuse})
+	waits := fakeSleep(t, nil)
+	if err := p.Run(context.Background(), RunOptions{}); !errors.Is(err, objstore.ErrDenied) || len(*waits) != 0 {
+		t.Fatalf("daemon start: %v after %d waits, want the refusal at once", err, len(*waits))
+	}
+	// Bound while the store took our credentials, then refused mid-run.
+	objs.SetHooks(mem.Hooks{})
+	if _, err := p.BindStore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	objs.SetHooks(mem.Hooks{BeforeGet: refuse})
+	if err := p.publishLoop(context.Background()); !errors.Is(err, objstore.ErrDenied) || len(*waits) != 0 {
+		t.Fatalf("publish loop: %v after %d waits, want the refusal at once", err, len(*waits))
 	}
 }

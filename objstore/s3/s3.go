@@ -110,8 +110,63 @@ func codeOf(err error) string {
 	return ""
 }
 
+// deniedCodes are the S3 error codes of a refused signature, key or
+// permission; a few come with 400 rather than 403.
+var deniedCodes = map[string]bool{
+	"AccessDenied": true, "SignatureDoesNotMatch": true, "InvalidAccessKeyId": true,
+	"InvalidToken": true, "ExpiredToken": true, "TokenRefreshRequired": true,
+	"AllAccessDisabled": true, "AccountProblem": true, "InvalidSecurity": true,
+	"AuthorizationHeaderMalformed": true, "RequestTimeTooSkewed": true,
+}
+
+// denied reports whether err is the server's refusal of our credentials
+// or their rights: a 401 or 403 (a HEAD's has no code, the SDK calls it
+// "Forbidden"), or one of deniedCodes. A 403 about the object's state
+// (InvalidObjectState: an archived object) is not.
+func denied(err error) bool {
+	code := codeOf(err)
+	if deniedCodes[code] {
+		return true
+	}
+	st := statusOf(err)
+	return (st == http.StatusUnauthorized || st == http.StatusForbidden) && code != "InvalidObjectState"
+}
+
+// DeniedError is the server's refusal of our credentials or of their
+// rights over a key. It matches objstore.ErrDenied, and so
+// tidemark.ErrInvalid: the configuration is wrong and no retry fixes it.
+type DeniedError struct {
+	Op, Bucket, Key string
+	Status          int
+	Code            string // the server's error code ("SignatureDoesNotMatch"), or ""
+	Err             error
+}
+
+func (e *DeniedError) Error() string {
+	why := strconv.Itoa(e.Status)
+	if e.Code != "" {
+		why += " " + e.Code
+	}
+	return fmt.Sprintf("s3 %s %s: the store refused our credentials (%s)", e.Op, e.Key, why)
+}
+
+func (e *DeniedError) Is(target error) bool {
+	return target == objstore.ErrDenied || target == tidemark.ErrInvalid
+}
+
+func (e *DeniedError) Unwrap() error { return e.Err }
+
+// Hint names the settings to check.
+func (e *DeniedError) Hint() string {
+	return fmt.Sprintf("check the S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and TIDEMARK_S3_REGION,"+
+		" TIDEMARK_S3_ENDPOINT), and that the key may read, write, list and delete in bucket %s;"+
+		" this is configuration to fix, retrying will not help", e.Bucket)
+}
+
 func (s *Store) wrap(op, key string, err error) error {
 	switch st := statusOf(err); {
+	case denied(err):
+		return &DeniedError{Op: op, Bucket: s.bucket, Key: key, Status: st, Code: codeOf(err), Err: err}
 	case st == http.StatusNotFound || codeOf(err) == "NoSuchKey" || codeOf(err) == "NotFound":
 		return fmt.Errorf("s3 %s %s: %w", op, key, objstore.ErrNotFound)
 	case st >= 500 || st == http.StatusTooManyRequests:
