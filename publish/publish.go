@@ -516,31 +516,38 @@ func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCard
 // ended (publications already started finish first, and those it cut short
 // are no page's failure, so done is not told). A store the wiki is no
 // longer bound to (ErrStoreMismatch: it was rebound since this service
-// bound) is no page's failure either: no more publications start, and it
-// is returned.
+// bound), or one that refuses our credentials (objstore.ErrDenied: it
+// would refuse every page alike), is no page's failure either: no more
+// publications start, and the first such error is returned.
 func (s *Service) publishEach(ctx context.Context, ids []string, publish func(id string) (Result, error), done func(id string, res Result, err error)) error {
 	var (
-		mu       sync.Mutex
-		g        errgroup.Group
-		mismatch error
+		mu   sync.Mutex
+		g    errgroup.Group
+		stop error // the store's answer to every page: ends the pass
 	)
 	g.SetLimit(s.concurrency())
 	for _, id := range ids {
 		mu.Lock()
-		stop := mismatch != nil
+		stopped := stop != nil
 		mu.Unlock()
-		if ctx.Err() != nil || stop {
+		if ctx.Err() != nil || stopped {
 			break
 		}
 		g.Go(func() error {
+			mu.Lock()
+			stopped := stop != nil // while this one waited for its turn
+			mu.Unlock()
+			if stopped {
+				return nil
+			}
 			res, err := publish(id)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil && ctx.Err() != nil:
-			case errors.Is(err, ErrStoreMismatch):
-				if mismatch == nil {
-					mismatch = err
+			case errors.Is(err, ErrStoreMismatch), errors.Is(err, objstore.ErrDenied):
+				if stop == nil {
+					stop = err
 				}
 			default:
 				done(id, res, err)
@@ -549,8 +556,8 @@ func (s *Service) publishEach(ctx context.Context, ids []string, publish func(id
 		})
 	}
 	_ = g.Wait()
-	if mismatch != nil {
-		return mismatch
+	if stop != nil {
+		return stop
 	}
 	return ctx.Err()
 }
