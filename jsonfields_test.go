@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
 )
 
@@ -128,4 +130,64 @@ func withoutParens(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// A field migration run (docs/documents.md's run table, which README's
+// "JSON output" points to) carries every field the table lists, for a run
+// that has just started and for one that finished: an empty string is "",
+// a time that has not happened is null.
+func TestMigrationRunJSONFieldsAreTheDocumentedOnes(t *testing.T) {
+	want := documentedRunFields(t)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease, end := start.Add(time.Minute), start.Add(time.Hour)
+	fresh := content.Run{ID: "01R", Collection: "notes", Field: "n", From: "text", To: "number",
+		Status: content.RunRunning, BatchSize: 500, Total: 3, Holder: "w1", LeaseExpiresAt: &lease,
+		CreatedAt: start, UpdatedAt: start}
+	done := fresh
+	done.Status, done.Cursor, done.Walked, done.Converted, done.Batches = content.RunDone, "01D", 3, 3, 1
+	done.Holder, done.LeaseExpiresAt, done.FinishedAt, done.UpdatedAt = "", nil, &end, end
+	for name, r := range map[string]content.Run{"fresh": fresh, "done": done, "zero": {}} {
+		if got := jsonKeys(t, r); !slices.Equal(got, want) {
+			t.Errorf("%s run: its JSON has\n  %v\ndocs/documents.md lists\n  %v", name, got, want)
+		}
+	}
+	var m map[string]any
+	b, _ := json.Marshal(fresh)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m["finished_at"]; !ok || v != nil {
+		t.Errorf("an unfinished run's finished_at is %v (present: %v), want null", v, ok)
+	}
+	if v, ok := m["error"]; !ok || v != "" {
+		t.Errorf("a run without an error has error %v (present: %v), want \"\"", v, ok)
+	}
+}
+
+// documentedRunFields reads the field column of docs/documents.md's run
+// table.
+func documentedRunFields(tb testing.TB) []string {
+	tb.Helper()
+	b, err := os.ReadFile("docs/documents.md")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\nRun (`set-type`")
+	if !ok {
+		tb.Fatal("docs/documents.md has no run table")
+	}
+	_, sec, _ = strings.Cut(sec, "\n|") // the table starts
+	sec, _, _ = strings.Cut(sec, "\n\n")
+	var fields []string
+	for _, line := range strings.Split("|"+sec, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") || strings.TrimSpace(cells[1]) == "field" {
+			continue
+		}
+		fields = append(fields, names(cells[1])...)
+	}
+	if len(fields) == 0 {
+		tb.Fatal("docs/documents.md's run table lists no fields")
+	}
+	return slices.Sorted(slices.Values(fields))
 }

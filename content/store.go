@@ -90,7 +90,8 @@ const (
 // aborting).
 func (s RunStatus) Open() bool { return s == RunRunning || s == RunFailed || s == RunAborting }
 
-// Run is a field migration.
+// Run is a field migration. Every field is in its JSON, empty or not
+// (null for a time that has not happened), as docs/documents.md lists them.
 type Run struct {
 	ID         string    `json:"id"`
 	Collection string    `json:"collection"`
@@ -103,7 +104,7 @@ type Run struct {
 	// it is converted.
 	Cursor string `json:"cursor"`
 	// UndoCursor is the ID of the last document an abort restored.
-	UndoCursor string `json:"undo_cursor,omitempty"`
+	UndoCursor string `json:"undo_cursor"`
 	// Total is how many documents the collection held when the run began.
 	Total     int64 `json:"total"`
 	Walked    int64 `json:"walked"`
@@ -111,14 +112,14 @@ type Run struct {
 	Restored  int64 `json:"restored"`
 	Batches   int64 `json:"batches"`
 	// Error, FailedDocumentID and FailedValue say why a failed run failed.
-	Error            string     `json:"error,omitempty"`
-	FailedDocumentID string     `json:"failed_document_id,omitempty"`
-	FailedValue      string     `json:"failed_value,omitempty"`
-	Holder           string     `json:"holder,omitempty"`
-	LeaseExpiresAt   *time.Time `json:"lease_expires_at,omitempty"`
+	Error            string     `json:"error"`
+	FailedDocumentID string     `json:"failed_document_id"`
+	FailedValue      string     `json:"failed_value"`
+	Holder           string     `json:"holder"`
+	LeaseExpiresAt   *time.Time `json:"lease_expires_at"`
 	CreatedAt        time.Time  `json:"created_at"`
 	UpdatedAt        time.Time  `json:"updated_at"`
-	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+	FinishedAt       *time.Time `json:"finished_at"`
 }
 
 // Held says whether a worker holds the run at now: it has a holder whose
