@@ -33,7 +33,16 @@ func TestAllowPrivateIsTheSourcesSetting(t *testing.T) {
 		return src
 	}
 	worker("", 0, "source", "add", feed, "--kind", "feed", "--name", "allowed", "--allow-private")
-	worker("1", 0, "source", "add", feed, "--kind", "feed", "--name", "refused", "--allow-private=false")
+	// A source that may not reach the feed's loopback address would fail
+	// every run: it is refused at add, naming the fix, whatever the
+	// worker's variable says.
+	t.Setenv(AllowPrivateEnv, "1")
+	out, code := runCLI(t, "--home", t.TempDir(), "--db", db, "--store", store, "source", "add", feed, "--kind", "feed", "--name", "refused", "--allow-private=false")
+	if code != tidemark.ExitInvalid || !strings.Contains(out, "add it with --allow-private") {
+		t.Fatalf("a loopback feed added without --allow-private: exit %d\n%s", code, out)
+	}
+	worker("", 0, "source", "add", feed, "--kind", "feed", "--name", "refused", "--allow-private")
+	worker("", 0, "source", "set", "refused", "--allow-private=false")
 	worker("1", 0, "source", "add", feed, "--kind", "feed", "--name", "defaulted")
 	if !show("allowed").AllowPrivate || show("refused").AllowPrivate || !show("defaulted").AllowPrivate {
 		t.Fatalf("settings stored: allowed %v refused %v defaulted %v, want true false true",

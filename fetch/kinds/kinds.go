@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -37,9 +39,10 @@ type Kind struct {
 	// is refused when a source is added, so a typo does not pass silently.
 	ConfigKeys []string
 	// detect tells the kind of a location, if it can (the web kinds share
-	// one detector, held by the first of them). It may ask the location
+	// one detector, held by the first of them); err says why it could not
+	// ask (an address the guard refused). It may ask the location
 	// (an HTTP probe), so it takes the caller's context.
-	detect func(ctx context.Context, s *Set, loc string) (kind string, ok bool)
+	detect func(ctx context.Context, s *Set, loc string) (kind string, ok bool, err error)
 	// prepare checks and normalises a new source of this kind (resolve a
 	// path, verify a repository, follow a page's announced feed).
 	prepare func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error)
@@ -149,18 +152,30 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 		return ns, err
 	}
 	ctx = httpx.WithAllowPrivate(ctx, ns.AllowPrivate)
+	var undetected error // why a detector could not ask the location
 	if ns.Kind == "" {
 		for _, k := range s.kinds {
 			if k.detect == nil {
 				continue
 			}
-			if kind, ok := k.detect(ctx, s, ns.Location); ok {
+			kind, ok, err := k.detect(ctx, s, ns.Location)
+			if ok {
 				ns.Kind = kind
 				break
+			}
+			if undetected == nil {
+				undetected = err
 			}
 		}
 	}
 	if ns.Kind == "" {
+		if err := refusedPrivate(ns.Location, undetected); err != nil {
+			return ns, err
+		}
+		if scheme := unknownScheme(ns.Location); scheme != "" {
+			return ns, tidemark.Invalidf("location", ns.Location, "not an http(s) URL, a git remote or a directory: "+
+				"unknown scheme %q (want http:// or https://)", scheme)
+		}
 		return ns, tidemark.Invalidf("location", ns.Location, "cannot tell its kind; name it with %s", tidemark.Input("kind"))
 	}
 	k, ok := s.Kind(ns.Kind)
@@ -258,21 +273,91 @@ func isHTTP(loc string) bool {
 }
 
 // detectWeb tells an http(s) location's kind by asking it once.
-func detectWeb(ctx context.Context, s *Set, loc string) (string, bool) {
+func detectWeb(ctx context.Context, s *Set, loc string) (string, bool, error) {
 	if !isHTTP(loc) {
-		return "", false
+		return "", false, nil
 	}
 	r, err := s.probe(ctx, loc)
 	if err != nil {
-		s.warn("could not probe %s to tell its kind: %v", loc, err)
-		return "", false
+		if refusedPrivate(loc, err) == nil {
+			s.warn("could not probe %s to tell its kind: %v", loc, err)
+		}
+		return "", false, err
 	}
-	return r.Kind, true
+	return r.Kind, true, nil
+}
+
+// refusedPrivate is the refusal of a new source at loc when err is the
+// address guard's (the location is private, loopback or link-local and the
+// source does not allow that), naming the fix at add time; else nil. The
+// guard's own words name `source set`, the fix for a source already added.
+func refusedPrivate(loc string, err error) error {
+	var ae *httpx.AddrError
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	return tidemark.Invalidf("location", loc, "%s is a %s address, which a source reaches only if it allows private addresses: "+
+		"add it with %s (or set %s=1 to make that the default for new sources)",
+		ae.Addr, ae.Reason, tidemark.Input("allow_private"), httpx.AllowPrivateEnv)
+}
+
+// checkAddress refuses a web location whose host is, every address of it,
+// one the source may not reach (a loopback, private or link-local address
+// while the source does not allow them): added, it would fail every run. A
+// host that cannot be resolved now is left to the runs.
+func (s *Set) checkAddress(ctx context.Context, loc string) error {
+	if httpx.AllowsPrivate(ctx) {
+		return nil
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
+		defer cancel()
+		if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err != nil {
+			return nil
+		}
+	}
+	var refused error
+	for _, a := range addrs {
+		err := s.client.CheckContext(ctx, net.JoinHostPort(a.Unmap().String(), port))
+		if err == nil {
+			return nil
+		}
+		refused = err
+	}
+	return refusedPrivate(loc, refused)
+}
+
+// unknownScheme is the scheme of a URL-like location that no kind reads
+// (a typo such as htp://), or "".
+func unknownScheme(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || !strings.Contains(loc, "://") {
+		return ""
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https", "git", "ssh", "git+ssh", "ssh+git", "file", "ftp", "ftps":
+		return "" // git reads these
+	}
+	return u.Scheme
 }
 
 func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error) {
 	return func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error) {
 		if err := detect.CheckURL(ns.Location); err != nil {
+			return ns, err
+		}
+		if err := s.checkAddress(ctx, ns.Location); err != nil {
 			return ns, err
 		}
 		switch kind {
@@ -302,11 +387,11 @@ func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSour
 	}
 }
 
-func detectDir(_ context.Context, _ *Set, loc string) (string, bool) {
+func detectDir(_ context.Context, _ *Set, loc string) (string, bool, error) {
 	if fi, err := os.Stat(loc); err == nil && fi.IsDir() {
-		return "dir", true
+		return "dir", true, nil
 	}
-	return "", false
+	return "", false, nil
 }
 
 func prepareDir(_ context.Context, _ *Set, ns ingest.NewSource) (ingest.NewSource, error) {
@@ -331,14 +416,14 @@ func prepareDir(_ context.Context, _ *Set, ns ingest.NewSource) (ingest.NewSourc
 	return ns, nil
 }
 
-func detectGit(_ context.Context, _ *Set, loc string) (string, bool) {
+func detectGit(_ context.Context, _ *Set, loc string) (string, bool, error) {
 	if strings.HasSuffix(loc, ".git") || strings.HasSuffix(loc, ".git/") {
-		return "git", true
+		return "git", true, nil
 	}
 	if !strings.Contains(loc, "://") && git.IsRemote(loc) {
-		return "git", true // user@host:path is only ever git
+		return "git", true, nil // user@host:path is only ever git
 	}
-	return "git", isGitDir(loc)
+	return "git", isGitDir(loc), nil
 }
 
 // isGitDir tells a local repository: a work tree (with .git, a directory or
@@ -376,6 +461,8 @@ func prepareGit(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSou
 	var fe *tidemark.FetchError
 	switch {
 	case err == nil:
+	case refusedPrivate(ns.Location, err) != nil:
+		return ns, refusedPrivate(ns.Location, err)
 	case errors.Is(err, tidemark.ErrInvalid):
 		return ns, err
 	case errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeInvalid:

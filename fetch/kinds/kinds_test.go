@@ -133,3 +133,40 @@ func TestEveryKindChecksASkipTarget(t *testing.T) {
 		}
 	}
 }
+
+// A location refused for what it is says what was wrong and the fix that
+// works, never advice that leads nowhere: a loopback or private address
+// names --allow-private (detected or named by --kind, which would add a
+// source that fails every run), and a URL whose scheme no kind reads says
+// it is not an http(s) URL rather than "name it with --kind".
+func TestResolveSaysWhatWasWrongAndTheFix(t *testing.T) {
+	s := kinds.New(kinds.Options{GitCache: t.TempDir()})
+	for _, tc := range []struct {
+		ns        ingest.NewSource
+		says      []string
+		neverSays string
+	}{
+		{ingest.NewSource{Location: "http://127.0.0.1:9/feed.xml"}, []string{"loopback", "allow_private", "TIDEMARK_ALLOW_PRIVATE"}, "kind"},
+		{ingest.NewSource{Location: "http://10.1.2.3:9/feed.xml"}, []string{"private", "allow_private"}, "kind"},
+		{ingest.NewSource{Location: "http://127.0.0.1:9/feed.xml", Kind: "feed"}, []string{"loopback", "allow_private"}, "source set"},
+		{ingest.NewSource{Location: "http://127.0.0.1:9/page", Kind: "page"}, []string{"loopback", "allow_private"}, "source set"},
+		{ingest.NewSource{Location: "http://127.0.0.1:9/api", Kind: "json"}, []string{"loopback", "allow_private"}, "source set"},
+		{ingest.NewSource{Location: "git://127.0.0.1:9/repo.git", Kind: "git"}, []string{"loopback", "allow_private"}, "source set"},
+		{ingest.NewSource{Location: "htp://x"}, []string{"not an http(s) URL", `"htp"`}, "kind"},
+	} {
+		_, err := s.Resolve(context.Background(), tc.ns)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%+v: %v, want invalid input", tc.ns, err)
+			continue
+		}
+		msg := tidemark.NamedText(err, func(in tidemark.Input) string { return string(in) })
+		for _, want := range tc.says {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s (kind %q): %q does not say %q", tc.ns.Location, tc.ns.Kind, msg, want)
+			}
+		}
+		if strings.Contains(msg, tc.neverSays) {
+			t.Errorf("%s (kind %q): %q says %q, which is no fix here", tc.ns.Location, tc.ns.Kind, msg, tc.neverSays)
+		}
+	}
+}
