@@ -378,8 +378,8 @@ func (c Config) Effective() Settings {
 		}
 		switch o.Name {
 		case "db":
-			// A database URL's password is never shown.
-			s.Value = redact.URL(c.DatabaseURL(), false)
+			// A database URL's password is never shown; its settings are.
+			s.Value = redact.DatabaseURL(c.DatabaseURL())
 		case "store":
 			if s.Value == "" {
 				s.Value = c.StoreLocation()

@@ -88,6 +88,29 @@ func TestEffectiveSaysWhereEachValueCameFromAndHidesSecrets(t *testing.T) {
 	}
 }
 
+// A database URL shows everything but its secrets: the connection's
+// settings (sslmode, connect_timeout) are what an operator checks, and a
+// password (in the userinfo, or as ?password=) is never shown.
+func TestEffectiveShowsADatabaseURLsSettings(t *testing.T) {
+	c := Defaults()
+	if err := c.Set("db", "postgres://ops:hunter2@db.internal:5432/tidemark?sslmode=verify-full&connect_timeout=5&password=sesame42", "TIDEMARK_DB"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Effective() {
+		if s.Name != "db" {
+			continue
+		}
+		for _, want := range []string{"db.internal:5432/tidemark", "sslmode=verify-full", "connect_timeout=5", "password="} {
+			if !strings.Contains(s.Value, want) {
+				t.Errorf("db shown as %q: it hides %q", s.Value, want)
+			}
+		}
+		if strings.Contains(s.Value, "hunter2") || strings.Contains(s.Value, "sesame42") {
+			t.Errorf("db shown as %q: a password is shown", s.Value)
+		}
+	}
+}
+
 func TestSettingsText(t *testing.T) {
 	var b strings.Builder
 	err := Settings{{Name: "db", Value: "sqlite:x", From: "--db", Env: []string{"TIDEMARK_DB"}, Flag: "--db"},

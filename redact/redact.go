@@ -2,7 +2,8 @@
 // JSON, the API, the status pages, logs, and the error text it stores.
 //
 // A secret is replaced by Marker. URLs lose their userinfo password and
-// their query values (where tokens travel), and an opaque URL — one whose
+// their query values (where tokens travel; a database URL only those whose
+// names say they are secrets, see DatabaseURL), and an opaque URL — one whose
 // path is itself the credential, as in a chat webhook — keeps only its
 // scheme and host. Text from elsewhere (an upstream's error message, which
 // may echo what we sent) is cleaned by exact replacement of every known
@@ -36,6 +37,31 @@ const minSecretLen = 4
 // secrets again (a store seals its settings at every open) finds nothing
 // new to hide, and never takes a shown form for the secret it stands for.
 func URL(u string, opaque bool) string {
+	return showURL(u, opaque, func(string) bool { return true })
+}
+
+// DatabaseURL returns a database URL as it may be shown: without its
+// userinfo password, and with the values of only those query parameters
+// that name a secret (password, sslpassword, a token…) replaced. A
+// database URL's other parameters (sslmode, connect_timeout) are settings
+// an operator needs to see, not secrets, unlike an arbitrary URL's query,
+// where tokens travel under any name.
+func DatabaseURL(u string) string { return showURL(u, false, SecretName) }
+
+// SecretName reports whether a parameter called name holds a secret, by
+// its name: a password, a secret, a token, a credential or an API key.
+func SecretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"pass", "pwd", "secret", "token", "credential", "apikey", "api_key", "auth"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// showURL is URL with the query values hide names replaced.
+func showURL(u string, opaque bool, hide func(name string) bool) string {
 	p, err := parseShown(u)
 	if err != nil || p.Scheme == "" || p.Host == "" {
 		if opaque && u != "" {
@@ -54,7 +80,9 @@ func URL(u string, opaque bool) string {
 	if p.RawQuery != "" {
 		q := p.Query()
 		for k := range q {
-			q[k] = []string{Marker}
+			if hide(k) {
+				q[k] = []string{Marker}
+			}
 		}
 		p.RawQuery = encodeKeepMarker(q)
 	}
@@ -88,9 +116,14 @@ func encodeKeepMarker(q url.Values) string {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = url.QueryEscape(k) + "=" + Marker
+	var parts []string
+	for _, k := range keys {
+		for _, v := range q[k] {
+			if v != Marker {
+				v = url.QueryEscape(v)
+			}
+			parts = append(parts, url.QueryEscape(k)+"="+v)
+		}
 	}
 	return strings.Join(parts, "&")
 }

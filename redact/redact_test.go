@@ -85,3 +85,23 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("Text: %s", got)
 	}
 }
+
+// A database URL keeps what is not a secret: its host, database and
+// settings (sslmode, connect_timeout); only a password, in the userinfo or
+// among the parameters, is hidden.
+func TestDatabaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://ops:hunter2@db.internal:5432/tidemark?sslmode=require":                "postgres://ops:•••@db.internal:5432/tidemark?sslmode=require",
+		"postgres://db.internal/t?password=hunter2&sslmode=verify-full&connect_timeout=5": "postgres://db.internal/t?connect_timeout=5&password=•••&sslmode=verify-full",
+		"postgres://db.internal/t?sslpassword=k3yp4ss&application_name=tide+mark":         "postgres://db.internal/t?application_name=tide+mark&sslpassword=•••",
+		"sqlite:/srv/tidemark/tidemark.db":                                                "sqlite:/srv/tidemark/tidemark.db",
+	} {
+		got := redact.DatabaseURL(in)
+		if got != want {
+			t.Errorf("DatabaseURL(%q) = %q, want %q", in, got, want)
+		}
+		if again := redact.DatabaseURL(got); again != got {
+			t.Errorf("DatabaseURL(%q) = %q: the shown form is not shown as it is", got, again)
+		}
+	}
+}
