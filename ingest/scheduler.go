@@ -230,12 +230,28 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	// one group commit, so up to a group's worth may wait on the database
 	// while the workers fetch: claims go on while a commit is under way.
 	inflight := make(chan struct{}, sc.WorkerLimit()+maxGroup)
+	// The runs in flight by ID: ClaimDue re-enters the holder's other
+	// claims (those of a worker that died under this identity), never
+	// these, which would then run twice.
+	var (
+		runsMu sync.Mutex
+		runs   = map[string]bool{}
+	)
+	running := func() []string {
+		runsMu.Lock()
+		defer runsMu.Unlock()
+		ids := make([]string, 0, len(runs))
+		for id := range runs {
+			ids = append(ids, id)
+		}
+		return ids
+	}
 	wake := make(chan struct{}, 1)
 	for {
 		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))
 		busy := free == 0 // every slot taken: the next wake-up is a slot freeing
 		if free > 0 && ctx.Err() == nil {
-			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free)
+			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free, running()...)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sc.logger().Error("claim due sources", "err", err)
 			}
@@ -244,10 +260,16 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			for _, c := range claims {
 				slots <- struct{}{}
 				inflight <- struct{}{}
+				runsMu.Lock()
+				runs[c.RunID] = true
+				runsMu.Unlock()
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					defer func() {
+						runsMu.Lock()
+						delete(runs, c.RunID)
+						runsMu.Unlock()
 						<-inflight
 						select {
 						case wake <- struct{}{}:

@@ -34,8 +34,12 @@ type Store interface {
 	Claim(ctx context.Context, sourceID, holder string, leaseTTL time.Duration) (tidemark.Claim, error)
 	// ClaimDue claims up to limit due sources, passing over sources that
 	// other workers hold and sources this holder recorded it could not
-	// serve, until that record's Until.
-	ClaimDue(ctx context.Context, holder string, leaseTTL time.Duration, limit int) ([]tidemark.Claim, error)
+	// serve, until that record's Until. It re-enters, as Claim does, the
+	// sources the holder itself holds (a worker restarted under the same
+	// identity), except the runs named in inFlight: the holder's runs
+	// still under way in the caller, which must not run twice. Re-entries
+	// count against limit.
+	ClaimDue(ctx context.Context, holder string, leaseTTL time.Duration, limit int, inFlight ...string) ([]tidemark.Claim, error)
 	// Heartbeat extends the claim's lease.
 	Heartbeat(ctx context.Context, c tidemark.Claim, leaseTTL time.Duration) (tidemark.Claim, error)
 	// Settle records a successful run in one transaction: the events it

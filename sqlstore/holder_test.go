@@ -32,6 +32,7 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 		defer db.Close()
 		st := db.Ingest()
 		n := 0
+		var own []string // box:42's runs, all still under way: not to re-enter
 		mustClaimed := func(t *testing.T, holder string) tidemark.Source {
 			t.Helper()
 			n++
@@ -73,17 +74,19 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 			if c.Reentered || c.Holder != "box:42" {
 				t.Fatalf("claim %+v", c)
 			}
+			own = append(own, c.RunID)
 			mustLost(t, src)
 		})
 		t.Run("ClaimDue", func(t *testing.T) {
 			src := mustClaimed(t, "box:41")
-			cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10)
+			cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10, own...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(cs) != 1 || cs[0].SourceID != src.ID {
 				t.Fatalf("claimed %+v, want the gone holder's source", cs)
 			}
+			own = append(own, cs[0].RunID)
 			mustLost(t, src)
 		})
 		for _, holder := range []string{"box:43", "other:41", "worker-1"} {
@@ -107,7 +110,7 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 					local && !strings.Contains(hint, "process 43 of this host") {
 					t.Errorf("held by %s: running %v, hint %q", holder, held.Running, hint)
 				}
-				cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10)
+				cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10, own...)
 				if err != nil || len(cs) != 0 {
 					t.Fatalf("ClaimDue took %+v, %v", cs, err)
 				}
@@ -163,8 +166,9 @@ func TestClaimDueLooksForGoneHoldersOncePerInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 		probes = 0
+		held := cs[0].RunID // under way: not to re-enter
 		for i := 0; i < 5; i++ {
-			if cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10); err != nil || len(cs) != 0 {
+			if cs, err := st.ClaimDue(ctx, "box:42", time.Hour, 10, held); err != nil || len(cs) != 0 {
 				t.Fatalf("ClaimDue: %+v, %v", cs, err)
 			}
 		}
@@ -175,7 +179,7 @@ func TestClaimDueLooksForGoneHoldersOncePerInterval(t *testing.T) {
 		// box:43 has died meanwhile and is taken over.
 		dead[43] = true
 		env.Clock.Advance(5 * time.Second)
-		cs, err = st.ClaimDue(ctx, "box:42", time.Hour, 10)
+		cs, err = st.ClaimDue(ctx, "box:42", time.Hour, 10, held)
 		if err != nil || len(cs) != 1 || cs[0].SourceID != live.ID {
 			t.Fatalf("ClaimDue after the interval: %+v, %v; want the dead holder's source taken over", cs, err)
 		}

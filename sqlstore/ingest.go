@@ -366,29 +366,37 @@ func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now 
 // many at once: on PostgreSQL in one statement (the rows picked FOR UPDATE
 // SKIP LOCKED, their claims written and their runs inserted together), on
 // SQLite in one write transaction with statements prepared once. Sources
-// whose holder's lease expired take the careful path, one by one: their old
-// run is recorded lost (or re-entered by the same holder).
-func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
+// whose holder's lease expired, and the holder's own claims that are not
+// in flight (a restarted worker's), take the careful path, one by one:
+// the old run is recorded lost, or re-entered by the same holder. On
+// PostgreSQL the statement picks the holder's own claims in due order
+// without claiming them, so they leave the batch short and the careful
+// path follows; a worker that holds none runs the one statement only.
+func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Duration, limit int, inFlight ...string) ([]tidemark.Claim, error) {
 	if holder == "" || ttl <= 0 || limit <= 0 {
 		return nil, tidemark.Invalidf("claim", holder, "needs a holder identity, a positive lease and a positive limit")
 	}
 	var claims []tidemark.Claim
 	var err error
 	if s.db.Dialect.ModifyingCTE {
-		if claims, err = s.claimUnheld(ctx, holder, ttl, limit); err != nil {
+		if claims, err = s.claimUnheld(ctx, holder, ttl, limit, inFlight); err != nil {
 			return nil, err
 		}
 		if len(claims) < limit {
-			// Expired leases, and claims of gone holders that claimDue's
-			// takeover has just released (unheld now, so the condition
-			// admits unheld rows too).
-			expired, err := s.claimDue(ctx, holder, ttl, limit-len(claims), `(claim_token IS NULL OR lease_expires_at <= $1)`)
+			// Expired leases, the holder's own claims, and claims of gone
+			// holders that claimDue's takeover has just released. The
+			// claims just made are the holder's own now, and in flight.
+			skip := inFlight[:len(inFlight):len(inFlight)]
+			for _, c := range claims {
+				skip = append(skip, c.RunID)
+			}
+			more, err := s.claimDue(ctx, holder, ttl, limit-len(claims), skip)
 			if err != nil {
 				return nil, err
 			}
-			claims = append(claims, expired...)
+			claims = append(claims, more...)
 		}
-	} else if claims, err = s.claimDue(ctx, holder, ttl, limit, `(claim_token IS NULL OR lease_expires_at <= $1)`); err != nil {
+	} else if claims, err = s.claimDue(ctx, holder, ttl, limit, inFlight); err != nil {
 		return nil, err
 	}
 	if len(claims) > 0 {
@@ -406,10 +414,14 @@ func (s *IngestStore) ClaimDue(ctx context.Context, holder string, ttl time.Dura
 // The picked IDs travel as one array, looked up in the primary key: a join
 // with the picked rows would be planned for a guess at their number (the
 // statement is prepared once), and planned as a scan of every source.
+// The holder's own claims outside its runs in flight ($7) are picked in
+// due order too but not claimed here: ClaimDue re-enters them on the
+// careful path.
 var claimUnheldPG = `WITH due AS (
 	SELECT array_agg(id) AS ids FROM (
 		SELECT id FROM sources
-		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND claim_token IS NULL
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
+		  AND (claim_token IS NULL OR (claim_holder = $5 AND claim_run_id <> ALL($7::text[])))
 		  AND NOT EXISTS (` + unservedBy("sources.id", "$5", "$1") + `)
 		ORDER BY next_due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) picked
 ), claimed AS (
@@ -440,14 +452,17 @@ func prefixed(p, columns string) string {
 	return strings.Join(cols, ", ")
 }
 
-func (s *IngestStore) claimUnheld(ctx context.Context, holder string, ttl time.Duration, limit int) ([]tidemark.Claim, error) {
+func (s *IngestStore) claimUnheld(ctx context.Context, holder string, ttl time.Duration, limit int, inFlight []string) ([]tidemark.Claim, error) {
 	now := s.db.Clock.Now()
 	runIDs, tokens := make([]string, limit), make([]string, limit)
 	for i := range runIDs {
 		runIDs[i], tokens[i] = s.db.IDs.New(), s.db.IDs.New()
 	}
+	if inFlight == nil {
+		inFlight = []string{} // an empty array, not NULL: <> ALL(NULL) is never true
+	}
 	lease := now.Add(ttl)
-	rows, err := queryAll(ctx, s.db.db, scanSource, claimUnheldPG, ms(now), limit, runIDs, tokens, holder, ms(lease))
+	rows, err := queryAll(ctx, s.db.db, scanSource, claimUnheldPG, ms(now), limit, runIDs, tokens, holder, ms(lease), inFlight)
 	if IsUniqueViolation(err) {
 		// An active run without a claim on its source: a broken invariant
 		// the unique index caught; nothing was claimed.
@@ -468,9 +483,11 @@ func (s *IngestStore) claimUnheld(ctx context.Context, holder string, ttl time.D
 	return claims, nil
 }
 
-// claimDue claims up to limit due sources matching cond (in $1, now) one
-// by one inside one transaction, passing over rows others hold.
-func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Duration, limit int, cond string) ([]tidemark.Claim, error) {
+// claimDue claims up to limit due sources one by one inside one
+// transaction: sources nobody holds, sources whose lease expired, and the
+// holder's own claims except the runs in skip (in flight in the caller),
+// which it re-enters. It passes over rows others hold.
+func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Duration, limit int, skip []string) ([]tidemark.Claim, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -480,10 +497,12 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	now := ms(s.db.Clock.Now())
+	args := []any{now, limit, holder}
 	due, err := queryAll(ctx, tx, scanSource, `SELECT `+sourceColumns+` FROM sources
-		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1 AND `+cond+`
+		WHERE state = 'active' AND window_state = 'open' AND next_due_at <= $1
+		  AND (claim_token IS NULL OR lease_expires_at <= $1 OR claim_holder = $3)`+notInFlight(&args, skip)+`
 		  AND NOT EXISTS (`+unservedBy("sources.id", "$3", "$1")+`)
-		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, now, limit, holder)
+		ORDER BY next_due_at, id LIMIT $2`+s.db.Dialect.LockSkipLocked, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim due: %w", err)
 	}
@@ -507,6 +526,36 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, fmt.Errorf("claim due: commit: %w", err)
 	}
 	return claims, nil
+}
+
+// notInFlight is a condition that passes over the runs in skip, with their
+// IDs appended to args as parameters. The placeholders are padded to a
+// power of two (repeating the first ID), so the statement's text takes a
+// few forms, not one per number of runs in flight: every form stays
+// prepared in the statement cache.
+func notInFlight(args *[]any, skip []string) string {
+	if len(skip) == 0 {
+		return ""
+	}
+	n := 1
+	for n < len(skip) {
+		n *= 2
+	}
+	var b strings.Builder
+	b.WriteString(` AND (claim_run_id IS NULL OR claim_run_id NOT IN (`)
+	for i := 0; i < n; i++ {
+		id := skip[0]
+		if i < len(skip) {
+			id = skip[i]
+		}
+		*args = append(*args, id)
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", len(*args))
+	}
+	b.WriteString("))")
+	return b.String()
 }
 
 // takeOverGone releases, as lost, the live-leased claims whose holders are

@@ -42,14 +42,16 @@ func claimer(spec string) int {
 	}
 	defer db.Close()
 	// Everyone also races for one named source.
+	var inFlight []string // every run claimed here is still held
 	if c, err := db.Ingest().Claim(ctx, "contended", holder, time.Hour); err == nil {
 		fmt.Printf("claimed %s %s\n", c.SourceID, c.RunID)
+		inFlight = append(inFlight, c.RunID)
 	} else if !errors.Is(err, tidemark.ErrClaimHeld) {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
 	for {
-		cs, err := db.Ingest().ClaimDue(ctx, holder, time.Hour, 2)
+		cs, err := db.Ingest().ClaimDue(ctx, holder, time.Hour, 2, inFlight...)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3
@@ -59,6 +61,7 @@ func claimer(spec string) int {
 		}
 		for _, c := range cs {
 			fmt.Printf("claimed %s %s\n", c.SourceID, c.RunID)
+			inFlight = append(inFlight, c.RunID)
 		}
 	}
 }

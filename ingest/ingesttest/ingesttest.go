@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"SkipIsAuditedCursorMove", testSkip},
 		{"PauseRefusesClaims", testPause},
 		{"ClaimDueRespectsDueAndHeld", testClaimDue},
+		{"ClaimDueReentersOwnClaims", testClaimDueReenters},
 		{"ConcurrentClaimersOneWins", testConcurrentClaim},
 		{"ConcurrentClaimDueNoDoubleClaim", testConcurrentClaimDue},
 		{"UnservedPassedOverUntilItExpires", testUnservedPassedOver},
@@ -816,6 +817,67 @@ func testClaimDue(t *testing.T, h Harness) {
 	}
 }
 
+// A worker that comes back under the same identity re-enters, through
+// ClaimDue, the runs it held, at once and fenced as Claim's re-entry is:
+// the same run, token and cursor version, the lease extended. Re-entries
+// count against the limit; another holder's live claim is still passed
+// over.
+func testClaimDueReenters(t *testing.T, h Harness) {
+	a := mustAdd(t, h, "a", 3)
+	mustAdd(t, h, "b", 3)
+	c := mustAdd(t, h, "c", 3)
+	before, err := h.Store.ClaimDue(ctx, "w1", ttl, 2)
+	if err != nil || len(before) != 2 {
+		t.Fatalf("first ClaimDue: %v (%v), want a and b", claimedIDs(before), err)
+	}
+	other := mustClaim(t, h, c, "w2")
+	// w1 restarts: it holds a and b, whose leases have half a minute left.
+	h.Clock.Advance(ttl / 2)
+	cs, err := h.Store.ClaimDue(ctx, "w1", ttl, 1)
+	if err != nil || len(cs) != 1 || cs[0].SourceID != a.ID {
+		t.Fatalf("ClaimDue by the same holder, limit 1: %v (%v), want a re-entered", claimedIDs(cs), err)
+	}
+	cs2, err := h.Store.ClaimDue(ctx, "w1", ttl, 10, cs[0].RunID) // a now in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs = append(cs, cs2...)
+	if len(cs) != 2 {
+		t.Fatalf("ClaimDue by the same holder: %v, want a and b re-entered, and not c (held by w2)", claimedIDs(cs))
+	}
+	for i, c := range cs {
+		was := before[i]
+		if !c.Reentered || c.SourceID != was.SourceID || c.RunID != was.RunID || c.Token != was.Token ||
+			c.CursorVersion != was.CursorVersion || c.Attempt != was.Attempt || c.Holder != "w1" {
+			t.Fatalf("re-entry returned %+v, want run %s token %s at cursor version %d", c, was.RunID, was.Token, was.CursorVersion)
+		}
+		if !c.LeaseExpiresAt.Equal(h.Clock.Now().Add(ttl)) || !c.StartedAt.Equal(was.StartedAt) {
+			t.Fatalf("re-entry lease %v started %v, want the lease extended to %v and the run's start %v",
+				c.LeaseExpiresAt, c.StartedAt, h.Clock.Now().Add(ttl), was.StartedAt)
+		}
+		if s := mustSource(t, h, c.SourceID); s.LeaseExpiresAt == nil || !s.LeaseExpiresAt.Equal(c.LeaseExpiresAt) {
+			t.Fatalf("source %s lease %v, want %v", s.Name, s.LeaseExpiresAt, c.LeaseExpiresAt)
+		}
+		if n := h.ActiveRuns(t, c.SourceID); n != 1 {
+			t.Fatalf("%d active runs, want 1", n)
+		}
+	}
+	// Runs the caller has in flight are never re-entered: they would run
+	// twice.
+	if again, err := h.Store.ClaimDue(ctx, "w1", ttl, 10, cs[0].RunID, cs[1].RunID); err != nil || len(again) != 0 {
+		t.Fatalf("ClaimDue with a and b in flight: %v (%v), want nothing", claimedIDs(again), err)
+	}
+	if again, err := h.Store.ClaimDue(ctx, "w1", ttl, 10, cs[1].RunID); err != nil || len(again) != 1 || again[0].RunID != cs[0].RunID {
+		t.Fatalf("ClaimDue with b in flight: %v (%v), want a re-entered", claimedIDs(again), err)
+	}
+	// The re-entered claims settle like the originals; w2's claim stands.
+	settle(t, h, cs[0], "c1", item("k", "e"))
+	settle(t, h, cs[1], "c1")
+	if s := mustSource(t, h, c.ID); s.ClaimRunID != other.RunID {
+		t.Fatalf("c's claim is %q, want w2's run %s", s.ClaimRunID, other.RunID)
+	}
+}
+
 func testConcurrentClaim(t *testing.T, h Harness) {
 	src := mustAdd(t, h, "a", 3)
 	const n = 16
@@ -870,8 +932,9 @@ func testConcurrentClaimDue(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			holder := fmt.Sprintf("w%d", w)
+			var mine []string // this worker's runs, all still in flight
 			for {
-				cs, err := h.Store.ClaimDue(ctx, holder, ttl, 3)
+				cs, err := h.Store.ClaimDue(ctx, holder, ttl, 3, mine...)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -883,6 +946,7 @@ func testConcurrentClaimDue(t *testing.T, h Harness) {
 						dup = append(dup, c.SourceID+" by "+prev+" and "+holder)
 					}
 					claimed[c.SourceID] = holder
+					mine = append(mine, c.RunID)
 				}
 				mu.Unlock()
 				if len(cs) == 0 {
