@@ -75,9 +75,13 @@ type RunOptions struct {
 // one of them fails in a way retrying cannot fix (then every other loop
 // is stopped and the error returned). A store that is not the wiki's stops
 // it before anything is claimed; a database or store that is away is
-// waited out.
+// waited out. A ctx that ends is a stop, not a failure, while waiting
+// as when running: Run then returns nil.
 func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
 	if _, err := retryStart(ctx, p, "check the wiki's store", func() (*publish.Service, error) { return p.BindStore(ctx) }); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // stopped before anything was claimed
+		}
 		return err
 	}
 	svc := p.Ingest()

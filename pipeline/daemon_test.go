@@ -169,3 +169,25 @@ func TestDaemonStopsWhenTheStoreRefusesCredentials(t *testing.T) {
 		t.Fatalf("publish loop: %v after %d waits, want the refusal at once", err, len(*waits))
 	}
 }
+
+// A signal that stops the daemon while it waits for its store at start-up
+// is a stop, as it is once running: Run returns no error (the command
+// exits 0), and nothing was started.
+func TestDaemonStoppedWhileWaitingForItsStore(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home = t.TempDir()
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.db.Close() // the store check fails, and is retried, until the stop
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waits := fakeSleep(t, func(waits []time.Duration) { cancel() })
+	started := false
+	err = p.Run(ctx, RunOptions{OnStart: func(string, int) { started = true }})
+	if err != nil || started || len(*waits) != 1 {
+		t.Fatalf("stopped while waiting for the store: err %v, started %v, %d waits; want no error, nothing started, 1 wait", err, started, len(*waits))
+	}
+}
