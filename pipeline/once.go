@@ -47,7 +47,7 @@ func (o OnceOptions) progress(desc string) {
 type OnceResult struct {
 	// Ingested says the ingest step ran (its Reports are all there are).
 	Ingested bool
-	// Reports are the ingest runs, in the order they ended.
+	// Reports are the ingest runs, in the order they ended; never nil.
 	Reports []ingest.Report
 	// Migrations counts the detached migration runs finished; MigrationErr
 	// is what stopped one (left for an operator, not a failure of the pass).
@@ -67,7 +67,7 @@ type OnceResult struct {
 // *IncompleteError (tidemark.ErrUnavailable): what succeeded is kept, and
 // running it again, later, does the rest.
 func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
-	var res OnceResult
+	res := OnceResult{Reports: []ingest.Report{}} // a list even when nothing ran: JSON shows [], not null
 	// A worker whose store is not the wiki's refuses before it claims
 	// anything.
 	svc, err := p.BindStore(ctx)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -109,5 +110,18 @@ func TestRunOnceSummarizerDownExits5(t *testing.T) {
 	}
 	if evs := mustTidemark(t, 0, "--home", home, "events", "list"); !strings.Contains(evs, "cursor: never move past unread data") {
 		t.Errorf("the ingested events were not kept:\n%s", evs)
+	}
+}
+
+// With nothing due, run --once --json prints an empty list, as every list
+// does, not null.
+func TestRunOnceJSONNothingDueIsEmptyList(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	var out, errb bytes.Buffer
+	if code := run([]string{"--home", t.TempDir(), "run", "--once", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("run --once --json: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "[]" {
+		t.Fatalf("run --once --json with nothing due printed %q, want []", got)
 	}
 }
