@@ -125,7 +125,7 @@ func (d Detail) WriteText(w io.Writer) error {
 	if len(d.UnservedBy) > 0 {
 		fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")
 		for _, u := range d.UnservedBy {
-			fmt.Fprintf(w, "  %s  %s: %s\n", fieldtext.Day(u.At), u.Holder, u.Reason)
+			fmt.Fprintf(w, "  %s  at %s, leaves it to other workers until %s: %s\n", u.Holder, fieldtext.Day(u.At), fieldtext.Day(u.Until), u.Reason)
 		}
 	}
 	if len(d.Runs) > 0 {

@@ -127,3 +127,23 @@ func TestDetailJSON(t *testing.T) {
 		t.Errorf("next_due_at is not present as null: %s", b)
 	}
 }
+
+// source show says, for each worker that could not serve the source, when
+// and why, and until when it leaves the source to other workers.
+func TestDetailTextSaysUntilWhenAWorkerStaysAway(t *testing.T) {
+	at := time.Date(2026, 12, 1, 17, 54, 52, 0, time.UTC)
+	until := at.Add(time.Hour)
+	d := ingest.Detail{
+		Source:     tidemark.Source{Name: "s", State: tidemark.SourceActive, NextDueAt: at},
+		UnservedBy: []ingest.Unserved{{Holder: "w1", Reason: "cannot reach its network", At: at, Until: until}},
+	}
+	var b bytes.Buffer
+	if err := d.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	day := func(t time.Time) string { return t.Local().Format(time.DateTime) }
+	want := "  w1  at " + day(at) + ", leaves it to other workers until " + day(until) + ": cannot reach its network\n"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("source show lacks %q:\n%s", want, b.String())
+	}
+}
