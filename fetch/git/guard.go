@@ -272,24 +272,18 @@ func (f *Fetcher) sshTarget(ctx context.Context, r remote) (host, port, alias st
 // resolveChecked resolves host and checks every address it has with the
 // guard; it returns the first.
 func (f *Fetcher) resolveChecked(ctx context.Context, host, port string) (netip.Addr, error) {
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return netip.Addr{}, tidemark.Unreachable("DNS: could not resolve "+host, 0, err)
-		}
-	}
-	if len(addrs) == 0 {
+	allowed, refused, err := f.guard().ResolveChecked(ctx, host, port)
+	switch {
+	case err != nil:
+		return netip.Addr{}, tidemark.Unreachable("DNS: could not resolve "+host, 0, err)
+	case refused != nil:
+		// Every address must pass: the tunnel dials the one returned, and
+		// a host that also names a private address is not trusted.
+		return netip.Addr{}, tidemark.Unusable("network safety", refused)
+	case len(allowed) == 0:
 		return netip.Addr{}, tidemark.Unreachable("DNS: no address for "+host, 0, nil)
 	}
-	for _, a := range addrs {
-		if err := f.guard().CheckContext(ctx, net.JoinHostPort(a.Unmap().String(), port)); err != nil {
-			return netip.Addr{}, tidemark.Unusable("network safety", err)
-		}
-	}
-	return addrs[0].Unmap(), nil
+	return allowed[0], nil
 }
 
 // tunnel is a SOCKS5 proxy (RFC 1928: no authentication, CONNECT only) on

@@ -191,6 +191,29 @@ func (c *Client) CheckContext(ctx context.Context, addr string) error {
 	return c.Check(addr)
 }
 
+// ResolveChecked resolves host (an IP address stands for itself) and
+// checks each of its addresses on port with CheckContext. It returns the
+// addresses the guard lets through, in the resolver's order, and the
+// guard's refusal of the last one it refused (nil: none was); err is the
+// resolver's failure.
+func (c *Client) ResolveChecked(ctx context.Context, host, port string) (allowed []netip.Addr, refused, err error) {
+	var addrs []netip.Addr
+	if ip, perr := netip.ParseAddr(host); perr == nil {
+		addrs = []netip.Addr{ip}
+	} else if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if cerr := c.CheckContext(ctx, net.JoinHostPort(a.String(), port)); cerr != nil {
+			refused = cerr
+			continue
+		}
+		allowed = append(allowed, a)
+	}
+	return allowed, refused, nil
+}
+
 // splitTransport sends a request whose context allows private addresses
 // through the transport that may dial them, every other one through the
 // one that may not; each keeps its own connections.

@@ -437,3 +437,23 @@ func TestAllowPrivatePerFetch(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// ResolveChecked sorts a host's addresses into those the guard lets
+// through and its refusal of the others, under the source's own setting.
+func TestResolveCheckedSortsAddresses(t *testing.T) {
+	c := httpx.New(httpx.Options{MinInterval: -1})
+	ctx := context.Background()
+	allowed, refused, err := c.ResolveChecked(ctx, "127.0.0.1", "80")
+	var ae *httpx.AddrError
+	if err != nil || len(allowed) != 0 || !errors.As(refused, &ae) {
+		t.Fatalf("loopback: allowed %v, refused %v, err %v; want refused by the guard", allowed, refused, err)
+	}
+	allowed, refused, err = c.ResolveChecked(httpx.WithAllowPrivate(ctx, true), "127.0.0.1", "80")
+	if err != nil || refused != nil || len(allowed) != 1 || allowed[0].String() != "127.0.0.1" {
+		t.Fatalf("loopback a source allows: allowed %v, refused %v, err %v", allowed, refused, err)
+	}
+	allowed, refused, err = c.ResolveChecked(ctx, "::ffff:93.184.216.34", "443")
+	if err != nil || refused != nil || len(allowed) != 1 || allowed[0].String() != "93.184.216.34" {
+		t.Fatalf("a public address, IPv4-mapped: allowed %v, refused %v, err %v", allowed, refused, err)
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -317,23 +315,11 @@ func (s *Set) checkAddress(ctx context.Context, loc string) error {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	var addrs []netip.Addr
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		addrs = []netip.Addr{ip}
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
-		defer cancel()
-		if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname()); err != nil {
-			return nil
-		}
-	}
-	var refused error
-	for _, a := range addrs {
-		err := s.client.CheckContext(ctx, net.JoinHostPort(a.Unmap().String(), port))
-		if err == nil {
-			return nil
-		}
-		refused = err
+	ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
+	defer cancel()
+	allowed, refused, err := s.client.ResolveChecked(ctx, u.Hostname(), port)
+	if err != nil || len(allowed) > 0 {
+		return nil
 	}
 	return refusedPrivate(loc, refused)
 }
