@@ -574,7 +574,7 @@ func (d *Deliverer) recordDecisions(r *round) {
 			continue
 		}
 		ev := r.evidence
-		if pi.AttemptUntil != nil && r.in.ListedAt != nil && r.in.ListedAt.After(*pi.AttemptStartedAt) && !r.in.ListedAt.After(*pi.AttemptUntil) {
+		if !listingTooOld(r.in.ListedAt, pi) && absenceTooEarly(r.in.ListedAt, pi) {
 			ev += "; not listed, but the attempt could still land until " + pi.AttemptUntil.UTC().Format(time.RFC3339) +
 				" (its start plus the write's bound): only a look after that says it did not"
 		}
