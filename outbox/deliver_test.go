@@ -301,7 +301,7 @@ func TestAbsenceDecidesOnlyAfterTheAttemptsDeadline(t *testing.T) {
 		if got := h.intent(c.ID); got.State != outbox.StateUnresolved {
 			t.Fatalf("c is %s", got.State)
 		}
-		if checks, err := h.st.Checks(context.Background(), c.ID); err != nil || len(checks) != 1 || !strings.Contains(checks[0].Evidence, "could still land until") {
+		if checks, err := h.st.Checks(context.Background(), c.ID); err != nil || len(checks) != 1 || !strings.Contains(checks[0].Evidence, "could still land") {
 			t.Fatalf("c's check does not say why it stays unresolved: %+v %v", checks, err)
 		}
 		h.srv.Land()
