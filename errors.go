@@ -158,7 +158,7 @@ func NamedText(err error, name func(Input) string) string {
 			case Input:
 				out[i] = name(a)
 			case error:
-				out[i] = namedError{a, NamedText(a, name)}
+				out[i] = namedError{a, within(NamedText(a, name))}
 			default:
 				out[i] = a
 			}
@@ -178,7 +178,10 @@ func NamedText(err error, name func(Input) string) string {
 	case interface{ Unwrap() error }:
 		msg, cause := err.Error(), e.Unwrap()
 		if cause != nil && strings.HasSuffix(msg, cause.Error()) {
-			return strings.TrimSuffix(msg, cause.Error()) + NamedText(cause, name)
+			if words := strings.TrimSuffix(msg, cause.Error()); words != "" {
+				return words + within(NamedText(cause, name))
+			}
+			return NamedText(cause, name)
 		}
 		return msg
 	case interface{ Unwrap() []error }:
@@ -194,6 +197,21 @@ func NamedText(err error, name func(Input) string) string {
 	}
 	return err.Error()
 }
+
+// Text is err's text for people, its inputs named as the API names them
+// (see Input): NamedText without renaming, and without the package prefix
+// a sentinel's own text starts with ("tidemark: not found"), since a face
+// says whose message it is once, itself.
+func Text(err error) string {
+	return strings.TrimPrefix(NamedText(err, func(i Input) string { return string(i) }), sentinelPrefix)
+}
+
+// sentinelPrefix starts the text of every sentinel error of this package.
+const sentinelPrefix = "tidemark: "
+
+// within is the text of a cause shown after its wrapper's words: "source
+// "x": not found", not "source "x": tidemark: not found".
+func within(text string) string { return strings.TrimPrefix(text, sentinelPrefix) }
 
 // namedError is an error shown with its inputs named (see NamedText).
 type namedError struct {

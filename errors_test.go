@@ -59,7 +59,7 @@ func TestNameInputs(t *testing.T) {
 			`add x: invalid retry_budget "0": must be between 1 and 1000`, `add x: invalid --retry-budget "0": must be between 1 and 1000`, tidemark.ErrInvalid},
 		{fmt.Errorf("remove: %w", tidemark.Inputf("it has 2 events; removing it with %s deletes them: %w", tidemark.Input("force"), tidemark.ErrConflict)),
 			"remove: it has 2 events; removing it with force deletes them: tidemark: conflict",
-			"remove: it has 2 events; removing it with --force deletes them: tidemark: conflict", tidemark.ErrConflict},
+			"remove: it has 2 events; removing it with --force deletes them: conflict", tidemark.ErrConflict},
 		{errors.Join(errors.New("first"), tidemark.Invalidf("lane", "l", "nothing to change: give %s or %s", tidemark.Input("min_gap"), tidemark.Input("skew"))),
 			"first\ninvalid lane \"l\": nothing to change: give min_gap or skew", "first\ninvalid --lane \"l\": nothing to change: give --min-gap or --skew", tidemark.ErrInvalid},
 	} {
@@ -68,6 +68,28 @@ func TestNameInputs(t *testing.T) {
 		}
 		if got := tidemark.NamedText(tc.err, flag); got != tc.want || !errors.Is(tc.err, tc.is) {
 			t.Errorf("named: %q (is %v: %v), want %q", got, tc.is, errors.Is(tc.err, tc.is), tc.want)
+		}
+	}
+}
+
+// A message says whose it is once: a sentinel's package prefix is dropped
+// wherever the sentinel follows other words, and Text drops it also from a
+// bare sentinel, since the face that shows it names itself.
+func TestTextSaysTidemarkNowhere(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{tidemark.ErrNotFound, "not found"},
+		{fmt.Errorf("source %q: %w", "x", tidemark.ErrNotFound), `source "x": not found`},
+		{fmt.Errorf("the page after run 7: %w", fmt.Errorf("run 7: %w", tidemark.ErrNotFound)), "the page after run 7: run 7: not found"},
+		{tidemark.Inputf("give %s: %w", tidemark.Input("force"), tidemark.ErrConflict), "give force: conflict"},
+		{fmt.Errorf("%w", tidemark.ErrUnavailable), "unavailable"},
+		{errors.Join(tidemark.ErrStaleClaim, fmt.Errorf("lane: %w", tidemark.ErrClaimHeld)), "stale claim\nlane: claim held by another worker"},
+		{errors.New("objstore: put: tidemark-like words stay"), "objstore: put: tidemark-like words stay"},
+	} {
+		if got := tidemark.Text(tc.err); got != tc.want {
+			t.Errorf("Text(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

@@ -153,7 +153,7 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 						r.Source = src.Name
 					}
 					if err != nil && r.Error == "" {
-						r.Error = err.Error()
+						r.Error = tidemark.Text(err)
 					}
 					mu.Lock()
 					res.add(r, err)
@@ -202,7 +202,7 @@ func (sc *Scheduler) passOverUnserved(ctx context.Context, due []tidemark.Source
 		}
 		err = fmt.Errorf("source %s passed over: worker %s could not serve it at %s, and leaves it to other workers until %s (or its settings change): %w",
 			src.Name, s.Holder, mine.At.UTC().Format(time.RFC3339), mine.Until.UTC().Format(time.RFC3339), tidemark.ErrCannotServe)
-		r := Report{Source: src.Name, Error: err.Error()}
+		r := Report{Source: src.Name, Error: tidemark.Text(err)}
 		res.add(r, err)
 		sc.report(r, err)
 	}

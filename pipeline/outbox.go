@@ -453,7 +453,7 @@ func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Durati
 			r.PassedOver = held.Error()
 		default:
 			err = outbox.OfLane(name, err)
-			r.Error = err.Error()
+			r.Error = tidemark.Text(err)
 			errs = append(errs, err)
 		}
 		reports = append(reports, r)

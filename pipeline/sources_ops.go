@@ -181,7 +181,7 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 	}
 	for _, f := range feeds {
 		if err := detect.CheckURL(f.Location); err != nil {
-			f.Reason = err.Error()
+			f.Reason = tidemark.Text(err)
 			rep.Skipped = append(rep.Skipped, f)
 			continue
 		}

@@ -414,7 +414,7 @@ type PublishReport struct {
 func (rep *PublishReport) fail(err error) {
 	rep.Failed++
 	if len(rep.Errors) < 20 {
-		rep.Errors = append(rep.Errors, err.Error())
+		rep.Errors = append(rep.Errors, tidemark.Text(err))
 	}
 }
 

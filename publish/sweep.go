@@ -371,7 +371,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	fail := func(err error) {
 		rep.Failed++
 		if len(rep.Errors) < 20 {
-			rep.Errors = append(rep.Errors, err.Error())
+			rep.Errors = append(rep.Errors, tidemark.Text(err))
 		}
 	}
 	// The pages of removed sources go first, by the removal's record, so

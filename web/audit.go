@@ -79,7 +79,7 @@ func (s *Server) Write(action string, h http.HandlerFunc) http.Handler {
 		outcome, detail := tidemark.AuditOK, ""
 		switch {
 		case rec.err != nil:
-			outcome, detail = tidemark.ExitClass(tidemark.ExitCode(rec.err)), rec.err.Error()
+			outcome, detail = tidemark.ExitClass(tidemark.ExitCode(rec.err)), tidemark.Text(rec.err)
 		case rec.status >= 400:
 			outcome, detail = statusClass(rec.status), http.StatusText(rec.status)
 		}

@@ -249,7 +249,7 @@ func (s *Server) documentSave(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("saved version %d", d.Version)
 	switch {
 	case err != nil:
-		msg += "; but: " + err.Error()
+		msg += "; but: " + tidemark.Text(err)
 	case res != nil:
 		msg += fmt.Sprintf("; page %s republished", res.PageID)
 	}
@@ -265,7 +265,7 @@ func (s *Server) documentDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := fmt.Sprintf("deleted %s/%s (version %d kept in the audit)", coll, id, a.Version)
 	if err != nil {
-		msg += "; but: " + err.Error()
+		msg += "; but: " + tidemark.Text(err)
 	} else if res != nil {
 		msg += fmt.Sprintf("; page %s republished without it", res.PageID)
 	}

@@ -352,7 +352,7 @@ func (s *Server) channelPage(w http.ResponseWriter, r *http.Request) {
 		return
 	} else if err != nil {
 		// The template tried is refused: say why, beside the form that holds it.
-		problem = &notice{Error: true, Text: err.Error()}
+		problem = &notice{Error: true, Text: tidemark.Text(err)}
 		if t, err = s.OutboxOps.TestChannel(r.Context(), id, ""); err != nil {
 			s.fail(w, r, err)
 			return

@@ -145,7 +145,7 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 	if err != nil && errors.Is(err, tidemark.ErrUnavailable) {
 		// An outage, not a fault: what the round did is kept, and the
 		// rest waits for the next one.
-		first, _, _ := strings.Cut(err.Error(), "\n")
+		first, _, _ := strings.Cut(tidemark.Text(err), "\n")
 		s.redirectNotice(w, r, publishPath, notice{Error: true, Text: fmt.Sprintf(
 			"This round stopped: something it needs did not answer (%s). What it did is kept: %s. The rest waits for the daemon's next round, or press Publish now again once it answers.", first, did)}, err)
 		return

@@ -83,5 +83,5 @@ func (s *Server) problemText(r *http.Request, err error) string {
 		s.logger().Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		return "internal error (logged on the server)"
 	}
-	return err.Error()
+	return tidemark.Text(err)
 }

@@ -71,7 +71,7 @@ func SearchHandler(s Searcher, log *slog.Logger) http.Handler {
 		case raw == "" && !r.URL.Query().Has("q"):
 			// The bare search page: a form, no error.
 		case errors.Is(err, tidemark.ErrInvalid):
-			status, msg = http.StatusBadRequest, err.Error()
+			status, msg = http.StatusBadRequest, tidemark.Text(err)
 		default:
 			srv.fail(w, r, err)
 			return

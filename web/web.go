@@ -218,7 +218,7 @@ type apiError struct {
 // errorBody makes the JSON error of err.
 func errorBody(err error) apiError {
 	code := tidemark.ExitCode(err)
-	return apiError{Error: err.Error(), Class: tidemark.ExitClass(code), ExitCode: code}
+	return apiError{Error: tidemark.Text(err), Class: tidemark.ExitClass(code), ExitCode: code}
 }
 
 // fail answers err with the status its kind maps to: a JSON error under

@@ -50,15 +50,15 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "list", "--limit", "-5"}, tidemark.ExitInvalid, `"--limit" flag: must be from 1`},
 		{[]string{"publish", "summaries", "--limit", "many"}, tidemark.ExitInvalid, "not a whole number"},
 		{[]string{"outbox", "deliver", "--once", "--lease", "1ms"}, tidemark.ExitInvalid, `"--lease" flag: must be from 1s`},
-		{[]string{"runs", "list", "--source", "nope"}, tidemark.ExitNotFound, `source "nope": tidemark: not found`},
-		{[]string{"runs", "list", "--after", "nope"}, tidemark.ExitNotFound, "run nope: tidemark: not found"},
-		{[]string{"events", "list", "--source", "nope"}, tidemark.ExitNotFound, `source "nope": tidemark: not found`},
-		{[]string{"outbox", "intents", "list", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
-		{[]string{"outbox", "gaps", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
-		{[]string{"outbox", "lane", "history", "nope"}, tidemark.ExitNotFound, `lane "nope": tidemark: not found`},
-		{[]string{"events", "list", "--run", "nope"}, tidemark.ExitNotFound, "run nope: tidemark: not found"},
-		{[]string{"events", "list", "--after", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
-		{[]string{"publish", "summaries", "--event", "nope"}, tidemark.ExitNotFound, "event nope: tidemark: not found"},
+		{[]string{"runs", "list", "--source", "nope"}, tidemark.ExitNotFound, `source "nope": not found`},
+		{[]string{"runs", "list", "--after", "nope"}, tidemark.ExitNotFound, "run nope: not found"},
+		{[]string{"events", "list", "--source", "nope"}, tidemark.ExitNotFound, `source "nope": not found`},
+		{[]string{"outbox", "intents", "list", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": not found`},
+		{[]string{"outbox", "gaps", "--lane", "nope"}, tidemark.ExitNotFound, `lane "nope": not found`},
+		{[]string{"outbox", "lane", "history", "nope"}, tidemark.ExitNotFound, `lane "nope": not found`},
+		{[]string{"events", "list", "--run", "nope"}, tidemark.ExitNotFound, "run nope: not found"},
+		{[]string{"events", "list", "--after", "nope"}, tidemark.ExitNotFound, "event nope: not found"},
+		{[]string{"publish", "summaries", "--event", "nope"}, tidemark.ExitNotFound, "event nope: not found"},
 		{[]string{"run", "--once", "--track", filepath.Join(file, "gone")}, tidemark.ExitInvalid, "does not exist"},
 		{[]string{"run", "--once", "--track", filepath.Dir(file)}, tidemark.ExitInvalid, "not a git repository"},
 		{[]string{"serve", "--addr", "nohost"}, tidemark.ExitInvalid, `invalid --addr "nohost": want HOST:PORT`},
@@ -84,6 +84,10 @@ func TestExitCodes(t *testing.T) {
 			}
 			if strings.Contains(errb.String(), "internal error") {
 				t.Errorf("called an internal error:\n%s", errb.String())
+			}
+			first, _, _ := strings.Cut(errb.String(), "\n")
+			if n := strings.Count(first, "tidemark: "); n != 1 {
+				t.Errorf("the message says \"tidemark: \" %d times, want once: %s", n, first)
 			}
 		})
 	}

@@ -62,7 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		code = tidemark.ExitInvalid
 	}
-	fmt.Fprintf(a.stderr, "tidemark: %s%s\n", tidemark.NamedText(err, flagNames(cmd)), tidemark.Hint(err))
+	text := strings.TrimPrefix(tidemark.NamedText(err, flagNames(cmd)), "tidemark: ") // said once, here
+	fmt.Fprintf(a.stderr, "tidemark: %s%s\n", text, tidemark.Hint(err))
 	if code == tidemark.ExitInterrupted {
 		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
 	}
