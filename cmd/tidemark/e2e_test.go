@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/internal/gittest"
@@ -266,6 +267,34 @@ func TestFailpointsListed(t *testing.T) {
 	}
 }
 
+// The delivery loop alone (`outbox deliver` without --once) is a daemon
+// too: a signal is how it is stopped, so it exits 0 and says what it kept.
+func TestDeliverLoopStopsGracefully(t *testing.T) {
+	home := homeFor(t)
+	cmd := exec.Command(binary, "outbox", "deliver")
+	cmd.Env = append(os.Environ(), "TIDEMARK_HOME="+home)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "Ctrl-C to stop"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the loop never said it started:\n%s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("delivery loop exit: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped delivering") {
+		t.Fatalf("no shutdown message:\n%s", stderr.String())
+	}
+}
+
 // TestDaemonStopsGracefully starts the daemon, waits for its first run to
 // settle, sends SIGTERM, and checks that it exits cleanly with no run left
 // active.
@@ -311,4 +340,22 @@ func TestDaemonStopsGracefully(t *testing.T) {
 			}
 		}
 	})
+}
+
+// syncBuffer is a buffer a child process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

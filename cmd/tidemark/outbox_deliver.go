@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +20,7 @@ func newOutboxDeliverCmd(a *app) *cobra.Command {
 	cmd := opCmd(a, "deliver --once [--lane LANE]", "Send pending intents through each lane's gate, reconciling first where in doubt", cobra.NoArgs,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			if !once {
-				return nil, p.DeliverLoop(cmd.Context(), lane, ttl)
+				return nil, a.deliverLoop(cmd.Context(), p, lane, ttl)
 			}
 			reports, err := p.DeliverOnce(cmd.Context(), lane, ttl)
 			return reports, err // what was delivered, and what failed (a nil report prints nothing)
@@ -33,6 +36,23 @@ it runs until Ctrl-C (as 'tidemark run' does), waiting the provider out.`
 	f.BoolVar(&once, "once", false, "deliver what is pending, then exit")
 	durationFlag(f, &ttl, "lease", time.Minute, pipeline.MinLease, pipeline.MaxLease, "the lane lease; renewed at every step")
 	return cmd
+}
+
+// deliverLoop runs the delivery loop until a signal stops it. Like the
+// daemon, it is stopped that way, so a signal is a clean stop: exit 0.
+func (a *app) deliverLoop(ctx context.Context, p *pipeline.Pipeline, lane string, ttl time.Duration) error {
+	what := "every lane"
+	if lane != "" {
+		what = fmt.Sprintf("lane %q", lane)
+	}
+	fmt.Fprintf(a.stderr, "tidemark: delivering %s on %s; Ctrl-C to stop\n", what, p.DB().URL())
+	err := p.DeliverLoop(ctx, lane, ttl)
+	if ctx.Err() == nil || (err != nil && !errors.Is(err, ctx.Err())) {
+		return err
+	}
+	fmt.Fprintln(a.stderr, "tidemark: stopped delivering; a write in flight was recorded as landed, not landed or in doubt "+
+		"(reconciliation decides it), and every lane's lease was given up; start it again to resume")
+	return nil
 }
 
 func newOutboxReconcileCmd(a *app) *cobra.Command {
