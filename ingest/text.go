@@ -30,12 +30,12 @@ type EventList []tidemark.Event
 func WriteReport(w io.Writer, r Report, err error) error {
 	switch {
 	case r.Outcome == "" && err != nil:
-		_, err = fmt.Fprintf(w, "%-20s not run: %v%s\n", r.Source, err, tidemark.Hint(err))
+		_, err = fmt.Fprintf(w, "%-20s not run: %s%s\n", r.Source, tidemark.Text(err), tidemark.Hint(err))
 	case r.Outcome.Advances():
 		_, err = fmt.Fprintf(w, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
-			r.EventsNew, r.EventsChanged, fieldtext.OrDash(fieldtext.Cut(r.CursorBefore, 12)), fieldtext.OrDash(fieldtext.Cut(r.CursorAfter, 12)))
+			r.EventsNew, r.EventsChanged, fieldtext.OrDash(fieldtext.Cursor(r.CursorBefore)), fieldtext.OrDash(fieldtext.Cursor(r.CursorAfter)))
 	default:
-		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, fieldtext.OrDash(fieldtext.Cut(r.CursorBefore, 12)))
+		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, fieldtext.OrDash(fieldtext.Cursor(r.CursorBefore)))
 	}
 	return err
 }
@@ -50,7 +50,7 @@ func (l SourceList) WriteText(w io.Writer) error {
 			due = "not due"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), WindowBrief(s),
-			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cut(s.Cursor, 12)), due)
+			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cursor(s.Cursor)), due)
 	}
 	return tw.Flush()
 }
@@ -137,7 +137,7 @@ func (d Detail) WriteText(w io.Writer) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, ac := range d.Actions {
 			fmt.Fprintf(tw, "  %s\t%s\tby %s\t%s → %s\t%s\n", fieldtext.Day(ac.At), ac.Action, ac.Actor,
-				fieldtext.OrDash(fieldtext.Cut(ac.CursorBefore, 12)), fieldtext.OrDash(fieldtext.Cut(ac.CursorAfter, 12)), ac.Note)
+				fieldtext.OrDash(fieldtext.Cursor(ac.CursorBefore)), fieldtext.OrDash(fieldtext.Cursor(ac.CursorAfter)), ac.Note)
 		}
 		return tw.Flush()
 	}

@@ -28,6 +28,12 @@ func TestWriteReport(t *testing.T) {
 		{ingest.Report{Source: "s"}, held, "s                    not run: " + held.Error() +
 			"\n  if that was this worker under another identity, run again with --holder elsewhere:1 to re-enter its run;" +
 			" otherwise it is free once the lease expires at " + until.Local().Format(time.DateTime) + "\n"},
+		// A git cursor inside a merge is one commit a side: each is named,
+		// so a move of one side shows.
+		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeItems, EventsNew: 3,
+			CursorBefore: strings.Repeat("a", 40) + "," + strings.Repeat("b", 40), CursorAfter: strings.Repeat("a", 40) + "," + strings.Repeat("c", 40)}, nil,
+			"s                    items       3 new, 0 changed events  cursor aaaaaaaaaaaa,bbbbbbbbbbbb → aaaaaaaaaaaa,cccccccccccc\n"},
+		{ingest.Report{Source: "s"}, fmt.Errorf("source %q: %w", "s", tidemark.ErrNotClaimable), "s                    not run: source \"s\": source not claimable\n"},
 	}
 	for _, tc := range tests {
 		var b strings.Builder

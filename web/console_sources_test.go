@@ -501,3 +501,21 @@ func TestConsoleLooksSayWhatWordsSay(t *testing.T) {
 	}
 	mustContain(t, "actions that left the cursor", r, `<td data-label="cursor"><code>q</code> <span class="muted">unchanged</span></td>`)
 }
+
+// A git cursor inside a merge is one commit a side; the console names
+// each, so that a move of either side shows.
+func TestConsoleNamesEachCommitOfAMergeCursor(t *testing.T) {
+	c, _, db := mustConsole(t, sqltest.Backends()[0])
+	ctx := context.Background()
+	st := db.Ingest()
+	merge := strings.Repeat("a", 40) + "," + strings.Repeat("b", 40)
+	cl, err := st.Claim(ctx, "quiet", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Settle(ctx, cl, ingest.Settlement{Cursor: merge, NextDueAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "status", c.get("/status"), "<code>aaaaaaaaaaaa,bbbbbbbbbbbb</code>")
+	mustContain(t, "a long single cursor stays cut", c.get("/status"), "<code>c1</code>")
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/summarize/readable"
@@ -43,7 +44,13 @@ var funcs = template.FuncMap{
 	// escape sequences. short and clip shorten text.
 	"text":  readable.Clean,
 	"short": func(s string) string { return shorten(readable.Clean(s), 12) },
-	"clip":  func(s string) string { return shorten(readable.Clean(s), 160) },
+	"cursor": func(s string) string {
+		if c := fieldtext.Cursor(s); len(c) > 12 {
+			return c // a list of hashes, each cut (a git cursor inside a merge)
+		}
+		return shorten(readable.Clean(s), 12)
+	},
+	"clip": func(s string) string { return shorten(readable.Clean(s), 160) },
 	// listed is a title in a list: cleaned, and shortened as the wiki's
 	// lists shorten it (the event's page shows it whole).
 	"listed":      func(s string) string { return publish.ListTitle(readable.Clean(s)) },

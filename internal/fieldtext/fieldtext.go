@@ -114,6 +114,25 @@ func OrDash(s string) string {
 	return s
 }
 
+// Cursor is a source's cursor for a table cell: its first 12 bytes, or,
+// for a cursor that is a list of hashes (a git cursor inside a merge holds
+// one commit a side, joined by commas), the first 12 digits of each, so
+// that a move of any one of them shows.
+func Cursor(s string) string {
+	const n = 12
+	parts := strings.Split(s, ",")
+	if len(parts) < 2 {
+		return Cut(s, n)
+	}
+	for i, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789abcdef") != "" {
+			return Cut(s, n)
+		}
+		parts[i] = Cut(p, n)
+	}
+	return strings.Join(parts, ",")
+}
+
 // Cut is s cut to at most n bytes.
 func Cut(s string, n int) string {
 	if len(s) <= n {
