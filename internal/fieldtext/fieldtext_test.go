@@ -58,3 +58,21 @@ func TestColumnsAndDetails(t *testing.T) {
 		t.Errorf("Details:\n%q\nwant:\n%q", b.String(), want)
 	}
 }
+
+// A cursor that is a list of hashes is cut hash by hash; any other cursor
+// (a feed's validators, a JSON value with commas) is cut as one string.
+func TestCursor(t *testing.T) {
+	a, b := strings.Repeat("a", 40), strings.Repeat("0", 64)
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{a, "aaaaaaaaaaaa"},
+		{a + "," + b, "aaaaaaaaaaaa,000000000000"},
+		{`{"etag":"x","n":1}`, `{"etag":"x",`},
+		{a + ",", a[:12]},
+		{a + ",G", a[:12]},
+	} {
+		if got := Cursor(tc.in); got != tc.want {
+			t.Errorf("Cursor(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
