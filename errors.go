@@ -35,7 +35,18 @@ var (
 	// ErrUnavailable: a backend (database, object store, provider) could
 	// not be reached.
 	ErrUnavailable = errors.New("tidemark: unavailable")
+	// ErrRefused: a backend (the object store) refused tidemark's own
+	// credentials or their rights. The setup is wrong, not the caller's
+	// input, and no retry changes the answer. It matches ErrInvalid (the
+	// CLI's exit 2: configuration to fix); over HTTP it is a 502, since the
+	// backend is the gateway that refused.
+	ErrRefused error = refusedError{}
 )
+
+type refusedError struct{}
+
+func (refusedError) Error() string        { return "tidemark: refused our credentials" }
+func (refusedError) Is(target error) bool { return target == ErrInvalid }
 
 // HeldError says who holds a source's claim and until when. It matches
 // ErrClaimHeld.
@@ -286,6 +297,7 @@ const (
 	statusConflict            = 409 // http.StatusConflict
 	statusClientClosedRequest = 499 // nginx's "client closed request"; net/http has none
 	statusInternalServerError = 500 // http.StatusInternalServerError
+	statusBadGateway          = 502 // http.StatusBadGateway
 	statusServiceUnavailable  = 503 // http.StatusServiceUnavailable
 )
 
@@ -293,6 +305,9 @@ const (
 // place where error kinds become statuses; an unexpected error is a 500 and
 // should be logged in full by the caller.
 func HTTPStatus(err error) int {
+	if errors.Is(err, ErrRefused) {
+		return statusBadGateway
+	}
 	switch ExitCode(err) {
 	case ExitOK:
 		return statusOK

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/s3"
 )
 
 // The root package writes HTTP statuses as numbers so it need not import
@@ -29,6 +31,11 @@ func TestHTTPStatusIsNetHTTPs(t *testing.T) {
 		{tidemark.ErrUnavailable, http.StatusServiceUnavailable},
 		{context.Canceled, 499},
 		{errors.New("boom"), http.StatusInternalServerError},
+		// The object store refused the server's own credentials: the
+		// server's setup is wrong, not the request; the store is the
+		// gateway that refused.
+		{fmt.Errorf("publish: %w", &s3.DeniedError{Op: "PUT", Status: 403, Code: "AccessDenied"}), http.StatusBadGateway},
+		{objstore.ErrDenied, http.StatusBadGateway},
 	} {
 		if got := tidemark.HTTPStatus(tc.err); got != tc.want {
 			t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)

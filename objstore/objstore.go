@@ -32,8 +32,9 @@ var (
 	// ErrDenied: the store refused our credentials, or their rights over
 	// the key (a wrong secret, an unknown access key, a policy that does
 	// not allow the operation). It is configuration the user must fix, so
-	// it matches tidemark.ErrInvalid: no retry can change the answer.
-	ErrDenied = fmt.Errorf("objstore: the store refused our credentials: %w", tidemark.ErrInvalid)
+	// it matches tidemark.ErrRefused, and so tidemark.ErrInvalid: no retry
+	// can change the answer.
+	ErrDenied = fmt.Errorf("objstore: access denied: %w", tidemark.ErrRefused)
 )
 
 // Info describes a stored object.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/s3"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -129,6 +130,15 @@ func TestPublishAPI(t *testing.T) {
 	if msg := mustJSONError(t, "a summarizer outage", r); !strings.Contains(msg, "1 pages published now") {
 		t.Errorf("the outage does not say what was published: %s", msg)
 	}
+	// The store refused the server's own credentials: not the request's
+	// fault (400) but the gateway's refusal; the class says what to fix.
+	f.round, f.roundErr = publish.Round{}, fmt.Errorf("publish: %w", &s3.DeniedError{Op: "PUT", Key: "index.html", Status: 403, Code: "SignatureDoesNotMatch"})
+	r = do("POST", "/api/publish", token, nil)
+	mustErrorClass(t, "a refused store", r, 502, "invalid", tidemark.ExitInvalid)
+	if msg := mustJSONError(t, "a refused store", r); !strings.Contains(msg, "refused our credentials") {
+		t.Errorf("the refusal does not say what was refused: %s", msg)
+	}
+	f.round, f.roundErr = publish.Round{}, nil
 
 	f.sweep = publish.SweepReport{Pages: 3, Withdrawn: 1}
 	if r := do("POST", "/api/publish/sweep", token, nil); r.Code != 200 || !strings.Contains(r.Body, `"withdrawn": 1`) {

@@ -134,7 +134,8 @@ func denied(err error) bool {
 
 // DeniedError is the server's refusal of our credentials or of their
 // rights over a key. It matches objstore.ErrDenied, and so
-// tidemark.ErrInvalid: the configuration is wrong and no retry fixes it.
+// tidemark.ErrRefused and tidemark.ErrInvalid: the configuration is wrong
+// and no retry fixes it.
 type DeniedError struct {
 	Op, Bucket, Key string
 	Status          int
@@ -151,7 +152,7 @@ func (e *DeniedError) Error() string {
 }
 
 func (e *DeniedError) Is(target error) bool {
-	return target == objstore.ErrDenied || target == tidemark.ErrInvalid
+	return target == objstore.ErrDenied || target == tidemark.ErrRefused || target == tidemark.ErrInvalid
 }
 
 func (e *DeniedError) Unwrap() error { return e.Err }
