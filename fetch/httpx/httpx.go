@@ -671,38 +671,53 @@ func maxAge(h http.Header) time.Duration {
 
 var errOverLimit = errors.New("httpx: body over the limit")
 
+// fill reads into buf until it is full or r fails. Unlike io.ReadFull it
+// keeps the reader's own error: io.EOF is the body's end, anything else
+// (io.ErrUnexpectedEOF included) is a body that broke off.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // readChunk is the unit in which a body of unknown length is read.
 const readChunk = 256 << 10
 
 // readLimited reads at most limit+1 bytes of r. A body of known length is
 // read into one buffer of that size; one of unknown length is read in
 // fixed chunks joined once at the end, so a body over the limit costs about
-// the limit in memory, never a doubling buffer's slack.
+// the limit in memory, never a doubling buffer's slack. Only io.EOF ends a
+// body: a chunked stream the connection cut, or a gzip stream without its
+// trailer, ends in io.ErrUnexpectedEOF, which is an error (truncated).
 func readLimited(r io.Reader, limit, length int64) ([]byte, error) {
 	r = io.LimitReader(r, limit+1)
 	if length >= 0 && length <= limit {
 		buf := make([]byte, length+1)
-		n, err := io.ReadFull(r, buf)
+		n, err := fill(r, buf)
 		switch {
-		case err == io.ErrUnexpectedEOF && int64(n) < length:
-			return nil, err // fewer bytes than declared: truncated
-		case err == io.ErrUnexpectedEOF, err == io.EOF && length == 0:
-			return buf[:n], nil
-		case err != nil:
+		case err == io.EOF && int64(n) < length:
+			return nil, io.ErrUnexpectedEOF // fewer bytes than declared: truncated
+		case err != nil && err != io.EOF:
 			return nil, err
 		}
-		return buf[:n], nil // more than declared; the caller sees the size
+		return buf[:n], nil // more than declared, if n > length; the caller sees the size
 	}
 	var chunks [][]byte
 	total := 0
 	for {
 		c := make([]byte, readChunk)
-		n, err := io.ReadFull(r, c)
+		n, err := fill(r, c)
 		if n > 0 {
 			chunks = append(chunks, c[:n])
 			total += n
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			break
 		}
 		if err != nil {

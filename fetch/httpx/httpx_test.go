@@ -1,6 +1,8 @@
 package httpx_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -140,6 +142,47 @@ func TestGetTruncatedBodyIsInvalid(t *testing.T) {
 	_, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
 	if outcomeOf(err) != tidemark.OutcomeInvalid || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("got %v, want invalid truncated", err)
+	}
+}
+
+// A body whose length was not declared is truncated when its framing
+// says so: a chunked stream the connection cut before its last chunk, or
+// a gzip stream that ends before its trailer. Each is refused as
+// truncated, never read as a shorter whole answer.
+func TestGetTruncatedStreamIsInvalid(t *testing.T) {
+	page := strings.Repeat("<p>price row: 10 EUR</p>\n", 2000)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(page))
+	zw.Close()
+	cut := gz.Bytes()[:gz.Len()/2]
+	for name, raw := range map[string]string{
+		"chunked cut": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			fmt.Sprintf("%x\r\n%s\r\n", 1000, page[:1000]),
+		"gzip cut, length of what was sent": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n" +
+			fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(cut), cut),
+		"gzip cut, chunked": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			fmt.Sprintf("%x\r\n%s\r\n", len(cut), cut),
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+				conn, buf, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close()
+				buf.WriteString(raw)
+				buf.Flush()
+			}, httpx.Options{})
+			res, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+			if err == nil {
+				t.Fatalf("accepted %d of %d bytes as the whole answer", len(res.Body), len(page))
+			}
+			if outcomeOf(err) != tidemark.OutcomeInvalid || !strings.Contains(err.Error(), "truncated") {
+				t.Fatalf("got %v, want invalid truncated", err)
+			}
+		})
 	}
 }
 
