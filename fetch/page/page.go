@@ -26,10 +26,17 @@ import (
 	"net/http"
 	"strings"
 
+	"mime"
+	"unicode/utf8"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"github.com/pmezard/go-difflib/difflib"
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch"
@@ -138,7 +145,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	sel := src.Config[ConfigSelector]
 	body := resp.Body
 	resp.Body = nil // Extract is the body's last user: it may be collected once parsed
-	title, text, err := Extract(body, resp.ContentType(), sel, src.Config[ConfigIgnore], int(maxNodes))
+	title, text, err := Extract(body, resp.Header.Get("Content-Type"), sel, src.Config[ConfigIgnore], int(maxNodes))
 	switch {
 	case errors.Is(err, ErrNoMatch) && prev.Matched:
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("selector %q matched nothing; it matched on the last run", sel), err)
@@ -199,6 +206,39 @@ func Evidence(location, selector string, prev Cursor, text string) []byte {
 	return b.Bytes()
 }
 
+// decode returns a page's body as UTF-8, decoded as a browser decodes it:
+// by its byte-order mark, the Content-Type's charset, then (HTML only) a
+// <meta> declaration in its first 1024 bytes (WHATWG labels: ISO-8859-1
+// reads as windows-1252). A body that declares nothing is UTF-8 when all
+// of it is, else windows-1252 (the browser's default; it decodes every
+// byte). A byte-order mark is not text: it is dropped, so a server that
+// starts or stops sending one changes nothing.
+func decode(body []byte, contentType string, isHTML bool) []byte {
+	var enc encoding.Encoding
+	if isHTML {
+		e, name, certain := charset.DetermineEncoding(body, contentType)
+		// Uncertain is a <meta> declaration or a guess from the first
+		// 1024 bytes; a body that is UTF-8 all through is not windows-1252
+		// (ASCII reads the same either way).
+		if certain || name != "windows-1252" || !utf8.Valid(body) {
+			enc = e
+		}
+	} else {
+		if _, params, err := mime.ParseMediaType(contentType); err == nil && params["charset"] != "" {
+			enc, _ = charset.Lookup(params["charset"])
+		}
+		if enc == nil && !utf8.Valid(body) {
+			enc = charmap.Windows1252
+		}
+	}
+	if enc != nil && enc != unicode.UTF8 && enc != encoding.Nop {
+		if out, err := enc.NewDecoder().Bytes(body); err == nil {
+			body = out
+		}
+	}
+	return bytes.TrimPrefix(body, []byte("\uFEFF"))
+}
+
 // hashText is tidemark.HashEvidence of text, without a copy of the whole
 // text ([]byte(text) would be one as large as the page's text).
 func hashText(text string) string {
@@ -220,21 +260,24 @@ func hashText(text string) string {
 // the document tree is built.
 func Extract(body []byte, contentType, selector, ignore string, maxNodes int) (title, text string, err error) {
 	if contentType == "" {
-		contentType, _, _ = strings.Cut(http.DetectContentType(body), ";")
+		contentType = http.DetectContentType(body)
 	}
-	switch contentType {
+	media, _, _ := strings.Cut(contentType, ";")
+	media = strings.ToLower(strings.TrimSpace(media))
+	switch media {
 	case "text/html", "application/xhtml+xml":
+		body = decode(body, contentType, true)
 	case "text/plain":
 		if selector != "" {
-			return "", "", fmt.Errorf("page: a selector needs HTML, got %s", contentType)
+			return "", "", fmt.Errorf("page: a selector needs HTML, got %s", media)
 		}
-		text = canon.Text(string(body))
+		text = canon.Text(string(decode(body, contentType, false)))
 		if text == "" {
 			return "", "", ErrNoText
 		}
 		return "", text, nil
 	default:
-		return "", "", fmt.Errorf("page: content type %s is not a page", contentType)
+		return "", "", fmt.Errorf("page: content type %s is not a page", media)
 	}
 	if maxNodes > 0 {
 		if err := checkNodes(body, maxNodes); err != nil {

@@ -233,3 +233,65 @@ func TestPageLongTextIsStillTrackedByHash(t *testing.T) {
 		t.Fatalf("unchanged long page: %v %d items", err, len(r3.Items))
 	}
 }
+
+// A page is decoded as a browser decodes it: a byte-order mark, the
+// Content-Type's charset, a <meta> declaration, else UTF-8 when the whole
+// body is UTF-8 and windows-1252 when it is not. A page in a legacy
+// encoding keeps its characters, so an edit of one is a change.
+func TestExtractDecodesThePagesEncoding(t *testing.T) {
+	cp1252 := func(s string) string { // the few characters used below
+		return strings.NewReplacer("€", "\x80", "£", "\xa3", "é", "\xe9").Replace(s)
+	}
+	long := strings.Repeat("plain ascii text. ", 100) // past a 1024-byte prescan
+	for _, tc := range []struct {
+		name, contentType, body, want string
+	}{
+		{"header charset", "text/html; charset=windows-1252", cp1252("<p>Prix: 10 €</p>"), "Prix: 10 €\n"},
+		{"header latin-1", "text/html; charset=ISO-8859-1", cp1252("<p>Café £</p>"), "Café £\n"},
+		{"meta charset", "text/html", cp1252(`<html><head><meta charset="windows-1252"></head><body><p>10 €</p></body></html>`), "10 €\n"},
+		{"meta http-equiv", "text/html", cp1252(`<html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1"></head><body><p>Café</p></body></html>`), "Café\n"},
+		{"undeclared legacy", "text/html", cp1252("<p>Café 10 €</p>"), "Café 10 €\n"},
+		{"undeclared utf-8 past the prescan", "text/html", "<p>" + long + "</p><p>Café 10 €</p>", canonLong(long) + "Café 10 €\n"},
+		{"utf-8 byte-order mark", "text/html", "\xef\xbb\xbf<html><head><title>Shop</title></head><body><p>Prix 10 €</p></body></html>", "Prix 10 €\n"},
+		{"plain text charset", "text/plain; charset=windows-1252", cp1252("Prix: 10 €\n"), "Prix: 10 €\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, text, err := page.Extract([]byte(tc.body), tc.contentType, "", "", 0)
+			if err != nil || text != tc.want {
+				t.Fatalf("text %q (%v), want %q", text, err, tc.want)
+			}
+		})
+	}
+}
+
+func canonLong(s string) string { return strings.TrimSpace(s) + "\n" }
+
+// An edit of a character only a legacy encoding writes is a change.
+func TestPageInALegacyEncodingSeesAnEdit(t *testing.T) {
+	b := sqltest.Backends()[0]
+	s := newSite("text/html; charset=windows-1252")
+	s.Set(200, "<html><body><p>Prix: 10 \x80</p></body></html>", "")
+	srv, client := fetchtest.MustServe(t, s)
+	h := fetchtest.MustHarness(t, b, "page", srv.URL+"/price", nil, &page.Fetcher{Client: client})
+	h.MustRun(t, tidemark.OutcomeItems)
+	s.Set(200, "<html><body><p>Prix: 10 \xa3</p></body></html>", "")
+	h.MustRun(t, tidemark.OutcomeItems)
+	ev := h.Events(t)[srv.URL+"/price"]
+	if got := h.Evidence(t, ev.ID, 0); !strings.Contains(got, "-Prix: 10 €") || !strings.Contains(got, "+Prix: 10 £") {
+		t.Fatalf("the edit's evidence:\n%s", got)
+	}
+}
+
+// The fetch hands Extract the Content-Type's charset: a header naming
+// windows-1252 is obeyed over bytes that would also read as UTF-8, as a
+// browser obeys it.
+func TestPageFetchObeysTheHeadersCharset(t *testing.T) {
+	s := newSite("text/html; charset=windows-1252")
+	s.Set(200, "<html><body><p>Caf\xc3\xa9</p></body></html>", "")
+	srv, client := fetchtest.MustServe(t, s)
+	h := fetchtest.MustHarness(t, sqltest.Backends()[0], "page", srv.URL+"/c", nil, &page.Fetcher{Client: client})
+	h.MustRun(t, tidemark.OutcomeItems)
+	if got := h.Evidence(t, h.Events(t)[srv.URL+"/c"].ID, 0); !strings.Contains(got, "CafÃ©") {
+		t.Fatalf("evidence:\n%s", got)
+	}
+}
