@@ -43,6 +43,11 @@ func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.Test
 // SetSource changes a source's settings (private addresses, interval,
 // retry budget).
 func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
+	if ch.AllowPrivate != nil {
+		if err := kinds.CheckAllowPrivate(ctx, *ch.AllowPrivate); err != nil {
+			return tidemark.Source{}, err
+		}
+	}
 	return p.db.Ingest().Set(ctx, ref, ch, actor)
 }
 

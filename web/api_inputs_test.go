@@ -3,14 +3,18 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/pipeline"
@@ -129,5 +133,72 @@ func TestNotSignedInSaysSoOnce(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusUnauthorized || strings.Count(e.Error, "not signed in") != 1 || strings.Contains(e.Error, "not found") {
 			t.Errorf("%s %s: %d %q (%v), want 401 saying once that it is not signed in", tc.method, tc.path, resp.StatusCode, e.Error, err)
 		}
+	}
+}
+
+// A token reaches neither the server's files nor, through a source that
+// allows them, its private network, unless the server admits them: the
+// API refuses to test or add a directory outside its roots, and to let a
+// source reach private addresses, and says how the operator admits them.
+func TestAPIAddsOnlyWhatTheServerAdmits(t *testing.T) {
+	ctx := context.Background()
+	cfg := pipeline.Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), sqltest.Backends()[0].NewURL(t)
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/feed.xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := p.DB().Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, notes := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "id_ed25519"), []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(a kinds.Admission) func(method, path, body string) (int, string) {
+		srv := httptest.NewServer((&web.Server{Ingest: p.DB().Ingest(), Auth: p.DB().Auth(), Sources: p, Admission: a}).Handler())
+		t.Cleanup(srv.Close)
+		return func(method, path, body string) (int, string) {
+			req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+	}
+	closed := serve(kinds.Admission{})
+	for _, tc := range []struct{ method, path, body, says string }{
+		{"POST", "/api/sources/test", `{"location":"` + secrets + `","kind":"dir","evidence":true,"config":{"hidden":"true"}}`, "--local-root"},
+		{"POST", "/api/sources", `{"location":"` + secrets + `"}`, "--local-root"},
+		{"POST", "/api/sources", `{"location":"https://example.org/x.xml","kind":"feed","allow_private":true}`, "--allow-private"},
+		{"PATCH", "/api/sources/blog", `{"allow_private":true}`, "--allow-private"},
+	} {
+		code, body := closed(tc.method, tc.path, tc.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.says) || strings.Contains(body, "PRIVATE KEY") {
+			t.Errorf("%s %s %s: %d %s, want 400 saying %q", tc.method, tc.path, tc.body, code, body, tc.says)
+		}
+	}
+	if srcs, _ := p.DB().Ingest().Sources(ctx); len(srcs) != 1 || srcs[0].AllowPrivate {
+		t.Fatalf("a refused request changed the sources: %+v", srcs)
+	}
+	open := serve(kinds.Admission{LocalRoots: []string{notes}, AllowPrivate: true})
+	if code, body := open("POST", "/api/sources/test", `{"location":"`+secrets+`","kind":"dir"}`); code != http.StatusBadRequest || !strings.Contains(body, "not under") {
+		t.Errorf("a directory outside the roots: %d %s", code, body)
+	}
+	if code, body := open("POST", "/api/sources", `{"location":"`+notes+`","name":"notes"}`); code != http.StatusCreated && code != http.StatusOK {
+		t.Errorf("a directory under a root: %d %s", code, body)
+	}
+	if code, body := open("PATCH", "/api/sources/blog", `{"allow_private":true}`); code != http.StatusOK {
+		t.Errorf("allow_private where admitted: %d %s", code, body)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox"
@@ -130,6 +131,11 @@ type Server struct {
 	// Pages, when set with Wiki, links an event's console page to the
 	// wiki page it is published on.
 	Pages PageFinder
+	// Admission is what the API and the console may add beyond web and
+	// remote locations (kinds.Admission): the zero value admits no
+	// location on the server's machine and no source that may reach
+	// private addresses. Every request's context carries it.
+	Admission kinds.Admission
 
 	// driven, in tests, is told of each background migration drive.
 	driven func(done <-chan struct{})
@@ -203,7 +209,16 @@ func (s *Server) Handler() http.Handler {
 	}))
 	h = cop.Handler(h)
 	h = HostCheck(s.Hosts, h)
+	h = admitting(s.Admission, h)
 	return SecurityHeaders(h)
+}
+
+// admitting hands h requests whose context carries a: a token's holder
+// adds sources under the server's admission, never as its operator.
+func admitting(a kinds.Admission, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(kinds.WithAdmission(r.Context(), a)))
+	})
 }
 
 func (s *Server) logger() *slog.Logger {

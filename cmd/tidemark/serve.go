@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/web"
 )
@@ -16,6 +21,8 @@ func newServeCmd(a *app) *cobra.Command {
 		hosts                        []string
 		publicMetrics, secureCookies bool
 		sessionTTL                   time.Duration
+		localRoots                   []string
+		allowPrivate                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -27,15 +34,27 @@ an access token: create one with ` + "`tidemark token create NAME`" + ` (printed
 send it as "Authorization: Bearer TOKEN", or sign in at /signin in a browser.
 
 Requests are answered only for IP addresses, localhost and the names given
-with --host, so a DNS-rebinding page cannot reach the server.`,
+with --host, so a DNS-rebinding page cannot reach the server.
+
+A token lets its holder add and test sources, and what a source reads is
+published to the wiki. So the API and the console add no location on this
+machine (a directory, a local git repository) unless it lies under a
+--local-root, and no source that may reach private addresses unless the
+server runs with --allow-private (or TIDEMARK_ALLOW_PRIVATE). The CLI, run
+by the machine's operator, is not limited.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := a.pipe(cmd.Context())
 			if err != nil {
 				return err
 			}
+			roots, err := checkLocalRoots(localRoots)
+			if err != nil {
+				return err
+			}
 			srv, err := site.New(cmd.Context(), p, site.Options{Hosts: hosts, PublicMetrics: publicMetrics,
-				SecureCookies: secureCookies, SessionTTL: sessionTTL, Logger: a.log})
+				SecureCookies: secureCookies, SessionTTL: sessionTTL, Logger: a.log,
+				Admission: kinds.Admission{LocalRoots: roots, AllowPrivate: allowPrivate || a.cfg.AllowPrivate}})
 			if err != nil {
 				return err
 			}
@@ -62,5 +81,27 @@ with --host, so a DNS-rebinding page cannot reach the server.`,
 	f.BoolVar(&publicMetrics, "public-metrics", false, "serve /metrics without a token (for a scraper on a trusted network)")
 	f.BoolVar(&secureCookies, "secure-cookies", false, "mark the session cookie Secure (TLS ends at a proxy in front)")
 	f.DurationVar(&sessionTTL, "session-ttl", web.DefaultSessionTTL, "how long a browser sign-in lasts")
+	f.StringArrayVar(&localRoots, "local-root", nil, "a directory under which the API and the console may add dir sources and local git repositories (repeatable; none by default)")
+	f.BoolVar(&allowPrivate, "allow-private", false, "let the API and the console add sources that reach private, loopback and link-local addresses (default: env "+AllowPrivateEnv+")")
 	return cmd
+}
+
+// checkLocalRoots returns each --local-root made absolute, refusing one
+// that is not a directory: a typo would otherwise admit nothing, silently.
+func checkLocalRoots(roots []string) ([]string, error) {
+	var out []string
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			return nil, tidemark.Invalidf("local-root", r, "%v", err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }

@@ -142,11 +142,14 @@ func (s *Set) warn(format string, args ...any) {
 
 // Resolve completes a new source: the kind (detected unless named), its
 // config checked against the kind's keys, the kind's own preparation, and
-// a default name. It refuses a location that carries a credential before
-// anything reads it. Detection and checks reach only what the source will
+// a default name. It refuses a location that carries a credential, and
+// what ctx's Admission does not admit, before anything reads it. Detection and checks reach only what the source will
 // be allowed to (ns.AllowPrivate).
 func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
 	if err := CheckLocationCredentials(ns.Location); err != nil {
+		return ns, err
+	}
+	if err := admitBefore(ctx, ns); err != nil {
 		return ns, err
 	}
 	ctx = httpx.WithAllowPrivate(ctx, ns.AllowPrivate)
@@ -185,6 +188,9 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 	}
 	var err error
 	if ns, err = k.prepare(ctx, s, ns); err != nil {
+		return ns, err
+	}
+	if err := admitAfter(ctx, ns); err != nil {
 		return ns, err
 	}
 	if ns.Name == "" {

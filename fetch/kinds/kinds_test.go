@@ -3,6 +3,7 @@ package kinds_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,72 @@ func TestResolveSaysWhatWasWrongAndTheFix(t *testing.T) {
 		if strings.Contains(msg, tc.neverSays) {
 			t.Errorf("%s (kind %q): %q says %q, which is no fix here", tc.ns.Location, tc.ns.Kind, msg, tc.neverSays)
 		}
+	}
+}
+
+// A face whose users are not the machine's operator (the API and the
+// console: anyone holding a token) admits a location on the server's
+// machine only under a root it was given, and a source that may reach
+// private addresses only when it allows them; nothing local is even
+// looked at before that.
+func TestResolveUnderAnAdmission(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	s := kinds.New(kinds.Options{GitCache: t.TempDir()})
+	root, outside := t.TempDir(), t.TempDir()
+	inside := filepath.Join(root, "notes")
+	repo := filepath.Join(outside, "repo")
+	for _, d := range []string{inside, repo} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	escape := filepath.Join(root, "escape")
+	if err := os.Symlink(outside, escape); err != nil {
+		t.Fatal(err)
+	}
+	none := kinds.WithAdmission(context.Background(), kinds.Admission{})
+	rooted := kinds.WithAdmission(context.Background(), kinds.Admission{LocalRoots: []string{root}})
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		ns   ingest.NewSource
+		says string // "" admits
+	}{
+		{"dir, no root", none, ingest.NewSource{Location: inside}, "local-root"},
+		{"dir named, no root", none, ingest.NewSource{Location: inside, Kind: "dir"}, "local-root"},
+		{"local git, no root", none, ingest.NewSource{Location: repo}, "local-root"},
+		{"file:// git, no root", none, ingest.NewSource{Location: "file://" + repo, Kind: "git"}, "local-root"},
+		{"missing path, no root", none, ingest.NewSource{Location: filepath.Join(outside, "nope")}, "local-root"},
+		{"dir under the root", rooted, ingest.NewSource{Location: inside}, ""},
+		{"the root itself", rooted, ingest.NewSource{Location: root, Kind: "dir"}, ""},
+		{"dir outside the root", rooted, ingest.NewSource{Location: outside, Kind: "dir"}, "not under"},
+		{"git outside the root", rooted, ingest.NewSource{Location: repo}, "not under"},
+		{"a link out of the root", rooted, ingest.NewSource{Location: escape, Kind: "dir"}, "not under"},
+		{"dotdot out of the root", rooted, ingest.NewSource{Location: filepath.Join(root, "..", filepath.Base(outside)), Kind: "dir"}, "not under"},
+		{"private, not allowed", none, ingest.NewSource{Location: "https://example.org/feed.xml", Kind: "feed", AllowPrivate: true}, "allow-private"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Resolve(tc.ctx, tc.ns)
+			switch {
+			case tc.says == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.says != "" && (!errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), tc.says)):
+				t.Fatalf("got %v, want a refusal saying %q", err, tc.says)
+			}
+		})
+	}
+	if err := kinds.CheckAllowPrivate(none, true); err == nil || !strings.Contains(err.Error(), "allow-private") {
+		t.Fatalf("setting allow_private without admission: %v", err)
+	}
+	if err := kinds.CheckAllowPrivate(context.Background(), true); err != nil {
+		t.Fatalf("the operator's own CLI: %v", err)
+	}
+	if err := kinds.CheckAllowPrivate(kinds.WithAdmission(context.Background(), kinds.Admission{AllowPrivate: true}), true); err != nil {
+		t.Fatalf("an admission that allows it: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/web"
 )
@@ -33,6 +34,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// Logger receives the server's errors (nil: the pipeline's logger).
 	Logger *slog.Logger
+	// Admission is what the API and the console may add beyond web and
+	// remote locations (kinds.Admission; the zero value: no location on
+	// this machine, no source that may reach private addresses).
+	Admission kinds.Admission
 }
 
 // New returns the whole site over p: the wiki from p's object store, the
@@ -70,7 +75,7 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
 		Wiki: web.WikiHandler(objs, db.Publish(), log), Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
-		Logger: log, Clock: p.Clock(),
+		Logger: log, Clock: p.Clock(), Admission: o.Admission,
 	}, nil
 }
 
