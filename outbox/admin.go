@@ -73,6 +73,11 @@ type Channel struct {
 	// kind's default; see Preview).
 	Template  string    `json:"template"`
 	CreatedAt time.Time `json:"created_at"`
+	// Note says, when the lane's listing does not read this target back
+	// (provider.Covering), what that means for a write in doubt and how to
+	// have it read; "" otherwise. It is not stored: it is worked out from
+	// the lane's settings when a channel is added or listed.
+	Note string `json:"note"`
 }
 
 // Action is an operator's (or the policy's) retire or revive, as audited.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -517,6 +518,19 @@ type round struct {
 	now      time.Time
 	evidence string // what the listing says about its own freshness
 	requests int    // provider reads made
+	// uncovered are the intents in doubt whose targets the listing does
+	// not read (provider.Covering).
+	uncovered map[string]bool
+}
+
+// listingEvidence is what the listing says of an intent in doubt: its
+// freshness, and that it does not read the intent's target, if so.
+func (r *round) listingEvidence(id string) string {
+	if !r.uncovered[id] {
+		return r.evidence
+	}
+	return r.evidence + "; the listing does not read target " + strconv.Quote(r.intents[r.at[id]].Target) +
+		", so it cannot show this write (name the target in the lane's settings to have it read)"
 }
 
 // reconcile reconciles the lane in phases: one ordered read of our own
@@ -573,8 +587,8 @@ func (d *Deliverer) recordDecisions(r *round) {
 		if _, ok := r.rec.Checks[id]; ok {
 			continue
 		}
-		ev := r.evidence
-		if !listingTooOld(r.in.ListedAt, pi) && absenceTooEarly(r.in.ListedAt, pi) {
+		ev := r.listingEvidence(id)
+		if !r.uncovered[id] && !listingTooOld(r.in.ListedAt, pi) && absenceTooEarly(r.in.ListedAt, pi) {
 			ev += "; not listed, but the attempt could still land until " + pi.AttemptUntil.UTC().Format(time.RFC3339) +
 				" (its start plus the write's bound): only a look after that says it did not"
 		}
@@ -625,6 +639,7 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 	}
 	fp, _ := d.Provider.(provider.Fingerprinter)
 	r.at = make(map[string]int, len(intents))
+	r.uncovered = map[string]bool{}
 	for i, it := range intents {
 		r.at[it.ID] = i
 		pi := PlanIntent{ID: it.ID, Rank: it.Rank, Target: it.Target, Parent: it.Parent, HasParent: true, BodySHA256: it.BodySHA256}
@@ -642,6 +657,12 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 				// The listing no longer keeps writes that old: that it
 				// does not show this one proves nothing.
 				pi.AttemptStartedAt = r.in.ListedAt
+			}
+			if cv, ok := d.Provider.(provider.Covering); ok && !cv.Covers(it.Target, it.Parent) && r.in.ListedAt != nil {
+				// The listing does not read this target: it would not
+				// show the write, landed or not.
+				pi.AttemptStartedAt = r.in.ListedAt
+				r.uncovered[it.ID] = true
 			}
 		case StateUnexecutable:
 			r.in.Unexecutable = append(r.in.Unexecutable, it.ID)
@@ -685,11 +706,11 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 		start, until := it.attemptStart(), it.attemptUntil(d.writeBound())
 		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
 		if errors.Is(err, provider.ErrUnsupported) {
-			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence + "; no probe"}
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.listingEvidence(id) + "; no probe"}
 			continue
 		}
 		if err != nil {
-			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.evidence + "; probe failed: " + err.Error()}
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.listingEvidence(id) + "; probe failed: " + err.Error()}
 			continue
 		}
 		r.requests++

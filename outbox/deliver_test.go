@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -647,4 +648,69 @@ func TestALaneWithAnAttemptItsWriterLostIsInDoubt(t *testing.T) {
 			t.Fatalf("an attempt in flight whose writer's lease ran out: health %q, want in doubt", got)
 		}
 	})
+}
+
+// scoped is a provider whose listing reads only some targets (Slack's
+// channels, GitHub's repos, ntfy's topics, Matrix's rooms): a write to any
+// other target is never listed, landed or not.
+type scoped struct {
+	provider.Provider
+	covered string
+	probes  bool
+}
+
+func (s scoped) Covers(target, _ string) bool { return target == s.covered }
+
+func (s scoped) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+	pg, err := s.Provider.ListOwn(ctx, cursor)
+	kept := pg.Writes[:0]
+	for _, w := range pg.Writes {
+		if w.Target == s.covered {
+			kept = append(kept, w)
+		}
+	}
+	pg.Writes = kept
+	return pg, err
+}
+
+func (s scoped) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
+	if !s.probes {
+		return provider.Probed{}, provider.ErrUnsupported
+	}
+	return s.Provider.Probe(ctx, w)
+}
+
+// A listing says nothing of a target it does not read: a write in doubt
+// there is decided by a probe, or stays unresolved; it is never taken for
+// one that did not land and sent again.
+func TestAListingDecidesOnlyTheTargetsItReads(t *testing.T) {
+	for _, probes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("probe=%v", probes), func(t *testing.T) {
+			h := newHarness(t, sqltest.Backends()[0], laneOpts{noCount: true, skew: time.Second})
+			in := h.draft("elsewhere", "one")
+			d := &outbox.Deliverer{Store: h.st, Provider: scoped{h.provider(), "covered", probes}, Lane: h.lane, Holder: "w1", Clock: h.env.Clock, LeaseTTL: time.Minute}
+			h.srv.LoseAnswers(1) // it lands; its answer is lost
+			if s := h.step(d); s.Outcome != outbox.OutcomeUnknown {
+				t.Fatalf("step %+v: want the outcome unknown", s)
+			}
+			h.env.Clock.Advance(provider.DefaultTimeout + time.Minute) // past its deadline: a fresh listing could decide a covered write
+			for range 3 {
+				h.step(d)
+			}
+			if h.srv.Posts() != 1 {
+				t.Fatalf("%d posts: the write was sent again because a listing that does not read its target did not show it", h.srv.Posts())
+			}
+			want := outbox.StateUnresolved
+			if probes {
+				want = outbox.StateLanded
+			}
+			if got := h.intent(in.ID); got.State != want {
+				t.Fatalf("intent is %s, want %s", got.State, want)
+			}
+			if checks, err := h.st.Checks(context.Background(), in.ID); !probes && (err != nil || len(checks) == 0) ||
+				!probes && !strings.Contains(checks[0].Evidence, `does not read target "elsewhere"`) {
+				t.Fatalf("the evidence does not say the listing cannot show it: %+v %v", checks, err)
+			}
+		})
+	}
 }

@@ -86,11 +86,17 @@ type Channels []Channel
 
 // WriteText writes channels as a table.
 func (cs Channels) WriteText(w io.Writer) error {
-	return table(w, "ID\tSOURCE\tLANE\tTARGET\tPARENT", func(tw io.Writer) {
+	err := table(w, "ID\tSOURCE\tLANE\tTARGET\tPARENT", func(tw io.Writer) {
 		for _, c := range cs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Source, c.Lane, c.Target, fieldtext.OrDash(c.Parent))
 		}
 	})
+	for _, c := range cs {
+		if err == nil && c.Note != "" {
+			_, err = fmt.Fprintf(w, "note on %s: %s\n", c.ID, c.Note)
+		}
+	}
+	return err
 }
 
 // Intents are intents as people see them.

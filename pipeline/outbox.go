@@ -236,7 +236,36 @@ func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor 
 			return outbox.Channel{}, tidemark.Invalidf(f.name, f.v, "required")
 		}
 	}
-	return p.db.Outbox().AddChannelAs(ctx, actor, ref.Source, ref.Lane, ref.Target, ref.Parent)
+	c, err := p.db.Outbox().AddChannelAs(ctx, actor, ref.Source, ref.Lane, ref.Target, ref.Parent)
+	if err == nil {
+		c.Note = p.readBackNote(ctx, c.Lane, c.Target, c.Parent)
+	}
+	return c, err
+}
+
+// readBackNote says, for a channel whose lane's listing does not read its
+// target back, what that means and how to have it read; "" when it does,
+// or when the lane's provider cannot be built here (its health says why).
+func (p *Pipeline) readBackNote(ctx context.Context, lane, target, parent string) string {
+	l, err := p.db.Outbox().Lane(ctx, lane)
+	if err != nil {
+		return ""
+	}
+	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
+	if err != nil {
+		return ""
+	}
+	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	if err != nil {
+		return ""
+	}
+	if cv, ok := prov.(provider.Covering); !ok || cv.Covers(target, parent) {
+		return ""
+	}
+	setting := strings.Join(providers.ListSettings(l.Provider), ", ")
+	return fmt.Sprintf("lane %s does not read %s back (its listing reads only what its %s setting names): a write to it whose "+
+		"answer is lost is decided only by a probe or an idempotency key, where the provider has one, and otherwise stays "+
+		"unresolved, never sent twice; to have it read, name it there (outbox lane set %s --setting %s=…)", lane, target, setting, lane, setting)
 }
 
 // RemoveChannel stops delivering a source's pages to a channel. The
@@ -272,7 +301,11 @@ func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (out
 
 // Channels returns every channel.
 func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
-	return p.db.Outbox().Channels(ctx)
+	cs, err := p.db.Outbox().Channels(ctx)
+	for i := range cs {
+		cs[i].Note = p.readBackNote(ctx, cs[i].Lane, cs[i].Target, cs[i].Parent)
+	}
+	return cs, err
 }
 
 // Intents lists intents by lane and rank.

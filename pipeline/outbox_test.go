@@ -644,3 +644,32 @@ func TestALaneWhoseWriterProcessIsGoneIsInDoubt(t *testing.T) {
 		t.Fatalf("lane with a write in flight of gone %s: health %q (%s), want in doubt", holder, v.Health, v.Problem)
 	}
 }
+
+// A channel to a target its lane's listing does not read says so, when it
+// is added and whenever channels are listed: a write to it whose answer is
+// lost cannot be decided by the listing.
+func TestAChannelSaysWhenItsLaneCannotReadItBack(t *testing.T) {
+	p := openBackend(t, sqltest.Backends()[0])
+	ctx := context.Background()
+	mustAddLane(t, p, "chat", "slack", outbox.LaneChange{Settings: map[string]string{"token": "xoxb-1", "channels": "C0AAAA1"}})
+	if _, err := p.DB().Ingest().AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "chat", Target: "C0AAAA1"}, "ada")
+	if err != nil || read.Note != "" {
+		t.Fatalf("a channel its lane reads: %+v %v", read, err)
+	}
+	unread, err := p.AddChannel(ctx, outbox.ChannelRef{Source: "docs", Lane: "chat", Target: "C0AAAA2"}, "ada")
+	if err != nil || !strings.Contains(unread.Note, "does not read C0AAAA2") || !strings.Contains(unread.Note, "channels") {
+		t.Fatalf("a channel its lane does not read: %+v %v", unread, err)
+	}
+	cs, err := p.Channels(ctx)
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("channels: %+v %v", cs, err)
+	}
+	for _, c := range cs {
+		if (c.Target == "C0AAAA2") != (c.Note != "") {
+			t.Errorf("listed channel %s: note %q", c.Target, c.Note)
+		}
+	}
+}

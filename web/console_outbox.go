@@ -329,7 +329,11 @@ func (s *Server) formIntentOp(w http.ResponseWriter, r *http.Request) {
 func (s *Server) formAddChannel(w http.ResponseWriter, r *http.Request) {
 	ref := outbox.ChannelRef{Source: r.PostFormValue("source"), Lane: r.PostFormValue("lane"), Target: r.PostFormValue("target"), Parent: r.PostFormValue("parent")}
 	c, err := s.OutboxOps.AddChannel(r.Context(), ref, actor(r))
-	s.redirect(w, r, "/status/outbox", fmt.Sprintf("pages of %s will be delivered to %s on lane %s", c.Source, c.Target, c.Lane), err)
+	msg := fmt.Sprintf("pages of %s will be delivered to %s on lane %s", c.Source, c.Target, c.Lane)
+	if c.Note != "" {
+		msg += "; but " + c.Note
+	}
+	s.redirect(w, r, "/status/outbox", msg, err)
 }
 
 func (s *Server) formRemoveChannel(w http.ResponseWriter, r *http.Request) {

@@ -91,7 +91,11 @@ func newOutboxChannelCmd(a *app) *cobra.Command {
 		"Draft an intent on LANE for TARGET each time a page of the source is published", cobra.NoArgs,
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			c, err := p.AddChannel(cmd.Context(), addRef, actor())
-			return answer(say(c, "pages of %s will be delivered to %s on lane %s", c.Source, c.Target, c.Lane), err)
+			msg := fmt.Sprintf("pages of %s will be delivered to %s on lane %s", c.Source, c.Target, c.Lane)
+			if c.Note != "" {
+				msg += "\nnote: " + c.Note
+			}
+			return answer(say(c, "%s", msg), err)
 		})
 	requiredFlags(add, map[string]*string{"source": &addRef.Source, "lane": &addRef.Lane, "target": &addRef.Target},
 		"the %s (required; a target is a webhook target, a Mastodon timeline, owner/repo#number, …)")

@@ -123,6 +123,15 @@ type Bounded interface {
 	WriteBound() time.Duration
 }
 
+// Covering is implemented by a provider whose listing of our own writes
+// reads only some targets (Slack's channels, GitHub's repos, ntfy's
+// topics, Matrix's rooms, as the lane's settings name them): a write to
+// any other target is never listed, landed or not, so its absence there
+// says nothing, and only a probe (or the idempotency key) can decide it.
+type Covering interface {
+	Covers(target, parent string) bool
+}
+
 var (
 	// ErrUnsupported: the provider cannot do this (no counter, no listing).
 	ErrUnsupported = errors.New("provider: not supported")

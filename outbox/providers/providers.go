@@ -277,6 +277,16 @@ func New(l outbox.Lane, clk clock.Clock) (provider.Provider, error) {
 	return NewWithSecrets(l, nil, clk)
 }
 
+// ListSettings are the lane settings a kind's listing of our own writes
+// needs (its ListOwn capability), such as Slack's "channels".
+func ListSettings(kind string) []string {
+	k, ok := kinds[kind]
+	if !ok || k.caps.ListOwn == nil {
+		return nil
+	}
+	return k.caps.ListOwn.Needs
+}
+
 // NewWithSecrets builds the provider of a lane from its shown settings and
 // the secrets kept apart from them. Every error the provider returns has
 // its text cleaned of those secrets (and of any the provider read from the
@@ -328,6 +338,24 @@ type redacting struct {
 }
 
 func (r *redacting) LaneGuarantee() provider.LaneGuarantee { return r.g }
+
+// WriteBound is the provider's own bound (provider.Bounded), or 0 (the
+// deliverer's default): the wrapper must not hide it.
+func (r *redacting) WriteBound() time.Duration {
+	if b, ok := r.p.(provider.Bounded); ok {
+		return b.WriteBound()
+	}
+	return 0
+}
+
+// Covers says which targets the provider's listing reads
+// (provider.Covering): every target, unless the provider says otherwise.
+func (r *redacting) Covers(target, parent string) bool {
+	if c, ok := r.p.(provider.Covering); ok {
+		return c.Covers(target, parent)
+	}
+	return true
+}
 
 func (r *redacting) err(err error) error { return redact.Err(err, r.secrets...) }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
@@ -100,5 +101,53 @@ func TestNewNeedsTheSecretsKeptApart(t *testing.T) {
 	}
 	if _, err := providers.NewWithSecrets(l, secret, nil); err != nil {
 		t.Fatalf("NewWithSecrets: %v", err)
+	}
+}
+
+// The provider a lane gets is wrapped (redacting its errors, carrying its
+// guarantee); the wrapper must not hide what the deliverer asks of the
+// provider: how long a write may take, and which targets its listing reads.
+func TestTheWrapperHidesNothingTheDelivererAsks(t *testing.T) {
+	t.Setenv("TIDEMARK_WEBHOOK_SECRET", "s3cr3t")
+	build := func(kind string, settings map[string]string) provider.Provider {
+		t.Helper()
+		shown, secrets := providers.Split(kind, settings)
+		p, err := providers.NewWithSecrets(outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "l", Provider: kind, Settings: shown}}, secrets, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		return p
+	}
+	hook := build("webhook", map[string]string{"url": "https://x.example/hook", "timeout": "45s"})
+	if b, ok := hook.(provider.Bounded); !ok || b.WriteBound() != 45*time.Second {
+		t.Errorf("a webhook lane with timeout=45s: bound %v (forwarded: %v)", b, ok)
+	}
+	for _, tc := range []struct {
+		kind          string
+		settings      map[string]string
+		read, notRead [][2]string // target, parent
+	}{
+		{"slack", map[string]string{"token": "xoxb-1", "channels": "C0AAAA1,C0AAAA2"}, [][2]string{{"C0AAAA1", ""}, {"C0AAAA2", "1.2"}}, [][2]string{{"C0AAAA3", ""}}},
+		{"github", map[string]string{"token": "ghp_1", "repos": "acme/widgets"}, [][2]string{{"acme/widgets#1", ""}, {"Acme/Widgets#2", ""}}, [][2]string{{"acme/other#1", ""}}},
+		{"ntfy", map[string]string{"topics": "changes"}, [][2]string{{"changes", ""}}, [][2]string{{"other", ""}}},
+		{"matrix", map[string]string{"homeserver_url": "https://m.example", "token": "t", "rooms": "!a:m.example"}, [][2]string{{"!a:m.example", ""}}, [][2]string{{"!b:m.example", ""}}},
+		{"webhook", map[string]string{"url": "https://x.example/hook", "list_url": "https://x.example/list"}, [][2]string{{"anything", ""}}, nil},
+	} {
+		p := build(tc.kind, tc.settings)
+		cv, ok := p.(provider.Covering)
+		if !ok {
+			t.Errorf("%s: the lane's provider does not say which targets its listing reads", tc.kind)
+			continue
+		}
+		for _, x := range tc.read {
+			if !cv.Covers(x[0], x[1]) {
+				t.Errorf("%s %v: says its listing does not read %q", tc.kind, tc.settings, x[0])
+			}
+		}
+		for _, x := range tc.notRead {
+			if cv.Covers(x[0], x[1]) {
+				t.Errorf("%s %v: says its listing reads %q", tc.kind, tc.settings, x[0])
+			}
+		}
 	}
 }

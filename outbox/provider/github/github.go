@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,6 +201,17 @@ func (p *Provider) page(ctx context.Context, u string) ([]comment, provider.Meta
 		return nil, meta, "", err
 	}
 	return cs, meta, provider.NextLink(resp.Header), nil
+}
+
+// Covers implements provider.Covering: the listing reads the comments of
+// the repositories the lane names (GitHub's names ignore case), and no
+// other.
+func (p *Provider) Covers(target, _ string) bool {
+	m := targetRE.FindStringSubmatch(target)
+	if m == nil {
+		return false
+	}
+	return slices.ContainsFunc(p.c.Repos, func(r string) bool { return strings.EqualFold(r, m[1]) })
 }
 
 // ListOwn implements provider.Provider: each configured repository's

@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -202,6 +203,10 @@ type event struct {
 		Body string `json:"body"`
 	} `json:"content"`
 }
+
+// Covers implements provider.Covering: the listing reads the rooms the
+// lane names, and no other.
+func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Rooms, target) }
 
 // ListOwn implements provider.Provider: each configured room's messages,
 // newest first (dir=b), paginated by the server's tokens, filtered to our

@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,6 +213,10 @@ func (p *Provider) own(m message) provider.OwnWrite {
 	return provider.OwnWrite{RemoteID: m.ID, CreatedAt: time.Unix(m.Time, 0).UTC(), Target: m.Topic, HasParent: true,
 		BodySHA256: provider.BodySHA256([]byte(m.Message))}
 }
+
+// Covers implements provider.Covering: the listing reads the topics the
+// lane names, and no other.
+func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Topics, target) }
 
 // ListOwn implements provider.Provider: each configured topic's cached
 // messages, one topic a page. Anyone who may publish to a topic writes

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -246,6 +247,10 @@ type message struct {
 	Text  string `json:"text"`
 	TS    string `json:"ts"`
 }
+
+// Covers implements provider.Covering: the listing reads the channels
+// the lane names, and no other.
+func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Channels, target) }
 
 // ListOwn implements provider.Provider: each configured channel's
 // conversations.history, newest first, filtered to our bot. The cursor is
