@@ -274,16 +274,19 @@ func unexecutableSet(ids []string, byID map[string]int) (map[string]bool, error)
 }
 
 // keyIntents decides whether the join key tells the intents apart: each
-// intent's key maps to its index, and a key two intents share refuses the
-// plan (an own write matching it could be either).
-func keyIntents(join JoinKey, intents []PlanIntent) (map[joinKeyOf]int, error) {
-	keyed := make(map[joinKeyOf]int, len(intents))
+// key maps to the indexes of the intents carrying it. A key two intents
+// share refuses the plan (an own write matching it could be either),
+// unless every intent carrying it is known to have landed: those decide
+// nothing, and their own writes are told apart by the remote ids the
+// journal recorded (matchOwnWrites).
+func keyIntents(join JoinKey, intents []PlanIntent) (map[joinKeyOf][]int, error) {
+	keyed := make(map[joinKeyOf][]int, len(intents))
 	for i, it := range intents {
 		k := joinKey(join, it.Target, it.Parent, it.BodySHA256)
-		if j, dup := keyed[k]; dup {
-			return nil, &DuplicateKeyError{Join: join, Key: readableKey(join, it), Intents: []string{intents[j].ID, it.ID}}
+		if js := keyed[k]; len(js) > 0 && (!it.KnownLanded || !intents[js[0]].KnownLanded) {
+			return nil, &DuplicateKeyError{Join: join, Key: readableKey(join, it), Intents: []string{intents[js[0]].ID, it.ID}}
 		}
-		keyed[k] = i
+		keyed[k] = append(keyed[k], i)
 	}
 	return keyed, nil
 }
@@ -312,10 +315,10 @@ func absenceTooEarly(listedAt *time.Time, it PlanIntent) bool {
 // one that landed it and later ones recorded as duplicates, and those
 // already known to have landed. Own writes no intent matches are recorded
 // as unmatched.
-func matchOwnWrites(p *Plan, in PlanInput, intents []PlanIntent, keyed map[joinKeyOf]int) []bool {
+func matchOwnWrites(p *Plan, in PlanInput, intents []PlanIntent, keyed map[joinKeyOf][]int) []bool {
 	landed := make([]bool, len(intents))
 	for _, w := range in.OwnWrites {
-		i, ok := keyed[joinKey(p.Join, w.Target, w.Parent, w.BodySHA256)]
+		i, ok := keyedIntent(keyed[joinKey(p.Join, w.Target, w.Parent, w.BodySHA256)], intents, w)
 		if !ok {
 			p.UnmatchedOwnWrites = append(p.UnmatchedOwnWrites, w.RemoteID)
 			continue
@@ -343,6 +346,22 @@ func matchOwnWrites(p *Plan, in PlanInput, intents []PlanIntent, keyed map[joinK
 		}
 	}
 	return landed
+}
+
+// keyedIntent is the intent an own write with these keyed intents is: the
+// one intent of its key, or, of intents known to have landed that share it
+// (keyIntents), the one whose journal recorded this write's remote id, else
+// the first of them.
+func keyedIntent(is []int, intents []PlanIntent, w OwnWrite) (int, bool) {
+	if len(is) == 0 {
+		return 0, false
+	}
+	for _, i := range is {
+		if intents[i].KnownRemoteID != "" && intents[i].KnownRemoteID == w.RemoteID {
+			return i, true
+		}
+	}
+	return is[0], true
 }
 
 // placeMark decides the mark: the highest-ranked landed intent, whatever

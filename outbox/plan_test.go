@@ -171,6 +171,44 @@ func TestMakePlanRefusesDuplicateJoinKey(t *testing.T) {
 	}
 }
 
+// A join key that only intents known to have landed share decides nothing
+// and blocks nothing: their own writes are told apart by the remote ids the
+// journal recorded, and the rest of the lane is planned. A key an intent
+// still to decide shares with another stays refused: an own write
+// matching it could be either.
+func TestMakePlanAJoinKeySharedByLandedIntentsOnly(t *testing.T) {
+	landed := func(id string, rank int64, remote string) PlanIntent {
+		in := intent(id, rank, "C1", "Deploy finished") // fingerprint-equal bodies
+		in.KnownLanded, in.KnownRemoteID = true, remote
+		return in
+	}
+	start := t0.Add(time.Minute)
+	doubt := intent("c", 3, "C1", "Build ok")
+	doubt.AttemptStartedAt, doubt.AttemptUntil = &start, &start
+	listed := t0.Add(time.Hour)
+	in := PlanInput{
+		Intents:   []PlanIntent{landed("a", 1, "r1"), landed("b", 2, "r2"), doubt},
+		OwnWrites: []OwnWrite{own("r2", 2, "C1", "Deploy finished"), own("r1", 1, "C1", "Deploy finished")},
+		ListedAt:  &listed,
+	}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatalf("plan refused: %v", err)
+	}
+	if !slices.Equal(p.Landed, []string{"a", "b"}) || !slices.Equal(p.Replay, []string{"c"}) ||
+		len(p.DuplicateOwnWrites) != 0 || len(p.UnmatchedOwnWrites) != 0 || p.LandedAs["a"].RemoteID != "r1" || p.LandedAs["b"].RemoteID != "r2" {
+		t.Fatalf("plan %+v (landed as %v)", p, p.LandedAs)
+	}
+	// The write in doubt shares the landed intents' key: refused.
+	doubt2 := intent("d", 4, "C1", "Deploy finished")
+	doubt2.AttemptStartedAt, doubt2.AttemptUntil = &start, &start
+	in.Intents = append(in.Intents, doubt2)
+	var dup *DuplicateKeyError
+	if _, err := MakePlan(in); !errors.As(err, &dup) {
+		t.Fatalf("a key an undecided intent shares: %v, want a DuplicateKeyError", err)
+	}
+}
+
 func TestChooseJoin(t *testing.T) {
 	withBody := []PlanIntent{{ID: "a", Target: "t", BodySHA256: body("x")}}
 	withParent := []PlanIntent{{ID: "a", Target: "t", HasParent: true, BodySHA256: body("x")}}
