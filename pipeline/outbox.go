@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/providers"
@@ -65,10 +67,56 @@ func checkChange(ch outbox.LaneChange) error {
 	return nil
 }
 
+// admitLane refuses, under the kinds.Admission of a face whose users are
+// not the machine's operator (the API and the console), lane settings a
+// token must not give: an environment variable other than a TIDEMARK_ one
+// (the lane would send the server's other secrets to its remote), or an
+// address (a url setting) in the server's private network unless the
+// server admits private addresses. A name that cannot be resolved now is
+// let through, as for sources. The CLI carries no admission.
+func (p *Pipeline) admitLane(ctx context.Context, settings map[string]string) error {
+	a, ok := kinds.AdmissionOf(ctx)
+	if !ok {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		v := strings.TrimSpace(settings[k])
+		switch {
+		case v == "":
+		case strings.HasSuffix(k, "_env") && !strings.HasPrefix(v, "TIDEMARK_"):
+			return tidemark.Invalidf("setting "+k, v, "over the API and the console a lane reads only environment variables named "+
+				"TIDEMARK_…, so a token cannot send the server's other secrets anywhere; its operator can name %s with "+
+				"`tidemark outbox lane add/set` on the server's machine", v)
+		case !a.AllowPrivate && (k == "url" || strings.HasSuffix(k, "_url")):
+			u, err := url.Parse(v)
+			if err != nil || u.Hostname() == "" {
+				continue // the provider says what is wrong with it
+			}
+			port := u.Port()
+			if port == "" {
+				port = "443"
+				if u.Scheme == "http" {
+					port = "80"
+				}
+			}
+			allowed, refused, err := p.kinds.Client().ResolveChecked(ctx, u.Hostname(), port)
+			if err == nil && refused != nil && len(allowed) == 0 {
+				return tidemark.Invalidf("setting "+k, "", "reaches %s: %v; this server does not let the API or the console "+
+					"write to its private network: its operator can add the lane with `tidemark outbox lane add` on its "+
+					"machine, or start `tidemark serve --allow-private`", u.Hostname(), refused)
+			}
+		}
+	}
+	return nil
+}
+
 // AddLane adds a lane of a provider kind, with the change made to the
 // defaults; its secrets are kept apart from its shown settings.
 func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
 	if err := checkChange(ch); err != nil {
+		return outbox.LaneView{}, err
+	}
+	if err := p.admitLane(ctx, ch.Settings); err != nil {
 		return outbox.LaneView{}, err
 	}
 	c := ch.Apply(laneDefaults(name, kind))
@@ -91,6 +139,9 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 			tidemark.Input("settings"), tidemark.Input("unset"), tidemark.Input("min_gap"), tidemark.Input("skew"), tidemark.Input("retire_checks"), tidemark.Input("retire_spacing"))
 	}
 	if err := checkChange(ch); err != nil {
+		return outbox.LaneView{}, err
+	}
+	if err := p.admitLane(ctx, ch.Settings); err != nil {
 		return outbox.LaneView{}, err
 	}
 	err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {

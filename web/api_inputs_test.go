@@ -152,6 +152,9 @@ func TestAPIAddsOnlyWhatTheServerAdmits(t *testing.T) {
 	if _, err := p.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/feed.xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := p.AddLane(ctx, "hooks", "webhook", outbox.LaneChange{Settings: map[string]string{"url": "https://hooks.example/h"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
 	token, _, err := p.DB().Auth().CreateToken(ctx, "ops")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +164,7 @@ func TestAPIAddsOnlyWhatTheServerAdmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve := func(a kinds.Admission) func(method, path, body string) (int, string) {
-		srv := httptest.NewServer((&web.Server{Ingest: p.DB().Ingest(), Auth: p.DB().Auth(), Sources: p, Admission: a}).Handler())
+		srv := httptest.NewServer((&web.Server{Ingest: p.DB().Ingest(), Auth: p.DB().Auth(), Sources: p, OutboxOps: p, Admission: a}).Handler())
 		t.Cleanup(srv.Close)
 		return func(method, path, body string) (int, string) {
 			req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
@@ -182,6 +185,12 @@ func TestAPIAddsOnlyWhatTheServerAdmits(t *testing.T) {
 		{"POST", "/api/sources", `{"location":"` + secrets + `"}`, "--local-root"},
 		{"POST", "/api/sources", `{"location":"https://example.org/x.xml","kind":"feed","allow_private":true}`, "--allow-private"},
 		{"PATCH", "/api/sources/blog", `{"allow_private":true}`, "--allow-private"},
+		// A lane would send the server's other secrets, or write inside
+		// its network.
+		{"POST", "/api/outbox/lanes", `{"name":"x","provider":"ntfy","settings":{"base_url":"https://ntfy.example","token_env":"AWS_SECRET_ACCESS_KEY"}}`, "TIDEMARK_"},
+		{"POST", "/api/outbox/lanes", `{"name":"x","provider":"webhook","settings":{"url":"http://169.254.169.254/latest/meta-data/"}}`, "--allow-private"},
+		{"POST", "/api/outbox/lanes", `{"name":"x","provider":"webhook","settings":{"url":"https://hooks.example/x","list_url":"http://127.0.0.1:9/list"}}`, "--allow-private"},
+		{"PATCH", "/api/outbox/lanes/hooks", `{"settings":{"secret_env":"DATABASE_URL"}}`, "TIDEMARK_"},
 	} {
 		code, body := closed(tc.method, tc.path, tc.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, tc.says) || strings.Contains(body, "PRIVATE KEY") {
@@ -190,6 +199,12 @@ func TestAPIAddsOnlyWhatTheServerAdmits(t *testing.T) {
 	}
 	if srcs, _ := p.DB().Ingest().Sources(ctx); len(srcs) != 1 || srcs[0].AllowPrivate {
 		t.Fatalf("a refused request changed the sources: %+v", srcs)
+	}
+	if ls, _ := p.DB().Outbox().Lanes(ctx); len(ls) != 1 || ls[0].Settings["secret_env"] != "" {
+		t.Fatalf("a refused request changed the lanes: %+v", ls)
+	}
+	if code, body := closed("POST", "/api/outbox/lanes", `{"name":"ok","provider":"ntfy","settings":{"base_url":"https://ntfy.example","token_env":"TIDEMARK_NTFY_TOKEN"}}`); code != http.StatusCreated {
+		t.Errorf("a lane reading a TIDEMARK_ variable: %d %s", code, body)
 	}
 	open := serve(kinds.Admission{LocalRoots: []string{notes}, AllowPrivate: true})
 	if code, body := open("POST", "/api/sources/test", `{"location":"`+secrets+`","kind":"dir"}`); code != http.StatusBadRequest || !strings.Contains(body, "not under") {

@@ -36,10 +36,14 @@ func WithAdmission(ctx context.Context, a Admission) context.Context {
 	return context.WithValue(ctx, admissionKey{}, a)
 }
 
-func admissionOf(ctx context.Context) (Admission, bool) {
+// AdmissionOf returns the Admission ctx carries, if any (the CLI's carries
+// none: it admits everything).
+func AdmissionOf(ctx context.Context) (Admission, bool) {
 	a, ok := ctx.Value(admissionKey{}).(Admission)
 	return a, ok
 }
+
+func admissionOf(ctx context.Context) (Admission, bool) { return AdmissionOf(ctx) }
 
 // CheckAllowPrivate refuses to let a source reach private addresses when
 // ctx carries an Admission that does not allow it.
