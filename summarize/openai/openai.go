@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -43,8 +45,20 @@ type Config struct {
 	PromptVersion string
 	Prompt        string
 	MaxTokens     int
-	HTTPClient    *http.Client
+	// Timeout bounds one request, answer included (0: DefaultTimeout); it
+	// is ignored when HTTPClient is set.
+	Timeout    time.Duration
+	HTTPClient *http.Client
 }
+
+// DefaultTimeout bounds one request to the endpoint: long enough for a
+// local model on a CPU to write a few sentences, short enough that a hung
+// endpoint is an outage (unavailable) instead of a wait for ever.
+const DefaultTimeout = 3 * time.Minute
+
+// maxAnswerBytes bounds an answer as it is read: a summary is at most
+// summarize.MaxTextBytes, so an answer far larger is refused unread.
+const maxAnswerBytes = 1 << 20
 
 // Summarizer calls a chat-completions endpoint.
 type Summarizer struct {
@@ -78,8 +92,43 @@ func New(cfg Config) (*Summarizer, error) {
 	cc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient != nil {
 		cc.HTTPClient = cfg.HTTPClient
+	} else {
+		if cfg.Timeout <= 0 {
+			cfg.Timeout = DefaultTimeout
+		}
+		cc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: boundedAnswers{http.DefaultTransport}}
 	}
 	return &Summarizer{cfg: cfg, client: goopenai.NewClientWithConfig(cc)}, nil
+}
+
+// boundedAnswers refuses, as it reads them, answers over maxAnswerBytes.
+type boundedAnswers struct{ next http.RoundTripper }
+
+func (b boundedAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxAnswerBytes}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+var errAnswerTooLarge = fmt.Errorf("the answer is larger than %d bytes, far more than a summary", maxAnswerBytes)
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // Identity implements summarize.Summarizer.

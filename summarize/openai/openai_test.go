@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/summarize"
@@ -123,5 +124,50 @@ func TestErrorHidesTheAPIKey(t *testing.T) {
 		if (status == http.StatusServiceUnavailable) != errors.Is(err, tidemark.ErrUnavailable) {
 			t.Fatalf("status %d: err = %v lost its kind", status, err)
 		}
+	}
+}
+
+// An endpoint that never answers is unavailable after the request's
+// timeout, not waited on for ever; an answer larger than any summary is
+// refused as it is read, not read whole.
+func TestAHungOrFloodingEndpointIsBounded(t *testing.T) {
+	done := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(done) }) // runs first: the handler returns, then the server closes
+	s, err := openai.New(openai.Config{BaseURL: hung.URL + "/v1", APIKey: "k", Model: "m", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+	if !errors.Is(err, tidemark.ErrUnavailable) || time.Since(start) > 10*time.Second {
+		t.Fatalf("a hung endpoint: %v after %v, want unavailable after the timeout", err, time.Since(start))
+	}
+
+	flood := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"`))
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for range 64 { // 4 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = w.Write([]byte(`"}}]}`))
+	}))
+	t.Cleanup(flood.Close)
+	s, err = openai.New(openai.Config{BaseURL: flood.URL + "/v1", APIKey: "k", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("a 4 MiB answer: %v, want it refused as too large", err)
 	}
 }
