@@ -188,27 +188,32 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 
 // publishAndSweep is one round of the publish loop. The sweep refreshes
 // the listings (with the store's listing it reads), so the round's
-// publishing leaves them to it.
+// publishing leaves them to it; a round whose summarizer failed part-way
+// still sweeps, so the pages it published are listed at once (and a page
+// gone from the store is put back) while the summarizer is down.
 func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) error {
 	obs := p.cfg.Observer
-	r, err := p.publishRound(ctx, svc, "", publishRoundSize, svc.PublishPendingPages)
+	r, perr := p.publishRound(ctx, svc, "", publishRoundSize, svc.PublishPendingPages)
 	if obs != nil {
 		obs.ObservePublish(r.Published)
 	}
-	if err != nil {
-		return fmt.Errorf("publish: %w", err)
+	if perr != nil {
+		perr = fmt.Errorf("publish: %w", perr)
+		if ctx.Err() != nil || fatal(perr) || !errors.Is(perr, tidemark.ErrUnavailable) {
+			return perr
+		}
 	}
 	start := time.Now()
 	rep, err := svc.Sweep(ctx)
 	if err != nil {
-		return fmt.Errorf("sweep: %w", err)
+		return errors.Join(perr, fmt.Errorf("sweep: %w", err))
 	}
 	if obs != nil {
 		obs.ObserveSweep(time.Since(start), rep)
 	}
 	p.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
 		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
-	return nil
+	return perr
 }
 
 // migrationLoop carries on every pending migration run (detached, or left

@@ -3,7 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/summarize/summarizers"
 )
 
 // gitRepo makes a repository with two commits.
@@ -417,5 +422,43 @@ func TestRunOnceTellsProgressAsItGoes(t *testing.T) {
 			t.Fatalf("progress %q, want in order %q", descs, want)
 		}
 		last = seen[w]
+	}
+}
+
+// A daemon's round whose summarizer failed part-way still sweeps: the
+// pages it published are linked from the listings at once, not only once
+// the summarizer answers again.
+func TestADaemonRoundSweepsWhenTheSummarizerFails(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "cursor: never move") {
+			http.Error(w, `{"error":{"message":"the model crashed"}}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Reads feeds."}}]}`)
+	}))
+	defer srv.Close()
+	home, repo := t.TempDir(), gitRepo(t)
+	p := open(t, home, nil)
+	p.cfg.Summarizer, p.cfg.OpenAI = "openai", summarizers.OpenAI{BaseURL: srv.URL + "/v1", Model: "m"}
+	src, _, err := p.TrackRepo(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunSource(ctx, src.Name, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := p.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.publishAndSweep(ctx, svc); !errors.Is(err, tidemark.ErrUnavailable) {
+		t.Fatalf("round: %v, want the summarizer's outage", err)
+	}
+	index, err := os.ReadFile(filepath.Join(home, "wiki", "index.html"))
+	if err != nil || strings.Count(string(index), `href="changes/`) != 1 {
+		t.Fatalf("the index after a round that published one page before the summarizer failed: %v\n%s", err, index)
 	}
 }
