@@ -79,6 +79,11 @@ type Service struct {
 	// (0: DefaultUnservedFor). Other workers take the source meanwhile.
 	UnservedFor time.Duration
 	Logger      *slog.Logger
+	// Running, when set, is the set of sources with a run in flight in
+	// this process, shared by its Services: RunSource refuses a source
+	// already running here instead of re-entering its own claim (which is
+	// for a restarted holder) and fetching it a second time.
+	Running *Running
 
 	// group commits settlements of runs that admitted nothing and finished
 	// together, when the store can (BatchSettler).
@@ -169,12 +174,58 @@ func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	if s.Running != nil {
+		if since, ok := s.Running.start(src.ID, s.Clock.Now()); !ok {
+			return Report{Source: src.Name}, &RunningError{Source: src.Name, Since: since}
+		}
+		defer s.Running.done(src.ID)
+	}
 	c, err := s.Store.Claim(ctx, src.ID, s.Holder, s.leaseTTL())
 	if err != nil {
 		return Report{Source: src.Name}, err
 	}
 	return s.RunClaim(ctx, c)
 }
+
+// Running is the set of sources with a run in flight in one process (see
+// Service.Running). Its zero value is empty and ready.
+type Running struct {
+	mu  sync.Mutex
+	ids map[string]time.Time
+}
+
+func (r *Running) start(id string, now time.Time) (since time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if since, busy := r.ids[id]; busy {
+		return since, false
+	}
+	if r.ids == nil {
+		r.ids = map[string]time.Time{}
+	}
+	r.ids[id] = now
+	return now, true
+}
+
+func (r *Running) done(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.ids, id)
+}
+
+// RunningError: a run of the source is already in flight in this process.
+// It matches tidemark.ErrClaimHeld.
+type RunningError struct {
+	Source string
+	Since  time.Time
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("source %s: a run of it started at %s is still in flight in this process; wait for it to finish",
+		e.Source, e.Since.Local().Format(time.DateTime))
+}
+
+func (e *RunningError) Is(target error) bool { return target == tidemark.ErrClaimHeld }
 
 // RunClaim runs a claim to its end: it fetches, then settles or fails the
 // run. A cancelled ctx interrupts the fetch; the run is then failed without

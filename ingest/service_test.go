@@ -259,3 +259,42 @@ func TestFetchTimeoutSaysUnreachableOnce(t *testing.T) {
 		t.Errorf("reason %q, error %q: want the outcome said once, beside the reason", rep.Error, err)
 	}
 }
+
+// A source run asked for twice in one process (two presses of the
+// console's Run now) is run once: the second is refused at once, saying a
+// run is in flight here, instead of re-entering the first run's claim,
+// fetching again and failing its settlement as a stale claim.
+func TestRunSourceTwiceInOneProcessRunsOnce(t *testing.T) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	fetches := 0
+	f := newFixture(t, sqltest.Backends()[0], func(ctx context.Context, _ tidemark.Source, _ string) (tidemark.FetchResult, error) {
+		if fetches++; fetches == 1 {
+			close(started)
+			<-release
+		}
+		return tidemark.FetchResult{Cursor: "c1"}, nil
+	})
+	f.svc.Running = &ingest.Running{}
+	// Another Service of the same process (the pipeline makes one per call).
+	second := &ingest.Service{Store: f.svc.Store, Fetchers: f.svc.Fetchers, Clock: f.svc.Clock, Rand: f.svc.Rand,
+		Holder: f.svc.Holder, LeaseTTL: f.svc.LeaseTTL, Retry: f.svc.Retry, Running: f.svc.Running}
+	done := make(chan error, 1)
+	go func() { _, err := f.svc.RunSource(ctx, "s"); done <- err }()
+	<-started
+	_, err := second.RunSource(ctx, "s")
+	if !errors.Is(err, tidemark.ErrClaimHeld) || !strings.Contains(err.Error(), "in flight in this process") {
+		t.Fatalf("the second run: %v, want it refused as in flight here", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the first run: %v", err)
+	}
+	if fetches != 1 {
+		t.Fatalf("%d fetches, want 1", fetches)
+	}
+	f.env.Clock.Advance(time.Hour)
+	if _, err := second.RunSource(ctx, "s"); err != nil {
+		t.Fatalf("a run once the first is done: %v", err)
+	}
+}

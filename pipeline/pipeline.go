@@ -48,6 +48,9 @@ type Pipeline struct {
 	// live tells which holders of this host are gone: the store's, and
 	// the lanes' health (a write in flight whose writer is gone).
 	live *ingest.Liveness
+	// running are the sources with a run in flight in this process
+	// (ingest.Service.Running), shared by every Service Ingest makes.
+	running ingest.Running
 
 	objsMu sync.Mutex
 	objs   objstore.Store
@@ -179,6 +182,7 @@ func (p *Pipeline) Ingest() *ingest.Service {
 		// its heartbeats.
 		FetchTimeout: 10 * time.Minute,
 		Logger:       p.log,
+		Running:      &p.running,
 	}
 }
 
