@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tidemark/tidemark"
 )
@@ -135,10 +136,14 @@ func PutGeneration(ctx context.Context, s Store, key string, body []byte, gen in
 	return Info{}, fmt.Errorf("put %s generation %d: %d attempts lost the compare-and-swap: %w", key, gen, MaxCASAttempts, ErrPrecondition)
 }
 
-// CheckKey refuses keys that could escape a store's root.
+// CheckKey refuses keys that could escape a store's root (empty, dot or
+// hidden segments) and keys with control characters, which no page has.
 func CheckKey(key string) error {
 	if key == "" || key[0] == '/' || key[len(key)-1] == '/' {
 		return tidemark.Invalidf("object key", key, "must be a non-empty relative path")
+	}
+	if strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return tidemark.Invalidf("object key", key, "has a control character")
 	}
 	start := 0
 	for i := 0; i <= len(key); i++ {

@@ -32,9 +32,11 @@ func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 			http.Error(w, "method "+r.Method+" not allowed (allowed: GET, HEAD)", http.StatusMethodNotAllowed)
 			return
 		}
-		key := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
-		if key == "" || strings.HasSuffix(r.URL.Path, "/") {
-			key = strings.TrimPrefix(key+"/index.html", "/")
+		// The path as decoded, never cleaned: a dot or empty segment (an
+		// encoded "..", "/./", "//") names no page, and CheckKey refuses it.
+		key := strings.TrimPrefix(r.URL.Path, "/")
+		if key == "" || strings.HasSuffix(key, "/") {
+			key += "index.html"
 		}
 		if objstore.CheckKey(key) != nil || strings.HasPrefix(key, "_tidemark/") {
 			http.NotFound(w, r)

@@ -84,3 +84,38 @@ func TestTheWikiAllowsReadsOnly(t *testing.T) {
 		}
 	}
 }
+
+// A path that names no page is a plain 404 on every store, never a store
+// error (a 502 and an error in the log, which any visitor could fill) nor
+// a page served under a wrong base: a path below a page, a NUL or another
+// control character, an encoded dot segment.
+func TestAPathThatIsNoPageIsA404(t *testing.T) {
+	objs, err := dir.Open(filepath.Join(t.TempDir(), "wiki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"index.html", "changes/a.html"} {
+		if _, err := objs.Put(context.Background(), k, []byte("<p>page</p>"), objstore.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged strings.Builder
+	srv := httptest.NewServer(StoreHandler(objs, slog.New(slog.NewTextHandler(&logged, nil))))
+	defer srv.Close()
+	for _, p := range []string{"/index.html/", "/index.html/x", "/changes/a.html/index.html", "/index.html%00", "/index.html%0a",
+		"/changes/%2e%2e/index.html", "/changes/./a.html", "/changes//a.html", "/changes/%2e/a.html"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(conn, "GET "+p+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+		raw, _ := io.ReadAll(conn)
+		conn.Close()
+		if status := strings.SplitN(string(raw), "\r\n", 2)[0]; status != "HTTP/1.1 404 Not Found" {
+			t.Errorf("GET %s: %s, want 404", p, status)
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("paths that are no page logged store errors:\n%s", logged.String())
+	}
+}

@@ -41,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tidemark/tidemark/objstore"
@@ -180,10 +181,16 @@ func (s *Store) paths(key string) (body, side string, err error) {
 	return body, filepath.Join(filepath.Dir(body), "."+filepath.Base(body)+".meta"), nil
 }
 
+// absent reports whether err says a file is not there: it does not exist,
+// or a path element above it is a file (a key below another key's body).
+func absent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
 func readMeta(side string) (meta, error) {
 	var m meta
 	b, err := os.ReadFile(side)
-	if errors.Is(err, fs.ErrNotExist) {
+	if absent(err) {
 		return m, objstore.ErrNotFound
 	}
 	if err != nil {
@@ -206,7 +213,7 @@ func (s *Store) Get(ctx context.Context, key string) (objstore.Object, error) {
 		return objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
 	}
 	b, err := os.ReadFile(bodyPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	if absent(err) {
 		return objstore.Object{}, fmt.Errorf("get %s: %w", key, objstore.ErrNotFound)
 	}
 	if err != nil {
