@@ -40,6 +40,11 @@ func TestBrowserLongText(t *testing.T) {
 	if _, err := st.AddSource(bg, ingest.NewSource{Name: "broken-feed", Kind: "feed", Location: "https://example.org/feed", Interval: time.Hour, RetryBudget: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// A source name as long as names may be, without a space.
+	long := "engineering-blog-feed-for-the-platform-infrastructure-team-release-notes-and-incident-reports-2026"
+	if _, err := st.AddSource(bg, ingest.NewSource{Name: long, Kind: "feed", Location: "https://example.org/long", Interval: time.Hour, RetryBudget: 1}); err != nil {
+		t.Fatal(err)
+	}
 	c, err := st.Claim(bg, "broken-feed", "worker-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
