@@ -160,3 +160,28 @@ func TestParseSearchRefusesAPageOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A word is a word wherever it stands: inside what looks like an HTML tag
+// (a generic type, an escaped <script>), in a file path, or before a
+// file's extension, SQLite and PostgreSQL find the same pages.
+func TestSearchFindsWordsInTagsAndPaths(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.settle(t, f.src,
+			tidemark.Item{Key: "a", Title: "fix Option<String> parsing", Evidence: []byte("commit a\n\n outbox/outboxtest/outboxtest.go | 12 +\n")},
+			tidemark.Item{Key: "b", Title: "web: escape <script>alert(1)</script> in titles", Evidence: []byte("commit b\n\n web/webhook.go | 3 +\n")})
+		f.mustSummarizeAndPublish(t)
+		for q, want := range map[string]int{"String": 1, "outboxtest": 1, "outboxtest.go": 1, "alert": 1, "script": 1,
+			"webhook.go": 1, "webhook": 1, "Option<String>": 1, "outbox/outboxtest": 1} {
+			pq, err := publish.ParseSearch(q, 10, 0)
+			if err != nil {
+				t.Fatalf("parse %q: %v", q, err)
+			}
+			res, err := f.st.Search(ctx, pq)
+			if err != nil || len(res.Hits) != want {
+				t.Errorf("%s: search %q: %d hits (%v), want %d", b.Name, q, len(res.Hits), err, want)
+			}
+		}
+	})
+}

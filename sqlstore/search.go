@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/tidemark/tidemark/publish"
 )
@@ -100,17 +101,30 @@ var postgresSearch = &searchDialect{
 		WHERE ps.document @@ q AND p.published_summary_id IS NOT NULL
 		ORDER BY ts_rank(ps.document, q) DESC, p.id LIMIT $2 OFFSET $3`,
 	// websearch_to_tsquery never fails on user text; it is given the
-	// parsed terms in its own grammar.
+	// parsed terms in its own grammar, each a phrase of its words, with
+	// ASCII punctuation read as a space, as the index reads it (migration
+	// 0027): "webhook.go" is the phrase "webhook go".
 	match: func(q publish.SearchQuery) string {
 		var parts []string
 		for _, t := range q.Terms {
-			parts = append(parts, `"`+t+`"`)
+			parts = append(parts, `"`+punctuationAsSpace(t)+`"`)
 		}
 		for _, t := range q.Excluded {
-			parts = append(parts, `-"`+t+`"`)
+			parts = append(parts, `-"`+punctuationAsSpace(t)+`"`)
 		}
 		return strings.Join(parts, " ")
 	},
+}
+
+// punctuationAsSpace reads ASCII punctuation as a space, as PostgreSQL's
+// search index does (and SQLite's unicode61 tokenizer).
+func punctuationAsSpace(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && unicode.IsPunct(r) || unicode.IsSymbol(r) && r < 0x80 {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // Search finds published pages matching q, best first.
