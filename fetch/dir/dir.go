@@ -10,7 +10,9 @@
 // is ever read: symbolic links are not followed, every file is opened
 // relative to the root, and a file is read only if what was opened is the
 // regular file its name stands for (a link swapped in between listing and
-// open is not followed). A root that cannot be read is never empty.
+// open is not followed). The root is stored resolved; a root that is now
+// a link, or is reached through one, is invalid and never read. A root
+// that cannot be read is never empty.
 package dir
 
 import (
@@ -106,19 +108,11 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, err
 	}
 	root := src.Location
-	// Every file is opened relative to the root through os.Root, which
-	// refuses any path that leaves it; the root itself may be a link (it
-	// is resolved when the source is added, but may be replaced later).
-	r, err := os.OpenRoot(root)
+	r, err := openRoot(root)
 	if err != nil {
-		return tidemark.FetchResult{}, rootError(root, err)
+		return tidemark.FetchResult{}, err
 	}
 	defer r.Close()
-	if fi, err := r.Stat("."); err != nil {
-		return tidemark.FetchResult{}, rootError(root, err)
-	} else if !fi.IsDir() {
-		return tidemark.FetchResult{}, tidemark.Unusable(root+" is not a directory", nil)
-	}
 	filter := newFilter(src.Config)
 	cur := Manifest{Files: map[string]string{}}
 	var items []tidemark.Item
@@ -195,6 +189,64 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 }
 
 var errTooMany = errors.New("dir: too many files")
+
+// openRoot opens the root, inside which every file is then opened through
+// os.Root (which refuses any path that leaves it). The root is stored
+// resolved when the source is added, so a root that is now a symbolic
+// link, or is reached through one (a directory on its path replaced by a
+// link), is not the directory the source was added with: it is invalid,
+// never read, never followed. The check is made after the open, on what
+// was opened: the name must still stand for that very directory, so a
+// link swapped in between the check and the open is caught too.
+func openRoot(root string) (*os.Root, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, rootError(root, err)
+	}
+	opened, err := r.Stat(".")
+	if err == nil {
+		err = checkRoot(root, opened)
+	} else {
+		err = rootError(root, err)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkRoot refuses a root that is not, by its stored path and with no
+// link on the way, the directory that was opened.
+func checkRoot(root string, opened fs.FileInfo) error {
+	li, err := os.Lstat(root)
+	if err != nil {
+		return rootError(root, err)
+	}
+	if li.Mode()&fs.ModeSymlink != 0 {
+		target, _ := os.Readlink(root)
+		if target != "" && !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(root), target)
+		}
+		return tidemark.Unusable(fmt.Sprintf("%s is now a symbolic link (to %s), not the directory the source was added with, "+
+			"and nothing is read through a link: replace the link with the directory, or add a source for the directory it points to", root, target), nil)
+	}
+	if !li.IsDir() {
+		return tidemark.Unusable(root+" is not a directory", nil)
+	}
+	resolved, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return rootError(root, err)
+	}
+	if resolved != filepath.Clean(root) {
+		return tidemark.Unusable(fmt.Sprintf("%s is now reached through a symbolic link (the path leads to %s), not the directory the source was added with, "+
+			"and nothing is read through a link: restore the directories on its path, or add a source for %s", root, resolved, resolved), nil)
+	}
+	if !os.SameFile(opened, li) {
+		return tidemark.Unusable(root+" was replaced while it was being opened; nothing was read", nil)
+	}
+	return nil
+}
 
 // rootError classifies a root that cannot be opened: missing (an
 // unmounted volume, a moved directory, a worker on another machine) is

@@ -154,21 +154,80 @@ func TestDirNeverReadsThroughALinkSwappedInAfterListing(t *testing.T) {
 	}
 }
 
-// A root that is itself a symbolic link is read through it, never reported
-// empty; a root that is missing or not a directory is never empty either.
-func TestDirRootThatIsALinkIsRead(t *testing.T) {
-	target := t.TempDir()
-	mustWrite(t, target, "a.txt", "alpha\n")
-	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(target, link); err != nil {
+// mustRealDir is a new temporary directory by its resolved path (no link
+// anywhere in it), as a dir source's location is stored.
+func mustRealDir(tb testing.TB) string {
+	tb.Helper()
+	d, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// A root that is now a symbolic link (the directory replaced by one after
+// the source was added, or a directory on its path replaced by one) is
+// never read: the run is invalid, says what to do, and the cursor stays.
+// A root that is missing is this worker's inability to serve it (error);
+// one that is a file is invalid. None is ever empty.
+func TestDirRootThatBecameALinkIsRefused(t *testing.T) {
+	b := sqltest.Backends()[0]
+	base, outside := mustRealDir(t), mustRealDir(t)
+	mustWrite(t, outside, "secret", "TOP SECRET\n")
+	mustWrite(t, outside, "notes/secret", "TOP SECRET\n")
+	root := filepath.Join(base, "notes")
+	mustWrite(t, root, "a.txt", "alpha\n")
+	h := fetchtest.MustHarness(t, b, "dir", root, nil, &dir.Fetcher{})
+	h.MustRun(t, tidemark.OutcomeItems)
+	before := h.Current(t).Cursor
+
+	// The root itself replaced by a link to the outside.
+	if err := os.Rename(root, root+".bak"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: link}, "")
-	if err != nil || len(res.Items) != 1 {
-		t.Fatalf("root through a link: %+v %v", res.Items, err)
+	if err := os.Symlink(outside, root); err != nil {
+		t.Fatal(err)
 	}
-	file := filepath.Join(target, "a.txt")
-	for loc, want := range map[string]tidemark.Outcome{filepath.Join(target, "missing"): tidemark.OutcomeError, file: tidemark.OutcomeInvalid} {
+	rep := h.MustRun(t, tidemark.OutcomeInvalid)
+	if !strings.Contains(rep.Error, "is now a symbolic link") || !strings.Contains(rep.Error, outside) || !strings.Contains(rep.Error, "replace the link with the directory") {
+		t.Errorf("root replaced by a link: %q", rep.Error)
+	}
+	if h.Current(t).Cursor != before || len(h.Events(t)) != 1 {
+		t.Fatalf("a root that is a link moved the cursor or froze evidence: %q, %d events", h.Current(t).Cursor, len(h.Events(t)))
+	}
+	// Even a link back to the very directory is refused: the stored
+	// location is what is read, never a link's target.
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root+".bak", root); err != nil {
+		t.Fatal(err)
+	}
+	h.Env.Clock.Advance(time.Hour)
+	h.MustRun(t, tidemark.OutcomeInvalid)
+
+	// A directory on the root's path replaced by a link: the stored path
+	// now leads elsewhere.
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(root+".bak", root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(base, base+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(base); os.Rename(base+".bak", base) })
+	if err := os.Symlink(outside, base); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, before)
+	if o, reason, _ := tidemark.Classify(err); err == nil || o != tidemark.OutcomeInvalid || !strings.Contains(reason, "reached through a symbolic link") {
+		t.Errorf("root reached through a link: %v, %+v", err, res.Items)
+	}
+
+	file := filepath.Join(outside, "secret")
+	for loc, want := range map[string]tidemark.Outcome{filepath.Join(outside, "missing"): tidemark.OutcomeError, file: tidemark.OutcomeInvalid} {
 		_, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: loc}, "")
 		if o, _, _ := tidemark.Classify(err); err == nil || o != want {
 			t.Errorf("%s: %v, want %s", loc, err, want)
