@@ -116,15 +116,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	filter := newFilter(src.Config)
 	cur := Manifest{Files: map[string]string{}}
 	var items []tidemark.Item
-	err = fs.WalkDir(r.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err = walk(r, ".", func(rel string, d fs.DirEntry) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
-		}
-		if rel == "." {
-			return nil
 		}
 		if d.IsDir() {
 			if filter.skipDir(rel) {
@@ -151,13 +145,14 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		if err != nil {
 			return err
 		}
-		cur.Files[rel] = sum
-		old, had := prev.Files[rel]
+		key := Key(rel)
+		cur.Files[key] = sum
+		old, had := prev.Files[key]
 		switch {
 		case !had:
-			items = append(items, fileItem(root, rel, "added", sum, "", size, text, mtime))
+			items = append(items, fileItem(root, key, "added", sum, "", size, text, mtime))
 		case old != sum:
-			items = append(items, fileItem(root, rel, "changed", sum, old, size, text, mtime))
+			items = append(items, fileItem(root, key, "changed", sum, old, size, text, mtime))
 		}
 		return nil
 	})
@@ -172,16 +167,18 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, tidemark.Unreachable("reading the directory", 0, err)
 	}
 	var removed []string
-	for rel := range prev.Files {
-		if _, ok := cur.Files[rel]; !ok {
-			removed = append(removed, rel)
+	for key := range prev.Files {
+		if _, ok := cur.Files[key]; !ok {
+			removed = append(removed, key)
 		}
 	}
 	sort.Strings(removed)
-	for _, rel := range removed {
-		items = append(items, fileItem(root, rel, "removed", "", prev.Files[rel], 0, "", time.Time{}))
+	for _, key := range removed {
+		items = append(items, fileItem(root, key, "removed", "", prev.Files[key], 0, "", time.Time{}))
 	}
-	b, err := json.Marshal(cur) // map keys are sorted: a stable cursor
+	// Map keys are sorted: a stable cursor. Every key is UTF-8 (Key), so
+	// json.Marshal keeps each exactly.
+	b, err := json.Marshal(cur)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -189,6 +186,103 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 }
 
 var errTooMany = errors.New("dir: too many files")
+
+// walk visits the entries under dir (relative to the root, "." for the
+// root itself) depth first in lexical order, as fs.WalkDir does, but
+// through r itself: an fs.FS refuses names that are not UTF-8, which a
+// directory may hold. fn returning fs.SkipDir for a directory skips it.
+func walk(r *os.Root, dir string, fn func(rel string, d fs.DirEntry) error) error {
+	f, err := r.Open(dir)
+	if err != nil {
+		return err
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, d := range ents {
+		rel := d.Name()
+		if dir != "." {
+			rel = dir + "/" + rel
+		}
+		err := fn(rel, d)
+		if d.IsDir() && errors.Is(err, fs.SkipDir) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if err := walk(r, rel, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// escapedPrefix begins the key of a file whose name is not UTF-8. No
+// name's own key begins with it: a clean relative path never starts
+// with "./".
+const escapedPrefix = "./"
+
+// Key is the item key of the file at rel (slash-separated, relative to
+// the root), which is also its name in the manifest: rel itself when it
+// is UTF-8 (every key a manifest has ever held), else "./" and rel with
+// each byte that is not part of a UTF-8 character, and each "%", written
+// as %XX (upper-case hex). A key is always UTF-8, so it survives JSON,
+// the database and every page exactly, and Name turns it back into the
+// very bytes of the name.
+func Key(rel string) string {
+	if utf8.ValidString(rel) {
+		return rel
+	}
+	var b strings.Builder
+	b.WriteString(escapedPrefix)
+	for i := 0; i < len(rel); {
+		r, n := utf8.DecodeRuneInString(rel[i:])
+		if (r == utf8.RuneError && n == 1) || rel[i] == '%' {
+			fmt.Fprintf(&b, "%%%02X", rel[i])
+			i++
+			continue
+		}
+		b.WriteString(rel[i : i+n])
+		i += n
+	}
+	return b.String()
+}
+
+// Name is the relative path a key (Key) stands for. A key that Key would
+// not have written is an error.
+func Name(key string) (string, error) {
+	if !strings.HasPrefix(key, escapedPrefix) {
+		return key, nil
+	}
+	esc := key[len(escapedPrefix):]
+	var b strings.Builder
+	for i := 0; i < len(esc); i++ {
+		if esc[i] != '%' {
+			b.WriteByte(esc[i])
+			continue
+		}
+		if i+3 > len(esc) {
+			return "", fmt.Errorf("%q: %% not followed by two hex digits", key)
+		}
+		v, err := strconv.ParseUint(esc[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("%q: %% not followed by two hex digits", key)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	name := b.String()
+	if Key(name) != key {
+		return "", fmt.Errorf("%q: not how a name that is not UTF-8 is escaped (a UTF-8 name is written as it is; only %% and the bytes of no UTF-8 character are escaped, as upper-case %%XX)", key)
+	}
+	return name, nil
+}
 
 // openRoot opens the root, inside which every file is then opened through
 // os.Root (which refuses any path that leaves it). The root is stored
@@ -338,13 +432,16 @@ func Evidence(rel, change, sum, previous string, size int64, text string) []byte
 	return []byte(b.String())
 }
 
-func fileItem(root, rel, change, sum, previous string, size int64, text string, mtime time.Time) tidemark.Item {
+// fileItem is the item of a change to the file key (Key) stands for.
+func fileItem(root, key, change, sum, previous string, size int64, text string, mtime time.Time) tidemark.Item {
+	// An escaped key's %XX are the URL's own escapes of the name's bytes.
+	rel := strings.TrimPrefix(key, escapedPrefix)
 	return tidemark.Item{
-		Key:        rel,
-		Title:      change + " " + rel,
+		Key:        key,
+		Title:      change + " " + key,
 		URL:        "file://" + filepath.ToSlash(filepath.Join(root, filepath.FromSlash(rel))),
 		OccurredAt: mtime,
-		Evidence:   Evidence(rel, change, sum, previous, size, text),
+		Evidence:   Evidence(key, change, sum, previous, size, text),
 	}
 }
 

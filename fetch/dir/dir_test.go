@@ -2,11 +2,14 @@ package dir_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/dir"
@@ -264,4 +267,81 @@ func TestDirNeverDescendsThroughALinkSwappedInAfterListing(t *testing.T) {
 		t.Fatalf("outcome %s", o)
 	}
 	t.Logf("items %d, err %v", len(res.Items), err)
+}
+
+// File names that are not UTF-8 round-trip through the manifest exactly:
+// an unchanged directory is empty, an edit is a change of the file's own
+// event, and a name is never confused with another (\xff.txt and
+// \xfe.txt, and the UTF-8 name %FF.txt spelled like \xff.txt's escape).
+func TestDirNamesThatAreNotUTF8(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		root := mustRealDir(t)
+		for _, n := range []string{"\xff.txt", "\xfe.txt", "%FF.txt", "sub\xff/a%.txt"} {
+			mustWrite(t, root, n, "content of "+n+"\n")
+		}
+		h := fetchtest.MustHarness(t, b, "dir", root, nil, &dir.Fetcher{})
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 4 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		h.MustRun(t, tidemark.OutcomeEmpty)
+		m, err := dir.DecodeManifest(h.Current(t).Cursor)
+		if err != nil || len(m.Files) != 4 {
+			t.Fatalf("manifest %v: %s", err, h.Current(t).Cursor)
+		}
+		names := map[string]bool{}
+		for key := range m.Files {
+			name, err := dir.Name(key)
+			if err != nil || !utf8.ValidString(key) || dir.Key(name) != key {
+				t.Fatalf("key %q: name %q, %v", key, name, err)
+			}
+			names[name] = true
+		}
+		for _, n := range []string{"\xff.txt", "\xfe.txt", "%FF.txt", "sub\xff/a%.txt"} {
+			if !names[n] {
+				t.Errorf("%q is not in the manifest %v", n, m.Files)
+			}
+		}
+		evs := h.Events(t)
+		key := dir.Key("\xff.txt")
+		if key == "%FF.txt" || evs[key].ID == "" || evs["%FF.txt"].ID == "" {
+			t.Fatalf("keys: %q; events %v", key, evs)
+		}
+		mustWrite(t, root, "\xff.txt", "changed\n")
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 0 || rep.EventsChanged != 1 {
+			t.Fatalf("edit: %+v", rep)
+		}
+		ev := h.Evidence(t, evs[key].ID, 0)
+		if !strings.HasPrefix(ev, "file "+key+"\nchange changed\n") || !utf8.ValidString(ev) {
+			t.Fatalf("evidence of an edit:\n%q", ev)
+		}
+		if h.Events(t)[key].Revision != 2 {
+			t.Fatalf("revision %d", h.Events(t)[key].Revision)
+		}
+	})
+}
+
+// A manifest written before names that are not UTF-8 were escaped keeps
+// its meaning: the same files are unchanged.
+func TestDirManifestOfTheCurrentReleaseKeepsItsMeaning(t *testing.T) {
+	root := mustRealDir(t)
+	mustWrite(t, root, "a b.txt", "alpha\n")
+	mustWrite(t, root, "100%.txt", "all\n")
+	mustWrite(t, root, "d/<x>&.md", "x\n")
+	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"files":{"100%.txt":"` + sha("all\n") + `","a b.txt":"` + sha("alpha\n") + `","d/\u003cx\u003e\u0026.md":"` + sha("x\n") + `"}}`
+	if res.Cursor != old {
+		t.Fatalf("cursor\n%s\nwant\n%s", res.Cursor, old)
+	}
+	res, err = (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, old)
+	if err != nil || len(res.Items) != 0 {
+		t.Fatalf("unchanged files from an old manifest: %v %+v", err, res.Items)
+	}
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
