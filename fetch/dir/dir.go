@@ -84,15 +84,67 @@ func DecodeManifest(s string) (Manifest, error) {
 	if m.Files == nil {
 		m.Files = map[string]string{}
 	}
+	if err := m.check(); err != nil {
+		return m, fmt.Errorf("dir: unreadable cursor: %w", err)
+	}
 	return m, nil
 }
 
+// check refuses a manifest this kind could not have written: every key
+// must be a file's key (Key) and every hash a SHA-256 in lower-case hex.
+func (m Manifest) check() error {
+	for key, sum := range m.Files {
+		if err := checkKey(key); err != nil {
+			return err
+		}
+		if !isSHA256(sum) {
+			return fmt.Errorf("the hash %q of %q is not a SHA-256 (64 lower-case hex digits)", sum, key)
+		}
+	}
+	return nil
+}
+
+// checkKey refuses a key that no file under a root has: one that does not
+// read back (Name) as a clean slash-separated path relative to the root
+// (not empty, not rooted, no empty, "." or ".." element, no NUL byte).
+func checkKey(key string) error {
+	name, err := Name(key)
+	if err != nil {
+		return err
+	}
+	bad := name == "" || strings.HasPrefix(name, "/") || strings.IndexByte(name, 0) >= 0
+	for el := range strings.SplitSeq(name, "/") {
+		bad = bad || el == "" || el == "." || el == ".."
+	}
+	if bad {
+		return fmt.Errorf("%q is not a clean path relative to the root (like \"notes/a.txt\")", key)
+	}
+	return nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // ResolveCursor checks a skip target: the kind's cursor, a Manifest, as a
-// JSON object (fetch.CheckCursor). It is stored as given.
+// JSON object (fetch.CheckCursor) whose every key is a file's and every
+// hash a SHA-256 (what a run could read back). It is stored as given.
 func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
 	var m Manifest
 	if err := fetch.CheckCursor("dir", to, &m); err != nil {
 		return "", err
+	}
+	if err := m.check(); err != nil {
+		return "", tidemark.Invalidf("to", to, "not a dir cursor: %v; a dir cursor is the manifest `source show` prints, "+
+			`{"files":{"PATH":"SHA256",…}}`, err)
 	}
 	return to, nil
 }

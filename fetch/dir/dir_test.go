@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,4 +345,48 @@ func TestDirManifestOfTheCurrentReleaseKeepsItsMeaning(t *testing.T) {
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// A skip target is a manifest the kind could read back: every key a clean
+// path relative to the root (or the escape of one that is not UTF-8), every
+// hash a SHA-256 in hex. Anything else is refused and never stored.
+func TestDirSkipTargetIsAManifest(t *testing.T) {
+	h := sha("x")
+	for _, to := range []string{
+		`{"files":{}}`,
+		`{"files":{"a.txt":"` + h + `","sub/b c.md":"` + h + `","%FF.txt":"` + h + `"}}`,
+		`{"files":{"./%FF.txt":"` + h + `","./a/%FE%25.txt":"` + h + `"}}`,
+	} {
+		if got, err := (&dir.Fetcher{}).ResolveCursor(context.Background(), tidemark.Source{Kind: "dir"}, to); err != nil || got != to {
+			t.Errorf("%s refused: %v", to, err)
+		}
+	}
+	for to, says := range map[string]string{
+		`{"files":{"../../etc/passwd":"` + h + `"}}`:       `"../../etc/passwd"`,
+		`{"files":{"/etc/passwd":"` + h + `"}}`:            `"/etc/passwd"`,
+		`{"files":{"a/./b":"` + h + `"}}`:                  `"a/./b"`,
+		`{"files":{"a//b":"` + h + `"}}`:                   `"a//b"`,
+		`{"files":{"a/":"` + h + `"}}`:                     `"a/"`,
+		`{"files":{"":"` + h + `"}}`:                       `""`,
+		`{"files":{".":"` + h + `"}}`:                      `"."`,
+		`{"files":{"a\u0000b":"` + h + `"}}`:               `"a\x00b"`,
+		`{"files":{"./%41.txt":"` + h + `"}}`:              `"./%41.txt"`,
+		`{"files":{"./%ff.txt":"` + h + `"}}`:              `"./%ff.txt"`,
+		`{"files":{"./%F":"` + h + `"}}`:                   `"./%F"`,
+		`{"files":{"./../%FF":"` + h + `"}}`:               `"./../%FF"`,
+		`{"files":{"a.txt":"zz"}}`:                         `"zz"`,
+		`{"files":{"a.txt":"00"}}`:                         `"00"`,
+		`{"files":{"a.txt":"` + strings.ToUpper(h) + `"}}`: "SHA-256",
+	} {
+		_, err := (&dir.Fetcher{}).ResolveCursor(context.Background(), tidemark.Source{Kind: "dir"}, to)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want a refusal naming %s", to, err, says)
+		}
+	}
+	// A run over a stored manifest the kind could not read back fails; it
+	// never freezes a phantom "removed ../../etc/passwd".
+	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: mustRealDir(t)}, `{"files":{"../../etc/passwd":"`+h+`"}}`)
+	if err == nil {
+		t.Fatalf("a run over a nonsense manifest: %+v", res.Items)
+	}
 }
