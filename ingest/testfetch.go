@@ -46,11 +46,26 @@ type TestRequest struct {
 	Evidence bool
 }
 
+// CursorChecker is implemented by fetchers that can tell, without
+// fetching, whether a cursor is one they could read. CheckCursor returns
+// an *tidemark.InvalidError for the input "cursor" that says what the
+// kind's cursor looks like.
+type CursorChecker interface {
+	CheckCursor(cursor string) error
+}
+
 // TestFetch fetches src once from cursor, as a run would, and reports what
-// the run would record, storing nothing. Only a cancelled ctx is an error:
-// a failed fetch is the report's outcome.
+// the run would record, storing nothing. A cursor the fetcher cannot read
+// (CursorChecker) is the caller's bad input, an error matching
+// tidemark.ErrInvalid, and nothing is fetched; otherwise only a cancelled
+// ctx is an error: a failed fetch is the report's outcome.
 func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cursor string, withEvidence bool) (TestReport, error) {
 	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor}
+	if c, ok := f.(CursorChecker); ok && cursor != "" {
+		if err := c.CheckCursor(cursor); err != nil {
+			return rep, err
+		}
+	}
 	res, err := f.Fetch(ctx, src, cursor)
 	if err != nil && ctx.Err() != nil {
 		return rep, ctx.Err()

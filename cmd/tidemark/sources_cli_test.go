@@ -248,3 +248,17 @@ func TestCLIErrorsNameTheirFlags(t *testing.T) {
 		t.Errorf("skip a feed without --to: %q", got)
 	}
 }
+
+// `source test --cursor` with a value the kind cannot read is bad input
+// (exit 2) that says what the kind's cursor looks like, never an internal
+// error.
+func TestSourceTestRefusesACursorTheKindCannotRead(t *testing.T) {
+	notes := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notes, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "--home", t.TempDir(), "source", "test", notes, "--cursor", "garbage")
+	if code != 2 || !strings.Contains(out, "--cursor") || !strings.Contains(out, `{"files":{"PATH":"SHA256"`) || strings.Contains(out, "internal error") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

@@ -74,20 +74,37 @@ type Manifest struct {
 
 // DecodeManifest reads a cursor; an empty cursor is an empty manifest.
 func DecodeManifest(s string) (Manifest, error) {
+	m, err := decodeManifest(s)
+	if err != nil {
+		return m, fmt.Errorf("dir: unreadable cursor: %w", err)
+	}
+	return m, nil
+}
+
+func decodeManifest(s string) (Manifest, error) {
 	m := Manifest{Files: map[string]string{}}
 	if s == "" {
 		return m, nil
 	}
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		return m, fmt.Errorf("dir: unreadable cursor: %w", err)
+		return m, err
 	}
 	if m.Files == nil {
 		m.Files = map[string]string{}
 	}
-	if err := m.check(); err != nil {
-		return m, fmt.Errorf("dir: unreadable cursor: %w", err)
+	return m, m.check()
+}
+
+// cursorShape is what a dir cursor looks like, for refusals.
+const cursorShape = "a dir cursor is the manifest `source show` prints, " + `{"files":{"PATH":"SHA256",…}}`
+
+// CheckCursor refuses a cursor the kind could not read (ingest.CursorChecker:
+// `source test --cursor`).
+func (f *Fetcher) CheckCursor(cursor string) error {
+	if _, err := decodeManifest(cursor); err != nil {
+		return tidemark.Invalidf("cursor", cursor, "not a dir cursor (%v); %s", err, cursorShape)
 	}
-	return m, nil
+	return nil
 }
 
 // check refuses a manifest this kind could not have written: every key
@@ -143,8 +160,7 @@ func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string)
 		return "", err
 	}
 	if err := m.check(); err != nil {
-		return "", tidemark.Invalidf("to", to, "not a dir cursor: %v; a dir cursor is the manifest `source show` prints, "+
-			`{"files":{"PATH":"SHA256",…}}`, err)
+		return "", tidemark.Invalidf("to", to, "not a dir cursor (%v); %s", err, cursorShape)
 	}
 	return to, nil
 }

@@ -390,3 +390,22 @@ func TestDirSkipTargetIsAManifest(t *testing.T) {
 		t.Fatalf("a run over a nonsense manifest: %+v", res.Items)
 	}
 }
+
+// A test fetch from a cursor the kind cannot read (`source test
+// --cursor`) is the caller's bad input, naming what a dir cursor looks
+// like, not a failed fetch; a manifest is fetched from.
+func TestDirTestFetchRefusesACursorItCannotRead(t *testing.T) {
+	root := mustRealDir(t)
+	mustWrite(t, root, "a.txt", "alpha\n")
+	src := tidemark.Source{Kind: "dir", Location: root}
+	for _, cursor := range []string{"garbage", `{"files":{"../x":"` + sha("x") + `"}}`, `{"files":[]}`} {
+		rep, err := ingest.TestFetch(context.Background(), &dir.Fetcher{}, src, cursor, false)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), `a dir cursor is the manifest`) || !strings.Contains(err.Error(), `{"files":{"PATH":"SHA256"`) {
+			t.Errorf("cursor %q: %v (report %+v)", cursor, err, rep)
+		}
+	}
+	rep, err := ingest.TestFetch(context.Background(), &dir.Fetcher{}, src, `{"files":{"a.txt":"`+sha("alpha\n")+`"}}`, false)
+	if err != nil || rep.Outcome != tidemark.OutcomeEmpty {
+		t.Fatalf("from a manifest: %v %+v", err, rep)
+	}
+}
