@@ -42,13 +42,14 @@ import (
 
 // Config keys understood in a dir source's config.
 const (
-	// ConfigInclude lists glob patterns (comma-separated); only files whose
-	// relative path or base name matches one are watched (default: all).
+	// ConfigInclude lists patterns (comma-separated, see filter); only the
+	// files one matches, and the files under a directory one matches, are
+	// watched (default: all).
 	ConfigInclude = "include"
-	// ConfigExclude lists glob patterns of files and directories to skip.
+	// ConfigExclude lists patterns of files and directories to skip.
 	ConfigExclude = "exclude"
-	// ConfigHidden set to "true" watches dot-files and dot-directories
-	// (skipped by default).
+	// ConfigHidden "true" watches dot-files and dot-directories; "false"
+	// (the default) skips them. Nothing else is accepted.
 	ConfigHidden = "hidden"
 	// ConfigMaxFiles bounds the manifest (default 10000).
 	ConfigMaxFiles = "max_files"
@@ -175,13 +176,16 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
+	filter, err := newFilter(src.Config)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
 	root := src.Location
 	r, err := openRoot(root)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
 	defer r.Close()
-	filter := newFilter(src.Config)
 	cur := Manifest{Files: map[string]string{}}
 	var items []tidemark.Item
 	err = walk(r, ".", func(rel string, d fs.DirEntry) error {
@@ -513,21 +517,131 @@ func fileItem(root, key, change, sum, previous string, size int64, text string, 
 	}
 }
 
+// filter is a dir source's include, exclude and hidden settings.
+//
+// A pattern is a path relative to the root, "/"-separated, each element a
+// path.Match pattern or "**" (any number of directories, none included).
+// It matches a file or directory by its whole relative path, or, when it
+// has no "/", by its base name at any depth. A file is watched unless it
+// or a directory above it is hidden (a name starting with ".", unless
+// hidden=true) or matched by an exclude; when there are includes, it is
+// watched only if an include matches it or a directory above it.
 type filter struct {
-	include, exclude []string
+	include, exclude [][]string // each pattern split into its elements
 	hidden           bool
 }
 
-func newFilter(cfg map[string]string) filter {
-	return filter{include: canon.SplitList(cfg[ConfigInclude]), exclude: canon.SplitList(cfg[ConfigExclude]), hidden: cfg[ConfigHidden] == "true"}
+// CheckConfig refuses a dir source's include and exclude patterns that are
+// malformed or could match nothing, and a hidden that is neither true nor
+// false: each an *tidemark.InvalidError naming the key, the value and
+// what is accepted. `source add` and `source test` ask it, and so does
+// every run (a config that slipped past is a failed run, never one that
+// silently watches the wrong files).
+func CheckConfig(cfg map[string]string) error {
+	_, err := newFilter(cfg)
+	return err
 }
 
-func match(patterns []string, rel string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, rel); ok {
+func newFilter(cfg map[string]string) (filter, error) {
+	var f filter
+	switch v := cfg[ConfigHidden]; strings.TrimSpace(v) {
+	case "", "false":
+	case "true":
+		f.hidden = true
+	default:
+		return f, tidemark.Invalidf("config", ConfigHidden+"="+v, "want true or false (true watches dot-files and dot-directories; false, the default, skips them)")
+	}
+	for _, key := range []string{ConfigInclude, ConfigExclude} {
+		for _, p := range canon.SplitList(cfg[key]) {
+			els, err := parsePattern(p)
+			if err != nil {
+				return f, tidemark.Invalidf("config", key+"="+p, "%v", err)
+			}
+			if key == ConfigInclude && !f.hidden && hiddenOnly(els) {
+				return f, tidemark.Invalidf("config", key+"="+p, "matches only hidden files or directories (a name starting with \".\"), "+
+					"which are skipped: set %s=true to watch them", ConfigHidden)
+			}
+			if key == ConfigInclude {
+				f.include = append(f.include, els)
+			} else {
+				f.exclude = append(f.exclude, els)
+			}
+		}
+	}
+	return f, nil
+}
+
+// parsePattern splits a pattern into its elements, refusing one that is
+// malformed or could match no path under a root.
+func parsePattern(p string) ([]string, error) {
+	els := strings.Split(p, "/")
+	for _, el := range els {
+		switch {
+		case el == "" || el == "." || el == "..":
+			return nil, errors.New("a pattern matches paths relative to the root, \"/\"-separated (docs/*.md), " +
+				"with no leading /, ./ or ../, no empty element and no trailing /")
+		case el == "**":
+		case strings.Contains(el, "**"):
+			return nil, errors.New("** stands only as a whole path element (a/**/b.md), where it matches any number of directories")
+		default:
+			if _, err := path.Match(el, ""); err != nil {
+				return nil, fmt.Errorf("not a glob pattern: %v (elements take *, ?, [a-z], [^a-z] and \\ to escape, as Go's path.Match)", err)
+			}
+		}
+	}
+	return els, nil
+}
+
+// hiddenOnly tells a pattern that names a hidden element literally, so
+// matches only paths the walk skips unless hidden=true.
+func hiddenOnly(els []string) bool {
+	for _, el := range els {
+		if strings.HasPrefix(el, ".") {
 			return true
 		}
-		if ok, _ := path.Match(p, path.Base(rel)); ok {
+	}
+	return false
+}
+
+// matches tells whether the pattern els matches the file or directory rel.
+func matches(els []string, rel string) bool {
+	if len(els) == 1 && els[0] != "**" {
+		if ok, _ := path.Match(els[0], path.Base(rel)); ok {
+			return true
+		}
+	}
+	return matchElems(els, strings.Split(rel, "/"))
+}
+
+// matchElems matches pattern elements against path elements, "**" taking
+// any number of them, in time proportional to their product.
+func matchElems(els, names []string) bool {
+	// cur[j]: the elements seen so far match names[:j].
+	cur := make([]bool, len(names)+1)
+	cur[0] = true
+	for _, el := range els {
+		next := make([]bool, len(names)+1)
+		if el == "**" {
+			seen := false
+			for j := range next {
+				seen = seen || cur[j]
+				next[j] = seen
+			}
+		} else {
+			for j := 1; j <= len(names); j++ {
+				if cur[j-1] {
+					next[j], _ = path.Match(el, names[j-1])
+				}
+			}
+		}
+		cur = next
+	}
+	return cur[len(names)]
+}
+
+func matchAny(patterns [][]string, rel string) bool {
+	for _, els := range patterns {
+		if matches(els, rel) {
 			return true
 		}
 	}
@@ -535,15 +649,25 @@ func match(patterns []string, rel string) bool {
 }
 
 func (f filter) skipDir(rel string) bool {
-	return (!f.hidden && strings.HasPrefix(path.Base(rel), ".")) || match(f.exclude, rel)
+	return (!f.hidden && strings.HasPrefix(path.Base(rel), ".")) || matchAny(f.exclude, rel)
 }
 
+// keep tells whether to watch the file rel, whose directories were not
+// skipped (skipDir).
 func (f filter) keep(rel string) bool {
 	if !f.hidden && strings.HasPrefix(path.Base(rel), ".") {
 		return false
 	}
-	if match(f.exclude, rel) {
+	if matchAny(f.exclude, rel) {
 		return false
 	}
-	return len(f.include) == 0 || match(f.include, rel)
+	if len(f.include) == 0 || matchAny(f.include, rel) {
+		return true
+	}
+	for i := range len(rel) {
+		if rel[i] == '/' && matchAny(f.include, rel[:i]) {
+			return true
+		}
+	}
+	return false
 }

@@ -409,3 +409,96 @@ func TestDirTestFetchRefusesACursorItCannotRead(t *testing.T) {
 		t.Fatalf("from a manifest: %v %+v", err, rep)
 	}
 }
+
+// A dir source's config is checked as a whole: a glob that is malformed or
+// cannot match anything, and a hidden that is not a boolean, are refused
+// with the key and what is accepted; what can match is accepted.
+func TestDirConfigIsChecked(t *testing.T) {
+	for _, cfg := range []map[string]string{
+		{},
+		{dir.ConfigInclude: "*.md, docs, a/**, **/*.txt, a/**/b/*.go, [a-c]?.md"},
+		{dir.ConfigExclude: ".git, node_modules, **/*.tmp, a/b"},
+		{dir.ConfigHidden: "true", dir.ConfigInclude: ".github/**"},
+		{dir.ConfigHidden: "false"},
+	} {
+		if err := dir.CheckConfig(cfg); err != nil {
+			t.Errorf("%v refused: %v", cfg, err)
+		}
+	}
+	for _, tc := range []struct {
+		cfg  map[string]string
+		says []string
+	}{
+		{map[string]string{dir.ConfigInclude: "*.md,["}, []string{`"include=["`, "syntax error"}},
+		{map[string]string{dir.ConfigExclude: `a/[b`}, []string{`"exclude=a/[b"`, "syntax error"}},
+		{map[string]string{dir.ConfigInclude: `a\`}, []string{`"include=a\\"`, "syntax error"}},
+		{map[string]string{dir.ConfigHidden: "yes"}, []string{`"hidden=yes"`, "true or false"}},
+		{map[string]string{dir.ConfigHidden: "1"}, []string{`"hidden=1"`, "true or false"}},
+		{map[string]string{dir.ConfigInclude: "/srv/notes/*.md"}, []string{`"include=/srv/notes/*.md"`, "relative to the root"}},
+		{map[string]string{dir.ConfigInclude: "./docs"}, []string{`"include=./docs"`, "relative to the root"}},
+		{map[string]string{dir.ConfigExclude: "../x"}, []string{`"exclude=../x"`, "relative to the root"}},
+		{map[string]string{dir.ConfigInclude: "docs/"}, []string{`"include=docs/"`, "relative to the root"}},
+		{map[string]string{dir.ConfigInclude: "a//b"}, []string{`"include=a//b"`, "relative to the root"}},
+		{map[string]string{dir.ConfigInclude: "a**.md"}, []string{`"include=a**.md"`, "whole path element"}},
+		{map[string]string{dir.ConfigInclude: ".github/**"}, []string{`"include=.github/**"`, "hidden=true"}},
+		{map[string]string{dir.ConfigInclude: "docs/.drafts/*"}, []string{`"include=docs/.drafts/*"`, "hidden=true"}},
+	} {
+		err := dir.CheckConfig(tc.cfg)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%v: %v, want invalid", tc.cfg, err)
+			continue
+		}
+		for _, w := range tc.says {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q does not say %q", tc.cfg, err, w)
+			}
+		}
+	}
+	// A config that slipped past `source add` fails the run: never an
+	// empty directory that only looks unchanged.
+	root := mustRealDir(t)
+	mustWrite(t, root, "a.md", "a\n")
+	_, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root, Config: map[string]string{dir.ConfigInclude: "["}}, "")
+	if err == nil || !strings.Contains(err.Error(), "include=[") {
+		t.Fatalf("a malformed include at run time: %v", err)
+	}
+}
+
+// What the patterns match: a path relative to the root, or (a pattern
+// without a slash) a base name; `**` as a whole element matches any
+// number of directories; an include that matches a directory watches
+// everything under it, as an exclude that matches one skips it.
+func TestDirPatterns(t *testing.T) {
+	root := mustRealDir(t)
+	for _, n := range []string{"top.md", "top.txt", "a/x.md", "a/b/y.md", "a/b/c/z.txt", "docs/d.md", "docs/sub/e.txt", "x/a/f.md"} {
+		mustWrite(t, root, n, n)
+	}
+	for _, tc := range []struct {
+		include, exclude string
+		want             string
+	}{
+		{"", "", "a/b/c/z.txt a/b/y.md a/x.md docs/d.md docs/sub/e.txt top.md top.txt x/a/f.md"},
+		{"*.md", "", "a/b/y.md a/x.md docs/d.md top.md x/a/f.md"},
+		{"a", "", "a/b/c/z.txt a/b/y.md a/x.md x/a/f.md"},
+		{"a/**", "", "a/b/c/z.txt a/b/y.md a/x.md"},
+		{"a/*", "", "a/b/c/z.txt a/b/y.md a/x.md"},
+		{"**/*.txt", "", "a/b/c/z.txt docs/sub/e.txt top.txt"},
+		{"a/**/*.md", "", "a/b/y.md a/x.md"},
+		{"docs", "docs/sub", "docs/d.md"},
+		{"", "a, *.txt", "docs/d.md top.md"},
+		{"", "**/b", "a/x.md docs/d.md docs/sub/e.txt top.md top.txt x/a/f.md"},
+	} {
+		res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root,
+			Config: map[string]string{dir.ConfigInclude: tc.include, dir.ConfigExclude: tc.exclude}}, "")
+		if err != nil {
+			t.Fatalf("include %q exclude %q: %v", tc.include, tc.exclude, err)
+		}
+		var got []string
+		for _, it := range res.Items {
+			got = append(got, it.Key)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("include %q exclude %q: %v, want %s", tc.include, tc.exclude, got, tc.want)
+		}
+	}
+}

@@ -387,6 +387,9 @@ func detectDir(_ context.Context, _ *Set, loc string) (string, bool, error) {
 }
 
 func prepareDir(_ context.Context, _ *Set, ns ingest.NewSource) (ingest.NewSource, error) {
+	if err := dir.CheckConfig(ns.Config); err != nil {
+		return ns, err
+	}
 	abs, err := filepath.Abs(ns.Location)
 	if err != nil {
 		return ns, err

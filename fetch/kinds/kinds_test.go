@@ -48,6 +48,8 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		"unknown kind":       {Kind: "ftp", Location: dir},
 		"unknown config key": {Kind: "dir", Location: dir, Config: map[string]string{"branch": "main"}},
 		"bad bound":          {Kind: "dir", Location: dir, Config: map[string]string{"max_files": "-3"}},
+		"bad glob":           {Kind: "dir", Location: dir, Config: map[string]string{"include": "["}},
+		"not a boolean":      {Kind: "dir", Location: dir, Config: map[string]string{"hidden": "yes"}},
 		"credential":         {Location: "https://user:pw@example.org/feed.xml"},
 		"token as user":      {Location: "https://ghp_token@example.org/feed.xml"},
 		"not a directory":    {Kind: "dir", Location: filepath.Join(dir, "missing")},
