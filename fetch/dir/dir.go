@@ -215,7 +215,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 			return nil // no longer a regular file of its own: not watched
 		}
 		if err != nil {
-			return err
+			return &walkError{rel: rel, err: err}
 		}
 		key := Key(rel)
 		cur.Files[key] = sum
@@ -228,11 +228,16 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		}
 		return nil
 	})
+	var we *walkError
 	switch {
 	case errors.Is(err, errTooMany):
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("more than %d files under %s; raise config %s or narrow with %s", maxFiles, root, ConfigMaxFiles, ConfigInclude), err)
 	case err != nil && ctx.Err() != nil:
 		return tidemark.FetchResult{}, ctx.Err()
+	case errors.As(err, &we) && we.rel != "." && errors.Is(err, fs.ErrPermission):
+		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("cannot read %s under %s (permission denied): "+
+			"make it readable by the user tidemark runs as, or leave it out with config %s=%s (given to source add)",
+			Key(we.rel), root, ConfigExclude, excludePattern(we.rel)), we.err)
 	case errors.Is(err, fs.ErrPermission):
 		return tidemark.FetchResult{}, fmt.Errorf("dir: reading %s: %w", root, err)
 	case err != nil:
@@ -266,12 +271,12 @@ var errTooMany = errors.New("dir: too many files")
 func walk(r *os.Root, dir string, fn func(rel string, d fs.DirEntry) error) error {
 	f, err := r.Open(dir)
 	if err != nil {
-		return err
+		return &walkError{rel: dir, err: err}
 	}
 	ents, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return err
+		return &walkError{rel: dir, err: err}
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, d := range ents {
@@ -293,6 +298,38 @@ func walk(r *os.Root, dir string, fn func(rel string, d fs.DirEntry) error) erro
 		}
 	}
 	return nil
+}
+
+// walkError is a failure to read the file or directory rel ("." for the
+// root itself).
+type walkError struct {
+	rel string
+	err error
+}
+
+func (e *walkError) Error() string { return e.err.Error() }
+func (e *walkError) Unwrap() error { return e.err }
+
+// excludePattern is an exclude pattern that matches rel alone: its glob
+// characters escaped, and "?" for what a pattern cannot hold as it is (a
+// comma, which separates patterns; a space at either end, which is
+// trimmed; a byte of no UTF-8 character).
+func excludePattern(rel string) string {
+	var b strings.Builder
+	for i := 0; i < len(rel); {
+		r, n := utf8.DecodeRuneInString(rel[i:])
+		switch {
+		case r == utf8.RuneError && n == 1, r == ',', r == ' ' && (i == 0 || i+n == len(rel)):
+			b.WriteByte('?')
+		case r == '*' || r == '?' || r == '[' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteString(rel[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // escapedPrefix begins the key of a file whose name is not UTF-8. No

@@ -502,3 +502,69 @@ func TestDirPatterns(t *testing.T) {
 		}
 	}
 }
+
+// A file or subdirectory this worker may not read fails the run as
+// invalid (the directory as it stands cannot be read in full), naming it
+// and the exclude that leaves it out; the cursor stays, nothing is skipped
+// silently. With that exclude the rest is watched.
+func TestDirUnreadableFileOrDirectoryIsNamed(t *testing.T) {
+	b := sqltest.Backends()[0]
+	for _, tc := range []struct{ locked, exclude string }{
+		{"locked,*.txt", `locked?\*.txt`},
+		{"sub/lost+found", "sub/lost+found"},
+	} {
+		root := mustRealDir(t)
+		mustWrite(t, root, "a.txt", "alpha\n")
+		mustWrite(t, root, "sub/b.txt", "bravo\n")
+		p := filepath.Join(root, filepath.FromSlash(tc.locked))
+		if strings.Contains(tc.locked, "lost") {
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			mustWrite(t, root, tc.locked, "locked\n")
+		}
+		if err := os.Chmod(p, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(p, 0o755) })
+		if f, err := os.Open(p); err == nil {
+			f.Close()
+			t.Skip("this process reads files without permission (root with CAP_DAC_OVERRIDE); run as another user to test")
+		}
+		h := fetchtest.MustHarness(t, b, "dir", root, nil, &dir.Fetcher{})
+		rep := h.MustRun(t, tidemark.OutcomeInvalid)
+		for _, want := range []string{"cannot read " + tc.locked, "permission denied", "exclude=" + tc.exclude} {
+			if !strings.Contains(rep.Error, want) {
+				t.Errorf("%s: %q does not say %q", tc.locked, rep.Error, want)
+			}
+		}
+		if h.Current(t).Cursor != "" || len(h.Events(t)) != 0 {
+			t.Fatalf("%s: the cursor moved past an unread file: %q", tc.locked, h.Current(t).Cursor)
+		}
+		h = fetchtest.MustHarness(t, b, "dir", root, map[string]string{dir.ConfigExclude: tc.exclude}, &dir.Fetcher{})
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 2 {
+			t.Fatalf("%s excluded: %+v", tc.locked, rep)
+		}
+	}
+}
+
+// The exclude an unreadable file's refusal suggests is a pattern
+// CheckConfig accepts and that leaves out that file alone.
+func TestDirExcludePatternMatchesItsNameAlone(t *testing.T) {
+	for _, name := range []string{" lead", "trail ", "a, b", "[x]*?", `back\slash`, "\xff,é", "sub/a**b", "sub/.x/y"} {
+		root := mustRealDir(t)
+		mustWrite(t, root, name, "x\n")
+		mustWrite(t, root, "other.txt", "o\n")
+		pat := dir.ExcludePattern(name)
+		cfg := map[string]string{dir.ConfigExclude: pat, dir.ConfigHidden: "true"}
+		if err := dir.CheckConfig(cfg); err != nil {
+			t.Errorf("%q: %q refused: %v", name, pat, err)
+			continue
+		}
+		res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root, Config: cfg}, "")
+		if err != nil || len(res.Items) != 1 || res.Items[0].Key != "other.txt" {
+			t.Errorf("%q excluded with %q: %v %d items", name, pat, err, len(res.Items))
+		}
+	}
+}
