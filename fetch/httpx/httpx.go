@@ -497,6 +497,13 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotModified:
+		// A 304 only answers a conditional request. To one that sent no
+		// validators it says nothing about the resource: taking it for
+		// "nothing new" would let a source that never delivered a byte look
+		// healthy forever. The request asked is the one after redirects.
+		if sent := resp.Request.Header; sent.Get("If-None-Match") == "" && sent.Get("If-Modified-Since") == "" {
+			return nil, tidemark.Unusable(fmt.Sprintf("HTTP 304 Not Modified from %s to an unconditional request (no If-None-Match or If-Modified-Since was sent): a misconfigured cache or proxy", u.Host), nil)
+		}
 		out.NotModified = true
 		if out.ETag == "" {
 			out.ETag = r.ETag

@@ -69,6 +69,33 @@ func TestGetSendsHonestHeadersAndValidators(t *testing.T) {
 	}
 }
 
+// A 304 answers a conditional request only: to a request without
+// If-None-Match or If-Modified-Since it is a misconfigured cache or proxy,
+// and taking it for "nothing new" would let a source that never delivered
+// a byte look healthy forever.
+func TestGet304ToAnUnconditionalRequestIsInvalid(t *testing.T) {
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotModified)
+	}, httpx.Options{})
+	r, err := c.Get(context.Background(), httpx.Request{URL: srv.URL})
+	if err == nil {
+		t.Fatalf("304 to an unconditional request was accepted: %+v", r)
+	}
+	if o := outcomeOf(err); o != tidemark.OutcomeInvalid {
+		t.Fatalf("304 to an unconditional request: outcome %s (%v), want invalid", o, err)
+	}
+	if !strings.Contains(err.Error(), "304") || !strings.Contains(err.Error(), "unconditional request") {
+		t.Fatalf("error does not say what was wrong: %v", err)
+	}
+	// Either validator alone makes the request conditional.
+	for _, v := range []httpx.Validators{{ETag: `"v1"`}, {LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}} {
+		r, err := c.Get(context.Background(), httpx.Request{URL: srv.URL, Validators: v})
+		if err != nil || !r.NotModified {
+			t.Fatalf("304 to a request with %+v: %+v, %v", v, r, err)
+		}
+	}
+}
+
 func TestGetClassifiesStatuses(t *testing.T) {
 	cases := []struct {
 		status     int
