@@ -6,7 +6,10 @@ package detect
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
+	"fmt"
+	"io"
 	"net/url"
 	"strings"
 
@@ -40,46 +43,125 @@ var feedTypes = map[string]bool{
 }
 
 // Probe fetches rawURL once and classifies it. Fetch failures are returned
-// classified, as httpx returns them.
+// classified, as httpx returns them; an answer that looks like a feed or
+// JSON but does not parse is an *UnparsedError.
 func Probe(ctx context.Context, c *httpx.Client, rawURL string) (Result, error) {
 	resp, err := c.Get(ctx, httpx.Request{URL: rawURL, Accept: feed.Accept + ", text/html;q=0.8"})
 	if err != nil {
 		return Result{}, err
 	}
-	return Classify(resp.Body, resp.Header.Get("Content-Type"), resp.URL), nil
+	return Classify(resp.Body, resp.Header.Get("Content-Type"), resp.URL)
 }
+
+// UnparsedError: the answer says what it is, by its Content-Type, its root
+// element or its first bytes, but does not parse as that. No kind can be
+// told from it: taken for a page, it would make a source that fails every
+// run, even once the upstream is fixed.
+type UnparsedError struct {
+	// Looks is what the answer looks like: "a feed" or "JSON".
+	Looks string
+	// Because says why: "served as application/xml", "root element <rss>".
+	Because string
+	Err     error
+}
+
+func (e *UnparsedError) Error() string {
+	return fmt.Sprintf("looks like %s (%s) but does not parse: %v", e.Looks, e.Because, e.Err)
+}
+
+func (e *UnparsedError) Unwrap() error { return e.Err }
 
 // Classify decides a kind from a body, its Content-Type (with or without
 // parameters; a charset is honoured) and its URL. It reads the body with
 // the same bounds a run would (max_items entries; the HTML as a token
 // stream), so probing a huge document costs no more than fetching it.
-func Classify(body []byte, contentType, base string) Result {
+//
+// A body that says it is a feed or JSON and does not parse as one is an
+// *UnparsedError, never a page: a feed media type (RSS, Atom, JSON Feed) or
+// an XML one, a feed's root element (rss, RDF, feed), a JSON media type, or
+// a body starting with { or [ that is not served as HTML or plain text.
+func Classify(body []byte, contentType, base string) (Result, error) {
 	r := Result{Location: base}
 	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	header := contentType
 	contentType, _, _ = strings.Cut(contentType, ";")
 	contentType = strings.ToLower(strings.TrimSpace(contentType))
+	servedAs := "served as " + contentType
+	isHTMLType := contentType == "text/html" || contentType == "application/xhtml+xml"
+	isTextType := isHTMLType || contentType == "text/plain"
 	isFeedType := strings.Contains(contentType, "rss") || strings.Contains(contentType, "atom") || contentType == "application/feed+json"
+	isXMLType := !isHTMLType && (contentType == "application/xml" || contentType == "text/xml" || strings.HasSuffix(contentType, "+xml"))
+	isJSONType := strings.Contains(contentType, "json")
+	looksJSON := len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')
 	_, err := feed.Parse(body, header, base, fetch.DefaultMaxItems)
-	if err == nil || errors.Is(err, feed.ErrTooManyEntries) || isFeedType {
+	if err == nil || errors.Is(err, feed.ErrTooManyEntries) {
 		r.Kind = "feed"
-		return r
+		return r, nil
 	}
-	if strings.Contains(contentType, "json") || (len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[')) {
-		if _, err := canon.Decode(body); err == nil {
+	if isJSONType || looksJSON {
+		_, jerr := canon.Decode(body)
+		switch {
+		case jerr == nil && (isFeedType || !errors.Is(err, feed.ErrNotAFeed)):
+			// A JSON Feed by its media type or its version, unusable as one.
+			because := servedAs
+			if !isFeedType {
+				because = "a JSON Feed version"
+			}
+			return Result{}, &UnparsedError{Looks: "a feed", Because: because, Err: err}
+		case jerr == nil:
 			r.Kind = "json"
-			return r
+			return r, nil
+		case isJSONType:
+			return Result{}, &UnparsedError{Looks: "JSON", Because: servedAs, Err: jerr}
+		case !isTextType:
+			return Result{}, &UnparsedError{Looks: "JSON", Because: fmt.Sprintf("starts with %q", trimmed[0]), Err: jerr}
 		}
 	}
-	if contentType == "text/html" || contentType == "application/xhtml+xml" || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<!doctype html")) || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<html")) {
+	var because []string
+	if isFeedType || isXMLType {
+		because = append(because, servedAs)
+	}
+	if root := xmlRoot(trimmed); feedRoots[strings.ToLower(root)] {
+		because = append(because, "root element <"+root+">")
+	}
+	if len(because) > 0 {
+		return Result{}, &UnparsedError{Looks: "a feed", Because: strings.Join(because, ", "), Err: err}
+	}
+	if isHTMLType || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<!doctype html")) || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<html")) {
 		title, feeds := Discover(body, base)
 		r.Title = title
 		if len(feeds) > 0 {
-			return Result{Kind: "feed", Location: feeds[0], Title: title, Discovered: true}
+			return Result{Kind: "feed", Location: feeds[0], Title: title, Discovered: true}, nil
 		}
 	}
 	r.Kind = "page"
-	return r
+	return r, nil
+}
+
+// feedRoots are the root elements of XML feeds (lower-cased): RSS 0.9x and
+// 2.0, RSS 1.0 (rdf:RDF), Atom.
+var feedRoots = map[string]bool{"rss": true, "rdf": true, "feed": true}
+
+// xmlRoot is the local name of the first element of a body that starts
+// like XML (""when there is none): enough to tell a feed that does not
+// parse from other markup.
+func xmlRoot(body []byte) string {
+	if len(body) == 0 || body[0] != '<' {
+		return ""
+	}
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = false
+	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	for range 64 { // a prolog is a few tokens; a body is never read through
+		tok, err := d.RawToken()
+		if err != nil {
+			return ""
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			return se.Name.Local
+		}
+	}
+	return ""
 }
 
 // Discover returns an HTML page's title and the feeds it announces with

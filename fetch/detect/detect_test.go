@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,6 +53,60 @@ func TestProbeDetectsKinds(t *testing.T) {
 	}
 }
 
+// An answer that says what it is (by its Content-Type, its root element or
+// its first bytes) but does not parse as that is refused, never taken for a
+// page: a page source on a feed or JSON answer fails every run, even after
+// the upstream is fixed.
+func TestClassifyRefusesWhatLooksLikeAFeedOrJSONButDoesNotParse(t *testing.T) {
+	rss := `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title><item><title>a</title></item></channel></rss>`
+	truncated := rss[:strings.Index(rss, "<item>")] // cut between two elements
+	for _, tc := range []struct {
+		name, ctype, body string
+		says              []string
+	}{
+		{"truncated rss as application/xml", "application/xml", truncated, []string{"looks like a feed", "application/xml", "<rss>", "does not parse", "truncated"}},
+		{"rss cut mid-tag", "", rss[:len(rss)-5], []string{"looks like a feed", "<rss>", "does not parse"}},
+		{"truncated rss as text/html", "text/html", truncated, []string{"looks like a feed", "<rss>", "truncated"}},
+		{"truncated atom without a type", "", `<feed xmlns="http://www.w3.org/2005/Atom"><title>x</title><entry><title>a`, []string{"looks like a feed", "<feed>"}},
+		{"malformed rss", "text/xml", `<rss version="2.0"><channel><title>x</title><item><title>b</title></item><</channel></rss>`, []string{"looks like a feed", "malformed"}},
+		{"html as rss", "application/rss+xml", `<html><body>oops</body></html>`, []string{"looks like a feed", "application/rss+xml"}},
+		{"xml that is no feed", "application/xml", `<?xml version="1.0"?><urlset><url>x</url></urlset>`, []string{"looks like a feed", "application/xml"}},
+		{"truncated json", "application/json", `{"data":[{"id":1},`, []string{"looks like JSON", "application/json", "does not parse"}},
+		{"json feed type, not json", "application/feed+json", `{"version":"https://jsonfeed.org/version/1.1","items":[`, []string{"looks like JSON", "application/feed+json"}},
+		{"broken json without a type", "", `[{"id":1},{"id":`, []string{"looks like JSON", "does not parse"}},
+		{"json feed whose items are no array", "application/json", `{"version":"https://jsonfeed.org/version/1.1","title":"t","items":{"id":"1"}}`, []string{"looks like a feed", "items"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := detect.Classify([]byte(tc.body), tc.ctype, "https://example.org/x")
+			if err == nil {
+				t.Fatalf("classified as %+v", r)
+			}
+			var ue *detect.UnparsedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %T %v, want *detect.UnparsedError", err, err)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	// What is text by its own Content-Type stays a page, and JSON that is
+	// no feed stays json whatever its fields.
+	for _, tc := range []struct{ ctype, body, kind string }{
+		{"text/plain", "[draft] notes {not json", "page"},
+		{"text/html", "<html><body>[1, 2</body></html>", "page"},
+		{"application/json", `{"items":{"a":1},"version":"2"}`, "json"},
+		{"application/json", `{"items":"none"}`, "json"},
+	} {
+		r, err := detect.Classify([]byte(tc.body), tc.ctype, "https://example.org/x")
+		if err != nil || r.Kind != tc.kind {
+			t.Errorf("%s %q: %+v, %v; want %s", tc.ctype, tc.body, r, err, tc.kind)
+		}
+	}
+}
+
 func TestNameAndCheckURL(t *testing.T) {
 	if n := detect.Name("https://www.example.org/blog/feed.xml"); n != "example.org-blog" {
 		t.Fatalf("name %q", n)
@@ -68,7 +123,14 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"a":1}`), "application/json")
 	f.Add([]byte(`<rss><channel></channel></rss>`), "")
 	f.Fuzz(func(t *testing.T, body []byte, ctype string) {
-		r := detect.Classify(body, ctype, "https://example.org/x/")
+		r, err := detect.Classify(body, ctype, "https://example.org/x/")
+		if err != nil {
+			var ue *detect.UnparsedError
+			if !errors.As(err, &ue) || r.Kind != "" {
+				t.Fatalf("refused with %T %v, kind %q", err, err, r.Kind)
+			}
+			return
+		}
 		switch r.Kind {
 		case "feed", "json", "page":
 		default:

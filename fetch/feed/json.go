@@ -38,7 +38,7 @@ func scanJSON(body []byte, maxItems int) (entries int, err error) {
 		return 0, ErrNotAFeed
 	}
 	var version string
-	hasItems := false
+	hasItems, itemsNotArray := false, false
 	for d.More() {
 		t, err := d.Token()
 		if err != nil {
@@ -51,8 +51,18 @@ func scanJSON(body []byte, maxItems int) (entries int, err error) {
 				return 0, ErrNotAFeed
 			}
 		case "items":
-			if t, err := d.Token(); err != nil || t != json.Delim('[') {
-				return 0, fmt.Errorf("feed: JSON Feed items is not an array")
+			t, err := d.Token()
+			if err != nil {
+				return 0, fmt.Errorf("feed: malformed JSON: %w", err)
+			}
+			if t != json.Delim('[') {
+				// Only wrong in a JSON Feed: any JSON object may have
+				// "items", so the version decides once it is read.
+				itemsNotArray = true
+				if err := skipValue(d, t); err != nil {
+					return 0, fmt.Errorf("feed: malformed JSON: %w", err)
+				}
+				continue
 			}
 			hasItems = true
 			for d.More() {
@@ -78,8 +88,32 @@ func scanJSON(body []byte, maxItems int) (entries int, err error) {
 	if !isJSONFeedVersion(version, hasItems) {
 		return 0, ErrNotAFeed
 	}
+	if itemsNotArray {
+		return 0, fmt.Errorf("feed: JSON Feed items is not an array")
+	}
 	if maxItems > 0 && entries > maxItems {
 		return entries, tooMany(entries, maxItems)
 	}
 	return entries, nil
+}
+
+// skipValue consumes the rest of a JSON value whose first token was t.
+func skipValue(d *json.Decoder, t json.Token) error {
+	depth := 0
+	if t == json.Delim('{') || t == json.Delim('[') {
+		depth = 1
+	}
+	for depth > 0 {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return nil
 }

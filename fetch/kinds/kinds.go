@@ -173,6 +173,11 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 		if err := refusedPrivate(ns.Location, undetected); err != nil {
 			return ns, err
 		}
+		if ue := (*detect.UnparsedError)(nil); errors.As(undetected, &ue) {
+			// Never a page: a page source on a feed or JSON answer would
+			// fail every run, even once the upstream is fixed.
+			return ns, tidemark.Invalidf("location", ns.Location, "%v; fix it or name the kind with %s", ue, tidemark.Input("kind"))
+		}
 		if scheme := unknownScheme(ns.Location); scheme != "" {
 			return ns, tidemark.Invalidf("location", ns.Location, "not an http(s) URL, a git remote or a directory: "+
 				"unknown scheme %q (want http:// or https://)", scheme)
@@ -283,7 +288,8 @@ func detectWeb(ctx context.Context, s *Set, loc string) (string, bool, error) {
 	}
 	r, err := s.probe(ctx, loc)
 	if err != nil {
-		if refusedPrivate(loc, err) == nil {
+		var ue *detect.UnparsedError
+		if refusedPrivate(loc, err) == nil && !errors.As(err, &ue) {
 			s.warn("could not probe %s to tell its kind: %v", loc, err)
 		}
 		return "", false, err

@@ -3,6 +3,9 @@ package kinds_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,5 +241,35 @@ func TestResolveUnderAnAdmission(t *testing.T) {
 	}
 	if err := kinds.CheckAllowPrivate(kinds.WithAdmission(context.Background(), kinds.Admission{AllowPrivate: true}), true); err != nil {
 		t.Fatalf("an admission that allows it: %v", err)
+	}
+}
+
+// A feed that is truncated or malformed when it is added is refused with
+// the reason and the fix, never detected as a page (which would fail every
+// run, even once the feed is fixed); named with --kind, it is added as
+// given.
+func TestResolveRefusesAFeedThatDoesNotParse(t *testing.T) {
+	truncated := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title>`)
+	}
+	s := kinds.New(kinds.Options{})
+	srv := httptest.NewServer(http.HandlerFunc(truncated))
+	defer srv.Close()
+	ns, err := s.Resolve(context.Background(), ingest.NewSource{Location: srv.URL + "/feed.xml", AllowPrivate: true})
+	if !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("resolved as %q (%v), want invalid input", ns.Kind, err)
+	}
+	msg := tidemark.NamedText(err, func(in tidemark.Input) string { return "--" + string(in) })
+	for _, want := range []string{"looks like a feed", "application/xml", "does not parse", "truncated", "fix it or name the kind with --kind"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	srv2 := httptest.NewServer(http.HandlerFunc(truncated))
+	defer srv2.Close()
+	ns, err = s.Resolve(context.Background(), ingest.NewSource{Location: srv2.URL + "/feed.xml", Kind: "feed", AllowPrivate: true})
+	if err != nil || ns.Kind != "feed" || ns.Location != srv2.URL+"/feed.xml" {
+		t.Fatalf("--kind feed: %+v, %v", ns, err)
 	}
 }
