@@ -21,8 +21,9 @@ func TestProbeDetectsKinds(t *testing.T) {
 		})
 	}
 	serve("/rss", "text/xml", `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title></channel></rss>`)
-	serve("/jf", "application/json", `{"version":"https://jsonfeed.org/version/1.1","items":[]}`)
-	serve("/api", "application/json", `[{"id":1}]`)
+	serve("/jf", "application/json", `{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[]}`)
+	serve("/api", "application/json", `{"version":"1.0","items":[{"id":1,"name":"widget","price":10}]}`)
+	serve("/array", "application/json", `[{"id":1}]`)
 	serve("/blog", "text/html", `<!doctype html><html><head><title>Blog</title>
 <link rel="stylesheet" href="/s.css"><link rel="alternate" type="application/atom+xml" href="/atom.xml">
 <link rel="Alternate" type="application/rss+xml" href="https://feeds.example.org/rss"></head><body>hi</body></html>`)
@@ -36,6 +37,7 @@ func TestProbeDetectsKinds(t *testing.T) {
 		"/rss":   {Kind: "feed", Location: srv.URL + "/rss"},
 		"/jf":    {Kind: "feed", Location: srv.URL + "/jf"},
 		"/api":   {Kind: "json", Location: srv.URL + "/api"},
+		"/array": {Kind: "json", Location: srv.URL + "/array"},
 		"/blog":  {Kind: "feed", Location: srv.URL + "/atom.xml", Title: "Blog", Discovered: true},
 		"/plain": {Kind: "page", Location: srv.URL + "/plain", Title: "Plain"},
 		"/latin": {Kind: "feed", Location: srv.URL + "/latin"},
@@ -75,6 +77,7 @@ func TestClassifyRefusesWhatLooksLikeAFeedOrJSONButDoesNotParse(t *testing.T) {
 		{"json feed type, not json", "application/feed+json", `{"version":"https://jsonfeed.org/version/1.1","items":[`, []string{"looks like JSON", "application/feed+json"}},
 		{"broken json without a type", "", `[{"id":1},{"id":`, []string{"looks like JSON", "does not parse"}},
 		{"json feed whose items are no array", "application/json", `{"version":"https://jsonfeed.org/version/1.1","title":"t","items":{"id":"1"}}`, []string{"looks like a feed", "items"}},
+		{"json feed without a title", "application/json", `{"version":"https://jsonfeed.org/version/1.1","items":[]}`, []string{"looks like a feed", "title"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := detect.Classify([]byte(tc.body), tc.ctype, "https://example.org/x")

@@ -125,7 +125,9 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 			return nil, err
 		}
 	case len(start) > 0 && start[0] == '{':
-		if _, err := scanJSON(body, maxItems); err != nil {
+		mt, _, _ := strings.Cut(contentType, ";")
+		servedAsFeed := strings.EqualFold(strings.TrimSpace(mt), "application/feed+json")
+		if _, err := scanJSON(body, servedAsFeed, maxItems); err != nil {
 			return nil, err
 		}
 	default:

@@ -21,7 +21,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(rss(rssItem("a", "A", "x"))))
-	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1"}]}`))
+	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"1"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		items, err := feed.Parse(b, "", "https://example.org/feed", 1000)
 		if err != nil {

@@ -71,18 +71,54 @@ func TestLegacyCharsetsAreDecoded(t *testing.T) {
 	}
 }
 
-func TestJSONFeedVersionsInTheWild(t *testing.T) {
-	for _, v := range []string{"https://jsonfeed.org/version/1", "https://jsonfeed.org/version/1.1", "http://jsonfeed.org/version/1", "1", "1.0", "1.1"} {
-		doc := `{"version":"` + v + `","title":"J","items":[{"id":"7","title":"JSON entry","content_text":"hello"}]}`
-		items, err := feed.Parse([]byte(doc), "application/feed+json", "", 0)
-		if err != nil || len(items) != 1 || items[0].Key != "7" {
-			t.Errorf("version %q: %v %+v", v, err, items)
+// A JSON Feed is what the spec (https://jsonfeed.org/version/1.1) says it
+// is: a version that is the spec's URL, a title and an items array. Bare
+// version numbers are taken only from a document served as a JSON Feed
+// (application/feed+json): any JSON API may carry "version": "1.0" next to
+// an "items" array, and reading it as a feed would drop every field but
+// its id.
+func TestJSONFeedIsWhatTheSpecRequires(t *testing.T) {
+	entry := `"items":[{"id":"7","title":"JSON entry","content_text":"hello"}]`
+	for _, v := range []string{"https://jsonfeed.org/version/1", "https://jsonfeed.org/version/1.1", "http://jsonfeed.org/version/1"} {
+		for _, ctype := range []string{"", "application/json", "application/feed+json"} {
+			doc := `{"version":"` + v + `","title":"J",` + entry + `}`
+			items, err := feed.Parse([]byte(doc), ctype, "", 0)
+			if err != nil || len(items) != 1 || items[0].Key != "7" {
+				t.Errorf("version %q served as %q: %v %+v", v, ctype, err, items)
+			}
 		}
 	}
-	// Any JSON object may carry a version; without items it is no feed.
-	for _, doc := range []string{`{"version":"1.0"}`, `{"version":"1.1","name":"a package"}`, `{"version":"2.0","items":[]}`} {
-		if _, err := feed.Parse([]byte(doc), "", "", 0); !errors.Is(err, feed.ErrNotAFeed) {
-			t.Errorf("%s: %v", doc, err)
+	for _, v := range []string{"1", "1.0", "1.1"} {
+		doc := `{"version":"` + v + `","title":"J",` + entry + `}`
+		if items, err := feed.Parse([]byte(doc), "application/feed+json; charset=utf-8", "", 0); err != nil || len(items) != 1 {
+			t.Errorf("bare version %q served as a JSON Feed: %v %+v", v, err, items)
+		}
+		for _, ctype := range []string{"", "application/json"} {
+			if _, err := feed.Parse([]byte(doc), ctype, "", 0); !errors.Is(err, feed.ErrNotAFeed) {
+				t.Errorf("bare version %q served as %q: %v, want not a feed", v, ctype, err)
+			}
+		}
+	}
+	// Any JSON object may carry a version and items: an ordinary API.
+	for _, doc := range []string{`{"version":"1.0"}`, `{"version":"1.1","name":"a package"}`, `{"version":"2.0","items":[]}`,
+		`{"version":"1.0","items":[{"id":1,"name":"widget","price":10}]}`,
+		`{"version":"1.0","title":"Widgets","items":[{"id":1,"name":"widget","price":10}]}`,
+		`{"version":"https://example.org/api/v1","title":"Widgets","items":[]}`} {
+		if _, err := feed.Parse([]byte(doc), "application/json", "", 0); !errors.Is(err, feed.ErrNotAFeed) {
+			t.Errorf("%s: %v, want not a feed", doc, err)
+		}
+	}
+	// A JSON Feed by its version that lacks what the spec requires is
+	// malformed, and says what it lacks.
+	for doc, says := range map[string]string{
+		`{"version":"https://jsonfeed.org/version/1.1",` + entry + `}`:               "title",
+		`{"version":"https://jsonfeed.org/version/1.1","title":7,` + entry + `}`:     "title",
+		`{"version":"https://jsonfeed.org/version/1.1","title":"J"}`:                 "items",
+		`{"version":"https://jsonfeed.org/version/1.1","title":"J","items":{"a":1}}`: "items",
+	} {
+		_, err := feed.Parse([]byte(doc), "", "", 0)
+		if err == nil || errors.Is(err, feed.ErrNotAFeed) || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want an error about %s", doc, err, says)
 		}
 	}
 }
@@ -189,7 +225,7 @@ func TestOverMaxItemsIsRefusedWithTheCount(t *testing.T) {
 		"rss":  rss(rssItem("a", "A", ""), rssItem("b", "B", ""), rssItem("c", "C", "")),
 		"atom": `<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>1</id></entry><entry><id>2</id></entry><entry><id>3</id></entry></feed>`,
 		"rdf":  `<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"><channel><title>T</title></channel><item><title>1</title></item><item><title>2</title></item><item><title>3</title></item></rdf:RDF>`,
-		"json": `{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"1"},{"id":"2"},{"id":"3"}]}`,
+		"json": `{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"1"},{"id":"2"},{"id":"3"}]}`,
 	}
 	for name, doc := range docs {
 		if _, err := feed.Parse([]byte(doc), "", "", 2); !errors.Is(err, feed.ErrTooManyEntries) || !strings.Contains(err.Error(), "too many entries: 3, more than max_items (2)") {
