@@ -189,6 +189,10 @@ type FetchResult struct {
 	// with More leaves its source due at once, and the interval paces only
 	// a source that has caught up.
 	More bool
+	// Notes are what the fetch noticed but did not refuse (a json source's
+	// ignore path that matched nothing in any item). `source test` shows
+	// them; a run does not record them.
+	Notes []string
 }
 
 // Fetcher reads what changed in a source since a cursor. Failures are

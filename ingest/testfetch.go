@@ -24,6 +24,9 @@ type TestReport struct {
 	NotBeforeSeconds  float64          `json:"not_before_seconds,omitempty"`
 	Items             []TestItem       `json:"items"`
 	Cursor            string           `json:"cursor"`
+	// Notes are what the fetch noticed but did not refuse (a json ignore
+	// path that matched nothing in any item).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TestItem is one item a test fetch admitted.
@@ -76,7 +79,7 @@ func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cur
 	if err != nil {
 		return rep, nil
 	}
-	rep.Cursor, rep.NotBeforeSeconds = res.Cursor, res.NotBefore.Seconds()
+	rep.Cursor, rep.NotBeforeSeconds, rep.Notes = res.Cursor, res.NotBefore.Seconds(), res.Notes
 	for _, it := range res.Items {
 		ti := TestItem{Key: it.Key, Title: it.Title, URL: it.URL, EvidenceSHA256: it.EvidenceHash(), EvidenceBytes: len(it.Evidence)}
 		if !it.OccurredAt.IsZero() {

@@ -172,6 +172,9 @@ func (r TestReport) WriteText(w io.Writer) error {
 	if r.NotBeforeSeconds > 0 {
 		fmt.Fprintf(w, "upstream asks not to be fetched again for %s\n", time.Duration(r.NotBeforeSeconds*float64(time.Second)))
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note:      %s\n", n)
+	}
 	if len(r.Items) == 0 {
 		return nil
 	}

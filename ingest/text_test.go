@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,5 +152,25 @@ func TestDetailTextSaysUntilWhenAWorkerStaysAway(t *testing.T) {
 	want := "  w1  at " + day(at) + ", leaves it to other workers until " + day(until) + ": cannot reach its network\n"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("source show lacks %q:\n%s", want, b.String())
+	}
+}
+
+// What a fetch noticed but did not refuse (an ignore path that matched
+// nothing) reaches source test's report, in JSON and in text.
+func TestTestFetchReportsTheFetchsNotes(t *testing.T) {
+	note := `ignore path "releases.*.views" matched nothing in any of the 2 items`
+	f := fetchFunc(func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+		return tidemark.FetchResult{Items: []tidemark.Item{{Key: "v1", Evidence: []byte("{}")}}, Notes: []string{note}}, nil
+	})
+	rep, err := ingest.TestFetch(context.Background(), f, tidemark.Source{Name: "api", Kind: "json", Location: "x"}, "", false)
+	if err != nil || len(rep.Notes) != 1 || rep.Notes[0] != note {
+		t.Fatalf("report: %+v, %v", rep, err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "note:      "+note+"\n") {
+		t.Fatalf("text:\n%s", b.String())
 	}
 }

@@ -157,48 +157,78 @@ func Value(v any) ([]byte, error) {
 // Drop removes the volatile parts named by paths from a decoded JSON value
 // and returns it. A path is a dot-separated list of object keys
 // ("meta.fetched_at"); "*" matches every key or array element at its
-// level. Paths that lead nowhere are ignored.
+// level. Paths that lead nowhere are ignored (DropMatched tells them).
 func Drop(v any, paths []string) any {
-	for _, p := range paths {
+	v, _ = DropMatched(v, paths)
+	return v
+}
+
+// DropMatched is Drop, and says for each path whether it removed anything
+// from v.
+func DropMatched(v any, paths []string) (any, []bool) {
+	matched := make([]bool, len(paths))
+	for i, p := range paths {
 		p = strings.TrimPrefix(strings.TrimSpace(p), ".")
 		if p == "" {
 			continue
 		}
-		v = drop(v, strings.Split(p, "."))
+		v, matched[i] = drop(v, strings.Split(p, "."))
 	}
-	return v
+	return v, matched
 }
 
-func drop(v any, path []string) any {
+// CheckPath refuses a Drop path that can name nothing: an empty one, or
+// one with an empty segment ("stats..v", "a.").
+func CheckPath(p string) error {
+	q := strings.TrimPrefix(strings.TrimSpace(p), ".")
+	if q == "" {
+		return errors.New("the path is empty")
+	}
+	for i, seg := range strings.Split(q, ".") {
+		if seg == "" {
+			return fmt.Errorf("segment %d is empty (keys are separated by single dots: stats.*.hits)", i+1)
+		}
+	}
+	return nil
+}
+
+func drop(v any, path []string) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(path) == 1 {
 			if path[0] == "*" {
-				return map[string]any{}
+				return map[string]any{}, len(x) > 0
 			}
+			_, ok := x[path[0]]
 			delete(x, path[0])
-			return x
+			return x, ok
 		}
+		matched := false
 		if path[0] == "*" {
 			for k, e := range x {
-				x[k] = drop(e, path[1:])
+				var m bool
+				x[k], m = drop(e, path[1:])
+				matched = matched || m
 			}
 		} else if e, ok := x[path[0]]; ok {
-			x[path[0]] = drop(e, path[1:])
+			x[path[0]], matched = drop(e, path[1:])
 		}
-		return x
+		return x, matched
 	case []any:
+		matched := false
 		if path[0] == "*" {
 			if len(path) == 1 {
-				return []any{}
+				return []any{}, len(x) > 0
 			}
 			for i, e := range x {
-				x[i] = drop(e, path[1:])
+				var m bool
+				x[i], m = drop(e, path[1:])
+				matched = matched || m
 			}
 		}
-		return x
+		return x, matched
 	}
-	return v
+	return v, false
 }
 
 // SplitList splits a comma-separated config value into trimmed, non-empty,

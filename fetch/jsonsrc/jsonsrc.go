@@ -80,7 +80,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if resp.NotModified {
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
-	items, declared, err := sel.Select(ctx, resp.Body)
+	items, declared, notes, err := sel.SelectWithNotes(ctx, resp.Body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tidemark.FetchResult{}, ctx.Err()
@@ -90,7 +90,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable JSON", err)
 	}
-	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
+	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge, Notes: notes}, nil
 }
 
 // ResolveCursor checks a skip target: the kind's cursor, HTTP validators
@@ -114,10 +114,16 @@ type Selector struct {
 // ErrNotJSON: the body is not a JSON document.
 var ErrNotJSON = errors.New("jsonsrc: not JSON")
 
-// NewSelector compiles a source's config. A bad expression is an
-// *InvalidError naming the key.
+// NewSelector compiles a source's config. A bad expression, or an ignore
+// path that can name nothing (an empty segment), is an *InvalidError
+// naming the key.
 func NewSelector(cfg map[string]string, maxItems int) (*Selector, error) {
 	s := &Selector{ignore: canon.SplitList(cfg[ConfigIgnore]), maxItems: maxItems}
+	for _, p := range s.ignore {
+		if err := canon.CheckPath(p); err != nil {
+			return nil, tidemark.Invalidf("config "+ConfigIgnore, p, "not a dotted path relative to each item (views, stats.*.hits): %v", err)
+		}
+	}
 	var err error
 	if s.items, err = compile(ConfigItems, cfg[ConfigItems], ".[]"); err != nil {
 		return nil, err
@@ -177,36 +183,52 @@ func compile(key, expr, def string) (*gojq.Code, error) {
 // apart as fetch.Keys says: identical ones are one item, differing ones
 // are each kept as "ID #hash".
 func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, int, error) {
+	items, declared, _, err := s.SelectWithNotes(ctx, body)
+	return items, declared, err
+}
+
+// SelectWithNotes is Select, with notes on what it noticed but did not
+// refuse: each ignore path that matched nothing in any item (they are
+// relative to each selected item, not to the answer).
+func (s *Selector) SelectWithNotes(ctx context.Context, body []byte) ([]tidemark.Item, int, []string, error) {
 	doc, err := canon.Decode(body)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return nil, 0, nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	declared := 0
 	if s.declared != nil {
 		v, err := s.first(ctx, s.declared, doc)
 		if err != nil {
-			return nil, 0, fmt.Errorf("declared count: %w", err)
+			return nil, 0, nil, fmt.Errorf("declared count: %w", err)
 		}
 		n, err := strconv.Atoi(v)
 		if v != "" && (err != nil || n < 0) {
-			return nil, 0, fmt.Errorf("declared count %q is not a whole number", v)
+			return nil, 0, nil, fmt.Errorf("declared count %q is not a whole number", v)
 		}
 		declared = n
 	}
-	items, held, err := s.selectItems(ctx, doc)
+	items, held, matched, err := s.selectItems(ctx, doc)
 	if declared > 0 {
 		// The declaration is of what the answer holds; an item repeated
 		// word for word is held, and kept once: only what is missing from
 		// the answer is missing.
 		declared = len(items) + max(0, declared-held)
 	}
-	return items, declared, err
+	var notes []string
+	for i, p := range s.ignore {
+		if err == nil && held > 0 && !matched[i] {
+			notes = append(notes, fmt.Sprintf("ignore path %q matched nothing in any of the %d items (paths are relative to each selected item)", p, held))
+		}
+	}
+	return items, declared, notes, err
 }
 
-// selectItems returns the answer's items, keyed (fetch.Keys), and how many
-// the answer held before identical repeats were kept once.
-func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, int, error) {
+// selectItems returns the answer's items, keyed (fetch.Keys), how many
+// the answer held before identical repeats were kept once, and for each
+// ignore path whether it removed anything from any item.
+func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, int, []bool, error) {
 	var cands []fetch.Candidate
+	matched := make([]bool, len(s.ignore))
 	iter := s.items.RunWithContext(ctx, doc)
 	for n := 0; ; n++ {
 		v, ok := iter.Next()
@@ -214,23 +236,27 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, i
 			break
 		}
 		if err, ok := v.(error); ok {
-			return nil, 0, fmt.Errorf("items expression: %w", err)
+			return nil, 0, nil, fmt.Errorf("items expression: %w", err)
 		}
 		if s.maxItems > 0 && n >= s.maxItems {
-			return nil, 0, fmt.Errorf("more than the limit of %d items", s.maxItems)
+			return nil, 0, nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
 		}
 		id, err := s.first(ctx, s.id, v)
 		if err != nil {
-			return nil, 0, fmt.Errorf("item %d: identity: %w", n, err)
+			return nil, 0, nil, fmt.Errorf("item %d: identity: %w", n, err)
 		}
 		if id == "" {
-			return nil, 0, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
+			return nil, 0, nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
 		}
 		title, _ := s.first(ctx, s.title, v)
 		link, _ := s.first(ctx, s.url, v)
-		ev, err := canon.Value(canon.Drop(v, s.ignore))
+		kept, m := canon.DropMatched(v, s.ignore)
+		for i := range m {
+			matched[i] = matched[i] || m[i]
+		}
+		ev, err := canon.Value(kept)
 		if err != nil {
-			return nil, 0, fmt.Errorf("item %d: %w", n, err)
+			return nil, 0, nil, fmt.Errorf("item %d: %w", n, err)
 		}
 		// What tells apart items an answer gives one identity: the title
 		// and link as configured (a JSON item has no date of its own).
@@ -243,7 +269,7 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, i
 			ID:   id, Stable: stable,
 		})
 	}
-	return fetch.Keys(cands), len(cands), nil
+	return fetch.Keys(cands), len(cands), matched, nil
 }
 
 // first runs code on v and returns its first output as a string: strings

@@ -2,6 +2,7 @@ package jsonsrc_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,65 @@ func TestSelectorConfig(t *testing.T) {
 	items, _, err = s.Select(context.Background(), []byte(`{}`))
 	if err != nil || strings.Contains(string(items[0].Evidence), "hunter2") {
 		t.Fatalf("environment leaked: %v %s", err, items[0].Evidence)
+	}
+}
+
+// ignore paths are relative to each selected item, not to the answer: a
+// path written from the answer's root matches nothing, and the fetch says
+// so (source test shows it) instead of keeping the volatile field
+// silently.
+func TestIgnorePathsAreRelativeToEachItem(t *testing.T) {
+	body := []byte(`{"total_count":2,"meta":{"fetched_at":"now"},"releases":[
+		{"tag":"v1","name":"One","views":5,"stats":{"day":{"hits":1},"week":{"hits":7}}},
+		{"tag":"v2","name":"Two","views":7}]}`)
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".releases[]", jsonsrc.ConfigID: "tag",
+		jsonsrc.ConfigIgnore: "views,stats.*.hits,releases.*.views,meta.fetched_at"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _, notes, err := s.SelectWithNotes(context.Background(), body)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("%v %+v", err, items)
+	}
+	if ev := string(items[0].Evidence); ev != `{"name":"One","stats":{"day":{},"week":{}},"tag":"v1"}` {
+		t.Fatalf("evidence %s", ev)
+	}
+	want := []string{
+		`ignore path "meta.fetched_at" matched nothing in any of the 2 items (paths are relative to each selected item)`,
+		`ignore path "releases.*.views" matched nothing in any of the 2 items (paths are relative to each selected item)`,
+	}
+	if strings.Join(notes, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("notes:\n%s\nwant:\n%s", strings.Join(notes, "\n"), strings.Join(want, "\n"))
+	}
+	// The notes reach the fetch's result, which source test shows.
+	a := newAPI()
+	a.Set(200, string(body), "")
+	srv, client := fetchtest.MustServe(t, a)
+	src := tidemark.Source{Name: "api", Kind: "json", Location: srv.URL, Config: map[string]string{jsonsrc.ConfigItems: ".releases[]",
+		jsonsrc.ConfigID: "tag", jsonsrc.ConfigIgnore: "views,releases.*.views"}}
+	res, err := (&jsonsrc.Fetcher{Client: client}).Fetch(context.Background(), src, "")
+	if err != nil || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], `"releases.*.views" matched nothing`) {
+		t.Fatalf("fetch: %v, notes %q", err, res.Notes)
+	}
+}
+
+// A path that can name nothing (an empty segment) is refused when the
+// source is added or tested, naming the key and the path.
+func TestIgnoreRefusesMalformedPaths(t *testing.T) {
+	for _, bad := range []string{"stats..v", "views,stats..v", "a.", ".", "..a", "a.b.", "ok, . "} {
+		_, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigIgnore: bad}, 0)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("ignore=%q: %v, want invalid input", bad, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "ignore") || !strings.Contains(msg, "empty") {
+			t.Errorf("ignore=%q: %q does not say what was wrong", bad, msg)
+		}
+	}
+	for _, good := range []string{"views", ".views", "meta.fetched_at", "stats.*.hits", "*", "a, b.c"} {
+		if _, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigIgnore: good}, 0); err != nil {
+			t.Errorf("ignore=%q: %v", good, err)
+		}
 	}
 }
 

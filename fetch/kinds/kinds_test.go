@@ -57,6 +57,7 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		"token as user":      {Location: "https://ghp_token@example.org/feed.xml"},
 		"not a directory":    {Kind: "dir", Location: filepath.Join(dir, "missing")},
 		"no kind":            {Location: "nowhere-at-all"},
+		"malformed ignore":   {Kind: "json", Location: "http://127.0.0.1:9/api", AllowPrivate: true, Config: map[string]string{"ignore": "stats..v"}},
 	} {
 		_, err := s.Resolve(context.Background(), ns)
 		if !errors.Is(err, tidemark.ErrInvalid) {
