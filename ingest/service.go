@@ -288,7 +288,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	}
 	if ferr != nil {
 		if ctx.Err() != nil {
-			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
+			return s.fail(finishCtx, c, src, rep, counted{}, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
 		}
 		if errors.Is(ferr, tidemark.ErrCannotServe) {
 			return s.cannotServe(finishCtx, c, src, rep, ferr)
@@ -299,11 +299,17 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 			// which the run records beside it.
 			_, why, _ := tidemark.Classify(ferr)
 			reason := fmt.Sprintf("fetch timed out after %s: %s", s.FetchTimeout, why)
-			return s.fail(finishCtx, c, src, rep, tidemark.OutcomeUnreachable, reason, 0, false)
+			return s.fail(finishCtx, c, src, rep, counted{}, tidemark.OutcomeUnreachable, reason, 0, false)
 		}
 	}
+	// What the fetch declared and admitted, recorded on the run however it
+	// ends; a fetch that failed answered nothing to count.
+	read := counted{}
+	if ferr == nil {
+		read = counted{declared: res.Declared, admitted: len(res.Items)}
+	}
 	if outcome, reason, retryAfter := FetchOutcome(res, ferr); !outcome.Advances() {
-		return s.fail(finishCtx, c, src, rep, outcome, reason, retryAfter, false)
+		return s.fail(finishCtx, c, src, rep, read, outcome, reason, retryAfter, false)
 	}
 	now := s.Clock.Now()
 	next := src.Interval.Std()
@@ -326,7 +332,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 		}
 		// The settlement rolled back; record the failure if the claim is
 		// still ours (if the commit's outcome is unknown, Fail is stale).
-		rep2, ferr := s.fail(finishCtx, c, src, rep, tidemark.OutcomeError, "settle: "+err.Error(), 0, false)
+		rep2, ferr := s.fail(finishCtx, c, src, rep, read, tidemark.OutcomeError, "settle: "+err.Error(), 0, false)
 		if ferr != nil && !IsRunFailed(ferr) {
 			return rep2, errors.Join(err, ferr)
 		}
@@ -357,7 +363,10 @@ func IsRunFailed(err error) bool {
 	return errors.As(err, &rf)
 }
 
-func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report,
+// counted is what a fetch declared and admitted.
+type counted struct{ declared, admitted int }
+
+func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report, read counted,
 	o tidemark.Outcome, reason string, retryAfter time.Duration, noCharge bool) (Report, error) {
 	// The reason is stored, reported and logged: clean it of the
 	// credentials a location carries (sources stored before they were
@@ -378,6 +387,7 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	if noCharge {
 		f = Failure{Outcome: o, Reason: reason, NextDueAt: now, NoCharge: true}
 	}
+	f.Declared, f.Admitted = read.declared, read.admitted
 	if _, err := s.Store.Fail(ctx, c, f); err != nil {
 		return rep, fmt.Errorf("record %s failure of run %s: %w", o, c.RunID, err)
 	}

@@ -298,3 +298,29 @@ func TestRunSourceTwiceInOneProcessRunsOnce(t *testing.T) {
 		t.Fatalf("a run once the first is done: %v", err)
 	}
 }
+
+// A run that fails because the fetch declared more than it admitted
+// records both numbers on the failed run, where the operator looks.
+func TestShortReadRecordsDeclaredAndAdmitted(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+			return tidemark.FetchResult{Declared: 3, Cursor: "far", Items: []tidemark.Item{
+				{Key: "1", Evidence: []byte("one")}, {Key: "2", Evidence: []byte("two")},
+			}}, nil
+		})
+		rep, err := fx.svc.RunSource(context.Background(), "s")
+		if !ingest.IsRunFailed(err) || rep.Outcome != tidemark.OutcomeInvalid {
+			t.Fatalf("short read: outcome %s, err %v; want invalid", rep.Outcome, err)
+		}
+		run, err := fx.svc.Store.Run(context.Background(), rep.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != tidemark.RunFailed || run.Declared != 3 || run.Admitted != 2 || !strings.Contains(run.Error, "declared 3 results, 2 were admitted") {
+			t.Fatalf("run: %s/%s declared %d admitted %d (%s); want failed, declared 3, admitted 2", run.Status, run.Outcome, run.Declared, run.Admitted, run.Error)
+		}
+		if s, _ := fx.svc.Store.Source(context.Background(), "s"); s.Cursor != "" || s.CursorVersion != 0 {
+			t.Fatalf("cursor moved: %q v%d", s.Cursor, s.CursorVersion)
+		}
+	})
+}

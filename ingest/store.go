@@ -177,6 +177,11 @@ type Failure struct {
 	// the run was interrupted by our own shutdown, or this worker cannot
 	// serve the source; it was not failed by the source.
 	NoCharge bool
+	// Declared and Admitted are what the fetch declared and admitted
+	// (0 when it failed before answering), recorded on the run as a
+	// settlement records them: a short read's numbers belong on the run
+	// that failed on them.
+	Declared, Admitted int
 }
 
 // Served says whether a run that ended in f showed that its worker can

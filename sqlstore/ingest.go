@@ -1276,6 +1276,9 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	if f.Outcome.Advances() || f.Outcome == tidemark.OutcomeLost || !f.Outcome.Valid() {
 		return tidemark.Run{}, tidemark.Invalidf("failure outcome", string(f.Outcome), "want unreachable, invalid or error")
 	}
+	if f.Declared < 0 || f.Admitted < 0 {
+		return tidemark.Run{}, tidemark.Invalidf("failure counts", fmt.Sprintf("declared %d, admitted %d", f.Declared, f.Admitted), "want counts of 0 or more")
+	}
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return tidemark.Run{}, err
@@ -1290,10 +1293,11 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 		sourceSet: `claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
 			window_attempts = window_attempts + $2, window_state = $3, terminal_reason = $4, next_due_at = $5,
 			last_outcome = $6, last_error = $7, last_run_at = $1, updated_at = $1, failing_since = $8`,
-		runSet:       `status = 'failed', outcome = $6, error = $7, finished_at = $1`,
+		runSet:       `status = 'failed', outcome = $6, error = $7, declared = $9, admitted = $10, finished_at = $1`,
 		versionAfter: c.CursorVersion,
-		args:         []any{ch.Spent, string(ch.Window), ch.TerminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(ch.FailingSince)},
-		outcome:      f.Outcome, now: now, served: f.Served(),
+		args: []any{ch.Spent, string(ch.Window), ch.TerminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(ch.FailingSince),
+			f.Declared, f.Admitted},
+		outcome: f.Outcome, now: now, served: f.Served(),
 	})
 	if err != nil {
 		return tidemark.Run{}, fmt.Errorf("fail run %s: %w", c.RunID, err)
@@ -1308,7 +1312,7 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	return tidemark.Run{
 		ID: c.RunID, SourceID: c.SourceID, SourceName: name, Holder: c.Holder, Attempt: c.Attempt,
 		CursorVersion: c.CursorVersion, CursorBefore: c.Cursor, Status: tidemark.RunFailed, Outcome: f.Outcome,
-		Error: f.Reason, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
+		Error: f.Reason, Declared: f.Declared, Admitted: f.Admitted, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
 	}, nil
 }
 

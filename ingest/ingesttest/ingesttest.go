@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ReReadIsEmptyChangedIsRevision", testRevisions},
 		{"FailureLeavesCursor", testFailureLeavesCursor},
 		{"ShortReadRefused", testShortRead},
+		{"FailureRecordsDeclaredAndAdmitted", testFailureCounts},
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
 		{"OutageStartRecordedAndCleared", testFailingSince},
@@ -439,6 +440,37 @@ func testShortRead(t *testing.T, h Harness) {
 	if _, err := h.Store.Fail(ctx, c, failure(h, tidemark.OutcomeInvalid)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A failed run records what its fetch declared and admitted, in the same
+// fenced transaction, and the cursor stays: the numbers of a short read
+// are what the operator needs, on exactly the run that failed.
+func testFailureCounts(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	c := mustClaim(t, h, src, "w")
+	before := mustSource(t, h, src.ID)
+	f := failure(h, tidemark.OutcomeInvalid)
+	f.Declared, f.Admitted = 3, 2
+	run, err := h.Store.Fail(ctx, c, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertUnmoved(t, h, before)
+	stored, err := h.Store.Run(ctx, c.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, r := range map[string]tidemark.Run{"returned": run, "stored": stored} {
+		if r.Status != tidemark.RunFailed || r.Outcome != tidemark.OutcomeInvalid || r.Declared != 3 || r.Admitted != 2 {
+			t.Fatalf("%s run: %s/%s declared %d admitted %d, want failed/invalid declared 3 admitted 2", what, r.Status, r.Outcome, r.Declared, r.Admitted)
+		}
+	}
+	if n := h.AuditRows(t, c.RunID); n != 1 {
+		t.Fatalf("%d audit rows", n)
+	}
+	// A stale claim records nothing, counts included.
+	_, err = h.Store.Fail(ctx, c, f)
+	wantErr(t, err, tidemark.ErrStaleClaim, "second failure of a released claim")
 }
 
 func testHeartbeat(t *testing.T, h Harness) {
