@@ -96,8 +96,14 @@ func JSON(b []byte) ([]byte, error) {
 	return Value(v)
 }
 
-// Decode parses one JSON value with numbers kept as json.Number.
+// utf8BOM is the UTF-8 byte-order mark.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// Decode parses one JSON value with numbers kept as json.Number. A leading
+// UTF-8 byte-order mark is ignored, as RFC 8259 allows, so a document
+// with one decodes (and canonicalizes) as it does without.
 func Decode(b []byte) (any, error) {
+	b = bytes.TrimPrefix(b, utf8BOM)
 	if err := checkDepth(b); err != nil {
 		return nil, err
 	}

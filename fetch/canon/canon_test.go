@@ -48,7 +48,11 @@ func TestJSONIsStable(t *testing.T) {
 	if tidemark.HashEvidence(ca) != tidemark.HashEvidence(cb) {
 		t.Fatal("same content, different hash")
 	}
-	for _, bad := range []string{``, `{`, `{"a":1} {"b":2}`, `[1,]`} {
+	// A leading UTF-8 byte-order mark is ignored (RFC 8259).
+	if cbom, err := canon.JSON(append([]byte("\xef\xbb\xbf"), a...)); err != nil || string(cbom) != string(ca) {
+		t.Fatalf("with a BOM: %s, %v", cbom, err)
+	}
+	for _, bad := range []string{``, `{`, `{"a":1} {"b":2}`, `[1,]`, "\xef\xbb\xbf", "\xef\xbb\xbf\xef\xbb\xbf{}"} {
 		if _, err := canon.JSON([]byte(bad)); err == nil {
 			t.Errorf("JSON(%q) accepted", bad)
 		}

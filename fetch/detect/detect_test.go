@@ -102,6 +102,8 @@ func TestClassifyRefusesWhatLooksLikeAFeedOrJSONButDoesNotParse(t *testing.T) {
 		{"text/html", "<html><body>[1, 2</body></html>", "page"},
 		{"application/json", `{"items":{"a":1},"version":"2"}`, "json"},
 		{"application/json", `{"items":"none"}`, "json"},
+		{"application/json", "\xef\xbb\xbf[{\"id\":1}]", "json"},
+		{"", "\xef\xbb\xbf{\"version\":\"https://jsonfeed.org/version/1.1\",\"title\":\"J\",\"items\":[]}", "feed"},
 	} {
 		r, err := detect.Classify([]byte(tc.body), tc.ctype, "https://example.org/x")
 		if err != nil || r.Kind != tc.kind {

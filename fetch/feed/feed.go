@@ -125,6 +125,9 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 			return nil, err
 		}
 	case len(start) > 0 && start[0] == '{':
+		// A leading UTF-8 byte-order mark may be ignored (RFC 8259); the
+		// JSON decoders would refuse it.
+		body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 		mt, _, _ := strings.Cut(contentType, ";")
 		servedAsFeed := strings.EqualFold(strings.TrimSpace(mt), "application/feed+json")
 		if _, err := scanJSON(body, servedAsFeed, maxItems); err != nil {

@@ -123,6 +123,20 @@ func TestJSONFeedIsWhatTheSpecRequires(t *testing.T) {
 	}
 }
 
+// A JSON Feed that starts with a UTF-8 byte-order mark is read (RFC 8259
+// lets a parser ignore one), and freezes as it does without.
+func TestJSONFeedWithAByteOrderMark(t *testing.T) {
+	doc := `{"version":"https://jsonfeed.org/version/1.1","title":"J","items":[{"id":"7","title":"Café","content_text":"hello"}]}`
+	plain, err := feed.Parse([]byte(doc), "application/feed+json", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := feed.Parse([]byte("\xef\xbb\xbf"+doc), "application/feed+json", "", 0)
+	if err != nil || len(got) != 1 || got[0].Key != plain[0].Key || got[0].EvidenceHash() != plain[0].EvidenceHash() {
+		t.Fatalf("with a BOM: %v %+v, want %+v", err, got, plain)
+	}
+}
+
 func TestStrayControlCharacterDoesNotRefuseTheFeed(t *testing.T) {
 	doc := rss(
 		rssItem("a", "Bell\x07 rings", "vertical\x0btab and \x1b[escape"),

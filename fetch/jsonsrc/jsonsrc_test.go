@@ -317,3 +317,36 @@ func TestARepeatedItemIsNotAShortRead(t *testing.T) {
 		}
 	}
 }
+
+// RFC 8259 lets a parser ignore a leading UTF-8 byte-order mark: an answer
+// with one is read, and freezes to the same evidence as without, so a
+// server that starts or stops sending one changes nothing.
+func TestALeadingByteOrderMarkIsIgnored(t *testing.T) {
+	doc := `{"data":[{"id":1,"name":"Café"},{"id":2,"name":"Two"}]}`
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".data[]"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _, err := s.Select(context.Background(), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"\xef\xbb\xbf", "\xef\xbb\xbf \n"} {
+		got, _, err := s.Select(context.Background(), []byte(prefix+doc))
+		if err != nil {
+			t.Fatalf("BOM %q: %v", prefix, err)
+		}
+		if len(got) != len(plain) {
+			t.Fatalf("BOM %q: %d items, want %d", prefix, len(got), len(plain))
+		}
+		for i := range got {
+			if got[i].Key != plain[i].Key || got[i].EvidenceHash() != plain[i].EvidenceHash() {
+				t.Errorf("BOM %q: item %d %s %s, want %s %s", prefix, i, got[i].Key, got[i].Evidence, plain[i].Key, plain[i].Evidence)
+			}
+		}
+	}
+	// Only a leading mark: one inside the value is no whitespace.
+	if _, _, err := s.Select(context.Background(), []byte(" \xef\xbb\xbf"+doc)); err == nil {
+		t.Error("a byte-order mark after whitespace was accepted")
+	}
+}
