@@ -41,8 +41,14 @@ func IntConfig(cfg map[string]string, key string, def int64) (int64, error) {
 // is an *tidemark.InvalidError naming --to, so it is never stored (a kind
 // reads an unreadable cursor as none, and would silently start over).
 func CheckCursor(kind, to string, v any) error {
+	return CheckCursorOf("to", kind, to, v)
+}
+
+// CheckCursorOf is CheckCursor for a cursor given as the input field (a
+// skip's "to", source test's "cursor"), which a refusal names.
+func CheckCursorOf(field, kind, to string, v any) error {
 	refuse := func(err error) error {
-		return tidemark.Invalidf("to", to, "not a %s cursor (%v); a %s cursor is a JSON object like the one `source show` prints", kind, err, kind)
+		return tidemark.Invalidf(field, to, "not a %s cursor (%v); a %s cursor is a JSON object like the one `source show` prints", kind, err, kind)
 	}
 	if !strings.HasPrefix(strings.TrimSpace(to), "{") {
 		return refuse(errors.New("not a JSON object"))

@@ -174,3 +174,41 @@ func TestTestFetchReportsTheFetchsNotes(t *testing.T) {
 		t.Fatalf("text:\n%s", b.String())
 	}
 }
+
+// cursorChecked is a fetcher that knows its cursor's form.
+type cursorChecked struct {
+	fetchFunc
+	check func(string) error
+}
+
+func (c cursorChecked) CheckCursor(cursor string) error { return c.check(cursor) }
+
+// A --cursor the kind cannot read is refused as bad input before anything
+// is fetched, never silently taken for "no cursor".
+func TestTestFetchRefusesACursorTheKindCannotRead(t *testing.T) {
+	fetched := 0
+	f := cursorChecked{
+		fetchFunc: func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+			fetched++
+			return tidemark.FetchResult{}, nil
+		},
+		check: func(c string) error {
+			if c != "{}" {
+				return tidemark.Invalidf("cursor", c, "not a test cursor")
+			}
+			return nil
+		},
+	}
+	src := tidemark.Source{Name: "s", Kind: "test", Location: "x"}
+	if _, err := ingest.TestFetch(context.Background(), f, src, "garbage", false); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "not a test cursor") {
+		t.Fatalf("garbage cursor: %v, want invalid input", err)
+	}
+	if fetched != 0 {
+		t.Fatal("fetched with a cursor the kind cannot read")
+	}
+	for _, c := range []string{"", "{}"} {
+		if rep, err := ingest.TestFetch(context.Background(), f, src, c, false); err != nil || rep.Outcome != tidemark.OutcomeEmpty {
+			t.Fatalf("cursor %q: %+v, %v", c, rep, err)
+		}
+	}
+}

@@ -94,6 +94,14 @@ func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string)
 	return to, nil
 }
 
+// CheckCursor checks a cursor to fetch from (source test --cursor): HTTP
+// validators as a JSON object. Fetch itself reads an unreadable cursor as
+// none, which is safe for a run but would hide a mistyped --cursor.
+func (f *Fetcher) CheckCursor(cursor string) error {
+	var v httpx.Validators
+	return fetch.CheckCursorOf("cursor", "feed", cursor, &v)
+}
+
 // ErrNotAFeed: the document is none of RSS, Atom or JSON Feed.
 var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 

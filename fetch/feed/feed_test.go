@@ -1,6 +1,7 @@
 package feed_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -258,5 +259,26 @@ func TestIdentityFallbacksAndFormats(t *testing.T) {
 	}
 	if _, err := feed.Parse([]byte(rss(rssItem("a", "A", ""), rssItem("b", "B", ""))), "", "", 1); err == nil {
 		t.Fatal("a feed over max_items was accepted")
+	}
+}
+
+// source test --cursor: the feed's cursor is its validators as a JSON
+// object; anything else is refused, naming --cursor and the form.
+func TestCheckCursor(t *testing.T) {
+	f := &feed.Fetcher{}
+	for _, bad := range []string{"garbage", `{"etag":1}`, `{"nope":"x"}`, `{"etag":"x"} tail`} {
+		err := f.CheckCursor(bad)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "not a feed cursor") || !strings.Contains(err.Error(), "cursor") {
+			t.Errorf("%q: %v", bad, err)
+		}
+		var ie *tidemark.InvalidError
+		if !errors.As(err, &ie) || ie.Field != "cursor" {
+			t.Errorf("%q: field %+v, want cursor", bad, ie)
+		}
+	}
+	for _, good := range []string{`{}`, `{"etag":"\"v1\""}`, `{"etag":"x","last_modified":"Mon, 02 Jan 2006 15:04:05 GMT"}`} {
+		if err := f.CheckCursor(good); err != nil {
+			t.Errorf("%q: %v", good, err)
+		}
 	}
 }
