@@ -154,54 +154,86 @@ func (t *Template) Render(kind string, m Message) (Rendered, error) {
 
 func (t *Template) render(f Format, m Message) (Rendered, error) {
 	esc := escaper(f.Markup)
-	data := Message{Title: esc(oneLine(m.Title)), Summary: esc(summaryAfterTitle(m.Title, m.Summary)), Link: linkEscape(f.Markup, m.Link),
-		Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))}
+	title, summary := []rune(oneLine(m.Title)), []rune(summaryAfterTitle(m.Title, m.Summary))
+	// with renders the template over the first nt runes of the title and
+	// ns of the summary, each marked … where it was cut (a cut title
+	// drops the summary). The fields are cut before they are escaped, so a
+	// cut never falls inside an escape sequence (Slack's &amp;, Discord's
+	// \*) or a character.
+	with := func(nt, ns int) (string, error) {
+		s := cut(summary, ns)
+		if nt < len(title) {
+			s = ""
+		}
+		return t.exec(Message{Title: esc(cut(title, nt)), Summary: esc(s), Link: linkEscape(f.Markup, m.Link),
+			Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))})
+	}
 	out := Rendered{Kind: f.Kind, Markup: f.Markup, Limit: limitText(f)}
-	body, err := t.exec(data)
+	body, err := with(len(title), len(summary))
 	if err != nil {
 		return out, err
 	}
 	if !fits(f, body) {
 		// Shorten the summary, the longest part and the one a reader can
-		// follow the link for, to the longest that fits.
-		summary := []rune(data.Summary)
-		lo, hi := 0, len(summary) // lo fits (checked below), hi does not
-		try := func(n int) (string, bool, error) {
-			d := data
-			d.Summary = strings.TrimSpace(string(summary[:n]))
-			if n < len(summary) {
-				d.Summary += "…"
-			}
-			b, err := t.exec(d)
-			return b, fits(f, b), err
-		}
-		b, ok, err := try(0)
+		// follow the link for, to the longest that fits; then, if even no
+		// summary does not fit, the title.
+		out.Truncated = true
+		b, err := longest(len(summary), func(n int) (string, error) { return with(len(title), n) }, f)
 		if err != nil {
 			return out, err
 		}
-		if !ok {
-			return out, tidemark.Invalidf("template", "", "the message is longer than %s even with no summary", out.Limit)
-		}
-		body = b
-		for lo+1 < hi {
-			mid := (lo + hi) / 2
-			b, ok, err := try(mid)
+		if b == "" {
+			b, err = longest(len(title), func(n int) (string, error) { return with(n, 0) }, f)
 			if err != nil {
 				return out, err
 			}
-			if ok {
-				lo, body = mid, b
-			} else {
-				hi = mid
-			}
 		}
-		out.Truncated = true
+		if b == "" {
+			// Nothing fits (a link or the template's own text is over the
+			// limit): the body is escaped all the same, never raw, and the
+			// provider refuses it unsent.
+			out.Body = body
+			return out, tidemark.Invalidf("template", "", "the message is longer than %s even with no summary and its title cut", out.Limit)
+		}
+		body = b
 	}
 	out.Body = body
 	if f.HTML {
 		out.HTML = provider.TextHTML(body)
 	}
 	return out, nil
+}
+
+// longest returns the body render(n) makes for the largest n below max
+// whose body fits f ("" when not even render(0) fits).
+func longest(max int, render func(n int) (string, error), f Format) (string, error) {
+	body, err := render(0)
+	if err != nil || !fits(f, body) {
+		return "", err
+	}
+	lo, hi := 0, max // lo fits, hi does not
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		b, err := render(mid)
+		if err != nil {
+			return "", err
+		}
+		if fits(f, b) {
+			lo, body = mid, b
+		} else {
+			hi = mid
+		}
+	}
+	return body, nil
+}
+
+// cut is the first n runes of s, trimmed and ended by … when that is not
+// all of s.
+func cut(s []rune, n int) string {
+	if n >= len(s) {
+		return string(s)
+	}
+	return strings.TrimSpace(string(s[:n])) + "…"
 }
 
 func (t *Template) exec(m Message) (string, error) {
@@ -286,15 +318,35 @@ func linkEscape(markup, link string) string {
 
 // ChannelBody is the body a channel drafts for a published page: its
 // template (the kind's default when blank) over the publication and the
-// source's name. A template that fails on this page (a title longer than
-// the provider takes) drafts PublicationBody instead, and says why: a
-// publication is never refused for its notification.
+// source's name, escaped and fitted. A template that fails on this page
+// drafts the kind's default instead, and says why: a publication is never
+// refused for its notification. What is drafted is always escaped for the
+// kind's markup: a page whose body cannot fit even with no summary and its
+// title cut (a link over the limit) drafts it escaped and over the limit,
+// which the provider refuses unsent, so that intent alone is unexecutable.
 func ChannelBody(kind, tmpl string, p tidemark.Publication, source string) (string, error) {
-	r, err := Preview(kind, tmpl, Message{Title: p.Title, Summary: p.Summary, Link: p.PageURL, Source: source, Page: p.PageID})
-	if err != nil {
+	m := Message{Title: p.Title, Summary: p.Summary, Link: p.PageURL, Source: source, Page: p.PageID}
+	r, err := Preview(kind, tmpl, m)
+	if err == nil {
+		return r.Body, nil
+	}
+	if _, ok := FormatOf(kind); !ok {
+		// No markup to escape for; no provider of this kind can send it.
 		return PublicationBody(p), err
 	}
-	return r.Body, nil
+	if strings.TrimSpace(tmpl) != "" {
+		if d, derr := Preview(kind, "", m); d.Body != "" {
+			if derr != nil {
+				err = fmt.Errorf("%w; the default does not fit either: %w", err, derr)
+			}
+			return d.Body, err
+		}
+	}
+	if r.Body != "" {
+		return r.Body, err
+	}
+	// The default templates always render (ParseTemplate checked them).
+	return PublicationBody(p), err
 }
 
 // ChannelTest is what a channel would send for its source's latest

@@ -48,8 +48,14 @@ func TestPreviewShortensTheSummaryToTheLimit(t *testing.T) {
 	if !strings.HasPrefix(r.Body, "**T**") || !strings.HasSuffix(r.Body, "…\n\n<https://wiki.example/p/2>") {
 		t.Fatalf("the title or the link was cut: %q…%q", r.Body[:10], r.Body[len(r.Body)-40:])
 	}
-	if _, err := outbox.Preview("discord", "{{.Title}}", outbox.Message{Title: strings.Repeat("x", 3000)}); !errors.Is(err, tidemark.ErrInvalid) {
-		t.Fatalf("a title over the limit: %v", err)
+	// A title over the limit is cut too; only what cannot be cut (a link)
+	// makes a body that cannot fit.
+	r, err = outbox.Preview("discord", "{{.Title}}", outbox.Message{Title: strings.Repeat("x", 3000)})
+	if err != nil || r.Body != strings.Repeat("x", 1999)+"…" || !r.Truncated {
+		t.Fatalf("a title over the limit: %.20q… (%v)", r.Body, err)
+	}
+	if _, err := outbox.Preview("discord", "{{.Title}} {{.Link}}", outbox.Message{Title: "t", Link: "https://x.example/" + strings.Repeat("x", 3000)}); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("a link over the limit: %v", err)
 	}
 }
 
@@ -119,5 +125,60 @@ func TestAMessageDoesNotRepeatItsTitle(t *testing.T) {
 		if err != nil || strings.Count(r.Body, c.title) != 1 && c.summary != "Widget 2.0 syncs." {
 			t.Errorf("%q / %q: slack %q (%v) repeats the title", c.title, c.summary, r.Body, err)
 		}
+	}
+}
+
+// A page whose escaped body does not fit its provider is never drafted
+// raw: its summary is cut, then its title, each before it is escaped (so
+// no cut falls inside an escape sequence or a character), and what is
+// drafted is escaped and fits.
+func TestChannelBodyIsEscapedAndFittedWhenTheTitleIsLong(t *testing.T) {
+	for _, tc := range []struct {
+		kind, title string
+		raw         []string // what must never reach the provider
+	}{
+		{"slack", "<!channel> [click me](https://evil.example/login) " + strings.Repeat("&", 7000) + strings.Repeat("é", 8000), []string{"<!channel>", "&&"}},
+		{"discord", "@everyone [click me](https://evil.example/login) # Heading " + strings.Repeat("_", 1000) + " end", []string{" [click", "@everyone", "__"}},
+		{"discord", strings.Repeat("*", 1999), []string{"\\…"}},
+	} {
+		p := tidemark.Publication{PageID: "p1", Title: tc.title, Summary: "body", PageURL: "https://wiki.example/p/1"}
+		body, err := outbox.ChannelBody(tc.kind, "", p, "src")
+		if err != nil {
+			t.Errorf("%s: %v", tc.kind, err)
+		}
+		f, _ := outbox.FormatOf(tc.kind)
+		if n := utf8.RuneCountInString(body); n > f.MaxRunes || !utf8.ValidString(body) {
+			t.Errorf("%s: a body of %d characters (valid UTF-8 %v), over %d", tc.kind, n, utf8.ValidString(body), f.MaxRunes)
+		}
+		for _, s := range tc.raw {
+			if strings.Contains(body, s) {
+				t.Errorf("%s: %q reached the body: %.80q", tc.kind, s, body)
+			}
+		}
+		if !strings.Contains(body, "…") || !strings.Contains(body, "<https://wiki.example/p/1") {
+			t.Errorf("%s: the title was not cut, or the link lost: %.60q…%q", tc.kind, body, body[len(body)-40:])
+		}
+		// A cut never leaves half an escape: &amp; whole, or \ before its character.
+		if tc.kind == "slack" && strings.Contains(strings.NewReplacer("&amp;", "", "&lt;", "", "&gt;", "").Replace(body), "&") {
+			t.Errorf("slack: an escape was cut: %q", body[len(body)-80:])
+		}
+	}
+	// What cannot fit even with no summary and a title of … (a link longer
+	// than the limit) is escaped all the same, never raw: the provider
+	// refuses it unsent and the intent alone is unexecutable.
+	p := tidemark.Publication{PageID: "p1", Title: "@everyone <b>", PageURL: "https://wiki.example/" + strings.Repeat("x", 2100)}
+	body, err := outbox.ChannelBody("discord", "", p, "src")
+	if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(body, "@everyone") || strings.Contains(body, "<b>") {
+		t.Fatalf("a body that cannot fit: %v, %.60q", err, body)
+	}
+}
+
+// A channel's own template that cannot fit a page drafts the kind's
+// default, escaped and fitted, not the raw text.
+func TestChannelBodyFallsBackToTheEscapedDefault(t *testing.T) {
+	p := tidemark.Publication{PageID: "p1", Title: "<!here> t", Summary: "s", PageURL: "https://wiki.example/p/1"}
+	body, err := outbox.ChannelBody("discord", strings.Repeat("x", 2001)+"{{.Title}}", p, "src")
+	if err == nil || body != "**\\<!here\\> t**\n\ns\n\n<https://wiki.example/p/1>" {
+		t.Fatalf("body %q (%v), want the escaped default", body, err)
 	}
 }
