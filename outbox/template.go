@@ -47,6 +47,10 @@ type Format struct {
 	// MaxRunes and MaxBytes bound the body (0: no bound of that kind).
 	MaxRunes int `json:"max_runes,omitempty"`
 	MaxBytes int `json:"max_bytes,omitempty"`
+	// URLRunes, when set, is what the provider counts a link as towards
+	// MaxRunes, however long (Mastodon: 23), and it counts grapheme
+	// clusters (provider.LinkedLength).
+	URLRunes int `json:"url_runes,omitempty"`
 	// Template is the default template.
 	Template string `json:"template"`
 }
@@ -62,7 +66,7 @@ const (
 // formats are the provider kinds' formats, from their documented limits.
 // The numbers are the provider packages' own (matrix.MaxBodyBytes,
 // email.MaxBodyBytes, slack.MaxText, discord.MaxContent,
-// ntfy.DefaultMaxBytes), written here so the outbox's rules import no
+// ntfy.DefaultMaxBytes, mastodon.MaxCharacters and URLCharacters), written here so the outbox's rules import no
 // provider; a test in outbox/providers holds them equal.
 var formats = map[string]Format{
 	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Template: textTemplate},
@@ -70,8 +74,8 @@ var formats = map[string]Format{
 	"slack":    {Markup: MarkupMrkdwn, MaxRunes: 40000, Template: mrkdwnTemplate},
 	"discord":  {Markup: MarkupMarkdown, MaxRunes: 2000, Template: markdownTemplate},
 	"ntfy":     {Markup: MarkupText, MaxBytes: 4096, Template: textTemplate},
-	"mastodon": {Markup: MarkupText, MaxRunes: 500, Template: textTemplate},   // a status's default limit
-	"github":   {Markup: MarkupText, MaxRunes: 65536, Template: textTemplate}, // a comment's limit
+	"mastodon": {Markup: MarkupText, MaxRunes: 500, URLRunes: 23, Template: textTemplate}, // a status's default limit
+	"github":   {Markup: MarkupText, MaxRunes: 65536, Template: textTemplate},             // a comment's limit
 	"webhook":  {Markup: MarkupText, Template: textTemplate},
 }
 
@@ -267,11 +271,22 @@ func closeUp(s string) string {
 }
 
 func fits(f Format, body string) bool {
-	return (f.MaxBytes == 0 || len(body) <= f.MaxBytes) && (f.MaxRunes == 0 || utf8.RuneCountInString(body) <= f.MaxRunes)
+	if f.MaxBytes > 0 && len(body) > f.MaxBytes {
+		return false
+	}
+	switch {
+	case f.MaxRunes == 0:
+		return true
+	case f.URLRunes > 0:
+		return provider.LinkedLength(body, f.URLRunes) <= f.MaxRunes
+	}
+	return utf8.RuneCountInString(body) <= f.MaxRunes
 }
 
 func limitText(f Format) string {
 	switch {
+	case f.MaxRunes > 0 && f.URLRunes > 0:
+		return fmt.Sprintf("%d characters (a link counts %d)", f.MaxRunes, f.URLRunes)
 	case f.MaxRunes > 0:
 		return fmt.Sprintf("%d characters", f.MaxRunes)
 	case f.MaxBytes > 0:

@@ -182,3 +182,17 @@ func TestChannelBodyFallsBackToTheEscapedDefault(t *testing.T) {
 		t.Fatalf("body %q (%v), want the escaped default", body, err)
 	}
 }
+
+// A Mastodon body is fitted to 500 characters as Mastodon counts them, a
+// link 23: a long link costs the summary nothing more.
+func TestPreviewFitsMastodonAsMastodonCounts(t *testing.T) {
+	link := "https://wiki.example.org/" + strings.Repeat("p", 200)
+	r, err := outbox.Preview("mastodon", "", outbox.Message{Title: "T", Summary: strings.Repeat("word ", 200), Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.TrimSuffix(r.Body, link)
+	if n := utf8.RuneCountInString(body) + 23; !r.Truncated || n > 500 || n < 490 || !strings.HasSuffix(r.Body, "…\n\n"+link) {
+		t.Fatalf("a body of %d characters as Mastodon counts them (truncated %v): %q", n, r.Truncated, r.Body)
+	}
+}

@@ -15,7 +15,7 @@ const SettingsHelp = `Settings (--setting key=value, repeatable) depend on the p
   webhook:  url, secret or secret_env (default TIDEMARK_WEBHOOK_SECRET),
             list_url, probe_url, count_url, target_url, page_size, timeout
   mastodon: base_url, token or token_env (default MASTODON_TOKEN), visibility,
-            target, account_id
+            target, account_id, max_characters (default 500)
   github:   api_url, token or token_env (default GITHUB_TOKEN), login, repos,
             since
   discord:  url (the webhook URL), bot_token or bot_token_env (to read the

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,14 @@ import (
 	"github.com/tidemark/tidemark/outbox/provider"
 )
 
+const (
+	// MaxCharacters is a status's limit on a Mastodon instance that does
+	// not set its own (its configuration.statuses.max_characters).
+	MaxCharacters = 500
+	// URLCharacters is what Mastodon counts a link as, however long.
+	URLCharacters = 23
+)
+
 // Config configures a Mastodon lane.
 type Config struct {
 	BaseURL    string // https://mastodon.example
@@ -35,21 +44,32 @@ type Config struct {
 	Visibility string // public, unlisted (default), private, direct
 	Target     string // the target name intents use; default "timeline"
 	AccountID  string // looked up with verify_credentials when empty
-	PageSize   int
-	Client     *http.Client
-	Clock      clock.Clock
+	// MaxCharacters is the instance's limit on a status (default
+	// MaxCharacters), counted as Mastodon counts: grapheme clusters, a
+	// link URLCharacters.
+	MaxCharacters int
+	PageSize      int
+	Client        *http.Client
+	Clock         clock.Clock
 }
 
 // FromSettings builds a Config from a lane's settings: base_url, token (or
-// token_env, the variable holding it, default MASTODON_TOKEN), visibility, target, account_id.
+// token_env, the variable holding it, default MASTODON_TOKEN), visibility, target, account_id,
+// max_characters.
 func FromSettings(s map[string]string) (Config, error) {
 	st := provider.Settings(s)
 	tok, err := st.Token("token", "token_env", "MASTODON_TOKEN", os.Getenv)
 	if err != nil {
 		return Config{}, err
 	}
+	max := MaxCharacters
+	if v := st.Get("max_characters", ""); v != "" {
+		if max, err = strconv.Atoi(v); err != nil || max <= 0 {
+			return Config{}, tidemark.Invalidf("setting max_characters", v, "want a positive number of characters")
+		}
+	}
 	return Config{BaseURL: st.Get("base_url", ""), Token: tok, Visibility: st.Get("visibility", "unlisted"),
-		Target: st.Get("target", "timeline"), AccountID: st.Get("account_id", "")}, nil
+		Target: st.Get("target", "timeline"), AccountID: st.Get("account_id", ""), MaxCharacters: max}, nil
 }
 
 // Provider is a Mastodon lane.
@@ -74,6 +94,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.Target == "" {
 		cfg.Target = "timeline"
+	}
+	if cfg.MaxCharacters <= 0 {
+		cfg.MaxCharacters = MaxCharacters
 	}
 	if cfg.PageSize <= 0 || cfg.PageSize > 40 {
 		cfg.PageSize = 40
@@ -148,6 +171,12 @@ func (p *Provider) own(s status) provider.OwnWrite {
 func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
 	if w.Target != p.c.Target {
 		return provider.Posted{}, &provider.RejectedError{Status: 0, Body: fmt.Sprintf("target %q is not this lane's %q", w.Target, p.c.Target)}
+	}
+	// Mastodon would answer 422, which stops the lane: this write alone
+	// can never be made.
+	if n := provider.LinkedLength(string(w.Body), URLCharacters); n > p.c.MaxCharacters {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the status is %d characters as Mastodon counts them (a link %d); the instance takes at most %d (max_characters)",
+			n, URLCharacters, p.c.MaxCharacters)}
 	}
 	form := url.Values{"status": {string(w.Body)}, "visibility": {p.c.Visibility}}
 	if w.Parent != "" {

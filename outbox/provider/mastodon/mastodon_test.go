@@ -211,3 +211,32 @@ func TestMastodonRefusals(t *testing.T) {
 		t.Fatalf("foreign target: %v", err)
 	}
 }
+
+// A status over the instance's limit, counted as Mastodon counts (a link
+// 23 characters), is refused before anything is sent: only that intent is
+// unexecutable, where Mastodon's 422 would stop the lane.
+func TestMastodonRefusesAStatusOverItsLimitUnsent(t *testing.T) {
+	ctx := context.Background()
+	f, p := newFake(t)
+	link := "https://wiki.example.org/" + strings.Repeat("p", 100)
+	for _, tc := range []struct {
+		body string
+		sent bool
+	}{
+		{strings.Repeat("x", 500), true},
+		{strings.Repeat("é", 500), true},
+		{strings.Repeat("x", 476) + " " + link, true}, // 476 + 1 + 23
+		{strings.Repeat("x", 501), false},
+		{strings.Repeat("x", 477) + " " + link, false},
+	} {
+		before := len(f.statuses)
+		_, err := p.Post(ctx, provider.Write{Target: "timeline", Body: []byte(tc.body)})
+		var rej *provider.RejectedError
+		switch {
+		case tc.sent && err != nil:
+			t.Errorf("a status of %d runes: %v", len(tc.body), err)
+		case !tc.sent && !(errors.As(err, &rej) && rej.Unsendable() && len(f.statuses) == before):
+			t.Errorf("a status over the limit: %v, %d sent", err, len(f.statuses)-before)
+		}
+	}
+}
