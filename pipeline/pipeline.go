@@ -88,6 +88,12 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 		db.Close()
 		return nil, fmt.Errorf("seal lane secrets: %w", err)
 	}
+	// Intents drafted before drafting compared what the provider tells
+	// apart are given it now.
+	if _, err := db.Outbox().FillMatches(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("fill intent matches: %w", err)
+	}
 	p.db = db
 	return p, nil
 }

@@ -483,6 +483,17 @@ func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft) (ou
 	if err := id.Validate(); err != nil {
 		return outbox.Intent{}, err
 	}
+	var kind string
+	err := tx.QueryRowContext(ctx, `SELECT provider FROM outbox_lanes WHERE name = $1`, d.Lane).Scan(&kind)
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.Intent{}, fmt.Errorf("lane %q: %w", d.Lane, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return outbox.Intent{}, err
+	}
+	// The identity drafting compares is what the lane's provider can tell
+	// apart: an intent drafted before match_sha256 is matched on its body.
+	match := outbox.MatchSHA256(kind, []byte(d.Body))
 	origin := d.ChannelID != "" && d.PageID != "" && d.SummaryID != ""
 	if origin {
 		in, err := s.intentBy(ctx, tx, `channel_id = $1 AND page_id = $2 AND summary_id = $3`, d.ChannelID, d.PageID, d.SummaryID)
@@ -493,26 +504,26 @@ func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft) (ou
 	if d.PageID != "" {
 		// The page's summary came back to a text it already drafted (or
 		// the intent was drafted before origins were recorded).
-		in, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4 AND page_id = $5 ORDER BY rank LIMIT 1`,
-			d.Lane, d.Target, d.Parent, id.BodySHA256, d.PageID)
+		in, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND page_id = $6 AND `+sameMatch+` ORDER BY rank LIMIT 1`,
+			d.Lane, d.Target, d.Parent, match, id.BodySHA256, d.PageID)
 		if err == nil || !errors.Is(err, tidemark.ErrNotFound) {
 			return in, err
 		}
 	}
 	state, reason, key := outbox.StatePending, "", outbox.IdempotencyKey(d.Lane, id)
-	twin, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND body_sha256 = $4 ORDER BY rank LIMIT 1`,
-		d.Lane, d.Target, d.Parent, id.BodySHA256)
+	twin, err := s.intentBy(ctx, tx, `lane = $1 AND target = $2 AND parent = $3 AND `+sameMatch+` ORDER BY rank LIMIT 1`,
+		d.Lane, d.Target, d.Parent, match, id.BodySHA256)
 	switch {
 	case errors.Is(err, tidemark.ErrNotFound):
 	case err != nil:
 		return outbox.Intent{}, err
 	case d.PageID == "":
-		return outbox.Intent{}, fmt.Errorf("intent %s on lane %s already has this identity (target %q, parent %q, body %s…): %w",
-			twin.ID, d.Lane, d.Target, d.Parent, id.BodySHA256[:12], tidemark.ErrConflict)
+		return outbox.Intent{}, fmt.Errorf("intent %s on lane %s already has this identity (target %q, parent %q, body %s…%s): %w",
+			twin.ID, d.Lane, d.Target, d.Parent, id.BodySHA256[:12], sameAs(twin, id), tidemark.ErrConflict)
 	default:
 		state, key = outbox.StateCollision, outbox.CollisionKey(d.Lane, id, d.ChannelID, d.PageID, d.SummaryID)
-		reason = fmt.Sprintf("same target, parent and body as intent %s%s; not sent: retire one of the two, or retire %s and revive this one",
-			twin.ID, pageNote(twin.PageID), twin.ID)
+		reason = fmt.Sprintf("same target, parent and body%s as intent %s%s; not sent: retire one of the two, or retire %s and revive this one",
+			sameAs(twin, id), twin.ID, pageNote(twin.PageID), twin.ID)
 	}
 	var rank int64
 	err = tx.QueryRowContext(ctx, `UPDATE outbox_lanes SET next_rank = next_rank + 1 WHERE name = $1 RETURNING next_rank`, d.Lane).Scan(&rank)
@@ -525,13 +536,69 @@ func (s *OutboxStore) draft(ctx context.Context, tx *sql.Tx, d outbox.Draft) (ou
 	now := ms(s.db.Clock.Now())
 	intentID := s.db.IDs.New()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox_intents
-		(id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason, source_id, page_id, channel_id, summary_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`,
+		(id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason, source_id, page_id, channel_id, summary_id, created_at, updated_at, match_sha256)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16)`,
 		intentID, d.Lane, rank, d.Target, d.Parent, d.Body, id.BodySHA256, key, string(state), reason,
-		nullString(d.SourceID), nullString(d.PageID), nullString(d.ChannelID), nullString(d.SummaryID), now); err != nil {
+		nullString(d.SourceID), nullString(d.PageID), nullString(d.ChannelID), nullString(d.SummaryID), now, match); err != nil {
 		return outbox.Intent{}, fmt.Errorf("draft intent: %w", err)
 	}
 	return s.intent(ctx, tx, intentID)
+}
+
+// fillBatch is how many intents FillMatches fills in one transaction.
+const fillBatch = 500
+
+// FillMatches gives the intents drafted before match_sha256 was kept what
+// their lane's provider tells bodies apart by (outbox.MatchSHA256), a batch
+// at a time, and returns how many it filled. Until then drafting matches
+// them on their body's SHA-256. Run at open (pipeline.Open), as
+// SealLaneSecrets is; a second run finds nothing to do.
+func (s *OutboxStore) FillMatches(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.fillMatches(ctx)
+		total += n
+		if err != nil || n < fillBatch {
+			return total, err
+		}
+	}
+}
+
+func (s *OutboxStore) fillMatches(ctx context.Context) (int, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	type row struct{ id, body, kind string }
+	rows, err := queryAll(ctx, tx, func(sc scanner) (r row, err error) {
+		return r, sc.Scan(&r.id, &r.body, &r.kind)
+	}, `SELECT i.id, i.body, l.provider FROM outbox_intents i JOIN outbox_lanes l ON l.name = i.lane
+		WHERE i.match_sha256 IS NULL ORDER BY i.id LIMIT $1`, fillBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET match_sha256 = $2 WHERE id = $1 AND match_sha256 IS NULL`,
+			r.id, outbox.MatchSHA256(r.kind, []byte(r.body))); err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), tx.Commit()
+}
+
+// sameMatch finds an intent whose body the lane's provider cannot tell
+// from the draft's ($4, its match_sha256; $5, its body's SHA-256, for an
+// intent drafted before match_sha256 was kept).
+const sameMatch = `(match_sha256 = $4 OR match_sha256 IS NULL AND body_sha256 = $5)`
+
+// sameAs says, when the twin's body is not the same text, that the
+// provider cannot tell the two apart.
+func sameAs(twin outbox.Intent, id outbox.Identity) string {
+	if twin.BodySHA256 == id.BodySHA256 {
+		return ""
+	}
+	return " as the provider compares them (white space, escapes)"
 }
 
 func pageNote(pageID string) string {
@@ -1105,7 +1172,8 @@ func (s *OutboxStore) transition(ctx context.Context, tx *sql.Tx, m outbox.Move,
 	m.State, m.RetiredFrom = outbox.State(state), outbox.State(retiredFrom)
 	if m.AsksTwin() {
 		err := tx.QueryRowContext(ctx, `SELECT t.id FROM outbox_intents t JOIN outbox_intents i ON i.id = $1
-			WHERE t.lane = i.lane AND t.target = i.target AND t.parent = i.parent AND t.body_sha256 = i.body_sha256
+			WHERE t.lane = i.lane AND t.target = i.target AND t.parent = i.parent
+			  AND COALESCE(t.match_sha256, t.body_sha256) = COALESCE(i.match_sha256, i.body_sha256)
 			  AND t.id <> i.id AND t.state NOT IN ('retired', 'collision') ORDER BY t.rank LIMIT 1`, m.Intent).Scan(&m.Twin)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -26,6 +26,12 @@ func TestOutboxConformance(t *testing.T) {
 						t.Fatalf("add lane %s: %v", name, err)
 					}
 				},
+				AddLaneOf: func(t *testing.T, name, kind string) {
+					t.Helper()
+					if _, err := st.AddLane(context.Background(), sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: name, Provider: kind}}); err != nil {
+						t.Fatalf("add lane %s: %v", name, err)
+					}
+				},
 				Intent: func(t *testing.T, id string) outbox.Intent {
 					t.Helper()
 					in, err := st.Intent(context.Background(), id)

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -182,6 +183,47 @@ func TestOutboxOriginMigrationKeepsRepublishingQuiet(t *testing.T) {
 		}
 		if ins, err := st.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"}); err != nil || len(ins) != 2 {
 			t.Fatalf("republishing after the migration drafted again: %+v %v", ins, err)
+		}
+	})
+}
+
+// Intents drafted before match_sha256 was kept are matched on their body
+// until FillMatches gives them the fingerprint of their lane's provider;
+// from then on a body the provider cannot tell from theirs is refused.
+func TestOutboxFillMatchesOfOlderIntents(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		url := b.NewURL(t)
+		env := sqltest.NewEnv(3)
+		old, err := sqlstore.OpenUpToForTest(ctx, url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs}, 26)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`INSERT INTO outbox_lanes (name, provider, min_gap_ms, skew_ms, retire_spacing_ms, next_rank, created_at, updated_at)
+				VALUES ('slk', 'slack', 0, 0, 0, 1, 1, 1)`,
+			fmt.Sprintf(`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, created_at, updated_at)
+				VALUES ('i1', 'slk', 1, 'C1', '', 'Deploy  finished', '%s', 'k1', 'landed', 1, 1)`, outbox.BodySHA256([]byte("Deploy  finished"))),
+		} {
+			if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+		}
+		old.Close()
+
+		st := sqltest.MustOpenURL(t, url, env).Outbox()
+		if _, err := st.Draft(ctx, outbox.Draft{Lane: "slk", Target: "C1", Body: "Deploy  finished"}); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("the same body before the fill: %v, want ErrConflict", err)
+		}
+		n, err := st.FillMatches(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("filled %d %v, want 1", n, err)
+		}
+		if _, err := st.Draft(ctx, outbox.Draft{Lane: "slk", Target: "C1", Body: "Deploy finished"}); !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("a body with the same fingerprint after the fill: %v, want ErrConflict", err)
+		}
+		if n, err := st.FillMatches(ctx); err != nil || n != 0 {
+			t.Fatalf("filled again %d %v, want 0", n, err)
 		}
 	})
 }

@@ -24,6 +24,8 @@ type Harness struct {
 	Clock *clock.Fake
 	// AddLane adds a lane whose writes are at least minGap apart.
 	AddLane func(t *testing.T, name string, minGap time.Duration)
+	// AddLaneOf adds a lane of a provider kind (AddLane's are webhooks).
+	AddLaneOf func(t *testing.T, name, kind string)
 	// Intent reads any intent, retired and colliding ones included.
 	Intent func(t *testing.T, id string) outbox.Intent
 	// Retire and Revive are an operator's (see outbox.StateRetired).
@@ -54,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ApplyReconciles", testApply},
 		{"RetireAndRevive", testRetireRevive},
 		{"CollisionRevivedOnlyWithoutLiveTwin", testCollisionRevive},
+		{"DraftIdentityIsWhatTheProviderTellsApart", testDraftFingerprint},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -621,4 +624,40 @@ func testCollisionRevive(t *testing.T, h Harness) {
 	}
 	l := mustAcquire(t, h, "chat", "w1")
 	mustFinish(t, h, l, mustBegin(t, h, l, twin.ID), landed(h, "r-twin"))
+}
+
+// On a lane whose provider joins on a fingerprint of the body (Slack:
+// entities unescaped and white space collapsed), two bodies with one
+// fingerprint are one identity, as two equal bodies are: refused by hand,
+// kept in collision from a publication, and a colliding intent is not
+// revived while its twin lives. A lane that joins on the exact body tells
+// them apart.
+func testDraftFingerprint(t *testing.T, h Harness) {
+	h.AddLaneOf(t, "slack", "slack")
+	h.AddLaneOf(t, "hooks", "webhook")
+	a := mustDraft(t, h, byHand("slack", "Deploy  finished"))
+	_, err := h.Store.Draft(ctx, byHand("slack", "Deploy finished\n"))
+	mustErr(t, "draft by hand a body with the same fingerprint", err, tidemark.ErrConflict)
+	_, err = h.Store.Draft(ctx, byHand("slack", "Deploy finished &amp;"))
+	if err != nil {
+		t.Fatalf("another fingerprint: %v", err)
+	}
+	mustDraft(t, h, byHand("hooks", "Deploy  finished"))
+	mustDraft(t, h, byHand("hooks", "Deploy finished"))
+
+	from := func(page, body string) outbox.Draft {
+		return outbox.Draft{Lane: "slack", Target: "room-1", Body: body, SourceID: "src", ChannelID: "ch1", PageID: page, SummaryID: "s-" + page}
+	}
+	c := mustDraft(t, h, from("page-2", "Deploy\tfinished"))
+	if c.State != outbox.StateCollision || c.IdempotencyKey == a.IdempotencyKey {
+		t.Fatalf("a publication's draft with the same fingerprint: %+v, want collision", c)
+	}
+	_, err = h.Revive(ctx, c.ID, "alice", "send it")
+	mustErr(t, "revive a collision while its fingerprint's twin lives", err, tidemark.ErrConflict)
+	if _, err := h.Retire(ctx, a.ID, "alice", "superseded"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.Revive(ctx, c.ID, "alice", "send it"); err != nil || v.State != outbox.StatePending {
+		t.Fatalf("revive with its twin retired: %+v %v, want pending", v, err)
+	}
 }

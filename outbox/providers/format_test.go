@@ -4,12 +4,15 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/provider/discord"
 	"github.com/tidemark/tidemark/outbox/provider/email"
+	"github.com/tidemark/tidemark/outbox/provider/github"
 	"github.com/tidemark/tidemark/outbox/provider/mastodon"
 	"github.com/tidemark/tidemark/outbox/provider/matrix"
 	"github.com/tidemark/tidemark/outbox/provider/ntfy"
 	"github.com/tidemark/tidemark/outbox/provider/slack"
+	"github.com/tidemark/tidemark/outbox/provider/webhook"
 	"github.com/tidemark/tidemark/outbox/providers"
 )
 
@@ -36,5 +39,30 @@ func TestEveryKindHasAFormatWithItsProvidersLimit(t *testing.T) {
 	}
 	if f, _ := outbox.FormatOf("mastodon"); f.URLRunes != mastodon.URLCharacters {
 		t.Errorf("mastodon: the outbox counts a link as %d characters, the provider as %d", f.URLRunes, mastodon.URLCharacters)
+	}
+}
+
+// Drafting tells two bodies apart as the provider's listing can: by the
+// fingerprint a Fingerprinter joins on, else the body's SHA-256.
+func TestMatchSHA256IsTheProvidersFingerprint(t *testing.T) {
+	bodies := []string{"Deploy finished", "Deploy  finished", " Deploy\tfinished\n", "a &amp; b &lt;c&gt;", "a & b <c>",
+		"line\r\nline\r\n\r\n", "line\nline", "*bold* @\u200beveryone\n\n<https://x.example/|src>", "", "\n"}
+	provs := map[string]any{"slack": new(slack.Provider), "mastodon": new(mastodon.Provider), "discord": new(discord.Provider),
+		"email": new(email.Provider), "github": new(github.Provider), "matrix": new(matrix.Provider), "ntfy": new(ntfy.Provider),
+		"webhook": new(webhook.Provider)}
+	for _, kind := range providers.Kinds() {
+		p, ok := provs[kind]
+		if !ok {
+			t.Errorf("provider kind %s: add it to this test", kind)
+		}
+		for _, b := range bodies {
+			want := outbox.BodySHA256([]byte(b))
+			if fp, ok := p.(provider.Fingerprinter); ok {
+				want = fp.Fingerprint([]byte(b))
+			}
+			if got := outbox.MatchSHA256(kind, []byte(b)); got != want {
+				t.Errorf("%s, %q: drafting matches on %s, the provider joins on %s", kind, b, got[:12], want[:12])
+			}
+		}
 	}
 }
