@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -51,11 +52,17 @@ type Format struct {
 	// MaxRunes, however long (Mastodon: 23), and it counts grapheme
 	// clusters (provider.LinkedLength).
 	URLRunes int `json:"url_runes,omitempty"`
+	// Mentions: the provider notifies whom its text mentions (@user on
+	// GitHub and Mastodon, a user id or @room on Matrix), so the fields of
+	// a text body are sent with every @ that would begin a mention
+	// followed by a zero-width joiner.
+	Mentions bool `json:"mentions,omitempty"`
 	// Template is the default template.
 	Template string `json:"template"`
 }
 
-// The default templates. The text one drafts exactly PublicationBody.
+// The default templates. The text one drafts exactly PublicationBody,
+// its mentions neutralised where the provider has them.
 const (
 	pageRef          = "{{if .Link}}{{.Link}}{{else if .Page}}page {{.Page}}{{end}}"
 	textTemplate     = "{{.Title}}\n\n{{.Summary}}\n\n" + pageRef
@@ -69,13 +76,13 @@ const (
 // ntfy.DefaultMaxBytes, mastodon.MaxCharacters and URLCharacters), written here so the outbox's rules import no
 // provider; a test in outbox/providers holds them equal.
 var formats = map[string]Format{
-	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Template: textTemplate},
+	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Mentions: true, Template: textTemplate},
 	"email":    {Markup: MarkupText, HTML: true, MaxBytes: 1 << 20, Template: textTemplate},
 	"slack":    {Markup: MarkupMrkdwn, MaxRunes: 40000, Template: mrkdwnTemplate},
 	"discord":  {Markup: MarkupMarkdown, MaxRunes: 2000, Template: markdownTemplate},
 	"ntfy":     {Markup: MarkupText, MaxBytes: 4096, Template: textTemplate},
-	"mastodon": {Markup: MarkupText, MaxRunes: 500, URLRunes: 23, Template: textTemplate}, // a status's default limit
-	"github":   {Markup: MarkupText, MaxRunes: 65536, Template: textTemplate},             // a comment's limit
+	"mastodon": {Markup: MarkupText, MaxRunes: 500, URLRunes: 23, Mentions: true, Template: textTemplate}, // a status's default limit
+	"github":   {Markup: MarkupText, MaxRunes: 65536, Mentions: true, Template: textTemplate},             // a comment's limit
 	"webhook":  {Markup: MarkupText, Template: textTemplate},
 }
 
@@ -157,7 +164,7 @@ func (t *Template) Render(kind string, m Message) (Rendered, error) {
 }
 
 func (t *Template) render(f Format, m Message) (Rendered, error) {
-	esc := escaper(f.Markup)
+	esc := escaper(f)
 	title, summary := []rune(oneLine(m.Title)), []rune(summaryAfterTitle(m.Title, m.Summary))
 	// with renders the template over the first nt runes of the title and
 	// ns of the summary, each marked … where it was cut (a cut title
@@ -297,9 +304,9 @@ func limitText(f Format) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// escaper returns the escaping of text for a markup.
-func escaper(markup string) func(string) string {
-	switch markup {
+// escaper returns the escaping of text for a format's markup.
+func escaper(f Format) func(string) string {
+	switch f.Markup {
 	case MarkupMrkdwn:
 		// Slack's documented escapes: &, < and > (so no <!channel> or
 		// <url|label> can be smuggled in); its formatting characters are
@@ -312,7 +319,23 @@ func escaper(markup string) func(string) string {
 		return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`, ">", `\>`, "<", `\<`,
 			"#", `\#`, "[", `\[`, "]", `\]`, "@", "@\u200b").Replace
 	}
+	if f.Mentions {
+		return neutraliseMentions
+	}
 	return func(s string) string { return s }
+}
+
+// mentionRE is an @ that begins a mention on GitHub (@user, @org/team),
+// Mastodon (@user, @user@instance) or Matrix (@user:server, @room): at the
+// start of a word, before a letter, a digit or _. An address's @ is not.
+var mentionRE = regexp.MustCompile(`(^|[^\p{L}\p{N}_])@([\p{L}\p{N}_])`)
+
+// neutraliseMentions puts a zero-width joiner after every @ that would
+// begin a mention, so the text reads the same and notifies no one. The
+// joiner is kept as sent (GitHub's and Matrix's bodies, Mastodon's
+// visible text), so what the listing returns matches the body.
+func neutraliseMentions(s string) string {
+	return mentionRE.ReplaceAllString(s, "$1@\u200d$2")
 }
 
 // linkEscape keeps a link usable in the markup: only a link that is one

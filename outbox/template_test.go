@@ -19,8 +19,8 @@ func TestPreviewRendersEachKindsMarkup(t *testing.T) {
 	for _, tc := range []struct {
 		kind, body, html string
 	}{
-		{"matrix", "Release 2.0 <b> & co\n\nAdds *bold* things.\nFixes @everyone bugs.\n\nhttps://wiki.example/p/1",
-			`<p><strong>Release 2.0 &lt;b&gt; &amp; co</strong></p><p>Adds *bold* things.<br>Fixes @everyone bugs.</p><p><a href="https://wiki.example/p/1">https://wiki.example/p/1</a></p>`},
+		{"matrix", "Release 2.0 <b> & co\n\nAdds *bold* things.\nFixes @\u200deveryone bugs.\n\nhttps://wiki.example/p/1",
+			"<p><strong>Release 2.0 &lt;b&gt; &amp; co</strong></p><p>Adds *bold* things.<br>Fixes @\u200deveryone bugs.</p><p><a href=\"https://wiki.example/p/1\">https://wiki.example/p/1</a></p>"},
 		{"slack", "*Release 2.0 &lt;b&gt; &amp; co*\n\nAdds *bold* things.\nFixes @everyone bugs.\n\n<https://wiki.example/p/1|Project feed>", ""},
 		{"discord", "**Release 2.0 \\<b\\> & co**\n\nAdds \\*bold\\* things.\nFixes @\u200beveryone bugs.\n\n<https://wiki.example/p/1>", ""},
 	} {
@@ -194,5 +194,25 @@ func TestPreviewFitsMastodonAsMastodonCounts(t *testing.T) {
 	body := strings.TrimSuffix(r.Body, link)
 	if n := utf8.RuneCountInString(body) + 23; !r.Truncated || n > 500 || n < 490 || !strings.HasSuffix(r.Body, "…\n\n"+link) {
 		t.Fatalf("a body of %d characters as Mastodon counts them (truncated %v): %q", n, r.Truncated, r.Body)
+	}
+}
+
+// Upstream text cannot mention anyone where the provider would notify
+// them: on GitHub, Mastodon and Matrix an @ that would begin a mention is
+// followed by a zero-width joiner; an address's @ and the other kinds'
+// text are left alone.
+func TestPreviewNeutralisesMentions(t *testing.T) {
+	m := outbox.Message{Title: "Ping @everyone and @org/team", Summary: "(@alice@mastodon.example) mail bob@example.com", Page: "p"}
+	for _, kind := range []string{"github", "mastodon", "matrix"} {
+		r, err := outbox.Preview(kind, "", m)
+		want := "Ping @\u200deveryone and @\u200dorg/team\n\n(@\u200dalice@mastodon.example) mail bob@example.com\n\npage p"
+		if err != nil || r.Body != want {
+			t.Errorf("%s: %q (%v), want %q", kind, r.Body, err, want)
+		}
+	}
+	for _, kind := range []string{"webhook", "ntfy", "email"} {
+		if r, err := outbox.Preview(kind, "", m); err != nil || strings.Contains(r.Body, "\u200d") {
+			t.Errorf("%s: %q (%v)", kind, r.Body, err)
+		}
 	}
 }

@@ -135,7 +135,10 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if len(w.Body) > MaxBodyBytes {
 		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the message is %d bytes; a Matrix event holds at most %d", len(w.Body), MaxBodyBytes)}
 	}
-	content := map[string]string{"msgtype": "m.text", "body": string(w.Body)}
+	// m.mentions, empty: the message mentions no one (the spec's
+	// intentional mentions, v1.7), so a homeserver that implements them
+	// notifies no user and no room from the words of its body.
+	content := map[string]any{"msgtype": "m.text", "body": string(w.Body), "m.mentions": struct{}{}}
 	// The HTML rendering goes beside the text while the event stays in
 	// bounds; the body, what the listing joins on, is the same either way.
 	if h := provider.TextHTML(string(w.Body)); len(w.Body)+len(h) <= MaxBodyBytes {

@@ -71,3 +71,26 @@ func TestAMessageCarriesItsHTMLWhileItFits(t *testing.T) {
 		t.Fatalf("a message whose HTML would not fit carries it: %d bytes of HTML", len(got[1]["formatted_body"]))
 	}
 }
+
+// Every message says it mentions no one (m.mentions, empty: the spec's
+// intentional mentions), so a homeserver notifies no user or room from
+// the words of its body; the body, what the listing joins on, is as sent.
+func TestAMessageMentionsNoOne(t *testing.T) {
+	var got map[string]json.RawMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		_, _ = w.Write([]byte(`{"event_id":"$1"}`))
+	}))
+	defer srv.Close()
+	p, err := matrix.New(matrix.Config{HomeserverURL: srv.URL, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "Ping @room and @alice:example.org"
+	if _, err := p.Post(context.Background(), provider.Write{Target: "!r:example.org", Body: []byte(body), IdempotencyKey: "tm-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if string(got["m.mentions"]) != "{}" || string(got["body"]) != `"`+body+`"` {
+		t.Fatalf("event content %s", got)
+	}
+}
