@@ -327,8 +327,10 @@ func escaper(f Format) func(string) string {
 
 // mentionRE is an @ that begins a mention on GitHub (@user, @org/team),
 // Mastodon (@user, @user@instance) or Matrix (@user:server, @room): at the
-// start of a word, before a letter, a digit or _. An address's @ is not.
-var mentionRE = regexp.MustCompile(`(^|[^\p{L}\p{N}_])@([\p{L}\p{N}_])`)
+// start of a word, before a letter, a digit or _. An address's @ is not,
+// nor one after / or = (in a link: https://mastodon.example/@alice), which
+// none of them takes for a mention.
+var mentionRE = regexp.MustCompile(`(^|[^\p{L}\p{N}_/=])@([\p{L}\p{N}_])`)
 
 // neutraliseMentions puts a zero-width joiner after every @ that would
 // begin a mention, so the text reads the same and notifies no one. The

@@ -216,3 +216,14 @@ func TestPreviewNeutralisesMentions(t *testing.T) {
 		}
 	}
 }
+
+// An @ inside a link (a Mastodon profile's URL) is not a mention: the link
+// is left whole.
+func TestPreviewLeavesAnAtInALinkAlone(t *testing.T) {
+	m := outbox.Message{Title: "See https://mastodon.example/@alice and ?u=@bob", Page: "p"}
+	for _, kind := range []string{"github", "mastodon", "matrix"} {
+		if r, err := outbox.Preview(kind, "", m); err != nil || strings.Contains(r.Body, "\u200d") {
+			t.Errorf("%s: %q (%v)", kind, r.Body, err)
+		}
+	}
+}
