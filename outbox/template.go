@@ -103,7 +103,7 @@ type Rendered struct {
 	// HTML is what the provider sends beside the body, if anything.
 	HTML string `json:"html,omitempty"`
 	// Truncated: the summary was shortened (ending in …) so the body fits
-	// Limit.
+	// Limit, and the title too when even no summary did not fit.
 	Truncated bool   `json:"truncated"`
 	Limit     string `json:"limit,omitempty"`
 }
@@ -111,10 +111,11 @@ type Rendered struct {
 // Preview renders what a channel of a lane of the given provider kind would
 // send for a message, without sending anything: the template (the kind's
 // default when tmpl is blank) over the message's fields escaped for the
-// kind's markup, blank runs of lines closed up, and the summary shortened
-// until the body fits the kind's limit. A template that does not parse, or
-// reads a field a message does not have, or cannot fit even with no
-// summary, is tidemark.ErrInvalid with the reason.
+// kind's markup, blank runs of lines closed up, and the summary (then, if
+// need be, the title) shortened until the body fits the kind's limit. A
+// template that does not parse, or reads a field a message does not have,
+// is tidemark.ErrInvalid with the reason; so is a body that cannot fit
+// even with no summary and its title cut, returned escaped in Body.
 func Preview(kind, tmpl string, m Message) (Rendered, error) {
 	f, ok := FormatOf(kind)
 	if !ok {
@@ -189,17 +190,17 @@ func (t *Template) render(f Format, m Message) (Rendered, error) {
 		// follow the link for, to the longest that fits; then, if even no
 		// summary does not fit, the title.
 		out.Truncated = true
-		b, err := longest(len(summary), func(n int) (string, error) { return with(len(title), n) }, f)
+		b, ok, err := longest(len(summary), func(n int) (string, error) { return with(len(title), n) }, f)
 		if err != nil {
 			return out, err
 		}
-		if b == "" {
-			b, err = longest(len(title), func(n int) (string, error) { return with(n, 0) }, f)
+		if !ok {
+			b, ok, err = longest(len(title), func(n int) (string, error) { return with(n, 0) }, f)
 			if err != nil {
 				return out, err
 			}
 		}
-		if b == "" {
+		if !ok {
 			// Nothing fits (a link or the template's own text is over the
 			// limit): the body is escaped all the same, never raw, and the
 			// provider refuses it unsent.
@@ -216,18 +217,18 @@ func (t *Template) render(f Format, m Message) (Rendered, error) {
 }
 
 // longest returns the body render(n) makes for the largest n below max
-// whose body fits f ("" when not even render(0) fits).
-func longest(max int, render func(n int) (string, error), f Format) (string, error) {
+// whose body fits f (false when not even render(0) fits).
+func longest(max int, render func(n int) (string, error), f Format) (string, bool, error) {
 	body, err := render(0)
 	if err != nil || !fits(f, body) {
-		return "", err
+		return "", false, err
 	}
 	lo, hi := 0, max // lo fits, hi does not
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
 		b, err := render(mid)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if fits(f, b) {
 			lo, body = mid, b
@@ -235,7 +236,7 @@ func longest(max int, render func(n int) (string, error), f Format) (string, err
 			hi = mid
 		}
 	}
-	return body, nil
+	return body, true, nil
 }
 
 // cut is the first n runes of s, trimmed and ended by … when that is not
@@ -408,7 +409,7 @@ func (t ChannelTest) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "channel %s (%s on lane %s, %s) would send, for %s:\n\n%s\n", t.Channel.ID, t.Channel.Target, t.Channel.Lane, t.Kind, what, t.Body)
 	if t.Truncated {
-		fmt.Fprintf(w, "\n(the summary was shortened to fit %s)\n", t.Limit)
+		fmt.Fprintf(w, "\n(shortened to fit %s: the summary, then if need be the title)\n", t.Limit)
 	}
 	return nil
 }
