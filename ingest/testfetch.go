@@ -15,29 +15,30 @@ type TestReport struct {
 	Kind     string            `json:"kind"`
 	Name     string            `json:"name"`
 	Location string            `json:"location"`
-	Config   map[string]string `json:"config,omitempty"`
+	Config   map[string]string `json:"config"`
 	// Outcome is what a first run of a new source would record: items
 	// (Items would become events), empty, unreachable, invalid or error.
 	Outcome           tidemark.Outcome `json:"outcome"`
-	Error             string           `json:"error,omitempty"`
-	RetryAfterSeconds float64          `json:"retry_after_seconds,omitempty"`
-	NotBeforeSeconds  float64          `json:"not_before_seconds,omitempty"`
+	Error             string           `json:"error"`
+	RetryAfterSeconds float64          `json:"retry_after_seconds"`
+	NotBeforeSeconds  float64          `json:"not_before_seconds"`
 	Items             []TestItem       `json:"items"`
 	Cursor            string           `json:"cursor"`
 	// Notes are what the fetch noticed but did not refuse (a json ignore
 	// path that matched nothing in any item).
-	Notes []string `json:"notes,omitempty"`
+	Notes []string `json:"notes"`
 }
 
 // TestItem is one item a test fetch admitted.
 type TestItem struct {
 	Key            string     `json:"key"`
 	Title          string     `json:"title"`
-	URL            string     `json:"url,omitempty"`
-	OccurredAt     *time.Time `json:"occurred_at,omitempty"`
+	URL            string     `json:"url"`
+	OccurredAt     *time.Time `json:"occurred_at"`
 	EvidenceSHA256 string     `json:"evidence_sha256"`
 	EvidenceBytes  int        `json:"evidence_bytes"`
-	Evidence       string     `json:"evidence,omitempty"`
+	// Evidence is "" unless the evidence was asked for.
+	Evidence string `json:"evidence"`
 }
 
 // TestRequest is a location to fetch once as a new source would be.
@@ -63,7 +64,10 @@ type CursorChecker interface {
 // tidemark.ErrInvalid, and nothing is fetched; otherwise only a cancelled
 // ctx is an error: a failed fetch is the report's outcome.
 func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cursor string, withEvidence bool) (TestReport, error) {
-	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor}
+	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor, Notes: []string{}}
+	if rep.Config == nil {
+		rep.Config = map[string]string{}
+	}
 	if c, ok := f.(CursorChecker); ok && cursor != "" {
 		if err := c.CheckCursor(cursor); err != nil {
 			return rep, err
@@ -79,7 +83,8 @@ func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cur
 	if err != nil {
 		return rep, nil
 	}
-	rep.Cursor, rep.NotBeforeSeconds, rep.Notes = res.Cursor, res.NotBefore.Seconds(), res.Notes
+	rep.Cursor, rep.NotBeforeSeconds = res.Cursor, res.NotBefore.Seconds()
+	rep.Notes = append(rep.Notes, res.Notes...)
 	for _, it := range res.Items {
 		ti := TestItem{Key: it.Key, Title: it.Title, URL: it.URL, EvidenceSHA256: it.EvidenceHash(), EvidenceBytes: len(it.Evidence)}
 		if !it.OccurredAt.IsZero() {

@@ -212,3 +212,38 @@ func TestTestFetchRefusesACursorTheKindCannotRead(t *testing.T) {
 		}
 	}
 }
+
+// A test fetch's report carries every field its documentation lists, empty
+// or not (README, JSON output), and so does each of its items.
+func TestTestReportJSONCarriesEveryField(t *testing.T) {
+	f := fetchFunc(func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+		return tidemark.FetchResult{Items: []tidemark.Item{{Key: "a", Evidence: []byte("x")}}, Declared: 1}, nil
+	})
+	rep, err := ingest.TestFetch(context.Background(), f, tidemark.Source{Kind: "test", Name: "s", Location: "x"}, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Report map[string]json.RawMessage
+		Items  []map[string]json.RawMessage
+	}
+	_ = json.Unmarshal(b, &got.Report)
+	_ = json.Unmarshal(got.Report["items"], &got.Items)
+	for _, k := range []string{"kind", "name", "location", "config", "outcome", "error", "retry_after_seconds", "not_before_seconds", "items", "cursor", "notes"} {
+		if _, ok := got.Report[k]; !ok {
+			t.Errorf("the report has no %q: %s", k, b)
+		}
+	}
+	for _, k := range []string{"key", "title", "url", "occurred_at", "evidence_sha256", "evidence_bytes", "evidence"} {
+		if len(got.Items) != 1 {
+			t.Fatalf("items: %s", b)
+		}
+		if _, ok := got.Items[0][k]; !ok {
+			t.Errorf("an item has no %q: %s", k, b)
+		}
+	}
+}
