@@ -704,7 +704,7 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 		}
 		it := r.intents[r.at[id]]
 		start, until := it.attemptStart(), it.attemptUntil(d.writeBound())
-		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body)})
+		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body), NotBefore: start.Add(-skew)})
 		if errors.Is(err, provider.ErrUnsupported) {
 			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.listingEvidence(id) + "; no probe"}
 			continue

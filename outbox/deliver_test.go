@@ -714,3 +714,45 @@ func TestAListingDecidesOnlyTheTargetsItReads(t *testing.T) {
 		})
 	}
 }
+
+// probeRecorder is a lane's provider that cannot list, so every write in
+// doubt is probed, and that keeps the writes it was asked to probe.
+type probeRecorder struct {
+	provider.Provider
+	probed []provider.Write
+}
+
+func (p *probeRecorder) ListOwn(context.Context, string) (provider.Page, error) {
+	return provider.Page{}, provider.ErrUnsupported
+}
+
+func (p *probeRecorder) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
+	p.probed = append(p.probed, w)
+	return p.Provider.Probe(ctx, w)
+}
+
+// A probe is told when the write in doubt can have been made at the
+// earliest (its attempt's start less the lane's skew), so a provider can
+// read from there on instead of the whole target.
+func TestProbeIsToldWhenTheAttemptStarted(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: 3 * time.Second})
+		c := h.draft("t1", "one")
+		rec := &probeRecorder{Provider: h.provider()}
+		d := h.deliverer("w1")
+		d.Provider = rec
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		start := *h.intent(c.ID).LastAttemptAt
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		h.step(d)
+		if len(rec.probed) == 0 {
+			t.Fatal("the write in doubt was not probed")
+		}
+		if got, want := rec.probed[0].NotBefore, start.Add(-3*time.Second); !got.Equal(want) {
+			t.Fatalf("probe NotBefore %v, want the attempt's start less the skew %v", got, want)
+		}
+	})
+}

@@ -27,6 +27,12 @@ type Write struct {
 	// IdempotencyKey is derived from the intent; providers that accept a
 	// key send it, others ignore it.
 	IdempotencyKey string
+	// NotBefore, set on a probe for a write in doubt, is the earliest time
+	// the write can have been made, by the remote's clock too (the
+	// attempt's start less the lane's skew, the clock difference the
+	// freshness rule allows for): a probe may read only what was made or
+	// changed since. Zero: unknown, read everything.
+	NotBefore time.Time
 }
 
 // Posted is a write the provider accepted.

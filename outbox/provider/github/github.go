@@ -255,7 +255,15 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	return page, nil
 }
 
-// Probe implements provider.Provider: our comments on the target issue.
+// probePages bounds the pages one probe reads.
+const probePages = 20
+
+// Probe implements provider.Provider: our comments on the target issue,
+// those made or edited since w.NotBefore when it is set (since= filters
+// on updated_at, which an edit only moves later), so the write in doubt is
+// on the first page however long the issue. A probe that could not read
+// to the end (its page budget spent, or a next page off api_url) cannot
+// tell: it answers an error, never "not found".
 func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
 	repo, n, err := ParseTarget(w.Target)
 	if err != nil {
@@ -266,9 +274,16 @@ func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed
 		return provider.Probed{}, err
 	}
 	sum := provider.BodySHA256(w.Body)
-	u := fmt.Sprintf("/repos/%s/issues/%d/comments?per_page=100", repo, n)
+	q := url.Values{"per_page": {"100"}}
+	if !w.NotBefore.IsZero() {
+		q.Set("since", w.NotBefore.UTC().Truncate(time.Second).Format(time.RFC3339))
+	}
+	u := fmt.Sprintf("/repos/%s/issues/%d/comments?%s", repo, n, q.Encode())
 	var first *provider.Meta
-	for pages := 0; u != "" && pages < 20; pages++ {
+	for pages := 0; u != ""; pages++ {
+		if pages == probePages {
+			return provider.Probed{}, fmt.Errorf("github: probe of %s: more than %d pages of comments to read: cannot tell", w.Target, probePages)
+		}
 		cs, meta, next, err := p.page(ctx, u)
 		if err != nil {
 			return provider.Probed{}, err
@@ -282,7 +297,7 @@ func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed
 			}
 		}
 		if next != "" && !strings.HasPrefix(next, p.c.APIURL+"/") {
-			break
+			return provider.Probed{}, fmt.Errorf("github: probe of %s: next page %q leaves %s: cannot tell", w.Target, next, p.c.APIURL)
 		}
 		u = next
 	}

@@ -19,6 +19,7 @@ type ghComment struct {
 	ID        int64     `json:"id"`
 	Body      string    `json:"body"`
 	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	IssueURL  string    `json:"issue_url"`
 	User      struct {
 		Login string `json:"login"`
@@ -33,11 +34,14 @@ type fakeGitHub struct {
 	comments map[string][]ghComment // by repo
 	locked   map[string]bool        // "repo#n"
 	next     int64
+	linkBase string // when set, Link URLs use it instead of base
+	requests int
 }
 
 func (f *fakeGitHub) add(repo string, n int, login, body string) ghComment {
 	f.next++
-	c := ghComment{ID: 1000 + f.next, Body: body, CreatedAt: time.Date(2026, 1, 1, 0, 0, int(f.next), 0, time.UTC),
+	at := time.Date(2026, 1, 1, 0, 0, int(f.next), 0, time.UTC)
+	c := ghComment{ID: 1000 + f.next, Body: body, CreatedAt: at, UpdatedAt: at,
 		IssueURL: fmt.Sprintf("%s/repos/%s/issues/%d", f.base, repo, n)}
 	c.User.Login = login
 	f.comments[repo] = append(f.comments[repo], c)
@@ -55,6 +59,7 @@ func (f *fakeGitHub) handler() http.Handler {
 			w.Header().Set("Date", time.Now().UTC().Format(http.TimeFormat))
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			f.requests++
 			h(w, r)
 		}
 	}
@@ -89,7 +94,11 @@ func (f *fakeGitHub) handler() http.Handler {
 		if end < len(cs) {
 			q := r.URL.Query()
 			q.Set("page", strconv.Itoa(page+1))
-			w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next", <%s>; rel="last"`, f.base, r.URL.Path, q.Encode(), f.base))
+			base := f.base
+			if f.linkBase != "" {
+				base = f.linkBase
+			}
+			w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next", <%s>; rel="last"`, base, r.URL.Path, q.Encode(), base))
 		}
 		_ = json.NewEncoder(w).Encode(append([]ghComment{}, cs[start:end]...))
 	}
@@ -102,7 +111,18 @@ func (f *fakeGitHub) handler() http.Handler {
 	}))
 	mux.HandleFunc("GET /repos/{o}/{r}/issues/{n}/comments", auth(func(w http.ResponseWriter, r *http.Request) {
 		var cs []ghComment
+		var since time.Time
+		if v := r.URL.Query().Get("since"); v != "" {
+			var err error
+			if since, err = time.Parse(time.RFC3339, v); err != nil {
+				http.Error(w, `{"message":"bad since"}`, http.StatusUnprocessableEntity)
+				return
+			}
+		}
 		for _, c := range f.comments[r.PathValue("o")+"/"+r.PathValue("r")] {
+			if c.UpdatedAt.Before(since) {
+				continue
+			}
 			if c.IssueURL == fmt.Sprintf("%s/repos/%s/%s/issues/%s", f.base, r.PathValue("o"), r.PathValue("r"), r.PathValue("n")) {
 				cs = append(cs, c)
 			}
@@ -201,5 +221,73 @@ func TestGitHubRefusals(t *testing.T) {
 	var rej *provider.RejectedError
 	if _, err := p.Post(ctx, provider.Write{Target: "not a target", Body: []byte("x")}); !errors.As(err, &rej) {
 		t.Fatalf("bad target: %v", err)
+	}
+}
+
+// A probe that could not read the whole issue cannot say the comment is
+// not there: an issue longer than the probe's page budget, or a next page
+// that leaves api_url, is "cannot tell" (an error), never Found false.
+func TestGitHubProbeThatStopsEarlyCannotTell(t *testing.T) {
+	ctx := context.Background()
+	f, p := newFake(t)
+	for i := 0; i < 2*probePages+1; i++ { // pages of 2: one comment past the budget
+		f.add("acme/app", 5, "someone", fmt.Sprintf("chatter %d", i))
+	}
+	f.add("acme/app", 5, "tidemark-bot", "ours, last")
+	pr, err := p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("ours, last")})
+	if err == nil && !pr.Found {
+		t.Fatal("a probe that read only part of the issue answered not found")
+	}
+	pr, err = p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("never posted")})
+	if err == nil {
+		t.Fatalf("an exhausted page budget answered %+v, want cannot tell", pr)
+	}
+
+	f.add("acme/app", 6, "someone", "one")
+	f.add("acme/app", 6, "someone", "two")
+	f.add("acme/app", 6, "someone", "three")
+	f.mu.Lock()
+	f.linkBase = "http://elsewhere.example"
+	f.mu.Unlock()
+	pr, err = p.Probe(ctx, provider.Write{Target: "acme/app#6", Body: []byte("never posted")})
+	if err == nil {
+		t.Fatalf("a next page off api_url answered %+v, want cannot tell", pr)
+	}
+}
+
+// Given when the write in doubt could have been made at the earliest, the
+// probe reads only comments made or edited since then (since=), so the
+// write is on its first page however long the issue.
+func TestGitHubProbeReadsSinceTheAttempt(t *testing.T) {
+	ctx := context.Background()
+	f, p := newFake(t)
+	for i := 0; i < 2*probePages+5; i++ {
+		f.add("acme/app", 5, "someone", fmt.Sprintf("chatter %d", i))
+	}
+	f.mu.Lock()
+	notBefore := f.comments["acme/app"][len(f.comments["acme/app"])-1].CreatedAt.Add(time.Second)
+	f.mu.Unlock()
+	f.add("acme/app", 5, "someone", "later")
+	f.add("acme/app", 5, "tidemark-bot", "ours, in doubt")
+	f.requests = 0
+	pr, err := p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("ours, in doubt"), NotBefore: notBefore})
+	if err != nil || !pr.Found {
+		t.Fatalf("probe since the attempt: %+v %v", pr, err)
+	}
+	pr, err = p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("never posted"), NotBefore: notBefore})
+	if err != nil || pr.Found {
+		t.Fatalf("probe since the attempt for a write never made: %+v %v", pr, err)
+	}
+	if f.requests > 4 { // one page each, and GET /user
+		t.Fatalf("%d requests: the probe did not read from the attempt on", f.requests)
+	}
+	// A comment edited after the attempt is still one the probe reads.
+	f.mu.Lock()
+	cs := f.comments["acme/app"]
+	cs[0].Body, cs[0].UpdatedAt = "edited", notBefore.Add(time.Hour)
+	f.mu.Unlock()
+	pr, err = p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("edited"), NotBefore: notBefore})
+	if err != nil || pr.Found { // someone else's
+		t.Fatalf("edited comment: %+v %v", pr, err)
 	}
 }
