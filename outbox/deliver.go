@@ -745,8 +745,8 @@ func (d *Deliverer) resendInDoubt(r *round) (changed bool) {
 	}
 	for _, id := range r.plan.Unresolved {
 		it := r.intents[r.at[id]]
-		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.attemptStart()) >= g.KeyWindow.Std() {
-			continue // the server may have forgotten the key
+		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.keyFirstUsed()) >= g.KeyWindow.Std() {
+			continue // the server may have forgotten the key since its first use
 		}
 		r.in.Intents[r.at[id]].AttemptStartedAt = nil
 		ev := "resent in doubt (" + string(g.Guarantee) + "): " + g.Why

@@ -65,6 +65,9 @@ type Intent struct {
 	// land: its start plus the bound its request was sent under (nil for
 	// an attempt journaled before it was recorded).
 	AttemptUntil *time.Time `json:"-"`
+	// FirstAttemptAt is the start of the intent's first attempt: when the
+	// remote first saw its idempotency key (nil before any attempt).
+	FirstAttemptAt *time.Time `json:"-"`
 }
 
 // attemptStart is when the latest attempt began: LastAttemptAt, or for a
@@ -74,6 +77,17 @@ func (in Intent) attemptStart() time.Time {
 		return *in.LastAttemptAt
 	}
 	return in.UpdatedAt
+}
+
+// keyFirstUsed is when the intent's idempotency key was first sent: a
+// server remembers a key from the first request that carried it, and a
+// resend does not extend that. The first attempt's start, or for a
+// journal without one, the latest attempt's.
+func (in Intent) keyFirstUsed() time.Time {
+	if in.FirstAttemptAt != nil {
+		return *in.FirstAttemptAt
+	}
+	return in.attemptStart()
 }
 
 // attemptUntil is until when the latest attempt could still land: as

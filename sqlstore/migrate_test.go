@@ -40,6 +40,7 @@ var releasedMigrations = map[string]string{
 	"0026_outbox_attempt_until.sql":   "c1ba6b0574a8923052c0aaa7b45aecb67fe698b4ce73375bac4c545695dcdbf9",
 	"0027_search_words.postgres.sql":  "f086797758556770b230525926f1528588eed29d2299bf372d6845fbee475180",
 	"0028_outbox_match.sql":           "5bdd03c9cd462a241312c5da23495060feba2fc0854bafebc4dc6ec75d293c84",
+	"0029_outbox_first_attempt.sql":   "190169679d2f3262bd91bef4ca129cbe26d642dcfe28da1929214568c6b2458d",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

@@ -611,7 +611,8 @@ func pageNote(pageID string) string {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 const intentColumns = `id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason,
-	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at, attempt_until`
+	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at, attempt_until,
+	first_attempt_at`
 
 func scanIntent(sc scanner) (outbox.Intent, error) {
 	var (
@@ -620,12 +621,12 @@ func scanIntent(sc scanner) (outbox.Intent, error) {
 		src, page        sql.NullString
 		channel, summary sql.NullString
 		lastAt, landed   sql.NullInt64
-		until            sql.NullInt64
+		until, firstAt   sql.NullInt64
 		created, updated int64
 	)
 	err := sc.Scan(&in.ID, &in.Lane, &in.Rank, &in.Target, &in.Parent, &in.Body, &in.BodySHA256, &in.IdempotencyKey,
-		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated, &until)
-	in.AttemptUntil = fromNullMS(until)
+		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated, &until, &firstAt)
+	in.AttemptUntil, in.FirstAttemptAt = fromNullMS(until), fromNullMS(firstAt)
 	in.State = outbox.State(state)
 	in.SourceID, in.PageID, in.ChannelID, in.SummaryID = src.String, page.String, channel.String, summary.String
 	in.LastAttemptAt, in.LandedAt = fromNullMS(lastAt), fromNullMS(landed)
@@ -810,7 +811,7 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 	}
 	var key string
 	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3,
-		attempt_until = $4
+		attempt_until = $4, first_attempt_at = COALESCE(first_attempt_at, $3)
 		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now), ms(now.Add(bound))).Scan(&key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return outbox.Attempt{}, fmt.Errorf("intent %s is not pending on lane %s: %w", intentID, l.Lane, tidemark.ErrConflict)

@@ -227,3 +227,55 @@ func TestOutboxFillMatchesOfOlderIntents(t *testing.T) {
 		}
 	})
 }
+
+// Migration 0029 records when each intent's key was first sent: for an
+// intent attempted before it, the earliest attempt that carried the
+// intent's key, else its latest attempt; nothing for one never attempted.
+func TestOutboxFirstAttemptMigrationReadsTheJournal(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		url := b.NewURL(t)
+		env := sqltest.NewEnv(3)
+		old, err := sqlstore.OpenUpToForTest(ctx, url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs}, 26)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`INSERT INTO outbox_lanes (name, provider, min_gap_ms, skew_ms, retire_spacing_ms, next_rank, created_at, updated_at)
+				VALUES ('hook', 'webhook', 0, 0, 0, 4, 1, 1)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, attempts, last_attempt_at, created_at, updated_at)
+				VALUES ('i1', 'hook', 1, 'room', '', 'one', 'aa', 'k1', 'unresolved', 2, 5000, 1, 5000)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, attempts, last_attempt_at, created_at, updated_at)
+				VALUES ('i2', 'hook', 2, 'room', '', 'two', 'bb', 'k2', 'unresolved', 1, 7000, 1, 7000)`,
+			`INSERT INTO outbox_intents (id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, created_at, updated_at)
+				VALUES ('i3', 'hook', 3, 'room', '', 'three', 'cc', 'k3', 'pending', 1, 1)`,
+			`INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, sent_at, finished_at, outcome)
+				VALUES ('a1', 'i1', 'hook', 1, 'w', 'k1', 2000, 2000, 3000, 'unknown')`,
+			`INSERT INTO outbox_attempts (id, intent_id, lane, token, holder, idempotency_key, started_at, sent_at, finished_at, outcome)
+				VALUES ('a2', 'i1', 'hook', 1, 'w', 'k1', 5000, 5000, 6000, 'unknown')`,
+		} {
+			if _, err := old.SQL().ExecContext(ctx, q); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+		}
+		old.Close()
+
+		db := sqltest.MustOpenURL(t, url, env)
+		ins, err := db.Outbox().ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 3 {
+			t.Fatalf("intents after the migration: %+v", ins)
+		}
+		if f := ins[0].FirstAttemptAt; f == nil || f.UnixMilli() != 2000 {
+			t.Fatalf("i1's first attempt %v, want its earliest journaled attempt (2000)", f)
+		}
+		if f := ins[1].FirstAttemptAt; f == nil || f.UnixMilli() != 7000 {
+			t.Fatalf("i2's first attempt %v, want its latest attempt for want of a journal (7000)", f)
+		}
+		if ins[2].FirstAttemptAt != nil {
+			t.Fatalf("i3 was never attempted, first attempt %v", ins[2].FirstAttemptAt)
+		}
+	})
+}

@@ -164,7 +164,7 @@ func Derive(c Capabilities, settings map[string]string) (LaneGuarantee, error) {
 		g.Guarantee, g.ResendInDoubt, g.KeyWindow = ExactlyOnce, true, tidemark.Duration(c.KeyWindow)
 		g.Why = "the server honours the idempotency key derived from the intent: a write in doubt is resent with the same key"
 		if c.KeyWindow > 0 {
-			g.Why += fmt.Sprintf(" within %s of its attempt; after that only a fresh read decides it", c.KeyWindow)
+			g.Why += fmt.Sprintf(" within %s of its first attempt; after that only a fresh read decides it", c.KeyWindow)
 		}
 	case byRead:
 		g.Guarantee = ExactlyOnce
