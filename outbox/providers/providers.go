@@ -182,7 +182,7 @@ var kinds = map[string]kind{
 		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"api_url"}},
 		caps: provider.Capabilities{
 			ListOwn:   &provider.Capability{Needs: []string{"channels"}, How: "GET conversations.history, filtered to our bot (auth.test)"},
-			JoinOn:    "target+parent+fingerprint of the text (&amp; &lt; &gt; unescaped)",
+			JoinOn:    "target+parent+fingerprint of the text (link markup read back to text, &amp; &lt; &gt; unescaped)",
 			Freshness: []string{freshNoStore},
 			Notes:     "Slack takes no idempotency key; thread replies are not supported",
 		},

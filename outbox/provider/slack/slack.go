@@ -3,8 +3,10 @@
 // and reconciliation keep a message from being posted twice. The ordered
 // read of our own writes is each configured channel's conversations.history
 // (newest first, by cursor) filtered to our bot (auth.test names it). Slack
-// escapes &, < and > in the text it returns, so writes are matched on a
-// fingerprint of the text with those unescaped and white space collapsed.
+// escapes &, < and > in the text it returns and wraps the links it finds
+// in its link markup, so writes are matched on a fingerprint of the text
+// with the markup read back to text, those unescaped and white space
+// collapsed.
 // Slack's answers carry Cache-Control: no-store, which proves their age.
 //
 // Target is a channel id (C…); there is no parent (thread replies are not
@@ -112,14 +114,65 @@ var (
 	_ provider.Fingerprinter = (*Provider)(nil)
 )
 
-// Fingerprint is the SHA-256 of the text's words: &amp;, &lt; and &gt;
-// unescaped (Slack escapes them), white space collapsed.
+// Fingerprint is the SHA-256 of the text's words as Slack shows them:
+// Slack's link markup read back to the text it stands for (see plain),
+// &amp;, &lt; and &gt; unescaped (Slack escapes them), white space
+// collapsed. A text without link markup has the fingerprint it always had.
 func (p *Provider) Fingerprint(body []byte) string {
-	return provider.BodySHA256([]byte(strings.Join(strings.Fields(unescape(string(body))), " ")))
+	return provider.BodySHA256([]byte(strings.Join(strings.Fields(plain(string(body))), " ")))
 }
 
 func unescape(s string) string {
 	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
+}
+
+// markupRE is one of Slack's control sequences: <…> with no < or > inside
+// (a < or > in the text itself is escaped as &lt; &gt;).
+var markupRE = regexp.MustCompile(`<([^<>]*)>`)
+
+// plain reads Slack's message formatting back to text, so that what was
+// posted and what conversations.history returns read alike. Slack links a
+// bare URL, domain or address in a posted text, and returns it as
+// <https://…>, <http://example.org|example.org> or
+// <mailto:a@b|a@b> (https://api.slack.com/reference/surfaces/formatting):
+// a link whose label is the text it links, or with no label, is that text.
+// A link with a label of its own keeps both, as a mention (<@U…>, <#C…>,
+// <!here>) keeps its id and drops the label Slack may add, so texts that
+// link or mention differently never read alike. <…> that is not a link or
+// a mention is left as it is. Escapes are undone last, so an escaped
+// &lt;…&gt; is never taken for markup.
+func plain(s string) string {
+	s = markupRE.ReplaceAllStringFunc(s, func(m string) string {
+		target, label, labelled := strings.Cut(m[1:len(m)-1], "|")
+		switch {
+		case strings.HasPrefix(target, "@") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "!"):
+			return "<" + target + ">"
+		case !linkRE.MatchString(target):
+			return m
+		case !labelled:
+			return target
+		case autolinked(unescape(target), unescape(label)):
+			return label
+		default:
+			return m
+		}
+	})
+	return unescape(s)
+}
+
+// linkRE is a link target Slack makes of text: a URL or an address.
+var linkRE = regexp.MustCompile(`^(?i)(https?://|mailto:)\S`)
+
+// autolinked reports whether target is the link Slack makes of the text
+// label: the URL itself, a domain with a scheme put before it, an address
+// with mailto:.
+func autolinked(target, label string) bool {
+	for _, prefix := range []string{"", "http://", "https://", "mailto:"} {
+		if target == prefix+label {
+			return true
+		}
+	}
+	return false
 }
 
 // answer is the envelope of every Web API answer.

@@ -26,6 +26,40 @@ func TestFingerprintSeesThroughSlacksEscaping(t *testing.T) {
 	}
 }
 
+// Slack returns the links in a text as its link markup (a bare URL as
+// <https://…>, a bare domain or address as <http://…|…> or <mailto:…|…>,
+// & inside them as &amp;); what was posted and what Slack lists share a
+// fingerprint, and texts that differ in what they link to do not.
+func TestFingerprintSeesThroughSlacksLinkMarkup(t *testing.T) {
+	p, err := slack.New(slack.Config{Token: "xoxb-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ posted, listed string }{
+		{"*Fourth change sees https://example.org/x?y=1 too*", "*Fourth change sees <https://example.org/x?y=1> too*"},
+		{"see https://example.org/x?a=1&b=2.", "see <https://example.org/x?a=1&amp;b=2>."},
+		{"docs at example.org", "docs at <http://example.org|example.org>"},
+		{"mail bob@example.com", "mail <mailto:bob@example.com|bob@example.com>"},
+		{"*<https://wiki.example.org/p|Title &amp; more>*", "*<https://wiki.example.org/p|Title &amp; more>*"},
+		{"ask <#C0TIDE1> or <@U123>", "ask <#C0TIDE1|changes> or <@U123>"},
+		{"&lt;https://example.org&gt; quoted", "&lt;<https://example.org>&gt; quoted"},
+		{"a & b <c>  d", "a &amp; b &lt;c&gt; d"},
+	} {
+		if p.Fingerprint([]byte(c.posted)) != p.Fingerprint([]byte(c.listed)) {
+			t.Errorf("posted %q, listed as %q: fingerprints differ", c.posted, c.listed)
+		}
+	}
+	for _, c := range [][2]string{
+		{"<https://a.example/|here>", "<https://b.example/|here>"},
+		{"<https://a.example/|here>", "here"},
+		{"<#C0TIDE1>", "<#C0TIDE2>"},
+	} {
+		if p.Fingerprint([]byte(c[0])) == p.Fingerprint([]byte(c[1])) {
+			t.Errorf("%q and %q share a fingerprint", c[0], c[1])
+		}
+	}
+}
+
 // Slack answers 200 with ok:false: what the error says decides whether
 // the message may have been posted.
 func TestPostReadsSlacksEnvelope(t *testing.T) {
