@@ -143,8 +143,8 @@ var kinds = map[string]kind{
 		secrets: provider.SecretSpec{Keys: []string{"token"}, URLs: []string{"base_url"}},
 		caps: provider.Capabilities{
 			ListOwn:   &provider.Capability{Needs: []string{"topics"}, How: "GET /{topic}/json?poll=1&since=all"},
-			JoinOn:    "target+parent+body_sha256",
-			Probe:     &provider.Capability{How: "GET /{topic}/json?poll=1&since=all&message={body}"},
+			JoinOn:    "target+parent+SHA-256 of the trimmed message",
+			Probe:     &provider.Capability{How: "GET /{topic}/json?poll=1&since=all&message={trimmed body}"},
 			Freshness: []string{freshAge, freshNoStore},
 			Notes:     "ntfy takes no idempotency key; it keeps messages for its cache duration (12h by default, setting cache_duration), and a write in doubt older than that stays unresolved",
 		},

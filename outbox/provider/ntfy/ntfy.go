@@ -4,8 +4,10 @@
 // outbox's journal and reconciliation keep a message from being published
 // twice. The ordered read of our own writes is each configured topic's poll
 // API (GET /<topic>/json?poll=1&since=all, messages oldest first); ntfy
-// returns a message's text as sent, so writes are matched on the SHA-256 of
-// the body. A probe asks the same API for one exact message (message=…).
+// keeps and returns a message's text as sent but trimmed of surrounding
+// white space, so writes are matched on the SHA-256 of the trimmed body
+// (Fingerprint). A probe asks the same API for one exact message
+// (message=…, trimmed too).
 //
 // ntfy keeps messages only for its cache duration (12 hours by default):
 // a listing cannot show a message older than that, so it says so (the
@@ -128,7 +130,17 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{NoCount: "ntfy", c: cfg, w: w}, nil
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.Fingerprinter = (*Provider)(nil)
+)
+
+// Fingerprint is the SHA-256 of the body without leading and trailing
+// white space: ntfy keeps (and returns) the message trimmed, so a body
+// with white space around it is still ours.
+func (p *Provider) Fingerprint(body []byte) string {
+	return provider.BodySHA256(bytes.TrimSpace(body))
+}
 
 type message struct {
 	ID      string `json:"id"`
@@ -211,7 +223,7 @@ func (p *Provider) poll(ctx context.Context, topic string, q url.Values) ([]mess
 
 func (p *Provider) own(m message) provider.OwnWrite {
 	return provider.OwnWrite{RemoteID: m.ID, CreatedAt: time.Unix(m.Time, 0).UTC(), Target: m.Topic, HasParent: true,
-		BodySHA256: provider.BodySHA256([]byte(m.Message))}
+		BodySHA256: p.Fingerprint([]byte(m.Message))}
 }
 
 // Covers implements provider.Covering: the listing reads the topics the
@@ -221,7 +233,7 @@ func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.To
 // ListOwn implements provider.Provider: each configured topic's cached
 // messages, one topic a page. Anyone who may publish to a topic writes
 // into this listing too; their messages match no intent (unless they are
-// our text, to the byte).
+// our text, to the byte but for surrounding white space).
 func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
 	if len(p.c.Topics) == 0 {
 		return provider.Page{}, fmt.Errorf("ntfy: no topics configured to list: %w", provider.ErrUnsupported)
@@ -250,18 +262,19 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 }
 
 // Probe implements provider.Provider: the topic's cached messages whose
-// text is exactly the body. It cannot see past the cache duration, so an
+// text is exactly the body as ntfy keeps it, trimmed. It cannot see past the cache duration, so an
 // attempt older than that is not probed (ErrUnsupported).
 func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
 	if !topicRE.MatchString(w.Target) {
 		return provider.Probed{}, fmt.Errorf("ntfy: target %q is not a topic: %w", w.Target, provider.ErrUnsupported)
 	}
-	ms, meta, err := p.poll(ctx, w.Target, url.Values{"message": {string(w.Body)}})
+	text := string(bytes.TrimSpace(w.Body)) // as ntfy keeps it
+	ms, meta, err := p.poll(ctx, w.Target, url.Values{"message": {text}})
 	if err != nil {
 		return provider.Probed{}, err
 	}
 	for _, m := range ms {
-		if m.Message == string(w.Body) {
+		if m.Message == text {
 			return provider.Probed{Found: true, RemoteID: m.ID, Meta: meta}, nil
 		}
 	}
