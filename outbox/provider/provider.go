@@ -158,8 +158,8 @@ func (e *RetryAfterError) Error() string {
 }
 
 // RejectedError: the write was refused and did not land. Status is the
-// remote's answer (a 4xx other than the above, an SMTP 5xx, Slack's
-// ok:false): the remote refused it for a reason that is the lane's or ours
+// remote's answer (a 4xx other than the above, a redirect, an SMTP 5xx,
+// Slack's ok:false): the remote refused it for a reason that is the lane's or ours
 // (credentials, a malformed or oversized request), not its target's state,
 // so the outbox stops the lane rather than give up on the write. Status 0:
 // the provider refused the write itself before sending anything (a target,
@@ -196,9 +196,11 @@ func MetaOf(requestTime time.Time, resp *http.Response) Meta {
 
 // ClassifyPost turns a non-2xx answer to a write into the error that says
 // what it means for the outbox. Status 404, 410 and 403 mean the target
-// cannot take the write; 429 and 503 with a Retry-After mean later; any
-// other 4xx (401, 400, 407, 413, …) is a refusal of the lane's request,
-// not a verdict on the target (RejectedError); the rest is unknown.
+// cannot take the write; 429 and 503 with a Retry-After mean later; a
+// redirect (301, 302, 307, 308: the write was not made here) and any other
+// 4xx (401, 400, 407, 413, …) are a refusal of the lane's request, not a
+// verdict on the target (RejectedError); the rest (303 See Other, 5xx) is
+// unknown.
 func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 	snippet := string(body)
 	if len(snippet) > 300 {
@@ -213,6 +215,10 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 			return &RetryAfterError{Status: s, After: time.Minute}
 		}
 		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
+	case movedStatus(s):
+		// The resource is elsewhere: the write was not made here, and
+		// every attempt will be answered so until the target changes.
+		return &RejectedError{Status: s, Body: fmt.Sprintf("moved to %q: change the lane's or the channel's target: %s", resp.Header.Get("Location"), snippet)}
 	case closedStatus(s):
 		return fmt.Errorf("%w: status %d: %s", ErrUnexecutable, s, snippet)
 	case s >= 400 && s < 500:
@@ -220,6 +226,13 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 	default:
 		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
 	}
+}
+
+// movedStatus reports whether a status redirects the request elsewhere
+// (301, 302, 307, 308): the request was not carried out here. 303 See
+// Other is not one: it points to the result of a request carried out.
+func movedStatus(s int) bool {
+	return s == http.StatusMovedPermanently || s == http.StatusFound || s == http.StatusTemporaryRedirect || s == http.StatusPermanentRedirect
 }
 
 // closedStatus reports whether a status says the target is gone or closed
