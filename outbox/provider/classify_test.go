@@ -39,3 +39,33 @@ func TestARedirectedWriteIsRefusedWithWhereTo(t *testing.T) {
 		t.Errorf("303: %v; want outcome unknown", err)
 	}
 }
+
+// GitHub answers its rate limits (the secondary one, and the primary one
+// for some endpoints) with 403 and Retry-After or X-RateLimit-Remaining:
+// 0. That is "later", as 429 is, never "the target cannot take it": the
+// write did not land, and the lane waits rather than post into the limit.
+func TestA403RateLimitIsLater(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	body := []byte(`{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`)
+	for _, c := range []struct {
+		name string
+		resp *http.Response
+		want time.Duration
+	}{
+		{"Retry-After", answer(http.StatusForbidden, "Retry-After", "60"), time.Minute},
+		{"Retry-After and remaining 0", answer(http.StatusForbidden, "Retry-After", "60", "X-RateLimit-Remaining", "0"), time.Minute},
+		{"remaining 0 until the reset", answer(http.StatusForbidden, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1796084100"), 15 * time.Minute},
+		{"remaining 0, no reset", answer(http.StatusForbidden, "X-RateLimit-Remaining", "0"), time.Minute},
+		{"429 until the reset", answer(http.StatusTooManyRequests, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1796084100"), 15 * time.Minute},
+	} {
+		err := provider.ClassifyPost(c.resp, body, now)
+		var ra *provider.RetryAfterError
+		if !errors.As(err, &ra) || ra.After != c.want {
+			t.Errorf("%s: %v; want retry after %s", c.name, err, c.want)
+		}
+	}
+	// A 403 without them is still the target's verdict.
+	if err := provider.ClassifyPost(answer(http.StatusForbidden, "X-RateLimit-Remaining", "4999"), []byte(`{"message":"locked"}`), now); !errors.Is(err, provider.ErrUnexecutable) {
+		t.Errorf("a plain 403: %v", err)
+	}
+}

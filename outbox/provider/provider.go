@@ -196,7 +196,10 @@ func MetaOf(requestTime time.Time, resp *http.Response) Meta {
 
 // ClassifyPost turns a non-2xx answer to a write into the error that says
 // what it means for the outbox. Status 404, 410 and 403 mean the target
-// cannot take the write; 429 and 503 with a Retry-After mean later; a
+// cannot take the write, unless it is a rate limit (Retry-After, or
+// X-RateLimit-Remaining: 0); 429, a rate-limit 403 and 503 with a wait
+// hint (Retry-After, or X-RateLimit-Reset once the limit is spent) mean
+// later (429 and 403 without a hint: in a minute); a
 // redirect (301, 302, 307, 308: the write was not made here) and any other
 // 4xx (401, 400, 407, 413, …) are a refusal of the lane's request, not a
 // verdict on the target (RejectedError); the rest (303 See Other, 5xx) is
@@ -207,11 +210,11 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 		snippet = snippet[:300]
 	}
 	switch s := resp.StatusCode; {
-	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
-		if d, ok := RetryAfter(resp.Header.Get("Retry-After"), now); ok {
+	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable || s == http.StatusForbidden && rateLimited(resp.Header):
+		if d, ok := waitHint(resp.Header, now); ok {
 			return &RetryAfterError{Status: s, After: d}
 		}
-		if s == http.StatusTooManyRequests {
+		if s != http.StatusServiceUnavailable {
 			return &RetryAfterError{Status: s, After: time.Minute}
 		}
 		return &UnknownError{Err: fmt.Errorf("status %d: %s", s, snippet)}
@@ -248,6 +251,29 @@ func Closed(err error) (status int, ok bool) {
 	var se *StatusError
 	if errors.As(err, &se) && closedStatus(se.Status) {
 		return se.Status, true
+	}
+	return 0, false
+}
+
+// rateLimited reports whether a 403 is a rate limit, not a verdict on
+// the target: GitHub answers its limits with 403 and Retry-After, or
+// X-RateLimit-Remaining: 0.
+func rateLimited(h http.Header) bool {
+	return h.Get("Retry-After") != "" || strings.TrimSpace(h.Get("X-RateLimit-Remaining")) == "0"
+}
+
+// waitHint reads how long an answer asks us to wait: Retry-After, else,
+// once the rate limit is spent (X-RateLimit-Remaining: 0), until
+// X-RateLimit-Reset (epoch seconds, as GitHub sends it).
+func waitHint(h http.Header, now time.Time) (time.Duration, bool) {
+	if d, ok := RetryAfter(h.Get("Retry-After"), now); ok {
+		return d, true
+	}
+	if strings.TrimSpace(h.Get("X-RateLimit-Remaining")) != "0" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64); err == nil && n > 0 {
+		return max(time.Unix(n, 0).Sub(now), 0), true
 	}
 	return 0, false
 }
