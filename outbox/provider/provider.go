@@ -146,6 +146,20 @@ var (
 	ErrUnexecutable = errors.New("provider: target cannot accept a write")
 )
 
+// UnexecutableError is ErrUnexecutable with the remote's answer, for a
+// provider that reads more into it (an error code that is the lane's, not
+// the target's).
+type UnexecutableError struct {
+	Status int
+	Body   string
+}
+
+func (e *UnexecutableError) Error() string {
+	return fmt.Sprintf("%s: status %d: %s", ErrUnexecutable, e.Status, e.Body)
+}
+
+func (e *UnexecutableError) Unwrap() error { return ErrUnexecutable }
+
 // RetryAfterError: the provider refused the write for now (429, 503) and
 // said when to come back. The write did not land.
 type RetryAfterError struct {
@@ -223,7 +237,7 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 		// every attempt will be answered so until the target changes.
 		return &RejectedError{Status: s, Body: fmt.Sprintf("moved to %q: change the lane's or the channel's target: %s", resp.Header.Get("Location"), snippet)}
 	case closedStatus(s):
-		return fmt.Errorf("%w: status %d: %s", ErrUnexecutable, s, snippet)
+		return &UnexecutableError{Status: s, Body: snippet}
 	case s >= 400 && s < 500:
 		return &RejectedError{Status: s, Body: snippet}
 	default:

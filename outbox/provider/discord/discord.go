@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -154,7 +155,7 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	req.Header.Set("Content-Type", "application/json")
 	ans, err := p.w.Post(ctx, p.c.Clock.Now, req)
 	if err != nil {
-		return provider.Posted{}, err
+		return provider.Posted{}, laneRefusal(err)
 	}
 	var m message
 	if err := json.Unmarshal(ans, &m); err != nil {
@@ -168,6 +169,37 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 		p.mu.Unlock()
 	}
 	return provider.Posted{RemoteID: m.ID, CreatedAt: m.Timestamp}, nil
+}
+
+// Discord's JSON error codes that say the webhook itself, the lane's
+// credential, is gone or wrong.
+const (
+	codeUnknownWebhook      = 10015
+	codeInvalidWebhookToken = 50027
+)
+
+// laneRefusal turns Discord's answer that the webhook is gone (404 Unknown
+// Webhook) or its token wrong (Invalid Webhook Token) into a refusal of
+// the lane's request: every write on the lane would be answered the same,
+// so it is not a verdict on one intent's target.
+func laneRefusal(err error) error {
+	var ue *provider.UnexecutableError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	var e struct {
+		Code int `json:"code"`
+	}
+	if json.Unmarshal([]byte(ue.Body), &e) != nil {
+		return err
+	}
+	switch e.Code {
+	case codeUnknownWebhook:
+		return &provider.RejectedError{Status: ue.Status, Body: "the webhook is gone: set the lane's url to a live one: " + ue.Body}
+	case codeInvalidWebhookToken:
+		return &provider.RejectedError{Status: ue.Status, Body: "the webhook's token is wrong: set the lane's url: " + ue.Body}
+	}
+	return err
 }
 
 // channelID is the webhook's channel: the setting, or what the webhook

@@ -44,3 +44,39 @@ func TestPostWaitsAndRefusesLongContent(t *testing.T) {
 		t.Fatalf("a long message: %v, %d posts", err, len(queries))
 	}
 }
+
+// The webhook URL is the lane's credential: Discord's 404 Unknown Webhook
+// (code 10015) and 401 Invalid Webhook Token (50027) say every write on
+// the lane will be refused, so they are a refusal of the lane's request
+// (the lane stops, broken), not a verdict on one intent's target. A 404
+// for anything else is still the target's.
+func TestAGoneWebhookRefusesTheLane(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		body   string
+		lane   bool
+	}{
+		{http.StatusNotFound, `{"message": "Unknown Webhook", "code": 10015}`, true},
+		{http.StatusUnauthorized, `{"message": "Invalid Webhook Token", "code": 50027}`, true},
+		{http.StatusNotFound, `{"message": "Invalid Webhook Token", "code": 50027}`, true},
+		{http.StatusNotFound, `{"message": "Unknown Channel", "code": 10003}`, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.status)
+			_, _ = w.Write([]byte(c.body))
+		}))
+		p, err := discord.New(discord.Config{WebhookURL: srv.URL + "/api/webhooks/1/tok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Post(context.Background(), provider.Write{Target: "channel", Body: []byte("hi")})
+		var rej *provider.RejectedError
+		switch {
+		case c.lane && (!errors.As(err, &rej) || rej.Unsendable() || errors.Is(err, provider.ErrUnexecutable)):
+			t.Errorf("%d %s: %v; want a refusal of the lane's request", c.status, c.body, err)
+		case !c.lane && !errors.Is(err, provider.ErrUnexecutable):
+			t.Errorf("%d %s: %v; want the target's verdict", c.status, c.body, err)
+		}
+		srv.Close()
+	}
+}
