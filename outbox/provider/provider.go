@@ -191,6 +191,22 @@ func (e *RejectedError) Error() string {
 	return fmt.Sprintf("provider: rejected with status %d: %s", e.Status, e.Body)
 }
 
+// ReadRefusedError: the remote refused a read the lane needs (its listing
+// of our writes, a probe) for a reason that is the lane's: its credential
+// lacks a scope, or its account cannot see a target it is to read. Every
+// such read is refused the same until the lane is fixed, so the lane
+// cannot decide its writes in doubt: it matches tidemark.ErrUnavailable.
+type ReadRefusedError struct {
+	Op     string // what was read
+	Reason string // what the remote said, and what to fix
+}
+
+func (e *ReadRefusedError) Error() string {
+	return fmt.Sprintf("provider: %s refused: %s; fix the lane (outbox lane set) or its account", e.Op, e.Reason)
+}
+
+func (e *ReadRefusedError) Is(target error) bool { return target == tidemark.ErrUnavailable }
+
 // UnknownError: the call's outcome is unknown (the connection broke, a 5xx
 // after the request was sent, a timeout): the write may or may not have
 // landed, and only reconciliation can tell.

@@ -256,17 +256,46 @@ func (p *Provider) read(ctx context.Context, method string, q url.Values, v any)
 	if err != nil {
 		return meta, err
 	}
-	var a answer
+	var a struct {
+		answer
+		Needed   string `json:"needed"`
+		Provided string `json:"provided"`
+	}
 	if err := json.Unmarshal(body, &a); err != nil {
 		return meta, fmt.Errorf("slack: %s: decode: %w", method, err)
 	}
 	if !a.OK {
-		return meta, fmt.Errorf("slack: %s: %s", method, a.Error)
+		return meta, readError(method, q.Get("channel"), a.Error, a.Needed, a.Provided)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return meta, fmt.Errorf("slack: %s: decode: %w", method, err)
 	}
 	return meta, nil
+}
+
+// readError is what an ok:false answer to a read means. Slack's own
+// failures are unavailability; any other error is the lane's (a token
+// without the scope, a bot not in the channel, a token revoked): every
+// read is refused the same until the lane is fixed, so it is a
+// provider.ReadRefusedError that says what to fix.
+func readError(method, channel, code, needed, provided string) error {
+	if unknown[code] || code == "ratelimited" || code == "request_timeout" {
+		return fmt.Errorf("slack: %s: %s: %w", method, code, tidemark.ErrUnavailable)
+	}
+	op := "slack " + method
+	if channel != "" {
+		op += " of channel " + channel
+	}
+	reason := code
+	switch code {
+	case "missing_scope":
+		reason = fmt.Sprintf("missing_scope: the token lacks the scope %s (it has %s)", needed, provided)
+	case "not_in_channel":
+		reason = "not_in_channel: invite the bot to the channel, or take it out of the lane's channels"
+	case "channel_not_found":
+		reason = "channel_not_found: the token cannot see the channel (a private one needs groups:history and the bot invited), or take it out of the lane's channels"
+	}
+	return &provider.ReadRefusedError{Op: op, Reason: reason}
 }
 
 func (p *Provider) identity(ctx context.Context) (identity, error) {

@@ -3,9 +3,13 @@ package slack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark"
 
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/provider/slack"
@@ -79,6 +83,44 @@ func TestPostReadsSlacksEnvelope(t *testing.T) {
 		_, err = p.Post(context.Background(), provider.Write{Target: "C0TIDE", Body: []byte("hi")})
 		if !want(err) {
 			t.Errorf("%s: %v", errName, err)
+		}
+		srv.Close()
+	}
+}
+
+// A read the lane needs that Slack refuses for the lane's reason (a token
+// without the history scope, a bot not in a listed channel, a revoked
+// token) is a refusal of the lane's read that says what to fix: it
+// matches tidemark.ErrUnavailable (the lane cannot deliver as it is), not
+// an internal error. Slack's own failures are unavailability too.
+func TestAReadSlackRefusesIsTheLanes(t *testing.T) {
+	for _, c := range []struct {
+		answer  string
+		refused bool
+		says    string
+	}{
+		{`{"ok":false,"error":"missing_scope","needed":"channels:history","provided":"chat:write"}`, true, "channels:history"},
+		{`{"ok":false,"error":"not_in_channel"}`, true, "C0TIDE1"},
+		{`{"ok":false,"error":"channel_not_found"}`, true, "C0TIDE1"},
+		{`{"ok":false,"error":"token_revoked"}`, true, "token_revoked"},
+		{`{"ok":false,"error":"internal_error"}`, false, "internal_error"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Cache-Control", "no-store")
+			if r.URL.Path == "/auth.test" {
+				_, _ = w.Write([]byte(`{"ok":true,"user_id":"U1","bot_id":"B1"}`))
+				return
+			}
+			_, _ = w.Write([]byte(c.answer))
+		}))
+		p, err := slack.New(slack.Config{APIURL: srv.URL, Token: "xoxb-x", Channels: []string{"C0TIDE1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.ListOwn(context.Background(), "")
+		var rr *provider.ReadRefusedError
+		if !errors.Is(err, tidemark.ErrUnavailable) || errors.As(err, &rr) != c.refused || !strings.Contains(fmt.Sprint(err), c.says) {
+			t.Errorf("%s: %v; want unavailable (refused by the lane's fault: %v) saying %q", c.answer, err, c.refused, c.says)
 		}
 		srv.Close()
 	}
