@@ -69,3 +69,27 @@ func TestA403RateLimitIsLater(t *testing.T) {
 		t.Errorf("a plain 403: %v", err)
 	}
 }
+
+// The wait a 429 asks for is read from what each server sends when it
+// sends no Retry-After: Matrix's retry_after_ms in the body
+// (M_LIMIT_EXCEEDED), Mastodon's X-RateLimit-Reset as an ISO 8601 time.
+func TestRateLimitWaitHints(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		resp *http.Response
+		body string
+		want time.Duration
+	}{
+		{"matrix retry_after_ms", answer(http.StatusTooManyRequests), `{"errcode":"M_LIMIT_EXCEEDED","error":"Too Many Requests","retry_after_ms":2500}`, 2500 * time.Millisecond},
+		{"Retry-After wins", answer(http.StatusTooManyRequests, "Retry-After", "7"), `{"errcode":"M_LIMIT_EXCEEDED","retry_after_ms":2000}`, 7 * time.Second},
+		{"mastodon reset", answer(http.StatusTooManyRequests, "X-RateLimit-Limit", "300", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-12-01T03:00:00.000Z"), `{"error":"Too many requests"}`, 3 * time.Hour},
+		{"no hint", answer(http.StatusTooManyRequests), `slow down`, time.Minute},
+	} {
+		err := provider.ClassifyPost(c.resp, []byte(c.body), now)
+		var ra *provider.RetryAfterError
+		if !errors.As(err, &ra) || ra.After != c.want {
+			t.Errorf("%s: %v; want retry after %s", c.name, err, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -241,7 +242,7 @@ func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
 	}
 	switch s := resp.StatusCode; {
 	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable || s == http.StatusForbidden && rateLimited(resp.Header):
-		if d, ok := waitHint(resp.Header, now); ok {
+		if d, ok := waitHint(resp.Header, body, now); ok {
 			return &RetryAfterError{Status: s, After: d}
 		}
 		if s != http.StatusServiceUnavailable {
@@ -292,18 +293,29 @@ func rateLimited(h http.Header) bool {
 	return h.Get("Retry-After") != "" || strings.TrimSpace(h.Get("X-RateLimit-Remaining")) == "0"
 }
 
-// waitHint reads how long an answer asks us to wait: Retry-After, else,
-// once the rate limit is spent (X-RateLimit-Remaining: 0), until
-// X-RateLimit-Reset (epoch seconds, as GitHub sends it).
-func waitHint(h http.Header, now time.Time) (time.Duration, bool) {
+// waitHint reads how long an answer asks us to wait: Retry-After; else
+// Matrix's retry_after_ms in the body (M_LIMIT_EXCEEDED); else, once the
+// rate limit is spent (X-RateLimit-Remaining: 0), until X-RateLimit-Reset
+// (epoch seconds as GitHub sends it, or an ISO 8601 time as Mastodon does).
+func waitHint(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
 	if d, ok := RetryAfter(h.Get("Retry-After"), now); ok {
 		return d, true
+	}
+	var m struct {
+		RetryAfterMS *int64 `json:"retry_after_ms"`
+	}
+	if json.Unmarshal(body, &m) == nil && m.RetryAfterMS != nil && *m.RetryAfterMS >= 0 {
+		return time.Duration(*m.RetryAfterMS) * time.Millisecond, true
 	}
 	if strings.TrimSpace(h.Get("X-RateLimit-Remaining")) != "0" {
 		return 0, false
 	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64); err == nil && n > 0 {
+	reset := strings.TrimSpace(h.Get("X-RateLimit-Reset"))
+	if n, err := strconv.ParseInt(reset, 10, 64); err == nil && n > 0 {
 		return max(time.Unix(n, 0).Sub(now), 0), true
+	}
+	if t, err := time.Parse(time.RFC3339, reset); err == nil {
+		return max(t.Sub(now), 0), true
 	}
 	return 0, false
 }
