@@ -1,0 +1,116 @@
+package outbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// probeRecorder is a lane's provider that cannot list, so every write in
+// doubt is probed, and that keeps the writes it was asked to probe.
+type probeRecorder struct {
+	provider.Provider
+	probed []provider.Write
+}
+
+func (p *probeRecorder) ListOwn(context.Context, string) (provider.Page, error) {
+	return provider.Page{}, provider.ErrUnsupported
+}
+
+func (p *probeRecorder) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
+	p.probed = append(p.probed, w)
+	return p.Provider.Probe(ctx, w)
+}
+
+// A probe is told when the write in doubt can have been made at the
+// earliest (its attempt's start less the lane's skew), so a provider can
+// read from there on instead of the whole target.
+func TestProbeIsToldWhenTheAttemptStarted(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: 3 * time.Second})
+		c := h.draft("t1", "one")
+		rec := &probeRecorder{Provider: h.provider()}
+		d := h.deliverer("w1")
+		d.Provider = rec
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		start := *h.intent(c.ID).LastAttemptAt
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		h.step(d)
+		if len(rec.probed) == 0 {
+			t.Fatal("the write in doubt was not probed")
+		}
+		if got, want := rec.probed[0].NotBefore, start.Add(-3*time.Second); !got.Equal(want) {
+			t.Fatalf("probe NotBefore %v, want the attempt's start less the skew %v", got, want)
+		}
+	})
+}
+
+// keyedBlind is a lane whose server honours the idempotency key for
+// keyWindow from the first request that used it, and whose writes cannot
+// be read back: only the key may decide a write in doubt.
+type keyedBlind struct {
+	provider.Provider
+	keyWindow time.Duration
+}
+
+func (p keyedBlind) ListOwn(context.Context, string) (provider.Page, error) {
+	return provider.Page{}, provider.ErrUnsupported
+}
+
+func (p keyedBlind) Probe(context.Context, provider.Write) (provider.Probed, error) {
+	return provider.Probed{}, provider.ErrUnsupported
+}
+
+func (p keyedBlind) LaneGuarantee() provider.LaneGuarantee {
+	return provider.LaneGuarantee{Guarantee: provider.ExactlyOnce, ResendInDoubt: true, KeyWindow: tidemark.Duration(p.keyWindow)}
+}
+
+// A server remembers a key from the first request that used it; a resend
+// does not extend that. So the window in which a write in doubt may be
+// resent on the key's strength runs from the intent's first attempt, not
+// its latest: two crashes within the window must not stretch it.
+func TestKeyWindowRunsFromTheFirstAttempt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: 30 * time.Minute}
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("first attempt %+v: want its outcome unknown", s)
+		}
+		first := *h.intent(c.ID).LastAttemptAt
+		// 20 minutes on: within the key's window, resent with the key.
+		h.env.Clock.Advance(20 * time.Minute)
+		h.srv.LoseAnswers(1)
+		for i := 0; i < 4 && h.srv.Posts() < 2; i++ {
+			h.step(d)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: the write in doubt was not resent within the key's window", h.srv.Posts())
+		}
+		if got := h.intent(c.ID); !got.LastAttemptAt.After(first) || got.FirstAttemptAt == nil || !got.FirstAttemptAt.Equal(first) {
+			t.Fatalf("after the resend: first attempt %v, latest %v; want first %v", got.FirstAttemptAt, got.LastAttemptAt, first)
+		}
+		// 40 minutes after the first attempt, 20 after the latest: the
+		// server has forgotten the key, so nothing may be sent again.
+		h.env.Clock.Advance(20 * time.Minute)
+		for i := 0; i < 4; i++ {
+			h.step(d)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: resent with a key the server forgot %s after its first use", h.srv.Posts(), 40*time.Minute)
+		}
+		if got := h.intent(c.ID); got.State != outbox.StateUnresolved {
+			t.Fatalf("c is %s, want unresolved", got.State)
+		}
+	})
+}
