@@ -704,7 +704,7 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 		}
 		it := r.intents[r.at[id]]
 		start, until := it.attemptStart(), it.attemptUntil(d.writeBound())
-		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body), NotBefore: start.Add(-skew)})
+		pr, err := d.Provider.Probe(ctx, provider.Write{Target: it.Target, Parent: it.Parent, Body: []byte(it.Body), NotBefore: it.firstAttemptStart().Add(-skew)})
 		if errors.Is(err, provider.ErrUnsupported) {
 			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: r.listingEvidence(id) + "; no probe"}
 			continue
@@ -745,7 +745,7 @@ func (d *Deliverer) resendInDoubt(r *round) (changed bool) {
 	}
 	for _, id := range r.plan.Unresolved {
 		it := r.intents[r.at[id]]
-		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.keyFirstUsed()) >= g.KeyWindow.Std() {
+		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.firstAttemptStart()) >= g.KeyWindow.Std() {
 			continue // the server may have forgotten the key since its first use
 		}
 		r.in.Intents[r.at[id]].AttemptStartedAt = nil

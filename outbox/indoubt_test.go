@@ -48,7 +48,7 @@ func TestProbeIsToldWhenTheAttemptStarted(t *testing.T) {
 			t.Fatal("the write in doubt was not probed")
 		}
 		if got, want := rec.probed[0].NotBefore, start.Add(-3*time.Second); !got.Equal(want) {
-			t.Fatalf("probe NotBefore %v, want the attempt's start less the skew %v", got, want)
+			t.Fatalf("probe NotBefore %v, want the (first) attempt's start less the skew %v", got, want)
 		}
 	})
 }
@@ -111,6 +111,40 @@ func TestKeyWindowRunsFromTheFirstAttempt(t *testing.T) {
 		}
 		if got := h.intent(c.ID); got.State != outbox.StateUnresolved {
 			t.Fatalf("c is %s, want unresolved", got.State)
+		}
+	})
+}
+
+// An intent attempted more than once (a write deferred, then one in
+// doubt) is probed from its first attempt: whatever an earlier attempt
+// may have made is read too, not only what the latest could have.
+func TestProbeReadsFromTheFirstAttempt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: 3 * time.Second})
+		c := h.draft("t1", "one")
+		rec := &probeRecorder{Provider: h.provider()}
+		d := h.deliverer("w1")
+		d.Provider = rec
+		h.srv.RetryAfterNext(time.Minute)
+		if s := h.step(d); s.Outcome != outbox.OutcomeDeferred {
+			t.Fatalf("first attempt %+v: want it deferred", s)
+		}
+		first := *h.intent(c.ID).LastAttemptAt
+		h.env.Clock.Advance(2 * time.Minute)
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("second attempt %+v: want its outcome unknown", s)
+		}
+		if !h.intent(c.ID).LastAttemptAt.After(first) {
+			t.Fatal("no second attempt")
+		}
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		h.step(d)
+		if len(rec.probed) == 0 {
+			t.Fatal("the write in doubt was not probed")
+		}
+		if got, want := rec.probed[0].NotBefore, first.Add(-3*time.Second); !got.Equal(want) {
+			t.Fatalf("probe NotBefore %v, want the first attempt's start less the skew %v", got, want)
 		}
 	})
 }

@@ -79,11 +79,12 @@ func (in Intent) attemptStart() time.Time {
 	return in.UpdatedAt
 }
 
-// keyFirstUsed is when the intent's idempotency key was first sent: a
-// server remembers a key from the first request that carried it, and a
-// resend does not extend that. The first attempt's start, or for a
-// journal without one, the latest attempt's.
-func (in Intent) keyFirstUsed() time.Time {
+// firstAttemptStart is when the intent's first attempt began: when its
+// idempotency key was first sent (a server remembers a key from the first
+// request that carried it, and a resend does not extend that), and the
+// earliest any of its writes can have been made. For a journal without
+// it, the latest attempt's start.
+func (in Intent) firstAttemptStart() time.Time {
 	if in.FirstAttemptAt != nil {
 		return *in.FirstAttemptAt
 	}

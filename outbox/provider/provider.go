@@ -30,9 +30,9 @@ type Write struct {
 	IdempotencyKey string
 	// NotBefore, set on a probe for a write in doubt, is the earliest time
 	// the write can have been made, by the remote's clock too (the
-	// attempt's start less the lane's skew, the clock difference the
-	// freshness rule allows for): a probe may read only what was made or
-	// changed since. Zero: unknown, read everything.
+	// intent's first attempt's start less the lane's skew, the clock
+	// difference the freshness rule allows for): a probe may read only
+	// what was made or changed since. Zero: unknown, read everything.
 	NotBefore time.Time
 }
 

@@ -122,7 +122,7 @@ var kinds = map[string]kind{
 		caps: provider.Capabilities{
 			ListOwn:   &provider.Capability{Needs: []string{"repos"}, How: "GET /repos/{owner}/{repo}/issues/comments, filtered to our login"},
 			JoinOn:    "target+parent+body_sha256",
-			Probe:     &provider.Capability{How: "GET /repos/{owner}/{repo}/issues/{n}/comments?since={attempt start − skew}, read to the end or undecided"},
+			Probe:     &provider.Capability{How: "GET /repos/{owner}/{repo}/issues/{n}/comments?since={first attempt − skew}, read to the end or undecided"},
 			Freshness: []string{freshAge},
 			Notes:     "GitHub takes no idempotency key",
 		},
