@@ -46,7 +46,8 @@ func TestEveryKindHasAFormatWithItsProvidersLimit(t *testing.T) {
 // fingerprint a Fingerprinter joins on, else the body's SHA-256.
 func TestMatchSHA256IsTheProvidersFingerprint(t *testing.T) {
 	bodies := []string{"Deploy finished", "Deploy  finished", " Deploy\tfinished\n", "a &amp; b &lt;c&gt;", "a & b <c>",
-		"line\r\nline\r\n\r\n", "line\nline", "*bold* @\u200beveryone\n\n<https://x.example/|src>", "", "\n"}
+		"line\r\nline\r\n\r\n", "line\nline", "*bold* @\u200beveryone\n\n<https://x.example/|src>", "", "\n",
+		"see <https://example.org/a?b=1&amp;c=2>", "see https://example.org/a?b=1&c=2"}
 	provs := map[string]any{"slack": new(slack.Provider), "mastodon": new(mastodon.Provider), "discord": new(discord.Provider),
 		"email": new(email.Provider), "github": new(github.Provider), "matrix": new(matrix.Provider), "ntfy": new(ntfy.Provider),
 		"webhook": new(webhook.Provider)}

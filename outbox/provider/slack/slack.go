@@ -119,8 +119,13 @@ var (
 // &amp;, &lt; and &gt; unescaped (Slack escapes them), white space
 // collapsed. A text without link markup has the fingerprint it always had.
 func (p *Provider) Fingerprint(body []byte) string {
-	return provider.BodySHA256([]byte(strings.Join(strings.Fields(plain(string(body))), " ")))
+	return provider.BodySHA256([]byte(Text(string(body))))
 }
+
+// Text is a message's text as Slack gives it back and the listing is
+// joined on: its markup read back to text (plain), white space collapsed.
+// Drafting compares bodies by it too (outbox.MatchSHA256).
+func Text(s string) string { return strings.Join(strings.Fields(plain(s)), " ") }
 
 func unescape(s string) string {
 	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
