@@ -155,7 +155,7 @@ func (s *Server) mux() *router {
 		}
 		h := s.audited(route)
 		if route.Access == private {
-			h = s.requireAuth(h)
+			h = noStore(s.requireAuth(h))
 		}
 		pattern := route.Pattern
 		if route.Method == "" {
@@ -172,6 +172,16 @@ func (s *Server) mux() *router {
 		rt.mux.Handle(pattern, h)
 	}
 	return rt
+}
+
+// noStore marks what h answers (and its refusals) as kept by no cache:
+// what a token shows must not outlive its sign-out in a proxy or a shared
+// browser.
+func noStore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // limitBody refuses a body over limit bytes with 413 (inside the audit of

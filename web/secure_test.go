@@ -298,3 +298,26 @@ func TestServerAPIErrorsAreJSON(t *testing.T) {
 		mustJSONError(t, tc.method+" "+tc.path, r)
 	}
 }
+
+// What a token shows is kept by no cache: every answer behind the token
+// (pages, the API, evidence, metrics) and every refusal of one says
+// Cache-Control: no-store, so a proxy or a shared browser keeps nothing
+// after sign-out. The public wiki stays cacheable.
+func TestSignedInAnswersAreNotStored(t *testing.T) {
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(3))
+	token, _, err := db.Auth().CreateToken(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := mustServe(t, db, nil)
+	for _, p := range []string{"/status", "/api/sources", "/api/runs", "/metrics", "/api/nope"} {
+		for _, tok := range []string{token, ""} {
+			if r := do("GET", p, tok, nil); r.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("GET %s (token %v): %d, Cache-Control %q, want no-store", p, tok != "", r.Code, r.Header.Get("Cache-Control"))
+			}
+		}
+	}
+	if r := do("GET", "/", "", nil); r.Header.Get("Cache-Control") == "no-store" {
+		t.Errorf("the public wiki is no-store")
+	}
+}
