@@ -352,7 +352,16 @@ func (s *ContentStore) openRuns(ctx context.Context, q queryer, collection strin
 // one type: the new one if the run converted it (ID at or before the
 // cursor), the old one otherwise — so the document that failed can be fixed
 // in its old type and the run resumed.
-func writeType(c content.Collection, runs map[string]content.Run, field, id string) (content.FieldType, error) {
+//
+// A document at or before the cursor that the run did not convert (its
+// field was empty when the run passed it, or it was created since) has no
+// such type: a resumed run will not come back to it, so a finished run
+// wants the new type there, and an abort, which restores only what the run
+// converted, wants the old. A value written to that field is refused until
+// the run ends (setting it empty is not a value, and passes); converted
+// reports whether the run converted the document.
+func writeType(c content.Collection, runs map[string]content.Run, field, id string, v json.RawMessage,
+	converted func(r content.Run) (bool, error)) (content.FieldType, error) {
 	f, ok := c.Field(field)
 	if !ok {
 		return "", tidemark.Invalidf("document "+c.Name+"/"+id+" field", field, "no such field in collection %s", c.Name)
@@ -363,31 +372,62 @@ func writeType(c content.Collection, runs map[string]content.Run, field, id stri
 	}
 	switch r.Status {
 	case content.RunFailed:
-		if id <= r.Cursor {
-			return r.To, nil
+		if id > r.Cursor {
+			return r.From, nil
 		}
-		return r.From, nil
+		if v == nil || content.IsNull(v) {
+			return r.To, nil // nothing to convert either way
+		}
+		ok, err := converted(r)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("document %s/%s was not converted by failed migration run %s of %s.%s (%s→%s) (its field was empty when the run passed it, or it was created since): "+
+				"the field takes a value there again once the run ends; resume or abort it first: %w",
+				c.Name, id, r.ID, c.Name, field, r.From, r.To, tidemark.ErrConflict)
+		}
+		return r.To, nil
 	default:
 		return "", fmt.Errorf("field %s.%s is being migrated %s→%s by run %s (%s); writes to it are refused until the run ends: %w",
 			c.Name, field, r.From, r.To, r.ID, r.Status, tidemark.ErrConflict)
 	}
 }
 
+// convertedBy reports whether run r converted document id: it wrote the
+// document's migrate snapshot.
+func convertedBy(ctx context.Context, q queryer, collection, id string) func(r content.Run) (bool, error) {
+	return func(r content.Run) (bool, error) {
+		ok, err := anyRow(ctx, q, `SELECT document_id FROM document_versions
+			WHERE run_id = $1 AND document_id = $2 AND reason = 'migrate' AND collection = $3`, r.ID, id, collection)
+		if err != nil {
+			return false, fmt.Errorf("document %s/%s: converted by run %s: %w", collection, id, r.ID, err)
+		}
+		return ok, nil
+	}
+}
+
+// notConverted is convertedBy for a document being created: no run has
+// converted it.
+func notConverted(content.Run) (bool, error) { return false, nil }
+
 // prepare validates a put against the collection and merges it into the
-// document's current fields (nil for a new document).
-func prepare(c content.Collection, runs map[string]content.Run, p content.Put, cur content.Fields) (content.Fields, error) {
+// document's current fields (nil for a new document). converted reports
+// whether a failed run converted the document (see writeType).
+func prepare(c content.Collection, runs map[string]content.Run, p content.Put, cur content.Fields,
+	converted func(r content.Run) (bool, error)) (content.Fields, error) {
 	out := content.Fields{}
 	for k, v := range cur {
 		out[k] = v
 	}
 	for _, k := range p.Unset {
-		if _, err := writeType(c, runs, k, p.ID); err != nil {
+		if _, err := writeType(c, runs, k, p.ID, nil, converted); err != nil {
 			return nil, err
 		}
 		delete(out, k)
 	}
 	for k, v := range p.Set {
-		t, err := writeType(c, runs, k, p.ID)
+		t, err := writeType(c, runs, k, p.ID, v, converted)
 		if err != nil {
 			return nil, err
 		}
@@ -447,7 +487,11 @@ func (s *ContentStore) Put(ctx context.Context, collection string, p content.Put
 		}
 		cur = d.Fields
 	}
-	fields, err := prepare(c, runs, p, cur)
+	converted := notConverted
+	if p.BaseVersion > 0 {
+		converted = convertedBy(ctx, tx, collection, p.ID)
+	}
+	fields, err := prepare(c, runs, p, cur, converted)
 	if err != nil {
 		return content.Document{}, err
 	}
@@ -517,7 +561,7 @@ func (s *ContentStore) Import(ctx context.Context, collection string, next func(
 		if err := content.CheckID(p.ID); err != nil {
 			return 0, fmt.Errorf("import item %d: %w", n, err)
 		}
-		fields, err := prepare(c, runs, p, nil)
+		fields, err := prepare(c, runs, p, nil, notConverted)
 		if err != nil {
 			return 0, fmt.Errorf("import item %d: %w", n, err)
 		}

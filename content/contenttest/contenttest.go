@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"TypeFlipsWithTheLastBatch", testTypeFlip},
 		{"BatchBoundedByBytes", testBatchBytes},
 		{"FailFixResumeAbort", testFailFixResumeAbort},
+		{"AbortLeavesOneType", testAbortLeavesOneType},
 		{"ClaimFence", testClaimFence},
 		{"PendingRuns", testPendingRuns},
 		{"ConcurrentWritersDuringRun", testConcurrentWriters},
@@ -869,5 +870,78 @@ func testDelete(t *testing.T, h Harness) {
 	}
 	if acts, err := st.Actions(ctx, content.ActionFilter{RunID: run.ID}); err != nil || len(acts) != 1 || acts[0].Actor != "cy" {
 		t.Fatalf("the run's audit: %+v %v", acts, err)
+	}
+}
+
+// testAbortLeavesOneType: while a run is failed, a document at or before
+// its cursor that the run did not convert (its field was empty when the
+// run passed it, or it was created since with a low ID) has no type an
+// abort and a finished run would agree on, so a value written to that
+// field there is refused; after the abort every value of the field is of
+// the type the field declares, and a later run converts them all.
+func testAbortLeavesOneType(t *testing.T, h Harness) {
+	st := h.Store
+	ids := seed(t, st, "things", 12)
+	// ids[2] has no v when the run walks it; ids[8] fails the run.
+	mustPut(t, st, "things", content.Put{ID: ids[2], BaseVersion: 1, Unset: []string{"v"}})
+	mustPut(t, st, "things", content.Put{ID: ids[8], BaseVersion: 1, Set: content.Fields{"v": str("eight")}})
+	m := &content.Migrator{Store: st, Holder: "w1"}
+	run := mustStart(t, m, "things", content.Number, 3)
+	var failed *content.FailedError
+	if _, err := m.Drive(ctx, run.ID); !errors.As(err, &failed) || failed.Run.Cursor != ids[7] {
+		t.Fatalf("drive: %v, want failed after %s", err, ids[7])
+	}
+	const lowID = "00000000000000000000000002" // before every seeded document
+	refused := []struct {
+		name string
+		put  content.Put
+	}{
+		{"a number into a passed empty field", content.Put{ID: ids[2], BaseVersion: 2, Set: content.Fields{"v": json.RawMessage("7")}}},
+		{"text into a passed empty field", content.Put{ID: ids[2], BaseVersion: 2, Set: content.Fields{"v": str("7")}}},
+		{"a new low-ID document with the field", content.Put{ID: lowID, Set: content.Fields{"v": json.RawMessage("5")}}},
+	}
+	for _, tc := range refused {
+		_, err := st.Put(ctx, "things", tc.put)
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), run.ID) {
+			t.Errorf("%s while the run is failed: %v, want a conflict naming the run", tc.name, err)
+		}
+	}
+	i := 0
+	if _, err := st.Import(ctx, "things", func() (content.Put, bool, error) {
+		i++
+		return content.Put{ID: lowID, Set: content.Fields{"v": json.RawMessage("5")}}, i == 1, nil
+	}); !errors.Is(err, tidemark.ErrConflict) {
+		t.Errorf("import of a low-ID document with the field while the run is failed: %v, want a conflict", err)
+	}
+	// What leaves the field empty, and writes to other fields, pass.
+	mustPut(t, st, "things", content.Put{ID: lowID, Set: content.Fields{"keep": str("low")}})
+	mustPut(t, st, "things", content.Put{ID: ids[2], BaseVersion: 2, Set: content.Fields{"keep": str("edited"), "v": json.RawMessage("null")}})
+	// A converted document takes the new type; the abort restores it.
+	mustPut(t, st, "things", content.Put{ID: ids[0], BaseVersion: 2, Set: content.Fields{"v": json.RawMessage("70")}})
+
+	if ab, err := m.Abort(ctx, run.ID); err != nil || ab.Status != content.RunAborted {
+		t.Fatalf("abort: %+v %v", ab, err)
+	}
+	if got := fieldType(t, st, "things", "v"); got != content.Text {
+		t.Fatalf("type after the abort %s, want text", got)
+	}
+	docs, err := st.Documents(ctx, "things", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		v, ok := d.Fields["v"]
+		if !ok {
+			continue
+		}
+		if _, err := content.Normalize(content.Text, v); err != nil {
+			t.Errorf("after the abort %s has v = %s in a text field", d.ID, v)
+		}
+	}
+	// So a later run meets only text.
+	fix := mustDocument(t, st, "things", ids[8])
+	mustPut(t, st, "things", content.Put{ID: ids[8], BaseVersion: fix.Version, Set: content.Fields{"v": str("8")}})
+	if r, err := m.Drive(ctx, mustStart(t, m, "things", content.Number, 3).ID); err != nil || r.Status != content.RunDone {
+		t.Fatalf("a later run: %+v %v", r, err)
 	}
 }
