@@ -197,9 +197,21 @@ func (r Rule) Apply(v json.RawMessage) (json.RawMessage, error) {
 	}
 	out, err := r.convert(v)
 	if err != nil {
-		return nil, &RuleError{Rule: r.Name(), Value: shorten(string(v)), Err: err}
+		return nil, r.Refuse(v, err)
+	}
+	// The output is a value a write would accept, or the conversion fails
+	// as any refused one does (wrapping text can grow it several times).
+	if len(out) > MaxValueBytes {
+		return nil, r.Refuse(v, fmt.Errorf("the converted value is %d bytes, at most %d", len(out), MaxValueBytes))
 	}
 	return out, nil
+}
+
+// Refuse is the error of converting v by r, refused for reason: by the
+// rule itself, or by a store that cannot keep its output (a converted
+// document over MaxDocumentBytes).
+func (r Rule) Refuse(v json.RawMessage, reason error) *RuleError {
+	return &RuleError{Rule: r.Name(), Value: shorten(string(v)), Err: reason}
 }
 
 // RuleError is a conversion a rule refused.

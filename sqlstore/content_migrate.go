@@ -456,7 +456,9 @@ func (s *ContentStore) convertBatch(ctx context.Context, tx *sql.Tx, coll conten
 // convertFields is a document's stored fields (a JSON object) with field
 // converted by rule: the converted value in the place of the old one, and
 // every other value as stored. It is nil when the field is absent or null:
-// nothing to convert. A value the rule refuses is a *content.RuleError.
+// nothing to convert. A value the rule refuses, or whose conversion makes
+// the document larger than a write may (content.MaxDocumentBytes), is a
+// *content.RuleError: it fails the run at that document.
 func convertFields(dec *jsontext.Decoder, fields []byte, field string, rule content.Rule) ([]byte, error) {
 	v, start, end, err := fieldSpan(dec, fields, field)
 	if err != nil || v == nil || content.IsNull(v) {
@@ -466,7 +468,11 @@ func convertFields(dec *jsontext.Decoder, fields []byte, field string, rule cont
 	if err != nil {
 		return nil, err
 	}
-	enc := make([]byte, 0, len(fields)-len(v)+len(out))
+	n := len(fields) - len(v) + len(out)
+	if n > content.MaxDocumentBytes {
+		return nil, rule.Refuse(v, fmt.Errorf("the converted document is %d bytes, at most %d", n, content.MaxDocumentBytes))
+	}
+	enc := make([]byte, 0, n)
 	return append(append(append(enc, fields[:start]...), out...), fields[end:]...), nil
 }
 
@@ -579,7 +585,7 @@ func (s *ContentStore) restoreBatch(ctx context.Context, tx *sql.Tx, coll conten
 // convertFields with the rule from→to, NULL when there is nothing to
 // convert, an error (which fails the statement, and undoes it) when the
 // stored fields are not an object, the rule refuses the value, or the
-// converted document is too large.
+// converted value or document is too large.
 const convertFunction = "tidemark_convert"
 
 func sqlConvert(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
@@ -605,8 +611,6 @@ func sqlConvert(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, e
 		return nil, fmt.Errorf("%s: %w", convertRefused, err)
 	case out == nil:
 		return nil, nil
-	case len(out) > content.MaxDocumentBytes:
-		return nil, fmt.Errorf("%s: converted document is %d bytes, at most %d", convertRefused, len(out), content.MaxDocumentBytes)
 	}
 	return string(out), nil
 }

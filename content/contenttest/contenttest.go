@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"BatchBoundedByBytes", testBatchBytes},
 		{"FailFixResumeAbort", testFailFixResumeAbort},
 		{"AbortLeavesOneType", testAbortLeavesOneType},
+		{"OversizedConversionFailsTheRun", testOversizedConversion},
 		{"ClaimFence", testClaimFence},
 		{"PendingRuns", testPendingRuns},
 		{"ConcurrentWritersDuringRun", testConcurrentWriters},
@@ -943,5 +944,70 @@ func testAbortLeavesOneType(t *testing.T, h Harness) {
 	mustPut(t, st, "things", content.Put{ID: ids[8], BaseVersion: fix.Version, Set: content.Fields{"v": str("8")}})
 	if r, err := m.Drive(ctx, mustStart(t, m, "things", content.Number, 3).ID); err != nil || r.Status != content.RunDone {
 		t.Fatalf("a later run: %+v %v", r, err)
+	}
+}
+
+// testOversizedConversion: a conversion whose output a write would refuse
+// (a value over content.MaxValueBytes, a document over
+// content.MaxDocumentBytes) fails the run at that document, naming it and
+// the reason, as a value the rule refuses does: the claim is released,
+// the documents before it are converted, it is stored unchanged.
+func testOversizedConversion(t *testing.T, h Harness) {
+	st := h.Store
+	rule, _ := content.RuleFor(content.Text, content.RichText)
+	pad := str(strings.Repeat("p", 200_000))
+	for _, tc := range []struct {
+		name  string
+		big   content.Fields
+		limit int
+	}{
+		// Just under the value limit as text, over it as rich text.
+		{"value", content.Fields{"v": str(strings.Repeat("x", content.MaxValueBytes-50))}, content.MaxValueBytes},
+		// A value that stays under the limit, in a document that grows
+		// past its own.
+		{"document", content.Fields{"v": str(strings.Repeat("a\n\n", 4300)), "p1": pad, "p2": pad, "p3": pad, "p4": pad}, content.MaxDocumentBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			coll := "big" + tc.name
+			mustCollection(t, st, coll, content.Field{Name: "v", Type: content.Text}, content.Field{Name: "p1", Type: content.Text},
+				content.Field{Name: "p2", Type: content.Text}, content.Field{Name: "p3", Type: content.Text}, content.Field{Name: "p4", Type: content.Text})
+			// The rule alone refuses the value that grows too large, and
+			// converts the other.
+			if _, err := rule.Apply(tc.big["v"]); (err != nil) != (tc.name == "value") {
+				t.Fatalf("the %s case converts by the rule alone: %v", tc.name, err)
+			}
+			first := mustPut(t, st, coll, content.Put{ID: "01ARZ3NDEKTSV4RRFFQ69G5FA0", Set: content.Fields{"v": str("one")}})
+			big := mustPut(t, st, coll, content.Put{ID: "01ARZ3NDEKTSV4RRFFQ69G5FA1", Set: tc.big})
+			after := mustPut(t, st, coll, content.Put{ID: "01ARZ3NDEKTSV4RRFFQ69G5FA2", Set: content.Fields{"v": str("three")}})
+			m := &content.Migrator{Store: st, Holder: "w1"}
+			run := mustStart(t, m, coll, content.RichText, 10)
+			_, err := m.Drive(ctx, run.ID)
+			var failed *content.FailedError
+			if !errors.As(err, &failed) || !errors.Is(err, tidemark.ErrInvalid) {
+				t.Fatalf("drive: %v, want a failed run", err)
+			}
+			r, err := st.Run(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != content.RunFailed || r.FailedDocumentID != big.ID || r.Cursor != first.ID || r.Converted != 1 || r.Holder != "" ||
+				!strings.Contains(r.Error, fmt.Sprint(tc.limit)) {
+				t.Fatalf("run after an oversized conversion: %+v", r)
+			}
+			if d := mustDocument(t, st, coll, big.ID); d.Version != 1 || string(d.Fields["v"]) != string(big.Fields["v"]) {
+				t.Fatalf("the oversized document changed: version %d", d.Version)
+			}
+			if d := mustDocument(t, st, coll, after.ID); d.Version != 1 {
+				t.Fatalf("the document after it changed: version %d", d.Version)
+			}
+			if fieldType(t, st, coll, "v") != content.Text {
+				t.Fatal("the type flipped")
+			}
+			// Fixed, the run resumes to the end.
+			mustPut(t, st, coll, content.Put{ID: big.ID, BaseVersion: 1, Set: content.Fields{"v": str("two")}})
+			if r, err := m.Drive(ctx, run.ID); err != nil || r.Status != content.RunDone || r.Converted != 3 {
+				t.Fatalf("resume after the fix: %+v %v", r, err)
+			}
+		})
 	}
 }
