@@ -98,19 +98,27 @@ func (m *Migrator) Abort(ctx context.Context, runID string) (Run, error) {
 	return m.step(ctx, c)
 }
 
+// releaseTimeout bounds how long a stopping worker spends giving its claim
+// up.
+const releaseTimeout = 5 * time.Second
+
 func (m *Migrator) step(ctx context.Context, c RunClaim) (Run, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			// Interrupted between batches: give the claim up so the next
-			// worker need not wait for the lease.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = m.Store.ReleaseRun(rctx, c)
-			cancel()
-			return Run{}, err
+			// Interrupted between batches.
+			m.release(ctx, c)
+			return Run{}, &StoppedError{RunID: c.RunID, Err: err}
 		}
 		r, err := m.Store.Step(ctx, c, m.ttl())
 		if err != nil {
-			return r, err
+			// Interrupted in a batch (the usual case of Ctrl-C or SIGTERM),
+			// or the batch failed for a reason that is not the data's:
+			// the batch rolled back and this worker stops driving the run.
+			m.release(ctx, c)
+			if errors.Is(err, tidemark.ErrStaleClaim) {
+				return r, err // another worker has the run
+			}
+			return r, &StoppedError{RunID: c.RunID, Err: err}
 		}
 		if m.Progress != nil {
 			m.Progress(r)
@@ -124,6 +132,17 @@ func (m *Migrator) step(ctx context.Context, c RunClaim) (Run, error) {
 			return r, nil
 		}
 	}
+}
+
+// release gives the claim up, so the next worker (or this command run
+// again) need not wait for the lease. It runs on a context the interrupt
+// did not cancel, bounded; a claim that is no longer current is left as it
+// is (the release is conditional on its token). Should it fail, the lease
+// still runs out.
+func (m *Migrator) release(ctx context.Context, c RunClaim) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	_ = m.Store.ReleaseRun(rctx, c)
 }
 
 // ResumePending drives every run a worker could claim now (running or
@@ -153,6 +172,24 @@ func (m *Migrator) ResumePending(ctx context.Context) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// StoppedError is a run its worker stopped driving before the run ended:
+// interrupted, or a batch failed for a reason that is not the data's. The
+// batch in flight rolled back, the run stays where the batches before it
+// left it, and the worker gave its claim up, so any worker can carry it on
+// at once. It wraps the cause.
+type StoppedError struct {
+	RunID string
+	Err   error
+}
+
+func (e *StoppedError) Error() string { return e.Err.Error() }
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// Hint says how to carry the run on (see tidemark.Hint).
+func (e *StoppedError) Hint() string {
+	return fmt.Sprintf("the run stays where its last batch left it, free for any worker: `tidemark migrate resume %s` carries it on (and so does `tidemark run`)", e.RunID)
 }
 
 // FailedError is a run that stopped on a value its rule refused. It

@@ -65,7 +65,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	text := strings.TrimPrefix(tidemark.NamedText(err, flagNames(cmd)), "tidemark: ") // said once, here
 	fmt.Fprintf(a.stderr, "tidemark: %s%s\n", text, tidemark.Hint(err))
 	if code == tidemark.ExitInterrupted {
-		fmt.Fprintln(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written; run the same command again to resume")
+		// A hint says how to resume when it is not the same command again
+		// (an interrupted migration: `migrate resume RUN`).
+		resume := "; run the same command again to resume"
+		if tidemark.Hint(err) != "" {
+			resume = ""
+		}
+		fmt.Fprintf(a.stderr, "tidemark: what finished before the interrupt is kept and nothing is left half-written%s\n", resume)
 	}
 	if usage != nil {
 		fmt.Fprintln(a.stderr, "tidemark: run 'tidemark --help' (or COMMAND --help) for usage")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -46,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"FailFixResumeAbort", testFailFixResumeAbort},
 		{"AbortLeavesOneType", testAbortLeavesOneType},
 		{"OversizedConversionFailsTheRun", testOversizedConversion},
+		{"StoppedWorkerReleasesItsClaim", testStoppedWorkerReleases},
 		{"ClaimFence", testClaimFence},
 		{"PendingRuns", testPendingRuns},
 		{"ConcurrentWritersDuringRun", testConcurrentWriters},
@@ -1010,4 +1012,77 @@ func testOversizedConversion(t *testing.T, h Harness) {
 			}
 		})
 	}
+}
+
+// stepHook is a store whose Step first calls before, which may end the
+// step with an error of its own.
+type stepHook struct {
+	content.Store
+	before func(ctx context.Context) (context.Context, error)
+}
+
+func (s stepHook) Step(ctx context.Context, c content.RunClaim, ttl time.Duration) (content.Run, error) {
+	ctx, err := s.before(ctx)
+	if err != nil {
+		return content.Run{}, err
+	}
+	return s.Store.Step(ctx, c, ttl)
+}
+
+// testStoppedWorkerReleasesItsClaim: a worker interrupted in the middle of
+// a batch (its context cancelled while Step runs, as Ctrl-C or SIGTERM
+// does), or whose batch failed for a reason that is not the data's, gives
+// its claim up: another worker takes the run at once, with no lease to
+// wait out, and finishes it.
+func testStoppedWorkerReleases(t *testing.T, h Harness) {
+	st := h.Store
+	seed(t, st, "things", 10)
+	boom := errors.New("the database went away")
+	for _, tc := range []struct {
+		name string
+		stop func(ctx context.Context, cancel context.CancelFunc) (context.Context, error)
+		want error
+	}{
+		{"interrupted in a batch", func(ctx context.Context, cancel context.CancelFunc) (context.Context, error) {
+			cancel()
+			return ctx, nil
+		}, context.Canceled},
+		{"a batch that failed", func(ctx context.Context, _ context.CancelFunc) (context.Context, error) { return ctx, boom }, boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := mustStart(t, &content.Migrator{Store: st, Holder: "w1"}, "things", content.Number, 3)
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			steps := 0
+			m := &content.Migrator{Store: stepHook{Store: st, before: func(ctx context.Context) (context.Context, error) {
+				if steps++; steps == 2 {
+					return tc.stop(ctx, cancel)
+				}
+				return ctx, nil
+			}}, Holder: "w1"}
+			if _, err := m.Drive(wctx, run.ID); !errors.Is(err, tc.want) {
+				t.Fatalf("drive: %v, want %v", err, tc.want)
+			}
+			r, err := st.Run(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != content.RunRunning || r.Converted != 3 || r.Holder != "" || r.LeaseExpiresAt != nil {
+				t.Fatalf("run after the worker stopped: %+v, want running and unclaimed after one batch", r)
+			}
+			// No lease to wait out: the clock does not move.
+			if r, err := (&content.Migrator{Store: st, Holder: "w2"}).Drive(ctx, run.ID); err != nil || r.Status != content.RunDone || r.Converted != 10 {
+				t.Fatalf("another worker at once: %+v %v", r, err)
+			}
+			// The next case migrates the field back.
+			if r, err := (&content.Migrator{Store: st, Holder: "w2"}).Drive(ctx, mustStartTo(t, st, "things", content.Text).ID); err != nil || r.Status != content.RunDone {
+				t.Fatalf("migrate back: %+v %v", r, err)
+			}
+		})
+	}
+}
+
+func mustStartTo(tb testing.TB, st content.Store, coll string, to content.FieldType) content.Run {
+	tb.Helper()
+	return mustStart(tb, &content.Migrator{Store: st, Holder: "w1"}, coll, to, 3)
 }
