@@ -31,7 +31,8 @@ type Store interface {
 	// with its version snapshots, and records a (filled in with the
 	// document's last version and fields) in the same transaction. A
 	// document that moved on is tidemark.ErrConflict, and so is every
-	// delete while a migration run of the collection is unfinished.
+	// delete while a migration run of the collection is unfinished. On an
+	// error nothing is deleted and the action returned is zero.
 	Delete(ctx context.Context, collection, id string, base int64, a Action) (Action, error)
 	// Record adds an action to the audit.
 	Record(ctx context.Context, a Action) (Action, error)

@@ -12,6 +12,16 @@ import (
 
 // Delete implements content.Store.
 func (s *ContentStore) Delete(ctx context.Context, collection, id string, base int64, a content.Action) (content.Action, error) {
+	// On any error nothing was deleted, and no action is returned: a caller
+	// shows what was deleted only when something was.
+	done, err := s.delete(ctx, collection, id, base, a)
+	if err != nil {
+		return content.Action{}, err
+	}
+	return done, nil
+}
+
+func (s *ContentStore) delete(ctx context.Context, collection, id string, base int64, a content.Action) (content.Action, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return a, err

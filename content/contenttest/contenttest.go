@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -828,9 +829,10 @@ func testDelete(t *testing.T, h Harness) {
 	if d.Version != 2 {
 		t.Fatalf("put: version %d", d.Version)
 	}
-	// A delete based on an old version changes nothing.
-	if _, err := st.Delete(ctx, "notes", ids[0], 1, content.Action{Actor: "bob"}); !errors.Is(err, tidemark.ErrConflict) {
-		t.Fatalf("stale delete: %v", err)
+	// A delete based on an old version changes nothing, and returns no
+	// action: a caller shows what was deleted only when something was.
+	if a, err := st.Delete(ctx, "notes", ids[0], 1, content.Action{Actor: "bob"}); !errors.Is(err, tidemark.ErrConflict) || !reflect.ValueOf(a).IsZero() {
+		t.Fatalf("stale delete: %+v %v, want no action and a conflict", a, err)
 	}
 	mustDocument(t, st, "notes", ids[0])
 	a, err := st.Delete(ctx, "notes", ids[0], 2, content.Action{Actor: "bob", Forced: true, Note: "spam"})
@@ -861,8 +863,9 @@ func testDelete(t *testing.T, h Harness) {
 	// cursor and an abort's restorations count on the documents.
 	m := &content.Migrator{Store: st, Holder: "w1"}
 	run := mustStart(t, m, "notes", content.RichText, 1)
-	if _, err := st.Delete(ctx, "notes", ids[1], 1, content.Action{Actor: "bob", Forced: true}); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), run.ID) {
-		t.Fatalf("delete during a run: %v", err)
+	if a, err := st.Delete(ctx, "notes", ids[1], 1, content.Action{Actor: "bob", Forced: true}); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), run.ID) ||
+		!reflect.ValueOf(a).IsZero() {
+		t.Fatalf("delete during a run: %+v %v, want no action and a conflict naming the run", a, err)
 	}
 	mustDocument(t, st, "notes", ids[1])
 	if _, err := st.Record(ctx, content.Action{Action: content.ActionMigrationStart, Collection: "notes"}); !errors.Is(err, tidemark.ErrInvalid) {
