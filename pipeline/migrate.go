@@ -20,9 +20,14 @@ func (p *Pipeline) MigrationRun(ctx context.Context, id string) (content.Run, er
 }
 
 // StartMigration records a run that changes collection.field to type to
-// (batch documents per transaction; 0: the default), audited with actor.
-// It does not carry the run out: DriveMigration does, or the daemon.
+// (batch documents per transaction, 1 to content.MaxBatch: a face that
+// was given none passes content.DefaultBatch, so a batch of 0 is refused
+// as any other out of range), audited with actor. It does not carry the
+// run out: DriveMigration does, or the daemon.
 func (p *Pipeline) StartMigration(ctx context.Context, actor, collection, field, to string, batch int) (content.Run, error) {
+	if batch < 1 || batch > content.MaxBatch {
+		return content.Run{}, tidemark.Invalidf("batch", fmt.Sprint(batch), "want 1 to %d documents per transaction", content.MaxBatch)
+	}
 	t, err := content.ParseType(to)
 	if err != nil {
 		return content.Run{}, err

@@ -82,6 +82,7 @@ func TestAPIErrorsNameTheirFields(t *testing.T) {
 		{"POST", "/api/sources", `{"name":"x","kind":"feed","location":"https://example.org/x.xml","retry_budget":0}`, 400, "invalid retry_budget"},
 		{"POST", "/api/sources/blog/skip", `{}`, 400, "invalid to"},
 		{"POST", "/api/migrations", `{"collection":"notes","field":"n","to":"number","batch":100000}`, 400, "invalid batch"},
+		{"POST", "/api/migrations", `{"collection":"notes","field":"n","to":"number","batch":0}`, 400, "invalid batch"},
 		{"DELETE", "/api/sources/blog", ``, 409, "force"},
 		{"DELETE", "/api/docs/notes/" + doc.ID, ``, 409, "force"},
 		{"DELETE", "/api/outbox/lanes/hooks", ``, 409, "force"},

@@ -80,7 +80,15 @@ type startForm struct {
 	Collection string `json:"collection"`
 	Field      string `json:"field"`
 	To         string `json:"to"`
-	Batch      int    `json:"batch"`
+	Batch      *int   `json:"batch"` // nil: content.DefaultBatch
+}
+
+// batch is the form's batch size, content.DefaultBatch when it gave none.
+func (f startForm) batch() int {
+	if f.Batch == nil {
+		return content.DefaultBatch
+	}
+	return *f.Batch
 }
 
 func (s *Server) migrationStart(w http.ResponseWriter, r *http.Request) {
@@ -94,9 +102,9 @@ func (s *Server) migrationStart(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, tidemark.Invalidf("batch", b, "want a whole number of documents per transaction"))
 			return
 		}
-		f.Batch = n
+		f.Batch = &n
 	}
-	run, err := s.Docs.StartMigration(r.Context(), actor(r), f.Collection, f.Field, f.To, f.Batch)
+	run, err := s.Docs.StartMigration(r.Context(), actor(r), f.Collection, f.Field, f.To, f.batch())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -134,7 +142,7 @@ func (s *Server) apiMigrationStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	run, err := s.Docs.StartMigration(r.Context(), actor(r), f.Collection, f.Field, f.To, f.Batch)
+	run, err := s.Docs.StartMigration(r.Context(), actor(r), f.Collection, f.Field, f.To, f.batch())
 	if err != nil {
 		s.fail(w, r, err)
 		return

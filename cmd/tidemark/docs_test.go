@@ -23,6 +23,12 @@ func TestDocsCLI(t *testing.T) {
 	}
 	cli(0, "docs", "collection", "create", "things", "--field", "n:text")
 	cli(2, "docs", "collection", "create", "bad", "--field", "n")
+	// --batch is 1 to 5000; 0 is not "the default".
+	for _, b := range []string{"0", "-1", "5001"} {
+		if out := cli(2, "docs", "field", "set-type", "things", "n", "number", "--batch", b); !strings.Contains(out, "batch") {
+			t.Fatalf("--batch %s: %s", b, out)
+		}
+	}
 	in := filepath.Join(t.TempDir(), "in.jsonl")
 	if err := os.WriteFile(in, []byte("{\"id\":\"01J0000000000000000000000A\",\"n\":\"1\"}\n{\"n\":\"x\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
