@@ -67,6 +67,7 @@ var (
 		"shortHash":  func(s string) string { return short(s, 12) },
 		"add":        func(a, b int) int { return a + b },
 		"listTitle":  ListTitle,
+		"paragraphs": paragraphs,
 		"bodyBlocks": bodyBlocks,
 		// path lets a file path wrap after each slash, not inside a name.
 		"path": func(p string) template.HTML {
@@ -130,7 +131,7 @@ var (
 {{end}}{{if .Doc.Diff}}<h2>{{if .Doc.Revised}}What changed since the previous revision{{else}}What changed{{end}}</h2>
 <pre class="diff">{{range .Doc.Diff}}<span class="{{diffClass .Op}}">{{diffMark .Op}}{{.Text}}</span>{{end}}</pre>
 {{end}}{{if .Doc.DiffNote}}<p class="meta">{{.Doc.DiffNote}}.</p>
-{{end}}{{if .Notes}}<aside><p>{{.Notes}}</p></aside>
+{{end}}{{if .Notes}}<aside>{{range paragraphs .Notes}}<p>{{.}}</p>{{end}}</aside>
 {{end}}{{if or .Older .Newer}}<nav class="pager neighbours">{{with .Older}}<a href="{{.PageID}}.html" rel="prev"{{with .FullTitle}} title="{{.}}"{{end}}>← {{.Title}}</a>{{else}}<span></span>{{end}}{{with .Newer}}<a href="{{.PageID}}.html" rel="next"{{with .FullTitle}} title="{{.}}"{{end}}>{{.Title}} →</a>{{end}}</nav>
 {{end}}</article>
 </main>
@@ -420,8 +421,10 @@ func (s *Service) override(ctx context.Context, ev tidemark.Event) (title, notes
 	if err != nil || !ok {
 		return title, "", err
 	}
-	if o.Title != "" {
-		title = o.Title
+	// An editor's text is cleaned as upstream text is: a bidirectional
+	// override would reverse it on the wiki.
+	if t := strings.TrimSpace(readable.Clean(o.Title)); t != "" {
+		title = t
 	}
-	return title, o.Notes, nil
+	return title, readable.Clean(o.Notes), nil
 }

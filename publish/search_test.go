@@ -185,3 +185,28 @@ func TestSearchFindsWordsInTagsAndPaths(t *testing.T) {
 		}
 	})
 }
+
+// An editor's title is cleaned as an upstream one is (a bidirectional
+// override would reverse it on the wiki), and an editor's notes keep their
+// paragraphs: a blank line starts one.
+func TestAnEditedPageIsCleanedAndKeepsItsParagraphs(t *testing.T) {
+	ctx := context.Background()
+	f := mustFixture(t, sqltest.Backends()[0], mem.New())
+	over := fakeOverrides{}
+	f.svc.Overrides = over
+	f.settle(t, f.src, tidemark.Item{Key: "a", Title: "fix the gauge", Evidence: []byte("commit a\n")})
+	ev := mustEventOf(t, f, "a")
+	over[ev] = publish.Override{Title: "Edited \u202etitle\u202c", Notes: "First line\nsecond line\n\nSecond paragraph"}
+	f.mustSummarizeAndPublish(t)
+	o, err := f.objs.Get(ctx, publish.PageKey(mustPageOf(t, f, "a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(o.Body)
+	if strings.ContainsAny(body, "\u202e\u202c") || !strings.Contains(body, "Edited title") {
+		t.Errorf("the edited title is not cleaned:\n%s", body)
+	}
+	if !strings.Contains(body, "<p>First line\nsecond line</p>") || !strings.Contains(body, "<p>Second paragraph</p>") {
+		t.Errorf("the notes lost their paragraphs:\n%s", body)
+	}
+}
