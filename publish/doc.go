@@ -11,7 +11,9 @@
 //   - A summary is marked published only if it is still current, the event
 //     still points at it and its evidence is unchanged; a publisher that
 //     loses that race republishes the current summary onto the same page
-//     (one level, never recursively) and still reports its own failure.
+//     (one level, never recursively) and still reports its own failure; when
+//     there is no current summary (it was rejected meanwhile), the loser
+//     withdraws the page it wrote.
 //   - The sweeper converges every page to its current published summary,
 //     whatever crashed or failed in between, and collects listing objects
 //     attached to nothing.

@@ -263,7 +263,14 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 	case cerr != nil:
 		return res, errors.Join(err, fmt.Errorf("repair of page %s: %w", plan.PageID, cerr))
 	case current == "":
-		return res, err // nothing current to publish; the sweeper withdraws the page
+		// Nothing current to publish (the summary was rejected while its
+		// page was being written): the page this attempt wrote shows a
+		// summary that must never be published, so it is withdrawn now,
+		// not left on the wiki until a sweep.
+		if werr := s.withdrawLost(finishCtx, plan.PageID, bound); werr != nil {
+			return res, errors.Join(err, fmt.Errorf("withdraw page %s: %w", plan.PageID, werr))
+		}
+		return res, err
 	}
 	rep, rerr := s.publish(ctx, current, false, cards)
 	res.Repaired, res.RepairErr = &rep, rerr

@@ -269,3 +269,69 @@ func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.W
 // swappable is an object store whose backing store a test replaces after
 // the service using it has checked the store's identity.
 type swappable struct{ objstore.Store }
+
+// rejectBeforeMark rejects a summary once, just before the first Mark:
+// between the page's write and its mark.
+type rejectBeforeMark struct {
+	publish.Store
+	reject func()
+	done   bool
+}
+
+func (r *rejectBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (publishPublication, error) {
+	if !r.done {
+		r.done = true
+		r.reject()
+	}
+	return r.Store.Mark(ctx, p, w)
+}
+
+// A summary rejected while its publication is in flight (after the page
+// is written, before the mark) loses the mark with nothing current to
+// repair onto: the loser withdraws the page it wrote, so no rejected
+// summary stays on the wiki until a sweep. Whether the page was published
+// before (with the summary the rejected one superseded) or never.
+func TestRejectedInsideThePublicationIsWithdrawnByTheLoser(t *testing.T) {
+	for _, variant := range []string{"first-publication", "republication"} {
+		t.Run(variant, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				for name, newStore := range stores(t) {
+					t.Run(name, func(t *testing.T) {
+						ctx := context.Background()
+						f := mustFixture(t, b, newStore(t))
+						ev := f.mustEvent(t, "c1", "change", "evidence")
+						if variant == "republication" {
+							s0 := f.mustAccept(t, ev, "Earlier summary.", "m0")
+							if _, err := f.svc.Publish(ctx, s0.ID); err != nil {
+								t.Fatal(err)
+							}
+						}
+						s1 := f.mustAccept(t, ev, "Rejected summary.", "m1")
+						f.svc.Store = &rejectBeforeMark{Store: f.st, reject: func() {
+							if _, err := f.st.Reject(ctx, s1.ID, "wrong"); err != nil {
+								t.Errorf("reject: %v", err)
+							}
+						}}
+						res, err := f.svc.Publish(ctx, s1.ID)
+						f.svc.Store = f.st
+						if !errors.Is(err, publish.ErrLostRace) {
+							t.Fatalf("publish: %v, want ErrLostRace", err)
+						}
+						if _, err := f.objs.Get(ctx, publish.PageKey(res.PageID)); !errors.Is(err, objstore.ErrNotFound) {
+							t.Fatalf("the rejected summary's page is still in the store: %v", err)
+						}
+						mustPublished(t, f.mustSummary(t, s1.ID), false)
+						if n, err := f.st.PublishedCount(ctx); err != nil || n != 0 {
+							t.Fatalf("published pages: %d, %v; want none", n, err)
+						}
+						// Nothing is left for the sweeper.
+						rep, err := f.svc.Sweep(ctx)
+						if err != nil || rep.Withdrawn != 0 || rep.Orphans != 0 || rep.Republished != 0 || rep.Failed != 0 {
+							t.Fatalf("sweep after the loser: %+v %v", rep, err)
+						}
+					})
+				}
+			})
+		})
+	}
+}

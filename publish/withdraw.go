@@ -85,3 +85,17 @@ func (s *Service) deleteRemoved(ctx context.Context, pageIDs []string, fail func
 	}
 	return len(done), s.Store.ForgetRemoved(ctx, done)
 }
+
+// withdrawLost withdraws a page a publication wrote and then lost the
+// mark of, its summary rejected meanwhile with nothing current to repair
+// onto. As withdrawPending does: the object goes first; if a summary was
+// accepted and published since (by another worker, before the delete),
+// the page stays published and its object is recorded missing, so no
+// listing links to it until a sweep republishes it.
+func (s *Service) withdrawLost(ctx context.Context, pageID string, bound StoreIdentity) error {
+	withdrawn, published, err := s.withdraw(ctx, pageID)
+	if err != nil || withdrawn || published == 0 {
+		return err
+	}
+	return s.Store.RecordAbsence(ctx, bound, []Absence{{PageID: pageID, Generation: published, Absent: true}})
+}
