@@ -338,19 +338,83 @@ type SummarizeReport struct {
 	Unchanged  int      `json:"unchanged"`
 	Failed     int      `json:"failed"`
 	Errors     []string `json:"errors,omitempty"`
+	// Held are the events this round held: the summarizer refused them
+	// HoldAfter rounds in a row or more while it summarized later events.
+	Held []Held `json:"held,omitempty"`
+}
+
+// Held is an event a round passes over until Until, because the
+// summarizer refused it Failures rounds in a row (the last time with Err)
+// while it summarized later events.
+type Held struct {
+	EventID  string    `json:"event_id"`
+	Title    string    `json:"title"`
+	Failures int       `json:"failures"`
+	Until    time.Time `json:"until"`
+	Err      string    `json:"error"`
+}
+
+// The rule for an event the summarizer keeps refusing (a 5xx for that
+// input, an answer that cannot be read, a local model server that crashes
+// on it). An unavailable answer stops a round, as an outage would: the
+// next round starts with the same event. Once an event has failed
+// HoldAfter rounds in a row it is passed over instead, and if a later
+// event of the same round is summarized (so the endpoint answers, and
+// this event is the trouble) it is held: left out of the rounds for
+// HoldMin, doubling with each further failure up to HoldMax, then tried
+// again. A round passes over at most MaxPassedOver events: during an
+// outage, when every event fails, a round asks about MaxPassedOver+1
+// events at most and holds none.
+const (
+	HoldAfter     = 3
+	HoldMin       = time.Hour
+	HoldMax       = 24 * time.Hour
+	MaxPassedOver = 3
+)
+
+// maxFailureBytes bounds the failure recorded with an event's count.
+const maxFailureBytes = 1 << 10
+
+// holdFor is how long an event that failed failures rounds in a row is held.
+func holdFor(failures int) time.Duration {
+	d := HoldMin
+	for i := HoldAfter; i < failures && d < HoldMax; i++ {
+		d *= 2
+	}
+	return min(d, HoldMax)
 }
 
 // Summarize summarizes up to limit events that have no summary of their
 // current evidence under sum's model and prompt version, and accepts the
 // drafts. A failing event is counted and passed over; an unavailable
 // summarizer ends the round with an error matching tidemark.ErrUnavailable
-// and the report of what was done before it.
+// that names the event, and the report of what was done before it. An
+// event the summarizer keeps refusing while it answers for others is held
+// (see HoldAfter) and reported in Held.
 func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit int) (SummarizeReport, error) {
 	var rep SummarizeReport
 	model, prompt := sum.Identity()
 	evs, err := s.Store.Unsummarized(ctx, model, prompt, limit)
 	if err != nil {
 		return rep, err
+	}
+	// passed are the events of this round refused HoldAfter rounds in a
+	// row or more and passed over, held once a later event is summarized.
+	var passed []refusedEvent
+	hold := func() error {
+		for _, p := range passed {
+			until, err := s.Store.HoldSummary(ctx, p.f, holdFor(p.failures))
+			if err != nil {
+				return fmt.Errorf("hold event %s: %w", p.ev.ID, err)
+			}
+			h := Held{EventID: p.ev.ID, Title: p.ev.Title, Failures: p.failures, Until: until, Err: p.f.Err}
+			rep.Held = append(rep.Held, h)
+			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s (%q): held until %s: the summarizer refused it %d rounds in a row while it summarized later events: %s",
+				h.EventID, h.Title, h.Until.UTC().Format(time.RFC3339), h.Failures, h.Err))
+			s.log().Warn("summarize: event held", "event", h.EventID, "title", h.Title, "failures", h.Failures, "until", h.Until, "err", h.Err)
+		}
+		passed = nil
+		return nil
 	}
 	for _, ev := range evs {
 		rep.Considered++
@@ -359,8 +423,10 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			err = fmt.Errorf("event %s re-frozen while summarizing: %w", ev.ID, ErrEvidenceMismatch)
 		}
 		var d summarize.Draft
+		refusedBySummarizer := false
 		if err == nil {
 			d, err = sum.Summarize(ctx, in)
+			refusedBySummarizer = err != nil
 		}
 		var created bool
 		if err == nil {
@@ -370,13 +436,37 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		case ctx.Err() != nil:
 			return rep, ctx.Err()
 		case errors.Is(err, tidemark.ErrUnavailable):
-			// The summarizer (or the database) cannot be reached: every
-			// other event would fail the same way. Stop; what was accepted
-			// stays accepted, the rest waits for the next round.
 			rep.Failed++
 			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
 			told(ctx, StepFailed)
-			return rep, fmt.Errorf("summarizing stopped after %d of %d events: %w", rep.Considered, len(evs), err)
+			failures := 0
+			if refusedBySummarizer {
+				// The endpoint's answer may be long (an HTML page): the
+				// record keeps its start.
+				f := SummaryFailure{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Model: model, PromptVersion: prompt,
+					Err: summarize.Cut(tidemark.Text(err), maxFailureBytes)}
+				n, ferr := s.Store.SummaryFailed(ctx, f)
+				if ferr != nil {
+					return rep, errors.Join(err, fmt.Errorf("record the failure of event %s: %w", ev.ID, ferr))
+				}
+				failures = n
+				if n >= HoldAfter && len(passed) < MaxPassedOver {
+					// Refused often enough to be passed over: a later
+					// event tells whether it is the trouble.
+					passed = append(passed, refusedEvent{ev, f, n})
+					continue
+				}
+			}
+			// The summarizer (or the database) cannot be reached, as far
+			// as this round can tell: every other event would fail the
+			// same way. Stop; what was accepted stays accepted, the rest
+			// waits for the next round.
+			why := ""
+			if failures > 1 {
+				why = fmt.Sprintf(" (refused %d rounds in a row; after %d it is passed over once a later event is summarized)", failures, HoldAfter)
+			}
+			return rep, fmt.Errorf("summarizing stopped at event %s (%q), %d of %d events%s%s: %w",
+				ev.ID, ev.Title, rep.Considered, len(evs), why, passedNote(passed), err)
 		case err != nil:
 			rep.Failed++
 			if len(rep.Errors) < 20 {
@@ -390,8 +480,40 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		default:
 			rep.Unchanged++
 		}
+		if err == nil {
+			if herr := hold(); herr != nil {
+				return rep, herr
+			}
+		}
+	}
+	if len(passed) > 0 {
+		// No later event was summarized: nothing tells these events from
+		// an outage.
+		p := passed[len(passed)-1]
+		return rep, fmt.Errorf("summarizing: event %s (%q) refused %d rounds in a row%s, and no later event was summarized: %w",
+			p.ev.ID, p.ev.Title, p.failures, passedNote(passed[:len(passed)-1]), tidemark.ErrUnavailable)
 	}
 	return rep, nil
+}
+
+// refusedEvent is an event a round passed over: the summarizer refused it
+// failures rounds in a row, the last time as f says.
+type refusedEvent struct {
+	ev       tidemark.Event
+	f        SummaryFailure
+	failures int
+}
+
+// passedNote names the events a round passed over before it stopped.
+func passedNote(passed []refusedEvent) string {
+	if len(passed) == 0 {
+		return ""
+	}
+	var ids []string
+	for _, p := range passed {
+		ids = append(ids, fmt.Sprintf("%s (%d rounds)", p.ev.ID, p.failures))
+	}
+	return "; passed over before it, refused as often: " + strings.Join(ids, ", ")
 }
 
 // PublishReport counts what PublishPending did.

@@ -95,6 +95,17 @@ type NewSummary struct {
 	summarize.Draft
 }
 
+// SummaryFailure is a failure to summarize an event's evidence under a
+// model and prompt version.
+type SummaryFailure struct {
+	EventID       string
+	EvidenceHash  string
+	Model         string
+	PromptVersion string
+	// Err is the failure, for people.
+	Err string
+}
+
 // SourceInfo is what a page shows of its source.
 type SourceInfo struct {
 	ID       string `json:"id"`
@@ -232,8 +243,20 @@ type Store interface {
 	Summary(ctx context.Context, id string) (Summary, error)
 	Summaries(ctx context.Context, f SummaryFilter) ([]Summary, error)
 	// Unsummarized lists events with no summary of their current evidence
-	// under model and promptVersion, oldest first.
+	// under model and promptVersion, oldest first, leaving out the events
+	// held (HoldSummary) for that evidence, model and prompt version.
 	Unsummarized(ctx context.Context, model, promptVersion string, limit int) ([]tidemark.Event, error)
+	// SummaryFailed records that summarizing f's event, its evidence
+	// f.EvidenceHash, under f.Model and f.PromptVersion failed again (with
+	// f.Err), and returns how many times in a row it has failed: this one
+	// included, starting over at 1 for other evidence than the failures
+	// before. Accepting a summary of the event under that model and prompt
+	// version forgets its failures.
+	SummaryFailed(ctx context.Context, f SummaryFailure) (int, error)
+	// HoldSummary holds f's event for d from now (the store's clock):
+	// Unsummarized leaves it out until then, while its evidence is still
+	// f.EvidenceHash. It returns until when.
+	HoldSummary(ctx context.Context, f SummaryFailure, d time.Duration) (time.Time, error)
 	// Evidence is an event's current frozen evidence and its hash.
 	Evidence(ctx context.Context, eventID string) ([]byte, string, error)
 	// Revision is an event's frozen evidence at an earlier revision and its

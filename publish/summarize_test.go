@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/summarize"
 )
@@ -49,6 +52,120 @@ func TestSummarizeStopsWhenSummarizerUnavailable(t *testing.T) {
 		pub, err := f.svc.PublishPending(context.Background(), 100)
 		if err != nil || pub.Published != 2 {
 			t.Fatalf("publish after the outage: %+v, %v; want the 2 accepted summaries published", pub, err)
+		}
+	})
+}
+
+// poisoned refuses the events whose title it names with an unavailable
+// answer (a 500 for that input, a crash of a local model server), and
+// summarizes every other; down refuses every event (an outage).
+type poisoned struct {
+	titles map[string]bool
+	down   bool
+	calls  int
+}
+
+func (p *poisoned) Identity() (string, string) { return "m", "p1" }
+func (p *poisoned) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	p.calls++
+	if p.down || p.titles[in.Event.Title] {
+		return summarize.Draft{}, fmt.Errorf("summarize %s: %w: HTTP 500", in.Event.ID, tidemark.ErrUnavailable)
+	}
+	return summarize.Draft{Text: "summary of " + in.Event.Title, Model: "m", PromptVersion: "p1"}, nil
+}
+
+// One event the endpoint always refuses does not hold back the newer ones
+// for ever: the rounds stop at it, naming it, until it has failed
+// publish.HoldAfter rounds in a row; then it is passed over, and once a
+// later event is summarized it is held (left out of the rounds for a
+// while) and reported by name. Its hold ends, it is tried again, and held
+// longer if it fails again.
+func TestSummarizeHoldsAnEventTheSummarizerAlwaysRefuses(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		var evs []tidemark.Event
+		for i := range 5 {
+			evs = append(evs, f.mustEvent(t, fmt.Sprintf("k%d", i), fmt.Sprintf("change %d", i), fmt.Sprintf("evidence %d", i)))
+		}
+		poison := evs[1]
+		sum := &poisoned{titles: map[string]bool{poison.Title: true}}
+		for round := 1; round < publish.HoldAfter; round++ {
+			sum.calls = 0
+			rep, err := f.svc.Summarize(ctx, sum, 100)
+			if !errors.Is(err, tidemark.ErrUnavailable) || !strings.Contains(err.Error(), poison.ID) {
+				t.Fatalf("round %d: %v; want ErrUnavailable naming event %s", round, err, poison.ID)
+			}
+			if want := fmt.Sprintf("%d rounds in a row", round); round > 1 && !strings.Contains(err.Error(), want) {
+				t.Errorf("round %d: %v; want it to say %q", round, err, want)
+			}
+			want := 1 // the refused event, first of the events left
+			if round == 1 {
+				want = 2 // the event before it, then it
+			}
+			if sum.calls != want || len(rep.Held) != 0 {
+				t.Fatalf("round %d: %d calls, held %v; want to stop at the refused event", round, sum.calls, rep.Held)
+			}
+		}
+		rep, err := f.svc.Summarize(ctx, sum, 100)
+		if err != nil {
+			t.Fatalf("round %d: %v; want the refused event passed over", publish.HoldAfter, err)
+		}
+		if rep.Accepted != 3 || rep.Failed != 1 || len(rep.Held) != 1 || rep.Held[0].EventID != poison.ID ||
+			rep.Held[0].Failures != publish.HoldAfter || rep.Held[0].Until.Sub(f.env.Clock.Now()) != publish.HoldMin {
+			t.Fatalf("round %d: %+v; want 3 accepted and event %s held for %v", publish.HoldAfter, rep, poison.ID, publish.HoldMin)
+		}
+		if !strings.Contains(strings.Join(rep.Errors, "\n"), "held until") {
+			t.Errorf("the report's errors do not say the event is held: %q", rep.Errors)
+		}
+		// Held: the next rounds leave it out.
+		sum.calls = 0
+		if rep, err := f.svc.Summarize(ctx, sum, 100); err != nil || rep.Considered != 0 || sum.calls != 0 {
+			t.Fatalf("round while held: %+v, %v, %d calls; want nothing to do", rep, err, sum.calls)
+		}
+		// A newer event arrives; the hold ends; the event fails again and
+		// is held twice as long.
+		f.mustEvent(t, "k5", "change 5", "evidence 5")
+		f.env.Clock.Advance(publish.HoldMin)
+		rep, err = f.svc.Summarize(ctx, sum, 100)
+		if err != nil || rep.Accepted != 1 || len(rep.Held) != 1 || rep.Held[0].Until.Sub(f.env.Clock.Now()) != 2*publish.HoldMin {
+			t.Fatalf("round after the hold: %+v, %v; want the new event accepted and %s held for %v", rep, err, poison.ID, 2*publish.HoldMin)
+		}
+		// Answered at last: summarized, and its failures forgotten.
+		f.env.Clock.Advance(2 * publish.HoldMin)
+		sum.titles = nil
+		if rep, err := f.svc.Summarize(ctx, sum, 100); err != nil || rep.Accepted != 1 {
+			t.Fatalf("round once answered: %+v, %v", rep, err)
+		}
+	})
+}
+
+// A whole-endpoint outage (every event refused) still stops every round
+// at its first refusals: however long it lasts, a round asks about a few
+// events at most and holds none, and the first round after it summarizes
+// every event.
+func TestSummarizeOutageHoldsNothing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		for i := range 20 {
+			f.mustEvent(t, fmt.Sprintf("k%d", i), fmt.Sprintf("change %d", i), fmt.Sprintf("evidence %d", i))
+		}
+		sum := &poisoned{down: true}
+		for round := range 30 {
+			sum.calls = 0
+			rep, err := f.svc.Summarize(ctx, sum, 100)
+			if !errors.Is(err, tidemark.ErrUnavailable) {
+				t.Fatalf("outage round %d: %v, want ErrUnavailable", round, err)
+			}
+			if sum.calls > 1+publish.MaxPassedOver || len(rep.Held) != 0 {
+				t.Fatalf("outage round %d: %d calls, held %v; want at most %d calls and nothing held", round, sum.calls, rep.Held, 1+publish.MaxPassedOver)
+			}
+			f.env.Clock.Advance(time.Minute)
+		}
+		sum.down = false
+		if rep, err := f.svc.Summarize(ctx, sum, 100); err != nil || rep.Accepted != 20 {
+			t.Fatalf("after the outage: %+v, %v; want every event accepted", rep, err)
 		}
 	})
 }

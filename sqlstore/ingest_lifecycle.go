@@ -93,6 +93,7 @@ var removeSourceStatements = []string{
 	`DELETE FROM wiki_objects WHERE source_id = $1`,
 	`DELETE FROM pages WHERE source_id = $1`,
 	`DELETE FROM summaries WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
+	`DELETE FROM summary_failures WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM event_revisions WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM events WHERE source_id = $1`,
 	`DELETE FROM ingest_audit WHERE run_id IN (SELECT id FROM ingest_runs WHERE source_id = $1)`,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
@@ -176,6 +177,11 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 	if err != nil {
 		return publish.Summary{}, false, err
 	}
+	// The event's failures under this model and prompt are over.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM summary_failures WHERE event_id = $1 AND model = $2 AND prompt_version = $3`,
+		ns.EventID, ns.Model, ns.PromptVersion); err != nil {
+		return publish.Summary{}, false, fmt.Errorf("forget the failures to summarize %s: %w", ns.EventID, err)
+	}
 	sum, err := s.summary(ctx, tx, id)
 	if err != nil {
 		return sum, false, err
@@ -256,11 +262,56 @@ func (s *PublishStore) Unsummarized(ctx context.Context, model, promptVersion st
 	out, err := queryAll(ctx, s.db.db, scanEvent, `SELECT `+eventColumns+` FROM events e
 		WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.event_id = e.id
 			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2)
-		ORDER BY e.occurred_at, e.id LIMIT $3`, model, promptVersion, limit)
+		AND NOT EXISTS (SELECT 1 FROM summary_failures f WHERE f.event_id = e.id
+			AND f.model = $1 AND f.prompt_version = $2 AND f.evidence_hash = e.evidence_hash AND f.held_until > $4)
+		ORDER BY e.occurred_at, e.id LIMIT $3`, model, promptVersion, limit, ms(s.db.Clock.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("unsummarized events: %w", err)
 	}
 	return out, nil
+}
+
+// SummaryFailed implements publish.Store: failures of other evidence than
+// the recorded one start the count over.
+func (s *PublishStore) SummaryFailed(ctx context.Context, f publish.SummaryFailure) (int, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	now := ms(s.db.Clock.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO summary_failures
+		(event_id, model, prompt_version, evidence_hash, failures, last_error, first_failed_at, last_failed_at)
+		VALUES ($1, $2, $3, $4, 1, $5, $6, $6)
+		ON CONFLICT (event_id, model, prompt_version) DO UPDATE SET
+			failures = CASE WHEN summary_failures.evidence_hash = excluded.evidence_hash
+				THEN summary_failures.failures + 1 ELSE 1 END,
+			first_failed_at = CASE WHEN summary_failures.evidence_hash = excluded.evidence_hash
+				THEN summary_failures.first_failed_at ELSE excluded.first_failed_at END,
+			held_until = CASE WHEN summary_failures.evidence_hash = excluded.evidence_hash
+				THEN summary_failures.held_until ELSE 0 END,
+			evidence_hash = excluded.evidence_hash, last_error = excluded.last_error,
+			last_failed_at = excluded.last_failed_at`,
+		f.EventID, f.Model, f.PromptVersion, f.EvidenceHash, f.Err, now); err != nil {
+		return 0, fmt.Errorf("record the failure to summarize event %s: %w", f.EventID, err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT failures FROM summary_failures
+		WHERE event_id = $1 AND model = $2 AND prompt_version = $3`, f.EventID, f.Model, f.PromptVersion).Scan(&n); err != nil {
+		return 0, fmt.Errorf("record the failure to summarize event %s: %w", f.EventID, err)
+	}
+	return n, tx.Commit()
+}
+
+// HoldSummary implements publish.Store. Only a failure recorded for the
+// same evidence is held.
+func (s *PublishStore) HoldSummary(ctx context.Context, f publish.SummaryFailure, d time.Duration) (time.Time, error) {
+	until := s.db.Clock.Now().Add(d)
+	err := exec1(ctx, s.db.db, fmt.Errorf("hold event %s: no failure recorded for its evidence %.12s: %w", f.EventID, f.EvidenceHash, tidemark.ErrConflict),
+		`UPDATE summary_failures SET held_until = $1
+		WHERE event_id = $2 AND model = $3 AND prompt_version = $4 AND evidence_hash = $5`,
+		ms(until), f.EventID, f.Model, f.PromptVersion, f.EvidenceHash)
+	return until, err
 }
 
 // Evidence implements publish.Store.

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ListingNewestFirstAndLimited", testListing},
 		{"SummariesNewestFirstAndLimited", testSummaries},
 		{"UnsummarizedPerModelAndPrompt", testUnsummarized},
+		{"SummaryFailuresCountHoldAndForget", testSummaryFailures},
 		{"ObjectGenerationsNeverRestart", testObjects},
 	}
 	for _, tc := range tests {
@@ -1023,5 +1024,82 @@ func testObjects(t *testing.T, h *harness) {
 	// Generations never restart, so an old writer cannot pass a new one.
 	if g3 := alloc("index.html", "index", ""); g3 <= g2 {
 		t.Fatalf("generation after forgetting is %d, want more than %d", g3, g2)
+	}
+}
+
+// An event's failures to be summarized are counted in a row per evidence,
+// model and prompt version; a held event is left out of Unsummarized
+// until its hold ends or its evidence moves; accepting a summary of it
+// forgets its failures.
+func testSummaryFailures(t *testing.T, h *harness) {
+	ev1 := h.mustEvent(t, "c1", "evidence 1")
+	ev2 := h.mustEvent(t, "c2", "evidence 2")
+	failure := func(ev tidemark.Event, model string) publish.SummaryFailure {
+		return publish.SummaryFailure{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Model: model, PromptVersion: "p1", Err: "HTTP 500"}
+	}
+	failed := func(f publish.SummaryFailure, want int) {
+		t.Helper()
+		n, err := h.Store.SummaryFailed(ctx, f)
+		if err != nil || n != want {
+			t.Fatalf("failure of %s under %s: %d in a row, %v; want %d", f.EventID, f.Model, n, err, want)
+		}
+	}
+	unsummarized := func(model string, want ...tidemark.Event) {
+		t.Helper()
+		evs, err := h.Store.Unsummarized(ctx, model, "p1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, wantIDs []string
+		for _, e := range evs {
+			got = append(got, e.ID)
+		}
+		for _, e := range want {
+			wantIDs = append(wantIDs, e.ID)
+		}
+		// (A re-frozen event's place follows its occurred-at time: ingest's
+		// business.)
+		slices.Sort(got)
+		slices.Sort(wantIDs)
+		if !slices.Equal(got, wantIDs) {
+			t.Fatalf("unsummarized under %s: %v, want %v", model, got, wantIDs)
+		}
+	}
+	failed(failure(ev1, "m1"), 1)
+	failed(failure(ev1, "m1"), 2)
+	failed(failure(ev1, "m2"), 1) // another model counts apart
+	failed(failure(ev2, "m1"), 1)
+	unsummarized("m1", ev1, ev2) // failing is not held
+	until, err := h.Store.HoldSummary(ctx, failure(ev1, "m1"), time.Hour)
+	if err != nil || !until.Equal(h.Clock.Now().Add(time.Hour)) {
+		t.Fatalf("hold: until %v, %v; want an hour from now", until, err)
+	}
+	unsummarized("m1", ev2)
+	unsummarized("m2", ev1, ev2) // held under m1 only
+	h.Clock.Advance(time.Hour + time.Millisecond)
+	unsummarized("m1", ev1, ev2) // the hold is over
+	failed(failure(ev1, "m1"), 3)
+	if _, err := h.Store.HoldSummary(ctx, failure(ev1, "m1"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// Fresh evidence is not held, and its failures start over.
+	old := failure(ev1, "m1")
+	ev1 = h.mustEvent(t, "c1", "evidence 1, again")
+	unsummarized("m1", ev1, ev2)
+	if _, err := h.Store.HoldSummary(ctx, old, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	unsummarized("m1", ev1, ev2) // a hold of the old evidence holds nothing
+	failed(failure(ev1, "m1"), 1)
+	failed(failure(ev1, "m1"), 2)
+	// An accepted summary forgets the event's failures under its model and
+	// prompt, not under another.
+	h.mustAccept(t, ev1, "One.", "m1")
+	failed(failure(ev1, "m1"), 1)
+	failed(failure(ev1, "m2"), 1) // its evidence moved since m2's failure
+	failed(failure(ev1, "m2"), 2)
+	// A source removed with its events takes their failures along.
+	if _, err := h.Ingest.RemoveSource(ctx, "repo", "publishtest", true); err != nil {
+		t.Fatalf("remove the source of events with failures: %v", err)
 	}
 }
