@@ -401,6 +401,7 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 	// passed are the events of this round refused HoldAfter rounds in a
 	// row or more and passed over, held once a later event is summarized.
 	var passed []refusedEvent
+	var firstRefusal error // the summarizer's first ordinary failure
 	hold := func() error {
 		for _, p := range passed {
 			until, err := s.Store.HoldSummary(ctx, p.f, holdFor(p.failures))
@@ -435,6 +436,13 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		switch {
 		case ctx.Err() != nil:
 			return rep, ctx.Err()
+		case refusedBySummarizer && errors.Is(err, tidemark.ErrInvalid):
+			// The endpoint refused the summarizer's configuration (a key,
+			// a model): it would refuse every event alike. Stop at once.
+			rep.Failed++
+			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
+			told(ctx, StepFailed)
+			return rep, fmt.Errorf("summarizing stopped at event %s: the summarizer's configuration was refused: %w", ev.ID, err)
 		case errors.Is(err, tidemark.ErrUnavailable):
 			rep.Failed++
 			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
@@ -469,6 +477,9 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 				ev.ID, ev.Title, rep.Considered, len(evs), why, passedNote(passed), err)
 		case err != nil:
 			rep.Failed++
+			if refusedBySummarizer && firstRefusal == nil {
+				firstRefusal = err
+			}
 			if len(rep.Errors) < 20 {
 				rep.Errors = append(rep.Errors, fmt.Sprintf("event %s: %v", ev.ID, err))
 			}
@@ -492,6 +503,13 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		p := passed[len(passed)-1]
 		return rep, fmt.Errorf("summarizing: event %s (%q) refused %d rounds in a row%s, and no later event was summarized: %w",
 			p.ev.ID, p.ev.Title, p.failures, passedNote(passed[:len(passed)-1]), tidemark.ErrUnavailable)
+	}
+	if firstRefusal != nil && rep.Accepted == 0 && rep.Unchanged == 0 {
+		// Not a success: nothing was summarized, and the summarizer is
+		// why (an endpoint that answers nothing usable, a model that
+		// refuses every input).
+		return rep, fmt.Errorf("summarizing: %d of %d events failed and none was accepted; the first: %w: %w",
+			rep.Failed, rep.Considered, firstRefusal, ErrNothingSummarized)
 	}
 	return rep, nil
 }

@@ -32,6 +32,10 @@ var (
 	ErrLostRace = fmt.Errorf("publish: lost the race to a newer summary: %w", tidemark.ErrConflict)
 	// ErrNewerPublished: a newer generation of the page is already marked.
 	ErrNewerPublished = fmt.Errorf("publish: a newer generation of the page is published: %w", tidemark.ErrConflict)
+	// ErrNothingSummarized: a round's summarizer failed every event it
+	// was given, and accepted none. It matches tidemark.ErrUnavailable
+	// (exit 5): the summarizer did not do its work.
+	ErrNothingSummarized = fmt.Errorf("publish: no summary accepted: %w", tidemark.ErrUnavailable)
 	// ErrReadBack: the body read back is not the body written.
 	ErrReadBack = fmt.Errorf("publish: read-back differs from the body written: %w", tidemark.ErrUnconfirmed)
 )

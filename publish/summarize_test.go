@@ -169,3 +169,43 @@ func TestSummarizeOutageHoldsNothing(t *testing.T) {
 		}
 	})
 }
+
+// failing fails every event with err.
+type failing struct {
+	err   error
+	calls int
+}
+
+func (f *failing) Identity() (string, string) { return "m", "p1" }
+func (f *failing) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	f.calls++
+	return summarize.Draft{}, fmt.Errorf("summarize %s: %w", in.Event.ID, f.err)
+}
+
+// A summarizer whose configuration the endpoint refuses (a wrong key, an
+// unknown model) stops the round at the first refusal, as configuration
+// to fix (tidemark.ErrInvalid), instead of asking once per event; a round
+// in which every event failed and none was accepted says so with an error
+// (tidemark.ErrUnavailable), never a success.
+func TestSummarizeRoundThatAcceptedNothingFails(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		for i := range 4 {
+			f.mustEvent(t, fmt.Sprintf("k%d", i), fmt.Sprintf("change %d", i), fmt.Sprintf("evidence %d", i))
+		}
+		refused := &failing{err: tidemark.Invalidf("TIDEMARK_OPENAI_API_KEY", "", "the endpoint refused it (HTTP 401)")}
+		rep, err := f.svc.Summarize(ctx, refused, 100)
+		if !errors.Is(err, tidemark.ErrInvalid) || refused.calls != 1 || rep.Failed != 1 {
+			t.Fatalf("refused key: %+v, %v, %d calls; want ErrInvalid after 1 call", rep, err, refused.calls)
+		}
+		empty := &failing{err: fmt.Errorf("the endpoint returned an empty summary: %w", summarize.ErrUnusable)}
+		rep, err = f.svc.Summarize(ctx, empty, 100)
+		if !errors.Is(err, tidemark.ErrUnavailable) || rep.Failed != 4 || rep.Accepted != 0 {
+			t.Fatalf("every answer empty: %+v, %v; want ErrUnavailable with 4 failed", rep, err)
+		}
+		if !strings.Contains(err.Error(), "empty summary") {
+			t.Errorf("the round's error does not say why: %v", err)
+		}
+	})
+}

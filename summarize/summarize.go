@@ -6,6 +6,7 @@ package summarize
 
 import (
 	"context"
+	"errors"
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
@@ -39,6 +40,11 @@ type Summarizer interface {
 	// has already summarized.
 	Identity() (model, promptVersion string)
 }
+
+// ErrUnusable: the summarizer answered, but with nothing that can be a
+// summary (no choices, an empty text). It is a failure of that event's
+// summary, not an outage and not a write left unconfirmed.
+var ErrUnusable = errors.New("summarize: unusable answer")
 
 // MaxTextBytes bounds a summary's text.
 const MaxTextBytes = 16 << 10

@@ -161,10 +161,25 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 	if err != nil {
 		var apiErr *goopenai.APIError
 		var reqErr *goopenai.RequestError
+		status := 0
 		switch {
-		case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode >= 500 || apiErr.HTTPStatusCode == http.StatusTooManyRequests),
-			errors.As(err, &reqErr) && (reqErr.HTTPStatusCode >= 500 || reqErr.HTTPStatusCode == http.StatusTooManyRequests):
+		case errors.As(err, &apiErr):
+			status = apiErr.HTTPStatusCode
+		case errors.As(err, &reqErr):
+			status = reqErr.HTTPStatusCode
+		}
+		switch {
+		case status >= 500 || status == http.StatusTooManyRequests:
 			return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID, tidemark.ErrUnavailable, err)
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			// Every event would be refused alike: configuration to fix.
+			// As an object store that refuses our credentials: over the
+			// API a 502, the server's setup to fix.
+			return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint refused TIDEMARK_OPENAI_API_KEY (HTTP %d; check the key and its rights): %w: %w",
+				ev.ID, status, tidemark.ErrRefused, err)
+		case status == http.StatusNotFound:
+			return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID,
+				tidemark.Invalidf("TIDEMARK_OPENAI_MODEL", s.cfg.Model, "the endpoint answered 404: no such model, or TIDEMARK_OPENAI_BASE_URL is not a chat-completions API"), err)
 		case errors.As(err, &apiErr), errors.As(err, &reqErr), ctx.Err() != nil:
 			return summarize.Draft{}, fmt.Errorf("summarize %s: %w", ev.ID, err)
 		default: // could not connect
@@ -172,11 +187,11 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 		}
 	}
 	if len(resp.Choices) == 0 {
-		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned no choices: %w", ev.ID, tidemark.ErrUnconfirmed)
+		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned no choices: %w", ev.ID, summarize.ErrUnusable)
 	}
 	text := strings.TrimSpace(resp.Choices[0].Message.Content)
 	if text == "" {
-		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned an empty summary: %w", ev.ID, tidemark.ErrUnconfirmed)
+		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned an empty summary: %w", ev.ID, summarize.ErrUnusable)
 	}
 	text = summarize.Cut(text, summarize.MaxTextBytes)
 	// The draft records the model the caller configured: it is part of

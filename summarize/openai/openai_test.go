@@ -84,11 +84,67 @@ func TestServerErrorIsUnavailable(t *testing.T) {
 	}
 }
 
+// An empty answer (or none) is refused as an unusable answer for that
+// event: not a write that was not confirmed, not an outage.
 func TestEmptyReplyRefused(t *testing.T) {
-	srv, _ := chatServer(t, http.StatusOK, "   ")
+	for name, body := range map[string]string{
+		"blank":      `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"   "}}]}`,
+		"null":       `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null}}]}`,
+		"no choices": `{"choices":[]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := answering(t, http.StatusOK, nil, body)
+			s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
+			_, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+			if !errors.Is(err, summarize.ErrUnusable) || errors.Is(err, tidemark.ErrUnconfirmed) || errors.Is(err, tidemark.ErrUnavailable) {
+				t.Fatalf("err = %v, want summarize.ErrUnusable only", err)
+			}
+		})
+	}
+}
+
+// answering is an endpoint that answers every request with status, header
+// and body.
+func answering(t *testing.T, status int, header http.Header, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// An endpoint that refuses the key (401, 403) or does not know the model
+// (404) refuses every event alike: a configuration to fix, matching
+// tidemark.ErrInvalid (exit 2), never an ordinary failure of one event.
+func TestRefusedConfigurationIsInvalid(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound} {
+		srv := answering(t, status, nil, `{"error":{"message":"no","type":"invalid_request_error"}}`)
+		s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
+		_, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+		if !errors.Is(err, tidemark.ErrInvalid) || errors.Is(err, tidemark.ErrUnavailable) {
+			t.Fatalf("status %d: err = %v, want ErrInvalid", status, err)
+		}
+		want := "TIDEMARK_OPENAI_API_KEY"
+		if status == http.StatusNotFound {
+			want = "TIDEMARK_OPENAI_MODEL"
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("status %d: err = %v, want it to name %s", status, err, want)
+		}
+	}
+	// A 400 is about this event's request (too long for the model): an
+	// ordinary failure.
+	srv := answering(t, http.StatusBadRequest, nil, `{"error":{"message":"context length exceeded","type":"invalid_request_error"}}`)
 	s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
-	if _, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")}); !errors.Is(err, tidemark.ErrUnconfirmed) {
-		t.Fatalf("err = %v, want ErrUnconfirmed", err)
+	_, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+	if err == nil || errors.Is(err, tidemark.ErrInvalid) || errors.Is(err, tidemark.ErrUnavailable) {
+		t.Fatalf("status 400: err = %v, want an ordinary failure", err)
 	}
 }
 
