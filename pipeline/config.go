@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/objstore/stores"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/redact"
+	"github.com/tidemark/tidemark/summarize/openai"
 	"github.com/tidemark/tidemark/summarize/summarizers"
 )
 
@@ -162,6 +163,16 @@ func duration(p func(*Config) *time.Duration, min time.Duration, want string) (f
 		}
 }
 
+// checked is set refusing, before it sets anything, a value check refuses.
+func checked(set func(*Config, string) error, check func(string) error) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if err := check(v); err != nil {
+			return err
+		}
+		return set(c, v)
+	}
+}
+
 func boolean(p func(*Config) *bool) (func(*Config, string) error, func(*Config) string) {
 	return func(c *Config, v string) error {
 			switch strings.ToLower(strings.TrimSpace(v)) {
@@ -231,6 +242,12 @@ var Options = func() []Option {
 			return fmt.Errorf("want %s", strings.Join(summarizers.Names, " or "))
 		}, func(c *Config) string { return c.Summarizer }))
 	s, g = str(func(c *Config) *string { return &c.OpenAI.BaseURL })
+	s = checked(s, func(v string) error {
+		if v == "" {
+			return nil // the default
+		}
+		return openai.CheckBaseURL(v)
+	})
 	add(option("openai-base-url", "", []string{"TIDEMARK_OPENAI_BASE_URL"}, "https://api.openai.com/v1", "the openai summarizer's endpoint (any chat-completions API)", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.OpenAI.APIKey })
 	add(option("openai-api-key", "", []string{"TIDEMARK_OPENAI_API_KEY", "OPENAI_API_KEY"}, "", "the openai summarizer's API key", true, s, g))

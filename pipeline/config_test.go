@@ -39,6 +39,7 @@ func TestLoadRefusesWhatCannotBeUsed(t *testing.T) {
 	for name, v := range map[string]string{
 		"TIDEMARK_SWEEP_INTERVAL": "0s", "TIDEMARK_OUTAGE_SPAN": "-1h", "TIDEMARK_LOG_LEVEL": "loud",
 		"TIDEMARK_ALLOW_PRIVATE": "maybe", "TIDEMARK_SUMMARIZER": "gpt", "TIDEMARK_S3_PATH_STYLE": "sometimes",
+		"TIDEMARK_OPENAI_BASE_URL": "127.0.0.1:18201/v1",
 	} {
 		_, err := Load(env(map[string]string{name: v}))
 		var inv *tidemark.InvalidError

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -68,10 +69,29 @@ type Summarizer struct {
 
 var _ summarize.Summarizer = (*Summarizer)(nil)
 
+// CheckBaseURL says why u cannot be an endpoint's base URL (nil if it
+// can): it must be an absolute http or https URL with a host, and no query
+// or fragment, since paths are appended to it.
+func CheckBaseURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil || (p.Scheme != "http" && p.Scheme != "https"):
+		return errors.New("want an http or https URL such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1")
+	case p.Host == "" || p.Hostname() == "":
+		return errors.New("has no host")
+	case p.RawQuery != "" || p.Fragment != "" || strings.HasSuffix(p.Path, "?"):
+		return errors.New("must not have a query or fragment: paths are appended to it")
+	}
+	return nil
+}
+
 // New returns a summarizer for cfg.
 func New(cfg Config) (*Summarizer, error) {
 	if cfg.BaseURL == "" {
 		return nil, tidemark.Invalidf("openai base url", "", "is required (e.g. https://api.openai.com/v1)")
+	}
+	if err := CheckBaseURL(cfg.BaseURL); err != nil {
+		return nil, tidemark.Invalidf("openai base url", redact.URL(cfg.BaseURL, false), "%v", err)
 	}
 	if cfg.Model == "" {
 		return nil, tidemark.Invalidf("openai model", "", "is required")

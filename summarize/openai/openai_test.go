@@ -227,3 +227,19 @@ func TestAHungOrFloodingEndpointIsBounded(t *testing.T) {
 		t.Fatalf("a 4 MiB answer: %v, want it refused as too large", err)
 	}
 }
+
+// A base URL that cannot be an endpoint's is refused when the summarizer
+// is built, as configuration (tidemark.ErrInvalid), before any request:
+// never an outage to wait out.
+func TestMalformedBaseURLRefused(t *testing.T) {
+	for _, u := range []string{"not a url", "ftp://127.0.0.1:18201/v1", "127.0.0.1:18201/v1", "http://", "http:///v1", "https://host/v1?x=1"} {
+		if _, err := openai.New(openai.Config{BaseURL: u, Model: "m"}); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("base url %q: %v, want ErrInvalid", u, err)
+		}
+	}
+	for _, u := range []string{"https://api.openai.com/v1", "http://127.0.0.1:11434/v1/", "http://[::1]:8080/v1"} {
+		if _, err := openai.New(openai.Config{BaseURL: u, Model: "m"}); err != nil {
+			t.Errorf("base url %q: %v", u, err)
+		}
+	}
+}
