@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/summarize"
 )
 
 // The daemon's loops (delivery, publish and sweep, field migrations) never
@@ -29,6 +30,9 @@ const (
 	// runs; lanePoll how often it looks at an idle lane.
 	migrationPoll = 5 * time.Second
 	lanePoll      = 5 * time.Second
+	// maxSummarizerWait bounds how long the publish loop honours a
+	// summarizer endpoint's Retry-After.
+	maxSummarizerWait = time.Hour
 )
 
 // backoff is a pause that doubles with each consecutive failure, from Min
@@ -175,7 +179,8 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 			if fatal(err) {
 				return err // another store than the wiki's: waiting will not fix it
 			}
-			pause = b.Fail()
+			// A summarizer that asked to be left alone is, up to a bound.
+			pause = max(b.Fail(), min(summarize.RetryAfter(err), maxSummarizerWait))
 			p.log.Error("publish round failed; retrying", "err", err, "retry_in", pause)
 		} else {
 			b.Reset()

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/summarize/summarizers"
 )
 
 // fakeSleep replaces the daemon's waits: each wait is recorded and returns
@@ -189,5 +193,56 @@ func TestDaemonStoppedWhileWaitingForItsStore(t *testing.T) {
 	err = p.Run(ctx, RunOptions{OnStart: func(string, int) { started = true }})
 	if err != nil || started || len(*waits) != 1 {
 		t.Fatalf("stopped while waiting for the store: err %v, started %v, %d waits; want no error, nothing started, 1 wait", err, started, len(*waits))
+	}
+}
+
+// A summarizer endpoint that asks to be left alone (429 with Retry-After)
+// is: the publish loop's next round waits at least what it asked, up to
+// maxSummarizerWait, rather than the backoff's first second.
+func TestPublishLoopHonoursTheSummarizersRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+	}{{"120", 2 * time.Minute}, {"86400", maxSummarizerWait}} {
+		t.Run(tc.header, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", tc.header)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_error"}}`))
+			}))
+			defer srv.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg := Defaults()
+			cfg.Home = t.TempDir()
+			cfg.Summarizer = "openai"
+			cfg.OpenAI = summarizers.OpenAI{BaseURL: srv.URL + "/v1", Model: "m"}
+			p, err := Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			ing := p.DB().Ingest()
+			src, err := ing.AddSource(ctx, ingest.NewSource{Name: "docs", Kind: "git", Location: "/tmp/docs", Interval: DefaultInterval, RetryBudget: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := ing.Claim(ctx, src.ID, "test", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ing.Settle(ctx, c, ingest.Settlement{Cursor: "c1", NextDueAt: time.Now(),
+				Items: []tidemark.Item{{Key: "k1", Title: "a change", OccurredAt: time.Now(), Evidence: []byte("evidence")}}}); err != nil {
+				t.Fatal(err)
+			}
+			waits := fakeSleep(t, func([]time.Duration) { cancel() })
+			if err := p.publishLoop(ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("publish loop: %v", err)
+			}
+			if len(*waits) != 1 || (*waits)[0] != tc.want {
+				t.Fatalf("waits %v, want %v after the endpoint's Retry-After: %s", *waits, tc.want, tc.header)
+			}
+		})
 	}
 }

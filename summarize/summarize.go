@@ -7,6 +7,8 @@ package summarize
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
@@ -45,6 +47,30 @@ type Summarizer interface {
 // summary (no choices, an empty text). It is a failure of that event's
 // summary, not an outage and not a write left unconfirmed.
 var ErrUnusable = errors.New("summarize: unusable answer")
+
+// RetryAfterError: the summarizer's endpoint asked to be left alone for
+// After before the next request (a 429 or 503 with Retry-After). It wraps
+// the failure, which says what kind it is (tidemark.ErrUnavailable).
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (the endpoint asked to wait %s)", e.Err, e.After)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter is how long err asks to wait before the summarizer's next
+// request; 0 when it does not ask.
+func RetryAfter(err error) time.Duration {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
+}
 
 // MaxTextBytes bounds a summary's text.
 const MaxTextBytes = 16 << 10

@@ -18,6 +18,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/summarize"
 )
@@ -50,6 +52,8 @@ type Config struct {
 	// is ignored when HTTPClient is set.
 	Timeout    time.Duration
 	HTTPClient *http.Client
+	// Clock reads an HTTP-date Retry-After (nil: the system clock).
+	Clock clock.Clock
 }
 
 // DefaultTimeout bounds one request to the endpoint: long enough for a
@@ -151,6 +155,13 @@ func (c *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (s *Summarizer) clock() clock.Clock {
+	if s.cfg.Clock == nil {
+		return clock.System{}
+	}
+	return s.cfg.Clock
+}
+
 // Identity implements summarize.Summarizer.
 func (s *Summarizer) Identity() (string, string) { return s.cfg.Model, s.cfg.PromptVersion }
 
@@ -190,7 +201,11 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 		}
 		switch {
 		case status >= 500 || status == http.StatusTooManyRequests:
-			return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID, tidemark.ErrUnavailable, err)
+			err = fmt.Errorf("summarize %s: %w: %w", ev.ID, tidemark.ErrUnavailable, err)
+			if wait := httpx.RetryAfter(resp.Header().Get("Retry-After"), s.clock().Now()); wait > 0 {
+				err = &summarize.RetryAfterError{After: wait, Err: err}
+			}
+			return summarize.Draft{}, err
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			// Every event would be refused alike: configuration to fix.
 			// As an object store that refuses our credentials: over the

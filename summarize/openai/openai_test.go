@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/summarize"
 	"github.com/tidemark/tidemark/summarize/openai"
 )
@@ -240,6 +241,27 @@ func TestMalformedBaseURLRefused(t *testing.T) {
 	for _, u := range []string{"https://api.openai.com/v1", "http://127.0.0.1:11434/v1/", "http://[::1]:8080/v1"} {
 		if _, err := openai.New(openai.Config{BaseURL: u, Model: "m"}); err != nil {
 			t.Errorf("base url %q: %v", u, err)
+		}
+	}
+}
+
+// A 429 or 503 with Retry-After carries the wait it asked for (seconds or
+// an HTTP date), and is still unavailable.
+func TestRetryAfterIsCarried(t *testing.T) {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	for header, want := range map[string]time.Duration{
+		"120": 2 * time.Minute,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		"":     0,
+		"soon": 0,
+	} {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+			srv := answering(t, status, http.Header{"Retry-After": {header}}, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+			s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m", Clock: clock.NewFake(now)})
+			_, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+			if !errors.Is(err, tidemark.ErrUnavailable) || summarize.RetryAfter(err) != want {
+				t.Errorf("status %d, Retry-After %q: %v, waits %v; want unavailable and %v", status, header, err, summarize.RetryAfter(err), want)
+			}
 		}
 	}
 }
