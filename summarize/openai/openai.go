@@ -34,6 +34,11 @@ Write two to four plain sentences for a reader who did not see the change:
 what changed and why, naming the most important files or components. No
 markdown, no headings, no preamble.`
 
+// CutMarker ends a summary whose answer was cut off: the model stopped at
+// its token limit (finish_reason "length"), or the answer was longer than
+// summarize.MaxTextBytes.
+const CutMarker = "[…]"
+
 // maxEvidenceBytes bounds what is sent to the endpoint.
 const maxEvidenceBytes = 24 << 10
 
@@ -228,7 +233,14 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 	if text == "" {
 		return summarize.Draft{}, fmt.Errorf("summarize %s: the endpoint returned an empty summary: %w", ev.ID, summarize.ErrUnusable)
 	}
-	text = summarize.Cut(text, summarize.MaxTextBytes)
+	// A cut-off answer is shown as cut: by the model at its token limit,
+	// or here at MaxTextBytes.
+	if resp.Choices[0].FinishReason == goopenai.FinishReasonLength {
+		text += " " + CutMarker
+	}
+	if len(text) > summarize.MaxTextBytes {
+		text = strings.TrimRight(summarize.Cut(text, summarize.MaxTextBytes-len(" "+CutMarker)), " ") + " " + CutMarker
+	}
 	// The draft records the model the caller configured: it is part of
 	// the identity and must be stable across calls; a server's own
 	// response model name may vary (aliases, quantization tags).

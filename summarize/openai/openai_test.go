@@ -265,3 +265,27 @@ func TestRetryAfterIsCarried(t *testing.T) {
 		}
 	}
 }
+
+// An answer cut off at the token limit (finish_reason "length"), or cut
+// here at summarize.MaxTextBytes, is marked as cut, never passed off as
+// the whole summary.
+func TestCutOffAnswerIsMarked(t *testing.T) {
+	for name, tc := range map[string]struct {
+		finish, content, want string
+	}{
+		"length": {"length", "Cut off mid", "Cut off mid " + openai.CutMarker},
+		"stop":   {"stop", "Whole answer.", "Whole answer."},
+		"long":   {"stop", strings.Repeat("x", summarize.MaxTextBytes+10), strings.Repeat("x", summarize.MaxTextBytes-len(" "+openai.CutMarker)) + " " + openai.CutMarker},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": tc.finish,
+				"message": map[string]any{"role": "assistant", "content": tc.content}}}})
+			srv := answering(t, http.StatusOK, nil, string(body))
+			s, _ := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
+			d, err := s.Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+			if err != nil || d.Text != tc.want || len(d.Text) > summarize.MaxTextBytes {
+				t.Fatalf("draft %.60q… (%d bytes), %v; want %.60q…", d.Text, len(d.Text), err, tc.want)
+			}
+		})
+	}
+}
