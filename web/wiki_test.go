@@ -47,15 +47,7 @@ func TestServeWikiNeverShowsAPath(t *testing.T) {
 		for _, p := range []string{"/", "/index.html", "/../tidemark.db", "/%2e%2e/tidemark.db", "/..%2ftidemark.db", "/%2e%2e%2ftidemark.db",
 			"/" + home + "/tidemark.db", "//" + home + "/tidemark.db", "/%2F" + strings.TrimPrefix(home, "/") + "%2Ftidemark.db",
 			"/.index.html.meta", "/changes/nope.html", "/..\\tidemark.db", "/a/../../tidemark.db"} {
-			// A raw request line, so the client does not clean the path.
-			conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.WriteString(conn, "GET "+p+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-			raw, _ := io.ReadAll(conn)
-			conn.Close()
-			resp := string(raw)
+			resp := rawGet(t, srv, p)
 			for _, leak := range []string{home, "/srv/secret-home", "secret database", "tidemark.db\n"} {
 				if strings.Contains(resp, leak) {
 					t.Errorf("%s GET %s shows %q:\n%s", name, p, leak, resp)
@@ -104,18 +96,25 @@ func TestAPathThatIsNoPageIsA404(t *testing.T) {
 	defer srv.Close()
 	for _, p := range []string{"/index.html/", "/index.html/x", "/changes/a.html/index.html", "/index.html%00", "/index.html%0a",
 		"/changes/%2e%2e/index.html", "/changes/./a.html", "/changes//a.html", "/changes/%2e/a.html"} {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.WriteString(conn, "GET "+p+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-		raw, _ := io.ReadAll(conn)
-		conn.Close()
-		if status := strings.SplitN(string(raw), "\r\n", 2)[0]; status != "HTTP/1.1 404 Not Found" {
+		if status := strings.SplitN(rawGet(t, srv, p), "\r\n", 2)[0]; status != "HTTP/1.1 404 Not Found" {
 			t.Errorf("GET %s: %s, want 404", p, status)
 		}
 	}
 	if logged.Len() > 0 {
 		t.Errorf("paths that are no page logged store errors:\n%s", logged.String())
 	}
+}
+
+// rawGet sends GET path as a raw request line, so no client cleans the
+// path first, and returns the whole answer.
+func rawGet(t *testing.T, srv *httptest.Server, path string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+	raw, _ := io.ReadAll(conn)
+	return string(raw)
 }
