@@ -2,13 +2,14 @@ package tidemark_test
 
 import (
 	"encoding/json"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/jsontest"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
@@ -35,7 +36,7 @@ func TestJSONFieldsAreTheDocumentedOnes(t *testing.T) {
 		{"run report", doc["run report"][0], ingest.Report{}},
 		{"token", doc["token"][0], tidemark.Token{}},
 	} {
-		got := jsonKeys(t, tc.value)
+		got := jsontest.Keys(t, tc.value)
 		want := slices.Sorted(slices.Values(tc.fields))
 		if len(want) == 0 {
 			t.Errorf("%s: README lists no fields", tc.object)
@@ -53,19 +54,6 @@ func TestJSONFieldsAreTheDocumentedOnes(t *testing.T) {
 	if c, ok := src["config"].(map[string]any); !ok || len(c) != 0 {
 		t.Errorf("an absent config is %v, want {}", src["config"])
 	}
-}
-
-func jsonKeys(tb testing.TB, v any) []string {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		tb.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(m))
 }
 
 var (
@@ -147,7 +135,7 @@ func TestMigrationRunJSONFieldsAreTheDocumentedOnes(t *testing.T) {
 	done.Status, done.Cursor, done.Walked, done.Converted, done.Batches = content.RunDone, "01D", 3, 3, 1
 	done.Holder, done.LeaseExpiresAt, done.FinishedAt, done.UpdatedAt = "", nil, &end, end
 	for name, r := range map[string]content.Run{"fresh": fresh, "done": done, "zero": {}} {
-		if got := jsonKeys(t, r); !slices.Equal(got, want) {
+		if got := jsontest.Keys(t, r); !slices.Equal(got, want) {
 			t.Errorf("%s run: its JSON has\n  %v\ndocs/documents.md lists\n  %v", name, got, want)
 		}
 	}

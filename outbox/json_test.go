@@ -1,10 +1,10 @@
 package outbox_test
 
 import (
-	"encoding/json"
-	"maps"
 	"slices"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/jsontest"
 
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
@@ -25,24 +25,11 @@ func TestOutboxJSONHasEveryDocumentedField(t *testing.T) {
 		{"plan --json / reconcile --json", outbox.Plan{}, []string{"join", "mark", "landed", "untouched", "holes", "replay", "unexecutable",
 			"replay_already_landed", "unmatched_own_writes", "duplicate_own_writes", "accounting"}},
 	} {
-		got := jsonKeys(t, tc.value)
+		got := jsontest.Keys(t, tc.value)
 		for _, f := range tc.fields {
 			if !slices.Contains(got, f) {
 				t.Errorf("%s: an empty one's JSON has no %q (it has %v)", tc.object, f, got)
 			}
 		}
 	}
-}
-
-func jsonKeys(tb testing.TB, v any) []string {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		tb.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(m))
 }

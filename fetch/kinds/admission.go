@@ -43,12 +43,10 @@ func AdmissionOf(ctx context.Context) (Admission, bool) {
 	return a, ok
 }
 
-func admissionOf(ctx context.Context) (Admission, bool) { return AdmissionOf(ctx) }
-
 // CheckAllowPrivate refuses to let a source reach private addresses when
 // ctx carries an Admission that does not allow it.
 func CheckAllowPrivate(ctx context.Context, allow bool) error {
-	if a, ok := admissionOf(ctx); ok && allow && !a.AllowPrivate {
+	if a, ok := AdmissionOf(ctx); ok && allow && !a.AllowPrivate {
 		return tidemark.Invalidf("allow_private", "true", "this server does not let the API or the console open a source to "+
 			"private addresses; its operator can, with `tidemark source add/set --allow-private` on its machine, or by "+
 			"starting `tidemark serve --allow-private`")
@@ -64,7 +62,7 @@ func isLocal(loc string) bool {
 // admitBefore refuses, before anything reads the location, what ctx's
 // Admission cannot admit whatever the location turns out to be.
 func admitBefore(ctx context.Context, ns ingest.NewSource) error {
-	a, ok := admissionOf(ctx)
+	a, ok := AdmissionOf(ctx)
 	if !ok {
 		return nil
 	}
@@ -83,7 +81,7 @@ func admitBefore(ctx context.Context, ns ingest.NewSource) error {
 // repository's top found) against ctx's Admission's roots, both with their
 // links resolved, so neither a link nor ".." leads out of a root.
 func admitAfter(ctx context.Context, ns ingest.NewSource) error {
-	a, ok := admissionOf(ctx)
+	a, ok := AdmissionOf(ctx)
 	if !ok || !isLocal(ns.Location) {
 		return nil
 	}
