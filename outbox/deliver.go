@@ -93,6 +93,15 @@ func (d *Deliverer) guarantee() provider.LaneGuarantee {
 	return provider.LaneGuarantee{Guarantee: provider.AtMostOnce}
 }
 
+// keyScope is the scope the provider sends idempotency keys in now
+// (provider.KeyScoped), "" when it names none.
+func (d *Deliverer) keyScope() string {
+	if k, ok := d.Provider.(provider.KeyScoped); ok {
+		return k.KeyScope()
+	}
+	return ""
+}
+
 func (d *Deliverer) ttl() time.Duration {
 	if d.LeaseTTL <= 0 {
 		return time.Minute
@@ -411,7 +420,7 @@ func (d *Deliverer) countBefore(ctx context.Context) (*int64, error) {
 // journal before the call: a gate closed meanwhile makes the step wait, an
 // intent an operator retired since it was picked skips it.
 func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int64, bound time.Duration) (Attempt, Step, error) {
-	att, err := d.Store.Begin(ctx, l, in.ID, before, bound)
+	att, err := d.Store.Begin(ctx, l, NewAttempt{IntentID: in.ID, CountBefore: before, Bound: bound, KeyScope: d.keyScope()})
 	if err == nil {
 		return att, Step{}, nil
 	}
@@ -743,10 +752,21 @@ func (d *Deliverer) resendInDoubt(r *round) (changed bool) {
 	if !g.ResendInDoubt {
 		return false
 	}
+	scope := d.keyScope()
 	for _, id := range r.plan.Unresolved {
 		it := r.intents[r.at[id]]
 		if !g.OptedIn && g.KeyWindow > 0 && r.now.Sub(it.firstAttemptStart()) >= g.KeyWindow.Std() {
 			continue // the server may have forgotten the key since its first use
+		}
+		if !g.OptedIn && (scope == "" || it.KeyScope == nil || *it.KeyScope != scope) {
+			// The server keeps keys per token or account: one that has not
+			// seen every attempt cannot tell whether one landed.
+			ev := "not resent on its key: " + keyScopeWhy(it.KeyScope, scope)
+			if c, ok := r.rec.Checks[id]; ok {
+				ev = c.Evidence + "; " + ev
+			}
+			r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: ev}
+			continue
 		}
 		r.in.Intents[r.at[id]].AttemptStartedAt = nil
 		ev := "resent in doubt (" + string(g.Guarantee) + "): " + g.Why
@@ -757,6 +777,21 @@ func (d *Deliverer) resendInDoubt(r *round) (changed bool) {
 		changed = true
 	}
 	return changed
+}
+
+// keyScopeWhy says why a key sent in scope sent cannot decide a write in
+// doubt when the lane sends in scope now.
+func keyScopeWhy(sent *string, now string) string {
+	switch {
+	case now == "":
+		return "the provider names no scope its server keeps keys in"
+	case sent == nil:
+		return "the scope its attempts sent the key in is not known (they predate the record)"
+	case *sent == "":
+		return "its attempts sent the key in more than one scope (the lane's token or account changed between them), and no one scope's memory has seen them all"
+	default:
+		return "the lane's token or account changed since its attempts sent the key, and the server keeps keys per token or account: under the new one the key is new, so a resend could be a second write; only a read of the lane's own writes can decide it"
+	}
 }
 
 // recheckUnexecutable decides, spaced by the lane's retirement policy,

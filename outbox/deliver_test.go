@@ -373,8 +373,8 @@ type takeover struct {
 	after func()
 }
 
-func (s takeover) Begin(ctx context.Context, l outbox.Lease, id string, before *int64, bound time.Duration) (outbox.Attempt, error) {
-	a, err := s.Store.Begin(ctx, l, id, before, bound)
+func (s takeover) Begin(ctx context.Context, l outbox.Lease, na outbox.NewAttempt) (outbox.Attempt, error) {
+	a, err := s.Store.Begin(ctx, l, na)
 	if err == nil && s.after != nil {
 		s.after()
 	}
@@ -407,7 +407,7 @@ func TestOlderTokenRefusedBeforeItCanSend(t *testing.T) {
 		}
 		// Every journal transition with the old token changes nothing.
 		old := outbox.Lease{Lane: h.lane, Holder: "first", Token: second.Token - 1, ExpiresAt: h.env.Clock.Now().Add(time.Hour)}
-		if _, err := h.st.Begin(ctx, old, in.ID, nil, time.Minute); !errors.Is(err, tidemark.ErrStaleClaim) {
+		if _, err := h.st.Begin(ctx, old, outbox.NewAttempt{IntentID: in.ID, Bound: time.Minute}); !errors.Is(err, tidemark.ErrStaleClaim) {
 			t.Fatalf("begin with the old token: %v", err)
 		}
 		if err := h.st.Bucket(ctx, old, in.ID, "x", outbox.Check{}); !errors.Is(err, tidemark.ErrStaleClaim) {
@@ -623,7 +623,7 @@ func TestALaneWithAnAttemptItsWriterLostIsInDoubt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.st.Begin(ctx, l, in.ID, nil, time.Minute); err != nil {
+		if _, err := h.st.Begin(ctx, l, outbox.NewAttempt{IntentID: in.ID, Bound: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		judge := func(gone bool) string {

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,10 @@ func TestProbeIsToldWhenTheAttemptStarted(t *testing.T) {
 type keyedBlind struct {
 	provider.Provider
 	keyWindow time.Duration
+	scope     string // the key's memory on the server: an account, a token
 }
+
+func (p keyedBlind) KeyScope() string { return p.scope }
 
 func (p keyedBlind) ListOwn(context.Context, string) (provider.Page, error) {
 	return provider.Page{}, provider.ErrUnsupported
@@ -82,7 +86,7 @@ func TestKeyWindowRunsFromTheFirstAttempt(t *testing.T) {
 		h := newHarness(t, b, laneOpts{noCount: true})
 		c := h.draft("t1", "one")
 		d := h.deliverer("w1")
-		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: 30 * time.Minute}
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: 30 * time.Minute, scope: "token-1"}
 		h.srv.LoseAnswers(1)
 		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
 			t.Fatalf("first attempt %+v: want its outcome unknown", s)
@@ -145,6 +149,90 @@ func TestProbeReadsFromTheFirstAttempt(t *testing.T) {
 		}
 		if got, want := rec.probed[0].NotBefore, first.Add(-3*time.Second); !got.Equal(want) {
 			t.Fatalf("probe NotBefore %v, want the first attempt's start less the skew %v", got, want)
+		}
+	})
+}
+
+// A server keeps idempotency keys per token (Matrix) or account
+// (Mastodon). A write in doubt sent under one token and resent under
+// another is a second write: the key decides a write in doubt only when
+// every attempt of it was sent in the scope the lane sends in now.
+func TestAKeyDecidesOnlyInTheScopeItWasSentIn(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: "token-1"}
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("first attempt %+v: want its outcome unknown", s)
+		}
+		// The operator gives the lane a new token (a new login, a new
+		// device) while the write is in doubt.
+		h.env.Clock.Advance(5 * time.Minute)
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: "token-2"}
+		for i := 0; i < 4; i++ {
+			h.step(d)
+		}
+		if h.srv.Posts() != 1 {
+			t.Fatalf("%d posts: a write in doubt under one token was resent under another", h.srv.Posts())
+		}
+		got := h.intent(c.ID)
+		if got.State != outbox.StateUnresolved {
+			t.Fatalf("c is %s, want unresolved", got.State)
+		}
+		checks, err := h.st.Checks(context.Background(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(checks) == 0 || !strings.Contains(checks[len(checks)-1].Evidence, "token or account changed") {
+			t.Fatalf("checks %+v: the evidence does not say the key was sent under another token", checks)
+		}
+		// Back to the first token: its only attempt was sent under it,
+		// and nothing was sent under the second, so the key decides again.
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: "token-1"}
+		if _, err := d.Reconcile(context.Background()); err != nil { // the operator's outbox reconcile
+			t.Fatal(err)
+		}
+		for i := 0; i < 4 && h.srv.Posts() < 2; i++ {
+			h.step(d)
+		}
+		if h.srv.Posts() != 2 {
+			t.Fatalf("%d posts: under the token its only attempt was sent with, the key decides and the write is resent", h.srv.Posts())
+		}
+	})
+}
+
+// An intent attempted under two scopes is never resent on its key:
+// neither scope's memory has seen every attempt (the journal does not
+// tell a key the server kept from one it refused before keeping).
+func TestAKeyDecidesNothingForAnIntentSentInTwoScopes(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: "token-1"}
+		h.srv.RetryAfterNext(time.Minute)
+		if s := h.step(d); s.Outcome != outbox.OutcomeDeferred {
+			t.Fatalf("first attempt %+v: want it deferred", s)
+		}
+		h.env.Clock.Advance(2 * time.Minute)
+		d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: "token-2"}
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("second attempt %+v: want its outcome unknown", s)
+		}
+		for _, scope := range []string{"token-2", "token-1"} {
+			d.Provider = keyedBlind{Provider: h.provider(), keyWindow: time.Hour, scope: scope}
+			if _, err := d.Reconcile(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				h.step(d)
+			}
+		}
+		if n := h.srv.Posts(); n != 2 {
+			t.Fatalf("%d posts: an intent attempted under two tokens was resent on its key", n)
 		}
 	})
 }

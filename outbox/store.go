@@ -68,6 +68,12 @@ type Intent struct {
 	// FirstAttemptAt is the start of the intent's first attempt: when the
 	// remote first saw its idempotency key (nil before any attempt).
 	FirstAttemptAt *time.Time `json:"-"`
+	// KeyScope is the scope (provider.KeyScoped) every attempt of the
+	// intent sent its idempotency key in: "" once attempts were sent in
+	// two, or by a provider that names none; nil before any attempt, or
+	// when the attempts predate the record. Only in that scope can the key
+	// decide a write in doubt.
+	KeyScope *string `json:"-"`
 }
 
 // attemptStart is when the latest attempt began: LastAttemptAt, or for a
@@ -207,6 +213,20 @@ type Reconciliation struct {
 	RecheckAt *time.Time
 }
 
+// NewAttempt is what the journal records of an attempt before it is made.
+type NewAttempt struct {
+	IntentID string
+	// CountBefore is the provider's count of our writes read just before
+	// (nil: the provider has no counter).
+	CountBefore *int64
+	// Bound is how long the write may take: the attempt could land until
+	// its start plus Bound (Intent.AttemptUntil).
+	Bound time.Duration
+	// KeyScope is the scope the provider sends the idempotency key in now
+	// (provider.KeyScoped; "" when it names none).
+	KeyScope string
+}
+
 // Store is the outbox's storage. Every method that changes a lane's
 // journal takes the writer's Lease and fails with tidemark.ErrStaleClaim,
 // changing nothing, when its token is no longer current.
@@ -235,9 +255,8 @@ type Store interface {
 	InDoubt(ctx context.Context, l Lease) (bool, error)
 	// Begin journals an attempt and commits it, through the pacing gate:
 	// ErrGateClosed until the lane's next send time, and one attempt in
-	// flight per lane. bound is how long the write may take: the attempt
-	// could land until its start plus bound (Intent.AttemptUntil).
-	Begin(ctx context.Context, l Lease, intentID string, countBefore *int64, bound time.Duration) (Attempt, error)
+	// flight per lane.
+	Begin(ctx context.Context, l Lease, a NewAttempt) (Attempt, error)
 	// Finish records an attempt's result and moves the gate.
 	Finish(ctx context.Context, l Lease, a Attempt, r Result) error
 	// Bucket moves a pending intent to unexecutable without an attempt.

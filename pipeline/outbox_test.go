@@ -633,7 +633,7 @@ func TestALaneWhoseWriterProcessIsGoneIsInDoubt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.DB().Outbox().Begin(ctx, l, in.ID, nil, time.Minute); err != nil {
+	if _, err := p.DB().Outbox().Begin(ctx, l, outbox.NewAttempt{IntentID: in.ID, Bound: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := p.Lane(ctx, "hook")

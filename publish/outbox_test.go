@@ -210,7 +210,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ob.Begin(ctx, lease, ins[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
+		if _, err := ob.Begin(ctx, lease, outbox.NewAttempt{IntentID: ins[0].ID, Bound: time.Minute}); !errors.Is(err, tidemark.ErrConflict) {
 			t.Fatalf("journaling the intent of a rejected summary: %v, want a conflict (not sent)", err)
 		}
 		got, err := ob.Intent(ctx, ins[0].ID)
@@ -222,7 +222,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 			t.Fatalf("its audit: %+v %v", acts, err)
 		}
 		// The other page's intent stands: it is journaled as before.
-		att, err := ob.Begin(ctx, lease, ins[1].ID, nil, time.Minute)
+		att, err := ob.Begin(ctx, lease, outbox.NewAttempt{IntentID: ins[1].ID, Bound: time.Minute})
 		if err != nil {
 			t.Fatalf("journal a standing intent: %v", err)
 		}
@@ -242,7 +242,7 @@ func TestTheIntentOfARejectedOrRemovedSummaryIsNeverSent(t *testing.T) {
 		if rm, err := f.db.Ingest().RemoveSource(ctx, f.src.Name, "ops", true); err != nil || rm.IntentsRetired != 1 {
 			t.Fatalf("remove the source: %+v %v, want its one intent not sent retired", rm, err)
 		}
-		if _, err := ob.Begin(ctx, lease, third[0].ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
+		if _, err := ob.Begin(ctx, lease, outbox.NewAttempt{IntentID: third[0].ID, Bound: time.Minute}); !errors.Is(err, tidemark.ErrConflict) {
 			t.Fatalf("journaling the intent of a removed source's page: %v, want a conflict (not sent)", err)
 		}
 		if got, err := ob.Intent(ctx, third[0].ID); err != nil || got.State != outbox.StateRetired || !strings.Contains(got.StateReason, "was removed") {

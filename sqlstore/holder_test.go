@@ -223,7 +223,7 @@ func TestLaneLeaseTakesOverGoneHolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Begin(ctx, l, in.ID, nil, time.Minute); err != nil { // then the process dies mid-send
+			if _, err := st.Begin(ctx, l, outbox.NewAttempt{IntentID: in.ID, Bound: time.Minute}); err != nil { // then the process dies mid-send
 				t.Fatal(err)
 			}
 			return name

@@ -42,6 +42,7 @@ var releasedMigrations = map[string]string{
 	"0028_outbox_match.sql":           "5bdd03c9cd462a241312c5da23495060feba2fc0854bafebc4dc6ec75d293c84",
 	"0029_outbox_first_attempt.sql":   "190169679d2f3262bd91bef4ca129cbe26d642dcfe28da1929214568c6b2458d",
 	"0030_summary_failures.sql":       "804435488122431469e091d06edb2a28b1129b9453dc320788f60f0a2f2b7f9d",
+	"0031_outbox_key_scope.sql":       "4066137fc7f7b8f35e671cd98169542673b74959c9b4db770be2f0c185f35ccc",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

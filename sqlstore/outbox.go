@@ -612,7 +612,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 
 const intentColumns = `id, lane, rank, target, parent, body, body_sha256, idempotency_key, state, state_reason,
 	remote_id, source_id, page_id, channel_id, summary_id, attempts, last_attempt_at, landed_at, created_at, updated_at, attempt_until,
-	first_attempt_at`
+	first_attempt_at, key_scope`
 
 func scanIntent(sc scanner) (outbox.Intent, error) {
 	var (
@@ -622,11 +622,15 @@ func scanIntent(sc scanner) (outbox.Intent, error) {
 		channel, summary sql.NullString
 		lastAt, landed   sql.NullInt64
 		until, firstAt   sql.NullInt64
+		scope            sql.NullString
 		created, updated int64
 	)
 	err := sc.Scan(&in.ID, &in.Lane, &in.Rank, &in.Target, &in.Parent, &in.Body, &in.BodySHA256, &in.IdempotencyKey,
-		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated, &until, &firstAt)
+		&state, &in.StateReason, &in.RemoteID, &src, &page, &channel, &summary, &in.Attempts, &lastAt, &landed, &created, &updated, &until, &firstAt, &scope)
 	in.AttemptUntil, in.FirstAttemptAt = fromNullMS(until), fromNullMS(firstAt)
+	if scope.Valid {
+		in.KeyScope = &scope.String
+	}
 	in.State = outbox.State(state)
 	in.SourceID, in.PageID, in.ChannelID, in.SummaryID = src.String, page.String, channel.String, summary.String
 	in.LastAttemptAt, in.LandedAt = fromNullMS(lastAt), fromNullMS(landed)
@@ -779,7 +783,8 @@ func (s *OutboxStore) InDoubt(ctx context.Context, l outbox.Lease) (bool, error)
 
 // Begin implements outbox.Store: the write-ahead journal. The attempt row
 // commits before the provider is called.
-func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string, countBefore *int64, bound time.Duration) (outbox.Attempt, error) {
+func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, na outbox.NewAttempt) (outbox.Attempt, error) {
+	intentID, countBefore, bound := na.IntentID, na.CountBefore, na.Bound
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return outbox.Attempt{}, err
@@ -810,9 +815,13 @@ func (s *OutboxStore) Begin(ctx context.Context, l outbox.Lease, intentID string
 		return outbox.Attempt{}, fmt.Errorf("intent %s retired, not sent: %s: %w", intentID, why, tidemark.ErrConflict)
 	}
 	var key string
+	// The key's scope stays the first attempt's while every attempt is
+	// sent in it, and is '' (no scope the key can be trusted in) once one
+	// is not. A SET reads the row as it was: attempts before this one.
 	if err := tx.QueryRowContext(ctx, `UPDATE outbox_intents SET state = 'sending', attempts = attempts + 1, last_attempt_at = $3, updated_at = $3,
-		attempt_until = $4, first_attempt_at = COALESCE(first_attempt_at, $3)
-		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now), ms(now.Add(bound))).Scan(&key); err != nil {
+		attempt_until = $4, first_attempt_at = COALESCE(first_attempt_at, $3),
+		key_scope = CASE WHEN attempts = 0 OR key_scope = $5 THEN $5 ELSE '' END
+		WHERE id = $1 AND lane = $2 AND state = 'pending' RETURNING idempotency_key`, intentID, l.Lane, ms(now), ms(now.Add(bound)), na.KeyScope).Scan(&key); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return outbox.Attempt{}, fmt.Errorf("intent %s is not pending on lane %s: %w", intentID, l.Lane, tidemark.ErrConflict)
 		}

@@ -147,7 +147,7 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 		}
 		send := func(in outbox.Intent, sentAt time.Time, verdict outbox.CountVerdict) {
 			t.Helper()
-			a, err := ob.Begin(ctx, lease, in.ID, nil, time.Minute)
+			a, err := ob.Begin(ctx, lease, outbox.NewAttempt{IntentID: in.ID, Bound: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -377,7 +377,7 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		{"unexecutable", outbox.Result{Outcome: outbox.OutcomeUnexecutable, Error: "HTTP 410: the room is gone"}},
 	} {
 		env.Clock.Advance(time.Minute)
-		a, err := ob.Begin(ctx, l, drafted[step.body], nil, time.Minute)
+		a, err := ob.Begin(ctx, l, outbox.NewAttempt{IntentID: drafted[step.body], Bound: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +390,7 @@ func mustFilledAPI(t *testing.T) filledAPI {
 		t.Fatal(err)
 	}
 	env.Clock.Advance(time.Minute)
-	if _, err := ob.Begin(ctx, l, drafted["sending"], nil, time.Minute); err != nil {
+	if _, err := ob.Begin(ctx, l, outbox.NewAttempt{IntentID: drafted["sending"], Bound: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 

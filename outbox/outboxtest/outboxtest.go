@@ -89,7 +89,7 @@ func mustAcquire(t *testing.T, h Harness, lane, holder string) outbox.Lease {
 
 func mustBegin(t *testing.T, h Harness, l outbox.Lease, intentID string) outbox.Attempt {
 	t.Helper()
-	a, err := h.Store.Begin(ctx, l, intentID, nil, time.Minute)
+	a, err := h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: intentID, Bound: time.Minute})
 	if err != nil {
 		t.Fatalf("begin %s: %v", intentID, err)
 	}
@@ -239,7 +239,7 @@ func testDraftOrigin(t *testing.T, h Harness) {
 	if err != nil || len(all) != 1 || all[0].ID != a.ID {
 		t.Fatalf("intents %+v %v, want only %s", all, err, a.ID)
 	}
-	if _, err := h.Store.Begin(ctx, l, c.ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
+	if _, err := h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: c.ID, Bound: time.Minute}); !errors.Is(err, tidemark.ErrConflict) {
 		t.Fatalf("begin a colliding intent: %v, want ErrConflict", err)
 	}
 	mustState(t, h, c.ID, outbox.StateCollision)
@@ -307,7 +307,7 @@ func testLeaseToken(t *testing.T, h Harness) {
 // staleEverywhere asserts every fenced method refuses l, changing nothing.
 func staleEverywhere(t *testing.T, h Harness, l outbox.Lease, pending, sending string, open outbox.Attempt) {
 	t.Helper()
-	_, err := h.Store.Begin(ctx, l, pending, nil, time.Minute)
+	_, err := h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: pending, Bound: time.Minute})
 	mustErr(t, "begin under a stale token", err, tidemark.ErrStaleClaim)
 	mustState(t, h, pending, outbox.StatePending)
 	mustErr(t, "bucket under a stale token",
@@ -445,7 +445,7 @@ func testFinishOutcomes(t *testing.T, h Harness) {
 	}
 	h.AddLane(t, "other", 0)
 	lo := mustAcquire(t, h, "other", "w1")
-	if _, err := h.Store.Begin(ctx, lo, pendingOne.ID, nil, time.Minute); !errors.Is(err, tidemark.ErrConflict) {
+	if _, err := h.Store.Begin(ctx, lo, outbox.NewAttempt{IntentID: pendingOne.ID, Bound: time.Minute}); !errors.Is(err, tidemark.ErrConflict) {
 		t.Fatalf("begin another lane's intent: %v, want ErrConflict", err)
 	}
 	mustState(t, h, pendingOne.ID, outbox.StatePending)
@@ -457,10 +457,10 @@ func testOneInFlight(t *testing.T, h Harness) {
 	b := mustDraft(t, h, byHand("chat", "b"))
 	l := mustAcquire(t, h, "chat", "w1")
 	attempt := mustBegin(t, h, l, a.ID)
-	_, err := h.Store.Begin(ctx, l, b.ID, nil, time.Minute)
+	_, err := h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: b.ID, Bound: time.Minute})
 	mustErr(t, "begin a second attempt while one is open", err, tidemark.ErrConflict)
 	mustState(t, h, b.ID, outbox.StatePending)
-	_, err = h.Store.Begin(ctx, l, a.ID, nil, time.Minute)
+	_, err = h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: a.ID, Bound: time.Minute})
 	mustErr(t, "begin an intent already sending", err, tidemark.ErrConflict)
 	mustFinish(t, h, l, attempt, outbox.Result{Outcome: outbox.OutcomeNotLanded})
 	mustFinish(t, h, l, mustBegin(t, h, l, b.ID), landed(h, "r-b"))
@@ -481,7 +481,7 @@ func testPacingGate(t *testing.T, h Harness) {
 		t.Fatalf("gate after a send: last %v next %v, want %v and %v", lane.LastSendAt, lane.NextSendAt, sent, sent.Add(gap))
 	}
 	h.Clock.Advance(gap - time.Second)
-	_, err := h.Store.Begin(ctx, l, ins[1].ID, nil, time.Minute)
+	_, err := h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: ins[1].ID, Bound: time.Minute})
 	var closed *outbox.GateClosedError
 	if !errors.As(err, &closed) || !errors.Is(err, outbox.ErrGateClosed) || !closed.Until.Equal(sent.Add(gap)) {
 		t.Fatalf("begin before the gap: %v, want the gate closed until %v", err, sent.Add(gap))
@@ -504,7 +504,7 @@ func testPacingGate(t *testing.T, h Harness) {
 		t.Fatalf("gate after Retry-After: last %v next %v, want %v and %v", got.LastSendAt, got.NextSendAt, sent2, sent2.Add(time.Minute))
 	}
 	h.Clock.Advance(gap)
-	_, err = h.Store.Begin(ctx, l, ins[1].ID, nil, time.Minute)
+	_, err = h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: ins[1].ID, Bound: time.Minute})
 	mustErr(t, "begin before Retry-After", err, outbox.ErrGateClosed)
 	h.Clock.Advance(time.Minute - gap)
 	l = mustAcquire(t, h, "chat", "w1")
@@ -570,7 +570,7 @@ func testRetireRevive(t *testing.T, h Harness) {
 	if all, err := h.Store.Intents(ctx, l); err != nil || len(all) != 1 || all[0].ID != b.ID {
 		t.Fatalf("intents %+v %v, want only %s", all, err, b.ID)
 	}
-	_, err = h.Store.Begin(ctx, l, a.ID, nil, time.Minute)
+	_, err = h.Store.Begin(ctx, l, outbox.NewAttempt{IntentID: a.ID, Bound: time.Minute})
 	mustErr(t, "begin a retired intent", err, tidemark.ErrConflict)
 	_, err = h.Retire(ctx, a.ID, "alice", "again")
 	mustErr(t, "retire twice", err, tidemark.ErrConflict)

@@ -139,6 +139,24 @@ type Covering interface {
 	Covers(target, parent string) bool
 }
 
+// KeyScoped is implemented by a provider whose server remembers the
+// idempotency keys it was sent in a memory of its own per account, token
+// or device (Matrix keeps transaction ids per access token, Mastodon keys
+// per account): a key sent under one scope says nothing of what the
+// server remembers under another. KeyScope names the scope the provider
+// sends under now, as a digest that shows no secret. A provider that
+// says nothing has no scope a key can be trusted in.
+type KeyScoped interface {
+	KeyScope() string
+}
+
+// ScopeDigest names a key scope by what identifies it (a server, a
+// token): a digest, so the scope can be kept and compared without keeping
+// the token.
+func ScopeDigest(parts ...string) string {
+	return BodySHA256([]byte(strings.Join(parts, "\x00")))[:32]
+}
+
 var (
 	// ErrUnsupported: the provider cannot do this (no counter, no listing).
 	ErrUnsupported = errors.New("provider: not supported")

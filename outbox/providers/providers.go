@@ -357,6 +357,16 @@ func (r *redacting) Covers(target, parent string) bool {
 	return true
 }
 
+// KeyScope is the scope the provider's server keeps idempotency keys in
+// (provider.KeyScoped), or "" (none a key can be trusted in): the wrapper
+// must not hide it.
+func (r *redacting) KeyScope() string {
+	if k, ok := r.p.(provider.KeyScoped); ok {
+		return k.KeyScope()
+	}
+	return ""
+}
+
 func (r *redacting) err(err error) error { return redact.Err(err, r.secrets...) }
 
 func (r *redacting) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {

@@ -122,6 +122,35 @@ func TestTheWrapperHidesNothingTheDelivererAsks(t *testing.T) {
 	if b, ok := hook.(provider.Bounded); !ok || b.WriteBound() != 45*time.Second {
 		t.Errorf("a webhook lane with timeout=45s: bound %v (forwarded: %v)", b, ok)
 	}
+	// The scope a server keeps idempotency keys in: the token (Matrix) or
+	// the account (Mastodon) a lane sends with.
+	for _, tc := range []struct {
+		kind  string
+		a, b  map[string]string // two lanes whose keys live apart
+		same  map[string]string // a lane whose keys live with a's
+		token string
+	}{
+		{"matrix", map[string]string{"homeserver_url": "https://m.example", "token": "tok-1"}, map[string]string{"homeserver_url": "https://m.example", "token": "tok-2"},
+			map[string]string{"homeserver_url": "https://m.example/", "token": "tok-1", "rooms": "!a:m.example"}, "tok-1"},
+		{"mastodon", map[string]string{"base_url": "https://social.example", "token": "tok-1"}, map[string]string{"base_url": "https://other.example", "token": "tok-1"},
+			map[string]string{"base_url": "https://social.example", "token": "tok-1", "visibility": "unlisted"}, "tok-1"},
+	} {
+		scope := func(settings map[string]string) string {
+			t.Helper()
+			k, ok := build(tc.kind, settings).(provider.KeyScoped)
+			if !ok {
+				t.Fatalf("%s: the lane's provider does not name the scope its keys are kept in", tc.kind)
+			}
+			return k.KeyScope()
+		}
+		a, b, same := scope(tc.a), scope(tc.b), scope(tc.same)
+		if a == "" || a == b || a != same {
+			t.Errorf("%s: scopes %q, %q and %q: want the first two apart and the first and third equal", tc.kind, a, b, same)
+		}
+		if strings.Contains(a, tc.token) {
+			t.Errorf("%s: scope %q shows the token", tc.kind, a)
+		}
+	}
 	for _, tc := range []struct {
 		kind          string
 		settings      map[string]string

@@ -233,6 +233,14 @@ func (p *Provider) accountID(ctx context.Context) (string, error) {
 	return a.ID, nil
 }
 
+// KeyScope implements provider.KeyScoped: Mastodon keeps Idempotency-Keys
+// per account. The account is told by its token here, without a request,
+// so a new token of the same account is taken for a new scope too: its
+// writes in doubt then wait for a read, which is safe, never a resend.
+func (p *Provider) KeyScope() string {
+	return provider.ScopeDigest("mastodon", p.c.BaseURL, p.c.Token)
+}
+
 // ListOwn implements provider.Provider: the account's statuses, newest
 // first by id (a stable order), paginated by max_id.
 func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {

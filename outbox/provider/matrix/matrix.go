@@ -211,6 +211,13 @@ type event struct {
 // lane names, and no other.
 func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Rooms, target) }
 
+// KeyScope implements provider.KeyScoped: a homeserver keeps transaction
+// ids per access token (per device, since Matrix 1.7), so a new token is a
+// new scope.
+func (p *Provider) KeyScope() string {
+	return provider.ScopeDigest("matrix", p.c.HomeserverURL, p.c.Token)
+}
+
 // ListOwn implements provider.Provider: each configured room's messages,
 // newest first (dir=b), paginated by the server's tokens, filtered to our
 // user. The cursor is "room-index" or "room-index|from-token".
