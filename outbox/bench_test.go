@@ -32,9 +32,9 @@ func (m *memProvider) Post(context.Context, provider.Write) (provider.Posted, er
 	return provider.Posted{}, provider.ErrUnsupported
 }
 
-func (m *memProvider) ListOwn(_ context.Context, cursor string) (provider.Page, error) {
+func (m *memProvider) ListOwn(_ context.Context, q provider.ListQuery) (provider.Page, error) {
 	m.requests++
-	start, _ := strconv.Atoi(cursor)
+	start, _ := strconv.Atoi(q.Cursor)
 	end := min(start+m.pageSize, len(m.writes))
 	pg := provider.Page{Writes: m.writes[start:end], Meta: m.meta()}
 	if end < len(m.writes) {
@@ -129,7 +129,7 @@ func BenchmarkReconcile100k(b *testing.B) {
 	)
 	reconcile := func() {
 		m.requests = 0
-		ls, err := outbox.ReadOwn(ctx, m, time.Second)
+		ls, err := outbox.ReadOwn(ctx, m, time.Second, time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}

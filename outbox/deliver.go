@@ -237,21 +237,33 @@ func (d *Deliverer) writeBound() time.Duration {
 }
 
 // DeferredError ends a lane's pass: its provider asked to wait
-// (Retry-After) before the next write. The intent stays pending and the
-// lane's gate is closed until Until; a later pass sends it. It matches
-// tidemark.ErrUnavailable: the pass left the write undone.
+// (Retry-After) before the next write, or before the read of our own
+// writes a reconciliation needs (IntentID empty, Err the refused read).
+// A write's intent stays pending and the lane's gate is closed until
+// Until; a later pass sends it, or reconciles. It matches
+// tidemark.ErrUnavailable: the pass left the work undone.
 type DeferredError struct {
 	Lane     string
 	IntentID string
 	Until    time.Time
+	Err      error
 }
 
 func (e *DeferredError) Error() string {
+	if e.IntentID == "" {
+		return fmt.Sprintf("reconciliation deferred: %v; the provider asked to wait until %s; a later pass reconciles",
+			e.Err, e.Until.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("intent %s deferred: the provider asked to wait until %s; a later pass sends it",
 		e.IntentID, e.Until.UTC().Format(time.RFC3339))
 }
 
-func (e *DeferredError) Unwrap() error { return tidemark.ErrUnavailable }
+func (e *DeferredError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{tidemark.ErrUnavailable}
+	}
+	return []error{tidemark.ErrUnavailable, e.Err}
+}
 
 // Sleep waits d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
@@ -630,8 +642,13 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One ordered read of our own writes, paginated.
-	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std())
+	// One ordered read of our own writes, paginated, back to the oldest
+	// write it can decide.
+	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std(), d.listSince(intents, lane.Skew.Std()))
+	if se, ok := errors.AsType[*provider.StatusError](err); ok && se.Wait > 0 {
+		// Asked to wait: reading again at once is refused the same.
+		return nil, &LaneError{d.Lane, &DeferredError{Lane: d.Lane, Until: d.Clock.Now().Add(se.Wait), Err: err}}
+	}
 	if err != nil {
 		return nil, &LaneError{d.Lane, err}
 	}
@@ -681,6 +698,26 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 	r.rec = Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}}
 	r.now = d.Clock.Now()
 	return r, nil
+}
+
+// listSince is how far back a reconciliation reads the lane's own writes:
+// to the earliest that any attempt in doubt on a target the listing reads
+// can have been made (its intent's first attempt, less the skew: any of
+// its attempts may be the one that landed). A write made before that is
+// no attempt in doubt, and what the journal knows landed needs no read.
+// With none in doubt, the listing reads only what was made from now on.
+func (d *Deliverer) listSince(intents []Intent, skew time.Duration) time.Time {
+	since := d.Clock.Now()
+	cv, _ := d.Provider.(provider.Covering)
+	for _, it := range intents {
+		if it.State != StateSending && it.State != StateUnresolved || cv != nil && !cv.Covers(it.Target, it.Parent) {
+			continue
+		}
+		if f := it.firstAttemptStart(); f.Before(since) {
+			since = f
+		}
+	}
+	return since.Add(-skew)
 }
 
 // replan makes the plan from the round's input; a plan refused is an error
@@ -870,16 +907,17 @@ type Listing struct {
 	Horizon *time.Time
 }
 
-// ReadOwn reads every page of the provider's listing of our own writes, in
-// its stable order. The listing is as old as its oldest page.
-func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration) (Listing, error) {
+// ReadOwn reads the provider's listing of our own writes, in its stable
+// order, page after page, back to since (the zero time: every page). The
+// listing is as old as its oldest page.
+func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration, since time.Time) (Listing, error) {
 	ls := Listing{Supported: true}
 	cursor := ""
 	for page := 0; ; page++ {
 		if page >= maxListPages {
 			return ls, fmt.Errorf("more than %d pages of own writes", maxListPages)
 		}
-		pg, err := p.ListOwn(ctx, cursor)
+		pg, err := p.ListOwn(ctx, provider.ListQuery{Cursor: cursor, Since: since})
 		if errors.Is(err, provider.ErrUnsupported) && page == 0 {
 			ls.Supported = false
 			return ls, nil

@@ -661,8 +661,8 @@ type scoped struct {
 
 func (s scoped) Covers(target, _ string) bool { return target == s.covered }
 
-func (s scoped) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
-	pg, err := s.Provider.ListOwn(ctx, cursor)
+func (s scoped) ListOwn(ctx context.Context, q provider.ListQuery) (provider.Page, error) {
+	pg, err := s.Provider.ListOwn(ctx, q)
 	kept := pg.Writes[:0]
 	for _, w := range pg.Writes {
 		if w.Target == s.covered {

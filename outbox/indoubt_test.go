@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ type probeRecorder struct {
 	probed []provider.Write
 }
 
-func (p *probeRecorder) ListOwn(context.Context, string) (provider.Page, error) {
+func (p *probeRecorder) ListOwn(context.Context, provider.ListQuery) (provider.Page, error) {
 	return provider.Page{}, provider.ErrUnsupported
 }
 
@@ -65,7 +66,7 @@ type keyedBlind struct {
 
 func (p keyedBlind) KeyScope() string { return p.scope }
 
-func (p keyedBlind) ListOwn(context.Context, string) (provider.Page, error) {
+func (p keyedBlind) ListOwn(context.Context, provider.ListQuery) (provider.Page, error) {
 	return provider.Page{}, provider.ErrUnsupported
 }
 
@@ -233,6 +234,94 @@ func TestAKeyDecidesNothingForAnIntentSentInTwoScopes(t *testing.T) {
 		}
 		if n := h.srv.Posts(); n != 2 {
 			t.Fatalf("%d posts: an intent attempted under two tokens was resent on its key", n)
+		}
+	})
+}
+
+// aLongHistory lists the lane's own writes as the receiver does, followed
+// by pages of writes older than any intent, which the provider will not
+// read now (429): a busy account whose history is long.
+type aLongHistory struct {
+	provider.Provider
+	olderThan time.Time // every write past the first page was made before it
+	reads     int
+}
+
+func (p *aLongHistory) ListOwn(ctx context.Context, q provider.ListQuery) (provider.Page, error) {
+	p.reads++
+	if q.Cursor == "older" {
+		return provider.Page{}, &provider.StatusError{Method: "GET", URL: "https://receiver.example/list?page=older", Status: 429}
+	}
+	pg, err := p.Provider.ListOwn(ctx, q)
+	if err != nil || pg.Next != "" {
+		return pg, err
+	}
+	if q.Since.IsZero() || q.Since.Before(p.olderThan) {
+		pg.Next = "older" // the older pages hold writes the caller may need
+	}
+	return pg, nil
+}
+
+// Reconciliation reads the lane's own writes back only as far as the
+// oldest attempt in doubt (less the skew): a listing is newest first, and
+// what is older cannot be a write in doubt. Reading a whole history made a
+// busy account's lane wait on pages that decide nothing, and one refused
+// page (429) threw the read away, pass after pass.
+func TestAReconciliationReadsBackOnlyToTheOldestWriteInDoubt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true, skew: time.Second})
+		c := h.draft("t1", "one")
+		lister := &aLongHistory{Provider: h.provider(), olderThan: h.env.Clock.Now().Add(-time.Hour)}
+		d := h.deliverer("w1")
+		d.Provider = lister
+		h.srv.LoseAnswers(1) // it lands; its answer is lost
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		if _, err := d.Step(context.Background()); err != nil {
+			t.Fatalf("reconcile: %v (after %d reads)", err, lister.reads)
+		}
+		if got := h.intent(c.ID); got.State != outbox.StateLanded || h.srv.Posts() != 1 {
+			t.Fatalf("c is %s after %d posts, want landed once", got.State, h.srv.Posts())
+		}
+		if lister.reads != 1 {
+			t.Fatalf("%d pages read: the listing went on past the oldest write in doubt", lister.reads)
+		}
+	})
+}
+
+// waitToRead is a lane whose listing the remote refuses for now (429)
+// and says for how long.
+type waitToRead struct {
+	provider.Provider
+	wait time.Duration
+}
+
+func (p waitToRead) ListOwn(context.Context, provider.ListQuery) (provider.Page, error) {
+	return provider.Page{}, &provider.StatusError{Method: "GET", URL: "https://receiver.example/list", Status: 429, Wait: p.wait}
+}
+
+// A reconciliation whose read the remote asks to wait for ends the pass
+// with the time to come back, as a write it asks to wait for does: the
+// delivery loop waits that long instead of reading again at once.
+func TestAReadTheRemoteAsksToWaitForDefersTheLane(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		d.Provider = waitToRead{Provider: h.provider(), wait: 2 * time.Minute}
+		_, err := d.Step(context.Background())
+		var def *outbox.DeferredError
+		if !errors.As(err, &def) || !def.Until.Equal(h.env.Clock.Now().Add(2*time.Minute)) || !errors.Is(err, tidemark.ErrUnavailable) {
+			t.Fatalf("reconcile: %v, want it deferred for 2m", err)
+		}
+		if !strings.Contains(err.Error(), "429") {
+			t.Fatalf("%v: the error does not say what the remote answered", err)
 		}
 	})
 }

@@ -631,11 +631,16 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 			if err == nil {
 				l.failing.Reset()
 			}
+			def, deferred := errors.AsType[*outbox.DeferredError](err)
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case errors.Is(err, tidemark.ErrClaimHeld):
 				l.next = now.Add(lanePoll)
+			case deferred:
+				// The provider said when to come back: not a failure.
+				p.log.Warn("outbox: the provider asked the lane to wait", "lane", name, "err", err, "until", def.Until)
+				l.next = def.Until
 			case err != nil:
 				wait := l.failing.Fail()
 				p.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)

@@ -56,7 +56,12 @@ func GetBody(ctx context.Context, c *http.Client, now func() time.Time, req *htt
 		if len(snippet) > 200 {
 			snippet = snippet[:200]
 		}
-		return MetaOf(at, resp), resp, nil, &StatusError{Method: req.Method, URL: req.URL.Redacted(), Status: resp.StatusCode, Body: snippet}
+		se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Status: resp.StatusCode, Body: snippet}
+		if s := resp.StatusCode; s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable || s == http.StatusForbidden && rateLimited(resp.Header) {
+			// A read asked to wait, as a write would be (ClassifyPost).
+			se.Wait, _ = waitHint(resp.Header, body, now())
+		}
+		return MetaOf(at, resp), resp, nil, se
 	}
 	return MetaOf(at, resp), resp, body, nil
 }
@@ -66,6 +71,9 @@ type StatusError struct {
 	Method, URL string
 	Status      int
 	Body        string
+	// Wait is how long the answer asks us to wait before reading again
+	// (429, 503 or a rate-limit 403 with a hint; 0: no hint).
+	Wait time.Duration
 }
 
 func (e *StatusError) Error() string {

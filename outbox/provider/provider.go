@@ -107,13 +107,25 @@ type Writable struct {
 	Reason string // why not: deleted, locked, moderated, …
 }
 
+// ListQuery asks for one page of the account's own writes.
+type ListQuery struct {
+	// Cursor is the page to read: "" for the first, else a page's Next.
+	Cursor string
+	// Since, when set, is the earliest a write the caller needs can have
+	// been made: the listing may leave out writes made before it, and
+	// reads no further once what is left of a target is older (by its
+	// API's own filter, or because the target lists newest first). The
+	// zero time asks for every write.
+	Since time.Time
+}
+
 // Provider is a system tidemark writes to, seen through one account.
 type Provider interface {
 	// Post makes one write.
 	Post(ctx context.Context, w Write) (Posted, error)
-	// ListOwn returns a page of the account's own writes, from cursor ("":
-	// the first page), in a stable order.
-	ListOwn(ctx context.Context, cursor string) (Page, error)
+	// ListOwn returns a page of the account's own writes, in a stable
+	// order (see ListQuery).
+	ListOwn(ctx context.Context, q ListQuery) (Page, error)
 	// Probe looks for one write at its target.
 	Probe(ctx context.Context, w Write) (Probed, error)
 	// Count returns the account's counter of writes (ErrUnsupported when

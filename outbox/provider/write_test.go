@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +89,41 @@ func TestTheReadPathRefusesWrites(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/hook", bytes.NewReader([]byte("x")))
 	if _, _, err := provider.GetJSON(context.Background(), http.DefaultClient, time.Now, req, nil); !errors.Is(err, provider.ErrNotARead) {
 		t.Fatalf("a POST through the read path: %v", err)
+	}
+}
+
+// A read the remote asks to wait for (429, or 503 with a hint, or
+// GitHub's rate-limit 403) says how long, read as a write's wait is.
+func TestARefusedReadSaysHowLongToWait(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		status int
+		header http.Header
+		body   string
+		want   time.Duration
+	}{
+		{429, http.Header{"Retry-After": {"60"}}, "", time.Minute},
+		{503, http.Header{"Retry-After": {"120"}}, "", 2 * time.Minute},
+		{429, nil, `{"errcode":"M_LIMIT_EXCEEDED","retry_after_ms":2500}`, 2500 * time.Millisecond},
+		{429, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"2026-12-01T12:05:00Z"}}, "", 5 * time.Minute},
+		{403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {fmt.Sprint(now.Add(10 * time.Minute).Unix())}}, "", 10 * time.Minute},
+		{429, nil, "", 0}, // no hint: the caller's own backoff
+		{503, nil, "", 0},
+		{404, http.Header{"Retry-After": {"60"}}, "", 0},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for k, v := range tc.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(tc.status)
+			fmt.Fprint(w, tc.body)
+		}))
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		_, _, _, err := provider.GetBody(context.Background(), srv.Client(), func() time.Time { return now }, req)
+		srv.Close()
+		var se *provider.StatusError
+		if !errors.As(err, &se) || se.Wait != tc.want {
+			t.Errorf("%d %v %s: %v, want a wait of %v", tc.status, tc.header, tc.body, err, tc.want)
+		}
 	}
 }

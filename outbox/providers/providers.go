@@ -374,8 +374,8 @@ func (r *redacting) Post(ctx context.Context, w provider.Write) (provider.Posted
 	return p, r.err(err)
 }
 
-func (r *redacting) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
-	p, err := r.p.ListOwn(ctx, cursor)
+func (r *redacting) ListOwn(ctx context.Context, q provider.ListQuery) (provider.Page, error) {
+	p, err := r.p.ListOwn(ctx, q)
 	return p, r.err(err)
 }
 

@@ -165,8 +165,11 @@ func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
 		_ = json.NewEncoder(w).Encode(msg{ID: fmt.Sprintf("m%011d", i), Time: at.Unix(), Event: "message", Topic: q.PathValue("topic"), Message: string(b)})
 	})
 	mux.HandleFunc("GET /{topic}/json", func(w http.ResponseWriter, q *http.Request) {
-		if q.URL.Query().Get("poll") != "1" || q.URL.Query().Get("since") != "all" {
-			http.Error(w, "this fake only polls everything", http.StatusBadRequest)
+		// since=all, or a unix time: the messages after it (strictly, the
+		// narrower reading of ntfy's docs).
+		since, err := strconv.ParseInt(q.URL.Query().Get("since"), 10, 64)
+		if q.URL.Query().Get("poll") != "1" || q.URL.Query().Get("since") != "all" && err != nil {
+			http.Error(w, "this fake polls everything or since a unix time", http.StatusBadRequest)
 			return
 		}
 		bodies, at := r.snapshot()
@@ -184,6 +187,9 @@ func ntfyKeeping(r *receiver, keep time.Duration) http.Handler {
 			}
 			if keep > 0 && r.clk.Now().Sub(at[i]) > keep {
 				continue // expired from ntfy's cache
+			}
+			if err == nil && at[i].Unix() <= since {
+				continue
 			}
 			_ = enc.Encode(msg{ID: fmt.Sprintf("m%011d", i+1), Time: at[i].Unix(), Event: "message", Topic: topics[i+1], Message: b})
 		}

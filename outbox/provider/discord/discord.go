@@ -233,7 +233,8 @@ func (p *Provider) channelID(ctx context.Context) (string, error) {
 // ListOwn implements provider.Provider: the channel's messages, newest
 // first, paginated with before=, filtered to our webhook. It needs a bot
 // token that may read the channel.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if p.c.BotToken == "" {
 		return provider.Page{}, fmt.Errorf("discord: no bot_token to read the channel: %w", provider.ErrUnsupported)
 	}
@@ -263,7 +264,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: m.ID, CreatedAt: m.Timestamp, Target: p.c.Target,
 			HasParent: true, BodySHA256: p.Fingerprint([]byte(m.Content))})
 	}
-	if len(ms) == pageSize {
+	if len(ms) == pageSize && !ms[len(ms)-1].Timestamp.Before(lq.Since) {
+		// Newest first: past a message older than Since, all are.
 		page.Next = ms[len(ms)-1].ID
 	}
 	return page, nil

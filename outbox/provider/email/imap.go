@@ -134,7 +134,8 @@ func liveMeta(requestTime time.Time) provider.Meta {
 // imapPageSize a call. The cursor is the last UID read and the mailbox's
 // UIDVALIDITY: a mailbox whose UIDs were renumbered is read again from
 // its start. Each own write's body fingerprint is that of its text part.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if p.imap == nil {
 		return provider.Page{}, fmt.Errorf("email: no sent mailbox configured (imap_url): %w", provider.ErrUnsupported)
 	}
@@ -162,6 +163,11 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	crit := &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: "<tm-"}}}
 	if after > 0 {
 		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: imap.UID(after + 1), Stop: 0}}}
+	}
+	if !lq.Since.IsZero() {
+		// SINCE compares the internal date's day in the server's zone: a
+		// day earlier is safe whatever the zone.
+		crit.Since = lq.Since.UTC().AddDate(0, 0, -1)
 	}
 	found, err := c.UIDSearch(crit, nil).Wait()
 	if err != nil {

@@ -53,7 +53,7 @@ func TestListOwnReadsOurMailsFromTheSentMailbox(t *testing.T) {
 	var got []provider.OwnWrite
 	cursor, pages := "", 0
 	for {
-		pg, err := p.ListOwn(context.Background(), cursor)
+		pg, err := p.ListOwn(context.Background(), provider.ListQuery{Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestWithoutASentMailboxNothingIsListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ListOwn(context.Background(), ""); !errors.Is(err, provider.ErrUnsupported) {
+	if _, err := p.ListOwn(context.Background(), provider.ListQuery{}); !errors.Is(err, provider.ErrUnsupported) {
 		t.Fatalf("ListOwn without imap_url: %v", err)
 	}
 	if _, err := email.New(email.Config{SMTPURL: "smtps://mail.example.org", From: "tide@example.org", IMAPURL: "pop3://x"}); !errors.Is(err, tidemark.ErrInvalid) {

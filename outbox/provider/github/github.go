@@ -214,9 +214,23 @@ func (p *Provider) Covers(target, _ string) bool {
 	return slices.ContainsFunc(p.c.Repos, func(r string) bool { return strings.EqualFold(r, m[1]) })
 }
 
+// listSince is the listing's since=: the later of the lane's own bound and
+// the caller's (GitHub's since= leaves out comments last updated before
+// it, and a comment made after a time was updated after it too).
+func (p *Provider) listSince(since time.Time) string {
+	if since.IsZero() {
+		return p.c.Since
+	}
+	if own, err := time.Parse(time.RFC3339, p.c.Since); p.c.Since != "" && (err != nil || !own.Before(since)) {
+		return p.c.Since
+	}
+	return since.UTC().Format(time.RFC3339)
+}
+
 // ListOwn implements provider.Provider: each configured repository's
 // issue comments in creation order, filtered to our login, page by page.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if len(p.c.Repos) == 0 {
 		return provider.Page{}, fmt.Errorf("github: no repos configured to list: %w", provider.ErrUnsupported)
 	}
@@ -231,8 +245,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	u := at.Token
 	if u == "" {
 		q := url.Values{"sort": {"created"}, "direction": {"asc"}, "per_page": {"100"}}
-		if p.c.Since != "" {
-			q.Set("since", p.c.Since)
+		if since := p.listSince(lq.Since); since != "" {
+			q.Set("since", since)
 		}
 		u = fmt.Sprintf("/repos/%s/issues/comments?%s", p.c.Repos[at.Index], q.Encode())
 	} else if !strings.HasPrefix(u, p.c.APIURL+"/") {

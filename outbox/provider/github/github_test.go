@@ -169,7 +169,7 @@ func TestGitHubListsOnlyOurCommentsInOrder(t *testing.T) {
 	var got []provider.OwnWrite
 	requests := 0
 	for cursor := ""; ; {
-		pg, err := p.ListOwn(ctx, cursor)
+		pg, err := p.ListOwn(ctx, provider.ListQuery{Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -243,7 +243,8 @@ func (p *Provider) KeyScope() string {
 
 // ListOwn implements provider.Provider: the account's statuses, newest
 // first by id (a stable order), paginated by max_id.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	id, err := p.accountID(ctx)
 	if err != nil {
 		return provider.Page{}, err
@@ -265,7 +266,8 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	for _, s := range ss {
 		page.Writes = append(page.Writes, p.own(s))
 	}
-	if len(ss) == p.c.PageSize {
+	if len(ss) == p.c.PageSize && !ss[len(ss)-1].CreatedAt.Before(lq.Since) {
+		// Newest first: past a status older than Since, all are.
 		page.Next = ss[len(ss)-1].ID
 	}
 	return page, nil
@@ -274,7 +276,7 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 // Probe implements provider.Provider: it looks for the write among the
 // account's newest statuses.
 func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed, error) {
-	page, err := p.ListOwn(ctx, "")
+	page, err := p.ListOwn(ctx, provider.ListQuery{})
 	if err != nil {
 		return provider.Probed{}, err
 	}

@@ -159,7 +159,7 @@ func TestMastodonPostListCountAndJoin(t *testing.T) {
 	var own []outbox.OwnWrite
 	pages := 0
 	for cursor := ""; ; pages++ {
-		pg, err := p.ListOwn(ctx, cursor)
+		pg, err := p.ListOwn(ctx, provider.ListQuery{Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,5 +238,38 @@ func TestMastodonRefusesAStatusOverItsLimitUnsent(t *testing.T) {
 		case !tc.sent && !(errors.As(err, &rej) && rej.Unsendable() && len(f.statuses) == before):
 			t.Errorf("a status over the limit: %v, %d sent", err, len(f.statuses)-before)
 		}
+	}
+}
+
+// The account's statuses are listed newest first, so once a page ends
+// with a status older than Since, the rest are older too: the listing
+// stops there instead of reading a busy account's whole history.
+func TestMastodonListingStopsPastSince(t *testing.T) {
+	ctx := context.Background()
+	f, p := newFake(t) // two statuses a page
+	now := time.Now().UTC()
+	for i := range 9 {
+		f.statuses = append(f.statuses, status{ID: strconv.Itoa(100 + i), CreatedAt: now.Add(time.Duration(i-9) * time.Hour), Content: render(fmt.Sprint("s", i))})
+	}
+	read := func(since time.Time) (pages, writes int) {
+		t.Helper()
+		for cursor := ""; ; {
+			pg, err := p.ListOwn(ctx, provider.ListQuery{Cursor: cursor, Since: since})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages, writes = pages+1, writes+len(pg.Writes)
+			if pg.Next == "" {
+				return pages, writes
+			}
+			cursor = pg.Next
+		}
+	}
+	if pages, writes := read(time.Time{}); pages != 5 || writes != 9 {
+		t.Fatalf("without Since: %d pages, %d statuses; want all 9 over 5 pages", pages, writes)
+	}
+	// The three newest were made 1, 2 and 3 hours ago.
+	if pages, writes := read(now.Add(-3*time.Hour - time.Minute)); pages != 2 || writes < 3 {
+		t.Fatalf("since 3h ago: %d pages, %d statuses; want the 3 newest in 2 pages", pages, writes)
 	}
 }

@@ -221,7 +221,8 @@ func (p *Provider) KeyScope() string {
 // ListOwn implements provider.Provider: each configured room's messages,
 // newest first (dir=b), paginated by the server's tokens, filtered to our
 // user. The cursor is "room-index" or "room-index|from-token".
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if len(p.c.Rooms) == 0 {
 		return provider.Page{}, fmt.Errorf("matrix: no rooms configured to list: %w", provider.ErrUnsupported)
 	}
@@ -255,7 +256,10 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: e.EventID, CreatedAt: time.UnixMilli(e.TS).UTC(), Target: room,
 			HasParent: true, BodySHA256: provider.BodySHA256([]byte(e.Content.Body))})
 	}
-	page.Next = at.Next(ans.End != "" && len(ans.Chunk) > 0 && ans.End != from, ans.End)
+	// Backwards: past an event older than Since, the room has no more to
+	// show, and the next room is read.
+	older := len(ans.Chunk) > 0 && time.UnixMilli(ans.Chunk[len(ans.Chunk)-1].TS).Before(lq.Since)
+	page.Next = at.Next(ans.End != "" && len(ans.Chunk) > 0 && ans.End != from && !older, ans.End)
 	return page, nil
 }
 

@@ -192,7 +192,9 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 // JSON, one message a line).
 func (p *Provider) poll(ctx context.Context, topic string, q url.Values) ([]message, provider.Meta, error) {
 	q.Set("poll", "1")
-	q.Set("since", "all")
+	if q.Get("since") == "" {
+		q.Set("since", "all")
+	}
 	req, err := http.NewRequest(http.MethodGet, p.c.BaseURL+"/"+url.PathEscape(topic)+"/json?"+q.Encode(), nil)
 	if err != nil {
 		return nil, provider.Meta{}, err
@@ -234,7 +236,8 @@ func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.To
 // messages, one topic a page. Anyone who may publish to a topic writes
 // into this listing too; their messages match no intent (unless they are
 // our text, to the byte but for surrounding white space).
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if len(p.c.Topics) == 0 {
 		return provider.Page{}, fmt.Errorf("ntfy: no topics configured to list: %w", provider.ErrUnsupported)
 	}
@@ -246,7 +249,13 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 		}
 		idx = n
 	}
-	ms, meta, err := p.poll(ctx, p.c.Topics[idx], url.Values{})
+	q := url.Values{}
+	if !lq.Since.IsZero() {
+		// ntfy's cache after a unix time, in seconds: a second earlier,
+		// so a write in Since's own second is kept however ntfy compares.
+		q.Set("since", strconv.FormatInt(lq.Since.Unix()-1, 10))
+	}
+	ms, meta, err := p.poll(ctx, p.c.Topics[idx], q)
 	if err != nil {
 		return provider.Page{}, err
 	}

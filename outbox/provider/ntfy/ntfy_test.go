@@ -101,7 +101,7 @@ func TestATrimmedMessageIsStillOurs(t *testing.T) {
 	if !ok {
 		t.Fatal("ntfy trims what it keeps, yet the provider joins on the exact body")
 	}
-	pg, err := p.ListOwn(ctx, "")
+	pg, err := p.ListOwn(ctx, provider.ListQuery{})
 	if err != nil || len(pg.Writes) != 1 {
 		t.Fatalf("listing %+v %v", pg, err)
 	}

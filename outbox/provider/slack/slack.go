@@ -342,7 +342,8 @@ func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Ch
 // ListOwn implements provider.Provider: each configured channel's
 // conversations.history, newest first, filtered to our bot. The cursor is
 // "channel-index" or "channel-index|slack-cursor".
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
+	cursor := lq.Cursor
 	if len(p.c.Channels) == 0 {
 		return provider.Page{}, fmt.Errorf("slack: no channels configured to list: %w", provider.ErrUnsupported)
 	}
@@ -359,6 +360,11 @@ func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, e
 	q := url.Values{"channel": {ch}, "limit": {fmt.Sprint(pageSize)}}
 	if next != "" {
 		q.Set("cursor", next)
+	}
+	if !lq.Since.IsZero() {
+		// Slack's own filter: only messages from then on.
+		q.Set("oldest", fmt.Sprintf("%d.%06d", lq.Since.Unix(), lq.Since.Nanosecond()/1000))
+		q.Set("inclusive", "true")
 	}
 	var h struct {
 		Messages []message `json:"messages"`

@@ -117,7 +117,7 @@ func TestAReadSlackRefusesIsTheLanes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = p.ListOwn(context.Background(), "")
+		_, err = p.ListOwn(context.Background(), provider.ListQuery{})
 		var rr *provider.ReadRefusedError
 		if !errors.Is(err, tidemark.ErrUnavailable) || errors.As(err, &rr) != c.refused || !strings.Contains(fmt.Sprint(err), c.says) {
 			t.Errorf("%s: %v; want unavailable (refused by the lane's fault: %v) saying %q", c.answer, err, c.refused, c.says)

@@ -152,11 +152,17 @@ type listed struct {
 }
 
 // ListOwn implements provider.Provider.
-func (p *Provider) ListOwn(ctx context.Context, cursor string) (provider.Page, error) {
+func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
 	if p.c.ListURL == "" {
 		return provider.Page{}, fmt.Errorf("webhook: no list_url: %w", provider.ErrUnsupported)
 	}
-	u, err := withQuery(p.c.ListURL, url.Values{"cursor": {cursor}, "limit": {strconv.Itoa(p.c.PageSize)}})
+	q := url.Values{"cursor": {lq.Cursor}, "limit": {strconv.Itoa(p.c.PageSize)}}
+	if !lq.Since.IsZero() {
+		// A receiver may leave out what is older; one that ignores it
+		// lists everything, which is only slower.
+		q.Set("since", lq.Since.UTC().Format(time.RFC3339Nano))
+	}
+	u, err := withQuery(p.c.ListURL, q)
 	if err != nil {
 		return provider.Page{}, err
 	}

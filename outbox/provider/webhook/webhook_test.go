@@ -36,7 +36,7 @@ func TestWebhookSignsAndSendsTheIntentsKey(t *testing.T) {
 	if _, err := good.Count(ctx); !errors.Is(err, provider.ErrUnsupported) {
 		t.Fatalf("count without count_url: %v", err)
 	}
-	pg, err := good.ListOwn(ctx, "")
+	pg, err := good.ListOwn(ctx, provider.ListQuery{})
 	if err != nil || len(pg.Writes) != 1 || pg.Writes[0].BodySHA256 != provider.BodySHA256([]byte("x")) || pg.Meta.Age != "0" {
 		t.Fatalf("list %+v %v", pg, err)
 	}
