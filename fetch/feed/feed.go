@@ -11,9 +11,11 @@
 // feed parser builds anything, so a document over max_items is refused
 // with memory bounded by the body limit, not by the document.
 //
-// The cursor holds the HTTP validators (ETag, Last-Modified) as a small
-// JSON object (httpx.Validators): they advance only when the run settles, never on a failed
-// run, and a 304 Not Modified settles empty with them unchanged.
+// The cursor (fetch.ItemsCursor) holds the HTTP validators (ETag,
+// Last-Modified) and the identities the feed ever gave to differing
+// entries, as a small JSON object: they advance only when the run
+// settles, never on a failed run, and a 304 Not Modified settles empty
+// with them unchanged.
 package feed
 
 import (
@@ -63,8 +65,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
+	cur := fetch.DecodeItemsCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
-		URL: src.Location, Accept: Accept, Validators: httpx.DecodeValidators(cursor), MaxBodyBytes: maxBytes,
+		URL: src.Location, Accept: Accept, Validators: cur.Validators, MaxBodyBytes: maxBytes,
 	})
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -74,32 +77,32 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	}
 	body := resp.Body
 	resp.Body = nil // Parse is the body's last user: it may be collected as soon as it is parsed
-	items, err := Parse(body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems))
+	items, shared, err := ParseRemembering(body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems), cur.Shared)
 	if err != nil {
 		if ct := resp.ContentType(); ct == "text/html" || ct == "application/xhtml+xml" {
 			return tidemark.FetchResult{}, tidemark.Unusable("served "+ct+", not a feed", err)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable feed", err)
 	}
-	return tidemark.FetchResult{Items: items, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge}, nil
+	next := fetch.ItemsCursor{Validators: resp.Validators, Shared: shared}
+	return tidemark.FetchResult{Items: items, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
 }
 
-// ResolveCursor checks a skip target: the kind's cursor, HTTP validators
-// as a JSON object (fetch.CheckCursor). It is stored as given.
+// ResolveCursor checks a skip target: the kind's cursor, a JSON object of
+// HTTP validators and shared identities (fetch.CheckItemsCursor). It is
+// stored as given.
 func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
-	var v httpx.Validators
-	if err := fetch.CheckCursor("feed", to, &v); err != nil {
+	if err := fetch.CheckItemsCursor("to", "feed", to); err != nil {
 		return "", err
 	}
 	return to, nil
 }
 
-// CheckCursor checks a cursor to fetch from (source test --cursor): HTTP
-// validators as a JSON object. Fetch itself reads an unreadable cursor as
-// none, which is safe for a run but would hide a mistyped --cursor.
+// CheckCursor checks a cursor to fetch from (source test --cursor), as
+// ResolveCursor does. Fetch itself reads an unreadable cursor as none,
+// which is safe for a run but would hide a mistyped --cursor.
 func (f *Fetcher) CheckCursor(cursor string) error {
-	var v httpx.Validators
-	return fetch.CheckCursorOf("cursor", "feed", cursor, &v)
+	return fetch.CheckItemsCursor("cursor", "feed", cursor)
 }
 
 // ErrNotAFeed: the document is none of RSS, Atom or JSON Feed.
@@ -113,6 +116,23 @@ var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 // is built. Entries identical in every recorded field are one item;
 // entries that only share an identity stay apart (see fetch.Keys).
 func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item, error) {
+	items, _, err := ParseRemembering(body, contentType, base, maxItems, nil)
+	return items, err
+}
+
+// ParseRemembering is Parse for a source whose cursor remembers the
+// identities its feed shared before (fetch.Keys): those stay keyed
+// apart. It returns what to remember next.
+func ParseRemembering(body []byte, contentType, base string, maxItems int, shared []string) ([]tidemark.Item, []string, error) {
+	cands, err := parse(body, contentType, base, maxItems)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, shared := fetch.Keys(cands, shared)
+	return items, shared, nil
+}
+
+func parse(body []byte, contentType, base string, maxItems int) ([]fetch.Candidate, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("feed: empty document")
 	}
@@ -173,7 +193,7 @@ func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item
 		}
 		entries = append(entries, en)
 	}
-	return fetch.Keys(entries), nil
+	return entries, nil
 }
 
 // record is an entry's frozen evidence; its field order is the canonical

@@ -282,3 +282,37 @@ func TestCheckCursor(t *testing.T) {
 		}
 	}
 }
+
+// An event stays the upstream entry it was made for. A feed that once gave
+// one GUID to two differing entries keeps keying that GUID's entries apart
+// (src.md #12): when it shrinks back to one entry under the GUID, that
+// entry is the event it already had, never a revision of the event the
+// other entry (or the GUID alone) had.
+func TestASharedGUIDNeverMovesAnEntryIntoAnotherEvent(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := newUpstream()
+		a, bb := rssItem("dup", "Dup A", "a"), strings.Replace(rssItem("dup", "Dup B", "b"), "example.org/dup", "example.org/b", 1)
+		u.Set(200, rss(a), "")
+		h := mustFeedHarness(t, b, u)
+		h.MustRun(t, tidemark.OutcomeItems)
+		u.Set(200, rss(a, bb), "")
+		h.MustRun(t, tidemark.OutcomeItems) // B is new; A is keyed anew (documented)
+		u.Set(200, rss(bb), "")
+		if rep := h.Run(t); rep.EventsChanged != 0 || rep.EventsNew != 0 {
+			t.Fatalf("the feed shrank back to one entry under the GUID: %+v, want no event new or changed", rep)
+		}
+		u.Set(200, rss(a), "")
+		if rep := h.Run(t); rep.EventsChanged != 0 || rep.EventsNew != 0 {
+			t.Fatalf("the other entry alone again: %+v, want no event new or changed", rep)
+		}
+		// No event ever held two entries.
+		for key, ev := range h.Events(t) {
+			first := h.Evidence(t, ev.ID, 1)
+			for r := 2; r <= ev.Revision; r++ {
+				if got := h.Evidence(t, ev.ID, r); strings.Contains(got, `"Dup A"`) != strings.Contains(first, `"Dup A"`) {
+					t.Fatalf("event %q holds two entries:\n%s\n%s", key, first, got)
+				}
+			}
+		}
+	})
+}

@@ -5,8 +5,9 @@
 // Items an answer gives one identity are never dropped (fetch.Keys).
 // An item whose content changed re-freezes as a new revision of its event.
 //
-// The cursor holds the HTTP validators; they advance only when the run
-// settles.
+// The cursor (fetch.ItemsCursor) holds the HTTP validators and the
+// identities answers gave to differing items; they advance only when the
+// run settles.
 package jsonsrc
 
 import (
@@ -70,9 +71,10 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if err != nil {
 		return tidemark.FetchResult{}, fmt.Errorf("source %s: %w", src.Name, err)
 	}
+	cur := fetch.DecodeItemsCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
 		URL: src.Location, Accept: "application/json, application/*+json;q=0.9, */*;q=0.1",
-		Validators: httpx.DecodeValidators(cursor), MaxBodyBytes: maxBytes,
+		Validators: cur.Validators, MaxBodyBytes: maxBytes,
 	})
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -80,7 +82,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if resp.NotModified {
 		return tidemark.FetchResult{Cursor: cursor, NotBefore: resp.MaxAge}, nil
 	}
-	items, declared, notes, err := sel.SelectWithNotes(ctx, resp.Body)
+	got, err := sel.Read(ctx, resp.Body, cur.Shared)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tidemark.FetchResult{}, ctx.Err()
@@ -90,17 +92,24 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable JSON", err)
 	}
-	return tidemark.FetchResult{Items: items, Declared: declared, Cursor: resp.Validators.Encode(), NotBefore: resp.MaxAge, Notes: notes}, nil
+	next := fetch.ItemsCursor{Validators: resp.Validators, Shared: got.Shared}
+	return tidemark.FetchResult{Items: got.Items, Declared: got.Declared, Cursor: next.Encode(), NotBefore: resp.MaxAge, Notes: got.Notes}, nil
 }
 
-// ResolveCursor checks a skip target: the kind's cursor, HTTP validators
-// as a JSON object (fetch.CheckCursor). It is stored as given.
+// ResolveCursor checks a skip target: the kind's cursor, a JSON object of
+// HTTP validators and shared identities (fetch.CheckItemsCursor). It is
+// stored as given.
 func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
-	var v httpx.Validators
-	if err := fetch.CheckCursor("json", to, &v); err != nil {
+	if err := fetch.CheckItemsCursor("to", "json", to); err != nil {
 		return "", err
 	}
 	return to, nil
+}
+
+// CheckCursor checks a cursor to fetch from (source test --cursor), as
+// ResolveCursor does.
+func (f *Fetcher) CheckCursor(cursor string) error {
+	return fetch.CheckItemsCursor("cursor", "json", cursor)
 }
 
 // Selector turns a JSON document into items.
@@ -191,23 +200,48 @@ func (s *Selector) Select(ctx context.Context, body []byte) ([]tidemark.Item, in
 // refuse: each ignore path that matched nothing in any item (they are
 // relative to each selected item, not to the answer).
 func (s *Selector) SelectWithNotes(ctx context.Context, body []byte) ([]tidemark.Item, int, []string, error) {
+	got, err := s.Read(ctx, body, nil)
+	return got.Items, got.Declared, got.Notes, err
+}
+
+// Selection is what Read finds in an answer.
+type Selection struct {
+	Items []tidemark.Item
+	// Declared is the count the answer declares (0 when not configured).
+	Declared int
+	// Notes say what Read noticed but did not refuse.
+	Notes []string
+	// Shared is what the source's cursor is to remember next of the
+	// identities answers gave to differing items (fetch.Keys).
+	Shared []string
+}
+
+// Read is SelectWithNotes for a source whose cursor remembers shared,
+// the identities its answers gave to differing items before (fetch.Keys):
+// those stay keyed apart.
+func (s *Selector) Read(ctx context.Context, body []byte, shared []string) (Selection, error) {
+	items, declared, notes, shared, err := s.read(ctx, body, shared)
+	return Selection{Items: items, Declared: declared, Notes: notes, Shared: shared}, err
+}
+
+func (s *Selector) read(ctx context.Context, body []byte, shared []string) ([]tidemark.Item, int, []string, []string, error) {
 	doc, err := canon.Decode(body)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return nil, 0, nil, nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	declared := 0
 	if s.declared != nil {
 		v, err := s.first(ctx, s.declared, doc)
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("declared count: %w", err)
+			return nil, 0, nil, nil, fmt.Errorf("declared count: %w", err)
 		}
 		n, err := strconv.Atoi(v)
 		if v != "" && (err != nil || n < 0) {
-			return nil, 0, nil, fmt.Errorf("declared count %q is not a whole number", v)
+			return nil, 0, nil, nil, fmt.Errorf("declared count %q is not a whole number", v)
 		}
 		declared = n
 	}
-	items, held, matched, err := s.selectItems(ctx, doc)
+	items, shared, held, matched, err := s.selectItems(ctx, doc, shared)
 	if declared > 0 {
 		// The declaration is of what the answer holds; an item repeated
 		// word for word is held, and kept once: only what is missing from
@@ -220,13 +254,13 @@ func (s *Selector) SelectWithNotes(ctx context.Context, body []byte) ([]tidemark
 			notes = append(notes, fmt.Sprintf("ignore path %q matched nothing in any of the %d items (paths are relative to each selected item)", p, held))
 		}
 	}
-	return items, declared, notes, err
+	return items, declared, notes, shared, err
 }
 
 // selectItems returns the answer's items, keyed (fetch.Keys), how many
 // the answer held before identical repeats were kept once, and for each
 // ignore path whether it removed anything from any item.
-func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, int, []bool, error) {
+func (s *Selector) selectItems(ctx context.Context, doc any, shared []string) ([]tidemark.Item, []string, int, []bool, error) {
 	var cands []fetch.Candidate
 	matched := make([]bool, len(s.ignore))
 	iter := s.items.RunWithContext(ctx, doc)
@@ -236,17 +270,17 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, i
 			break
 		}
 		if err, ok := v.(error); ok {
-			return nil, 0, nil, fmt.Errorf("items expression: %w", err)
+			return nil, nil, 0, nil, fmt.Errorf("items expression: %w", err)
 		}
 		if s.maxItems > 0 && n >= s.maxItems {
-			return nil, 0, nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
+			return nil, nil, 0, nil, fmt.Errorf("more than the limit of %d items", s.maxItems)
 		}
 		id, err := s.first(ctx, s.id, v)
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("item %d: identity: %w", n, err)
+			return nil, nil, 0, nil, fmt.Errorf("item %d: identity: %w", n, err)
 		}
 		if id == "" {
-			return nil, 0, nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
+			return nil, nil, 0, nil, fmt.Errorf("item %d has no identity (set config %q)", n, ConfigID)
 		}
 		title, _ := s.first(ctx, s.title, v)
 		link, _ := s.first(ctx, s.url, v)
@@ -256,7 +290,7 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, i
 		}
 		ev, err := canon.Value(kept)
 		if err != nil {
-			return nil, 0, nil, fmt.Errorf("item %d: %w", n, err)
+			return nil, nil, 0, nil, fmt.Errorf("item %d: %w", n, err)
 		}
 		// What tells apart items an answer gives one identity: the title
 		// and link as configured (a JSON item has no date of its own).
@@ -269,7 +303,8 @@ func (s *Selector) selectItems(ctx context.Context, doc any) ([]tidemark.Item, i
 			ID:   id, Stable: stable,
 		})
 	}
-	return fetch.Keys(cands), len(cands), matched, nil
+	keyed, shared := fetch.Keys(cands, shared)
+	return keyed, shared, len(cands), matched, nil
 }
 
 // first runs code on v and returns its first output as a string: strings

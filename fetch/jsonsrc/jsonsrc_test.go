@@ -350,3 +350,24 @@ func TestALeadingByteOrderMarkIsIgnored(t *testing.T) {
 		t.Error("a byte-order mark after whitespace was accepted")
 	}
 }
+
+// An item that once shared its identity keeps its own event when it is
+// alone again under it, as feeds do (src.md #12).
+func TestAnItemAloneAgainKeepsItsEvent(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		a := newAPI()
+		a.Set(200, `{"items":[{"id":1,"title":"a"}]}`, "")
+		srv, client := fetchtest.MustServe(t, a)
+		h := fetchtest.MustHarness(t, b, "json", srv.URL, map[string]string{jsonsrc.ConfigItems: ".items[]"}, &jsonsrc.Fetcher{Client: client})
+		h.MustRun(t, tidemark.OutcomeItems)
+		a.Set(200, `{"items":[{"id":1,"title":"a"},{"id":1,"title":"b"}]}`, "")
+		h.MustRun(t, tidemark.OutcomeItems)
+		a.Set(200, `{"items":[{"id":1,"title":"b"}]}`, "")
+		if rep := h.Run(t); rep.EventsNew+rep.EventsChanged != 0 {
+			t.Fatalf("b alone again: %+v, want nothing new or changed", rep)
+		}
+		if !strings.Contains(h.Current(t).Cursor, `"shared":[`) {
+			t.Fatalf("cursor %s remembers nothing", h.Current(t).Cursor)
+		}
+	})
+}
