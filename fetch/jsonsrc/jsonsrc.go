@@ -17,6 +17,9 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/itchyny/gojq"
 
@@ -49,6 +52,30 @@ const (
 	ConfigMaxItems = "max_items"
 	// ConfigMaxBytes bounds the body size.
 	ConfigMaxBytes = "max_bytes"
+	// ConfigJQSteps bounds the steps the jq expressions take over one
+	// answer, all of them together (default DefaultJQSteps).
+	ConfigJQSteps = "jq_steps"
+	// ConfigJQTimeout bounds the time they take over one answer (a Go
+	// duration, default DefaultJQTimeout, at most MaxJQTimeout).
+	ConfigJQTimeout = "jq_timeout"
+)
+
+// Bounds of the jq expressions over one answer. A source's expression is
+// its operator's (or a token holder's) text: a typo such as ".." over a
+// large answer, or "[range(1e9)]", must not hold a worker, or grow its
+// memory, past the run's intent.
+const (
+	// DefaultJQSteps admits the largest answer the default limits admit
+	// (20,000 items with their identity, title and link: 1.3 million
+	// steps) several times over. One step is one instruction of gojq's
+	// machine, which builds at most one value, so the bound on steps also
+	// bounds the memory the expressions build ("[range(1e8)]" stops near
+	// 3 million elements, tens of MB), up to gojq's own bound on one
+	// string repetition.
+	DefaultJQSteps int64 = 10_000_000
+	// DefaultJQTimeout and MaxJQTimeout bound the time.
+	DefaultJQTimeout = 10 * time.Second
+	MaxJQTimeout     = 5 * time.Minute
 )
 
 // Fetcher watches JSON endpoints through an httpx.Client.
@@ -118,6 +145,8 @@ type Selector struct {
 	declared              *gojq.Code // nil: the answer declares nothing
 	ignore                []string
 	maxItems              int
+	steps                 int64
+	timeout               time.Duration
 }
 
 // ErrNotJSON: the body is not a JSON document.
@@ -127,13 +156,23 @@ var ErrNotJSON = errors.New("jsonsrc: not JSON")
 // path that can name nothing (an empty segment), is an *InvalidError
 // naming the key.
 func NewSelector(cfg map[string]string, maxItems int) (*Selector, error) {
-	s := &Selector{ignore: canon.SplitList(cfg[ConfigIgnore]), maxItems: maxItems}
+	s := &Selector{ignore: canon.SplitList(cfg[ConfigIgnore]), maxItems: maxItems, timeout: DefaultJQTimeout}
+	var err error
+	if s.steps, err = fetch.IntConfig(cfg, ConfigJQSteps, DefaultJQSteps); err != nil {
+		return nil, err
+	}
+	if v := strings.TrimSpace(cfg[ConfigJQTimeout]); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxJQTimeout {
+			return nil, tidemark.Invalidf("config "+ConfigJQTimeout, v, "want a duration above 0 and at most %v (10s, 1m)", MaxJQTimeout)
+		}
+		s.timeout = d
+	}
 	for _, p := range s.ignore {
 		if err := canon.CheckPath(p); err != nil {
 			return nil, tidemark.Invalidf("config "+ConfigIgnore, p, "not a dotted path relative to each item (views, stats.*.hits): %v", err)
 		}
 	}
-	var err error
 	if s.items, err = compile(ConfigItems, cfg[ConfigItems], ".[]"); err != nil {
 		return nil, err
 	}
@@ -225,6 +264,8 @@ func (s *Selector) Read(ctx context.Context, body []byte, shared []string) (Sele
 }
 
 func (s *Selector) read(ctx context.Context, body []byte, shared []string) ([]tidemark.Item, int, []string, []string, error) {
+	ctx, stop := s.bound(ctx)
+	defer stop()
 	doc, err := canon.Decode(body)
 	if err != nil {
 		return nil, 0, nil, nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
@@ -305,6 +346,59 @@ func (s *Selector) selectItems(ctx context.Context, doc any, shared []string) ([
 	}
 	keyed, shared := fetch.Keys(cands, shared)
 	return keyed, shared, len(cands), matched, nil
+}
+
+// bound returns ctx under the selector's bounds on its jq expressions:
+// every expression run under it, over one answer, shares them. Past a
+// bound the expression's next step fails with an error naming the bound
+// and its config key (errJQBound); ctx's own end is passed on as it is.
+func (s *Selector) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := &jqBoundError{what: fmt.Sprintf("took longer than %v", s.timeout), key: ConfigJQTimeout}
+	tctx, cancel := context.WithTimeoutCause(ctx, s.timeout, timeout)
+	return &stepBudget{Context: tctx, limit: s.steps, over: make(chan struct{}),
+		err: &jqBoundError{what: fmt.Sprintf("took more than %d steps", s.steps), key: ConfigJQSteps}}, cancel
+}
+
+// errJQBound is the root of an expression stopped by a bound.
+var errJQBound = errors.New("jsonsrc: jq expressions passed a bound")
+
+type jqBoundError struct{ what, key string }
+
+func (e *jqBoundError) Error() string {
+	return fmt.Sprintf("the jq expressions %s over this answer (raise config %s, or narrow the expressions)", e.what, e.key)
+}
+
+func (e *jqBoundError) Unwrap() error { return errJQBound }
+
+// stepBudget counts the steps of gojq's machine, which asks its context's
+// Done before each one, and ends the context once they pass limit.
+type stepBudget struct {
+	context.Context
+	steps, limit int64
+	over         chan struct{}
+	once         sync.Once
+	err          error
+}
+
+func (b *stepBudget) Done() <-chan struct{} {
+	if atomic.AddInt64(&b.steps, 1) > b.limit {
+		b.once.Do(func() { close(b.over) })
+		return b.over
+	}
+	return b.Context.Done()
+}
+
+func (b *stepBudget) Err() error {
+	if atomic.LoadInt64(&b.steps) > b.limit {
+		return b.err
+	}
+	if err := b.Context.Err(); err != nil {
+		if cause := context.Cause(b.Context); errors.Is(cause, errJQBound) {
+			return cause
+		}
+		return err
+	}
+	return nil
 }
 
 // first runs code on v and returns its first output as a string: strings

@@ -3,6 +3,7 @@ package jsonsrc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -370,4 +371,95 @@ func TestAnItemAloneAgainKeepsItsEvent(t *testing.T) {
 			t.Fatalf("cursor %s remembers nothing", h.Current(t).Cursor)
 		}
 	})
+}
+
+// selectWithin runs Select and fails the test if it has not returned
+// after limit: a watchdog, so an unbounded expression fails the test
+// instead of hanging it.
+func selectWithin(t *testing.T, s *jsonsrc.Selector, body string, limit time.Duration) ([]tidemark.Item, error) {
+	t.Helper()
+	type result struct {
+		items []tidemark.Item
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		items, _, err := s.Select(context.Background(), []byte(body))
+		done <- result{items, err}
+	}()
+	select {
+	case r := <-done:
+		return r.items, r.err
+	case <-time.After(limit):
+		t.Fatalf("Select still running after %v: the jq expressions have no bound", limit)
+		return nil, nil
+	}
+}
+
+// A source's jq expressions are bounded in steps (which bounds the memory
+// they can build too) and in time, for the whole answer, whatever context
+// the caller gives; passing a bound is invalid, naming it and its key
+// (src.md #26).
+func TestJQExpressionsAreBounded(t *testing.T) {
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: "[range(1e8)] | length", jsonsrc.ConfigID: "."}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = selectWithin(t, s, `{}`, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), jsonsrc.ConfigJQSteps) || !strings.Contains(err.Error(), "steps") {
+		t.Fatalf("an expression past the step bound: %v", err)
+	}
+
+	s, err = jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: "[range(1e8)] | length", jsonsrc.ConfigID: ".",
+		jsonsrc.ConfigJQSteps: "1000000000000", jsonsrc.ConfigJQTimeout: "50ms"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = selectWithin(t, s, `{}`, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), jsonsrc.ConfigJQTimeout) || !strings.Contains(err.Error(), "50ms") {
+		t.Fatalf("an expression past the time bound: %v", err)
+	}
+
+	// The steps are counted over the whole answer (each item's identity,
+	// title and link too), not per expression.
+	s, err = jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigJQSteps: "50"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var many []string
+	for i := range 100 {
+		many = append(many, fmt.Sprintf(`{"id":%d}`, i))
+	}
+	if _, err := selectWithin(t, s, "["+strings.Join(many, ",")+"]", 30*time.Second); err == nil {
+		t.Fatal("100 items in 50 steps")
+	}
+
+	for _, bad := range []map[string]string{{jsonsrc.ConfigJQSteps: "0"}, {jsonsrc.ConfigJQSteps: "many"},
+		{jsonsrc.ConfigJQTimeout: "0s"}, {jsonsrc.ConfigJQTimeout: "10"}, {jsonsrc.ConfigJQTimeout: "1h"}} {
+		if _, err := jsonsrc.NewSelector(bad, 0); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%v: %v, want invalid", bad, err)
+		}
+	}
+}
+
+// The default bounds admit the largest answer the default limits admit:
+// 20,000 items, with the default identity, title and link.
+func TestJQDefaultBoundsAdmitALargeAnswer(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"data":[`)
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"release %d","html_url":"https://example.org/r/%d","tags":["a","b"],"stats":{"n":%d}}`, i, i, i, i)
+	}
+	b.WriteString(`]}`)
+	s, err := jsonsrc.NewSelector(map[string]string{jsonsrc.ConfigItems: ".data[]"}, 20000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := selectWithin(t, s, b.String(), time.Minute)
+	if err != nil || len(items) != 20000 {
+		t.Fatalf("%d items, %v", len(items), err)
+	}
 }
