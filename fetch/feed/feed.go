@@ -24,6 +24,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,7 +46,62 @@ const (
 	// fetch.DefaultMaxItems); a larger feed is invalid rather than
 	// half-read, and is refused before its entries are built.
 	ConfigMaxItems = "max_items"
+	// ConfigIgnore and ConfigIgnoreQuery: see CheckConfig.
+	ConfigIgnore      = "ignore"
+	ConfigIgnoreQuery = "ignore_query"
 )
+
+// Fields names the fields of an entry's evidence record that ConfigIgnore
+// may leave out (the identity may not be).
+var Fields = []string{"title", "link", "published", "updated", "authors", "categories", "enclosures", "description", "content"}
+
+// TrackingParams are the query parameters removed from every link of an
+// entry (its link and enclosures, so its identity, evidence and event
+// link): they say who sent a reader, not what the entry is, and some
+// feeds change them on every request. ConfigIgnoreQuery names more.
+// Patterns are path.Match globs over the parameter's name.
+var TrackingParams = []string{"utm_*", "fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "twclid",
+	"igshid", "mc_cid", "mc_eid", "_hsenc", "_hsmi", "mkt_tok", "_ga", "_gl", "oly_anon_id", "oly_enc_id", "vero_id", "rb_clickid"}
+
+// CheckConfig refuses, naming the key and the value, an ignore that names
+// no field of an entry's evidence (or names its identity) and an
+// ignore_query that is no parameter name or glob.
+func CheckConfig(cfg map[string]string) error {
+	_, err := newOptions(cfg)
+	return err
+}
+
+// Options say how Parse reads a source's entries.
+type Options struct {
+	// MaxItems bounds the entries (> 0).
+	MaxItems int
+	// Shared is what the source's cursor remembers of the identities its
+	// feed gave to differing entries (fetch.Keys).
+	Shared []string
+	// Ignore lists fields of the evidence record to leave out (Fields).
+	Ignore []string
+	// IgnoreQuery lists query parameters (globs) removed from links, on
+	// top of TrackingParams.
+	IgnoreQuery []string
+}
+
+func newOptions(cfg map[string]string) (Options, error) {
+	var o Options
+	for _, f := range canon.SplitList(cfg[ConfigIgnore]) {
+		if !slices.Contains(Fields, f) {
+			return o, tidemark.Invalidf("config "+ConfigIgnore, f, "not a field of a feed entry's evidence; one of %s (the identity, id, cannot be ignored)", strings.Join(Fields, ", "))
+		}
+		o.Ignore = append(o.Ignore, f)
+	}
+	for _, q := range canon.SplitList(cfg[ConfigIgnoreQuery]) {
+		_, err := path.Match(q, "")
+		if err != nil || strings.ContainsAny(q, " \t&=#/?%") {
+			return o, tidemark.Invalidf("config "+ConfigIgnoreQuery, q, "not a query parameter name or glob (sid, ref_*)")
+		}
+		o.IgnoreQuery = append(o.IgnoreQuery, q)
+	}
+	return o, nil
+}
 
 // Accept is the Accept header of feed requests.
 const Accept = "application/rss+xml, application/atom+xml, application/feed+json, application/json;q=0.9, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5"
@@ -65,6 +122,10 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
+	opt, err := newOptions(src.Config)
+	if err != nil {
+		return tidemark.FetchResult{}, err
+	}
 	cur := fetch.DecodeItemsCursor(cursor)
 	resp, err := f.Client.Get(ctx, httpx.Request{
 		URL: src.Location, Accept: Accept, Validators: cur.Validators, MaxBodyBytes: maxBytes,
@@ -77,12 +138,21 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	}
 	body := resp.Body
 	resp.Body = nil // Parse is the body's last user: it may be collected as soon as it is parsed
-	items, shared, err := ParseRemembering(body, resp.Header.Get("Content-Type"), resp.URL, int(maxItems), cur.Shared)
+	opt.MaxItems, opt.Shared = int(maxItems), cur.Shared
+	items, shared, err := ParseWith(body, resp.Header.Get("Content-Type"), resp.URL, opt)
 	if err != nil {
 		if ct := resp.ContentType(); ct == "text/html" || ct == "application/xhtml+xml" {
 			return tidemark.FetchResult{}, tidemark.Unusable("served "+ct+", not a feed", err)
 		}
 		return tidemark.FetchResult{}, tidemark.Unusable("unusable feed", err)
+	}
+	// An entry dated in the future did not occur after it was read: it
+	// would sit on top of every listing. Its evidence keeps the date.
+	now := f.Client.Now()
+	for i := range items {
+		if items[i].OccurredAt.After(now) {
+			items[i].OccurredAt = now
+		}
 	}
 	next := fetch.ItemsCursor{Validators: resp.Validators, Shared: shared}
 	return tidemark.FetchResult{Items: items, Cursor: next.Encode(), NotBefore: resp.MaxAge}, nil
@@ -116,23 +186,24 @@ var ErrNotAFeed = errors.New("feed: not an RSS, Atom or JSON feed")
 // is built. Entries identical in every recorded field are one item;
 // entries that only share an identity stay apart (see fetch.Keys).
 func Parse(body []byte, contentType, base string, maxItems int) ([]tidemark.Item, error) {
-	items, _, err := ParseRemembering(body, contentType, base, maxItems, nil)
+	items, _, err := ParseWith(body, contentType, base, Options{MaxItems: maxItems})
 	return items, err
 }
 
-// ParseRemembering is Parse for a source whose cursor remembers the
-// identities its feed shared before (fetch.Keys): those stay keyed
-// apart. It returns what to remember next.
-func ParseRemembering(body []byte, contentType, base string, maxItems int, shared []string) ([]tidemark.Item, []string, error) {
-	cands, err := parse(body, contentType, base, maxItems)
+// ParseWith is Parse with a source's options: the identities its cursor
+// remembers as shared (fetch.Keys), which stay keyed apart, and what it
+// ignores. It returns what to remember next.
+func ParseWith(body []byte, contentType, base string, opt Options) ([]tidemark.Item, []string, error) {
+	cands, err := parse(body, contentType, base, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	items, shared := fetch.Keys(cands, shared)
+	items, shared := fetch.Keys(cands, opt.Shared)
 	return items, shared, nil
 }
 
-func parse(body []byte, contentType, base string, maxItems int) ([]fetch.Candidate, error) {
+func parse(body []byte, contentType, base string, opt Options) ([]fetch.Candidate, error) {
+	maxItems := opt.MaxItems
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("feed: empty document")
 	}
@@ -187,7 +258,7 @@ func parse(body []byte, contentType, base string, maxItems int) ([]fetch.Candida
 			continue
 		}
 		fd.Items[i] = nil // the parser's copy may go once its entry is built
-		en, err := newEntry(e, baseURL)
+		en, err := newEntry(e, baseURL, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -217,10 +288,11 @@ type enclosure struct {
 	Length string `json:"length,omitempty"`
 }
 
-func newEntry(e *gofeed.Item, base *url.URL) (fetch.Candidate, error) {
+func newEntry(e *gofeed.Item, base *url.URL, opt Options) (fetch.Candidate, error) {
+	drop := append(slices.Clip(TrackingParams), opt.IgnoreQuery...)
 	r := record{
 		Title:       canon.Line(e.Title),
-		Link:        resolve(base, strings.TrimSpace(e.Link)),
+		Link:        dropQuery(resolve(base, strings.TrimSpace(e.Link)), drop),
 		Description: canon.Text(e.Description),
 		Content:     canon.Text(e.Content),
 	}
@@ -254,7 +326,7 @@ func newEntry(e *gofeed.Item, base *url.URL) (fetch.Candidate, error) {
 	sort.Strings(r.Categories) // reordering tags is not a change
 	for _, en := range e.Enclosures {
 		if en != nil && en.URL != "" {
-			r.Enclosures = append(r.Enclosures, enclosure{URL: resolve(base, en.URL), Type: canon.Line(en.Type), Length: canon.Line(en.Length)})
+			r.Enclosures = append(r.Enclosures, enclosure{URL: dropQuery(resolve(base, en.URL), drop), Type: canon.Line(en.Type), Length: canon.Line(en.Length)})
 		}
 	}
 	switch {
@@ -265,13 +337,42 @@ func newEntry(e *gofeed.Item, base *url.URL) (fetch.Candidate, error) {
 	default:
 		r.ID = "sha256:" + tidemark.HashEvidence([]byte(r.Title+"\n"+r.Description+"\n"+r.Content))
 	}
-	ev, err := canon.Value(r)
-	if err != nil {
-		return fetch.Candidate{}, err
-	}
 	title := plainText(r.Title)
 	if title == "" {
 		title = firstLine(htmlText(r.Description), htmlText(r.Content), r.Link, r.ID)
+	}
+	link := r.Link
+	// Atom's parser copies an entry's update date into a published date
+	// it lacks: ignoring the one ignores its copy.
+	copied := strings.TrimSpace(e.Published) == strings.TrimSpace(e.Updated)
+	for _, f := range opt.Ignore {
+		switch f {
+		case "title":
+			r.Title = ""
+		case "link":
+			r.Link = ""
+		case "published":
+			r.Published = ""
+		case "updated":
+			r.Updated = ""
+			if copied {
+				r.Published = ""
+			}
+		case "authors":
+			r.Authors = nil
+		case "categories":
+			r.Categories = nil
+		case "enclosures":
+			r.Enclosures = nil
+		case "description":
+			r.Description = ""
+		case "content":
+			r.Content = ""
+		}
+	}
+	ev, err := canon.Value(r)
+	if err != nil {
+		return fetch.Candidate{}, err
 	}
 	var at time.Time
 	switch {
@@ -281,10 +382,38 @@ func newEntry(e *gofeed.Item, base *url.URL) (fetch.Candidate, error) {
 		at = e.PublishedParsed.UTC()
 	}
 	return fetch.Candidate{
-		Item:   tidemark.Item{Title: title, URL: r.Link, OccurredAt: at, Evidence: ev},
+		Item:   tidemark.Item{Title: title, URL: link, OccurredAt: at, Evidence: ev},
 		ID:     r.ID,
 		Stable: tidemark.HashEvidence([]byte(r.Link + "\n" + r.Title + "\n" + r.Published))[:16],
 	}, nil
+}
+
+// dropQuery removes from link's query the parameters whose name matches
+// one of patterns, keeping the others as written and in order.
+func dropQuery(link string, patterns []string) string {
+	head, query, ok := strings.Cut(link, "?")
+	if !ok || len(patterns) == 0 {
+		return link
+	}
+	query, frag, hasFrag := strings.Cut(query, "#")
+	var kept []string
+	for _, kv := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if kv == "" || !slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, name); return ok }) {
+			kept = append(kept, kv)
+		}
+	}
+	out := head
+	if q := strings.Join(kept, "&"); q != "" {
+		out += "?" + q
+	}
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
 }
 
 func resolve(base *url.URL, ref string) string {

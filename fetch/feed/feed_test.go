@@ -316,3 +316,89 @@ func TestASharedGUIDNeverMovesAnEntryIntoAnotherEvent(t *testing.T) {
 		}
 	})
 }
+
+func mustFeedHarnessWith(t *testing.T, b sqltest.Backend, u *fetchtest.Upstream, cfg map[string]string) *fetchtest.Harness {
+	t.Helper()
+	srv, client := fetchtest.MustServe(t, u)
+	return fetchtest.MustHarness(t, b, "feed", srv.URL+"/feed.xml", cfg, &feed.Fetcher{Client: client})
+}
+
+// rotating is a feed of two entries without GUIDs, identified by links
+// that carry a parameter the server changes on every request, and whose
+// <updated> is regenerated on every request too.
+func rotating(run int) string {
+	entry := func(n int) string {
+		return fmt.Sprintf(`<entry><title>Post %d</title><link href="https://example.org/p/%d?utm_source=feed&amp;utm_campaign=c%d&amp;sid=s%d&amp;page=2"/>`+
+			`<updated>2026-01-0%dT00:00:00Z</updated><content>body %d</content></entry>`, n, n, run, run, run, n)
+	}
+	return `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>` + entry(1) + entry(2) + `</feed>`
+}
+
+// Volatile parts of a feed are not progress (src.md #25): well-known
+// tracking parameters are dropped from links (identity, evidence and the
+// event's link), the source can name more (ignore_query) and entry fields
+// to leave out of the evidence (ignore), so an upstream that rotates them
+// on every request makes no new event and no new revision.
+func TestRotatingLinksAndDatesAreNoProgress(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := fetchtest.NewUpstream("application/atom+xml")
+		u.Set(200, rotating(1), "")
+		h := mustFeedHarnessWith(t, b, u, map[string]string{feed.ConfigIgnoreQuery: "sid", feed.ConfigIgnore: "updated"})
+		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 2 {
+			t.Fatalf("first run: %+v", rep)
+		}
+		for run := 2; run <= 3; run++ {
+			u.Set(200, rotating(run), "")
+			if rep := h.Run(t); rep.EventsNew+rep.EventsChanged != 0 {
+				t.Fatalf("run %d: %+v, want nothing new or changed", run, rep)
+			}
+		}
+		evs := h.Events(t)
+		ev, ok := evs["https://example.org/p/1?page=2"]
+		if len(evs) != 2 || !ok || ev.URL != "https://example.org/p/1?page=2" {
+			t.Fatalf("events: %+v", evs)
+		}
+		if got := h.Evidence(t, ev.ID, 0); strings.Contains(got, "updated") || strings.Contains(got, "utm_") {
+			t.Fatalf("evidence keeps what the source ignores: %s", got)
+		}
+	})
+}
+
+// Without ignore_query, a parameter that is not a well-known tracking one
+// is part of the link: a different link is a different entry.
+func TestUnknownQueryParametersAreKept(t *testing.T) {
+	items, err := feed.Parse([]byte(rotating(1)), "", "", 0)
+	if err != nil || len(items) != 2 || items[0].Key != "https://example.org/p/1?sid=s1&page=2" {
+		t.Fatalf("%v %+v", err, items)
+	}
+}
+
+// A date in the future is kept in the evidence as written, but the event
+// does not occur later than it was read, so it does not sit on top of
+// every listing (src.md #25).
+func TestAFutureDateDoesNotPinTheEvent(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		u := newUpstream()
+		u.Set(200, rss(strings.Replace(rssItem("f", "Future", "x"), "2026", "2099", 1)), "")
+		h := mustFeedHarness(t, b, u)
+		h.MustRun(t, tidemark.OutcomeItems)
+		ev := h.Events(t)["f"]
+		if ev.OccurredAt.After(time.Now()) {
+			t.Fatalf("occurred at %v", ev.OccurredAt)
+		}
+		if got := h.Evidence(t, ev.ID, 0); !strings.Contains(got, "2099") {
+			t.Fatalf("the evidence lost the date as written: %s", got)
+		}
+	})
+}
+
+func TestFeedIgnoreIsChecked(t *testing.T) {
+	for _, bad := range []map[string]string{{feed.ConfigIgnore: "id"}, {feed.ConfigIgnore: "updatd"}, {feed.ConfigIgnoreQuery: "a b"}} {
+		if err := feed.CheckConfig(bad); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%v: %v, want invalid", bad, err)
+		}
+	}
+	if err := feed.CheckConfig(map[string]string{feed.ConfigIgnore: "updated, published", feed.ConfigIgnoreQuery: "sid,ref_*"}); err != nil {
+		t.Fatal(err)
+	}
+}

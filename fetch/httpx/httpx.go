@@ -541,6 +541,9 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	return out, nil
 }
 
+// Now is the client's clock: the time a fetch reads as now.
+func (c *Client) Now() time.Time { return c.opt.Clock.Now() }
+
 // acquire waits for a slot for host and for its minimum interval.
 func (c *Client) acquire(ctx context.Context, host string) (func(), error) {
 	c.mu.Lock()

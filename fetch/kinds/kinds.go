@@ -86,7 +86,7 @@ func New(opt Options) *Set {
 	s.kinds = []Kind{
 		{Name: "git", ConfigKeys: []string{git.ConfigBranch}, detect: detectGit, prepare: prepareGit,
 			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }},
-		{Name: "feed", ConfigKeys: []string{feed.ConfigMaxBytes, feed.ConfigMaxItems}, detect: detectWeb, prepare: prepareWeb("feed"),
+		{Name: "feed", ConfigKeys: []string{feed.ConfigMaxBytes, feed.ConfigMaxItems, feed.ConfigIgnore, feed.ConfigIgnoreQuery}, detect: detectWeb, prepare: prepareWeb("feed"),
 			fetcher: func(s *Set) tidemark.Fetcher { return &feed.Fetcher{Client: s.client} }},
 		{Name: "page", ConfigKeys: []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes, page.ConfigMaxNodes},
 			prepare: prepareWeb("page"),
@@ -361,6 +361,9 @@ func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSour
 		}
 		switch kind {
 		case "feed":
+			if err := feed.CheckConfig(ns.Config); err != nil {
+				return ns, err
+			}
 			// An HTML page named as a feed: follow its announced feed. A
 			// feed that cannot be probed now is added as given.
 			if r, err := s.probe(ctx, ns.Location); err == nil && r.Kind == "feed" && r.Discovered {
