@@ -63,6 +63,18 @@ func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark
 	if err != nil {
 		return tidemark.Source{}, err
 	}
+	existing, err := p.db.Ingest().Sources(ctx)
+	if err != nil {
+		return tidemark.Source{}, err
+	}
+	if dup, ok := p.kinds.Duplicate(existing, ns); ok {
+		same, fix := "the same config", fmt.Sprintf("use %q, or give this one a config that selects other items", dup.Name)
+		if !p.kinds.ConfigSelects(ns.Kind) {
+			same, fix = "any config (a "+ns.Kind+"'s config selects no other items)", fmt.Sprintf("use %q", dup.Name)
+		}
+		return tidemark.Source{}, fmt.Errorf("source %q already watches %s as a %s source with %s: another would record every change twice; %s: %w",
+			dup.Name, ns.Location, ns.Kind, same, fix, tidemark.ErrConflict)
+	}
 	return p.db.Ingest().AddSource(ctx, ns)
 }
 

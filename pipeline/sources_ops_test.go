@@ -207,3 +207,35 @@ func TestListsByAnUnknownIDAreNotFound(t *testing.T) {
 		t.Fatalf("the summaries of an event that exists: %v %+v", err, sums)
 	}
 }
+
+// The same location, kind and config added twice is refused, naming the
+// source that already watches it (src.md #21): it would file every change
+// twice. A different config on a location may select other items (a dir's
+// include, a json's items), so it is another source.
+func TestAddSourceRefusesAnExactDuplicate(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	d := notesDir(t, "alpha")
+	if _, err := p.AddSource(ctx, ingestSource("notes", d)); err != nil {
+		t.Fatal(err)
+	}
+	for _, loc := range []string{d, d + "/", filepath.Join(d, "..", filepath.Base(d)) + "//"} {
+		_, err := p.AddSource(ctx, ingestSource("notes-again", loc))
+		if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), `"notes"`) {
+			t.Fatalf("%s added again: %v, want a conflict naming notes", loc, err)
+		}
+	}
+	other := ingestSource("notes-md", d)
+	other.Config = map[string]string{"include": "*.md"}
+	if _, err := p.AddSource(ctx, other); err != nil {
+		t.Fatalf("another config on the same location: %v", err)
+	}
+	other.Name = "notes-md-again"
+	if _, err := p.AddSource(ctx, other); !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), `"notes-md"`) {
+		t.Fatalf("the same config again: %v", err)
+	}
+	srcs, err := p.Sources(ctx)
+	if err != nil || len(srcs) != 2 {
+		t.Fatalf("%d sources (%v), want 2", len(srcs), err)
+	}
+}

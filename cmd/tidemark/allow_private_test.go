@@ -41,9 +41,11 @@ func TestAllowPrivateIsTheSourcesSetting(t *testing.T) {
 	if code != tidemark.ExitInvalid || !strings.Contains(out, "add it with --allow-private") {
 		t.Fatalf("a loopback feed added without --allow-private: exit %d\n%s", code, out)
 	}
-	worker("", 0, "source", "add", feed, "--kind", "feed", "--name", "refused", "--allow-private")
+	// Each source watches its own copy of the feed (one location is one
+	// feed source).
+	worker("", 0, "source", "add", feed+"?refused", "--kind", "feed", "--name", "refused", "--allow-private")
 	worker("", 0, "source", "set", "refused", "--allow-private=false")
-	worker("1", 0, "source", "add", feed, "--kind", "feed", "--name", "defaulted")
+	worker("1", 0, "source", "add", feed+"?defaulted", "--kind", "feed", "--name", "defaulted")
 	if !show("allowed").AllowPrivate || show("refused").AllowPrivate || !show("defaulted").AllowPrivate {
 		t.Fatalf("settings stored: allowed %v refused %v defaulted %v, want true false true",
 			show("allowed").AllowPrivate, show("refused").AllowPrivate, show("defaulted").AllowPrivate)

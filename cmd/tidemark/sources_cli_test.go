@@ -178,7 +178,12 @@ func TestSourceSetRenameRemove(t *testing.T) {
 		t.Fatalf("set: %s", out)
 	}
 	mustTidemark(t, 0, "--home", home, "source", "run", "notes")
-	mustTidemark(t, 0, "--home", home, "source", "add", notes+"/", "--name", "other", "--kind", "dir")
+	// The same directory again is refused, naming the source that watches
+	// it; with another config it is another source.
+	if out, code := runCLI(t, "--home", home, "source", "add", notes+"/", "--name", "other", "--kind", "dir"); code != tidemark.ExitConflict || !strings.Contains(out, `source "notes" already watches`) {
+		t.Fatalf("a duplicate: exit %d: %s", code, out)
+	}
+	mustTidemark(t, 0, "--home", home, "source", "add", notes+"/", "--name", "other", "--kind", "dir", "--config", "include=*.md")
 	mustTidemark(t, tidemark.ExitConflict, "--home", home, "source", "rename", "notes", "other")
 	if out := mustTidemark(t, 0, "--home", home, "source", "rename", "notes", "journal"); !strings.Contains(out, "notes is now journal") {
 		t.Fatalf("rename: %s", out)

@@ -46,6 +46,11 @@ type Kind struct {
 	prepare func(ctx context.Context, s *Set, ns ingest.NewSource) (ingest.NewSource, error)
 	// fetcher reads sources of this kind.
 	fetcher func(s *Set) tidemark.Fetcher
+	// configSelects: a different config on one location may read other
+	// items (a selector, a jq expression, include patterns, a branch), so
+	// it is another source. Without it (a feed: its config only bounds
+	// and cleans what it reads), the location alone is the source.
+	configSelects bool
 }
 
 // Options configure a Set.
@@ -85,22 +90,91 @@ func New(opt Options) *Set {
 	s := &Set{opt: opt, client: httpx.New(httpx.Options{}), probes: map[probeKey]detect.Result{}}
 	s.kinds = []Kind{
 		{Name: "git", ConfigKeys: []string{git.ConfigBranch}, detect: detectGit, prepare: prepareGit,
-			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }},
+			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }, configSelects: true},
 		{Name: "feed", ConfigKeys: []string{feed.ConfigMaxBytes, feed.ConfigMaxItems, feed.ConfigIgnore, feed.ConfigIgnoreQuery}, detect: detectWeb, prepare: prepareWeb("feed"),
 			fetcher: func(s *Set) tidemark.Fetcher { return &feed.Fetcher{Client: s.client} }},
 		{Name: "page", ConfigKeys: []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes, page.ConfigMaxNodes},
 			prepare: prepareWeb("page"),
-			fetcher: func(s *Set) tidemark.Fetcher { return &page.Fetcher{Client: s.client} }},
+			fetcher: func(s *Set) tidemark.Fetcher { return &page.Fetcher{Client: s.client} }, configSelects: true},
 		{Name: "json", ConfigKeys: []string{jsonsrc.ConfigItems, jsonsrc.ConfigID, jsonsrc.ConfigTitle, jsonsrc.ConfigURL,
 			jsonsrc.ConfigIgnore, jsonsrc.ConfigDeclared, jsonsrc.ConfigMaxItems, jsonsrc.ConfigMaxBytes,
 			jsonsrc.ConfigJQSteps, jsonsrc.ConfigJQTimeout},
 			prepare: prepareWeb("json"),
-			fetcher: func(s *Set) tidemark.Fetcher { return &jsonsrc.Fetcher{Client: s.client} }},
+			fetcher: func(s *Set) tidemark.Fetcher { return &jsonsrc.Fetcher{Client: s.client} }, configSelects: true},
 		{Name: "dir", ConfigKeys: []string{dir.ConfigInclude, dir.ConfigExclude, dir.ConfigHidden, dir.ConfigMaxFiles},
 			detect: detectDir, prepare: prepareDir,
-			fetcher: func(*Set) tidemark.Fetcher { return &dir.Fetcher{} }},
+			fetcher: func(*Set) tidemark.Fetcher { return &dir.Fetcher{} }, configSelects: true},
 	}
 	return s
+}
+
+// Duplicate returns the source among existing that a new source ns (as
+// Resolve left it) would duplicate, if one does: the same kind on the same
+// location (URLs compared with their scheme and host in lower case, a
+// default port and an empty path spelled out), with the same config where
+// the kind's config may select other items (page, json, dir, git). Two
+// such sources would file every change twice.
+func (s *Set) Duplicate(existing []tidemark.Source, ns ingest.NewSource) (tidemark.Source, bool) {
+	k, _ := s.Kind(ns.Kind)
+	loc := sameLocation(ns.Location)
+	for _, src := range existing {
+		if src.Kind != ns.Kind || sameLocation(src.Location) != loc {
+			continue
+		}
+		if !k.configSelects || sameConfig(src.Config, ns.Config) {
+			return src, true
+		}
+	}
+	return tidemark.Source{}, false
+}
+
+// ConfigSelects reports whether a different config on one location makes
+// another source of the kind (Duplicate).
+func (s *Set) ConfigSelects(kind string) bool {
+	k, _ := s.Kind(kind)
+	return k.configSelects
+}
+
+// sameLocation is the form of a location Duplicate compares: a URL's
+// scheme and host in lower case, its default port dropped, an empty path
+// as "/"; anything else (a path, which Resolve made absolute and
+// resolved) as it is.
+func sameLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || u.Host == "" {
+		return loc
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+		u.Host = u.Hostname()
+	}
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String()
+}
+
+// sameConfig compares configs, values trimmed; an empty value is unset.
+func sameConfig(a, b map[string]string) bool {
+	norm := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			if v = strings.TrimSpace(v); v != "" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	na, nb := norm(a), norm(b)
+	if len(na) != len(nb) {
+		return false
+	}
+	for k, v := range na {
+		if nb[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Client is the process's shared HTTP client.

@@ -274,3 +274,33 @@ func TestResolveRefusesAFeedThatDoesNotParse(t *testing.T) {
 		t.Fatalf("--kind feed: %+v, %v", ns, err)
 	}
 }
+
+// The rule for a second source on one location (src.md #21): the same
+// kind and location is a duplicate when the config is the same, or, for
+// a feed (whose config selects no other entries), whatever the config.
+func TestDuplicate(t *testing.T) {
+	s := kinds.New(kinds.Options{})
+	existing := []tidemark.Source{
+		{Name: "blog", Kind: "feed", Location: "https://Example.org:443/feed.xml", Config: map[string]string{}},
+		{Name: "api", Kind: "json", Location: "https://example.org/api", Config: map[string]string{"items": ".data[]"}},
+		{Name: "site", Kind: "page", Location: "http://example.org", Config: nil},
+	}
+	for _, tc := range []struct {
+		ns   ingest.NewSource
+		want string
+	}{
+		{ingest.NewSource{Kind: "feed", Location: "https://example.org/feed.xml"}, "blog"},
+		{ingest.NewSource{Kind: "feed", Location: "https://example.org/feed.xml", Config: map[string]string{"max_items": "5"}}, "blog"},
+		{ingest.NewSource{Kind: "page", Location: "https://example.org/feed.xml"}, ""},
+		{ingest.NewSource{Kind: "feed", Location: "https://example.org/feed.xml?page=2"}, ""},
+		{ingest.NewSource{Kind: "json", Location: "https://example.org/api", Config: map[string]string{"items": " .data[] "}}, "api"},
+		{ingest.NewSource{Kind: "json", Location: "https://example.org/api", Config: map[string]string{"items": ".other[]"}}, ""},
+		{ingest.NewSource{Kind: "page", Location: "HTTP://example.org:80/", Config: map[string]string{"selector": ""}}, "site"},
+		{ingest.NewSource{Kind: "page", Location: "http://example.org/", Config: map[string]string{"selector": "main"}}, ""},
+	} {
+		got, ok := s.Duplicate(existing, tc.ns)
+		if (tc.want == "") == ok || got.Name != tc.want {
+			t.Errorf("%s %s %v: duplicate of %q (%v), want %q", tc.ns.Kind, tc.ns.Location, tc.ns.Config, got.Name, ok, tc.want)
+		}
+	}
+}
