@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -34,6 +35,33 @@ type Result struct {
 	Title string `json:"title,omitempty"`
 	// Discovered is true when Location is a feed found on an HTML page.
 	Discovered bool `json:"discovered,omitempty"`
+	// Alternatives are the other feeds the page announces.
+	Alternatives []string `json:"alternatives,omitempty"`
+}
+
+// MaxDiscoveryChecks bounds the announced feeds Probe asks, in order.
+const MaxDiscoveryChecks = 5
+
+// DiscoveryError: an HTML page announces feeds, and none of those Probe
+// asked answered as a feed. Taken as the source, each would fail every
+// run.
+type DiscoveryError struct {
+	Page string
+	// Tried are the feeds asked, in order, each with why it was refused.
+	Tried []Tried
+}
+
+// Tried is one announced feed Probe asked, and why it was refused.
+type Tried struct {
+	URL, Reason string
+}
+
+func (e *DiscoveryError) Error() string {
+	parts := make([]string, len(e.Tried))
+	for i, t := range e.Tried {
+		parts[i] = t.URL + ": " + t.Reason
+	}
+	return fmt.Sprintf("the page announces feeds, and none answers as a feed (%s)", strings.Join(parts, "; "))
 }
 
 // feedTypes are the media types of feeds announced by <link rel=alternate>.
@@ -45,7 +73,41 @@ var feedTypes = map[string]bool{
 // Probe fetches rawURL once and classifies it. Fetch failures are returned
 // classified, as httpx returns them; an answer that looks like a feed or
 // JSON but does not parse is an *UnparsedError.
+//
+// A feed an HTML page announces is asked too, before it is taken: of the
+// announced feeds, in Discover's order, the first that answers as a feed
+// (up to MaxDiscoveryChecks) is the Result's Location, and the ones
+// after it (not asked) are its Alternatives; when none does, the error is a *DiscoveryError
+// naming each and why.
 func Probe(ctx context.Context, c *httpx.Client, rawURL string) (Result, error) {
+	r, err := probe(ctx, c, rawURL)
+	if err != nil || !r.Discovered {
+		return r, err
+	}
+	announced := append([]string{r.Location}, r.Alternatives...)
+	de := &DiscoveryError{Page: rawURL}
+	for i, u := range announced {
+		if i == MaxDiscoveryChecks {
+			break
+		}
+		got, err := probe(ctx, c, u)
+		switch {
+		case ctx.Err() != nil:
+			return Result{}, ctx.Err()
+		case err != nil:
+			de.Tried = append(de.Tried, Tried{URL: u, Reason: tidemark.Text(err)})
+		case got.Kind != "feed" || got.Discovered:
+			de.Tried = append(de.Tried, Tried{URL: u, Reason: "answers as a " + got.Kind + ", not a feed"})
+		default:
+			// The alternatives are the feeds not found broken.
+			r.Location, r.Alternatives = u, slices.Clone(announced[i+1:])
+			return r, nil
+		}
+	}
+	return Result{}, de
+}
+
+func probe(ctx context.Context, c *httpx.Client, rawURL string) (Result, error) {
 	resp, err := c.Get(ctx, httpx.Request{URL: rawURL, Accept: feed.Accept + ", text/html;q=0.8"})
 	if err != nil {
 		return Result{}, err
@@ -131,7 +193,7 @@ func Classify(body []byte, contentType, base string) (Result, error) {
 		title, feeds := Discover(body, base)
 		r.Title = title
 		if len(feeds) > 0 {
-			return Result{Kind: "feed", Location: feeds[0], Title: title, Discovered: true}, nil
+			return Result{Kind: "feed", Location: feeds[0], Title: title, Discovered: true, Alternatives: feeds[1:]}, nil
 		}
 	}
 	r.Kind = "page"
@@ -166,8 +228,12 @@ func xmlRoot(body []byte) string {
 
 // Discover returns an HTML page's title and the feeds it announces with
 // <link rel="alternate" type="application/rss+xml" href="…"> (and Atom,
-// JSON Feed), as absolute URLs in document order. It reads the page as a
-// token stream (one token at a time), never as a tree.
+// JSON Feed), as absolute URLs in document order, except that a comments
+// feed (its title or URL says "comment", as WordPress's "Comments Feed"
+// and /comments/feed/) comes after the others: a blog's main feed is what
+// a reader subscribing to the blog means, whichever it announces first.
+// It reads the page as a token stream (one token at a time), never as a
+// tree.
 func Discover(body []byte, base string) (title string, feeds []string) {
 	baseURL, _ := url.Parse(base)
 	var links []map[string]string // rel, type, href of <link href> in order
@@ -217,6 +283,7 @@ func Discover(body []byte, base string) (title string, feeds []string) {
 	}
 	// A <base> anywhere applies to every link, as in the tree.
 	seen := map[string]bool{}
+	var comments []string
 	for _, l := range links {
 		alternate := false
 		for _, r := range strings.Fields(strings.ToLower(l["rel"])) {
@@ -235,10 +302,14 @@ func Discover(body []byte, base string) (title string, feeds []string) {
 		}
 		if href != "" && !seen[href] {
 			seen[href] = true
+			if strings.Contains(strings.ToLower(l["title"]), "comment") || strings.Contains(strings.ToLower(href), "comment") {
+				comments = append(comments, href)
+				continue
+			}
 			feeds = append(feeds, href)
 		}
 	}
-	return title, feeds
+	return title, append(feeds, comments...)
 }
 
 // CheckURL refuses a location that is not an absolute http(s) URL.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/fetch/detect"
+	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
 )
 
@@ -27,6 +29,7 @@ func TestProbeDetectsKinds(t *testing.T) {
 	serve("/blog", "text/html", `<!doctype html><html><head><title>Blog</title>
 <link rel="stylesheet" href="/s.css"><link rel="alternate" type="application/atom+xml" href="/atom.xml">
 <link rel="Alternate" type="application/rss+xml" href="https://feeds.example.org/rss"></head><body>hi</body></html>`)
+	serve("/atom.xml", "application/atom+xml", `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>a</title></feed>`)
 	serve("/plain", "text/html", `<html><head><title>Plain</title></head><body><p>no feed</p></body></html>`)
 	serve("/latin", "text/xml; charset=ISO-8859-1", "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Caf\xe9</title><item><title>\x93x\x94</title></item></channel></rss>")
 	serve("/big", "text/xml", `<rss version="2.0"><channel><title>x</title>`+strings.Repeat("<item><title>i</title></item>", 20001)+`</channel></rss>`)
@@ -38,17 +41,26 @@ func TestProbeDetectsKinds(t *testing.T) {
 		"/jf":    {Kind: "feed", Location: srv.URL + "/jf"},
 		"/api":   {Kind: "json", Location: srv.URL + "/api"},
 		"/array": {Kind: "json", Location: srv.URL + "/array"},
-		"/blog":  {Kind: "feed", Location: srv.URL + "/atom.xml", Title: "Blog", Discovered: true},
+		"/blog":  {Kind: "feed", Location: srv.URL + "/atom.xml", Title: "Blog", Discovered: true, Alternatives: []string{"https://feeds.example.org/rss"}},
 		"/plain": {Kind: "page", Location: srv.URL + "/plain", Title: "Plain"},
 		"/latin": {Kind: "feed", Location: srv.URL + "/latin"},
 		"/big":   {Kind: "feed", Location: srv.URL + "/big"},
-		"/based": {Kind: "feed", Location: "https://example.org/sub/feed.xml", Title: "A & B", Discovered: true},
 	}
 	for path, want := range cases {
 		got, err := detect.Probe(context.Background(), client, srv.URL+path)
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v (%v), want %+v", path, got, err, want)
 		}
+	}
+	// A <base> applies to the announced feed (Classify: the probe would
+	// then ask example.org).
+	resp, err := client.Get(context.Background(), httpx.Request{URL: srv.URL + "/based"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := detect.Result{Kind: "feed", Location: "https://example.org/sub/feed.xml", Title: "A & B", Discovered: true, Alternatives: []string{}}
+	if got, err := detect.Classify(resp.Body, resp.Header.Get("Content-Type"), resp.URL); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("/based: got %+v (%v), want %+v", got, err, want)
 	}
 	if _, err := detect.Probe(context.Background(), client, srv.URL+"/missing"); err == nil {
 		t.Error("a 404 was classified")
@@ -145,4 +157,49 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("discovered a non-http feed %q", r.Location)
 		}
 	})
+}
+
+// Autodiscovery checks what it discovers (src.md #20): of the feeds a page
+// announces, a comments feed comes after the others, and the first that
+// answers as a feed is taken; the others are named as alternatives. A
+// page whose every announced feed fails is refused, naming each and why.
+func TestProbeChecksTheDiscoveredFeed(t *testing.T) {
+	mux := http.NewServeMux()
+	serve := func(path, ctype, body string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ctype)
+			fmt.Fprint(w, body)
+		})
+	}
+	rss := `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title></channel></rss>`
+	serve("/comments.xml", "application/atom+xml", `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>c</title></feed>`)
+	serve("/base.xml", "application/rss+xml", rss)
+	serve("/html.xml", "text/html", `<html><body>not a feed</body></html>`)
+	serve("/wp", "text/html", `<html><head><title>WP</title>
+<link rel="alternate" type="application/atom+xml" title="WP &raquo; Comments Feed" href="/comments.xml">
+<link rel="alternate" type="application/rss+xml" title="WP &raquo; Feed" href="/base.xml"></head></html>`)
+	serve("/broken-first", "text/html", `<html><head><title>B</title>
+<link rel="alternate" type="application/rss+xml" href="/missing.xml">
+<link rel="alternate" type="application/rss+xml" href="/base.xml"></head></html>`)
+	serve("/all-broken", "text/html", `<html><head><title>A</title>
+<link rel="alternate" type="application/rss+xml" href="/missing.xml">
+<link rel="alternate" type="application/rss+xml" href="/html.xml"></head></html>`)
+	srv, client := fetchtest.MustServe(t, mux)
+	ctx := context.Background()
+
+	got, err := detect.Probe(ctx, client, srv.URL+"/wp")
+	if err != nil || got.Location != srv.URL+"/base.xml" || !got.Discovered ||
+		len(got.Alternatives) != 1 || got.Alternatives[0] != srv.URL+"/comments.xml" {
+		t.Fatalf("a comments feed announced first: %+v (%v)", got, err)
+	}
+	got, err = detect.Probe(ctx, client, srv.URL+"/broken-first")
+	if err != nil || got.Location != srv.URL+"/base.xml" || len(got.Alternatives) != 0 {
+		t.Fatalf("a 404 announced first: %+v (%v)", got, err)
+	}
+	_, err = detect.Probe(ctx, client, srv.URL+"/all-broken")
+	var de *detect.DiscoveryError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "/missing.xml") || !strings.Contains(err.Error(), "404") ||
+		!strings.Contains(err.Error(), "/html.xml") {
+		t.Fatalf("every announced feed broken: %v", err)
+	}
 }

@@ -248,6 +248,12 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 		if err := refusedPrivate(ns.Location, undetected); err != nil {
 			return ns, err
 		}
+		if de := (*detect.DiscoveryError)(nil); errors.As(undetected, &de) {
+			// Never the page's first announced feed unchecked: it would
+			// fail every run.
+			return ns, tidemark.Invalidf("location", ns.Location, "%v; add a feed that answers by its own URL, or watch the page itself with %s page",
+				de, tidemark.Input("kind"))
+		}
 		if ue := (*detect.UnparsedError)(nil); errors.As(undetected, &ue) {
 			// Never a page: a page source on a feed or JSON answer would
 			// fail every run, even once the upstream is fixed.
@@ -340,7 +346,8 @@ func (s *Set) probe(ctx context.Context, loc string) (detect.Result, error) {
 	if ok {
 		return r, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, httpx.DefaultTimeout)
+	// A page and the feeds it announces: a few requests, a second apart.
+	ctx, cancel := context.WithTimeout(ctx, 2*httpx.DefaultTimeout)
 	defer cancel()
 	r, err := detect.Probe(ctx, s.client, loc)
 	if err != nil {
@@ -364,7 +371,8 @@ func detectWeb(ctx context.Context, s *Set, loc string) (string, bool, error) {
 	r, err := s.probe(ctx, loc)
 	if err != nil {
 		var ue *detect.UnparsedError
-		if refusedPrivate(loc, err) == nil && !errors.As(err, &ue) {
+		var de *detect.DiscoveryError
+		if refusedPrivate(loc, err) == nil && !errors.As(err, &ue) && !errors.As(err, &de) {
 			s.warn("could not probe %s to tell its kind: %v", loc, err)
 		}
 		return "", false, err
@@ -440,7 +448,14 @@ func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSour
 			}
 			// An HTML page named as a feed: follow its announced feed. A
 			// feed that cannot be probed now is added as given.
-			if r, err := s.probe(ctx, ns.Location); err == nil && r.Kind == "feed" && r.Discovered {
+			r, err := s.probe(ctx, ns.Location)
+			if de := (*detect.DiscoveryError)(nil); errors.As(err, &de) {
+				return ns, tidemark.Invalidf("location", ns.Location, "%v; add a feed that answers by its own URL", de)
+			}
+			if err == nil && r.Kind == "feed" && r.Discovered {
+				if len(r.Alternatives) > 0 {
+					s.warn("%s announces other feeds too (%s); this source watches %s", ns.Location, strings.Join(r.Alternatives, ", "), r.Location)
+				}
 				ns.Location = r.Location
 			}
 		case "page":

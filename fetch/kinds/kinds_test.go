@@ -304,3 +304,41 @@ func TestDuplicate(t *testing.T) {
 		}
 	}
 }
+
+// A page whose announced feeds all fail is refused, with or without
+// --kind feed, naming each and why (src.md #20); one whose later feed
+// answers is added for that feed, and the others are named.
+func TestResolveChecksDiscoveredFeeds(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/blog", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><link rel="alternate" type="application/rss+xml" href="/missing.xml"></head></html>`)
+	})
+	mux.HandleFunc("/blog2", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><link rel="alternate" type="application/atom+xml" title="Comments" href="/c.xml"><link rel="alternate" type="application/rss+xml" href="/rss.xml"></head></html>`)
+	})
+	rss := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title></channel></rss>`)
+	}
+	mux.HandleFunc("/rss.xml", rss)
+	mux.HandleFunc("/c.xml", rss)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var warned []string
+	s := kinds.New(kinds.Options{Warn: func(m string) { warned = append(warned, m) }})
+	for _, kind := range []string{"", "feed"} {
+		ns, err := s.Resolve(context.Background(), ingest.NewSource{Location: srv.URL + "/blog", Kind: kind, AllowPrivate: true})
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "/missing.xml") || !strings.Contains(err.Error(), "404") {
+			t.Errorf("kind %q: resolved %+v (%v), want invalid naming the 404", kind, ns, err)
+		}
+	}
+	ns, err := s.Resolve(context.Background(), ingest.NewSource{Location: srv.URL + "/blog2", AllowPrivate: true})
+	if err != nil || ns.Kind != "feed" || ns.Location != srv.URL+"/rss.xml" {
+		t.Fatalf("blog2: %+v %v", ns, err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "/c.xml") {
+		t.Fatalf("warnings: %q", warned)
+	}
+}
