@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -137,6 +138,10 @@ type OPMLImport struct {
 	RetryBudget int
 	// DryRun reports what would be added, adding nothing.
 	DryRun bool
+	// AllowPrivate says whether the new sources may reach private,
+	// loopback and link-local addresses (nil: the configuration's
+	// default, TIDEMARK_ALLOW_PRIVATE).
+	AllowPrivate *bool
 }
 
 // OPMLReport is what an import added and skipped (with the reason).
@@ -163,9 +168,12 @@ func (r OPMLReport) WriteText(w io.Writer) error {
 }
 
 // ImportOPML adds the feeds of an OPML file as feed sources. A feed
-// already tracked, or whose URL is not a feed's, is skipped; a name
+// already tracked, whose URL is not a feed's, or whose host has only
+// addresses the new sources may not reach (private, loopback, link-local:
+// added, it would fail every run), is skipped with the reason; a name
 // already taken gets a suffix. New sources may reach private addresses
-// when the configuration allows it (TIDEMARK_ALLOW_PRIVATE).
+// when o.AllowPrivate says so, by default when the configuration allows
+// it (TIDEMARK_ALLOW_PRIVATE).
 func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (OPMLReport, error) {
 	rep := OPMLReport{Added: []opml.Feed{}, Skipped: []opml.Feed{}, DryRun: o.DryRun}
 	feeds, err := opml.Parse(r)
@@ -176,6 +184,10 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 	existing, err := st.Sources(ctx)
 	if err != nil {
 		return rep, err
+	}
+	allow := p.cfg.AllowPrivate
+	if o.AllowPrivate != nil {
+		allow = *o.AllowPrivate
 	}
 	names, tracked := map[string]bool{}, map[string]string{}
 	for _, s := range existing {
@@ -195,6 +207,14 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 			rep.Skipped = append(rep.Skipped, f)
 			continue
 		}
+		if err := p.kinds.CheckAddress(ctx, f.Location, allow); err != nil {
+			// Added, it would fail every run; say the fix at import time.
+			f.Reason = tidemark.NamedText(err, func(in tidemark.Input) string {
+				return "--" + strings.ReplaceAll(string(in), "_", "-")
+			})
+			rep.Skipped = append(rep.Skipped, f)
+			continue
+		}
 		if f.Name == "" {
 			f.Name = detect.Name(f.Location)
 		}
@@ -203,7 +223,7 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 			f.Name = fmt.Sprintf("%s-%d", base, i)
 		}
 		ns := ingest.NewSource{Name: f.Name, Kind: "feed", Location: f.Location, Config: map[string]string{},
-			Interval: o.Interval, RetryBudget: o.RetryBudget, AllowPrivate: p.cfg.AllowPrivate}
+			Interval: o.Interval, RetryBudget: o.RetryBudget, AllowPrivate: allow}
 		if err := ValidateSource(ns); err != nil {
 			return rep, err
 		}

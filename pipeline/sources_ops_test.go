@@ -239,3 +239,25 @@ func TestAddSourceRefusesAnExactDuplicate(t *testing.T) {
 		t.Fatalf("%d sources (%v), want 2", len(srcs), err)
 	}
 }
+
+// An OPML import checks each feed's address as source add does (src.md
+// #16): a feed on a loopback or private address is skipped, with the
+// reason naming --allow-private, unless the import allows them.
+func TestImportOPMLChecksPrivateAddresses(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	doc := `<opml version="2.0"><body><outline text="lan" xmlUrl="http://127.0.0.1:9/feed.xml"/></body></opml>`
+	rep, err := p.ImportOPML(ctx, strings.NewReader(doc), OPMLImport{Interval: DefaultInterval, RetryBudget: 3})
+	if err != nil || len(rep.Added) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "--allow-private") {
+		t.Fatalf("a loopback feed: %v %+v", err, rep)
+	}
+	allow := true
+	rep, err = p.ImportOPML(ctx, strings.NewReader(doc), OPMLImport{Interval: DefaultInterval, RetryBudget: 3, AllowPrivate: &allow})
+	if err != nil || len(rep.Added) != 1 {
+		t.Fatalf("allowed: %v %+v", err, rep)
+	}
+	srcs, err := p.Sources(ctx)
+	if err != nil || len(srcs) != 1 || !srcs[0].AllowPrivate {
+		t.Fatalf("sources: %v %+v", err, srcs)
+	}
+}

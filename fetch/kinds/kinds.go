@@ -394,6 +394,13 @@ func refusedPrivate(loc string, err error) error {
 		ae.Addr, ae.Reason, tidemark.Input("allow_private"), httpx.AllowPrivateEnv)
 }
 
+// CheckAddress is the address check source add makes of a web location,
+// for a source that may (allowPrivate) or may not reach private addresses:
+// an OPML import's feeds are checked as one source added by hand is.
+func (s *Set) CheckAddress(ctx context.Context, loc string, allowPrivate bool) error {
+	return s.checkAddress(httpx.WithAllowPrivate(ctx, allowPrivate), loc)
+}
+
 // checkAddress refuses a web location whose host is, every address of it,
 // one the source may not reach (a loopback, private or link-local address
 // while the source does not allow them): added, it would fail every run. A
