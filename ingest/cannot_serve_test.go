@@ -106,25 +106,42 @@ func TestCannotServeIsNotReclaimed(t *testing.T) {
 			t.Fatalf("w1 ran %d, want its one failed run", n)
 		}
 		start := fx.env.Clock.Now()
+		until := func() time.Time {
+			t.Helper()
+			us, err := fx.svc.Store.Unserved(ctx, fx.src.ID)
+			if err != nil || len(us) != 1 {
+				t.Fatalf("unserved %+v %v", us, err)
+			}
+			return us[0].Until
+		}
+		expiry := until()
 		// Due again soon for any worker, but not for w1, however often it
 		// looks, until its record expires.
-		for fx.env.Clock.Now().Add(10 * time.Minute).Before(start.Add(2 * time.Hour)) {
-			fx.env.Clock.Advance(10 * time.Minute)
+		for fx.env.Clock.Now().Add(10 * time.Second).Before(expiry) {
+			fx.env.Clock.Advance(10 * time.Second)
 			if n := runs(w1); n != 0 {
 				t.Fatalf("w1 claimed the source it could not serve again after %s", fx.env.Clock.Now().Sub(start))
 			}
 		}
-		if at, ok, err := fx.svc.Store.NextDue(ctx, "w1"); err != nil || !ok || !at.Equal(start.Add(2*time.Hour)) {
-			t.Fatalf("w1's next due %v %v %v, want when its record expires", at, ok, err)
+		if at, ok, err := fx.svc.Store.NextDue(ctx, "w1"); err != nil || !ok || at.Before(expiry) {
+			t.Fatalf("w1's next due %v %v %v, want no earlier than its record expires (%v)", at, ok, err, expiry)
 		}
-		// Another worker serves it meanwhile.
+		// Another worker serves it once it is due.
+		if s, _ := fx.svc.Store.Source(ctx, "s"); s.NextDueAt.After(fx.env.Clock.Now()) {
+			fx.env.Clock.Advance(s.NextDueAt.Sub(fx.env.Clock.Now()))
+		}
 		if n := runs(able); n != 1 {
 			t.Fatalf("the able worker ran %d", n)
 		}
-		// Past the expiry, w1 tries again; it still cannot serve it.
-		fx.env.Clock.Advance(2 * time.Hour)
+		// Past the expiry (and the source's next due), w1 tries again; it
+		// still cannot serve it, and leaves it alone twice as long.
+		fx.env.Clock.Advance(expiry.Sub(fx.env.Clock.Now()) + 10*time.Minute)
+		at := fx.env.Clock.Now()
 		if n := runs(w1); n != 1 {
 			t.Fatalf("w1 ran %d after its record expired, want 1", n)
+		}
+		if got, want := until().Sub(at), 2*expiry.Sub(start); got != want {
+			t.Fatalf("the second hold is %s, want %s", got, want)
 		}
 		if n := runs(w1); n != 0 {
 			t.Fatal("w1 claimed again at once")
@@ -145,6 +162,84 @@ func TestCannotServeIsNotReclaimed(t *testing.T) {
 		}
 		if len(d.UnservedBy) != 0 {
 			t.Fatalf("unserved by %+v after w1 served the source", d.UnservedBy)
+		}
+	})
+}
+
+// A worker leaves a source it could not serve for a hold that starts at
+// the first backoff and doubles with each failure in a row, up to
+// UnservedFor (src.md #11): on a one-worker install, a directory that was
+// gone for a few seconds (an unmount blip, a sync tool swapping it) is
+// watched again within minutes, not after an hour, while a worker that
+// keeps failing soon leaves the source to others for the whole hour.
+func TestCannotServeHoldGrowsFromTheFirstBackoff(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		serve := false
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			if !serve {
+				return tidemark.FetchResult{}, tidemark.CannotServe("directory /srv/d10 not found on this worker", nil)
+			}
+			return tidemark.FetchResult{Cursor: "c1"}, nil
+		})
+		w1 := &ingest.Scheduler{Service: fx.svc, Workers: 1}
+		ran := func() int {
+			t.Helper()
+			reps, err := w1.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range reps {
+				if r.RunID != "" {
+					n++
+				}
+			}
+			return n
+		}
+		hold := func() time.Duration {
+			t.Helper()
+			us, err := fx.svc.Store.Unserved(ctx, fx.src.ID)
+			if err != nil || len(us) != 1 {
+				t.Fatalf("unserved %+v %v", us, err)
+			}
+			return us[0].Until.Sub(us[0].At)
+		}
+		if ran() != 1 {
+			t.Fatal("the first run")
+		}
+		first := hold()
+		if first <= 0 || first > 5*time.Minute {
+			t.Fatalf("the first hold is %s, want the first backoff", first)
+		}
+		// The directory is back: the one worker reads it once the hold
+		// (and the backoff) have passed.
+		serve = true
+		fx.env.Clock.Advance(first + 5*time.Minute)
+		if n := ran(); n != 1 {
+			t.Fatalf("after the first hold the worker ran %d, want 1", n)
+		}
+		if s, _ := fx.svc.Store.Source(ctx, "s"); s.LastOutcome != tidemark.OutcomeEmpty {
+			t.Fatalf("last outcome %s", s.LastOutcome)
+		}
+
+		// Failures in a row double the hold, up to UnservedFor.
+		serve = false
+		fx.env.Clock.Advance(time.Hour)
+		prev := time.Duration(0)
+		for i := range 12 {
+			if n := ran(); n != 1 {
+				t.Fatalf("failure %d: ran %d", i, n)
+			}
+			h := hold()
+			if h > ingest.DefaultUnservedFor || (prev > 0 && h != min(2*prev, ingest.DefaultUnservedFor)) {
+				t.Fatalf("failure %d: hold %s after %s", i, h, prev)
+			}
+			prev = h
+			fx.env.Clock.Advance(h + 6*time.Hour) // past the hold and any backoff
+		}
+		if prev != ingest.DefaultUnservedFor {
+			t.Fatalf("after 12 failures in a row the hold is %s, want %s", prev, ingest.DefaultUnservedFor)
 		}
 	})
 }

@@ -73,10 +73,12 @@ type Service struct {
 	Retry *RetryPolicy
 	// FetchTimeout bounds one fetch (0: no bound beyond the lease).
 	FetchTimeout time.Duration
-	// UnservedFor is how long this worker leaves alone a source it could
-	// not serve (a local path it cannot see, a kind it was not built with)
-	// before it tries again, unless the source's settings change first
-	// (0: DefaultUnservedFor). Other workers take the source meanwhile.
+	// UnservedFor bounds how long this worker leaves alone a source it
+	// could not serve (a local path it cannot see, a kind it was not built
+	// with) before it tries again, unless the source's settings change
+	// first (0: DefaultUnservedFor). The hold starts at the first backoff
+	// and doubles with each failure in a row (unservedHold). Other workers
+	// take the source meanwhile.
 	UnservedFor time.Duration
 	Logger      *slog.Logger
 	// Running, when set, is the set of sources with a run in flight in
@@ -90,8 +92,8 @@ type Service struct {
 	group group
 }
 
-// DefaultUnservedFor is how long a worker leaves alone a source it could
-// not serve, by default.
+// DefaultUnservedFor bounds how long a worker leaves alone a source it
+// could not serve, by default.
 const DefaultUnservedFor = time.Hour
 
 func (s *Service) unservedFor() time.Duration {
@@ -421,7 +423,8 @@ func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemar
 	if _, err := s.Store.Fail(ctx, c, f); err != nil {
 		return rep, fmt.Errorf("record that run %s cannot be served: %w", c.RunID, err)
 	}
-	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now, Until: now.Add(s.unservedFor())}); err != nil {
+	hold := s.unservedHold(ctx, src.ID, first.Delay)
+	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now, Until: now.Add(hold)}); err != nil {
 		// The run is recorded; only the list in source show misses it,
 		// and this worker may claim the source again when it is due.
 		s.logger().Error("record the worker that cannot serve a source", "source", src.Name, "err", err)
@@ -429,6 +432,28 @@ func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemar
 	rep.Outcome, rep.Error = tidemark.OutcomeError, reason
 	s.logger().Warn("cannot serve source here; left for other workers", "source", src.Name, "run", c.RunID, "reason", reason)
 	return rep, &RunFailedError{Outcome: tidemark.OutcomeError, Reason: reason}
+}
+
+// unservedHold is how long this worker leaves alone a source it could not
+// serve now: the first backoff (first) the first time, then twice its last
+// hold, while its record stands (a run it serves, or a change of the
+// source's settings, clears it), up to unservedFor. A worker that is the
+// only one (the default install) thus reads a directory that was gone for
+// a moment again within minutes, not an hour later; one that keeps failing
+// soon leaves the source to others for the whole bound.
+func (s *Service) unservedHold(ctx context.Context, sourceID string, first time.Duration) time.Duration {
+	hold := first
+	us, err := s.Store.Unserved(ctx, sourceID)
+	if err != nil {
+		// The record is advice; without the last one, start over.
+		s.logger().Error("read the workers that could not serve a source", "source", sourceID, "err", err)
+	}
+	for _, u := range us {
+		if u.Holder == s.Holder {
+			hold = max(hold, 2*u.Until.Sub(u.At))
+		}
+	}
+	return max(min(hold, s.unservedFor()), time.Second)
 }
 
 // heartbeat extends the lease every third of its length until done. If the
