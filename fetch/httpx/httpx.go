@@ -97,6 +97,9 @@ type hostState struct {
 	slots chan struct{}
 	mu    sync.Mutex
 	next  time.Time // earliest start of the next request
+	// heldUntil is when the host's last Retry-After (on a 429 or 503)
+	// ends: no request is sent to it before then, for any source.
+	heldUntil time.Time
 }
 
 // New returns a Client.
@@ -461,6 +464,13 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	if r.MaxBodyBytes > 0 {
 		limit = r.MaxBodyBytes
 	}
+	if wait := c.held(u.Host); wait > 0 {
+		// The host asked to be left alone (Retry-After on a 429 or 503
+		// answer to any source): asking it again for another source would
+		// be impolite, and answered the same.
+		return nil, tidemark.Unreachable(fmt.Sprintf("%s asked (Retry-After) not to be asked again before %s; not asked",
+			u.Host, c.opt.Clock.Now().Add(wait).UTC().Format(time.RFC3339)), wait, nil)
+	}
 	release, err := c.acquire(ctx, u.Host)
 	if err != nil {
 		return nil, err
@@ -514,6 +524,9 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		return out, nil
 	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
 		ra := RetryAfter(resp.Header.Get("Retry-After"), c.opt.Clock.Now())
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			c.hold(u.Host, ra)
+		}
 		return nil, tidemark.Unreachable(fmt.Sprintf("HTTP %d from %s", resp.StatusCode, u.Host), ra, nil)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, tidemark.Unusable(fmt.Sprintf("HTTP %d from %s", resp.StatusCode, u.Host), nil)
@@ -544,15 +557,43 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 // Now is the client's clock: the time a fetch reads as now.
 func (c *Client) Now() time.Time { return c.opt.Clock.Now() }
 
-// acquire waits for a slot for host and for its minimum interval.
-func (c *Client) acquire(ctx context.Context, host string) (func(), error) {
+// host returns the state of host, made on first use.
+func (c *Client) host(host string) *hostState {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	h := c.hosts[host]
 	if h == nil {
 		h = &hostState{slots: make(chan struct{}, c.opt.PerHost)}
 		c.hosts[host] = h
 	}
-	c.mu.Unlock()
+	return h
+}
+
+// hold keeps requests off host for d (a Retry-After), unless a longer hold
+// stands.
+func (c *Client) hold(host string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	h := c.host(host)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if until := c.opt.Clock.Now().Add(d); until.After(h.heldUntil) {
+		h.heldUntil = until
+	}
+}
+
+// held is how long host's hold has left (0: none).
+func (c *Client) held(host string) time.Duration {
+	h := c.host(host)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return max(h.heldUntil.Sub(c.opt.Clock.Now()), 0)
+}
+
+// acquire waits for a slot for host and for its minimum interval.
+func (c *Client) acquire(ctx context.Context, host string) (func(), error) {
+	h := c.host(host)
 	select {
 	case h.slots <- struct{}{}:
 	case <-ctx.Done():

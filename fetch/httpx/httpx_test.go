@@ -527,3 +527,42 @@ func TestResolveCheckedSortsAddresses(t *testing.T) {
 		t.Fatalf("a public address, IPv4-mapped: allowed %v, refused %v, err %v", allowed, refused, err)
 	}
 }
+
+// A host that answered 429 or 503 with Retry-After is not asked again by
+// this client before then, whichever source asks (src.md #28): the next
+// request to it is unreachable at once, with the time left as its
+// Retry-After, and sends nothing. Another host is not held.
+func TestRetryAfterHoldsTheHost(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var hits atomic.Int32
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/limited" {
+			w.Header().Set("Retry-After", "600")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}, httpx.Options{Clock: clk})
+	ctx := context.Background()
+	_, err := c.Get(ctx, httpx.Request{URL: srv.URL + "/limited"})
+	if o, _, ra := tidemark.Classify(err); o != tidemark.OutcomeUnreachable || ra != 10*time.Minute {
+		t.Fatalf("the 429: %s %s (%v)", o, ra, err)
+	}
+	clk.Advance(4 * time.Minute)
+	_, err = c.Get(ctx, httpx.Request{URL: srv.URL + "/other-feed.xml"})
+	if err == nil {
+		t.Fatalf("another source on the held host was fetched (%d requests)", hits.Load())
+	}
+	o, reason, ra := tidemark.Classify(err)
+	if o != tidemark.OutcomeUnreachable || ra != 6*time.Minute || !strings.Contains(reason, "Retry-After") {
+		t.Fatalf("another source on the held host: %s %q %s", o, reason, ra)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the held host was asked %d times, want 1", n)
+	}
+	clk.Advance(6 * time.Minute)
+	if _, err := c.Get(ctx, httpx.Request{URL: srv.URL + "/other-feed.xml"}); err != nil || hits.Load() != 2 {
+		t.Fatalf("after the hold: %v, %d requests", err, hits.Load())
+	}
+}
