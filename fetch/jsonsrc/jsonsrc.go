@@ -371,7 +371,10 @@ func (e *jqBoundError) Error() string {
 func (e *jqBoundError) Unwrap() error { return errJQBound }
 
 // stepBudget counts the steps of gojq's machine, which asks its context's
-// Done before each one, and ends the context once they pass limit.
+// Done before each one, and ends the context once they pass limit. Its
+// Done returns another channel once the limit has passed, which is all
+// the machine's select needs; a context derived from it would see only
+// the time bound.
 type stepBudget struct {
 	context.Context
 	steps, limit int64
