@@ -55,11 +55,13 @@ const (
 // may leave out (the identity may not be).
 var Fields = []string{"title", "link", "published", "updated", "authors", "categories", "enclosures", "description", "content"}
 
-// TrackingParams are the query parameters removed from every link of an
-// entry (its link and enclosures, so its identity, evidence and event
-// link): they say who sent a reader, not what the entry is, and some
-// feeds change them on every request. ConfigIgnoreQuery names more.
-// Patterns are path.Match globs over the parameter's name.
+// TrackingParams are the query parameters that ConfigIgnoreQuery's
+// "tracking" names: they say who sent a reader, not what the entry is,
+// and some feeds change them on every request. They are dropped only when
+// a source asks: a link is part of an entry's identity and evidence, so
+// dropping them by default would make every entry whose link carries one
+// a new event (or a revision) on the first run after the upgrade that
+// began to. Patterns are path.Match globs over the parameter's name.
 var TrackingParams = []string{"utm_*", "fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "twclid",
 	"igshid", "mc_cid", "mc_eid", "_hsenc", "_hsmi", "mkt_tok", "_ga", "_gl", "oly_anon_id", "oly_enc_id", "vero_id", "rb_clickid"}
 
@@ -80,8 +82,8 @@ type Options struct {
 	Shared []string
 	// Ignore lists fields of the evidence record to leave out (Fields).
 	Ignore []string
-	// IgnoreQuery lists query parameters (globs) removed from links, on
-	// top of TrackingParams.
+	// IgnoreQuery lists query parameters (globs) removed from links;
+	// "tracking" stands for TrackingParams.
 	IgnoreQuery []string
 }
 
@@ -289,7 +291,14 @@ type enclosure struct {
 }
 
 func newEntry(e *gofeed.Item, base *url.URL, opt Options) (fetch.Candidate, error) {
-	drop := append(slices.Clip(TrackingParams), opt.IgnoreQuery...)
+	var drop []string
+	for _, q := range opt.IgnoreQuery {
+		if q == "tracking" {
+			drop = append(drop, TrackingParams...)
+		} else {
+			drop = append(drop, q)
+		}
+	}
 	r := record{
 		Title:       canon.Line(e.Title),
 		Link:        dropQuery(resolve(base, strings.TrimSpace(e.Link)), drop),

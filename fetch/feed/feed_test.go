@@ -334,16 +334,16 @@ func rotating(run int) string {
 	return `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>A</title>` + entry(1) + entry(2) + `</feed>`
 }
 
-// Volatile parts of a feed are not progress (src.md #25): well-known
-// tracking parameters are dropped from links (identity, evidence and the
-// event's link), the source can name more (ignore_query) and entry fields
-// to leave out of the evidence (ignore), so an upstream that rotates them
-// on every request makes no new event and no new revision.
+// Volatile parts of a feed are not progress (src.md #25): a source can
+// name query parameters to drop from links (ignore_query; "tracking" for
+// the well-known ones) and entry fields to leave out of the evidence
+// (ignore), so an upstream that rotates them on every request makes no new
+// event and no new revision.
 func TestRotatingLinksAndDatesAreNoProgress(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		u := fetchtest.NewUpstream("application/atom+xml")
 		u.Set(200, rotating(1), "")
-		h := mustFeedHarnessWith(t, b, u, map[string]string{feed.ConfigIgnoreQuery: "sid", feed.ConfigIgnore: "updated"})
+		h := mustFeedHarnessWith(t, b, u, map[string]string{feed.ConfigIgnoreQuery: "tracking,sid", feed.ConfigIgnore: "updated"})
 		if rep := h.MustRun(t, tidemark.OutcomeItems); rep.EventsNew != 2 {
 			t.Fatalf("first run: %+v", rep)
 		}
@@ -364,12 +364,19 @@ func TestRotatingLinksAndDatesAreNoProgress(t *testing.T) {
 	})
 }
 
-// Without ignore_query, a parameter that is not a well-known tracking one
-// is part of the link: a different link is a different entry.
-func TestUnknownQueryParametersAreKept(t *testing.T) {
+// Without ignore_query, a link is kept as written, tracking parameters
+// and all: an entry keeps the identity and evidence earlier runs (and
+// earlier releases) gave it. Dropping them by default would make every
+// such entry a new event, or a revision, on the first run after an
+// upgrade, and post it again to the source's channels.
+func TestLinksAreKeptAsWrittenUnlessTheSourceSaysOtherwise(t *testing.T) {
 	items, err := feed.Parse([]byte(rotating(1)), "", "", 0)
-	if err != nil || len(items) != 2 || items[0].Key != "https://example.org/p/1?sid=s1&page=2" {
+	if err != nil || len(items) != 2 || items[0].Key != "https://example.org/p/1?utm_source=feed&utm_campaign=c1&sid=s1&page=2" {
 		t.Fatalf("%v %+v", err, items)
+	}
+	items, _, err = feed.ParseWith([]byte(rotating(1)), "", "", feed.Options{MaxItems: 10, IgnoreQuery: []string{"tracking"}})
+	if err != nil || len(items) != 2 || items[0].Key != "https://example.org/p/1?sid=s1&page=2" {
+		t.Fatalf("with tracking: %v %+v", err, items)
 	}
 }
 
