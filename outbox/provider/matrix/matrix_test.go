@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/outbox/provider/matrix"
@@ -92,5 +94,50 @@ func TestAMessageMentionsNoOne(t *testing.T) {
 	}
 	if string(got["m.mentions"]) != "{}" || string(got["body"]) != `"`+body+`"` {
 		t.Fatalf("event content %s", got)
+	}
+}
+
+// A room's messages are read backwards; once a page ends with a message
+// older than the listing's Since, the room has nothing more to show and
+// the next room is read: a long room history is not read to its start.
+func TestARoomIsReadBackOnlyToSince(t *testing.T) {
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var reads []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/account/whoami") {
+			_, _ = w.Write([]byte(`{"user_id":"@bot:example.org"}`))
+			return
+		}
+		room, from := strings.Split(r.URL.EscapedPath(), "/")[5], r.URL.Query().Get("from")
+		reads = append(reads, room+"@"+from)
+		// Each page holds two messages an hour apart, the first page
+		// ending an hour before since.
+		page := map[string]int{"": 0, "t1": 1, "t2": 2}[from]
+		newest := since.Add(time.Duration(-2*page) * time.Hour)
+		fmt.Fprintf(w, `{"chunk":[{"type":"m.room.message","sender":"@bot:example.org","event_id":"$a%d","origin_server_ts":%d,"content":{"body":"a"}},`+
+			`{"type":"m.room.message","sender":"@bot:example.org","event_id":"$b%d","origin_server_ts":%d,"content":{"body":"b"}}],"end":"t%d"}`,
+			page, newest.UnixMilli(), page, newest.Add(-time.Hour).UnixMilli(), page+1)
+	}))
+	defer srv.Close()
+	p, err := matrix.New(matrix.Config{HomeserverURL: srv.URL, Token: "t", Rooms: []string{"!one:example.org", "!two:example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cursor, n := "", 0; ; n++ {
+		if n > 10 {
+			t.Fatalf("no end after %d pages: %v", n, reads)
+		}
+		pg, err := p.ListOwn(context.Background(), provider.ListQuery{Cursor: cursor, Since: since})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.Next == "" {
+			break
+		}
+		cursor = pg.Next
+	}
+	want := []string{"%21one:example.org@", "%21two:example.org@"}
+	if strings.Join(reads, " ") != strings.Join(want, " ") {
+		t.Fatalf("read %v; want the first page of each room only (it ends before since)", reads)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 
@@ -123,5 +124,33 @@ func TestAReadSlackRefusesIsTheLanes(t *testing.T) {
 			t.Errorf("%s: %v; want unavailable (refused by the lane's fault: %v) saying %q", c.answer, err, c.refused, c.says)
 		}
 		srv.Close()
+	}
+}
+
+// A listing asked for writes since a time asks Slack for messages from
+// then on (oldest=, inclusive), so a busy channel is not read to its start.
+func TestAListingSinceATimeUsesSlacksOldest(t *testing.T) {
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/auth.test" {
+			_, _ = w.Write([]byte(`{"ok":true,"user_id":"U1","bot_id":"B1"}`))
+			return
+		}
+		queries = append(queries, r.URL.Query().Get("oldest")+"|"+r.URL.Query().Get("inclusive"))
+		_, _ = w.Write([]byte(`{"ok":true,"messages":[]}`))
+	}))
+	defer srv.Close()
+	p, err := slack.New(slack.Config{APIURL: srv.URL, Token: "xoxb-x", Channels: []string{"C0TIDE1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, since := range []time.Time{{}, time.Unix(1764590400, 250_000_000)} {
+		if _, err := p.ListOwn(context.Background(), provider.ListQuery{Since: since}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(queries) != 2 || queries[0] != "|" || queries[1] != "1764590400.250000|true" {
+		t.Fatalf("oldest|inclusive asked: %q; want none, then 1764590400.250000|true", queries)
 	}
 }
