@@ -73,7 +73,8 @@ const (
 // formats are the provider kinds' formats, from their documented limits.
 // The numbers are the provider packages' own (matrix.MaxBodyBytes,
 // email.MaxBodyBytes, slack.MaxText, discord.MaxContent,
-// ntfy.DefaultMaxBytes, mastodon.MaxCharacters and URLCharacters), written here so the outbox's rules import no
+// ntfy.DefaultMaxBytes, mastodon.MaxCharacters and URLCharacters,
+// github.MaxCommentCharacters), written here so the outbox's rules import no
 // provider; a test in outbox/providers holds them equal.
 var formats = map[string]Format{
 	"matrix":   {Markup: MarkupText, HTML: true, MaxBytes: 60000, Mentions: true, Template: textTemplate},

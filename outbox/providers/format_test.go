@@ -31,6 +31,7 @@ func TestEveryKindHasAFormatWithItsProvidersLimit(t *testing.T) {
 		"discord":  {discord.MaxContent, 0},
 		"ntfy":     {0, ntfy.DefaultMaxBytes},
 		"mastodon": {mastodon.MaxCharacters, 0},
+		"github":   {github.MaxCommentCharacters, 0},
 	} {
 		f, _ := outbox.FormatOf(kind)
 		if f.MaxRunes != want[0] || f.MaxBytes != want[1] {

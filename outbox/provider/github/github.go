@@ -23,11 +23,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/outbox/provider"
 )
+
+// MaxCommentCharacters is the longest comment body GitHub takes, in
+// characters as it counts them (code points); a longer one is answered 422.
+const MaxCommentCharacters = 65536
 
 // Config configures a GitHub lane.
 type Config struct {
@@ -136,6 +141,11 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	}
 	if w.Parent != "" {
 		return provider.Posted{}, &provider.RejectedError{Body: "GitHub issue comments have no parent"}
+	}
+	// GitHub would answer 422, which stops the lane: this write alone can
+	// never be made.
+	if n := utf8.RuneCount(w.Body); n > MaxCommentCharacters {
+		return provider.Posted{}, &provider.RejectedError{Body: fmt.Sprintf("the comment is %d characters; GitHub takes at most %d", n, MaxCommentCharacters)}
 	}
 	body, _ := json.Marshal(map[string]string{"body": string(w.Body)})
 	req, err := p.request(http.MethodPost, fmt.Sprintf("/repos/%s/issues/%d/comments", repo, n), body)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,5 +290,39 @@ func TestGitHubProbeReadsSinceTheAttempt(t *testing.T) {
 	pr, err = p.Probe(ctx, provider.Write{Target: "acme/app#5", Body: []byte("edited"), NotBefore: notBefore})
 	if err != nil || pr.Found { // someone else's
 		t.Fatalf("edited comment: %+v %v", pr, err)
+	}
+}
+
+// A comment over GitHub's limit (65,536 characters, as GitHub counts them:
+// code points) is refused before anything is sent: only that intent is
+// unexecutable, where GitHub's 422 would stop the lane.
+func TestGitHubRefusesACommentOverItsLimitUnsent(t *testing.T) {
+	ctx := context.Background()
+	f, p := newFake(t)
+	for _, tc := range []struct {
+		body string
+		sent bool
+	}{
+		{strings.Repeat("x", MaxCommentCharacters), true},
+		{strings.Repeat("é", MaxCommentCharacters), true},
+		{strings.Repeat("x", MaxCommentCharacters+1), false},
+		{strings.Repeat("é", MaxCommentCharacters+1), false},
+	} {
+		before := len(f.comments["acme/app"])
+		_, err := p.Post(ctx, provider.Write{Target: "acme/app#1", Body: []byte(tc.body)})
+		sent := len(f.comments["acme/app"]) > before
+		if sent != tc.sent {
+			t.Fatalf("%d bytes: sent %v, want %v (%v)", len(tc.body), sent, tc.sent, err)
+		}
+		if tc.sent {
+			if err != nil {
+				t.Fatalf("%d bytes: %v", len(tc.body), err)
+			}
+			continue
+		}
+		var rej *provider.RejectedError
+		if !errors.As(err, &rej) || !rej.Unsendable() || !strings.Contains(err.Error(), "65536") {
+			t.Fatalf("%d bytes: want a refusal before sending naming the limit, got %v", len(tc.body), err)
+		}
 	}
 }
