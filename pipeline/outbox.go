@@ -287,6 +287,9 @@ func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor 
 			return outbox.Channel{}, tidemark.Invalidf(f.name, f.v, "required")
 		}
 	}
+	if err := p.checkChannelTarget(ctx, ref); err != nil {
+		return outbox.Channel{}, err
+	}
 	c, err := p.db.Outbox().AddChannelAs(ctx, actor, ref.Source, ref.Lane, ref.Target, ref.Parent)
 	if err == nil {
 		c.Note = p.readBackNote(ctx, c.Lane, c.Target, c.Parent)
@@ -294,20 +297,61 @@ func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor 
 	return c, err
 }
 
+// laneProvider builds a lane's provider as a delivery would; ok is false
+// when the lane cannot be read or its provider cannot be built here (its
+// health says why).
+func (p *Pipeline) laneProvider(ctx context.Context, lane string) (outbox.Lane, provider.Provider, bool) {
+	l, err := p.db.Outbox().Lane(ctx, lane)
+	if err != nil {
+		return l, nil, false
+	}
+	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
+	if err != nil {
+		return l, nil, false
+	}
+	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	if err != nil {
+		return l, nil, false
+	}
+	return l, prov, true
+}
+
+// channelCheckTimeout bounds the question channel add asks the lane's
+// remote (a GitHub issue, a Mastodon parent status).
+const channelCheckTimeout = 10 * time.Second
+
+// checkChannelTarget asks the lane's provider whether the channel's target
+// (and parent) can take a write, as the deliverer asks before each send, and
+// refuses one it says cannot (tidemark.ErrInvalid, with the provider's
+// reason and what to give instead): every page would otherwise draft an
+// intent that is unexecutable. A remote that cannot be asked now (down,
+// unreachable, or the lane's provider cannot be built here) does not make a
+// target that can never work: the channel is added, and the deliverer asks
+// again before each send.
+func (p *Pipeline) checkChannelTarget(ctx context.Context, ref outbox.ChannelRef) error {
+	l, prov, ok := p.laneProvider(ctx, ref.Lane)
+	if !ok {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, channelCheckTimeout)
+	defer cancel()
+	w, err := prov.CanWrite(cctx, ref.Target, ref.Parent)
+	if err != nil || w.OK {
+		return nil
+	}
+	field, value := "target", ref.Target
+	if ref.Parent != "" {
+		field, value = "channel", ref.Target+" (parent "+ref.Parent+")"
+	}
+	return tidemark.Invalidf(field, value, "lane %s (%s) cannot write there: %s", l.Name, l.Provider, w.Reason)
+}
+
 // readBackNote says, for a channel whose lane's listing does not read its
 // target back, what that means and how to have it read; "" when it does,
 // or when the lane's provider cannot be built here (its health says why).
 func (p *Pipeline) readBackNote(ctx context.Context, lane, target, parent string) string {
-	l, err := p.db.Outbox().Lane(ctx, lane)
-	if err != nil {
-		return ""
-	}
-	secrets, err := p.db.Outbox().LaneSecrets(ctx, lane)
-	if err != nil {
-		return ""
-	}
-	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
-	if err != nil {
+	l, prov, ok := p.laneProvider(ctx, lane)
+	if !ok {
 		return ""
 	}
 	if cv, ok := prov.(provider.Covering); !ok || cv.Covers(target, parent) {

@@ -275,7 +275,8 @@ func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider
 // webhook answers the post with 404 and the intent is bucketed then.
 func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	if target != p.c.Target {
-		return provider.Writable{Reason: fmt.Sprintf("target %q is not this lane's %q", target, p.c.Target)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not this lane's %q: a Discord lane writes to its webhook's one "+
+			"channel, named by its target setting (default \"channel\"); for another channel, add a lane with that channel's webhook", target, p.c.Target)}, nil
 	}
 	return provider.Writable{OK: true}, nil
 }

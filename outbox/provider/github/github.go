@@ -345,7 +345,8 @@ func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provide
 	}
 	_, _, err = provider.GetJSON(ctx, p.c.Client, p.c.Clock.Now, req, &issue)
 	if status, closed := provider.Closed(err); closed {
-		return provider.Writable{Reason: fmt.Sprintf("issue %s answered %d", target, status)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("issue %s answered %d: check the repository and the issue's number, "+
+			"and that the lane's token can see the repository", target, status)}, nil
 	}
 	if err != nil {
 		return provider.Writable{}, err

@@ -299,7 +299,8 @@ func (p *Provider) Count(ctx context.Context) (int64, error) {
 // to still exist.
 func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	if target != p.c.Target {
-		return provider.Writable{Reason: fmt.Sprintf("target %q is not this lane's %q", target, p.c.Target)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not this lane's %q: a Mastodon lane posts to its account's "+
+			"timeline, named by its target setting (default \"timeline\")", target, p.c.Target)}, nil
 	}
 	if parent == "" {
 		return provider.Writable{OK: true}, nil
@@ -310,7 +311,8 @@ func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provide
 	}
 	_, _, err = provider.GetJSON(ctx, p.c.Client, p.c.Clock.Now, req, nil)
 	if status, closed := provider.Closed(err); closed {
-		return provider.Writable{Reason: fmt.Sprintf("status %s answered %d", parent, status)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("parent status %s answered %d: a reply needs a status that exists and "+
+			"the account can see (its id is the number at the end of its URL)", parent, status)}, nil
 	}
 	if err != nil {
 		return provider.Writable{}, err

@@ -267,7 +267,8 @@ func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider
 // to answers the send with 403 and the intent is bucketed then.
 func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	if !roomRE.MatchString(target) {
-		return provider.Writable{Reason: fmt.Sprintf("target %q is not a Matrix room id", target)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not a Matrix room id: give the room's id (!…:server, "+
+			"in the room's settings under Advanced), not an alias (#…:server)", target)}, nil
 	}
 	return provider.Writable{OK: true}, nil
 }

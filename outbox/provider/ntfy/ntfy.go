@@ -295,7 +295,7 @@ func (p *Provider) Probe(ctx context.Context, w provider.Write) (provider.Probed
 // (a refusal, 403 for a reserved topic, buckets the intent when posted).
 func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	if !topicRE.MatchString(target) {
-		return provider.Writable{Reason: fmt.Sprintf("target %q is not an ntfy topic", target)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not an ntfy topic: a topic is 1 to 64 letters, digits, - or _", target)}, nil
 	}
 	return provider.Writable{OK: true}, nil
 }

@@ -394,7 +394,8 @@ func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider
 // missing channel is found out by the post (its error buckets the intent).
 func (p *Provider) CanWrite(ctx context.Context, target, parent string) (provider.Writable, error) {
 	if !channelRE.MatchString(target) {
-		return provider.Writable{Reason: fmt.Sprintf("target %q is not a Slack channel id", target)}, nil
+		return provider.Writable{Reason: fmt.Sprintf("target %q is not a Slack channel id: give the channel's id (C…, G… or D…, "+
+			"shown at the bottom of the channel's details in Slack), not its name", target)}, nil
 	}
 	return provider.Writable{OK: true}, nil
 }
