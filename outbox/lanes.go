@@ -167,7 +167,8 @@ const (
 // settings, its health and the gaps its gate achieved.
 type LaneView struct {
 	Lane
-	// Guarantee is nil when the lane's settings give none (Problem says why).
+	// Guarantee is nil when the lane's settings give none, or when its
+	// provider cannot be built here (Problem says why).
 	Guarantee *provider.LaneGuarantee `json:"guarantee"`
 	Health    string                  `json:"health"`
 	// Problem says why a broken lane cannot deliver: its provider cannot

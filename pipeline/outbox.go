@@ -41,9 +41,11 @@ func laneDefaults(name, kind string) outbox.LaneConfig {
 		Retirement: outbox.RetirementPolicy{Spacing: tidemark.Duration(DefaultRetireSpacing)}}
 }
 
-// checkLane checks a lane's configuration: its provider kind, and that its
-// settings give it a guarantee. Whether its provider can be built here
-// (an environment variable may hold a secret elsewhere) is its health.
+// checkLane checks a lane's configuration: its provider kind, that its
+// settings give it a guarantee, and that its provider takes them
+// (providers.CheckSettings: nothing the remote would refuse on every
+// write). Whether its provider can be built here (an environment variable
+// may hold a secret elsewhere) is its health.
 func checkLane(c outbox.LaneConfig) error {
 	if !providers.Known(c.Provider) {
 		return tidemark.Invalidf("provider", c.Provider, "want one of %s", strings.Join(providers.Kinds(), ", "))
@@ -51,8 +53,10 @@ func checkLane(c outbox.LaneConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	_, err := providers.Guarantee(c.Provider, c.Settings)
-	return err
+	if _, err := providers.Guarantee(c.Provider, c.Settings); err != nil {
+		return err
+	}
+	return providers.CheckSettings(c.Provider, c.Settings)
 }
 
 // checkChange refuses a setting whose value is the shown form of a secret
@@ -236,7 +240,8 @@ func (p *Pipeline) Lane(ctx context.Context, name string) (outbox.LaneView, erro
 // secret kept apart that is missing, or settings its provider refuses,
 // make it broken. A write in flight whose writer's process is gone (or
 // whose lease ran out) makes it in doubt. The guarantee is the one its settings, secrets
-// included, give it.
+// included, give it, and none when its provider cannot be built here: a
+// lane that cannot deliver from here promises nothing from here.
 func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapReport) (outbox.LaneView, error) {
 	v := outbox.LaneView{Lane: l, AsOf: p.clock.Now(), HolderGone: p.live.Gone(l.LeaseHolder)}
 	for i := range gaps {
@@ -252,6 +257,9 @@ func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapRep
 		v.Guarantee = &g
 	}
 	_, err = providers.NewWithSecrets(l, secrets, p.clock)
+	if err != nil {
+		v.Guarantee = nil
+	}
 	v.Judge(err)
 	return v, nil
 }

@@ -5,7 +5,9 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -229,6 +231,54 @@ var kinds = map[string]kind{
 		},
 		minGap: email.DefaultMinGap,
 	},
+}
+
+// secretPlaceholder stands, in CheckSettings, for a secret this machine
+// does not hold.
+const secretPlaceholder = "checking-settings"
+
+// CheckSettings checks a lane's settings as its provider reads them, so that
+// lane add and lane set refuse what the remote would refuse on every write
+// or read (a Mastodon visibility it has not, a GitHub since that is not ISO
+// 8601, a Slack channel's name for its id) rather than store a lane that
+// cannot deliver. A secret kept in an environment variable this machine does
+// not have (the lane may deliver from another) is not a setting's fault: the
+// settings are checked as if it were there.
+func CheckSettings(kind string, settings map[string]string) error {
+	k, ok := kinds[kind]
+	if !ok {
+		return tidemark.Invalidf("provider", kind, "unknown kind (known: %v)", Kinds())
+	}
+	s := maps.Clone(settings)
+	if s == nil {
+		s = map[string]string{}
+	}
+	for range len(k.secrets.Keys) + 1 {
+		_, _, err := k.build(s, clock.System{})
+		ie, isInvalid := errors.AsType[*tidemark.InvalidError](err)
+		if !isInvalid {
+			return redact.Err(err, k.secrets.Values(settings)...)
+		}
+		// A secret's variable that is empty here: check the rest as if it
+		// held one.
+		key, found := secretOfEnv(k.secrets.Keys, ie.Field)
+		if !found || s[key] != "" {
+			return redact.Err(err, k.secrets.Values(settings)...)
+		}
+		s[key] = secretPlaceholder
+	}
+	return nil
+}
+
+// secretOfEnv returns the secret whose environment variable setting an
+// invalid field names ("setting token_env" → "token").
+func secretOfEnv(keys []string, field string) (string, bool) {
+	for _, k := range keys {
+		if field == "setting "+k+"_env" {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // Capabilities returns what a provider kind can do to decide a write in

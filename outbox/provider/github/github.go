@@ -86,6 +86,12 @@ func New(cfg Config) (*Provider, error) {
 			return nil, tidemark.Invalidf("setting repos", r, "want owner/repo")
 		}
 	}
+	if cfg.Since != "" {
+		// GitHub answers a since it cannot read with 422, on every listing.
+		if _, err := time.Parse(time.RFC3339, cfg.Since); err != nil {
+			return nil, tidemark.Invalidf("setting since", cfg.Since, "want an ISO 8601 time such as 2026-01-02T15:04:05Z")
+		}
+	}
 	w := provider.HTTPDefaults(&cfg.Client, &cfg.Clock)
 	return &Provider{NoCount: "github", c: cfg, w: w, login: cfg.Login}, nil
 }

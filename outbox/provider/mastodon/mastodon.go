@@ -89,8 +89,13 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Token == "" {
 		return nil, tidemark.Invalidf("token", "", "a Mastodon lane needs an access token")
 	}
-	if cfg.Visibility == "" {
+	switch cfg.Visibility {
+	case "":
 		cfg.Visibility = "unlisted"
+	case "public", "unlisted", "private", "direct":
+	default:
+		// Mastodon answers any other with 422, on every post.
+		return nil, tidemark.Invalidf("setting visibility", cfg.Visibility, "want public, unlisted, private or direct")
 	}
 	if cfg.Target == "" {
 		cfg.Target = "timeline"
