@@ -650,6 +650,13 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 		return nil, &LaneError{d.Lane, &DeferredError{Lane: d.Lane, Until: d.Clock.Now().Add(se.Wait), Err: err}}
 	}
 	if err != nil {
+		if rr, ok := errors.AsType[*provider.ReadRefusedError](err); ok {
+			// Refused for the lane's reason: every read will be, until the
+			// lane is fixed. Its health shows why.
+			if rerr := d.Store.RefuseRead(ctx, l, rr.Error()); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
 		return nil, &LaneError{d.Lane, err}
 	}
 	if err := fpMidReconcile.Hit(ctx); err != nil {

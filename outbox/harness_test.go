@@ -189,3 +189,14 @@ func (h *harness) assertExactlyOnce(intents []outbox.Intent) {
 		h.t.Errorf("provider holds %d writes, %d intents landed", h.srv.Count(), landed)
 	}
 }
+
+// laneDetail reads the harness's lane as its view does, with what it
+// counts and any refusal that stands.
+func (h *harness) laneDetail() outbox.Lane {
+	h.t.Helper()
+	l, err := h.st.LaneDetail(context.Background(), h.lane)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return l
+}

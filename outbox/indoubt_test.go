@@ -325,3 +325,51 @@ func TestAReadTheRemoteAsksToWaitForDefersTheLane(t *testing.T) {
 		}
 	})
 }
+
+// refusingReads is a lane whose provider refuses the reads it needs for a
+// reason that is the lane's (Slack's missing_scope).
+type refusingReads struct{ provider.Provider }
+
+func (p refusingReads) ListOwn(context.Context, provider.ListQuery) (provider.Page, error) {
+	return provider.Page{}, &provider.ReadRefusedError{Op: "conversations.history of C0AAAA1", Reason: "missing_scope: the token lacks channels:history"}
+}
+
+// A listing the provider refuses for the lane's reason leaves the lane
+// broken with the refusal as its problem, not in doubt with none, and the
+// pass fails as unavailable (exit 5); once a reconciliation goes through,
+// the problem is gone.
+func TestAReadRefusalBreaksTheLaneWithItsReason(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		h.srv.LoseAnswers(1)
+		if s := h.step(d); s.IntentID != c.ID || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("step %+v: want c's outcome unknown", s)
+		}
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		good := d.Provider
+		d.Provider = refusingReads{good}
+		_, err := d.RunOnce(context.Background(), nil)
+		if tidemark.ExitCode(err) != tidemark.ExitUnavailable || !strings.Contains(err.Error(), "channels:history") {
+			t.Fatalf("a pass whose listing is refused: %v (exit %d), want unavailable naming the scope", err, tidemark.ExitCode(err))
+		}
+		v := outbox.LaneView{Lane: h.laneDetail()}
+		v.Judge(nil)
+		if v.Health != outbox.HealthBroken || !strings.Contains(v.Problem, "channels:history") {
+			t.Fatalf("after a refused read: health %q, problem %q; want broken naming the scope", v.Health, v.Problem)
+		}
+		d.Provider = good
+		if _, err := d.RunOnce(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		v = outbox.LaneView{Lane: h.laneDetail()}
+		v.Judge(nil)
+		if v.Health == outbox.HealthBroken {
+			t.Fatalf("after a reconciliation went through: still broken: %s", v.Problem)
+		}
+		if got := h.intent(c.ID); got.State != outbox.StateLanded {
+			t.Fatalf("c is %s, want landed", got.State)
+		}
+	})
+}

@@ -193,6 +193,9 @@ func (v *LaneView) Judge(buildErr error) {
 		v.Health, v.Problem = HealthBroken, buildErr.Error()
 	case v.Refusal != "":
 		v.Health, v.Problem = HealthBroken, v.Refusal+"; the lane sends nothing more until a delivery after it is fixed"
+	case v.ReadRefusal != "":
+		v.Health, v.Problem = HealthBroken, "a read the lane needs to decide its writes in doubt was refused: "+v.ReadRefusal+
+			"; the lane sends nothing more until a reconciliation after it is fixed goes through"
 	case v.NeedsReconcile || v.orphaned():
 		v.Health = HealthInDoubt
 	case attention > 0:

@@ -140,6 +140,12 @@ type Lane struct {
 	// write of an intent still pending: the lane is broken until a write
 	// goes through (LaneView.Problem shows it).
 	Refusal string `json:"-"`
+	// ReadRefusal, when set, is why the provider refused a read the lane
+	// needs to decide its writes in doubt (its listing of our own writes)
+	// for a reason that is the lane's (a missing scope, a channel the
+	// account is not in): the lane is broken until a reconciliation goes
+	// through (LaneView.Problem shows it).
+	ReadRefusal string `json:"-"`
 }
 
 // VerdictRefused is the verdict of the check kept when the provider
@@ -266,8 +272,12 @@ type Store interface {
 	Intents(ctx context.Context, l Lease) ([]Intent, error)
 	// LastChecks returns each intent's recorded checks, oldest first.
 	Checks(ctx context.Context, intentID string) ([]Check, error)
-	// Apply records a reconciliation in one transaction.
+	// Apply records a reconciliation in one transaction; it clears the
+	// lane's ReadRefusal.
 	Apply(ctx context.Context, l Lease, r Reconciliation) error
+	// RefuseRead records why the provider refused a read the lane needs
+	// (Lane.ReadRefusal), changing nothing else: the lane stays in doubt.
+	RefuseRead(ctx context.Context, l Lease, reason string) error
 }
 
 // GateClosedError: the lane's pacing gate opens at Until.

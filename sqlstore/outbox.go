@@ -193,7 +193,7 @@ func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, sec
 }
 
 const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,
-	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile`
+	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile, read_refusal`
 
 func scanLane(sc scanner) (outbox.Lane, error) {
 	var (
@@ -205,7 +205,7 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 		needs                    int
 	)
 	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.Retirement.Checks, &spacing,
-		&l.LeaseToken, &holder, &expires, &next, &last, &needs); err != nil {
+		&l.LeaseToken, &holder, &expires, &next, &last, &needs, &l.ReadRefusal); err != nil {
 		return l, err
 	}
 	if err := json.Unmarshal([]byte(settings), &l.Settings); err != nil {
@@ -1156,13 +1156,31 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('unresolved', 'unexecutable')`, l.Lane).Scan(&waiting); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 0, recheck_at = NULL WHERE name = $1`, l.Lane); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 0, recheck_at = NULL, read_refusal = '' WHERE name = $1`, l.Lane); err != nil {
 		return err
 	}
 	if waiting > 0 {
 		if err := s.scheduleRecheck(ctx, tx, l.Lane, s.db.Clock.Now(), r.RecheckAt, true); err != nil {
 			return err
 		}
+	}
+	return tx.Commit()
+}
+
+// RefuseRead implements outbox.Store: it records, under the current
+// token, why the provider refused a read the lane needs; the lane stays as
+// in doubt as it was, and Apply clears it.
+func (s *OutboxStore) RefuseRead(ctx context.Context, l outbox.Lease, reason string) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	if err := exec1(ctx, tx, staleLease(l), `UPDATE outbox_lanes SET read_refusal = $2 WHERE name = $1`, l.Lane, reason); err != nil {
+		return err
 	}
 	return tx.Commit()
 }

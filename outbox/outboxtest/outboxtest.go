@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"RetireAndRevive", testRetireRevive},
 		{"CollisionRevivedOnlyWithoutLiveTwin", testCollisionRevive},
 		{"DraftIdentityIsWhatTheProviderTellsApart", testDraftFingerprint},
+		{"ReadRefusalStandsUntilAReconciliation", testReadRefusal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -659,5 +660,38 @@ func testDraftFingerprint(t *testing.T, h Harness) {
 	}
 	if v, err := h.Revive(ctx, c.ID, "alice", "send it"); err != nil || v.State != outbox.StatePending {
 		t.Fatalf("revive with its twin retired: %+v %v, want pending", v, err)
+	}
+}
+
+// A read the lane needs, refused by the provider for the lane's reason, is
+// recorded on the lane (fenced by the token) and stands, the lane still in
+// doubt, until a reconciliation goes through.
+func testReadRefusal(t *testing.T, h Harness) {
+	h.AddLane(t, "chat", 0)
+	a := mustDraft(t, h, byHand("chat", "a"))
+	old := mustAcquire(t, h, "chat", "w1")
+	mustFinish(t, h, old, mustBegin(t, h, old, a.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
+	h.Clock.Advance(ttl + time.Second)
+	l := mustAcquire(t, h, "chat", "w2")
+	const why = "conversations.history refused: missing_scope (needs channels:history)"
+	mustErr(t, "a read refusal under a stale token", h.Store.RefuseRead(ctx, old, why), tidemark.ErrStaleClaim)
+	if got := mustLane(t, h, "chat").ReadRefusal; got != "" {
+		t.Fatalf("a stale token recorded a read refusal: %q", got)
+	}
+	if err := h.Store.RefuseRead(ctx, l, why); err != nil {
+		t.Fatal(err)
+	}
+	lane := mustLane(t, h, "chat")
+	if lane.ReadRefusal != why || !lane.NeedsReconcile {
+		t.Fatalf("after a read refusal: refusal %q, needs reconcile %v; want %q, true", lane.ReadRefusal, lane.NeedsReconcile, why)
+	}
+	mustInDoubt(t, h, l, true)
+	mustState(t, h, a.ID, outbox.StateUnresolved)
+	plan := &outbox.Plan{Unresolved: []string{a.ID}, Accounting: outbox.Accounting{Total: 1, Unresolved: 1, Balanced: true}}
+	if err := h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLane(t, h, "chat").ReadRefusal; got != "" {
+		t.Fatalf("a reconciliation that went through left the read refusal %q", got)
 	}
 }
