@@ -23,7 +23,7 @@ func TestOutboxJSONHasEveryDocumentedField(t *testing.T) {
 			"counts", "guarantee", "health", "problem"}}, // and gaps, which every lane a store reports has
 		{"a lane's guarantee", provider.LaneGuarantee{}, []string{"guarantee", "by", "resend_in_doubt", "key_window", "opted_in", "missing", "why"}},
 		{"plan --json / reconcile --json", outbox.Plan{}, []string{"join", "mark", "landed", "untouched", "holes", "replay", "unexecutable",
-			"replay_already_landed", "unmatched_own_writes", "duplicate_own_writes", "accounting"}},
+			"replay_already_landed", "unmatched_own_writes", "untouched_attempted", "duplicate_own_writes", "accounting"}},
 	} {
 		got := jsontest.Keys(t, tc.value)
 		for _, f := range tc.fields {

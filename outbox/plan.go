@@ -97,8 +97,12 @@ type Plan struct {
 	// Landed: intents one of our own writes (or the journal) shows landed.
 	Landed []string `json:"landed"`
 	// Untouched: ranked above the mark and not landed; with a serialized
-	// lane they were never attempted.
+	// lane they were never attempted, but for UntouchedAttempted.
 	Untouched []string `json:"untouched"`
+	// UntouchedAttempted: the untouched intents whose attempt was in doubt
+	// and that a listing assembled after its deadline does not show: they
+	// were attempted, and did not land.
+	UntouchedAttempted []string `json:"-"`
 	// Holes: ranked below the mark and not landed.
 	Holes []string `json:"holes"`
 	// Replay: what the recovery sends, in rank order: the holes and the
@@ -224,7 +228,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{
-		Join: join, Landed: []string{}, Untouched: []string{}, Holes: []string{}, Replay: []string{},
+		Join: join, Landed: []string{}, Untouched: []string{}, UntouchedAttempted: []string{}, Holes: []string{}, Replay: []string{},
 		Unexecutable: []string{}, ReplayAlreadyLanded: []string{}, UnmatchedOwnWrites: []string{},
 		LandedAs: map[string]OwnWrite{},
 	}
@@ -404,6 +408,9 @@ func bucketIntents(p *Plan, listedAt *time.Time, intents []PlanIntent, byID map[
 		case i > markAt:
 			p.Untouched = append(p.Untouched, it.ID)
 			p.Replay = append(p.Replay, it.ID)
+			if it.AttemptStartedAt != nil {
+				p.UntouchedAttempted = append(p.UntouchedAttempted, it.ID)
+			}
 		default:
 			p.Holes = append(p.Holes, it.ID)
 			p.Replay = append(p.Replay, it.ID)

@@ -1,9 +1,11 @@
 package outbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -295,4 +297,35 @@ func FuzzMakePlanBalances(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An intent above the mark whose attempt was in doubt, and that a listing
+// assembled after its deadline does not show, is replayed with the
+// untouched; but it was attempted, and the report and the JSON say so
+// rather than call it never attempted.
+func TestPlanSaysWhichUntouchedIntentsWereAttempted(t *testing.T) {
+	start, until, listed := t0.Add(10*time.Second), t0.Add(40*time.Second), t0.Add(time.Minute)
+	doubt := intent("b", 2, "t1", "2")
+	doubt.AttemptStartedAt, doubt.AttemptUntil = &start, &until
+	in := PlanInput{Intents: []PlanIntent{intent("a", 1, "t1", "1"), doubt, intent("c", 3, "t1", "3")},
+		OwnWrites: []OwnWrite{own("r-a", 1, "t1", "1")}, ListedAt: &listed}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Untouched, []string{"b", "c"}) || !slices.Equal(p.UntouchedAttempted, []string{"b"}) {
+		t.Fatalf("untouched %v, of which attempted %v; want [b c], [b]", p.Untouched, p.UntouchedAttempted)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); strings.Contains(got, "untouched:             2 (ranked above the mark, never attempted)") ||
+		!strings.Contains(got, "1 attempted in doubt") || !strings.Contains(got, "1 never attempted") {
+		t.Fatalf("report:\n%s", got)
+	}
+	js, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(js), `"untouched_attempted":["b"]`) {
+		t.Fatalf("JSON %s %v", js, err)
+	}
 }

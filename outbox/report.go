@@ -16,14 +16,18 @@ const maxReportIDs = 20
 // every list present ([] when empty).
 func (p Plan) MarshalJSON() ([]byte, error) {
 	type fields Plan // the plan's own fields, without this method
-	dups := p.DuplicateOwnWrites
+	dups, tried := p.DuplicateOwnWrites, p.UntouchedAttempted
 	if dups == nil {
 		dups = []string{}
 	}
+	if tried == nil {
+		tried = []string{}
+	}
 	return json.Marshal(struct {
 		fields
+		UntouchedAttempted []string `json:"untouched_attempted"`
 		DuplicateOwnWrites []string `json:"duplicate_own_writes"`
-	}{fields(p), dups})
+	}{fields(p), tried, dups})
 }
 
 // WriteText writes the plan as a readable report: the same content as its
@@ -40,13 +44,20 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "mark:         %s (remote %s, %s): the highest-ranked landed intent\n", p.Mark.Intent, p.Mark.RemoteID, at)
 	}
+	untouched := "ranked above the mark, never attempted"
+	if n := len(p.UntouchedAttempted); n > 0 {
+		// Sent in doubt, and not shown by a listing made after the attempt
+		// could last land: attempted, not landed.
+		untouched = fmt.Sprintf("ranked above the mark, not landed: %d attempted in doubt and not listed after the attempt's deadline (%s), %d never attempted",
+			n, strings.Join(p.UntouchedAttempted[:min(n, maxReportIDs)], " "), len(p.Untouched)-n)
+	}
 	for _, row := range []struct {
 		name string
 		ids  []string
 		why  string
 	}{
 		{"landed", p.Landed, ""},
-		{"untouched", p.Untouched, "ranked above the mark, never attempted"},
+		{"untouched", p.Untouched, untouched},
 		{"holes", p.Holes, "ranked below the mark, did not land"},
 		{"replay", p.Replay, "to send, in rank order"},
 		{"unexecutable", p.Unexecutable, "targets cannot accept a write; bucketed, not queued"},
