@@ -166,7 +166,7 @@ func (t *Template) Render(kind string, m Message) (Rendered, error) {
 }
 
 func (t *Template) render(f Format, m Message) (Rendered, error) {
-	esc := escaper(f)
+	esc, escTitle := escaper(f), titleEscaper(f)
 	title, summary := []rune(oneLine(m.Title)), []rune(summaryAfterTitle(m.Title, m.Summary))
 	// with renders the template over the first nt runes of the title and
 	// ns of the summary, each marked … where it was cut (a cut title
@@ -178,7 +178,7 @@ func (t *Template) render(f Format, m Message) (Rendered, error) {
 		if nt < len(title) {
 			s = ""
 		}
-		return t.exec(Message{Title: esc(cut(title, nt)), Summary: esc(s), Link: linkEscape(f.Markup, m.Link),
+		return t.exec(Message{Title: escTitle(cut(title, nt)), Summary: esc(s), Link: linkEscape(f.Markup, m.Link),
 			Source: esc(oneLine(m.Source)), Page: esc(oneLine(m.Page))})
 	}
 	out := Rendered{Kind: f.Kind, Markup: f.Markup, Limit: limitText(f)}
@@ -325,6 +325,23 @@ func escaper(f Format) func(string) string {
 		return neutraliseMentions
 	}
 	return func(s string) string { return s }
+}
+
+// mrkdwnLookalikes are Slack's formatting characters (bold, italic, strike,
+// code) and characters that look like them but format nothing: Slack has
+// no escape for them.
+var mrkdwnLookalikes = strings.NewReplacer("*", "\u2217", "_", "\u02cd", "~", "\u223c", "`", "\u02cb")
+
+// titleEscaper returns the escaping of a title for a format's markup: the
+// fields' escaping, and in Slack's mrkdwn, where the default template sets
+// the title in *bold*, its formatting characters sent as look-alikes, so a
+// * in the title cannot end the bold nor _ or ~ nest inside it.
+func titleEscaper(f Format) func(string) string {
+	esc := escaper(f)
+	if f.Markup != MarkupMrkdwn {
+		return esc
+	}
+	return func(s string) string { return mrkdwnLookalikes.Replace(esc(s)) }
 }
 
 // mentionRE is an @ that begins a mention on GitHub (@user, @org/team),

@@ -227,3 +227,27 @@ func TestPreviewLeavesAnAtInALinkAlone(t *testing.T) {
 		}
 	}
 }
+
+// Slack offers no escape for its formatting characters, so a title the
+// default template sets in *bold* would end the bold at its first *, or
+// nest italics and strikes inside it: in a Slack title they are sent as
+// look-alikes that do not format, and the bold holds.
+func TestSlackTitleKeepsItsBold(t *testing.T) {
+	r, err := outbox.Preview("slack", "", outbox.Message{Title: "*bold* _it_ ~gone~ `code` snake_case", Summary: "Adds *bold* things.", Page: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(r.Body, "\n")
+	if !strings.HasPrefix(first, "*") || !strings.HasSuffix(first, "*") || len(first) < 2 {
+		t.Fatalf("title line %q: want it in *bold*", first)
+	}
+	if inner := first[1 : len(first)-1]; strings.ContainsAny(inner, "*_~`") {
+		t.Errorf("title line %q: a formatting character inside the bold", first)
+	}
+	if !strings.Contains(first, "bold") || !strings.Contains(first, "snake") || !strings.Contains(first, "case") {
+		t.Errorf("title line %q lost its words", first)
+	}
+	if !strings.Contains(r.Body, "Adds *bold* things.") {
+		t.Errorf("body %q: the summary's own formatting is Slack's to show, as before", r.Body)
+	}
+}
