@@ -339,6 +339,7 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
 		return Step{}, err
 	}
+	d.logSent(in, res)
 	step.Outcome = res.Outcome
 	if res.Outcome == OutcomeDeferred {
 		// When it may be tried again: the gate as Finish moved it.
@@ -586,7 +587,38 @@ func (d *Deliverer) reconcile(ctx context.Context, l Lease) (Step, error) {
 	if err := d.Store.Apply(ctx, l, r.rec); err != nil {
 		return Step{}, err
 	}
+	d.logReconciled(r)
 	return Step{Kind: StepReconciled, Requests: r.requests, Plan: r.plan}, nil
+}
+
+// logSent says what an attempt came to: at info level when it is settled
+// or waits for its turn, at warn when it is in doubt or stops the lane.
+func (d *Deliverer) logSent(in Intent, res Result) {
+	level := slog.LevelInfo
+	if res.Outcome == OutcomeUnknown || res.Outcome == OutcomeRefused {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"lane", d.Lane, "intent", in.ID, "target", in.Target, "outcome", res.Outcome}
+	if res.RemoteID != "" {
+		attrs = append(attrs, "remote_id", res.RemoteID)
+	}
+	if res.Error != "" {
+		attrs = append(attrs, "error", res.Error)
+	}
+	d.log().Log(context.Background(), level, "outbox: sent", attrs...)
+}
+
+// logReconciled says what a reconciliation decided; own writes that match
+// no intent, or repeat one, are a warning: writes to go and look at.
+func (d *Deliverer) logReconciled(r *round) {
+	p := r.plan
+	level := slog.LevelInfo
+	if len(p.DuplicateOwnWrites) > 0 || len(p.UnmatchedOwnWrites) > 0 {
+		level = slog.LevelWarn
+	}
+	d.log().Log(context.Background(), level, "outbox: reconciled", "lane", d.Lane, "landed", len(p.Landed), "replay", len(p.Replay),
+		"unresolved", len(p.Unresolved), "unexecutable", len(p.Unexecutable), "unmatched_own_writes", len(p.UnmatchedOwnWrites),
+		"duplicate_own_writes", len(p.DuplicateOwnWrites), "requests", r.requests)
 }
 
 // recordDecisions keeps the evidence of what the round decided about the
