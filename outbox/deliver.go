@@ -627,7 +627,13 @@ func (d *Deliverer) logReconciled(r *round) {
 // one in doubt is sent again.
 func (d *Deliverer) recordDecisions(r *round) {
 	skew := r.lane.Skew.Std()
+	undecidable := d.guarantee().Guarantee == provider.AtMostOnce
 	for _, id := range r.plan.Unresolved {
+		if undecidable {
+			// No fresh answer will ever come: say so, not that one is awaited.
+			r.rec.Reasons[id] = "cannot be decided: the lane is at most once (nothing can read back whether it landed), " +
+				"so it is never resent; an operator looks and retires it, or the retirement policy does"
+		}
 		pi := r.in.Intents[r.at[id]]
 		if pi.AttemptUntil != nil && r.now.Before(pi.AttemptUntil.Add(skew)) {
 			// Only a look assembled after the attempt's deadline can say it
@@ -734,7 +740,7 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 		}
 		r.in.Intents = append(r.in.Intents, pi)
 	}
-	r.rec = Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}}
+	r.rec = Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}, Reasons: map[string]string{}}
 	r.now = d.Clock.Now()
 	return r, nil
 }

@@ -373,3 +373,36 @@ func TestAReadRefusalBreaksTheLaneWithItsReason(t *testing.T) {
 		}
 	})
 }
+
+// blind is a lane at most once: nothing can read its writes back and its
+// server takes no key.
+type blind struct{ provider.Provider }
+
+func (p blind) ListOwn(context.Context, provider.ListQuery) (provider.Page, error) {
+	return provider.Page{}, provider.ErrUnsupported
+}
+
+func (p blind) Probe(context.Context, provider.Write) (provider.Probed, error) {
+	return provider.Probed{}, provider.ErrUnsupported
+}
+
+func (p blind) LaneGuarantee() provider.LaneGuarantee {
+	return provider.LaneGuarantee{Guarantee: provider.AtMostOnce}
+}
+
+// On a lane at most once no fresh answer will ever come: an unresolved
+// intent says it cannot be decided, not that it waits for an answer.
+func TestAnAtMostOnceLanesUnresolvedIntentSaysItCannotBeDecided(t *testing.T) {
+	h := newHarness(t, sqltest.Backends()[0], laneOpts{noCount: true})
+	c := h.draft("t1", "one")
+	d := h.deliverer("w1")
+	d.Provider = blind{h.provider()}
+	h.srv.LoseAnswers(1)
+	h.step(d)
+	h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+	h.step(d)
+	got := h.intent(c.ID)
+	if got.State != outbox.StateUnresolved || !strings.Contains(got.StateReason, "cannot be decided") || !strings.Contains(got.StateReason, "at most once") {
+		t.Fatalf("intent %s: %q; want unresolved, saying it cannot be decided on an at-most-once lane", got.State, got.StateReason)
+	}
+}

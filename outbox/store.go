@@ -209,6 +209,9 @@ type Reconciliation struct {
 	// Checks are the evidence of each check of an unresolved or
 	// unexecutable intent, keyed by intent id.
 	Checks map[string]Check
+	// Reasons are, for unresolved intents, why each stays so (its state
+	// reason); one without: "no fresh answer yet".
+	Reasons map[string]string
 	// Retire names intents the retirement policy retires, with why.
 	Retire map[string]string
 	// Revive names unexecutable intents whose target accepts writes again.

@@ -1131,8 +1131,12 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 		}
 	}
 	for _, id := range p.Unresolved {
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'unresolved', state_reason = 'no fresh answer yet', updated_at = $2
-			WHERE id = $1 AND lane = $3 AND state IN ('sending', 'unresolved')`, id, now, l.Lane); err != nil {
+		why := r.Reasons[id]
+		if why == "" {
+			why = "no fresh answer yet"
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox_intents SET state = 'unresolved', state_reason = $4, updated_at = $2
+			WHERE id = $1 AND lane = $3 AND state IN ('sending', 'unresolved')`, id, now, l.Lane, why); err != nil {
 			return err
 		}
 	}

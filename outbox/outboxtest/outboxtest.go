@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"CollisionRevivedOnlyWithoutLiveTwin", testCollisionRevive},
 		{"DraftIdentityIsWhatTheProviderTellsApart", testDraftFingerprint},
 		{"ReadRefusalStandsUntilAReconciliation", testReadRefusal},
+		{"ApplyKeepsWhyAnIntentStaysUnresolved", testUnresolvedReason},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -693,5 +694,29 @@ func testReadRefusal(t *testing.T, h Harness) {
 	}
 	if got := mustLane(t, h, "chat").ReadRefusal; got != "" {
 		t.Fatalf("a reconciliation that went through left the read refusal %q", got)
+	}
+}
+
+// An unresolved intent carries the reason the reconciliation gave for it
+// (one that nothing can decide says so); without one, that no fresh answer
+// decided it yet.
+func testUnresolvedReason(t *testing.T, h Harness) {
+	h.AddLane(t, "chat", 0)
+	a := mustDraft(t, h, byHand("chat", "a"))
+	b := mustDraft(t, h, byHand("chat", "b"))
+	l := mustAcquire(t, h, "chat", "w1")
+	mustFinish(t, h, l, mustBegin(t, h, l, a.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
+	h.Clock.Advance(time.Second)
+	mustFinish(t, h, l, mustBegin(t, h, l, b.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
+	const why = "cannot be decided: the lane is at most once"
+	plan := &outbox.Plan{Unresolved: []string{a.ID, b.ID}, Accounting: outbox.Accounting{Total: 2, Unresolved: 2, Balanced: true}}
+	if err := h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: plan, Reasons: map[string]string{a.ID: why}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustState(t, h, a.ID, outbox.StateUnresolved).StateReason; got != why {
+		t.Errorf("a's reason %q, want %q", got, why)
+	}
+	if got := mustState(t, h, b.ID, outbox.StateUnresolved).StateReason; got != "no fresh answer yet" {
+		t.Errorf("b's reason %q, want the default", got)
 	}
 }
