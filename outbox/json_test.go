@@ -20,7 +20,7 @@ func TestOutboxJSONHasEveryDocumentedField(t *testing.T) {
 	}{
 		{"lanes --json / lane show --json", outbox.LaneView{}, []string{"name", "provider", "settings", "min_gap", "skew", "retirement",
 			"lease_token", "lease_holder", "lease_expires_at", "next_send_at", "last_send_at", "needs_reconcile", "in_flight",
-			"counts", "guarantee", "health", "problem"}}, // and gaps, which every lane a store reports has
+			"counts", "guarantee", "health", "problem", "last_reconciliation"}}, // and gaps, which every lane a store reports has
 		{"a lane's guarantee", provider.LaneGuarantee{}, []string{"guarantee", "by", "resend_in_doubt", "key_window", "opted_in", "missing", "why"}},
 		{"plan --json / reconcile --json", outbox.Plan{}, []string{"join", "mark", "landed", "untouched", "holes", "replay", "unexecutable",
 			"replay_already_landed", "unmatched_own_writes", "untouched_attempted", "duplicate_own_writes", "accounting"}},

@@ -146,7 +146,28 @@ type Lane struct {
 	// account is not in): the lane is broken until a reconciliation goes
 	// through (LaneView.Problem shows it).
 	ReadRefusal string `json:"-"`
+	// LastReconciliation is what the lane's latest reconciliation found of
+	// own writes that no intent explains (nil before the first).
+	LastReconciliation *LastReconciliation `json:"last_reconciliation"`
 }
+
+// LastReconciliation is what a lane's latest reconciliation found of own
+// writes no intent explains: ones that matched no intent (another tool's
+// writes under the account, or duplicates whose text the provider changed)
+// and ones that repeated a landed intent (duplicates). Each is a write to
+// go and look at.
+type LastReconciliation struct {
+	At                 time.Time `json:"at"`
+	UnmatchedOwnWrites int       `json:"unmatched_own_writes"`
+	DuplicateOwnWrites int       `json:"duplicate_own_writes"`
+	// RemoteIDs are the first MaxLastReconciliationIDs of their remote ids,
+	// the duplicates first.
+	RemoteIDs []string `json:"remote_ids"`
+}
+
+// MaxLastReconciliationIDs bounds the remote ids a lane keeps of its last
+// reconciliation (outbox reconcile lists every one).
+const MaxLastReconciliationIDs = 20
 
 // VerdictRefused is the verdict of the check kept when the provider
 // refused a write for a reason that is the lane's (OutcomeRefused).

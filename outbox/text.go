@@ -78,6 +78,18 @@ func (l LaneView) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  exactly once needs one of: %s\n", strings.ReplaceAll(strings.Join(g.Missing, ", "), "|", " or "))
 		}
 	}
+	if r := l.LastReconciliation; r != nil && r.UnmatchedOwnWrites+r.DuplicateOwnWrites > 0 {
+		fmt.Fprintf(w, "\nlast reconciliation (%s): %d own writes matched no intent, %d repeated a landed intent: "+
+			"writes to go and look at (another tool's under this account, or duplicates); `outbox reconcile %s` lists them all\n",
+			fieldtext.Day(r.At), r.UnmatchedOwnWrites, r.DuplicateOwnWrites, l.Name)
+		if n := r.UnmatchedOwnWrites + r.DuplicateOwnWrites; len(r.RemoteIDs) > 0 {
+			more := ""
+			if n > len(r.RemoteIDs) {
+				more = fmt.Sprintf(" … and %d more", n-len(r.RemoteIDs))
+			}
+			fmt.Fprintf(w, "  remote ids: %s%s\n", strings.Join(r.RemoteIDs, " "), more)
+		}
+	}
 	return nil
 }
 

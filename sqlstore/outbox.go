@@ -193,7 +193,8 @@ func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, sec
 }
 
 const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,
-	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile, read_refusal`
+	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile, read_refusal,
+	reconciled_at, unmatched_own_writes, duplicate_own_writes, stray_remote_ids`
 
 func scanLane(sc scanner) (outbox.Lane, error) {
 	var (
@@ -203,10 +204,21 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 		holder                   sql.NullString
 		expires, last            sql.NullInt64
 		needs                    int
+		reconciled               sql.NullInt64
+		rec                      outbox.LastReconciliation
+		strays                   string
 	)
 	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.Retirement.Checks, &spacing,
-		&l.LeaseToken, &holder, &expires, &next, &last, &needs, &l.ReadRefusal); err != nil {
+		&l.LeaseToken, &holder, &expires, &next, &last, &needs, &l.ReadRefusal,
+		&reconciled, &rec.UnmatchedOwnWrites, &rec.DuplicateOwnWrites, &strays); err != nil {
 		return l, err
+	}
+	if reconciled.Valid {
+		rec.At, rec.RemoteIDs = fromMS(reconciled.Int64), strings.Fields(strays)
+		if rec.RemoteIDs == nil {
+			rec.RemoteIDs = []string{}
+		}
+		l.LastReconciliation = &rec
 	}
 	if err := json.Unmarshal([]byte(settings), &l.Settings); err != nil {
 		return l, fmt.Errorf("lane %s: settings: %w", l.Name, err)
@@ -1160,7 +1172,11 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('unresolved', 'unexecutable')`, l.Lane).Scan(&waiting); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 0, recheck_at = NULL, read_refusal = '' WHERE name = $1`, l.Lane); err != nil {
+	strays := append(slices.Clone(p.DuplicateOwnWrites), p.UnmatchedOwnWrites...)
+	strays = strays[:min(len(strays), outbox.MaxLastReconciliationIDs)]
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_lanes SET needs_reconcile = 0, recheck_at = NULL, read_refusal = '',
+		reconciled_at = $2, unmatched_own_writes = $3, duplicate_own_writes = $4, stray_remote_ids = $5 WHERE name = $1`,
+		l.Lane, now, len(p.UnmatchedOwnWrites), len(p.DuplicateOwnWrites), strings.Join(strays, " ")); err != nil {
 		return err
 	}
 	if waiting > 0 {

@@ -9,6 +9,7 @@ package outboxtest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"DraftIdentityIsWhatTheProviderTellsApart", testDraftFingerprint},
 		{"ReadRefusalStandsUntilAReconciliation", testReadRefusal},
 		{"ApplyKeepsWhyAnIntentStaysUnresolved", testUnresolvedReason},
+		{"ApplyKeepsTheOwnWritesNoIntentMatched", testLastReconciliation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -718,5 +720,39 @@ func testUnresolvedReason(t *testing.T, h Harness) {
 	}
 	if got := mustState(t, h, b.ID, outbox.StateUnresolved).StateReason; got != "no fresh answer yet" {
 		t.Errorf("b's reason %q, want the default", got)
+	}
+}
+
+// A reconciliation keeps, on its lane, how many own writes matched no
+// intent and how many repeated a landed one, with their remote ids: a
+// duplicate once made is not silent. The next one replaces it.
+func testLastReconciliation(t *testing.T, h Harness) {
+	h.AddLane(t, "chat", 0)
+	a := mustDraft(t, h, byHand("chat", "a"))
+	l := mustAcquire(t, h, "chat", "w1")
+	if got := mustLane(t, h, "chat").LastReconciliation; got != nil {
+		t.Fatalf("a lane never reconciled has a last reconciliation: %+v", got)
+	}
+	mustFinish(t, h, l, mustBegin(t, h, l, a.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
+	plan := &outbox.Plan{Landed: []string{a.ID}, LandedAs: map[string]outbox.OwnWrite{a.ID: {RemoteID: "r-a"}},
+		UnmatchedOwnWrites: []string{"r-x", "r-y"}, DuplicateOwnWrites: []string{"r-a2"},
+		Accounting: outbox.Accounting{Total: 1, Landed: 1, Balanced: true}}
+	at := h.Clock.Now()
+	if err := h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustLane(t, h, "chat").LastReconciliation
+	if got == nil || !got.At.Equal(at) || got.UnmatchedOwnWrites != 2 || got.DuplicateOwnWrites != 1 ||
+		strings.Join(got.RemoteIDs, " ") != "r-a2 r-x r-y" {
+		t.Fatalf("last reconciliation %+v; want at %v, 2 unmatched, 1 duplicate, r-a2 r-x r-y", got, at)
+	}
+	h.Clock.Advance(time.Second)
+	clean := &outbox.Plan{Landed: []string{a.ID}, LandedAs: map[string]outbox.OwnWrite{a.ID: {RemoteID: "r-a"}},
+		Accounting: outbox.Accounting{Total: 1, Landed: 1, Balanced: true}}
+	if err := h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: clean}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLane(t, h, "chat").LastReconciliation; got == nil || got.UnmatchedOwnWrites != 0 || got.DuplicateOwnWrites != 0 || len(got.RemoteIDs) != 0 {
+		t.Fatalf("after a clean reconciliation: %+v", got)
 	}
 }
