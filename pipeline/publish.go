@@ -188,6 +188,13 @@ func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) 
 	return p.db.Publish().Reject(ctx, summaryID, reason)
 }
 
+// UnrejectSummary lifts a summary's rejection, for a reason, keeping the
+// rejection on record: a summary of its event's current evidence is
+// current again, and the next publishing round publishes its page.
+func (p *Pipeline) UnrejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
+	return p.db.Publish().Unreject(ctx, summaryID, reason)
+}
+
 // Rebind binds the wiki to the configured store, after moving or emptying
 // it on purpose; the next sweep republishes what the store does not show.
 func (p *Pipeline) Rebind(ctx context.Context) (publish.StoreIdentity, error) {

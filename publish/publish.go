@@ -333,9 +333,13 @@ func (s *Service) ensureCard(ctx context.Context, src SourceInfo, cards *knownCa
 
 // SummarizeReport counts what Summarize did.
 type SummarizeReport struct {
-	Considered int      `json:"considered"`
-	Accepted   int      `json:"accepted"`
-	Unchanged  int      `json:"unchanged"`
+	Considered int `json:"considered"`
+	Accepted   int `json:"accepted"`
+	Unchanged  int `json:"unchanged"`
+	// Reinstated summaries were made by this round's model and prompt
+	// before another superseded them: switching back makes them current
+	// again without asking the summarizer (Store.Reinstate).
+	Reinstated int      `json:"reinstated"`
 	Failed     int      `json:"failed"`
 	Errors     []string `json:"errors,omitempty"`
 	// Held are the events this round held: the summarizer refused them
@@ -424,13 +428,29 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			err = fmt.Errorf("event %s re-frozen while summarizing: %w", ev.ID, ErrEvidenceMismatch)
 		}
 		var d summarize.Draft
-		refusedBySummarizer := false
+		refusedBySummarizer, reinstated := false, false
 		if err == nil {
+			// A summary this model and prompt made of this evidence, which
+			// another superseded, is made current again: its identity is
+			// taken, and the summarizer is not asked twice.
+			_, rerr := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
+			switch {
+			case rerr == nil:
+				reinstated = true
+			case errors.Is(rerr, ErrRejected):
+				// Rejected since the listing: the rejection stands.
+				rep.Unchanged++
+				continue
+			case !errors.Is(rerr, tidemark.ErrNotFound):
+				err = rerr
+			}
+		}
+		if err == nil && !reinstated {
 			d, err = sum.Summarize(ctx, in)
 			refusedBySummarizer = err != nil
 		}
 		var created bool
-		if err == nil {
+		if err == nil && !reinstated {
 			_, created, err = s.Store.Accept(ctx, NewSummary{EventID: ev.ID, EvidenceHash: hash, Draft: d})
 		}
 		switch {
@@ -485,6 +505,9 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			}
 			s.log().Warn("summarize failed", "event", ev.ID, "err", err)
 			told(ctx, StepFailed)
+		case reinstated:
+			rep.Reinstated++
+			told(ctx, StepSummarized)
 		case created:
 			rep.Accepted++
 			told(ctx, StepSummarized)
@@ -504,7 +527,7 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		return rep, fmt.Errorf("summarizing: event %s (%q) refused %d rounds in a row%s, and no later event was summarized: %w",
 			p.ev.ID, p.ev.Title, p.failures, passedNote(passed[:len(passed)-1]), tidemark.ErrUnavailable)
 	}
-	if firstRefusal != nil && rep.Accepted == 0 && rep.Unchanged == 0 {
+	if firstRefusal != nil && rep.Accepted == 0 && rep.Unchanged == 0 && rep.Reinstated == 0 {
 		// Not a success: nothing was summarized, and the summarizer is
 		// why (an endpoint that answers nothing usable, a model that
 		// refuses every input).

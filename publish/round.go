@@ -21,8 +21,11 @@ type Round struct {
 
 // Totals adds up rounds (pipeline.Pipeline.PublishAll).
 type Totals struct {
-	Accepted        int `json:"accepted"`
-	Unchanged       int `json:"unchanged"`
+	Accepted  int `json:"accepted"`
+	Unchanged int `json:"unchanged"`
+	// Reinstated counts summaries made current again without asking the
+	// summarizer: it made them before another superseded them.
+	Reinstated      int `json:"reinstated,omitempty"`
 	SummariesFailed int `json:"summaries_failed"`
 	Published       int `json:"published"`
 	PagesFailed     int `json:"pages_failed"`
@@ -50,7 +53,11 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 // WriteText writes what was summarized and published, the errors of what
 // failed, and where the wiki is.
 func (t Totals) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "summaries: %d accepted, %d unchanged, %d failed\n", t.Accepted, t.Unchanged, t.SummariesFailed)
+	reinstated := ""
+	if t.Reinstated > 0 {
+		reinstated = fmt.Sprintf(", %d reinstated", t.Reinstated)
+	}
+	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed)
 	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
 	if t.Withdrawn > 0 {
 		fmt.Fprintf(w, "withdrawn: %d pages taken off the wiki (rejected summaries, removed sources)\n", t.Withdrawn)
@@ -90,6 +97,7 @@ func (t *Totals) Add(r Round) {
 	s, pr := r.Summarized, r.Published
 	t.Accepted += s.Accepted
 	t.Unchanged += s.Unchanged
+	t.Reinstated += s.Reinstated
 	t.SummariesFailed += s.Failed
 	t.Published += pr.Published
 	t.PagesFailed += pr.Failed

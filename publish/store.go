@@ -22,6 +22,9 @@ var (
 	// for another reason; the first rejection stands (RejectedAlreadyError
 	// says when and why it was made).
 	ErrRejectedAlready = fmt.Errorf("publish: summary rejected already: %w", tidemark.ErrConflict)
+	// ErrNotRejected: a rejection is lifted from a summary that is not
+	// rejected.
+	ErrNotRejected = fmt.Errorf("publish: summary not rejected: %w", tidemark.ErrConflict)
 	// ErrRejected: the summary was rejected and is never published.
 	ErrRejected = fmt.Errorf("publish: summary rejected: %w", tidemark.ErrConflict)
 	// ErrSuperseded: the summary is no longer the event's current one (or
@@ -56,6 +59,18 @@ type Summary struct {
 	PublishedGeneration int64      `json:"published_generation"`
 	RetiredAt           *time.Time `json:"retired_at,omitempty"`
 	CreatedAt           time.Time  `json:"created_at"`
+	// Lifted are the rejections of the summary an operator lifted
+	// (Unreject), oldest first.
+	Lifted []LiftedRejection `json:"lifted,omitempty"`
+}
+
+// LiftedRejection is a rejection of a summary lifted by an operator: what
+// the rejection said and when, and why and when it was lifted.
+type LiftedRejection struct {
+	RejectedReason string    `json:"rejected_reason"`
+	RejectedAt     time.Time `json:"rejected_at"`
+	Reason         string    `json:"reason"`
+	At             time.Time `json:"at"`
 }
 
 // RejectedAlreadyError refuses a second rejection of a summary for another
@@ -234,7 +249,8 @@ type WikiObject struct {
 type Store interface {
 	// Accept stores a summary if its evidence hash is the event's current
 	// one. The same identity with the same text returns the stored summary
-	// (created false); with different text, ErrIdentityConflict. A new
+	// (created false), reinstated if another superseded it (see
+	// Reinstate); with different text, ErrIdentityConflict. A new
 	// summary becomes current, retires the previous one and moves the
 	// event's pointer, in one transaction.
 	Accept(ctx context.Context, ns NewSummary) (s Summary, created bool, err error)
@@ -244,11 +260,30 @@ type Store interface {
 	// replay that returns it; for another reason it is a
 	// *RejectedAlreadyError, and the first rejection stands.
 	Reject(ctx context.Context, summaryID, reason string) (Summary, error)
+	// Unreject lifts a summary's rejection, for a reason (required),
+	// keeping the rejection on record (Summary.Lifted). A summary of the
+	// event's current evidence becomes current again, retiring the one
+	// current and moving the event's pointer, in one transaction; one of
+	// older evidence stays superseded. ErrNotRejected if it is not
+	// rejected.
+	Unreject(ctx context.Context, summaryID, reason string) (Summary, error)
+	// Reinstate makes the summary of the event's evidence evidenceHash
+	// under model and promptVersion current again, when a summary of
+	// another model or prompt superseded it (a summarizer switched back):
+	// the identity is taken, so it cannot be accepted anew. It retires the
+	// one current and moves the event's pointer, in one transaction; the
+	// current summary is returned as it is. tidemark.ErrNotFound if the
+	// event has no summary of that identity, ErrRejected if it was
+	// rejected, ErrEvidenceMismatch if evidenceHash is not the event's.
+	Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (Summary, error)
 	Summary(ctx context.Context, id string) (Summary, error)
 	Summaries(ctx context.Context, f SummaryFilter) ([]Summary, error)
-	// Unsummarized lists events with no summary of their current evidence
-	// under model and promptVersion, oldest first, leaving out the events
-	// held (HoldSummary) for that evidence, model and prompt version.
+	// Unsummarized lists events whose current summary is not one of
+	// their current evidence under model and promptVersion, oldest first:
+	// those with no summary of that identity, and those whose summary of
+	// it another model or prompt superseded (see Reinstate). It leaves
+	// out the events whose summary of that identity was rejected, and
+	// those held (HoldSummary) for that evidence, model and prompt version.
 	Unsummarized(ctx context.Context, model, promptVersion string, limit int) ([]tidemark.Event, error)
 	// SummaryFailed records that summarizing f's event, its evidence
 	// f.EvidenceHash, under f.Model and f.PromptVersion failed again (with

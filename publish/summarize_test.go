@@ -209,3 +209,69 @@ func TestSummarizeRoundThatAcceptedNothingFails(t *testing.T) {
 		}
 	})
 }
+
+// counting summarizes every event under its model, with a text of its own
+// each call (as a model's answers differ), and counts its calls.
+type counting struct {
+	model string
+	calls int
+}
+
+func (c *counting) Identity() (string, string) { return c.model, "p1" }
+func (c *counting) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	c.calls++
+	return summarize.Draft{Text: fmt.Sprintf("%s says %s (call %d)", c.model, in.Event.Title, c.calls), Model: c.model, PromptVersion: "p1"}, nil
+}
+
+// Switching summarizer makes new summaries that supersede the old ones,
+// switching back too: the summary the first summarizer made is current
+// again, without asking it again (its identity is taken, and a model
+// would answer other text), and its page shows it.
+func TestSummarizeSwitchingBackReinstates(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ev := f.mustEvent(t, "k1", "change one", "evidence one")
+		a, m := &counting{model: "a"}, &counting{model: "m"}
+		round := func(sum *counting, wantReinstated int) publish.SummarizeReport {
+			t.Helper()
+			rep, err := f.svc.Summarize(ctx, sum, 100)
+			if err != nil || rep.Considered != 1 || rep.Reinstated != wantReinstated {
+				t.Fatalf("summarize with %s: %+v, %v; want 1 considered, %d reinstated", sum.model, rep, err, wantReinstated)
+			}
+			if _, err := f.svc.PublishPending(ctx, 100); err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		round(a, 0)
+		round(m, 0)
+		sums, err := f.st.Summaries(ctx, publish.SummaryFilter{EventID: ev.ID})
+		if err != nil || len(sums) != 2 {
+			t.Fatalf("summaries: %v, %v", sums, err)
+		}
+		first := sums[1]
+		round(a, 1)
+		if a.calls != 1 {
+			t.Errorf("summarizer a called %d times, want 1: switching back reinstates its summary", a.calls)
+		}
+		got := f.mustSummary(t, first.ID)
+		if !got.Current || got.PublishedAt == nil {
+			t.Fatalf("a's summary after switching back: %+v, want current and published", got)
+		}
+		page, ok, err := f.st.PublishedPage(ctx, ev.ID)
+		if err != nil || !ok {
+			t.Fatalf("published page of %s: %v %v", ev.ID, ok, err)
+		}
+		f.mustPageShows(t, page, first.Text, "m says")
+		var out strings.Builder
+		if err := (publish.Round{Summarized: publish.SummarizeReport{Reinstated: 1}}).WriteText(&out); err != nil || !strings.Contains(out.String(), "1 reinstated") {
+			t.Errorf("a round that reinstated a summary says %q, want it counted", out.String())
+		}
+		// Back to m: its summary is reinstated in turn, without a call.
+		round(m, 1)
+		if m.calls != 1 {
+			t.Errorf("summarizer m called %d times, want 1", m.calls)
+		}
+	})
+}

@@ -92,6 +92,7 @@ var removeSourceStatements = []string{
 	`DELETE FROM source_unserved WHERE source_id = $1`,
 	`DELETE FROM wiki_objects WHERE source_id = $1`,
 	`DELETE FROM pages WHERE source_id = $1`,
+	`DELETE FROM summary_lifted_rejections WHERE summary_id IN (SELECT s.id FROM summaries s JOIN events e ON e.id = s.event_id WHERE e.source_id = $1)`,
 	`DELETE FROM summaries WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM summary_failures WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM event_revisions WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,

@@ -77,7 +77,18 @@ func (s *PublishStore) summary(ctx context.Context, q querier, id string) (publi
 
 // Summary implements publish.Store.
 func (s *PublishStore) Summary(ctx context.Context, id string) (publish.Summary, error) {
-	return s.summary(ctx, s.db.db, id)
+	return s.summaryLifted(ctx, s.db.db, id)
+}
+
+// summaryLifted is a summary with its lifted rejections.
+func (s *PublishStore) summaryLifted(ctx context.Context, q queryer, id string) (publish.Summary, error) {
+	sum, err := s.summary(ctx, q, id)
+	if err != nil {
+		return sum, err
+	}
+	one := []publish.Summary{sum}
+	err = s.fillLifted(ctx, q, one)
+	return one[0], err
 }
 
 // Summaries implements publish.Store.
@@ -101,7 +112,50 @@ func (s *PublishStore) Summaries(ctx context.Context, f publish.SummaryFilter) (
 	if err != nil {
 		return nil, fmt.Errorf("list summaries: %w", err)
 	}
+	if err := s.fillLifted(ctx, s.db.db, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+const liftedColumns = `summary_id, rejected_reason, rejected_at, reason, lifted_at`
+
+// fillLifted reads the lifted rejections of sums, in one query.
+func (s *PublishStore) fillLifted(ctx context.Context, q rowsQueryer, sums []publish.Summary) error {
+	if len(sums) == 0 {
+		return nil
+	}
+	at := map[string]int{}
+	var marks []string
+	var args []any
+	for i, sum := range sums {
+		at[sum.ID] = i
+		args = append(args, sum.ID)
+		marks = append(marks, fmt.Sprintf("$%d", len(args)))
+	}
+	type lifted struct {
+		summary string
+		publish.LiftedRejection
+	}
+	ls, err := queryAll(ctx, q, func(sc scanner) (lifted, error) {
+		var (
+			l        lifted
+			rejected int64
+			when     int64
+		)
+		err := sc.Scan(&l.summary, &l.RejectedReason, &rejected, &l.Reason, &when)
+		l.RejectedAt, l.At = fromMS(rejected), fromMS(when)
+		return l, err
+	}, `SELECT `+liftedColumns+` FROM summary_lifted_rejections
+		WHERE summary_id IN (`+strings.Join(marks, ", ")+`) ORDER BY lifted_at, id`, args...)
+	if err != nil {
+		return fmt.Errorf("lifted rejections of summaries: %w", err)
+	}
+	for _, l := range ls {
+		i := at[l.summary]
+		sums[i].Lifted = append(sums[i].Lifted, l.LiftedRejection)
+	}
+	return nil
 }
 
 // lockEvent reads an event, locking its row so its evidence cannot move
@@ -144,6 +198,14 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 		WHERE event_id = $1 AND evidence_hash = $2 AND prompt_version = $3 AND model = $4`,
 		ns.EventID, ns.EvidenceHash, ns.PromptVersion, ns.Model))
 	switch {
+	case err == nil && existing.TextHash == textHash && !existing.Current && !existing.Rejected():
+		// Superseded by another model or prompt: switching back to it
+		// makes it current again.
+		sum, err := s.makeCurrent(ctx, tx, existing, ev.SourceID)
+		if err != nil {
+			return sum, false, err
+		}
+		return sum, false, tx.Commit()
 	case err == nil && existing.TextHash == textHash:
 		return existing, false, nil // harmless replay
 	case err == nil:
@@ -190,6 +252,117 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 		return publish.Summary{}, false, fmt.Errorf("accept summary: commit: %w", err)
 	}
 	return sum, true, nil
+}
+
+// makeCurrent makes sum (of its event's current evidence, not rejected,
+// its event locked) the event's current summary again: it retires the one
+// current and moves the event's pointer. Its earlier publication is
+// history: it is published again from here.
+func (s *PublishStore) makeCurrent(ctx context.Context, tx *sql.Tx, sum publish.Summary, sourceID string) (publish.Summary, error) {
+	now := ms(s.db.Clock.Now())
+	pageID, err := s.ensurePage(ctx, tx, sum.EventID, sourceID, now)
+	if err != nil {
+		return sum, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE summaries SET is_current = 0, retired_at = $1
+		WHERE event_id = $2 AND is_current = 1`, now, sum.EventID); err != nil {
+		return sum, fmt.Errorf("retire summary of %s: %w", sum.EventID, err)
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("reinstate summary %s: %w", sum.ID, tidemark.ErrUnconfirmed),
+		`UPDATE summaries SET is_current = 1, retired_at = NULL, published_at = NULL, published_generation = 0
+		WHERE id = $1 AND rejected_reason = ''`, sum.ID); err != nil {
+		return sum, err
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("page %s vanished: %w", pageID, tidemark.ErrUnconfirmed),
+		`UPDATE pages SET summary_id = $1, evidence_hash = $2, updated_at = $3 WHERE id = $4`,
+		sum.ID, sum.EvidenceHash, now, pageID); err != nil {
+		return sum, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM summary_failures WHERE event_id = $1 AND model = $2 AND prompt_version = $3`,
+		sum.EventID, sum.Model, sum.PromptVersion); err != nil {
+		return sum, fmt.Errorf("forget the failures to summarize %s: %w", sum.EventID, err)
+	}
+	return s.summaryLifted(ctx, tx, sum.ID)
+}
+
+// Reinstate implements publish.Store.
+func (s *PublishStore) Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (publish.Summary, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return publish.Summary{}, err
+	}
+	defer tx.Rollback()
+	ev, err := s.lockEvent(ctx, tx, eventID)
+	if err != nil {
+		return publish.Summary{}, err
+	}
+	if ev.EvidenceHash != evidenceHash {
+		return publish.Summary{}, fmt.Errorf("reinstate a summary of event %s for evidence %.12s (current %.12s): %w",
+			eventID, evidenceHash, ev.EvidenceHash, publish.ErrEvidenceMismatch)
+	}
+	sum, err := scanSummary(tx.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
+		WHERE event_id = $1 AND evidence_hash = $2 AND prompt_version = $3 AND model = $4`,
+		eventID, evidenceHash, promptVersion, model))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return sum, fmt.Errorf("summary of event %s under %s/%s: %w", eventID, model, promptVersion, tidemark.ErrNotFound)
+	case err != nil:
+		return sum, err
+	case sum.Rejected():
+		return sum, fmt.Errorf("summary %s of event %s (%s): %w", sum.ID, eventID, sum.RejectedReason, publish.ErrRejected)
+	case sum.Current:
+		return sum, nil
+	}
+	if sum, err = s.makeCurrent(ctx, tx, sum, ev.SourceID); err != nil {
+		return sum, err
+	}
+	return sum, tx.Commit()
+}
+
+// Unreject implements publish.Store.
+func (s *PublishStore) Unreject(ctx context.Context, id, reason string) (publish.Summary, error) {
+	if strings.TrimSpace(reason) == "" {
+		return publish.Summary{}, tidemark.Invalidf("reason", "", "lifting a rejection needs a reason")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return publish.Summary{}, err
+	}
+	defer tx.Rollback()
+	sum, err := s.summary(ctx, tx, id)
+	if err != nil {
+		return sum, err
+	}
+	ev, err := s.lockEvent(ctx, tx, sum.EventID)
+	if err != nil {
+		return sum, err
+	}
+	if !sum.Rejected() {
+		return sum, fmt.Errorf("summary %s of event %s: %w", id, sum.EventID, publish.ErrNotRejected)
+	}
+	now := ms(s.db.Clock.Now())
+	rejectedAt := now // a rejection has its time; this is for one that somehow has not
+	if sum.RejectedAt != nil {
+		rejectedAt = ms(*sum.RejectedAt)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO summary_lifted_rejections
+		(id, summary_id, rejected_reason, rejected_at, reason, lifted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		s.db.IDs.New(), id, sum.RejectedReason, rejectedAt, reason, now); err != nil {
+		return sum, fmt.Errorf("record the lifted rejection of summary %s: %w", id, err)
+	}
+	if err := exec1(ctx, tx, fmt.Errorf("unreject summary %s: %w", id, tidemark.ErrUnconfirmed),
+		`UPDATE summaries SET rejected_reason = '', rejected_at = NULL WHERE id = $1 AND rejected_reason <> ''`, id); err != nil {
+		return sum, err
+	}
+	sum.RejectedReason, sum.RejectedAt = "", nil
+	if sum.EvidenceHash == ev.EvidenceHash {
+		if sum, err = s.makeCurrent(ctx, tx, sum, ev.SourceID); err != nil {
+			return sum, err
+		}
+	} else if sum, err = s.summaryLifted(ctx, tx, id); err != nil {
+		return sum, err
+	}
+	return sum, tx.Commit()
 }
 
 // ensurePage creates the event's page row (its ID is stable from then on)
@@ -259,9 +432,12 @@ func (s *PublishStore) Unsummarized(ctx context.Context, model, promptVersion st
 	if limit <= 0 {
 		limit = 100
 	}
+	// An event whose summary of this identity another model or prompt
+	// superseded is listed, to be reinstated; a rejected one is not.
 	out, err := queryAll(ctx, s.db.db, scanEvent, `SELECT `+eventColumns+` FROM events e
 		WHERE NOT EXISTS (SELECT 1 FROM summaries s WHERE s.event_id = e.id
-			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2)
+			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2
+			AND (s.is_current = 1 OR s.rejected_reason <> ''))
 		AND NOT EXISTS (SELECT 1 FROM summary_failures f WHERE f.event_id = e.id
 			AND f.model = $1 AND f.prompt_version = $2 AND f.evidence_hash = e.evidence_hash AND f.held_until > $4)
 		ORDER BY e.occurred_at, e.id LIMIT $3`, model, promptVersion, limit, ms(s.db.Clock.Now()))

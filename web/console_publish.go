@@ -31,6 +31,10 @@ type PublishOps interface {
 	// RejectSummary rejects a summary with a reason: it is never
 	// published, and the next publishing round withdraws its page.
 	RejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error)
+	// UnrejectSummary lifts a summary's rejection with a reason, keeping
+	// it on record: a summary of its event's current evidence is current
+	// again, and the next publishing round publishes its page.
+	UnrejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error)
 }
 
 // publishRoundLimit bounds one press of Publish now (or one POST
@@ -48,6 +52,7 @@ const publishRoundLimit = 1000
 //	POST /api/publish/sweep                        publish.SweepReport
 //	GET  /api/summaries                            Page[summary] (?event=&limit=&cursor=)
 //	POST /api/summaries/{id}/reject                {"reason": …}: the summary
+//	POST /api/summaries/{id}/unreject              {"reason": …}: the summary, its rejection lifted
 func (s *Server) publishRoutes() []route {
 	if s.PublishOps == nil {
 		return nil
@@ -63,6 +68,7 @@ func (s *Server) publishRoutes() []route {
 		r(post, "/api/publish/sweep", "publish sweep", s.apiSweep),
 		r(get, "/api/summaries", "", s.apiSummaries),
 		r(post, "/api/summaries/{id}/reject", "publish summary reject", s.apiReject),
+		r(post, "/api/summaries/{id}/unreject", "publish summary unreject", s.apiUnreject),
 	}
 }
 
@@ -130,6 +136,18 @@ func (s *Server) apiReject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sum, err := s.PublishOps.RejectSummary(r.Context(), r.PathValue("id"), b.Reason)
+	s.answer(w, r, http.StatusOK, sum, err)
+}
+
+func (s *Server) apiUnreject(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sum, err := s.PublishOps.UnrejectSummary(r.Context(), r.PathValue("id"), b.Reason)
 	s.answer(w, r, http.StatusOK, sum, err)
 }
 

@@ -76,6 +76,10 @@ func (f *fakePublish) Summaries(_ context.Context, flt publish.SummaryFilter) (p
 	return out, nil
 }
 
+func (f *fakePublish) UnrejectSummary(_ context.Context, id, reason string) (publish.Summary, error) {
+	return publish.Summary{}, fmt.Errorf("unreject %s: %w", id, tidemark.ErrNotFound)
+}
+
 func (f *fakePublish) RejectSummary(_ context.Context, id, reason string) (publish.Summary, error) {
 	if strings.TrimSpace(reason) == "" {
 		return publish.Summary{}, tidemark.Invalidf("reason", "", "a rejection needs a reason")
@@ -321,6 +325,22 @@ func TestPublishAPIOnAPipeline(t *testing.T) {
 	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "0</strong> of 1 pages published") || !strings.Contains(r.Body, `rejected</span>: <span class="wrap">wrong</span>`) ||
 		strings.Contains(r.Body, "to be withdrawn") {
 		t.Fatalf("the console after the sweep:\n%s", r.Body)
+	}
+	// The way back: lifting the rejection (with a reason) makes the
+	// summary current again, and the next round publishes its page.
+	mustErrorClass(t, "unreject without a reason", do("POST", "/api/summaries/"+id+"/unreject", token, jsonBody(`{"reason":" "}`)), 400, "invalid", tidemark.ExitInvalid)
+	mustErrorClass(t, "unreject no such summary", do("POST", "/api/summaries/nope/unreject", token, jsonBody(`{"reason":"x"}`)), 404, "not_found", tidemark.ExitNotFound)
+	var back publish.Summary
+	if r := do("POST", "/api/summaries/"+id+"/unreject", token, jsonBody(`{"reason":"it was right"}`)); r.Code != 200 || json.Unmarshal([]byte(r.Body), &back) != nil ||
+		!back.Current || back.Rejected() || len(back.Lifted) != 1 || back.Lifted[0].RejectedReason != "wrong" || back.Lifted[0].Reason != "it was right" {
+		t.Fatalf("unreject: %d %s", r.Code, r.Body)
+	}
+	mustErrorClass(t, "unreject a summary not rejected", do("POST", "/api/summaries/"+id+"/unreject", token, jsonBody(`{"reason":"x"}`)), 409, "conflict", tidemark.ExitConflict)
+	if r := do("POST", "/api/publish", token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &round) != nil || round.Published.Published != 1 {
+		t.Fatalf("POST /api/publish after the unreject: %d %s", r.Code, r.Body)
+	}
+	if r := do("GET", "/console/publish", token, nil); !strings.Contains(r.Body, "1</strong> of 1 pages published") {
+		t.Fatalf("the console after the unreject:\n%s", r.Body)
 	}
 }
 

@@ -336,6 +336,14 @@ func mustFilledAPI(t *testing.T) filledAPI {
 	if rejected.ID == coll[0].SummaryID {
 		rejected = sums[1]
 	}
+	// Rejected, lifted, and rejected again: it carries its lifted
+	// rejection.
+	if _, err := p.RejectSummary(ctx, rejected.ID, "says too much"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UnrejectSummary(ctx, rejected.ID, "a mistake"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := p.RejectSummary(ctx, rejected.ID, "says too much"); err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ type PageFinder interface {
 //	(POST/PATCH/DELETE under /api/outbox), see outboxRoutes
 //	with PublishOps: publishing's console (/console/publish), POST
 //	/api/publish[/sweep], GET /api/summaries, POST
-//	/api/summaries/{id}/reject, see publishRoutes
+//	/api/summaries/{id}/reject, /api/summaries/{id}/unreject, see publishRoutes
 //	GET /metrics                Prometheus metrics, read from the database
 //	                            (public with PublicMetrics)
 //

@@ -30,7 +30,7 @@ current, unrejected summary of its current evidence).`
 	f := cmd.Flags()
 	f.StringVar(&summarizer, "summarizer", "", "extractive or openai (env TIDEMARK_SUMMARIZER; default extractive)")
 	limitFlag(f, &limit, 1000, "events to summarize and summaries to publish, at most")
-	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a), newRebindCmd(a))
+	cmd.AddCommand(newSweepCmd(a), newSummariesCmd(a), newRejectCmd(a), newUnrejectCmd(a), newRebindCmd(a))
 	return cmd
 }
 
@@ -61,6 +61,29 @@ func newRejectCmd(a *app) *cobra.Command {
 			}
 			return say(s, "rejected summary %s of event %s: %s", s.ID, s.EventID, s.RejectedReason), nil
 		})
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
+	return cmd
+}
+
+func newUnrejectCmd(a *app) *cobra.Command {
+	var reason string
+	cmd := opCmd(a, "unreject SUMMARY_ID --reason TEXT", "Lift a summary's rejection: it is current again, and the next publishing round publishes its page", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
+			s, err := p.UnrejectSummary(cmd.Context(), args[0], reason)
+			if err != nil {
+				return nil, err // nothing was lifted: say only why
+			}
+			if !s.Current {
+				return say(s, "lifted the rejection of summary %s of event %s; it is of evidence the event no longer has, so it stays superseded", s.ID, s.EventID), nil
+			}
+			return say(s, "lifted the rejection of summary %s of event %s: it is current again, and the next publishing round (publish, run --once, the daemon's round) publishes its page", s.ID, s.EventID), nil
+		})
+	cmd.Long = `A rejected summary is never published, and its event is not summarized again
+under the same model and prompt version. If the rejection was a mistake, lift
+it: the rejection is kept on record (the summary's "lifted" in --json), and a
+summary of the event's current evidence becomes the event's current summary
+again, retiring the one current. Another summarizer's summary comes back by
+switching to that summarizer instead (publish --summarizer S).`
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required)")
 	return cmd
 }

@@ -151,6 +151,60 @@ func TestPublishWithOpenAICompatibleEndpoint(t *testing.T) {
 			t.Fatalf("%s does not show the model's summary:\n%s", p, b)
 		}
 	}
+
+	// Switching back to extractive supersedes the model's summaries in
+	// turn: the extractive ones are reinstated, and the pages show them.
+	out, code = runCLI(t, "--home", home, "publish", "--summarizer", "extractive")
+	if code != 0 || !strings.Contains(out, "0 accepted, 2 reinstated") || !strings.Contains(out, "2 published now") {
+		t.Fatalf("publish after switching back: exit %d\n%s", code, out)
+	}
+	for _, p := range pages {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "A model wrote this summary.") {
+			t.Fatalf("%s still shows the model's summary after switching back:\n%s", p, b)
+		}
+	}
+
+	// A rejected summary's page comes back when the rejection is lifted.
+	out, code = runCLI(t, "--home", home, "publish", "summaries", "--json")
+	var sums []struct {
+		ID, Model string
+		Current   bool
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sums) != nil || len(sums) != 4 {
+		t.Fatalf("summaries: exit %d\n%s", code, out)
+	}
+	id := ""
+	for _, s := range sums {
+		if s.Current && s.Model == "extractive" {
+			id = s.ID
+		}
+	}
+	if out, code = runCLI(t, "--home", home, "publish", "unreject", id, "--reason", "x"); code != 4 || !strings.Contains(out, "not rejected") {
+		t.Fatalf("unreject a summary not rejected: exit %d, want 4\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish", "reject", id, "--reason", "wrong"); code != 0 {
+		t.Fatalf("reject: exit %d\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish"); code != 0 || !strings.Contains(out, "withdrawn: 1") {
+		t.Fatalf("publish after the rejection: exit %d\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish", "unreject", id); code != 2 {
+		t.Fatalf("unreject without a reason: exit %d, want 2\n%s", code, out)
+	}
+	out, code = runCLI(t, "--home", home, "publish", "unreject", id, "--reason", "it was right", "--json")
+	var back struct {
+		Current bool
+		Lifted  []struct {
+			RejectedReason string `json:"rejected_reason"`
+			Reason         string
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &back) != nil || !back.Current || len(back.Lifted) != 1 || back.Lifted[0].RejectedReason != "wrong" {
+		t.Fatalf("unreject: exit %d\n%s", code, out)
+	}
+	if out, code = runCLI(t, "--home", home, "publish"); code != 0 || !strings.Contains(out, "1 published now") || !strings.Contains(out, "2 in all") {
+		t.Fatalf("publish after the unreject: exit %d\n%s", code, out)
+	}
 }
 
 // The same command against an S3-compatible server: --store s3://bucket/prefix.

@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ListingNewestFirstAndLimited", testListing},
 		{"SummariesNewestFirstAndLimited", testSummaries},
 		{"UnsummarizedPerModelAndPrompt", testUnsummarized},
+		{"SwitchingBackReinstates", testReinstate},
+		{"UnrejectBringsASummaryBack", testUnreject},
 		{"SummaryFailuresCountHoldAndForget", testSummaryFailures},
 		{"ObjectGenerationsNeverRestart", testObjects},
 	}
@@ -949,6 +951,121 @@ func testUnsummarized(t *testing.T, h *harness) {
 	}
 	if len(evs) != 3 || !found {
 		t.Fatalf("unsummarized after re-freezing %s: %d events, re-frozen listed %v; want 3 and true", ev2.ID, len(evs), found)
+	}
+}
+
+// testReinstate: switching back to a model and prompt whose summary of the
+// event's current evidence was superseded makes that summary current
+// again (the identity is taken, so it cannot be accepted anew), and
+// nothing is reinstated over a rejection or for other evidence.
+func testReinstate(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence one")
+	s1 := h.mustPublish(t, h.mustAccept(t, ev, "One.", "m1").ID)
+	h.Clock.Advance(time.Millisecond)
+	s2 := h.mustAccept(t, ev, "Two.", "m2")
+	h.mustPublish(t, s2.ID)
+	// Under m1 the event is to be summarized again: its current summary is
+	// m2's.
+	evs, err := h.Store.Unsummarized(ctx, "m1", "p1", 0)
+	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID {
+		t.Fatalf("unsummarized under m1 after switching to m2: %v, %v; want %s", evs, err, ev.ID)
+	}
+	_, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m3", "p1")
+	mustErr(t, "reinstate an identity never summarized", err, tidemark.ErrNotFound)
+	_, err = h.Store.Reinstate(ctx, ev.ID, tidemark.HashEvidence([]byte("other")), "m1", "p1")
+	mustErr(t, "reinstate for other evidence", err, publish.ErrEvidenceMismatch)
+
+	h.Clock.Advance(time.Millisecond)
+	back, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1")
+	if err != nil || back.ID != s1.SummaryID || !back.Current || back.RetiredAt != nil || back.PublishedAt != nil {
+		t.Fatalf("reinstate m1: %+v, %v; want %s current, not retired, not yet published again", back, err, s1.SummaryID)
+	}
+	h.mustPointer(t, ev.ID, s1.SummaryID)
+	if got := h.mustSummary(t, s2.ID); got.Current || got.RetiredAt == nil {
+		t.Fatalf("m2's summary after switching back: %+v, want retired", got)
+	}
+	if ids, err := h.Store.Unpublished(ctx, 0); err != nil || len(ids) != 1 || ids[0] != s1.SummaryID {
+		t.Fatalf("unpublished after switching back: %v, %v; want [%s]", ids, err, s1.SummaryID)
+	}
+	if evs, err := h.Store.Unsummarized(ctx, "m1", "p1", 0); err != nil || len(evs) != 0 {
+		t.Fatalf("unsummarized under m1 once reinstated: %v, %v; want none", evs, err)
+	}
+	// Reinstating the current summary again changes nothing.
+	if again, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1"); err != nil || again.ID != s1.SummaryID || !again.Current {
+		t.Fatalf("reinstate the current summary: %+v, %v", again, err)
+	}
+	h.mustPublish(t, s1.SummaryID)
+
+	// Accepting the same text under a superseded identity reinstates it too.
+	h.Clock.Advance(time.Millisecond)
+	if s, created, err := h.Store.Accept(ctx, publish.NewSummary{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Draft: draft("Two.", "m2")}); err != nil || created || s.ID != s2.ID || !s.Current {
+		t.Fatalf("accept m2's text again: %+v created=%v err=%v; want %s reinstated", s, created, err, s2.ID)
+	}
+	h.mustPointer(t, ev.ID, s2.ID)
+
+	// A rejected summary is not reinstated, and its event is not listed.
+	if _, err := h.Store.Reject(ctx, s2.ID, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m2", "p1")
+	mustErr(t, "reinstate a rejected summary", err, publish.ErrRejected)
+	if evs, err := h.Store.Unsummarized(ctx, "m2", "p1", 0); err != nil || len(evs) != 0 {
+		t.Fatalf("unsummarized under m2 after its rejection: %v, %v; want none", evs, err)
+	}
+	h.mustPointer(t, ev.ID, "")
+	// m1's summary, superseded by the rejected one, comes back under m1.
+	if evs, err := h.Store.Unsummarized(ctx, "m1", "p1", 0); err != nil || len(evs) != 1 {
+		t.Fatalf("unsummarized under m1 after m2's rejection: %v, %v; want the event", evs, err)
+	}
+}
+
+// testUnreject: lifting a rejection needs a reason, is refused for a
+// summary that is not rejected, keeps the rejection on record, and makes
+// the summary of the event's current evidence current again.
+func testUnreject(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence one")
+	s1 := h.mustAccept(t, ev, "One.", "m1")
+	_, err := h.Store.Unreject(ctx, s1.ID, "mistake")
+	mustErr(t, "unreject a summary never rejected", err, publish.ErrNotRejected)
+	mustErr(t, "unreject a summary never rejected", err, tidemark.ErrConflict)
+	if _, err := h.Store.Reject(ctx, s1.ID, "hallucinated"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.Unreject(ctx, s1.ID, " "); !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("unreject without a reason: %v, want ErrInvalid", err)
+	}
+	_, err = h.Store.Unreject(ctx, "no-such-summary", "x")
+	mustErr(t, "unreject a missing summary", err, tidemark.ErrNotFound)
+	h.Clock.Advance(time.Second)
+	back, err := h.Store.Unreject(ctx, s1.ID, "it was right after all")
+	if err != nil || back.Rejected() || !back.Current || back.RetiredAt != nil {
+		t.Fatalf("unreject: %+v, %v; want current and not rejected", back, err)
+	}
+	if len(back.Lifted) != 1 || back.Lifted[0].RejectedReason != "hallucinated" || back.Lifted[0].Reason != "it was right after all" ||
+		!back.Lifted[0].At.Equal(h.Clock.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("lifted rejections on record: %+v", back.Lifted)
+	}
+	h.mustPointer(t, ev.ID, s1.ID)
+	h.mustPublish(t, s1.ID)
+	if got := h.mustSummary(t, s1.ID); len(got.Lifted) != 1 {
+		t.Fatalf("summary read back: %+v, want its lifted rejection", got)
+	}
+
+	// A summary of evidence the event no longer has is unrejected but
+	// stays superseded.
+	if _, err := h.Store.Reject(ctx, s1.ID, "again"); err != nil {
+		t.Fatal(err)
+	}
+	ev2 := h.mustEvent(t, "c1", "evidence two")
+	s2 := h.mustAccept(t, ev2, "Two.", "m1")
+	old, err := h.Store.Unreject(ctx, s1.ID, "fine")
+	if err != nil || old.Rejected() || old.Current || len(old.Lifted) != 2 {
+		t.Fatalf("unreject of old evidence: %+v, %v; want not rejected, not current, 2 lifted", old, err)
+	}
+	h.mustPointer(t, ev.ID, s2.ID)
+	// Removing the source removes the record with its summaries.
+	if _, err := h.Ingest.RemoveSource(ctx, "repo", "test", true); err != nil {
+		t.Fatalf("remove the source of a summary with lifted rejections: %v", err)
 	}
 }
 
