@@ -50,7 +50,8 @@ type OnceResult struct {
 	// Reports are the ingest runs, in the order they ended; never nil.
 	Reports []ingest.Report
 	// Migrations counts the detached migration runs finished; MigrationErr
-	// is what stopped one (left for an operator, not a failure of the pass).
+	// is what stopped one. A run that failed is left for an operator, and
+	// the pass, which set out to finish it, is incomplete.
 	Migrations   int
 	MigrationErr error
 	// Publish adds up the publishing rounds; nil when nothing was
@@ -63,7 +64,8 @@ type OnceResult struct {
 // RunOnce runs every source due now until it has caught up, finishes
 // detached field migrations, summarizes and publishes every pending page,
 // and delivers what publication drafted. A pass that leaves anything
-// undone (a source that failed, pages not published) returns an
+// undone (a source that failed, a migration that failed, pages not
+// published) returns an
 // *IncompleteError (tidemark.ErrUnavailable): what succeeded is kept, and
 // running it again, later, does the rest.
 func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
@@ -100,11 +102,14 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 		return res, err
 	}
 	// Detached migrations: a run that fails is reported and left for an
-	// operator; it does not fail the pass.
+	// operator; the pass goes on, and ends incomplete.
 	o.progress("migrations: finishing detached runs")
 	res.Migrations, res.MigrationErr = p.Migrator().ResumePending(ctx)
 	if res.MigrationErr != nil && ctx.Err() != nil {
 		return res, errors.Join(res.MigrationErr, t.err())
+	}
+	if res.MigrationErr != nil {
+		t.undone = append(t.undone, tidemark.Text(res.MigrationErr))
 	}
 	if err := p.publishOnce(ctx, svc, o, t, &res); err != nil {
 		return res, errors.Join(err, t.err())

@@ -462,3 +462,30 @@ func TestADaemonRoundSweepsWhenTheSummarizerFails(t *testing.T) {
 		t.Fatalf("the index after a round that published one page before the summarizer failed: %v\n%s", err, index)
 	}
 }
+
+// A detached migration that fails in the pass is work the pass set out to
+// do and did not: the pass finishes its other steps, then is incomplete
+// (exit 5), naming the run and what to do.
+func TestRunOnceIsIncompleteWhenADetachedMigrationFails(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.CreateCollection(ctx, "ann", "notes", []string{"title:text"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ImportDocuments(ctx, "ann", "notes", "in.jsonl", strings.NewReader("{\"title\":\"1\"}\n{\"title\":\"t1\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.StartMigration(ctx, "ann", "notes", "title", "number", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.RunOnce(ctx, OnceOptions{})
+	var inc *IncompleteError
+	if !errors.As(err, &inc) || tidemark.ExitCode(err) != tidemark.ExitUnavailable || !strings.Contains(inc.What, run.ID) ||
+		!strings.Contains(inc.What, "migrate resume") {
+		t.Fatalf("err %v (exit %d), want an incomplete pass naming migration %s and how to go on", err, tidemark.ExitCode(err), run.ID)
+	}
+	if res.MigrationErr == nil || res.Migrations != 0 {
+		t.Fatalf("result %+v, want the migration's failure", res)
+	}
+}

@@ -94,9 +94,6 @@ already tracked), and runs it now, due or not.`,
 			if res.Migrations > 0 {
 				fmt.Fprintf(a.stderr, "tidemark: %d migration run(s) finished\n", res.Migrations)
 			}
-			if res.MigrationErr != nil {
-				fmt.Fprintf(a.stderr, "tidemark: %v\n", res.MigrationErr)
-			}
 			if t := res.Publish; t != nil {
 				if asJSON {
 					fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)

@@ -125,3 +125,20 @@ func TestRunOnceJSONNothingDueIsEmptyList(t *testing.T) {
 		t.Fatalf("run --once --json with nothing due printed %q, want []", got)
 	}
 }
+
+// A detached migration that fails in the pass makes it incomplete: exit 5,
+// the last line naming the run and how to go on, once.
+func TestRunOnceExits5WhenADetachedMigrationFails(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	home := t.TempDir()
+	mustTidemark(t, 0, "--home", home, "docs", "collection", "create", "notes", "--field", "title:text")
+	mustTidemark(t, 0, "--home", home, "docs", "put", "notes", "--text", "title=t0")
+	mustTidemark(t, 0, "--home", home, "docs", "field", "set-type", "notes", "title", "number", "--detach")
+	out, code := runCLI(t, "--home", home, "run", "--once")
+	if code != 5 || !strings.Contains(out, "left work undone: migration") || !strings.Contains(out, "migrate resume") {
+		t.Fatalf("run --once with a failing detached migration: exit %d, want 5 naming the run\n%s", code, out)
+	}
+	if n := strings.Count(out, "failed at document"); n != 1 {
+		t.Errorf("the failure is told %d times, want once:\n%s", n, out)
+	}
+}
