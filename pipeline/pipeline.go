@@ -227,6 +227,7 @@ func (p *Pipeline) Publisher() (*publish.Service, error) {
 		return nil, err
 	}
 	return &publish.Service{Store: p.db.Publish().WithHooks(p.db.Outbox().PublishHook()), Objects: objs, Logger: p.log,
+		Holder:  p.Holder(),
 		BaseURL: p.cfg.WikiURL, StoreLocation: stores.Canonical(p.cfg.StoreLocation()),
 		Overrides: pageDocuments{p.db.Content()},
 	}, nil

@@ -3,6 +3,8 @@ package publish
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,11 +64,18 @@ type Service struct {
 	// at the first publication and compared at every start.
 	StoreLocation string
 	Logger        *slog.Logger
+	// Holder names this worker in its claims on summarizing an event
+	// (Store.ClaimSummary), which keep concurrent publishers from asking
+	// the summarizer about the same event; "" makes one for the service.
+	Holder string
 	// Concurrency bounds the publications PublishPending runs at once
 	// (0: DefaultConcurrency). Each is fenced on its own page as a single
 	// publication is: a generation from SQL, the store's compare-and-swap,
 	// the read-back and the conditional mark; they share no page.
 	Concurrency int
+
+	holderOnce sync.Once
+	madeHolder string
 
 	bindMu sync.Mutex
 	bound  *StoreIdentity // set once BindStore verified the store
@@ -339,9 +348,12 @@ type SummarizeReport struct {
 	// Reinstated summaries were made by this round's model and prompt
 	// before another superseded them: switching back makes them current
 	// again without asking the summarizer (Store.Reinstate).
-	Reinstated int      `json:"reinstated"`
-	Failed     int      `json:"failed"`
-	Errors     []string `json:"errors,omitempty"`
+	Reinstated int `json:"reinstated"`
+	// ClaimedElsewhere counts the events another worker was asking the
+	// summarizer about (Store.ClaimSummary): passed over, not failed.
+	ClaimedElsewhere int      `json:"claimed_elsewhere"`
+	Failed           int      `json:"failed"`
+	Errors           []string `json:"errors,omitempty"`
 	// Held are the events this round held: the summarizer refused them
 	// HoldAfter rounds in a row or more while it summarized later events.
 	Held []Held `json:"held,omitempty"`
@@ -375,6 +387,12 @@ const (
 	HoldMax       = 24 * time.Hour
 	MaxPassedOver = 3
 )
+
+// SummaryClaimTTL is how long a worker's claim on asking the summarizer
+// about an event lasts (Store.ClaimSummary): longer than one request may
+// take (the openai summarizer gives up after 3 minutes), so that while it
+// waits for an answer no other worker asks about the same event.
+const SummaryClaimTTL = 5 * time.Minute
 
 // maxFailureBytes bounds the failure recorded with an event's count.
 const maxFailureBytes = 1 << 10
@@ -445,6 +463,17 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 				err = rerr
 			}
 		}
+		claim := SummaryClaim{EventID: ev.ID, Model: model, PromptVersion: prompt, Holder: s.holder()}
+		claimed := false
+		if err == nil && !reinstated {
+			// Another worker asking about this event now is not paid
+			// for twice: pass it over.
+			claimed, err = s.Store.ClaimSummary(ctx, claim, SummaryClaimTTL)
+			if err == nil && !claimed {
+				rep.ClaimedElsewhere++
+				continue
+			}
+		}
 		if err == nil && !reinstated {
 			d, err = sum.Summarize(ctx, in)
 			refusedBySummarizer = err != nil
@@ -452,6 +481,19 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		var created bool
 		if err == nil && !reinstated {
 			_, created, err = s.Store.Accept(ctx, NewSummary{EventID: ev.ID, EvidenceHash: hash, Draft: d})
+			if errors.Is(err, ErrIdentityConflict) && s.lostRace(ctx, ev, hash, model, prompt) {
+				// Another worker's summary of the same identity came first
+				// (its claim expired while this one waited for the model):
+				// it stands, and this round lost a race, which is no
+				// failure.
+				s.log().Info("summarize: another worker summarized the event first", "event", ev.ID, "model", model)
+				err = nil
+			}
+		}
+		if claimed {
+			if rerr := s.Store.ReleaseSummary(context.WithoutCancel(ctx), claim); rerr != nil {
+				s.log().Warn("summarize: release the claim", "event", ev.ID, "err", rerr)
+			}
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -535,6 +577,29 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			rep.Failed, rep.Considered, firstRefusal, ErrNothingSummarized)
 	}
 	return rep, nil
+}
+
+// lostRace reports whether the event has a summary of its evidence hash
+// under model and prompt that another worker accepted, and leaves it the
+// event's current one (Store.Reinstate: as it is when current; made
+// current again if it was superseded since; a rejected one stays so).
+func (s *Service) lostRace(ctx context.Context, ev tidemark.Event, hash, model, prompt string) bool {
+	_, err := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
+	return err == nil || errors.Is(err, ErrRejected)
+}
+
+// holder is s.Holder, or one made for the service: its claims are its own.
+func (s *Service) holder() string {
+	s.holderOnce.Do(func() {
+		if s.Holder != "" {
+			s.madeHolder = s.Holder
+			return
+		}
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		s.madeHolder = "publish-" + hex.EncodeToString(b[:])
+	})
+	return s.madeHolder
 }
 
 // refusedEvent is an event a round passed over: the summarizer refused it

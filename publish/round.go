@@ -25,10 +25,12 @@ type Totals struct {
 	Unchanged int `json:"unchanged"`
 	// Reinstated counts summaries made current again without asking the
 	// summarizer: it made them before another superseded them.
-	Reinstated      int `json:"reinstated,omitempty"`
-	SummariesFailed int `json:"summaries_failed"`
-	Published       int `json:"published"`
-	PagesFailed     int `json:"pages_failed"`
+	Reinstated int `json:"reinstated,omitempty"`
+	// ClaimedElsewhere counts the events another worker was summarizing.
+	ClaimedElsewhere int `json:"claimed_elsewhere,omitempty"`
+	SummariesFailed  int `json:"summaries_failed"`
+	Published        int `json:"published"`
+	PagesFailed      int `json:"pages_failed"`
 	// Restyled counts the pages republished because an earlier release
 	// rendered them, or their source was renamed since (Store.Restyle).
 	Restyled int `json:"restyled"`
@@ -53,11 +55,14 @@ func (r Round) WriteText(w io.Writer) error { return r.Totals().WriteText(w) }
 // WriteText writes what was summarized and published, the errors of what
 // failed, and where the wiki is.
 func (t Totals) WriteText(w io.Writer) error {
-	reinstated := ""
+	reinstated, elsewhere := "", ""
 	if t.Reinstated > 0 {
 		reinstated = fmt.Sprintf(", %d reinstated", t.Reinstated)
 	}
-	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed)
+	if t.ClaimedElsewhere > 0 {
+		elsewhere = fmt.Sprintf(" (%d being summarized by another worker)", t.ClaimedElsewhere)
+	}
+	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed%s\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed, elsewhere)
 	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
 	if t.Withdrawn > 0 {
 		fmt.Fprintf(w, "withdrawn: %d pages taken off the wiki (rejected summaries, removed sources)\n", t.Withdrawn)
@@ -98,6 +103,7 @@ func (t *Totals) Add(r Round) {
 	t.Accepted += s.Accepted
 	t.Unchanged += s.Unchanged
 	t.Reinstated += s.Reinstated
+	t.ClaimedElsewhere += s.ClaimedElsewhere
 	t.SummariesFailed += s.Failed
 	t.Published += pr.Published
 	t.PagesFailed += pr.Failed

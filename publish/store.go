@@ -125,6 +125,17 @@ type SummaryFailure struct {
 	Err string
 }
 
+// SummaryClaim is a worker's claim on asking the summarizer about an
+// event under a model and prompt version, so concurrent publishers (several
+// daemons, a daemon and `publish`) do not pay the model for the same event
+// twice.
+type SummaryClaim struct {
+	EventID       string
+	Model         string
+	PromptVersion string
+	Holder        string
+}
+
 // SourceInfo is what a page shows of its source.
 type SourceInfo struct {
 	ID       string `json:"id"`
@@ -292,6 +303,13 @@ type Store interface {
 	// before. Accepting a summary of the event under that model and prompt
 	// version forgets its failures.
 	SummaryFailed(ctx context.Context, f SummaryFailure) (int, error)
+	// ClaimSummary claims c for ttl from now (the store's clock): it
+	// returns false, changing nothing, while another holder's claim on
+	// the same event, model and prompt version has not expired. The same
+	// holder claims again and extends. A claim needs a holder.
+	ClaimSummary(ctx context.Context, c SummaryClaim, ttl time.Duration) (bool, error)
+	// ReleaseSummary drops c if its holder still holds it.
+	ReleaseSummary(ctx context.Context, c SummaryClaim) error
 	// HoldSummary holds f's event for d from now (the store's clock):
 	// Unsummarized leaves it out until then, while its evidence is still
 	// f.EvidenceHash. It returns until when.

@@ -275,3 +275,70 @@ func TestSummarizeSwitchingBackReinstates(t *testing.T) {
 		}
 	})
 }
+
+// hook summarizes every event under model "m", calling during first
+// (once) before it answers.
+type hook struct {
+	text   string
+	calls  int
+	during func()
+}
+
+func (h *hook) Identity() (string, string) { return "m", "p1" }
+func (h *hook) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	h.calls++
+	if h.during != nil {
+		d := h.during
+		h.during = nil
+		d()
+	}
+	return summarize.Draft{Text: h.text + " " + in.Event.Title, Model: "m", PromptVersion: "p1"}, nil
+}
+
+// Concurrent publishers do not pay the model twice for one event: while
+// one asks the summarizer about it, the others pass it over (claimed
+// elsewhere, no failure); and a publisher whose claim expired while its
+// model was slow, and which lost the race to another's summary of the same
+// identity, counts it unchanged rather than failed.
+func TestSummarizeConcurrentPublishersAskOnce(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ev := f.mustEvent(t, "k1", "change one", "evidence one")
+		other := &publish.Service{Store: f.st, Objects: f.objs, Holder: "worker-b"}
+		f.svc.Holder = "worker-a"
+
+		var during publish.SummarizeReport
+		var duringErr error
+		bsum := &hook{text: "B says"}
+		asum := &hook{text: "A says", during: func() { during, duringErr = other.Summarize(ctx, bsum, 100) }}
+		rep, err := f.svc.Summarize(ctx, asum, 100)
+		if err != nil || rep.Accepted != 1 || rep.Failed != 0 {
+			t.Fatalf("worker a: %+v, %v; want 1 accepted", rep, err)
+		}
+		if duringErr != nil || bsum.calls != 0 || during.ClaimedElsewhere != 1 || during.Failed != 0 || len(during.Errors) != 0 {
+			t.Fatalf("worker b while a summarized: %+v, %v, %d calls; want the event claimed elsewhere, no call, no failure", during, duringErr, bsum.calls)
+		}
+
+		// A claim that expired while the model was slow: both ask, and the
+		// one that accepts second lost a race, which is no failure.
+		ev2 := f.mustEvent(t, "k2", "change two", "evidence two")
+		bsum = &hook{text: "B says"}
+		asum = &hook{text: "A says", during: func() {
+			f.env.Clock.Advance(publish.SummaryClaimTTL + time.Second)
+			during, duringErr = other.Summarize(ctx, bsum, 100)
+		}}
+		rep, err = f.svc.Summarize(ctx, asum, 100)
+		if duringErr != nil || during.Accepted != 1 || bsum.calls != 1 {
+			t.Fatalf("worker b after a's claim expired: %+v, %v", during, duringErr)
+		}
+		if err != nil || rep.Failed != 0 || rep.Unchanged != 1 || len(rep.Errors) != 0 {
+			t.Fatalf("worker a, which lost the race: %+v, %v; want it unchanged, not failed", rep, err)
+		}
+		cur, err := f.st.CurrentSummary(ctx, ev2.ID)
+		if err != nil || f.mustSummary(t, cur).Text != "B says change two" {
+			t.Fatalf("event two's summary: %s %v, want b's", cur, err)
+		}
+		_ = ev
+	})
+}

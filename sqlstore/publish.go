@@ -479,6 +479,37 @@ func (s *PublishStore) SummaryFailed(ctx context.Context, f publish.SummaryFailu
 	return n, tx.Commit()
 }
 
+// ClaimSummary implements publish.Store.
+func (s *PublishStore) ClaimSummary(ctx context.Context, c publish.SummaryClaim, ttl time.Duration) (bool, error) {
+	if strings.TrimSpace(c.Holder) == "" {
+		return false, tidemark.Invalidf("summary claim holder", "", "is required")
+	}
+	now := s.db.Clock.Now()
+	res, err := s.db.db.ExecContext(ctx, `INSERT INTO summary_claims (event_id, model, prompt_version, holder, claimed_until)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (event_id, model, prompt_version) DO UPDATE SET holder = excluded.holder, claimed_until = excluded.claimed_until
+		WHERE summary_claims.holder = excluded.holder OR summary_claims.claimed_until <= $6`,
+		c.EventID, c.Model, c.PromptVersion, c.Holder, ms(now.Add(ttl)), ms(now))
+	if err != nil {
+		return false, fmt.Errorf("claim summarizing event %s: %w", c.EventID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("claim summarizing event %s: %w", c.EventID, err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseSummary implements publish.Store.
+func (s *PublishStore) ReleaseSummary(ctx context.Context, c publish.SummaryClaim) error {
+	if _, err := s.db.db.ExecContext(ctx, `DELETE FROM summary_claims
+		WHERE event_id = $1 AND model = $2 AND prompt_version = $3 AND holder = $4`,
+		c.EventID, c.Model, c.PromptVersion, c.Holder); err != nil {
+		return fmt.Errorf("release the claim on summarizing event %s: %w", c.EventID, err)
+	}
+	return nil
+}
+
 // HoldSummary implements publish.Store. Only a failure recorded for the
 // same evidence is held.
 func (s *PublishStore) HoldSummary(ctx context.Context, f publish.SummaryFailure, d time.Duration) (time.Time, error) {

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"SwitchingBackReinstates", testReinstate},
 		{"UnrejectBringsASummaryBack", testUnreject},
 		{"SummaryFailuresCountHoldAndForget", testSummaryFailures},
+		{"SummaryClaimsFenceOtherHolders", testSummaryClaims},
 		{"ObjectGenerationsNeverRestart", testObjects},
 	}
 	for _, tc := range tests {
@@ -1148,6 +1149,46 @@ func testObjects(t *testing.T, h *harness) {
 // model and prompt version; a held event is left out of Unsummarized
 // until its hold ends or its evidence moves; accepting a summary of it
 // forgets its failures.
+// testSummaryClaims: a claim on summarizing an event under a model and
+// prompt keeps other holders off until it expires or is released; its
+// holder claims it again.
+func testSummaryClaims(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence 1")
+	claim := func(holder, model string, want bool) {
+		t.Helper()
+		ok, err := h.Store.ClaimSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: model, PromptVersion: "p1", Holder: holder}, time.Minute)
+		if err != nil || ok != want {
+			t.Fatalf("claim by %s under %s: %v, %v; want %v", holder, model, ok, err, want)
+		}
+	}
+	claim("a", "m1", true)
+	claim("b", "m1", false)
+	claim("b", "m2", true) // another model: another claim
+	h.Clock.Advance(40 * time.Second)
+	claim("a", "m1", true) // its holder again: extended
+	h.Clock.Advance(40 * time.Second)
+	claim("b", "m1", false)
+	h.Clock.Advance(21 * time.Second)
+	claim("b", "m1", true) // expired
+	// Only its holder releases a claim.
+	if err := h.Store.ReleaseSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: "m1", PromptVersion: "p1", Holder: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	claim("a", "m1", false)
+	if err := h.Store.ReleaseSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: "m1", PromptVersion: "p1", Holder: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	claim("a", "m1", true)
+	_, err := h.Store.ClaimSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: "m1", PromptVersion: "p1"}, time.Minute)
+	if !errors.Is(err, tidemark.ErrInvalid) {
+		t.Fatalf("claim without a holder: %v, want ErrInvalid", err)
+	}
+	// Removing the source removes its claims.
+	if _, err := h.Ingest.RemoveSource(ctx, "repo", "test", true); err != nil {
+		t.Fatalf("remove the source of a claimed event: %v", err)
+	}
+}
+
 func testSummaryFailures(t *testing.T, h *harness) {
 	ev1 := h.mustEvent(t, "c1", "evidence 1")
 	ev2 := h.mustEvent(t, "c2", "evidence 2")
