@@ -3,8 +3,10 @@ package content
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -252,6 +254,68 @@ func Rules() []Rule {
 	return out
 }
 
+// decimalNumber is what text→number reads: a decimal number, with an
+// optional sign, point and exponent; not Go's literals (1_000, 0x10) nor
+// Infinity or NaN.
+var decimalNumber = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// parseDecimal reads s as a decimal number that a number field keeps as it
+// is: one whose value the float64 it parses to writes back (its shortest
+// form), so nothing is lost silently: not a value out of range, nor one
+// so small that it would become 0, nor digits beyond what a float64 holds
+// (integers above 2^53, about 16 significant digits). Trailing zeros and
+// an exponent are fine: 1.50 is 1.5.
+func parseDecimal(s string) (float64, error) {
+	if !decimalNumber.MatchString(s) {
+		return 0, errors.New("is not a decimal number (digits, with an optional sign, point and exponent)")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, errors.New("is out of the range of a number (about ±1.8e308)")
+	}
+	back := strconv.FormatFloat(f, 'e', -1, 64)
+	if decimalValue(s) != decimalValue(back) {
+		if f == 0 {
+			return 0, errors.New("is too small for a number: it would become 0")
+		}
+		return 0, fmt.Errorf("has more significant digits than a number keeps: it would become %s", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	return f, nil
+}
+
+// decimalValue is a decimal number's value in one form: its sign, its
+// significant digits and the power of ten of the last, "0" for zero. s
+// matches decimalNumber.
+func decimalValue(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "+-")
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil { // beyond any int: such a number is 0 or out of range anyway
+			e = math.MaxInt32
+			if strings.HasPrefix(s[i+1:], "-") {
+				e = math.MinInt32
+			}
+		}
+		exp = e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	if trimmed == "" {
+		return "0"
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	return fmt.Sprintf("%s%se%d", sign, trimmed, exp)
+}
+
 // paragraphSep separates blocks when rich text is flattened, and splits
 // text into blocks when it is wrapped.
 const paragraphSep = "\n\n"
@@ -263,9 +327,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("%q is not a finite decimal number", s)
+		f, err := parseDecimal(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("%q %w", s, err)
 		}
 		return marshal(f), nil
 	})
