@@ -6,16 +6,22 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/unicode"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
@@ -120,12 +126,19 @@ func New(cfg Config) (*Summarizer, error) {
 	cc := goopenai.DefaultConfig(cfg.APIKey)
 	cc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient != nil {
-		cc.HTTPClient = cfg.HTTPClient
+		// The caller's client, its answers read as ours are.
+		c := *cfg.HTTPClient
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = decodedAnswers{next}
+		cc.HTTPClient = &c
 	} else {
 		if cfg.Timeout <= 0 {
 			cfg.Timeout = DefaultTimeout
 		}
-		cc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: boundedAnswers{http.DefaultTransport}}
+		cc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: decodedAnswers{boundedAnswers{http.DefaultTransport}}}
 	}
 	return &Summarizer{cfg: cfg, client: goopenai.NewClientWithConfig(cc)}, nil
 }
@@ -139,6 +152,67 @@ func (b boundedAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxAnswerBytes}
 	}
 	return resp, err
+}
+
+// errStreamed: the endpoint answered a stream (server-sent events), which
+// the summarizer never asks for.
+var errStreamed = errors.New("the endpoint answered a stream (text/event-stream) though none was asked for")
+
+// errUndecodable: an answer whose characters cannot be read.
+var errUndecodable = errors.New("the answer cannot be read as text")
+
+// decodedAnswers hands the client a successful answer as UTF-8 JSON: read
+// in the character encoding its Content-Type names (a local server or a
+// proxy may answer ISO-8859-1), or that a UTF-16 byte-order mark says,
+// without a UTF-8 byte-order mark; a stream is refused (errStreamed).
+type decodedAnswers struct{ next http.RoundTripper }
+
+func (d decodedAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := d.next.RoundTrip(r)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, err
+	}
+	mediaType, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType == "text/event-stream" {
+		resp.Body.Close()
+		return nil, errStreamed
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if body, err = toUTF8(body, params["charset"]); err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// toUTF8 decodes an answer in the encoding a byte-order mark says, or
+// label (a charset's name), or UTF-8; a UTF-8 byte-order mark is dropped.
+// A label nobody knows over a body that is UTF-8 is passed over.
+func toUTF8(body []byte, label string) ([]byte, error) {
+	var enc encoding.Encoding
+	switch l := strings.ToLower(strings.TrimSpace(label)); {
+	case bytes.HasPrefix(body, []byte{0xFE, 0xFF}), bytes.HasPrefix(body, []byte{0xFF, 0xFE}):
+		enc = unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM)
+	case l == "", l == "utf-8", l == "utf8", utf8.Valid(body) && (l == "us-ascii" || l == "ascii"):
+	default:
+		if enc, _ = charset.Lookup(l); enc == nil && !utf8.Valid(body) {
+			return nil, fmt.Errorf("%w: it is in a character encoding tidemark does not know (charset %q)", errUndecodable, label)
+		}
+	}
+	if enc != nil {
+		out, err := enc.NewDecoder().Bytes(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: it is not %s as it says: %v", errUndecodable, label, err)
+		}
+		body = out
+	}
+	return bytes.TrimPrefix(body, []byte("\xEF\xBB\xBF")), nil
 }
 
 type cappedBody struct {
@@ -194,6 +268,14 @@ func (s *Summarizer) Summarize(ctx context.Context, in summarize.Input) (_ summa
 			{Role: goopenai.ChatMessageRoleUser, Content: "Title: " + ev.Title + "\n\nEvidence:\n" + body},
 		},
 	})
+	if errors.Is(err, errStreamed) {
+		// Every event would be answered alike: not the API configured.
+		return summarize.Draft{}, fmt.Errorf("summarize %s: %w", ev.ID,
+			tidemark.Invalidf("TIDEMARK_OPENAI_BASE_URL", redact.URL(s.cfg.BaseURL, false), "%v: not an OpenAI-compatible chat-completions API, or a proxy that streams", errStreamed))
+	}
+	if errors.Is(err, errUndecodable) {
+		return summarize.Draft{}, fmt.Errorf("summarize %s: %w: %w", ev.ID, err, summarize.ErrUnusable)
+	}
 	if err != nil {
 		var apiErr *goopenai.APIError
 		var reqErr *goopenai.RequestError

@@ -289,3 +289,55 @@ func TestCutOffAnswerIsMarked(t *testing.T) {
 		})
 	}
 }
+
+// rawAnswer is an endpoint that answers 200 with contentType and body as
+// given.
+func rawAnswer(t *testing.T, contentType string, body []byte) *openai.Summarizer {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	s, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: "test-key", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// An answer is read in the character encoding it says it is in, with or
+// without a byte-order mark; a stream nobody asked for is refused as the
+// endpoint's configuration, saying so.
+func TestAnswerEncodings(t *testing.T) {
+	const answer = `{"id":"x","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Café"}}]}`
+	latin1 := []byte(strings.ReplaceAll(answer, "é", "\xe9"))
+	utf16 := []byte{0xFF, 0xFE}
+	for _, r := range answer {
+		utf16 = append(utf16, byte(r), byte(r>>8)) // the answer is in the BMP
+	}
+	for name, tc := range map[string]struct {
+		contentType string
+		body        []byte
+	}{
+		"iso-8859-1":     {"application/json; charset=iso-8859-1", latin1},
+		"windows-1252":   {"application/json; charset=windows-1252", latin1},
+		"utf-8 with BOM": {"application/json", append([]byte("\xEF\xBB\xBF"), answer...)},
+		"utf-16 BOM":     {"application/json; charset=utf-16", utf16},
+		"utf-8":          {"application/json; charset=utf-8", []byte(answer)},
+	} {
+		d, err := rawAnswer(t, tc.contentType, tc.body).Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+		if err != nil || d.Text != "Café" {
+			t.Errorf("%s: %q, %v; want Café", name, d.Text, err)
+		}
+	}
+	_, err := rawAnswer(t, "application/json; charset=x-nobody-knows", latin1).Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+	if !errors.Is(err, summarize.ErrUnusable) || errors.Is(err, tidemark.ErrUnavailable) || !strings.Contains(err.Error(), "x-nobody-knows") {
+		t.Errorf("an answer in an unknown encoding: %v, want an unusable answer naming it", err)
+	}
+	sse := "data: " + answer + "\n\ndata: [DONE]\n\n"
+	_, err = rawAnswer(t, "text/event-stream", []byte(sse)).Summarize(context.Background(), summarize.Input{Event: tidemark.Event{ID: "e"}, Evidence: []byte("x")})
+	if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "text/event-stream") || !strings.Contains(err.Error(), "TIDEMARK_OPENAI_BASE_URL") {
+		t.Errorf("a streamed answer: %v, want ErrInvalid naming the stream and TIDEMARK_OPENAI_BASE_URL", err)
+	}
+}
