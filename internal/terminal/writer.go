@@ -8,6 +8,7 @@ package terminal
 import (
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // Writer is the one place text output passes through on its way to a
@@ -45,7 +46,10 @@ func (t *Writer) Write(p []byte) (int, error) {
 }
 
 // appendEscaped appends p to dst with C0 controls (but newline and tab),
-// DEL and the C1 controls U+0080..U+009F escaped.
+// DEL, the C1 controls U+0080..U+009F and the bidirectional formatting
+// characters escaped: an override or isolate (U+202A..U+202E,
+// U+2066..U+2069) or a direction mark (U+200E, U+200F, U+061C) from
+// upstream would reorder what the terminal shows of the rest of the line.
 func appendEscaped(dst, p []byte) []byte {
 	for i := 0; i < len(p); i++ {
 		b := p[i]
@@ -57,9 +61,25 @@ func appendEscaped(dst, p []byte) []byte {
 		case b == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f:
 			dst = fmt.Appendf(dst, `\u%04x`, p[i+1])
 			i++
+		case (b == 0xe2 || b == 0xd8) && i+1 < len(p) && bidi(p[i:]):
+			r, size := utf8.DecodeRune(p[i:])
+			dst = fmt.Appendf(dst, `\u%04x`, r)
+			i += size - 1
 		default:
 			dst = append(dst, b)
 		}
 	}
 	return dst
+}
+
+// bidi reports whether p starts with a bidirectional formatting character.
+func bidi(p []byte) bool {
+	r, _ := utf8.DecodeRune(p)
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
 }

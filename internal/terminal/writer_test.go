@@ -15,6 +15,13 @@ func TestWriterEscapesControls(t *testing.T) {
 		{"csi\u009b2J", `csi\u009b2J`},
 		{"ünïcödé £ ✓", "ünïcödé £ ✓"},
 		{"\u00a0nbsp", "\u00a0nbsp"},
+		// Bidirectional overrides and isolates reorder the rest of a line
+		// ("Trojan Source"): escaped, as the wiki strips them.
+		{"abc\u202edcba", `abc\u202edcba`},
+		{"\u202a\u202b\u202c\u202d", `\u202a\u202b\u202c\u202d`},
+		{"\u2066x\u2067y\u2068z\u2069", `\u2066x\u2067y\u2068z\u2069`},
+		{"\u200eleft\u200fright\u061c", `\u200eleft\u200fright\u061c`},
+		{"\u2014 dash \u2026 \u20ac", "\u2014 dash \u2026 \u20ac"},
 	}
 	for _, tc := range cases {
 		var b bytes.Buffer
