@@ -88,6 +88,9 @@ func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name 
 				continue
 			}
 			put, err := parseImportLine(b)
+			if err == nil {
+				err = p.checkPageEvent(ctx, collection, put.ID)
+			}
 			if err != nil {
 				return put, false, fmt.Errorf("%s line %d: %w", name, line, err)
 			}
@@ -176,6 +179,9 @@ func (p *Pipeline) PutDocument(ctx context.Context, actor, collection string, pu
 		return d, nil, tidemark.Invalidf("fields", "", "nothing to write: set or unset at least one field (%s, %s)", tidemark.Input("set"), tidemark.Input("unset"))
 	}
 	put.Actor = actor
+	if err := p.checkPageEvent(ctx, collection, put.ID); err != nil {
+		return d, nil, err
+	}
 	d, err = p.db.Content().Put(ctx, collection, put)
 	if err != nil || d.Collection != content.PagesCollection {
 		return d, nil, err
@@ -187,8 +193,25 @@ func (p *Pipeline) PutDocument(ctx context.Context, actor, collection string, pu
 	return d, res, err
 }
 
+// checkPageEvent refuses a page document (collection pages) whose ID is
+// not an event's: a page document is keyed by the ID of the event its page
+// shows, and one of no event would show nowhere.
+func (p *Pipeline) checkPageEvent(ctx context.Context, collection, id string) error {
+	if collection != content.PagesCollection {
+		return nil
+	}
+	if id == "" {
+		return tidemark.Invalidf("id", "", "a page document needs the ID of the event its page shows")
+	}
+	if _, err := p.db.Ingest().Event(ctx, id); err != nil {
+		return fmt.Errorf("page document %s: a page document is keyed by the ID of the event its page shows: %w", id, err)
+	}
+	return nil
+}
+
 // republishPage republishes the page of event eventID with its current
-// summary; nil when the event has none.
+// summary, and the listings that show its title; nil when the event has
+// none.
 func (p *Pipeline) republishPage(ctx context.Context, eventID string) (*publish.Result, error) {
 	svc, err := p.Publisher()
 	if err != nil {
@@ -201,6 +224,11 @@ func (p *Pipeline) republishPage(ctx context.Context, eventID string) (*publish.
 	res, err := svc.Publish(ctx, summaryID)
 	if err != nil {
 		return nil, fmt.Errorf("republish page %s: %w", res.PageID, err)
+	}
+	// The index, the archive and the source's pages list the page by the
+	// title it shows: they show the edit now, not at the next round.
+	if _, err := svc.RefreshListings(ctx); err != nil {
+		return &res, fmt.Errorf("republished page %s, but refresh the listings: %w", res.PageID, err)
 	}
 	return &res, nil
 }

@@ -149,3 +149,54 @@ func TestDocumentsAndMigrations(t *testing.T) {
 		}
 	})
 }
+
+func objectBody(t *testing.T, p *Pipeline, key string) string {
+	t.Helper()
+	objs, err := p.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := objs.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(o.Body)
+}
+
+// A page document is keyed by the event its page shows: one for an event
+// that does not exist is refused, naming it, and nothing is stored. An
+// edited title shows at once on the page and on the listings that link to
+// it (the index, the source's page), not at the next publishing round.
+func TestPageDocumentsFollowTheirEvents(t *testing.T) {
+	repo := gitRepo(t)
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}}); err != nil {
+		t.Fatal(err)
+	}
+	title, _ := json.Marshal("ghost")
+	const ghost = "01M8AAAAAAAAAAAAAAAAAAAAAA"
+	if _, _, err := p.PutDocument(ctx, "ann", content.PagesCollection, content.Put{ID: ghost, Set: content.Fields{"title": title}}); !errors.Is(err, tidemark.ErrNotFound) || !strings.Contains(err.Error(), ghost) {
+		t.Fatalf("a page document for no event: %v, want ErrNotFound naming it", err)
+	}
+	if _, err := p.Document(ctx, content.PagesCollection, ghost); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("the refused page document was stored: %v", err)
+	}
+	if _, err := p.ImportDocuments(ctx, "ann", content.PagesCollection, "in.jsonl", strings.NewReader(`{"id":"`+ghost+`","title":"ghost"}`+"\n")); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("an imported page document for no event: %v, want ErrNotFound", err)
+	}
+
+	evs, err := p.DB().Ingest().Events(ctx, ingest.EventFilter{Limit: 10})
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events: %v %v", evs, err)
+	}
+	title, _ = json.Marshal("A corrected title")
+	if _, res, err := p.PutDocument(ctx, "ann", content.PagesCollection, content.Put{ID: evs[0].ID, Set: content.Fields{"title": title}}); err != nil || res == nil {
+		t.Fatalf("put: %v %v", res, err)
+	}
+	for _, key := range []string{publish.IndexKey, publish.CardKey(evs[0].SourceID)} {
+		if !strings.Contains(objectBody(t, p, key), "A corrected title") {
+			t.Errorf("%s does not show the edited title until the next round", key)
+		}
+	}
+}

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -199,6 +201,27 @@ func TestConsoleMigrations(t *testing.T) {
 	})
 }
 
+// mustEventID settles one item of a new source and returns its event's ID.
+func mustEventID(t *testing.T, p *pipeline.Pipeline) string {
+	t.Helper()
+	ctx := context.Background()
+	st := p.DB().Ingest()
+	src, err := st.AddSource(ctx, ingest.NewSource{Name: "src", Kind: "git", Location: "/src", Interval: time.Hour, RetryBudget: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Claim(ctx, src.ID, "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: time.Now(),
+		Items: []tidemark.Item{{Key: "k1", Title: "a change", OccurredAt: time.Now(), Evidence: []byte("x")}}})
+	if err != nil || len(rep.EventIDs) != 1 {
+		t.Fatalf("settle: %+v %v", rep, err)
+	}
+	return rep.EventIDs[0]
+}
+
 // A page document is edited from the console: the form's title and notes
 // become the document's fields, and an edit based on an old version is
 // refused with the conflict shown.
@@ -206,7 +229,7 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
 		p, tok, do, _ := docsServer(t, b)
-		id := "01J0000000000000000000000B"
+		id := mustEventID(t, p) // a page document is keyed by its event
 		if code, h, _ := do("GET", "/console/docs/pages?edit="+id, tok, "", ""); code != 303 || h.Get("Location") != "/console/docs/pages/"+id {
 			t.Fatalf("edit the page of an event: %d %v", code, h)
 		}
@@ -251,7 +274,7 @@ func TestConsoleSaveKeepsRichNotes(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
 		p, tok, do, _ := docsServer(t, b)
-		id := "01J0000000000000000000000C"
+		id := mustEventID(t, p)
 		notes := `[{"_type":"block","_key":"b1","style":"h2","markDefs":[{"_key":"l1","_type":"link","href":"https://example.com/"}],` +
 			`"children":[{"_type":"span","_key":"s1","text":"See ","marks":[]},{"_type":"span","_key":"s2","text":"the docs","marks":["l1"]}]},` +
 			`{"_type":"block","_key":"b2","children":[{"_type":"span","_key":"s3","text":"Second.","marks":["strong"]}]}]`
