@@ -547,6 +547,11 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			}
 			s.log().Warn("summarize failed", "event", ev.ID, "err", err)
 			told(ctx, StepFailed)
+			if refusedBySummarizer {
+				if herr := s.holdRefused(ctx, &rep, ev, model, prompt, err); herr != nil {
+					return rep, herr
+				}
+			}
 		case reinstated:
 			rep.Reinstated++
 			told(ctx, StepSummarized)
@@ -577,6 +582,41 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			rep.Failed, rep.Considered, firstRefusal, ErrNothingSummarized)
 	}
 	return rep, nil
+}
+
+// holdRefused counts an ordinary refusal of ev (an answer about that event:
+// a 400, an unusable answer), which fails the event and not the round, and
+// holds ev as the unavailable rule does (see HoldAfter) once it has been
+// refused HoldAfter rounds in a row while the summarizer summarized other
+// events since its first refusal: otherwise every round would ask, and
+// pay, for it again. When every event is refused alike nothing is held:
+// the configuration, not the event, is the trouble.
+func (s *Service) holdRefused(ctx context.Context, rep *SummarizeReport, ev tidemark.Event, model, prompt string, refusal error) error {
+	f := SummaryFailure{EventID: ev.ID, EvidenceHash: ev.EvidenceHash, Model: model, PromptVersion: prompt,
+		Err: summarize.Cut(tidemark.Text(refusal), maxFailureBytes)}
+	n, err := s.Store.SummaryFailed(ctx, f)
+	if err != nil {
+		return fmt.Errorf("record the failure of event %s: %w", ev.ID, err)
+	}
+	if n < HoldAfter {
+		return nil
+	}
+	others, err := s.Store.SummarizedSince(ctx, f)
+	if err != nil || !others {
+		return err
+	}
+	until, err := s.Store.HoldSummary(ctx, f, holdFor(n))
+	if err != nil {
+		return fmt.Errorf("hold event %s: %w", ev.ID, err)
+	}
+	h := Held{EventID: ev.ID, Title: ev.Title, Failures: n, Until: until, Err: f.Err}
+	rep.Held = append(rep.Held, h)
+	if len(rep.Errors) < 20 {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("event %s (%q): held until %s: the summarizer refused it %d rounds in a row while it summarized other events: %s",
+			h.EventID, h.Title, h.Until.UTC().Format(time.RFC3339), h.Failures, h.Err))
+	}
+	s.log().Warn("summarize: event held", "event", h.EventID, "title", h.Title, "failures", h.Failures, "until", h.Until, "err", h.Err)
+	return nil
 }
 
 // lostRace reports whether the event has a summary of its evidence hash

@@ -310,6 +310,11 @@ type Store interface {
 	ClaimSummary(ctx context.Context, c SummaryClaim, ttl time.Duration) (bool, error)
 	// ReleaseSummary drops c if its holder still holds it.
 	ReleaseSummary(ctx context.Context, c SummaryClaim) error
+	// SummarizedSince reports whether a summary of another event than f's
+	// was accepted under f.Model and f.PromptVersion since f's event first
+	// failed in its current count (SummaryFailed): the summarizer answers
+	// for others, so the trouble is the event.
+	SummarizedSince(ctx context.Context, f SummaryFailure) (bool, error)
 	// HoldSummary holds f's event for d from now (the store's clock):
 	// Unsummarized leaves it out until then, while its evidence is still
 	// f.EvidenceHash. It returns until when.

@@ -342,3 +342,66 @@ func TestSummarizeConcurrentPublishersAskOnce(t *testing.T) {
 		_ = ev
 	})
 }
+
+// refusing refuses the events whose title it names with an ordinary
+// answer about that event (a 400, an unusable answer), and summarizes
+// every other.
+type refusing struct {
+	titles map[string]bool
+	calls  int
+}
+
+func (r *refusing) Identity() (string, string) { return "m", "p1" }
+func (r *refusing) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	r.calls++
+	if r.titles[in.Event.Title] {
+		return summarize.Draft{}, fmt.Errorf("summarize %s: HTTP 400 content filter: %w", in.Event.ID, summarize.ErrUnusable)
+	}
+	return summarize.Draft{Text: "summary of " + in.Event.Title, Model: "m", PromptVersion: "p1"}, nil
+}
+
+// An event the summarizer refuses with an ordinary answer about it (which
+// fails that event only) is not asked about again every round for ever:
+// once it has failed HoldAfter rounds in a row while the summarizer has
+// summarized other events since its first failure, it is held as an
+// unavailable one is, even when it is the only event left.
+func TestSummarizeHoldsAnEventRefusedEveryRound(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		bad := f.mustEvent(t, "k0", "change 0", "evidence 0")
+		f.mustEvent(t, "k1", "change 1", "evidence 1")
+		sum := &refusing{titles: map[string]bool{bad.Title: true}}
+		for round := 1; round <= publish.HoldAfter; round++ {
+			f.env.Clock.Advance(time.Minute)
+			rep, err := f.svc.Summarize(ctx, sum, 100)
+			// Alone in its round, its failure is the round's: not a success.
+			if (round == 1) != (err == nil) || rep.Failed != 1 || round > 1 && !errors.Is(err, publish.ErrNothingSummarized) {
+				t.Fatalf("round %d: %+v, %v; want the event failed, the round going on", round, rep, err)
+			}
+			if wantHeld := round == publish.HoldAfter; (len(rep.Held) == 1) != wantHeld {
+				t.Fatalf("round %d: held %+v, want held %v", round, rep.Held, wantHeld)
+			}
+		}
+		sum.calls = 0
+		f.env.Clock.Advance(time.Minute)
+		if rep, err := f.svc.Summarize(ctx, sum, 100); err != nil || rep.Considered != 0 || sum.calls != 0 {
+			t.Fatalf("round while held: %+v, %v, %d calls; want nothing asked", rep, err, sum.calls)
+		}
+		// Every event refused alike (the configuration, not the event):
+		// nothing held.
+		g := mustFixture(t, b, mem.New())
+		var titles = map[string]bool{}
+		for i := range 3 {
+			titles[g.mustEvent(t, fmt.Sprintf("k%d", i), fmt.Sprintf("change %d", i), fmt.Sprintf("evidence %d", i)).Title] = true
+		}
+		all := &refusing{titles: titles}
+		for round := 1; round <= publish.HoldAfter+1; round++ {
+			g.env.Clock.Advance(time.Minute)
+			rep, _ := g.svc.Summarize(ctx, all, 100)
+			if len(rep.Held) != 0 || rep.Considered != 3 {
+				t.Fatalf("round %d with every event refused: %+v; want all considered, none held", round, rep)
+			}
+		}
+	})
+}

@@ -510,6 +510,20 @@ func (s *PublishStore) ReleaseSummary(ctx context.Context, c publish.SummaryClai
 	return nil
 }
 
+// SummarizedSince implements publish.Store.
+func (s *PublishStore) SummarizedSince(ctx context.Context, f publish.SummaryFailure) (bool, error) {
+	var n int
+	err := s.db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM summary_failures f
+		WHERE f.event_id = $1 AND f.model = $2 AND f.prompt_version = $3
+		  AND EXISTS (SELECT 1 FROM summaries s WHERE s.model = f.model AND s.prompt_version = f.prompt_version
+			AND s.event_id <> f.event_id AND s.created_at >= f.first_failed_at)`,
+		f.EventID, f.Model, f.PromptVersion).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("summaries since event %s first failed: %w", f.EventID, err)
+	}
+	return n > 0, nil
+}
+
 // HoldSummary implements publish.Store. Only a failure recorded for the
 // same evidence is held.
 func (s *PublishStore) HoldSummary(ctx context.Context, f publish.SummaryFailure, d time.Duration) (time.Time, error) {

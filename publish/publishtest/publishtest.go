@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"UnrejectBringsASummaryBack", testUnreject},
 		{"SummaryFailuresCountHoldAndForget", testSummaryFailures},
 		{"SummaryClaimsFenceOtherHolders", testSummaryClaims},
+		{"SummarizedSinceAFirstFailure", testSummarizedSince},
 		{"ObjectGenerationsNeverRestart", testObjects},
 	}
 	for _, tc := range tests {
@@ -1187,6 +1188,33 @@ func testSummaryClaims(t *testing.T, h *harness) {
 	if _, err := h.Ingest.RemoveSource(ctx, "repo", "test", true); err != nil {
 		t.Fatalf("remove the source of a claimed event: %v", err)
 	}
+}
+
+// testSummarizedSince: whether another event was summarized under the
+// failure's model and prompt since the event's first failure.
+func testSummarizedSince(t *testing.T, h *harness) {
+	ev1 := h.mustEvent(t, "c1", "evidence 1")
+	ev2 := h.mustEvent(t, "c2", "evidence 2")
+	ev3 := h.mustEvent(t, "c3", "evidence 3")
+	h.mustAccept(t, ev2, "Before.", "m1")
+	f := publish.SummaryFailure{EventID: ev1.ID, EvidenceHash: ev1.EvidenceHash, Model: "m1", PromptVersion: "p1", Err: "HTTP 400"}
+	since := func(want bool) {
+		t.Helper()
+		got, err := h.Store.SummarizedSince(ctx, f)
+		if err != nil || got != want {
+			t.Fatalf("summarized since %s first failed: %v, %v; want %v", f.EventID, got, err, want)
+		}
+	}
+	since(false) // no failure recorded
+	h.Clock.Advance(time.Millisecond)
+	if _, err := h.Store.SummaryFailed(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	since(false) // ev2's summary is older
+	h.mustAccept(t, ev3, "Other model.", "m2")
+	since(false) // another model
+	h.mustAccept(t, ev3, "After.", "m1")
+	since(true)
 }
 
 func testSummaryFailures(t *testing.T, h *harness) {
