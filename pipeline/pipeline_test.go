@@ -489,3 +489,25 @@ func TestRunOnceIsIncompleteWhenADetachedMigrationFails(t *testing.T) {
 		t.Fatalf("result %+v, want the migration's failure", res)
 	}
 }
+
+// publish tells its progress as each summary and page is done, as run
+// --once does, so a slow model does not mean minutes of silence.
+func TestPublishTellsProgressAsItGoes(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.AddSource(ctx, ingestSource("notes", notesDir(t, "a", "b"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunSource(ctx, "notes", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var descs []string
+	if _, err := p.Publish(WithPublishProgress(ctx, func(d string) { descs = append(descs, d) }), "", 100); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"publish: 0 summaries, 0 pages", "publish: 1 summaries, 0 pages", "publish: 2 summaries, 0 pages",
+		"publish: 2 summaries, 1 pages", "publish: 2 summaries, 2 pages"}
+	if strings.Join(descs, "|") != strings.Join(want, "|") {
+		t.Fatalf("progress %q, want %q", descs, want)
+	}
+}

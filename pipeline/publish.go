@@ -111,6 +111,20 @@ func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progres
 	}
 }
 
+// WithPublishProgress returns ctx telling progress, when it starts and as
+// each summary and page of the publishing it carries is done, the counts
+// so far ("publish: 3 summaries, 2 pages"): for a display of `publish`,
+// whose model may take minutes over hundreds of events. progress is
+// called one call at a time (see publish.WithProgress).
+func WithPublishProgress(ctx context.Context, progress func(string)) context.Context {
+	var live publishProgress
+	progress(live.line(publish.Totals{}))
+	return publish.WithProgress(ctx, func(s publish.Step) {
+		live.add(s)
+		progress(live.line(publish.Totals{}))
+	})
+}
+
 // publishProgress counts the steps of a publishing round told so far.
 type publishProgress struct{ accepted, published, restyled, withdrawn int }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/publish"
 )
@@ -15,7 +16,15 @@ func newPublishCmd(a *app) *cobra.Command {
 			if len(args) == 1 {
 				return answer(p.PublishSummary(cmd.Context(), args[0]))
 			}
-			r, err := p.Publish(cmd.Context(), summarizer, limit)
+			// On a terminal, stderr follows the round as each summary and
+			// page is done: a model may take minutes over many events.
+			ctx, prog := cmd.Context(), &terminal.Activity{}
+			if asJSON, _ := cmd.Flags().GetBool("json"); !asJSON {
+				prog = terminal.NewActivity(a.stderr, "publish")
+				ctx = pipeline.WithPublishProgress(ctx, prog.Describe)
+			}
+			r, err := p.Publish(ctx, summarizer, limit)
+			prog.Finish()
 			if r.Index == "" {
 				return nil, err // nothing was published
 			}
