@@ -292,3 +292,37 @@ func TestAChannelDoesNotAnnounceOldPagesRepublished(t *testing.T) {
 		}
 	})
 }
+
+// Switching back to a summarizer republishes the summary it made, which was
+// published before: a channel added since does not announce it, as it does
+// not announce any page published before it was added.
+func TestAChannelDoesNotAnnounceAReinstatedSummary(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.settle(t, f.src, tidemark.Item{Key: "c1", Title: "a change", Evidence: []byte("a")})
+		a, m := &counting{model: "a"}, &counting{model: "m"}
+		round := func(sum *counting) {
+			t.Helper()
+			if _, err := f.svc.Summarize(ctx, sum, 100); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.svc.PublishPending(ctx, 100); err != nil {
+				t.Fatal(err)
+			}
+			f.env.Clock.Advance(time.Minute)
+		}
+		round(a)
+		ob := mustChannel(t, f)
+		f.env.Clock.Advance(time.Minute)
+		round(m) // a new summary: announced
+		round(a) // a's, published before the channel: not announced
+		ins, err := ob.ListIntents(ctx, outbox.IntentFilter{Lane: "hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 1 || !strings.Contains(ins[0].Body, "m says") {
+			t.Fatalf("intents %+v: want m's summary's only", ins)
+		}
+	})
+}

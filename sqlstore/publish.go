@@ -256,8 +256,9 @@ func (s *PublishStore) Accept(ctx context.Context, ns publish.NewSummary) (publi
 
 // makeCurrent makes sum (of its event's current evidence, not rejected,
 // its event locked) the event's current summary again: it retires the one
-// current and moves the event's pointer. Its earlier publication is
-// history: it is published again from here.
+// current and moves the event's pointer. It keeps when it was first
+// published (published_at): a channel added since does not announce it
+// when its page is republished, as for any page published before.
 func (s *PublishStore) makeCurrent(ctx context.Context, tx *sql.Tx, sum publish.Summary, sourceID string) (publish.Summary, error) {
 	now := ms(s.db.Clock.Now())
 	pageID, err := s.ensurePage(ctx, tx, sum.EventID, sourceID, now)
@@ -269,8 +270,7 @@ func (s *PublishStore) makeCurrent(ctx context.Context, tx *sql.Tx, sum publish.
 		return sum, fmt.Errorf("retire summary of %s: %w", sum.EventID, err)
 	}
 	if err := exec1(ctx, tx, fmt.Errorf("reinstate summary %s: %w", sum.ID, tidemark.ErrUnconfirmed),
-		`UPDATE summaries SET is_current = 1, retired_at = NULL, published_at = NULL, published_generation = 0
-		WHERE id = $1 AND rejected_reason = ''`, sum.ID); err != nil {
+		`UPDATE summaries SET is_current = 1, retired_at = NULL WHERE id = $1 AND rejected_reason = ''`, sum.ID); err != nil {
 		return sum, err
 	}
 	if err := exec1(ctx, tx, fmt.Errorf("page %s vanished: %w", pageID, tidemark.ErrUnconfirmed),

@@ -978,9 +978,10 @@ func testReinstate(t *testing.T, h *harness) {
 	mustErr(t, "reinstate for other evidence", err, publish.ErrEvidenceMismatch)
 
 	h.Clock.Advance(time.Millisecond)
+	first := h.mustSummary(t, s1.SummaryID).PublishedAt
 	back, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1")
-	if err != nil || back.ID != s1.SummaryID || !back.Current || back.RetiredAt != nil || back.PublishedAt != nil {
-		t.Fatalf("reinstate m1: %+v, %v; want %s current, not retired, not yet published again", back, err, s1.SummaryID)
+	if err != nil || back.ID != s1.SummaryID || !back.Current || back.RetiredAt != nil || first == nil || back.PublishedAt == nil || !back.PublishedAt.Equal(*first) {
+		t.Fatalf("reinstate m1: %+v, %v; want %s current, not retired, first published at %v", back, err, s1.SummaryID, first)
 	}
 	h.mustPointer(t, ev.ID, s1.SummaryID)
 	if got := h.mustSummary(t, s2.ID); got.Current || got.RetiredAt == nil {
