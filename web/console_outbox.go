@@ -481,7 +481,7 @@ func newGapChart(gaps []outbox.Gap, thresholdMS int64) *gapChart {
 	for i, g := range gaps {
 		h := max(scale(g.MS), 1)
 		c.Bars = append(c.Bars, gapBar{X: float64(i)*step + 1, Y: c.Height - h, W: max(step-2, 1), H: h, Below: g.MS < g.ThresholdMS,
-			Title: fmt.Sprintf("%s: %s (threshold %s)", g.At.Local().Format(time.DateTime), time.Duration(g.MS)*time.Millisecond, time.Duration(g.ThresholdMS)*time.Millisecond)})
+			Title: fmt.Sprintf("%s: %s (threshold %s)", stampText(g.At), time.Duration(g.MS)*time.Millisecond, time.Duration(g.ThresholdMS)*time.Millisecond)})
 	}
 	c.ThresholdY = c.Height - scale(thresholdMS)
 	return c

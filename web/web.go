@@ -33,7 +33,7 @@ import (
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
-	"ago": func(t *time.Time) string {
+	"ago": func(t *time.Time) template.HTML {
 		if t == nil || t.IsZero() {
 			return "never"
 		}
@@ -65,8 +65,15 @@ var funcs = template.FuncMap{
 	"sourcepath": func(name, id string) string { return sourcePath(name, id) },
 }
 
-// stamp shows a time to people.
-func stamp(t time.Time) string { return t.Local().Format(time.DateTime) }
+// stamp shows a time to people: in UTC, and saying so, as the wiki and the
+// API show times (never the server's zone, which the viewer cannot see),
+// in a <time> element that carries it in RFC 3339.
+func stamp(t time.Time) template.HTML {
+	return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + stampText(t) + `</time>`)
+}
+
+// stampText is a time as stamp shows it, as plain text.
+func stampText(t time.Time) string { return t.UTC().Format(time.DateTime) + " UTC" }
 
 func shorten(s string, n int) string {
 	if len(s) <= n {

@@ -1,0 +1,30 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/outbox"
+)
+
+// The console shows every time in UTC and says so, whatever the server's
+// zone, as the wiki ("20:08 UTC") and the API ("…T20:08:34Z") do, so an
+// operator comparing them is never off by the server's offset.
+func TestStampIsUTCAndSaysSo(t *testing.T) {
+	newYork := time.FixedZone("EST", -5*3600)
+	at := time.Date(2026, 12, 1, 15, 8, 34, 0, newYork)
+	got := string(stamp(at))
+	for _, want := range []string{`datetime="2026-12-01T20:08:34Z"`, ">2026-12-01 20:08:34 UTC<"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stamp(%s) = %s, want it to contain %s", at, got, want)
+		}
+	}
+	if got := stampText(at); got != "2026-12-01 20:08:34 UTC" {
+		t.Errorf("stampText(%s) = %q", at, got)
+	}
+	c := newGapChart([]outbox.Gap{{At: at, MS: 2000, ThresholdMS: 1000}}, 1000)
+	if title := c.Bars[0].Title; !strings.HasPrefix(title, "2026-12-01 20:08:34 UTC:") {
+		t.Errorf("gap bar title %q, want the gap's time in UTC", title)
+	}
+}
