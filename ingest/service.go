@@ -224,7 +224,7 @@ type RunningError struct {
 
 func (e *RunningError) Error() string {
 	return fmt.Sprintf("source %s: a run of it started at %s is still in flight in this process; wait for it to finish",
-		e.Source, e.Since.Local().Format(time.DateTime))
+		e.Source, e.Since.UTC().Format(time.RFC3339))
 }
 
 func (e *RunningError) Is(target error) bool { return target == tidemark.ErrClaimHeld }
