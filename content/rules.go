@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Block is one block of rich text, in the style of Portable Text:
@@ -38,18 +39,42 @@ type ValueError struct {
 }
 
 func (e *ValueError) Error() string {
-	return fmt.Sprintf("%s for %s: %s", shorten(e.Value), e.Type, e.Reason)
+	return fmt.Sprintf("%s for %s: %s", e.Value, e.Type, e.Reason)
 }
 
 func valueErr(t FieldType, v json.RawMessage, format string, args ...any) *ValueError {
-	return &ValueError{Type: t, Value: string(v), Reason: fmt.Sprintf(format, args...)}
+	return &ValueError{Type: t, Value: ValueText(v), Reason: fmt.Sprintf(format, args...)}
+}
+
+// ValueText is a value as its JSON reads to people, for errors and a
+// failed migration's failed_value: compact, without the HTML-safe escapes
+// Go's encoder writes (\u003c for "<", which the console and the API would
+// escape again), and cut to 120 bytes between two characters. A value that
+// is not JSON (already cut) is shown as it is.
+func ValueText(v json.RawMessage) string {
+	var x any
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	if d.Decode(&x) == nil {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if e.Encode(x) == nil {
+			return shorten(strings.TrimSuffix(b.String(), "\n"))
+		}
+	}
+	return shorten(string(v))
 }
 
 func shorten(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "…"
+	if len(s) <= 120 {
+		return s
 	}
-	return s
+	n := 120
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never cut a character in two
+	}
+	return s[:n] + "…"
 }
 
 // IsNull reports whether v is absent or JSON null.
@@ -213,7 +238,7 @@ func (r Rule) Apply(v json.RawMessage) (json.RawMessage, error) {
 // rule itself, or by a store that cannot keep its output (a converted
 // document over MaxDocumentBytes).
 func (r Rule) Refuse(v json.RawMessage, reason error) *RuleError {
-	return &RuleError{Rule: r.Name(), Value: shorten(string(v)), Err: reason}
+	return &RuleError{Rule: r.Name(), Value: ValueText(v), Err: reason}
 }
 
 // RuleError is a conversion a rule refused.
