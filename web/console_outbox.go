@@ -202,8 +202,27 @@ func (s *Server) apiIntentOp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiChannels(w http.ResponseWriter, r *http.Request) {
+	limit, cur, err := pageParams(r, "channels")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	cs, err := s.OutboxOps.Channels(r.Context())
-	s.answer(w, r, http.StatusOK, cs, err)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// Sorted here, byte by byte, so the cursor's order is the page's
+	// whatever collation the store sorted by.
+	slices.SortFunc(cs, func(a, b outbox.Channel) int { return strings.Compare(channelKey(a), channelKey(b)) })
+	writeJSON(w, http.StatusOK, pageAfter(cs, limit, cur, "channels", channelKey))
+}
+
+// channelKey orders channels by source, lane, target and parent (the ID
+// last, to make it unique); NUL, which no name holds, separates them, so
+// the key's order is the fields' order.
+func channelKey(c outbox.Channel) string {
+	return strings.Join([]string{c.Source, c.Lane, c.Target, c.Parent, c.ID}, "\x00")
 }
 
 func (s *Server) apiAddChannel(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type fakeOutbox struct {
 	calls   []string
 	// template is channel c1's.
 	template string
+	// channels, when set, is what Channels lists (in the store's order).
+	channels outbox.Channels
 }
 
 var _ web.OutboxOps = (*fakeOutbox)(nil)
@@ -115,6 +118,9 @@ func (f *fakeOutbox) LaneActions(context.Context, string) (outbox.LaneActions, e
 func (f *fakeOutbox) RecentGaps(context.Context, string) ([]outbox.Gap, error) { return f.gaps, nil }
 func (f *fakeOutbox) ProviderKinds() []string                                  { return []string{"mastodon", "webhook"} }
 func (f *fakeOutbox) Channels(context.Context) (outbox.Channels, error) {
+	if f.channels != nil {
+		return f.channels, nil
+	}
 	return outbox.Channels{{ID: "c1", Source: "docs", Lane: "hook", Target: "room"}}, nil
 }
 func (f *fakeOutbox) AddChannel(_ context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
@@ -426,5 +432,31 @@ func TestIntentPageLinksItsWikiPage(t *testing.T) {
 	}
 	if r := do("GET", "/status/outbox/intents/i1", token, nil); r.Code != 200 || strings.Contains(r.Body, `href="/changes/`) {
 		t.Fatalf("a hand-drafted intent's page: %d, links a wiki page\n%s", r.Code, r.Body)
+	}
+}
+
+// /api/outbox/channels is a page as every list is: by source, lane, target
+// and parent, whatever order the store read them in; its cursor and limit
+// are checked.
+func TestAPIChannelsArePaged(t *testing.T) {
+	do, token, f := mustOutboxConsole(t)
+	for i, c := range []struct{ source, lane, target string }{
+		{"web", "hook", "b"}, {"docs", "mail", "a"}, {"docs", "hook", "z"}, {"web", "hook", "a"}, {"api", "hook", "a"},
+	} {
+		f.channels = append(f.channels, outbox.Channel{ID: fmt.Sprintf("c%d", i), Source: c.source, Lane: c.lane, Target: c.target})
+	}
+	want := []string{"c4", "c2", "c1", "c3", "c0"} // api, docs/hook, docs/mail, web/a, web/b
+	for _, limit := range []int{1, 2, 5, 1000} {
+		if got := mustWalk(t, do, token, "/api/outbox/channels", limit); !slices.Equal(got, want) {
+			t.Errorf("channels by %d: %q, want %q", limit, got, want)
+		}
+	}
+	var lanes web.Page[idItem]
+	if r := do("GET", "/api/outbox/lanes?limit=1", token, nil); json.Unmarshal([]byte(r.Body), &lanes) != nil || lanes.Next == "" {
+		t.Fatalf("lanes: %s", r.Body)
+	}
+	for _, path := range []string{"/api/outbox/channels?cursor=zzz", "/api/outbox/channels?limit=0",
+		"/api/outbox/channels?cursor=" + url.QueryEscape(lanes.Next)} {
+		mustErrorClass(t, path, do("GET", path, token, nil), 400, "invalid", tidemark.ExitInvalid)
 	}
 }
