@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -53,6 +54,9 @@ func (a *auditRecorder) Write(b []byte) (int, error) {
 	return a.ResponseWriter.Write(b)
 }
 
+// actionWildcard is a {wildcard} of a path in an audited action's name.
+var actionWildcard = regexp.MustCompile(`\{[a-z]+\}`)
+
 // Write wraps a write (a POST of the console or the API) so that it is
 // audited with who made it: an entry naming the signed-in token, the
 // action and the path is committed before h runs (a write that cannot be
@@ -62,7 +66,21 @@ func (a *auditRecorder) Write(b []byte) (int, error) {
 // behind the token check (a private route), which names the token; a write
 // in the table of routes gets it without asking (Server.audited).
 func (s *Server) Write(action string, h http.HandlerFunc) http.Handler {
+	return s.write(func(*http.Request) string { return action }, h)
+}
+
+// namedByPath is an action whose {wildcard}s are the request path's values:
+// "outbox lane {action}" is audited as "outbox lane reconcile".
+func namedByPath(action string) func(*http.Request) string {
+	return func(r *http.Request) string {
+		return actionWildcard.ReplaceAllStringFunc(action, func(m string) string { return r.PathValue(m[1 : len(m)-1]) })
+	}
+}
+
+// write is Write with the action named per request.
+func (s *Server) write(named func(*http.Request) string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		action := named(r)
 		tok, ok := Principal(r.Context())
 		if !ok || s.Auth == nil {
 			s.fail(w, r, fmt.Errorf("write %s: %w", action, tidemark.ErrUnauthenticated))

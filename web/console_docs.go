@@ -69,6 +69,7 @@ func (s *Server) docRoutes() []route {
 	}
 	// A document's body holds a page's text.
 	doc := func(rt route) route { rt.MaxBody = maxDocumentBody; return rt }
+	named := func(rt route, action string) route { rt.Action = action; return rt }
 	get, post := http.MethodGet, http.MethodPost
 	return []route{
 		r(get, "/console/docs", s.docsPage),
@@ -79,7 +80,7 @@ func (s *Server) docRoutes() []route {
 		r(get, "/console/migrations", s.migrationsPage),
 		r(post, "/console/migrations", s.migrationStart),
 		r(get, "/console/migrations/{id}", s.migrationPage),
-		r(post, "/console/migrations/{id}/{action}", s.migrationAct),
+		named(r(post, "/console/migrations/{id}/{action}", s.migrationAct), "migrate {action}"),
 
 		r(get, "/api/docs", s.apiCollections),
 		r(get, "/api/docs/{collection}", s.apiDocuments),
@@ -88,7 +89,7 @@ func (s *Server) docRoutes() []route {
 		r(http.MethodDelete, "/api/docs/{collection}/{id}", s.apiDeleteDocument),
 		r(post, "/api/migrations", s.apiMigrationStart),
 		r(get, "/api/migrations/{id}", s.apiMigration),
-		r(post, "/api/migrations/{id}/{action}", s.apiMigrationAct),
+		named(r(post, "/api/migrations/{id}/{action}", s.apiMigrationAct), "migrate {action}"),
 	}
 }
 

@@ -69,12 +69,17 @@ func (s *Server) sourceRoutes() []route {
 		write(http.MethodPost, "/status/sources/test", "source test", s.consoleTest),
 		get("/status/sources/{name}/remove", s.removePage),
 		write(http.MethodPost, "/status/sources/{name}/remove", "source remove", s.consoleOp),
-		write(http.MethodPost, "/status/sources/{name}/{op}", "source op", s.consoleOp),
 		write(http.MethodPost, "/api/sources", "source add", s.apiAdd),
 		write(http.MethodPost, "/api/sources/test", "source test", s.apiTest),
 		write(http.MethodPatch, "/api/sources/{name}", "source set", s.apiPatch),
 		write(http.MethodDelete, "/api/sources/{name}", "source remove", s.apiDelete),
 	)
+	// One route per operation, so the audit names each as the API's are
+	// named (source pause, source run, …) and an operation that is not
+	// one is a 404 before anything is audited.
+	for _, op := range []string{"pause", "resume", "retry", "skip", "run", "rename", "set"} {
+		rs = append(rs, write(http.MethodPost, "/status/sources/{name}/"+op, "source "+op, s.consoleOp))
+	}
 	for _, op := range []string{"pause", "resume", "retry", "skip", "run"} {
 		rs = append(rs, write(http.MethodPost, "/api/sources/{name}/"+op, "source "+op, s.apiOp))
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -518,4 +519,33 @@ func TestConsoleNamesEachCommitOfAMergeCursor(t *testing.T) {
 	}
 	mustContain(t, "status", c.get("/status"), "<code>aaaaaaaaaaaa,bbbbbbbbbbbb</code>")
 	mustContain(t, "a long single cursor stays cut", c.get("/status"), "<code>c1</code>")
+}
+
+// The audit names what each console write did, as it names the API's
+// (source pause, source run, …), never a generic "source op".
+func TestConsoleSourceWritesAreAuditedByName(t *testing.T) {
+	c, _, _ := mustConsole(t, sqltest.Backends()[0])
+	mustRedirect(t, "pause", c.form("/status/sources/blog/pause", nil), "/status/sources/blog")
+	mustRedirect(t, "resume", c.form("/status/sources/blog/resume", nil), "/status/sources/blog")
+	mustRedirect(t, "set", c.form("/status/sources/blog/set", url.Values{"interval": {"1h"}}), "/status/sources/blog")
+	mustRedirect(t, "run", c.form("/status/sources/blog/run", nil), "/status/sources/blog")
+	mustRedirect(t, "rename", c.form("/status/sources/blog/rename", url.Values{"name": {"news"}}), "/status/sources/news")
+	var page web.Page[tidemark.AuditEntry]
+	if r := c.get("/api/audit"); r.Code != 200 || json.Unmarshal([]byte(r.Body), &page) != nil {
+		t.Fatalf("/api/audit: %d %s", r.Code, r.Body)
+	}
+	var got []string
+	for _, e := range page.Items {
+		if e.Actor == "ops" {
+			got = append(got, e.Action+" "+e.Target)
+		}
+	}
+	want := []string{"source rename /status/sources/blog/rename", "source run /status/sources/blog/run",
+		"source set /status/sources/blog/set", "source resume /status/sources/blog/resume", "source pause /status/sources/blog/pause"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit:\n%q\nwant\n%q", got, want)
+	}
+	if r := c.form("/status/sources/news/frobnicate", nil); r.Code != http.StatusNotFound && r.Code != http.StatusMethodNotAllowed {
+		t.Errorf("an operation there is not: %d", r.Code)
+	}
 }

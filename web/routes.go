@@ -37,7 +37,8 @@ type route struct {
 	Pattern string // a net/http pattern without its method
 	Access  access
 	Audit   string // for a write: auditStore, or auditWrite (also when empty)
-	// Action names a write in the audit; empty, it is "METHOD PATTERN".
+	// Action names a write in the audit; empty, it is "METHOD PATTERN". A
+	// {wildcard} of Pattern in it is the request's value of it.
 	Action string
 	// MaxBody bounds a write's body in bytes; 0 is maxWriteBody.
 	MaxBody int64
@@ -134,11 +135,10 @@ func (s *Server) audited(rt route) http.Handler {
 	if rt.Access != private {
 		panic("web: " + rt.Method + " " + rt.Pattern + " is a public write: it could not be audited with who made it")
 	}
-	action := rt.Action
-	if action == "" {
-		action = rt.Method + " " + rt.Pattern
+	if rt.Action == "" {
+		return s.Write(rt.Method+" "+rt.Pattern, rt.Handler.ServeHTTP)
 	}
-	return s.Write(action, rt.Handler.ServeHTTP)
+	return s.write(namedByPath(rt.Action), rt.Handler.ServeHTTP)
 }
 
 // mux serves the routes. Each is registered with its method, so that

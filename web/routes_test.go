@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +128,17 @@ func TestEveryWriteIsAudited(t *testing.T) {
 			continue
 		}
 		writes++
+		// The audit names what was done: one action, never a list of
+		// the route's verbs; a {wildcard} in it is the path's, filled in
+		// per request.
+		if strings.Contains(rt.Action, "|") {
+			t.Errorf("write %s %s is audited as %q: a list of actions, not the one done", rt.Method, rt.Pattern, rt.Action)
+		}
+		for _, m := range regexp.MustCompile(`\{[a-z]+\}`).FindAllString(rt.Action, -1) {
+			if !strings.Contains(rt.Pattern, m) {
+				t.Errorf("write %s %s is audited as %q, whose %s is no wildcard of its path", rt.Method, rt.Pattern, rt.Action, m)
+			}
+		}
 		if rt.Audit == auditStore && rt.Pattern != "/signin" && rt.Pattern != "/signout" {
 			t.Errorf("write %s %s says the store audits it; only sign-in and sign-out are", rt.Method, rt.Pattern)
 		}
@@ -724,5 +736,28 @@ func TestEveryAPIWriteRefusesAnUnknownField(t *testing.T) {
 	}
 	if writes == 0 {
 		t.Fatal("no API writes")
+	}
+}
+
+// An action's {wildcard} is the path's value in the audit: one route for a
+// lane's set, remove and reconcile still names the one that was done.
+func TestAuditedActionNamesItsWildcard(t *testing.T) {
+	ctx := context.Background()
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(14))
+	s := &Server{Ingest: db.Ingest(), Auth: db.Auth()}
+	secret, _, err := db.Auth().CreateToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /status/lanes/{name}/{action}", s.requireAuth(s.audited(route{Method: http.MethodPost,
+		Pattern: "/status/lanes/{name}/{action}", Access: private, Action: "outbox lane {action}",
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })})))
+	req := httptest.NewRequest("POST", "http://127.0.0.1/status/lanes/hooks/reconcile", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	mux.ServeHTTP(httptest.NewRecorder(), req)
+	log, err := db.Auth().AuditLog(ctx, tidemark.AuditFilter{})
+	if err != nil || len(log) != 1 || log[0].Action != "outbox lane reconcile" {
+		t.Fatalf("audit %v %+v, want one outbox lane reconcile", err, log)
 	}
 }

@@ -169,7 +169,7 @@ type PageFinder interface {
 //	GET /status/sources/{name}  one source: claim, window, runs, events, actions (HTML)
 //	GET /status/runs, /status/runs/{id}      runs by source and outcome, one run (HTML)
 //	GET /status/events, /status/events/{id}  events, one event with its revisions (HTML)
-//	POST /status/sources[/test], /status/sources/{name}/{op}  the console's forms
+//	POST /status/sources[/test], /status/sources/{name}/pause|resume|retry|skip|run|rename|set|remove  the console's forms
 //	GET /api/runs/{run}, /api/events/{event} one run; one event with its revisions
 //	GET /status/lanes/{name}    one outbox lane: gaps and intents (HTML)
 //	GET /api/sources            Page[source] (?limit=&cursor=)
