@@ -326,3 +326,37 @@ func TestAChannelDoesNotAnnounceAReinstatedSummary(t *testing.T) {
 		}
 	})
 }
+
+// A channel's preview is of its source's latest change, as the wiki lists
+// them (by when each happened), not of the page written last: a new
+// summary of an older change republishes that page later, and the newest
+// change is still the one shown.
+func TestAChannelsPreviewIsOfTheLatestChange(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		ob := f.db.Outbox()
+		if _, err := ob.AddLane(ctx, sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: "chat", Provider: "discord"}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := ob.AddChannel(ctx, f.src.ID, "chat", "channel", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := f.mustEvent(t, "c1", "the older change", "evidence 1")
+		newest := f.mustEvent(t, "c2", "the newest change", "evidence 2")
+		for _, ev := range []tidemark.Event{old, newest} {
+			if _, err := f.svc.Publish(ctx, f.mustAccept(t, ev, "Summary of "+ev.Title+".", "m1").ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.env.Clock.Advance(time.Hour)
+		if _, err := f.svc.Publish(ctx, f.mustAccept(t, old, "A better summary of the older change.", "m2").ID); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := ob.ChannelPreview(ctx, c.ID)
+		if err != nil || cp.Sample || cp.Message.Title != "the newest change" {
+			t.Fatalf("preview of %q (%v), want the newest change", cp.Message.Title, err)
+		}
+	})
+}

@@ -382,8 +382,10 @@ func (s *OutboxStore) Channels(ctx context.Context) ([]outbox.Channel, error) {
 }
 
 // ChannelPreview is what a channel's preview is rendered from: its lane's
-// provider kind, its template, and a message: the latest published page of
-// its source, or a sample when the source has none yet.
+// provider kind, its template, and a message: the published page of its
+// source's latest change, the first its wiki page lists (by when the change
+// happened, not when its page was last written: publishing relinks and
+// resummarizes older pages), or a sample when the source has none yet.
 type ChannelPreview struct {
 	Channel outbox.Channel
 	Kind    string
@@ -420,7 +422,7 @@ func (s *OutboxStore) ChannelPreview(ctx context.Context, channelID string) (Cha
 	err = s.db.db.QueryRowContext(ctx, `SELECT e.title, su.text, p.id
 		FROM pages p JOIN summaries su ON su.id = p.published_summary_id JOIN events e ON e.id = p.event_id
 		WHERE p.source_id = $1 AND p.published_at IS NOT NULL
-		ORDER BY p.published_at DESC, p.id DESC LIMIT 1`, cp.Channel.SourceID).Scan(&cp.Message.Title, &cp.Message.Summary, &cp.Message.Page)
+		ORDER BY e.occurred_at DESC, p.id DESC LIMIT 1`, cp.Channel.SourceID).Scan(&cp.Message.Title, &cp.Message.Summary, &cp.Message.Page)
 	if errors.Is(err, sql.ErrNoRows) {
 		cp.Sample = true
 		cp.Message.Title, cp.Message.Summary, cp.Message.Page = "An example change", "What changed, as its summary says it.", "example-page"
