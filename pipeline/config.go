@@ -63,8 +63,10 @@ type Config struct {
 	// Warn receives what a check could not decide but did not refuse (a
 	// remote that cannot be reached now is added as given). Nil: logged.
 	Warn func(msg string)
-	// Observer, if set, is told what the daemon's publish loop did: what
-	// only this process knows (the database records the rest).
+	// Observer, if set, is told every publishing round and sweep this
+	// process runs (the daemon's loop, and Publish and Sweep, which the
+	// console and the API call): what only this process knows (the
+	// database records the rest). Pipeline.AddObserver adds more.
 	Observer PublishObserver
 
 	// origin says where each option's value came from (a flag, an
@@ -72,8 +74,9 @@ type Config struct {
 	origin map[string]string
 }
 
-// PublishObserver counts the daemon's publishing rounds and sweeps (the
-// web package's PipelineMetrics is one).
+// PublishObserver counts a process's publishing rounds and sweeps (the
+// web package's PipelineMetrics is one). It is called from the goroutine
+// that ran the round, so it must be safe for concurrent use.
 type PublishObserver interface {
 	ObservePublish(publish.PublishReport)
 	ObserveSweep(time.Duration, publish.SweepReport)

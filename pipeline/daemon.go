@@ -197,11 +197,8 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 // still sweeps, so the pages it published are listed at once (and a page
 // gone from the store is put back) while the summarizer is down.
 func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) error {
-	obs := p.cfg.Observer
 	r, perr := p.publishRound(ctx, svc, "", publishRoundSize, svc.PublishPendingPages)
-	if obs != nil {
-		obs.ObservePublish(r.Published)
-	}
+	p.observePublish(r.Published)
 	if perr != nil {
 		perr = fmt.Errorf("publish: %w", perr)
 		if ctx.Err() != nil || fatal(perr) || !errors.Is(perr, tidemark.ErrUnavailable) {
@@ -213,9 +210,7 @@ func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) er
 	if err != nil {
 		return errors.Join(perr, fmt.Errorf("sweep: %w", err))
 	}
-	if obs != nil {
-		obs.ObserveSweep(time.Since(start), rep)
-	}
+	p.observeSweep(time.Since(start), rep)
 	p.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
 		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
 	return perr

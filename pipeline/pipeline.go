@@ -54,6 +54,11 @@ type Pipeline struct {
 
 	objsMu sync.Mutex
 	objs   objstore.Store
+
+	// observers are told every publishing round and sweep this process
+	// runs (Config.Observer, and those AddObserver adds).
+	obsMu     sync.Mutex
+	observers []PublishObserver
 }
 
 // Open opens the database (creating the embedded default under Home when
@@ -61,6 +66,9 @@ type Pipeline struct {
 // opened when first used.
 func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock}
+	if cfg.Observer != nil {
+		p.observers = []PublishObserver{cfg.Observer}
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

@@ -71,6 +71,7 @@ func TestPublishLoopSweeps(t *testing.T) {
 	if _, err := p.RunOnce(context.Background(), OnceOptions{Track: []string{gitRepo(t)}}); err != nil {
 		t.Fatalf("run once: %v", err)
 	}
+	*obs = observer{} // what the loop does, not run --once's publishing
 	objs, err := dir.Open(filepath.Join(home, "wiki"))
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +96,12 @@ func TestPublishLoopSweeps(t *testing.T) {
 	}
 }
 
-type observer struct{ rounds, sweeps, republished int }
+type observer struct{ rounds, published, sweeps, republished int }
 
-func (o *observer) ObservePublish(publish.PublishReport) { o.rounds++ }
+func (o *observer) ObservePublish(rep publish.PublishReport) {
+	o.rounds++
+	o.published += rep.Published
+}
 func (o *observer) ObserveSweep(_ time.Duration, rep publish.SweepReport) {
 	o.sweeps++
 	o.republished += rep.Republished

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/publish"
@@ -25,7 +27,38 @@ const (
 // returns the outage (tidemark.ErrUnavailable). Index is empty when
 // nothing was published; More says the round was full.
 func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publish.Round, error) {
-	return p.publishRound(ctx, svc, summarizer, limit, svc.PublishPending)
+	r, err := p.publishRound(ctx, svc, summarizer, limit, svc.PublishPending)
+	p.observePublish(r.Published)
+	return r, err
+}
+
+// AddObserver adds o to the observers told every publishing round and
+// sweep this process runs from now on (the web site's PipelineMetrics, so
+// a server that publishes shows what it published).
+func (p *Pipeline) AddObserver(o PublishObserver) {
+	p.obsMu.Lock()
+	defer p.obsMu.Unlock()
+	p.observers = append(p.observers, o)
+}
+
+// Observers are the observers of this process's publishing: Config.Observer
+// and those added since.
+func (p *Pipeline) Observers() []PublishObserver {
+	p.obsMu.Lock()
+	defer p.obsMu.Unlock()
+	return slices.Clone(p.observers)
+}
+
+func (p *Pipeline) observePublish(rep publish.PublishReport) {
+	for _, o := range p.Observers() {
+		o.ObservePublish(rep)
+	}
+}
+
+func (p *Pipeline) observeSweep(d time.Duration, rep publish.SweepReport) {
+	for _, o := range p.Observers() {
+		o.ObserveSweep(d, rep)
+	}
 }
 
 // publishRound is PublishRound publishing with pending (PublishPending, or
@@ -177,7 +210,9 @@ func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 	if err != nil {
 		return publish.SweepReport{}, err
 	}
+	start := time.Now()
 	rep, err := svc.Sweep(ctx)
+	p.observeSweep(time.Since(start), rep)
 	if err == nil && rep.Failed > 0 {
 		err = fmt.Errorf("sweep: %d pages failed to converge: %w", rep.Failed, tidemark.ErrUnconfirmed)
 	}

@@ -47,7 +47,8 @@ type Options struct {
 // store would show another wiki, or none). Starting the server only
 // checks the store; it binds nothing. The console's writes (Publish now, a
 // page document saved) publish through the pipeline as the CLI does, which
-// binds an unbound store as the CLI's publish would.
+// binds an unbound store as the CLI's publish would, and its /metrics
+// counts what they published (web.PipelineMetrics).
 func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, error) {
 	for _, h := range o.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
@@ -71,12 +72,26 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 	}
 	db := p.DB()
 	return &web.Server{
-		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(),
+		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: publishMetrics(p),
 		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
 		Wiki: web.WikiHandler(objs, db.Publish(), log), Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
 		Logger: log, Clock: p.Clock(), Admission: o.Admission,
 	}, nil
+}
+
+// publishMetrics are the counters of what p's process publishes (Publish
+// now, Sweep now, the API's), for the site's /metrics: the pipeline's own
+// when it has them (a daemon's), else new ones it is told of from now on.
+func publishMetrics(p *pipeline.Pipeline) *web.PipelineMetrics {
+	for _, o := range p.Observers() {
+		if m, ok := o.(*web.PipelineMetrics); ok {
+			return m
+		}
+	}
+	m := web.NewPipelineMetrics()
+	p.AddObserver(m)
+	return m
 }
 
 // Metrics is the daemon's /metrics alone: the database's view, as New's

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
 	"github.com/tidemark/tidemark/publish"
@@ -157,5 +158,41 @@ func TestServeStopsCleanlyWhenItsContextEnds(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Serve after its context ended: %v, want nil", err)
+	}
+}
+
+// The site publishes (Publish now, POST /api/publish) and shows on its
+// /metrics what its process published, as the daemon's metrics do.
+func TestSiteMetricsCountWhatItPublishes(t *testing.T) {
+	ctx := context.Background()
+	p, _ := mustBound(t)
+	s, err := site.New(ctx, p, site.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler()
+	token, _, err := p.DB().Auth().CreateToken(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := p.TrackRepo(ctx, gittest.Repo(t, "one", "two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunSource(ctx, src.Name, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/api/publish", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("POST /api/publish: %d %s", rec.Code, rec.Body)
+	}
+	code, body := mustGet(t, h, "/metrics", token)
+	for _, want := range []string{"tidemark_publish_published_total 2", "tidemark_publish_failures_total 0", "tidemark_publish_sweep_duration_seconds_count 0"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET /metrics after publishing two pages: %d, lacks %q", code, want)
+		}
 	}
 }
