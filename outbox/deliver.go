@@ -343,8 +343,8 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	step.Outcome = res.Outcome
 	if res.Outcome == OutcomeDeferred {
 		// When it may be tried again: the gate as Finish moved it.
-		if lane, err := d.Store.Lane(finishCtx, d.Lane); err == nil {
-			until := lane.NextSendAt
+		if lane, err := d.Store.Lane(finishCtx, d.Lane); err == nil && lane.NextSendAt != nil {
+			until := *lane.NextSendAt
 			step.Until = &until
 		}
 	}
@@ -383,8 +383,8 @@ func (d *Deliverer) pickPending(ctx context.Context, l Lease) (Intent, Step, err
 	if err != nil {
 		return Intent{}, Step{}, err
 	}
-	if now := d.Clock.Now(); now.Before(lane.NextSendAt) {
-		until := lane.NextSendAt
+	if now := d.Clock.Now(); lane.NextSendAt != nil && now.Before(*lane.NextSendAt) {
+		until := *lane.NextSendAt
 		s := Step{Kind: StepWait, IntentID: in.ID, Until: &until}
 		if until.Sub(now) > lane.MinGap.Std() {
 			// Closed for longer than the lane's own pacing: the provider

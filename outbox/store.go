@@ -128,10 +128,12 @@ type Draft struct {
 type Lane struct {
 	LaneConfig
 
-	LeaseToken     int64         `json:"lease_token"`
-	LeaseHolder    string        `json:"lease_holder"`
-	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
-	NextSendAt     time.Time     `json:"next_send_at"`
+	LeaseToken     int64      `json:"lease_token"`
+	LeaseHolder    string     `json:"lease_holder"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	// NextSendAt is the earliest the next write may be sent: nil until
+	// the lane's first send (a write may go at any time).
+	NextSendAt     *time.Time    `json:"next_send_at"`
 	LastSendAt     *time.Time    `json:"last_send_at"`
 	NeedsReconcile bool          `json:"needs_reconcile"`
 	InFlight       string        `json:"in_flight"`

@@ -54,8 +54,8 @@ func (ls LaneViews) WriteText(w io.Writer) error {
 				g = string(l.Guarantee.Guarantee)
 			}
 			next := "now"
-			if l.NextSendAt.After(l.AsOf) {
-				next = fieldtext.Day(l.NextSendAt)
+			if l.NextSendAt != nil && l.NextSendAt.After(l.AsOf) {
+				next = fieldtext.Day(*l.NextSendAt)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, g, l.Health, l.MinGap.Std(), l.LeaseToken,
 				fieldtext.OrDash(l.LeaseHolder), fieldtext.OrDash(l.InFlight), next, CountsText(l.Counts))

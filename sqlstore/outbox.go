@@ -228,7 +228,9 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 	l.Retirement.Spacing = tidemark.Duration(time.Duration(spacing) * time.Millisecond)
 	l.LeaseHolder = holder.String
 	l.LeaseExpiresAt = fromNullMS(expires)
-	l.NextSendAt = fromMS(next)
+	if next != 0 { // 0: the lane has never sent
+		l.NextSendAt = new(fromMS(next))
+	}
 	l.LastSendAt = fromNullMS(last)
 	l.NeedsReconcile = needs != 0
 	return l, nil

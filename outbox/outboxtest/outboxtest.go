@@ -477,11 +477,15 @@ func testPacingGate(t *testing.T, h Harness) {
 	for _, body := range []string{"a", "b", "c", "d"} {
 		ins = append(ins, mustDraft(t, h, byHand("chat", body)))
 	}
+	// Before its first send the gate is open: no next send time at all.
+	if lane := mustLane(t, h, "chat"); lane.LastSendAt != nil || lane.NextSendAt != nil {
+		t.Fatalf("gate before any send: last %v next %v, want neither", lane.LastSendAt, lane.NextSendAt)
+	}
 	l := mustAcquire(t, h, "chat", "w1")
 	sent := h.Clock.Now()
 	mustFinish(t, h, l, mustBegin(t, h, l, ins[0].ID), landed(h, "r-a"))
 	lane := mustLane(t, h, "chat")
-	if lane.LastSendAt == nil || !lane.LastSendAt.Equal(sent) || !lane.NextSendAt.Equal(sent.Add(gap)) {
+	if lane.LastSendAt == nil || !lane.LastSendAt.Equal(sent) || lane.NextSendAt == nil || !lane.NextSendAt.Equal(sent.Add(gap)) {
 		t.Fatalf("gate after a send: last %v next %v, want %v and %v", lane.LastSendAt, lane.NextSendAt, sent, sent.Add(gap))
 	}
 	h.Clock.Advance(gap - time.Second)
