@@ -66,8 +66,9 @@ type Intent struct {
 	// an attempt journaled before it was recorded).
 	AttemptUntil *time.Time `json:"-"`
 	// FirstAttemptAt is the start of the intent's first attempt: when the
-	// remote first saw its idempotency key (nil before any attempt).
-	FirstAttemptAt *time.Time `json:"-"`
+	// remote first saw its idempotency key, from which a key's window runs
+	// (nil before any attempt).
+	FirstAttemptAt *time.Time `json:"first_attempt_at"`
 	// KeyScope is the scope (provider.KeyScoped) every attempt of the
 	// intent sent its idempotency key in: "" once attempts were sent in
 	// two, or by a provider that names none; nil before any attempt, or

@@ -130,6 +130,19 @@ func (d IntentDetail) WriteText(w io.Writer) error {
 	in := d.Intent
 	fmt.Fprintf(w, "intent %s  lane %s  rank %d  %s\n", in.ID, in.Lane, in.Rank, in.State)
 	fmt.Fprintf(w, "target %s  parent %s  body %s…  key %s\n", in.Target, fieldtext.OrDash(in.Parent), clip(in.BodySHA256, 12), in.IdempotencyKey)
+	switch {
+	case in.Attempts == 0 && in.FirstAttemptAt == nil:
+		fmt.Fprintln(w, "attempts 0: never attempted")
+	default:
+		first, latest := "-", "-"
+		if in.FirstAttemptAt != nil {
+			first = fieldtext.Day(*in.FirstAttemptAt)
+		}
+		if in.LastAttemptAt != nil {
+			latest = fieldtext.Day(*in.LastAttemptAt)
+		}
+		fmt.Fprintf(w, "attempts %d: the first at %s, the latest at %s\n", in.Attempts, first, latest)
+	}
 	if in.RemoteID != "" {
 		fmt.Fprintf(w, "landed as %s\n", in.RemoteID)
 	}

@@ -56,3 +56,24 @@ func TestLaneShowSaysWhatTheLastReconciliationFoundAstray(t *testing.T) {
 		t.Errorf("a clean reconciliation is reported as astray:\n%s", b.String())
 	}
 }
+
+// intents show says how many attempts an intent had, when the first began
+// (when the remote first saw its idempotency key: the key's window runs
+// from there) and when the latest did.
+func TestIntentShowSaysWhenItsAttemptsBegan(t *testing.T) {
+	first := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	latest := first.Add(3 * time.Hour)
+	var buf bytes.Buffer
+	d := outbox.IntentDetail{Intent: outbox.Intent{ID: "i1", Lane: "hooks", Attempts: 2, FirstAttemptAt: &first, LastAttemptAt: &latest}}
+	if err := d.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "attempts 2: the first at " + first.Local().Format(time.DateTime) + ", the latest at " + latest.Local().Format(time.DateTime)
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("intents show:\n%s\nwant a line %q", buf.String(), want)
+	}
+	buf.Reset()
+	if err := (outbox.IntentDetail{Intent: outbox.Intent{ID: "i2", Lane: "hooks"}}).WriteText(&buf); err != nil || !strings.Contains(buf.String(), "attempts 0: never attempted") {
+		t.Errorf("intents show of an intent never attempted:\n%s", buf.String())
+	}
+}

@@ -460,3 +460,21 @@ func TestAPIChannelsArePaged(t *testing.T) {
 		mustErrorClass(t, path, do("GET", path, token, nil), 400, "invalid", tidemark.ExitInvalid)
 	}
 }
+
+// The console's intent page says when its first attempt began (when the
+// remote first saw its idempotency key) beside the latest.
+func TestIntentPageSaysWhenItsFirstAttemptBegan(t *testing.T) {
+	do, token, f := mustOutboxConsole(t)
+	first := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	latest := first.Add(3 * time.Hour)
+	f.intents["i1"].Attempts, f.intents["i1"].FirstAttemptAt, f.intents["i1"].LastAttemptAt = 2, &first, &latest
+	r := do("GET", "/status/outbox/intents/i1", token, nil)
+	if r.Code != 200 || !strings.Contains(r.Body, `2, the first <time datetime="2026-01-01T09:00:00Z">2026-01-01 09:00:00 UTC</time>`) ||
+		!strings.Contains(r.Body, `the latest <time datetime="2026-01-01T12:00:00Z">2026-01-01 12:00:00 UTC</time>`) {
+		t.Errorf("intent page: %d\n%s", r.Code, r.Body)
+	}
+	r = do("GET", "/api/outbox/intents/i1", token, nil)
+	if r.Code != 200 || !strings.Contains(r.Body, `"first_attempt_at": "2026-01-01T09:00:00Z"`) {
+		t.Errorf("intent JSON: %d %s", r.Code, r.Body)
+	}
+}
