@@ -80,6 +80,9 @@ func mustFlow(t *testing.T, b sqltest.Backend) *flow {
 
 	cfg := pipeline.Defaults()
 	cfg.Home, cfg.Database = t.TempDir(), b.NewURL(t)
+	// A long public base: the outbox's messages carry links a phone must
+	// wrap (a channel's preview, an intent's body).
+	cfg.WikiURL = "https://wiki.engineering.example.org/tidemark/public/changes-of-the-platform-infrastructure-team"
 	p, err := pipeline.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +212,12 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustSee(t, ctx, "the publishing page after publishing", "2 of 2 pages published", "0 behind", "2 current, 0 rejected, 0 superseded",
 		"Widget 2.0 syncs in the background")
 	shoot("published")
+
+	// The channel's page previews what it sends for the latest change.
+	mustOpen(t, ctx, base+"/status/outbox")
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`a[href^="/status/outbox/channels/"]`)), chromedp.WaitVisible(chromedp.CSS(`pre.preview`)))
+	mustSee(t, ctx, "the channel's preview", "Widget 2.0: sync in the background", "its source's latest published change")
+	shoot("channel")
 
 	// The wiki page of the change, from its event's page; the wiki's
 	// index lists it too.
