@@ -126,12 +126,18 @@ func (f addForm) newSource() (ingest.NewSource, error) {
 	if ns.Location == "" {
 		return ns, tidemark.Invalidf("location", "", "must not be empty")
 	}
+	// A field left blank is its default, as an absent one is over the API.
+	ns.Interval, ns.RetryBudget = ingest.DefaultInterval, ingest.DefaultRetryBudget
 	var err error
-	if ns.Interval, err = time.ParseDuration(f.Interval); err != nil {
-		return ns, tidemark.Invalidf("interval", f.Interval, "want a duration such as 15m or 1h")
+	if f.Interval != "" {
+		if ns.Interval, err = time.ParseDuration(f.Interval); err != nil {
+			return ns, tidemark.Invalidf("interval", f.Interval, "want a duration such as 15m or 1h, or blank for %s", ingest.DefaultInterval)
+		}
 	}
-	if ns.RetryBudget, err = strconv.Atoi(f.RetryBudget); err != nil {
-		return ns, tidemark.Invalidf("retry_budget", f.RetryBudget, "want a whole number")
+	if f.RetryBudget != "" {
+		if ns.RetryBudget, err = strconv.Atoi(f.RetryBudget); err != nil {
+			return ns, tidemark.Invalidf("retry_budget", f.RetryBudget, "want a whole number, or blank for %d", ingest.DefaultRetryBudget)
+		}
 	}
 	var lines []string
 	for _, l := range strings.Split(f.Config, "\n") {

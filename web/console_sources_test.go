@@ -549,3 +549,15 @@ func TestConsoleSourceWritesAreAuditedByName(t *testing.T) {
 		t.Errorf("an operation there is not: %d", r.Code)
 	}
 }
+
+// The add form's Every and Retry budget left blank are the defaults, as
+// the API's absent interval and retry_budget are, not invalid input.
+func TestConsoleAddTakesBlankSettingsAsTheDefaults(t *testing.T) {
+	c, _, db := mustConsole(t, sqltest.Backends()[0])
+	form := url.Values{"location": {"https://example.org/new.xml"}, "name": {"new"}, "interval": {""}, "retry_budget": {" "}}
+	mustRedirect(t, "add with blank settings", c.form("/status/sources", form), "/status/sources/new")
+	src, err := db.Ingest().Source(context.Background(), "new")
+	if err != nil || src.Interval.Std() != ingest.DefaultInterval || src.RetryBudget != ingest.DefaultRetryBudget {
+		t.Fatalf("source %+v %v, want the default interval and retry budget", src, err)
+	}
+}
