@@ -129,7 +129,7 @@ func (ins Intents) WriteText(w io.Writer) error {
 func (d IntentDetail) WriteText(w io.Writer) error {
 	in := d.Intent
 	fmt.Fprintf(w, "intent %s  lane %s  rank %d  %s\n", in.ID, in.Lane, in.Rank, in.State)
-	fmt.Fprintf(w, "target %s  parent %s  body %s…  key %s\n", in.Target, fieldtext.OrDash(in.Parent), clip(in.BodySHA256, 12), in.IdempotencyKey)
+	fmt.Fprintf(w, "target %s  parent %s  body %s  key %s\n", in.Target, fieldtext.OrDash(in.Parent), clip(in.BodySHA256, 12), in.IdempotencyKey)
 	switch {
 	case in.Attempts == 0 && in.FirstAttemptAt == nil:
 		fmt.Fprintln(w, "attempts 0: never attempted")

@@ -73,6 +73,11 @@ func TestIntentShowSaysWhenItsAttemptsBegan(t *testing.T) {
 		t.Errorf("intents show:\n%s\nwant a line %q", buf.String(), want)
 	}
 	buf.Reset()
+	d.Intent.BodySHA256 = strings.Repeat("ab", 32)
+	if err := d.WriteText(&buf); err != nil || !strings.Contains(buf.String(), "body abababababab… ") {
+		t.Errorf("intents show names the body's hash with one ellipsis:\n%s", buf.String())
+	}
+	buf.Reset()
 	if err := (outbox.IntentDetail{Intent: outbox.Intent{ID: "i2", Lane: "hooks"}}).WriteText(&buf); err != nil || !strings.Contains(buf.String(), "attempts 0: never attempted") {
 		t.Errorf("intents show of an intent never attempted:\n%s", buf.String())
 	}
