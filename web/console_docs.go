@@ -190,8 +190,20 @@ func (s *Server) documentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := content.OverridesOf(d)
-	s.render(w, r, "document.html", map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": s.takeNotice(w, r),
-		"Pages": coll == content.PagesCollection, "Form": pageForm{Title: o.Title, Notes: o.NotesText}})
+	data := map[string]any{"D": d, "C": c, "Values": c.Values(d), "Actions": acts, "Notice": s.takeNotice(w, r),
+		"Pages": coll == content.PagesCollection, "Form": pageForm{Title: o.Title, Notes: o.NotesText}}
+	if coll == content.PagesCollection {
+		// A page document's ID is its change's event ID: name the change.
+		ev, err := s.eventDetail(r.Context(), id)
+		switch {
+		case err == nil:
+			data["Event"] = ev
+		case !errors.Is(err, tidemark.ErrNotFound):
+			s.fail(w, r, err)
+			return
+		}
+	}
+	s.render(w, r, "document.html", data)
 }
 
 // pagePut turns the edit form of a page document into a write: an empty

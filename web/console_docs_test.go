@@ -329,3 +329,32 @@ func TestConsoleMigrationHeldByAWorker(t *testing.T) {
 		t.Fatalf("a held run's page: %d\n%s", code, body)
 	}
 }
+
+// A page document's editor names the change it corrects, by its title,
+// with links to the change's console page; an ID no change has says so.
+func TestPageDocumentEditorNamesItsChange(t *testing.T) {
+	ctx := context.Background()
+	p, tok, do, _ := docsServer(t, sqltest.Backends()[0])
+	st := p.DB().Ingest()
+	if _, err := st.AddSource(ctx, ingest.NewSource{Name: "blog", Kind: "feed", Location: "https://example.org/blog.xml", Interval: time.Minute, RetryBudget: 3}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Claim(ctx, "blog", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := st.Settle(ctx, c, ingest.Settlement{Cursor: "1", NextDueAt: time.Now(),
+		Items: []tidemark.Item{{Key: "1", Title: "Release <1>", OccurredAt: time.Now(), Evidence: []byte("out")}}})
+	if err != nil || len(rep.EventIDs) != 1 {
+		t.Fatalf("settle: %v %+v", err, rep)
+	}
+	id := rep.EventIDs[0]
+	code, _, body := do("GET", "/console/docs/pages/"+id, tok, "", "")
+	if code != 200 || !strings.Contains(body, `<a href="/status/events/`+id+`">Release &lt;1&gt;</a>`) || !strings.Contains(body, "blog") {
+		t.Errorf("the editor of a change's page document: %d\n%s", code, body)
+	}
+	other := "01J0000000000000000000000B"
+	if code, _, body := do("GET", "/console/docs/pages/"+other, tok, "", ""); code != 200 || !strings.Contains(body, "no change has this ID") {
+		t.Errorf("the editor of a page document no change has: %d\n%s", code, body)
+	}
+}
