@@ -103,7 +103,17 @@ func (s *Server) apiPublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	round, err := s.PublishOps.Publish(r.Context(), "", publishRoundLimit)
-	s.answer(w, r, http.StatusOK, round, err)
+	s.answer(w, r, http.StatusOK, servedRound(round), err)
+}
+
+// servedRound is round as the API tells it: its index where this server
+// serves it (the wiki is served from the site's root), not where the
+// server's store keeps it, which names a path of the server's machine.
+func servedRound(round publish.Round) publish.Round {
+	if round.Index != "" {
+		round.Index = "/" + publish.IndexKey
+	}
+	return round
 }
 
 // apiSweep answers the sweep's report. Pages that failed to converge are

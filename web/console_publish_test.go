@@ -128,6 +128,11 @@ func TestPublishAPI(t *testing.T) {
 	if r.Code != 200 || !strings.Contains(r.Body, `"more": true`) || f.lastCall(t) != `publish "" 1000` {
 		t.Fatalf("POST /api/publish: %d %s (%v)", r.Code, r.Body, f.calls)
 	}
+	// The index is where this server serves it, not where the server's
+	// store keeps it (a path of the server's disk).
+	if !strings.Contains(r.Body, `"index": "/index.html"`) || strings.Contains(r.Body, "file://") {
+		t.Errorf("POST /api/publish names the index as %s", r.Body)
+	}
 	f.round, f.roundErr = publish.Round{Published: publish.PublishReport{Published: 1}}, fmt.Errorf("summarizing stopped after 1 of 3 events: openai: %w\n(1 pages published now)", tidemark.ErrUnavailable)
 	r = do("POST", "/api/publish", token, nil)
 	mustErrorClass(t, "a summarizer outage", r, 503, "unavailable", tidemark.ExitUnavailable)
