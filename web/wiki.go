@@ -43,6 +43,13 @@ func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 			return
 		}
 		o, err := objs.Get(r.Context(), key)
+		if errors.Is(err, objstore.ErrNotFound) && key == "index.html" {
+			// A fresh install: say so in a page, not a bare 404.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(emptyWiki))
+			return
+		}
 		if errors.Is(err, objstore.ErrNotFound) {
 			http.NotFound(w, r)
 			return
@@ -61,6 +68,19 @@ func StoreHandler(objs objstore.Store, log *slog.Logger) http.Handler {
 		http.ServeContent(w, r, key, time.Time{}, bytes.NewReader(o.Body))
 	})
 }
+
+// emptyWiki is the wiki's front page until its index is published.
+const emptyWiki = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Nothing is published yet</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1f2328}code{font-size:.9em}</style>
+</head><body>
+<h1>Nothing is published yet</h1>
+<p>This wiki shows one page per change of the sources tidemark tracks. It has no page yet: add a source and
+publish (<code>tidemark run --once</code>, or <code>tidemark source add</code> then <code>tidemark publish</code>),
+or sign in to the console at <a href="/status">/status</a> to add one and press <b>Publish now</b>.</p>
+</body></html>
+`
 
 // EvidenceFunc reads an event's frozen evidence at a revision: the bytes
 // that were hashed, and their hash; tidemark.ErrNotFound when there is none

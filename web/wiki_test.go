@@ -118,3 +118,21 @@ func rawGet(t *testing.T, srv *httptest.Server, path string) string {
 	raw, _ := io.ReadAll(conn)
 	return string(raw)
 }
+
+// Before anything is published the wiki's front page says so, in a page a
+// browser shows, with what to do; it is still a 404 (there is no index),
+// and any other missing page stays a plain 404.
+func TestAnEmptyWikiSaysNothingIsPublishedYet(t *testing.T) {
+	h := StoreHandler(mem.New(), nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") ||
+		!strings.Contains(w.Body.String(), "Nothing is published yet") || !strings.Contains(w.Body.String(), `href="/status"`) {
+		t.Errorf("GET / of an empty wiki: %d %s\n%s", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/changes/nope.html", nil))
+	if w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), "Nothing is published yet") {
+		t.Errorf("GET a missing page: %d\n%s", w.Code, w.Body)
+	}
+}
