@@ -28,3 +28,25 @@ func TestStampIsUTCAndSaysSo(t *testing.T) {
 		t.Errorf("gap bar title %q, want the gap's time in UTC", title)
 	}
 }
+
+// A count names its thing in the singular for one: "1 attempt", not
+// "1 attempts".
+func TestManySaysOneInTheSingular(t *testing.T) {
+	for _, tc := range []struct {
+		n    any
+		word string
+		want string
+	}{{1, "attempt", "1 attempt"}, {0, "attempt", "0 attempts"}, {int64(2), "document", "2 documents"}, {int64(1), "run", "1 run"}, {5, "byte", "5 bytes"}} {
+		if got := many(tc.n, tc.word); got != tc.want {
+			t.Errorf("many(%v, %q) = %q, want %q", tc.n, tc.word, got, tc.want)
+		}
+	}
+	var b strings.Builder
+	err := pages.ExecuteTemplate(&b, "collection.html", map[string]any{"C": map[string]any{"Name": "notes", "Documents": int64(1)}})
+	if !strings.Contains(b.String(), "notes") {
+		t.Fatalf("the collection page did not render: %v", err)
+	}
+	if strings.Contains(b.String(), "1 documents") || !strings.Contains(b.String(), "1 document ") {
+		t.Errorf("the collection page does not say 1 document:\n%s", b.String())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
@@ -40,6 +41,7 @@ var funcs = template.FuncMap{
 		return stamp(*t)
 	},
 	"when": stamp,
+	"many": many,
 	// text is upstream text (a title, an item's key, an upstream error)
 	// as the wiki shows it: without control characters and terminal
 	// escape sequences. short and clip shorten text.
@@ -74,6 +76,16 @@ func stamp(t time.Time) template.HTML {
 
 // stampText is a time as stamp shows it, as plain text.
 func stampText(t time.Time) string { return t.UTC().Format(time.DateTime) + " UTC" }
+
+// many is a count and its thing: the singular for one ("1 attempt"),
+// else the plural made with an s ("2 attempts", "0 runs").
+func many(n any, word string) string {
+	s := fmt.Sprint(n)
+	if s != "1" {
+		word += "s"
+	}
+	return s + " " + word
+}
 
 func shorten(s string, n int) string {
 	if len(s) <= n {
