@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
@@ -490,17 +490,20 @@ func newGapChart(gaps []outbox.Gap, thresholdMS int64) *gapChart {
 	for _, g := range gaps {
 		c.MaxMS = max(c.MaxMS, g.MS)
 	}
+	// A logarithmic scale: an idle lane's gap of hours beside gaps of
+	// about the minimum would flatten them, and the minimum's line, to
+	// the floor on a linear one.
 	scale := func(ms int64) float64 {
-		if c.MaxMS == 0 {
+		if c.MaxMS <= 0 {
 			return 0
 		}
-		return float64(ms) / float64(c.MaxMS) * (c.Height - 10)
+		return math.Log1p(float64(max(ms, 0))) / math.Log1p(float64(c.MaxMS)) * (c.Height - 10)
 	}
 	step := c.Width / float64(len(gaps))
 	for i, g := range gaps {
 		h := max(scale(g.MS), 1)
 		c.Bars = append(c.Bars, gapBar{X: float64(i)*step + 1, Y: c.Height - h, W: max(step-2, 1), H: h, Below: g.MS < g.ThresholdMS,
-			Title: fmt.Sprintf("%s: %s (threshold %s)", stampText(g.At), time.Duration(g.MS)*time.Millisecond, time.Duration(g.ThresholdMS)*time.Millisecond)})
+			Title: fmt.Sprintf("%s: %s (threshold %s)", stampText(g.At), durationMS(g.MS), durationMS(g.ThresholdMS))})
 	}
 	c.ThresholdY = c.Height - scale(thresholdMS)
 	return c

@@ -50,3 +50,28 @@ func TestManySaysOneInTheSingular(t *testing.T) {
 		t.Errorf("the collection page does not say 1 document:\n%s", b.String())
 	}
 }
+
+// The gaps chart shows what it is for whatever the spread: with a gap of
+// about the minimum beside an idle lane's gap of 17 minutes, the short
+// bar and the minimum's line still stand well clear of the floor (a
+// logarithmic scale), and the bar above the line is above it.
+func TestGapChartShowsShortGapsBesideLongOnes(t *testing.T) {
+	c := newGapChart([]outbox.Gap{{MS: 1001, ThresholdMS: 1000}, {MS: 1056110, ThresholdMS: 1000}, {MS: 400, ThresholdMS: 1000}}, 1000)
+	floor := c.Height
+	if short := c.Bars[0]; short.H < floor/4 {
+		t.Errorf("a gap of 1001 ms beside one of 1056110 ms is %.1f of %.0f high: it cannot be seen", short.H, floor)
+	}
+	if c.ThresholdY > floor*3/4 {
+		t.Errorf("the minimum's line is at %.1f of %.0f: on the floor", c.ThresholdY, floor)
+	}
+	// Above the line: its top is higher (a smaller y) than the line.
+	if c.Bars[0].Y >= c.ThresholdY || c.Bars[2].Y <= c.ThresholdY {
+		t.Errorf("bars at %.1f and %.1f, the line at %.1f: 1001 ms must reach above it, 400 ms stay below", c.Bars[0].Y, c.Bars[2].Y, c.ThresholdY)
+	}
+	if c.Bars[1].Y > 1 && c.Bars[1].H < floor-11 {
+		t.Errorf("the tallest gap is %.1f high of %.0f", c.Bars[1].H, floor)
+	}
+	if got := durationMS(1056110); got != "17m36.11s" {
+		t.Errorf("durationMS(1056110) = %q", got)
+	}
+}

@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	},
 	"when": stamp,
 	"many": many,
+	"ms":   durationMS,
 	// text is upstream text (a title, an item's key, an upstream error)
 	// as the wiki shows it: without control characters and terminal
 	// escape sequences. short and clip shorten text.
@@ -79,6 +80,10 @@ func stampText(t time.Time) string { return t.UTC().Format(time.DateTime) + " UT
 
 // many is a count and its thing: the singular for one ("1 attempt"),
 // else the plural made with an s ("2 attempts", "0 runs").
+// durationMS is a length in milliseconds as people read one: 1.001s,
+// 17m36.11s.
+func durationMS(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
 func many(n any, word string) string {
 	s := fmt.Sprint(n)
 	if s != "1" {
