@@ -163,10 +163,10 @@ func TestConsoleMigrations(t *testing.T) {
 		loc, _ := url.Parse(h.Get("Location"))
 		id := strings.TrimPrefix(loc.Path, "/console/migrations/")
 		code, _, body = do("GET", loc.String(), tok, "", "")
-		if code != 200 || !strings.Contains(body, "failed") || strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(noticeSet(h), "started things.n") {
+		if code != 200 || !strings.Contains(body, "failed") || strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(noticeSet(h, tok), "started things.n") {
 			t.Fatalf("the failed run's page: %d %s", code, body)
 		}
-		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 || !strings.HasPrefix(noticeSet(h), "aborting") {
+		if code, h, body := do("POST", "/console/migrations/"+id+"/abort", tok, "x=1", ""); code != 303 || !strings.HasPrefix(noticeSet(h, tok), "aborting") {
 			t.Fatalf("abort: %d %v %s", code, h, body)
 		}
 		wait()
@@ -237,7 +237,7 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 			t.Fatalf("edit page of a new document: %d %s", code, body)
 		}
 		code, h, body := do("POST", "/console/docs/pages/"+id, tok, "base_version=0&title=Better+title&notes=First.%0D%0A%0D%0ASecond.", "")
-		if code != 303 || noticeSet(h) != "saved version 1" {
+		if code != 303 || noticeSet(h, tok) != "saved version 1" {
 			t.Fatalf("save: %d %v %s", code, h, body)
 		}
 		d, err := p.Document(ctx, content.PagesCollection, id)
@@ -261,7 +261,7 @@ func TestConsoleEditsPageDocument(t *testing.T) {
 		if code, _, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "x=1", ""); code != 409 {
 			t.Fatalf("delete of a document with history, unforced: %d", code)
 		}
-		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "force=on", ""); code != 303 || h.Get("Location") != "/console/docs/pages" || noticeSet(h) == "" {
+		if code, h, _ = do("POST", "/console/docs/pages/"+id+"/delete", tok, "force=on", ""); code != 303 || h.Get("Location") != "/console/docs/pages" || noticeSet(h, tok) == "" {
 			t.Fatalf("forced delete: %d %v", code, h)
 		}
 	})
@@ -285,7 +285,7 @@ func TestConsoleSaveKeepsRichNotes(t *testing.T) {
 			t.Fatalf("the form: %d %s", code, body)
 		}
 		form := url.Values{"base_version": {"1"}, "title": {""}, "notes": {"See the docs\r\n\r\nSecond."}}
-		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h), "saved version 2") {
+		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h, tok), "saved version 2") {
 			t.Fatalf("save unchanged: %d %v %s", code, h, body)
 		}
 		d, err := p.Document(ctx, content.PagesCollection, id)
@@ -293,7 +293,7 @@ func TestConsoleSaveKeepsRichNotes(t *testing.T) {
 			t.Fatalf("saved unchanged: version %d notes %s, want %s (%v)", d.Version, d.Fields["notes"], notes, err)
 		}
 		form = url.Values{"base_version": {"2"}, "title": {""}, "notes": {"See the fine docs\r\n\r\nSecond!"}}
-		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h), "saved version 3") {
+		if code, h, body := do("POST", "/console/docs/pages/"+id, tok, form.Encode(), ""); code != 303 || !strings.HasPrefix(noticeSet(h, tok), "saved version 3") {
 			t.Fatalf("save an edit: %d %v %s", code, h, body)
 		}
 		d, err = p.Document(ctx, content.PagesCollection, id)

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -13,8 +15,10 @@ import (
 // A notice is what a console page says after a form's write redirected to
 // it: what was done, or the problem that stopped it. Every console form
 // posts, then redirects (303) with its notice in a cookie that lives for
-// one page view. It never travels in the URL, so no link can make the
-// console say something it did not.
+// one page view, signed for the sign-in that made the write (noticeMAC).
+// It never travels in the URL, and a cookie set by anyone else shows
+// nothing, so neither a link nor a neighbour can make the console say
+// something it did not.
 type notice struct {
 	Error bool
 	Text  string
@@ -46,7 +50,8 @@ func (s *Server) redirectNotice(w http.ResponseWriter, r *http.Request, to strin
 	if n.Error {
 		kind = "error"
 	}
-	v := base64.RawURLEncoding.EncodeToString([]byte(kind + "|" + shorten(n.Text, noticeMax)))
+	payload := []byte(kind + "|" + shorten(n.Text, noticeMax))
+	v := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(noticeMAC(r, payload))
 	http.SetCookie(w, s.noticeCookie(r, v, 60))
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
@@ -58,9 +63,13 @@ func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 		return nil
 	}
 	http.SetCookie(w, s.noticeCookie(r, "", -1))
-	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	v, sum, _ := strings.Cut(c.Value, ".")
+	b, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil || !utf8.Valid(b) {
 		return nil
+	}
+	if mac, err := base64.RawURLEncoding.DecodeString(sum); err != nil || !hmac.Equal(mac, noticeMAC(r, b)) {
+		return nil // not made by this sign-in's own write
 	}
 	kind, text, ok := strings.Cut(string(b), "|")
 	if !ok || (kind != "ok" && kind != "error") {
@@ -69,6 +78,24 @@ func (s *Server) takeNotice(w http.ResponseWriter, r *http.Request) *notice {
 	// A notice may carry upstream text (a run's error): shown as the
 	// console's templates show it (their text function).
 	return &notice{Error: kind == "error", Text: readable.Clean(text)}
+}
+
+// noticeMAC binds a notice to the credential of the request that set it,
+// the session cookie or the bearer token, which the same browser sends
+// with the page the notice is shown on. Whoever can set a cookie for the
+// host (a sibling subdomain) cannot read that credential (the session
+// cookie is HttpOnly and host-only), so cannot make the console say
+// something it did not.
+func noticeMAC(r *http.Request, payload []byte) []byte {
+	credential, ok := bearer(r)
+	if !ok {
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			credential = c.Value
+		}
+	}
+	m := hmac.New(sha256.New, []byte("tidemark notice\x00"+credential))
+	m.Write(payload)
+	return m.Sum(nil)[:16]
 }
 
 func (s *Server) noticeCookie(r *http.Request, value string, maxAge int) *http.Cookie {

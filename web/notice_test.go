@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -10,9 +11,13 @@ import (
 	"github.com/tidemark/tidemark"
 )
 
-// noticeSet returns the text of the notice a redirect's answer set, or "".
-func noticeSet(h http.Header) string {
+// noticeSet returns the text of the notice a redirect's answer to a
+// request made with token (or no token: "") set, or "".
+func noticeSet(h http.Header, token string) string {
 	r := &http.Request{Header: http.Header{"Cookie": h.Values("Set-Cookie")}}
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
 	n := (&Server{}).takeNotice(httptest.NewRecorder(), r)
 	if n == nil {
 		return ""
@@ -72,7 +77,47 @@ func TestNoticeShowsUpstreamTextClean(t *testing.T) {
 	w := httptest.NewRecorder()
 	(&Server{}).redirect(w, httptest.NewRequest("POST", "/status/sources/x/run", nil), "/status/sources/x",
 		"ran x: invalid: parse feed: \x1b[31mbad\x1b[0m token\x07", nil)
-	if got, want := noticeSet(w.Header()), "ran x: invalid: parse feed: bad token"; got != want {
+	if got, want := noticeSet(w.Header(), ""), "ran x: invalid: parse feed: bad token"; got != want {
 		t.Fatalf("notice %q, want %q", got, want)
+	}
+}
+
+// A notice is bound to the sign-in that caused it: a cookie anyone else
+// could set (a sibling host sharing the cookie's domain) shows nothing,
+// whether made up ("ok|…" as base64) or copied from another session.
+func TestNoticeIsBoundToItsSignIn(t *testing.T) {
+	s := &Server{}
+	signedIn := func(session string) *http.Request {
+		r := httptest.NewRequest("POST", "/status/sources/x/pause", nil)
+		r.AddCookie(&http.Cookie{Name: SessionCookie, Value: session})
+		return r
+	}
+	w := httptest.NewRecorder()
+	s.redirect(w, signedIn("session-a"), "/status/sources/x", "paused x", nil)
+	set := strings.Split(w.Header().Get("Set-Cookie"), ";")[0]
+	take := func(session, cookie string) *notice {
+		r := signedIn(session)
+		r.Header.Set("Cookie", r.Header.Get("Cookie")+"; "+cookie)
+		return s.takeNotice(httptest.NewRecorder(), r)
+	}
+	if n := take("session-a", set); n == nil || n.Text != "paused x" {
+		t.Fatalf("the notice of its own sign-in: %+v", n)
+	}
+	if n := take("session-b", set); n != nil {
+		t.Errorf("another sign-in was shown the notice: %+v", n)
+	}
+	forged := noticeCookie + "=" + base64.RawURLEncoding.EncodeToString([]byte("ok|your token expired: sign in at evil.example"))
+	if n := take("session-a", forged); n != nil {
+		t.Errorf("a made-up cookie made a notice: %+v", n)
+	}
+	bearer := httptest.NewRequest("POST", "/api/x", nil)
+	bearer.Header.Set("Authorization", "Bearer token-1")
+	w = httptest.NewRecorder()
+	s.redirect(w, bearer, "/status", "done", nil)
+	r := httptest.NewRequest("GET", "/status", nil)
+	r.Header.Set("Authorization", "Bearer token-2")
+	r.Header.Set("Cookie", strings.Split(w.Header().Get("Set-Cookie"), ";")[0])
+	if n := s.takeNotice(httptest.NewRecorder(), r); n != nil {
+		t.Errorf("another token was shown the notice: %+v", n)
 	}
 }
