@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/summarize"
 )
 
@@ -172,6 +173,9 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 	b := &backoff{Min: backoffMin, Max: max(every, backoffMax)}
 	for {
 		pause := every
+		if err := p.newerSchema(ctx); err != nil {
+			return err
+		}
 		if err := p.publishAndSweep(ctx, svc); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -189,6 +193,19 @@ func (p *Pipeline) publishLoop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// newerSchema is the error that stops a long-running loop when a newer
+// tidemark has migrated the database under it (sqlstore.ErrNewerSchema):
+// this build would go on with a schema it does not understand, and
+// publish pages in its own format against the newer build's. nil when
+// the schema is this build's, or when it cannot be read now (the loop's
+// own work meets and reports that).
+func (p *Pipeline) newerSchema(ctx context.Context) error {
+	if err := p.db.CheckSchema(ctx); errors.Is(err, sqlstore.ErrNewerSchema) {
+		return err
+	}
+	return nil
 }
 
 // publishAndSweep is one round of the publish loop. The sweep refreshes

@@ -246,3 +246,34 @@ func TestPublishLoopHonoursTheSummarizersRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// A daemon whose database a newer tidemark migrated under it stops, with
+// the error that says so, instead of running on a schema it does not
+// understand (publishing pages in its own format against the newer
+// build's, round after round). So does the delivery loop.
+func TestTheDaemonStopsWhenANewerTidemarkMigratesItsDatabase(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home = t.TempDir()
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.db.SQL().ExecContext(context.Background(), `INSERT INTO schema_migrations (version, name, applied_at, sha256) VALUES ($1, 'from_the_future', 0, 'x')`,
+		ms[len(ms)-1].Version+1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fakeSleep(t, nil)
+	if err := p.publishLoop(ctx); !errors.Is(err, sqlstore.ErrNewerSchema) {
+		t.Fatalf("publish loop: %v, want it stopped by the newer schema", err)
+	}
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, sqlstore.ErrNewerSchema) {
+		t.Fatalf("delivery loop: %v, want it stopped by the newer schema", err)
+	}
+}

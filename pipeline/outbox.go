@@ -611,7 +611,8 @@ func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error)
 // has its provider built anew; a
 // lane that fails is retried after a pause that grows with its consecutive
 // failures; a failure to list the lanes is logged and retried the same
-// way. It returns only when ctx ends.
+// way. It returns only when ctx ends, or when a newer tidemark has
+// migrated the database (sqlstore.ErrNewerSchema).
 func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
 	// laneState is what the loop keeps of one revision of a lane: a lane
 	// removed, or changed (lane set, or removed and added again), starts
@@ -632,6 +633,9 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 	}()
 	listing := newBackoff()
 	for {
+		if err := p.newerSchema(ctx); err != nil {
+			return err
+		}
 		revisions, err := p.db.Outbox().LaneRevisions(ctx, only)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -116,6 +116,9 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 	if err := d.bootstrapMigrations(ctx, ms); err != nil {
 		return err
 	}
+	if err := d.CheckSchema(ctx); err != nil {
+		return err
+	}
 	for _, m := range ms {
 		if upTo > 0 && m.Version > upTo {
 			break
@@ -177,6 +180,50 @@ func (d *DB) bootstrapMigrations(ctx context.Context, ms []Migration) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// ErrNewerSchema: the database has a migration this build does not know;
+// a newer tidemark migrated it (see NewerSchemaError).
+var ErrNewerSchema = fmt.Errorf("sqlstore: database migrated by a newer tidemark: %w", tidemark.ErrConflict)
+
+// NewerSchemaError names the first migration of the database that this
+// build does not know.
+type NewerSchemaError struct {
+	Version int
+	Name    string
+	Known   int // the last migration this build knows
+}
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("%v: it has migration %04d_%s, and this tidemark knows migrations up to %04d only: "+
+		"run the newer tidemark that migrated it (every worker on one database must run it), not this one",
+		ErrNewerSchema, e.Version, e.Name, e.Known)
+}
+
+func (e *NewerSchemaError) Unwrap() error { return ErrNewerSchema }
+
+// CheckSchema refuses a database that a newer tidemark migrated: this
+// build would run on a schema it does not understand. Open checks it; a
+// process that runs for long checks it again, since a newer build may
+// migrate the database under it.
+func (d *DB) CheckSchema(ctx context.Context) error {
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	known := ms[len(ms)-1].Version
+	var (
+		v    int
+		name string
+	)
+	err = d.db.QueryRowContext(ctx, `SELECT version, name FROM schema_migrations WHERE version > $1 ORDER BY version LIMIT 1`, known).Scan(&v, &name)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sqlstore: read schema_migrations: %w", err)
+	}
+	return &NewerSchemaError{Version: v, Name: name, Known: known}
 }
 
 // ErrMigrationChanged: a migration file differs from the one the database

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -154,6 +155,39 @@ func TestMigrationChecksumsBackfilled(t *testing.T) {
 			if pin := releasedMigrations[m.File()]; got[m.Version] != pin {
 				t.Errorf("migration %s: backfilled sha256 %q, want %q", m.File(), got[m.Version], pin)
 			}
+		}
+	})
+}
+
+// A database a newer tidemark migrated is refused, naming the migration
+// this build does not know: an older build would run on a schema it does
+// not understand (leaving new columns unfilled, republishing pages in its
+// own format against the newer build's). A process already running
+// learns it from CheckSchema.
+func TestANewerDatabaseIsRefused(t *testing.T) {
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := ms[len(ms)-1].Version + 1
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		url := b.NewURL(t)
+		db := sqltest.MustOpenURL(t, url, sqltest.NewEnv(1))
+		if err := db.CheckSchema(context.Background()); err != nil {
+			t.Fatalf("a database this build migrated: %v", err)
+		}
+		mustExec(t, db, `INSERT INTO schema_migrations (version, name, applied_at, sha256) VALUES ($1, 'from_the_future', 0, 'x')`, next)
+		err := db.CheckSchema(context.Background())
+		if !errors.Is(err, sqlstore.ErrNewerSchema) || !errors.Is(err, tidemark.ErrConflict) {
+			t.Fatalf("CheckSchema over a newer database: %v, want ErrNewerSchema", err)
+		}
+		db.Close()
+		_, err = sqlstore.Open(context.Background(), url, sqlstore.Options{})
+		if !errors.Is(err, sqlstore.ErrNewerSchema) {
+			t.Fatalf("open a newer database: %v, want ErrNewerSchema", err)
+		}
+		if want := fmt.Sprintf("%04d_from_the_future", next); !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name the migration %s", err, want)
 		}
 	})
 }
