@@ -25,9 +25,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +190,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	defer r.Close()
 	cur := Manifest{Files: map[string]string{}}
 	var items []tidemark.Item
+	escaped := map[string]string{} // new keys of names that are not UTF-8, to their names
 	err = walk(r, ".", func(rel string, d fs.DirEntry) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
@@ -220,6 +223,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		key := Key(rel)
 		cur.Files[key] = sum
 		old, had := prev.Files[key]
+		if !had && key != rel {
+			escaped[key] = rel // perhaps under its key of an earlier release: see adoptLegacy
+		}
 		switch {
 		case !had:
 			items = append(items, fileItem(root, key, "added", sum, "", size, text, mtime))
@@ -243,9 +249,15 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 	case err != nil:
 		return tidemark.FetchResult{}, tidemark.Unreachable("reading the directory", 0, err)
 	}
+	adopted := adoptLegacy(prev, cur, escaped)
+	items = slices.DeleteFunc(items, func(it tidemark.Item) bool { return adopted[it.Key] != "" })
+	oldKeys := map[string]bool{}
+	for _, old := range adopted {
+		oldKeys[old] = true
+	}
 	var removed []string
 	for key := range prev.Files {
-		if _, ok := cur.Files[key]; !ok {
+		if _, ok := cur.Files[key]; !ok && !oldKeys[key] {
 			removed = append(removed, key)
 		}
 	}
@@ -263,6 +275,41 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 }
 
 var errTooMany = errors.New("dir: too many files")
+
+// legacyKey is how a manifest of a release before names that are not
+// UTF-8 were escaped (1 December 2026) holds such a name: as JSON wrote
+// it, each byte of no UTF-8 character a U+FFFD.
+func legacyKey(rel string) string {
+	var b strings.Builder
+	for len(rel) > 0 {
+		r, n := utf8.DecodeRuneInString(rel)
+		b.WriteRune(r) // utf8.RuneError for a byte of no character
+		rel = rel[n:]
+	}
+	return b.String()
+}
+
+// adoptLegacy finds, for files whose names are not UTF-8 and whose keys
+// the previous manifest lacks, the key an earlier release gave them: the
+// file is the same file, unchanged, when that key holds the same content,
+// no file has that name now, and no other file claimed it first (two
+// names can share one such key). It returns the adopted old key of each
+// new key, so neither an "added" nor a "removed" is made of a file nobody
+// touched. A file that changed meanwhile is not adopted: its old key is
+// removed and it is added.
+func adoptLegacy(prev, cur Manifest, escaped map[string]string) map[string]string {
+	adopted := map[string]string{}
+	taken := map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(escaped)) {
+		old := legacyKey(escaped[key])
+		sum, had := prev.Files[old]
+		if _, real := cur.Files[old]; !had || real || taken[old] || sum != cur.Files[key] {
+			continue
+		}
+		taken[old], adopted[key] = true, old
+	}
+	return adopted
+}
 
 // walk visits the entries under dir (relative to the root, "." for the
 // root itself) depth first in lexical order, as fs.WalkDir does, but

@@ -342,6 +342,37 @@ func TestDirManifestOfTheCurrentReleaseKeepsItsMeaning(t *testing.T) {
 	}
 }
 
+// A manifest written before names that are not UTF-8 were escaped (1
+// December 2026) holds such a name as JSON wrote it, each byte of no
+// UTF-8 character a U+FFFD. Its file, unchanged, is the same file under
+// its new key: no "added" for it and no "removed" for the old key, which
+// would each be an event (and, with a channel, a post) for a file nobody
+// touched. A file that changed meanwhile, or an old key two names could
+// have made, is not taken for it.
+func TestDirManifestOfAnEarlierReleaseKeepsNamesThatAreNotUTF8(t *testing.T) {
+	root := mustRealDir(t)
+	mustWrite(t, root, "caf\xe9.txt", "hello\n")
+	mustWrite(t, root, "ok.txt", "plain\n")
+	mustWrite(t, root, "x\xff.txt", "new content\n")
+	old := `{"files":{"caf\ufffd.txt":"` + sha("hello\n") + `","ok.txt":"` + sha("plain\n") + `","x\ufffd.txt":"` + sha("old content\n") + `"}}`
+	res, err := (&dir.Fetcher{}).Fetch(context.Background(), tidemark.Source{Kind: "dir", Location: root}, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range res.Items {
+		got = append(got, it.Title)
+	}
+	want := []string{"added " + dir.Key("x\xff.txt"), "removed x\ufffd.txt"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("items %q, want %q: the unchanged file is the same file, the changed one is not taken for its old key", got, want)
+	}
+	m, err := dir.DecodeManifest(res.Cursor)
+	if err != nil || m.Files[dir.Key("caf\xe9.txt")] != sha("hello\n") || len(m.Files) != 3 {
+		t.Fatalf("manifest %v %v: want every file under its key of this release", m.Files, err)
+	}
+}
+
 func sha(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
