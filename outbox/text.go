@@ -200,6 +200,7 @@ func (as LaneActions) WriteText(w io.Writer) error {
 func WriteSteps(w io.Writer, lane string, steps []Step, errText string) error {
 	counts := map[string]int{}
 	deferred := map[string]bool{} // intents, not attempts: one told "later" twice is one
+	var doubt *Plan               // the latest reconciliation's plan: what it left in doubt
 	for _, s := range steps {
 		switch {
 		case s.Outcome == OutcomeDeferred:
@@ -213,6 +214,7 @@ func WriteSteps(w io.Writer, lane string, steps []Step, errText string) error {
 			counts["unexecutable"]++
 		case s.Kind == StepReconciled:
 			counts["reconciled"]++
+			doubt = s.Plan
 		}
 		if s.Alert != "" {
 			fmt.Fprintf(w, "%s: ALERT intent %s: %s\n", lane, s.IntentID, s.Alert)
@@ -220,6 +222,9 @@ func WriteSteps(w io.Writer, lane string, steps []Step, errText string) error {
 	}
 	fmt.Fprintf(w, "%-16s landed %d, not landed %d, deferred %d, unexecutable %d, unknown %d, reconciled %d", lane,
 		counts["landed"], counts["not_landed"], counts["deferred"], counts["unexecutable"], counts["unknown"], counts["reconciled"])
+	if doubt != nil && len(doubt.Unresolved) > 0 {
+		fmt.Fprintf(w, ", %d still in doubt (unresolved)", len(doubt.Unresolved))
+	}
 	if n := counts[string(OutcomeRefused)]; n > 0 {
 		fmt.Fprintf(w, ", refused %d", n)
 	}

@@ -82,3 +82,24 @@ func TestIntentShowSaysWhenItsAttemptsBegan(t *testing.T) {
 		t.Errorf("intents show of an intent never attempted:\n%s", buf.String())
 	}
 }
+
+// A reconciliation that left writes in doubt says so on the lane's line:
+// "reconciled 1" alone read as if it had decided them.
+func TestWriteStepsSaysWhatAReconciliationLeftInDoubt(t *testing.T) {
+	steps := []outbox.Step{{Kind: outbox.StepReconciled, Plan: &outbox.Plan{Unresolved: []string{"a", "b"}}}}
+	var buf bytes.Buffer
+	if err := outbox.WriteSteps(&buf, "hooks", steps, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); !strings.Contains(got, "reconciled 1, 2 still in doubt (unresolved)") {
+		t.Fatalf("line %q: want it to say 2 writes are still in doubt", got)
+	}
+	buf.Reset()
+	steps[0].Plan.Unresolved = nil
+	if err := outbox.WriteSteps(&buf, "hooks", steps, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); strings.Contains(got, "in doubt") {
+		t.Fatalf("line %q: a reconciliation that decided everything left nothing in doubt", got)
+	}
+}
