@@ -20,9 +20,30 @@ import (
 // HolderID is the default holder identity of process pid on host.
 func HolderID(host string, pid int) string { return host + ":" + strconv.Itoa(pid) }
 
-// ParseHolder splits a default holder identity into host and pid; ok is
-// false for any other form (a custom --holder).
+// HolderSlot is the identity of the n-th worker at once under the holder
+// base in one process (n from 1): base itself for the first, so that a
+// restarted worker re-enters its own runs, and base#n for each other one
+// working beside it (two Pipelines, or Run beside RunOnce), so that none
+// of them takes the others' claims for its own. A slot of a default
+// identity (host:pid#n) names the process as host:pid does.
+func HolderSlot(base string, n int) string {
+	if n <= 1 {
+		return base
+	}
+	return base + "#" + strconv.Itoa(n)
+}
+
+// ParseHolder splits a default holder identity, or a slot of one (see
+// HolderSlot), into host and pid; ok is false for any other form (a
+// custom --holder).
 func ParseHolder(holder string) (host string, pid int, ok bool) {
+	if i := strings.LastIndexByte(holder, '#'); i >= 0 {
+		n, err := strconv.Atoi(holder[i+1:])
+		if err != nil || n < 2 || strconv.Itoa(n) != holder[i+1:] {
+			return "", 0, false
+		}
+		holder = holder[:i]
+	}
 	i := strings.LastIndexByte(holder, ':')
 	if i <= 0 {
 		return "", 0, false

@@ -28,6 +28,14 @@ func TestHolderGone(t *testing.T) {
 		{"fe80::1:41", false}, // another host, with colons
 		{"my:host:41", false}, // another host
 		{ingest.HolderID("box", 41), true},
+		{"box:41#2", true},  // another worker of the same process
+		{"box:42#3", false}, // its process is running
+		{"box:41#1", false}, // not the form HolderSlot writes
+		{"box:41#x", false}, // not a slot
+		{"box:41#", false},  // no slot
+		{"w#2", false},      // a slot of a custom identity
+		{ingest.HolderSlot(ingest.HolderID("box", 41), 2), true},
+		{ingest.HolderSlot(ingest.HolderID("box", 41), 1), true},
 	}
 	for _, tc := range cases {
 		if got := ingest.HolderGone(tc.holder, "box", alive); got != tc.gone {
