@@ -33,7 +33,9 @@ type Config struct {
 	Database string
 	// Store is a directory or s3://BUCKET[/PREFIX]; empty: Home/wiki.
 	Store string
-	// Holder is this worker's identity for claims; empty: host:pid.
+	// Holder is this worker's identity for claims; empty: host:pid. Each
+	// operation that claims works under it, or under Holder#n while
+	// others run beside it in this process (see Pipeline.Holder).
 	Holder   string
 	LogLevel slog.Level
 	// AllowPrivate is the default of a new source's own setting (whether

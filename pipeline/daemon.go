@@ -83,13 +83,15 @@ type RunOptions struct {
 // waited out. A ctx that ends is a stop, not a failure, while waiting
 // as when running: Run then returns nil.
 func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
+	ctx, holder, release := p.enter(ctx)
+	defer release()
 	if _, err := retryStart(ctx, p, "check the wiki's store", func() (*publish.Service, error) { return p.BindStore(ctx) }); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped before anything was claimed
 		}
 		return err
 	}
-	svc := p.Ingest()
+	svc := p.ingestAs(holder)
 	svc.LeaseTTL = o.Lease
 	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log, OnReport: o.OnReport}
 	if o.OnStart != nil {
@@ -236,7 +238,7 @@ func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) er
 // migrationLoop carries on every pending migration run (detached, or left
 // by a worker that died) until ctx ends.
 func (p *Pipeline) migrationLoop(ctx context.Context) error {
-	m := p.Migrator()
+	m := p.migratorAs(p.holderOf(ctx))
 	b := newBackoff()
 	for {
 		n, err := m.ResumePending(ctx)

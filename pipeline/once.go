@@ -70,6 +70,8 @@ type OnceResult struct {
 // running it again, later, does the rest.
 func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	res := OnceResult{Reports: []ingest.Report{}} // a list even when nothing ran: JSON shows [], not null
+	ctx, _, release := p.enter(ctx)
+	defer release()
 	// A worker whose store is not the wiki's refuses before it claims
 	// anything.
 	svc, err := p.BindStore(ctx)
@@ -104,7 +106,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	// Detached migrations: a run that fails is reported and left for an
 	// operator; the pass goes on, and ends incomplete.
 	o.progress("migrations: finishing detached runs")
-	res.Migrations, res.MigrationErr = p.Migrator().ResumePending(ctx)
+	res.Migrations, res.MigrationErr = p.migratorAs(p.holderOf(ctx)).ResumePending(ctx)
 	if res.MigrationErr != nil && ctx.Err() != nil {
 		return res, errors.Join(res.MigrationErr, t.err())
 	}
@@ -131,7 +133,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 // paused, terminal) is left to the drain that follows, as a due source
 // would be.
 func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string, t *tally, res *OnceResult) error {
-	svc := p.Ingest()
+	svc := p.ingestAs(p.holderOf(ctx))
 	svc.LeaseTTL = o.Lease
 	for _, name := range names {
 		_, err := p.runSource(ctx, svc, name, o.MaxPasses, func(r ingest.Report, err error) {
@@ -153,7 +155,7 @@ func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string
 }
 
 func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res *OnceResult) error {
-	svc := p.Ingest()
+	svc := p.ingestAs(p.holderOf(ctx))
 	svc.LeaseTTL = o.Lease
 	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log}
 	maxPasses := o.MaxPasses

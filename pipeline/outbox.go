@@ -494,7 +494,9 @@ func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, er
 // ProviderKinds names the provider kinds a lane may have.
 func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
 
-// Deliverer is the single writer of a lane, holding its lease for ttl. A
+// Deliverer is the single writer of a lane, holding its lease for ttl
+// under the holder slot of the operation ctx belongs to (Holder outside
+// one: see Ingest). A
 // lane whose provider cannot be built here is a *LaneBrokenError.
 func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
 	l, err := p.db.Outbox().Lane(ctx, lane)
@@ -509,7 +511,7 @@ func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration
 	if err != nil {
 		return nil, outbox.OfLane(lane, &LaneBrokenError{Lane: lane, Err: err})
 	}
-	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.Holder(), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
+	return &outbox.Deliverer{Store: p.db.Outbox(), Provider: prov, Lane: lane, Holder: p.holderOf(ctx), Clock: p.clock, LeaseTTL: ttl, Logger: p.log}, nil
 }
 
 // LaneBrokenError is a lane whose provider cannot be built here: its
@@ -565,6 +567,8 @@ type DeliverReport struct {
 // the caller's to deliver: held elsewhere, it is refused
 // (*outbox.LeaseHeldError, a conflict).
 func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) (DeliverReports, error) {
+	ctx, _, release := p.enter(ctx)
+	defer release()
 	names, err := p.laneNames(ctx, lane)
 	if err != nil {
 		return nil, err
@@ -614,6 +618,8 @@ func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error)
 // way. It returns only when ctx ends, or when a newer tidemark has
 // migrated the database (sqlstore.ErrNewerSchema).
 func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
+	ctx, _, release := p.enter(ctx)
+	defer release()
 	// laneState is what the loop keeps of one revision of a lane: a lane
 	// removed, or changed (lane set, or removed and added again), starts
 	// afresh, with its provider built anew and no pause left from before.

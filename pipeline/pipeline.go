@@ -38,7 +38,11 @@ import (
 )
 
 // Pipeline is an open tidemark: its database, its object store (opened on
-// first use) and the pipelines over them. It is safe for concurrent use.
+// first use) and the pipelines over them. It is safe for concurrent use:
+// RunOnce from several goroutines, Run beside RunOnce, or two Pipelines
+// over one database in one process are separate workers, each claiming
+// under a holder of its own (see Holder), and pass over what the others
+// hold.
 type Pipeline struct {
 	cfg   Config
 	log   *slog.Logger
@@ -169,6 +173,9 @@ func (p *Pipeline) checkHome() error {
 }
 
 // Holder is this worker's identity for claims: Config.Holder, or host:pid.
+// Each operation that claims works under a slot of it of its own (see
+// ingest.HolderSlot): Holder itself for the first in the process,
+// Holder#n for each other one running beside it.
 func (p *Pipeline) Holder() string {
 	if p.cfg.Holder != "" {
 		return p.cfg.Holder
@@ -180,8 +187,13 @@ func (p *Pipeline) Holder() string {
 	return ingest.HolderID(host, os.Getpid())
 }
 
-// Ingest is the ingest pipeline.
-func (p *Pipeline) Ingest() *ingest.Service {
+// Ingest is the ingest pipeline, working under Holder itself. It is for
+// one operation at a time in the process: Run, RunOnce and RunSource each
+// give theirs a holder slot of its own, and may run beside each other.
+func (p *Pipeline) Ingest() *ingest.Service { return p.ingestAs(p.Holder()) }
+
+// ingestAs is the ingest pipeline working under holder.
+func (p *Pipeline) ingestAs(holder string) *ingest.Service {
 	retry := ingest.DefaultRetryPolicy()
 	retry.Span = p.cfg.OutageSpan
 	return &ingest.Service{
@@ -190,7 +202,7 @@ func (p *Pipeline) Ingest() *ingest.Service {
 		Fetchers: p.kinds.Fetchers(),
 		Clock:    p.clock,
 		Rand:     ids.NewRand(uint64(os.Getpid())),
-		Holder:   p.Holder(),
+		Holder:   holder,
 		// Every fetch ends: a hung upstream (a git remote that never
 		// answers) is unreachable after this, not a run held forever by
 		// its heartbeats.
@@ -264,9 +276,12 @@ func (p *Pipeline) Summarizer(name string) (summarize.Summarizer, error) {
 	return summarizers.Open(flag, name, p.cfg.OpenAI)
 }
 
-// Migrator carries out field migrations of documents.
-func (p *Pipeline) Migrator() *content.Migrator {
-	return &content.Migrator{Store: p.db.Content(), Holder: p.Holder()}
+// Migrator carries out field migrations of documents, working under
+// Holder itself (as Ingest does).
+func (p *Pipeline) Migrator() *content.Migrator { return p.migratorAs(p.Holder()) }
+
+func (p *Pipeline) migratorAs(holder string) *content.Migrator {
+	return &content.Migrator{Store: p.db.Content(), Holder: holder}
 }
 
 // pageDocuments adapts the documents' built-in pages collection to the
