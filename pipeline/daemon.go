@@ -83,7 +83,10 @@ type RunOptions struct {
 // waited out. A ctx that ends is a stop, not a failure, while waiting
 // as when running: Run then returns nil.
 func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
-	ctx, holder, release := p.enter(ctx)
+	ctx, holder, release, err := p.enter(ctx)
+	if err != nil {
+		return err
+	}
 	defer release()
 	if _, err := retryStart(ctx, p, "check the wiki's store", func() (*publish.Service, error) { return p.BindStore(ctx) }); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {

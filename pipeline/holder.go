@@ -2,7 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark"
 
 	"github.com/tidemark/tidemark/ingest"
 )
@@ -57,16 +61,77 @@ type holderKey struct{}
 // slot is the holder slot an operation works under: of base.
 type slot struct{ base, holder string }
 
-// enter gives the operation under ctx a slot of the holder, unless an
-// operation it is part of (RunOnce's delivery) already has one; release
-// when it ends.
-func (p *Pipeline) enter(ctx context.Context) (context.Context, string, func()) {
+// ErrClosed: the Pipeline was closed; nothing more can run on it.
+var ErrClosed = fmt.Errorf("pipeline: closed: %w", tidemark.ErrConflict)
+
+// ops are the operations in flight on a Pipeline (see enter), so that
+// Close can stop them and wait for them.
+type ops struct {
+	mu      sync.Mutex
+	closed  bool
+	next    int
+	cancels map[int]context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+// enter gives the operation under ctx a slot of the holder, and a context
+// Close cancels, unless an operation it is part of (RunOnce's delivery)
+// already has them; release when it ends. On a closed Pipeline it is
+// ErrClosed.
+func (p *Pipeline) enter(ctx context.Context) (context.Context, string, func(), error) {
 	base := p.Holder()
 	if s, ok := ctx.Value(holderKey{}).(slot); ok && s.base == base {
-		return ctx, s.holder, func() {}
+		return ctx, s.holder, func() {}, nil
 	}
-	h, release := takeSlot(base)
-	return context.WithValue(ctx, holderKey{}, slot{base, h}), h, release
+	p.ops.mu.Lock()
+	defer p.ops.mu.Unlock()
+	if p.ops.closed {
+		return ctx, "", func() {}, ErrClosed
+	}
+	if p.ops.cancels == nil {
+		p.ops.cancels = map[int]context.CancelCauseFunc{}
+	}
+	id := p.ops.next
+	p.ops.next++
+	ctx, cancel := context.WithCancelCause(ctx)
+	p.ops.cancels[id] = cancel
+	p.ops.wg.Add(1)
+	h, giveBack := takeSlot(base)
+	var once sync.Once
+	return context.WithValue(ctx, holderKey{}, slot{base, h}), h, func() {
+		once.Do(func() {
+			giveBack()
+			cancel(nil)
+			p.ops.mu.Lock()
+			delete(p.ops.cancels, id)
+			p.ops.mu.Unlock()
+			p.ops.wg.Done()
+		})
+	}, nil
+}
+
+// closeWait is how long Close waits for the operations it stopped.
+const closeWait = time.Minute
+
+// stop refuses new operations, cancels those in flight and waits for them
+// to return, at most wait; it reports whether they all did.
+func (o *ops) stop(wait time.Duration) bool {
+	o.mu.Lock()
+	o.closed = true
+	for _, cancel := range o.cancels {
+		cancel(ErrClosed)
+	}
+	o.mu.Unlock()
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // holderOf is the slot ctx's operation works under, or the holder itself

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
 )
 
 // blockingFeed, once hold is set, answers each request only when release
@@ -84,16 +85,16 @@ func TestTwoPipelinesOfOneProcessDoNotShareClaims(t *testing.T) {
 func TestEachOperationBesideAnotherHasAHolderOfItsOwn(t *testing.T) {
 	p := open(t, t.TempDir(), nil)
 	base := p.Holder()
-	ctx1, h1, release1 := p.enter(context.Background())
-	_, h2, release2 := p.enter(context.Background())
-	ctxIn, hIn, releaseIn := p.enter(ctx1) // a step of the first operation
+	ctx1, h1, release1, _ := p.enter(context.Background())
+	_, h2, release2, _ := p.enter(context.Background())
+	ctxIn, hIn, releaseIn, _ := p.enter(ctx1) // a step of the first operation
 	releaseIn()
 	if h1 != base || h2 != base+"#2" || hIn != h1 || p.holderOf(ctxIn) != h1 {
 		t.Fatalf("holders %q, %q, nested %q: want %q, %q#2, %[4]q", h1, h2, hIn, base, base)
 	}
 	release1()
 	release1() // harmless
-	_, h3, release3 := p.enter(context.Background())
+	_, h3, release3, _ := p.enter(context.Background())
 	if h3 != base {
 		t.Errorf("after the first ended: %q, want %q", h3, base)
 	}
@@ -101,5 +102,46 @@ func TestEachOperationBesideAnotherHasAHolderOfItsOwn(t *testing.T) {
 	release3()
 	if p.holderOf(context.Background()) != base {
 		t.Errorf("outside an operation: %q, want %q", p.holderOf(context.Background()), base)
+	}
+}
+
+// Close while Run is fetching stops Run and waits for it: Run returns, and
+// the run in flight is not left active for another worker to record lost.
+func TestCloseStopsRunAndWaitsForIt(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	url, hold, arrived, _ := blockingFeed(t)
+	ns := ingestSource("slow", url)
+	ns.Kind, ns.AllowPrivate = "feed", true
+	if _, err := p.AddSource(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	hold.Store(true)
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, RunOptions{Workers: 1}) }()
+	<-arrived // the run is fetching
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("Run after Close: %v", err)
+		}
+	default:
+		t.Fatal("Close returned while Run was still running")
+	}
+	q := open(t, p.Config().Home, nil)
+	runs, err := q.Runs(ctx, ingest.RunFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Status == tidemark.RunActive {
+			t.Errorf("run %s left active by Close", r.ID)
+		}
+	}
+	if _, err := p.RunOnce(ctx, OnceOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("RunOnce after Close: %v, want ErrClosed", err)
 	}
 }

@@ -70,7 +70,10 @@ type OnceResult struct {
 // running it again, later, does the rest.
 func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	res := OnceResult{Reports: []ingest.Report{}} // a list even when nothing ran: JSON shows [], not null
-	ctx, _, release := p.enter(ctx)
+	ctx, _, release, err := p.enter(ctx)
+	if err != nil {
+		return res, err
+	}
 	defer release()
 	// A worker whose store is not the wiki's refuses before it claims
 	// anything.

@@ -567,7 +567,10 @@ type DeliverReport struct {
 // the caller's to deliver: held elsewhere, it is refused
 // (*outbox.LeaseHeldError, a conflict).
 func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) (DeliverReports, error) {
-	ctx, _, release := p.enter(ctx)
+	ctx, _, release, err := p.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	names, err := p.laneNames(ctx, lane)
 	if err != nil {
@@ -618,7 +621,10 @@ func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error)
 // way. It returns only when ctx ends, or when a newer tidemark has
 // migrated the database (sqlstore.ErrNewerSchema).
 func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
-	ctx, _, release := p.enter(ctx)
+	ctx, _, release, err := p.enter(ctx)
+	if err != nil {
+		return err
+	}
 	defer release()
 	// laneState is what the loop keeps of one revision of a lane: a lane
 	// removed, or changed (lane set, or removed and added again), starts

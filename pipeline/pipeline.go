@@ -15,6 +15,7 @@ package pipeline
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -55,6 +56,8 @@ type Pipeline struct {
 	// running are the sources with a run in flight in this process
 	// (ingest.Service.Running), shared by every Service Ingest makes.
 	running ingest.Running
+	// ops are the operations in flight, which Close stops.
+	ops ops
 
 	objsMu sync.Mutex
 	objs   objstore.Store
@@ -128,14 +131,25 @@ func (p *Pipeline) newKinds() *kinds.Set {
 	return kinds.New(kinds.Options{GitCache: cache, Warn: warn})
 }
 
-// Close closes the database and the object store.
+// Close stops every operation in flight (Run, RunOnce, RunSource,
+// DeliverOnce, DeliverLoop) as if its context had been cancelled, waits for
+// them to return (a fetch in flight is failed without spending its budget,
+// a lane's lease given back), and then closes the database and the object
+// store. An operation that has not returned after a minute is left, and
+// Close says so; to bound the wait yourself, cancel the contexts you gave
+// Run and RunOnce and wait for them to return before Close. Once closed,
+// those operations return ErrClosed; closing again is harmless.
 func (p *Pipeline) Close() error {
+	var stuck error
+	if !p.ops.stop(closeWait) {
+		stuck = fmt.Errorf("close: operations still running after %v were stopped; closing under them: %w", closeWait, tidemark.ErrUnavailable)
+	}
 	p.objsMu.Lock()
 	if c, ok := p.objs.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 	p.objsMu.Unlock()
-	return p.db.Close()
+	return errors.Join(stuck, p.db.Close())
 }
 
 // Config is the configuration the pipeline was opened with.

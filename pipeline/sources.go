@@ -112,7 +112,10 @@ func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Sou
 // *SourceFailedError: the source failed, not tidemark, so it matches
 // tidemark.ErrUnavailable, as a source that failed in run --once does.
 func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
-	ctx, holder, release := p.enter(ctx)
+	ctx, holder, release, err := p.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	return p.runSource(ctx, p.ingestAs(holder), ref, maxPasses, onReport)
 }
