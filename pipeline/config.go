@@ -39,8 +39,10 @@ type Config struct {
 	Holder   string
 	LogLevel slog.Level
 	// AllowPrivate is the default of a new source's own setting (whether
-	// its fetches may reach private addresses). A source's fetches obey
-	// its own setting, never this.
+	// its fetches may reach private addresses), as Pipeline.NewSource,
+	// `source add`, OPML import and --track give it; AddSource stores the
+	// setting the NewSource it is given has. A source's fetches obey its
+	// own setting, never this.
 	AllowPrivate bool
 	// OutageSpan is how long a window keeps failing before it may go
 	// terminal once its budget is spent (0: as soon as it is spent).

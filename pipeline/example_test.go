@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/pipeline"
 )
@@ -30,8 +29,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer p.Close()
-	src, err := p.AddSource(ctx, ingest.NewSource{Name: "notes", Location: notes,
-		Interval: pipeline.DefaultInterval, RetryBudget: pipeline.DefaultRetryBudget})
+	src, err := p.AddSource(ctx, p.NewSource("notes", notes)) // the configured defaults
 	if err != nil {
 		log.Fatal(err)
 	}

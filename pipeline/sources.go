@@ -57,7 +57,20 @@ func ValidateSource(ns ingest.NewSource) error {
 	return ingest.CheckName(ns.Name)
 }
 
-// AddSource resolves, checks and stores a new source.
+// NewSource is a new source named name (empty: derived from the location)
+// at location, with this worker's defaults: DefaultInterval,
+// DefaultRetryBudget, and Config.AllowPrivate (TIDEMARK_ALLOW_PRIVATE) as
+// its allow_private, as `tidemark source add` gives one. Change what you
+// like, then AddSource.
+func (p *Pipeline) NewSource(name, location string) ingest.NewSource {
+	return ingest.NewSource{Name: name, Location: location, Interval: DefaultInterval,
+		RetryBudget: DefaultRetryBudget, AllowPrivate: p.cfg.AllowPrivate}
+}
+
+// AddSource resolves, checks and stores a new source, exactly as ns says:
+// a zero Interval or RetryBudget is refused, and a false AllowPrivate is
+// the source's own setting whatever Config.AllowPrivate says (start from
+// NewSource to have the configured defaults).
 func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
 	ns, err := p.ResolveSource(ctx, ns)
 	if err != nil {

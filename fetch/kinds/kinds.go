@@ -390,7 +390,7 @@ func refusedPrivate(loc string, err error) error {
 		return nil
 	}
 	return tidemark.Invalidf("location", loc, "%s is a %s address, which a source reaches only if it allows private addresses: "+
-		"add it with %s (or set %s=1 to make that the default for new sources)",
+		"add it with %s (or set %s=1 to make that the default of `source add`, and of Pipeline.NewSource in a program embedding tidemark)",
 		ae.Addr, ae.Reason, tidemark.Input("allow_private"), httpx.AllowPrivateEnv)
 }
 
