@@ -180,7 +180,10 @@ type EventDetail struct {
 // (an operator must act), new (never run), running, unreachable (could not
 // be reached: it may have news nobody read), invalid or error (reached but
 // failed), empty (reached, nothing new) or ok (reached, new data).
-// Unreachable is never shown as empty.
+// Unreachable is never shown as empty. Running is a first run whose claim
+// is held (by a live worker, or by a dead one until another takes the
+// claim over). A run our own shutdown interrupted changes no health: the
+// source keeps its last outcome (Failure.Interrupted).
 func Health(src tidemark.Source) string {
 	switch {
 	case src.State == tidemark.SourcePaused:

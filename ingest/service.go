@@ -369,7 +369,7 @@ func IsRunFailed(err error) bool {
 type counted struct{ declared, admitted int }
 
 func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report, read counted,
-	o tidemark.Outcome, reason string, retryAfter time.Duration, noCharge bool) (Report, error) {
+	o tidemark.Outcome, reason string, retryAfter time.Duration, interrupted bool) (Report, error) {
 	// The reason is stored, reported and logged: clean it of the
 	// credentials a location carries (sources stored before they were
 	// refused), however the upstream echoed them.
@@ -386,8 +386,8 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	}
 	d := s.retry().Decide(facts, r)
 	f := Failure{Outcome: o, Reason: reason, NextDueAt: now.Add(d.Delay), Terminal: d.Terminal, Why: d.Why}
-	if noCharge {
-		f = Failure{Outcome: o, Reason: reason, NextDueAt: now, NoCharge: true}
+	if interrupted {
+		f = Failure{Outcome: o, Reason: reason, NextDueAt: now, NoCharge: true, Interrupted: true}
 	}
 	f.Declared, f.Admitted = read.declared, read.admitted
 	if _, err := s.Store.Fail(ctx, c, f); err != nil {

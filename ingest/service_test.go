@@ -145,6 +145,10 @@ func TestShutdownDoesNotSpendBudget(t *testing.T) {
 		if s.WindowAttempts != 0 || s.ClaimHolder != "" || s.CursorVersion != 0 {
 			t.Fatalf("after shutdown: attempts %d, holder %q, version %d", s.WindowAttempts, s.ClaimHolder, s.CursorVersion)
 		}
+		// A clean stop says nothing of the source: never run, it is new.
+		if s.LastOutcome != "" || ingest.Health(s) != "new" {
+			t.Fatalf("after shutdown: last outcome %q, health %q, want none and new", s.LastOutcome, ingest.Health(s))
+		}
 		runs, _ := fx.svc.Store.Runs(context.Background(), ingest.RunFilter{})
 		if len(runs) != 1 || runs[0].Status != tidemark.RunFailed {
 			t.Fatalf("runs = %+v: the interrupted run must be ended, not left active", runs)

@@ -177,6 +177,11 @@ type Failure struct {
 	// the run was interrupted by our own shutdown, or this worker cannot
 	// serve the source; it was not failed by the source.
 	NoCharge bool
+	// Interrupted: our own shutdown cut the run short (it is NoCharge
+	// too). The run records its outcome and reason; the source keeps the
+	// outcome, error and time of its last run, since the stop says nothing
+	// about the source.
+	Interrupted bool
 	// Declared and Admitted are what the fetch declared and admitted
 	// (0 when it failed before answering), recorded on the run as a
 	// settlement records them: a short read's numbers belong on the run

@@ -1289,14 +1289,22 @@ func (s *IngestStore) Fail(ctx context.Context, c tidemark.Claim, f ingest.Failu
 	// carries the window's attempts and failing-since as they were at the
 	// claim; the fence guarantees they have not moved since.
 	ch := ingest.ChargeFailure(c, f, now)
+	// An interrupted run ($11 = 1) leaves the source's last outcome, error
+	// and run time as they were: the stop was ours, not the source's.
+	interrupted := 0
+	if f.Interrupted {
+		interrupted = 1
+	}
 	name, err := s.finish(ctx, tx, c, finish{
 		sourceSet: `claim_token = NULL, claim_holder = NULL, claim_run_id = NULL, lease_expires_at = NULL,
 			window_attempts = window_attempts + $2, window_state = $3, terminal_reason = $4, next_due_at = $5,
-			last_outcome = $6, last_error = $7, last_run_at = $1, updated_at = $1, failing_since = $8`,
+			last_outcome = CASE WHEN $11 = 1 THEN last_outcome ELSE $6 END,
+			last_error = CASE WHEN $11 = 1 THEN last_error ELSE $7 END,
+			last_run_at = CASE WHEN $11 = 1 THEN last_run_at ELSE $1 END, updated_at = $1, failing_since = $8`,
 		runSet:       `status = 'failed', outcome = $6, error = $7, declared = $9, admitted = $10, finished_at = $1`,
 		versionAfter: c.CursorVersion,
 		args: []any{ch.Spent, string(ch.Window), ch.TerminalReason, ms(f.NextDueAt), string(f.Outcome), f.Reason, nullMS(ch.FailingSince),
-			f.Declared, f.Admitted},
+			f.Declared, f.Admitted, interrupted},
 		outcome: f.Outcome, now: now, served: f.Served(),
 	})
 	if err != nil {

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"HeartbeatExtendsLease", testHeartbeat},
 		{"BudgetExhaustionTerminal", testBudgetTerminal},
 		{"OutageStartRecordedAndCleared", testFailingSince},
+		{"InterruptedRunLeavesTheLastOutcome", testInterrupted},
 		{"SameKeyTwiceInOneFetch", testSameKeyTwice},
 		{"LargeSettlementsFreezeEachItemOnce", testLargeSettlements},
 		{"BatchedSettlementFencesEachRun", testSettleMany},
@@ -647,6 +648,41 @@ func testSettleMany(t *testing.T, h Harness) {
 	wantErr(t, errs[0], tidemark.ErrStaleClaim, "a batched settlement replayed")
 	if n := h.AuditRows(t, cs[0].RunID); n != 1 {
 		t.Fatalf("replay: %d audit rows", n)
+	}
+}
+
+// testInterrupted: a run our own shutdown cut short is recorded on the
+// run, but the source keeps the outcome, error and time of its last run:
+// a clean stop says nothing about the source, so its health stays as it
+// was (and a source never run is still new).
+func testInterrupted(t *testing.T, h Harness) {
+	interrupted := func(c tidemark.Claim) {
+		t.Helper()
+		f := failure(h, tidemark.OutcomeError)
+		f.NoCharge, f.Interrupted, f.Reason = true, true, "interrupted: worker shutting down"
+		run, err := h.Store.Fail(ctx, c, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != tidemark.RunFailed || run.Outcome != tidemark.OutcomeError || run.Error != f.Reason {
+			t.Fatalf("the interrupted run: %+v", run)
+		}
+	}
+	fresh := mustAdd(t, h, "fresh", 3)
+	interrupted(mustClaim(t, h, fresh, "w"))
+	if s := mustSource(t, h, fresh.ID); s.LastOutcome != "" || s.LastRunAt != nil || s.ClaimHolder != "" || s.WindowAttempts != 0 {
+		t.Fatalf("a source whose first run was interrupted: outcome %q, last run %v, holder %q, %d attempts",
+			s.LastOutcome, s.LastRunAt, s.ClaimHolder, s.WindowAttempts)
+	}
+	src := mustAdd(t, h, "a", 3)
+	settle(t, h, mustClaim(t, h, src, "w"), "c1", item("k", "e"))
+	before := mustSource(t, h, src.ID)
+	h.Clock.Advance(time.Minute)
+	interrupted(mustClaim(t, h, src, "w"))
+	s := mustSource(t, h, src.ID)
+	if s.LastOutcome != before.LastOutcome || s.LastError != before.LastError || s.LastRunAt == nil || !s.LastRunAt.Equal(*before.LastRunAt) {
+		t.Fatalf("after an interrupted run: outcome %q (%q) at %v, want %q (%q) at %v",
+			s.LastOutcome, s.LastError, s.LastRunAt, before.LastOutcome, before.LastError, before.LastRunAt)
 	}
 }
 
