@@ -67,7 +67,11 @@ type OnceResult struct {
 // undone (a source that failed, a migration that failed, pages not
 // published) returns an
 // *IncompleteError (tidemark.ErrUnavailable): what succeeded is kept, and
-// running it again, later, does the rest.
+// running it again, later, does the rest. A ctx that ends stops the pass:
+// the error then wraps ctx's (errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded: test for it first, as it may come joined with
+// an *IncompleteError); what settled is kept, and runs cut short spend no
+// retry budget.
 func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, error) {
 	res := OnceResult{Reports: []ingest.Report{}} // a list even when nothing ran: JSON shows [], not null
 	ctx, _, release, err := p.enter(ctx)

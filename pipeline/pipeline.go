@@ -10,6 +10,12 @@
 // Open wires the pipelines; RunOnce ingests every due source until it has
 // caught up, publishes, and delivers; Run is the daemon: the ingest
 // scheduler and the publish, outbox and migration loops in one group.
+//
+// A new source starts from NewSource (the configured defaults) and is
+// stored by AddSource. The wiki's pages are objects of the store Objects
+// opens: a change's page under publish.PageKey(eventID)
+// ("changes/EVENT.html"), the index under publish.IndexKey; Events lists
+// the changes.
 package pipeline
 
 import (
