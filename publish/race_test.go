@@ -224,7 +224,7 @@ func TestFailedRepairConvergesAfterOneSweep(t *testing.T) {
 				if err := failpoint.Arm("publish.before-repair=error"); err != nil {
 					t.Fatal(err)
 				}
-				f.svc.Store = &acceptBeforeMark{Store: f.st, accept: func() { s2ID = f.mustAccept(t, ev, "Newer summary.", "m2").ID }}
+				f.svc.Store = &beforeFirstMark{Store: f.st, hook: func() { s2ID = f.mustAccept(t, ev, "Newer summary.", "m2").ID }}
 				res, err := f.svc.Publish(ctx, s1.ID)
 				var fpErr *failpoint.Error
 				if !errors.Is(err, publish.ErrLostRace) || !errors.As(err, &fpErr) {
@@ -251,40 +251,26 @@ func TestFailedRepairConvergesAfterOneSweep(t *testing.T) {
 	})
 }
 
-// acceptBeforeMark runs accept once, just before the first Mark.
-type acceptBeforeMark struct {
+// beforeFirstMark runs hook once, just before the first Mark: between
+// the page's write and its mark (a newer summary accepted, or the summary
+// rejected, in that gap).
+type beforeFirstMark struct {
 	publish.Store
-	accept func()
-	done   bool
+	hook func()
+	done bool
 }
 
-func (a *acceptBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (publishPublication, error) {
-	if !a.done {
-		a.done = true
-		a.accept()
+func (b *beforeFirstMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (publishPublication, error) {
+	if !b.done {
+		b.done = true
+		b.hook()
 	}
-	return a.Store.Mark(ctx, p, w)
+	return b.Store.Mark(ctx, p, w)
 }
 
 // swappable is an object store whose backing store a test replaces after
 // the service using it has checked the store's identity.
 type swappable struct{ objstore.Store }
-
-// rejectBeforeMark rejects a summary once, just before the first Mark:
-// between the page's write and its mark.
-type rejectBeforeMark struct {
-	publish.Store
-	reject func()
-	done   bool
-}
-
-func (r *rejectBeforeMark) Mark(ctx context.Context, p publish.Plan, w publish.Written) (publishPublication, error) {
-	if !r.done {
-		r.done = true
-		r.reject()
-	}
-	return r.Store.Mark(ctx, p, w)
-}
 
 // A summary rejected while its publication is in flight (after the page
 // is written, before the mark) loses the mark with nothing current to
@@ -307,7 +293,7 @@ func TestRejectedInsideThePublicationIsWithdrawnByTheLoser(t *testing.T) {
 							}
 						}
 						s1 := f.mustAccept(t, ev, "Rejected summary.", "m1")
-						f.svc.Store = &rejectBeforeMark{Store: f.st, reject: func() {
+						f.svc.Store = &beforeFirstMark{Store: f.st, hook: func() {
 							if _, err := f.st.Reject(ctx, s1.ID, "wrong"); err != nil {
 								t.Errorf("reject: %v", err)
 							}
