@@ -155,9 +155,11 @@ func asNumber(t FieldType, v json.RawMessage) (float64, error) {
 	if len(v) == 0 || !(v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) || json.Unmarshal(v, &n) != nil {
 		return 0, valueErr(t, v, "not a JSON number")
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, valueErr(t, v, "not a finite number")
+	// A number the field would not keep as written is refused, as
+	// text→number refuses it (parseDecimal): never rounded silently.
+	f, err := parseDecimal(string(n))
+	if err != nil {
+		return 0, valueErr(t, v, "%s %v", n, err)
 	}
 	return f, nil
 }

@@ -147,6 +147,9 @@ func TestNormalize(t *testing.T) {
 		{content.Text, `"x"`, `"x"`},
 		{content.Number, `1.50`, `1.5`},
 		{content.Number, `-0`, `-0`},
+		{content.Number, `9007199254740992`, `9007199254740992`},
+		{content.Number, `2.5e3`, `2500`},
+		{content.Number, `1e-300`, `1e-300`},
 		{content.Boolean, `true`, `true`},
 		{content.RichText, `[ {"_type":"block", "_key":"k", "children":[]} ]`, `[{"_type":"block","_key":"k","children":[]}]`},
 		{content.DateTime, `"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05Z"`},
@@ -166,6 +169,10 @@ func TestNormalize(t *testing.T) {
 		{content.RichText, `"text"`}, {content.RichText, `[{"_type":"image"}]`}, {content.RichText, `[{"_type":"block"}]`},
 		{content.RichText, `[{"_type":"block","children":[{"_type":"span","text":3}]}]`},
 		{content.DateTime, `"2026-01-02"`}, {content.DateTime, `1767322800`},
+		// A number the field would not keep as written is refused, as
+		// text→number refuses it: lost digits, out of range, become 0.
+		{content.Number, `9007199254740993`}, {content.Number, `0.12345678901234567890`},
+		{content.Number, `1e400`}, {content.Number, `1e-400`},
 	}
 	for _, v := range invalid {
 		if got, err := content.Normalize(v.t, json.RawMessage(v.in)); err == nil {
