@@ -47,6 +47,10 @@ type Deliverer struct {
 	Logger   *slog.Logger
 
 	lease *Lease
+	// counting is a write whose answer was lost and whose provider's
+	// counter had not moved yet: it is counted again after its deadline
+	// (see verifyByCount).
+	counting *counting
 }
 
 // StepKind says what a step did.
@@ -139,7 +143,16 @@ func (d *Deliverer) Release(ctx context.Context) error {
 	}
 	l := *d.lease
 	d.lease = nil
-	return d.Store.Release(ctx, l)
+	var ferr error
+	if c := d.counting; c != nil && c.lease.Token == l.Token {
+		// Stopped before the counter could be read past the deadline:
+		// the attempt's outcome is unknown, and a reconciliation decides.
+		d.counting = nil
+		c.res.Error += "; its counter had not moved, and the delivery stopped before the write's deadline " +
+			c.due.UTC().Format(time.RFC3339) + " could pass"
+		ferr = d.Store.Finish(ctx, l, c.att, c.res)
+	}
+	return errors.Join(ferr, d.Store.Release(ctx, l))
 }
 
 // Step does one unit of work: reconcile a lane in doubt, or send the next
@@ -149,6 +162,18 @@ func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 	l, err := d.ensureLease(ctx)
 	if err != nil {
 		return Step{}, err
+	}
+	if c := d.counting; c != nil {
+		if c.lease.Token != l.Token {
+			// The lease was lost meanwhile: the attempt stays in doubt,
+			// for whoever holds the lane now to reconcile.
+			d.counting = nil
+		} else if now := d.Clock.Now(); now.Before(c.due) {
+			due := c.due
+			return Step{Kind: StepWait, IntentID: c.in.ID, Until: &due}, nil
+		} else {
+			return d.countAgain(ctx, l)
+		}
 	}
 	doubt, err := d.Store.InDoubt(ctx, l)
 	if err != nil {
@@ -335,7 +360,17 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 		res.Error = "interrupted while in flight: " + res.Error
 	}
 	step := Step{Kind: StepSent, IntentID: in.ID}
-	step.Alert = d.verifyByCount(finishCtx, in, before, &res)
+	alert, wait := d.verifyByCount(ctx, finishCtx, l, in, att, before, &res)
+	if wait != nil {
+		return *wait, nil
+	}
+	step.Alert = alert
+	return d.finish(finishCtx, l, in, att, res, step, perr)
+}
+
+// finish records an attempt's result in the journal, and says in step
+// what it came to.
+func (d *Deliverer) finish(finishCtx context.Context, l Lease, in Intent, att Attempt, res Result, step Step, perr error) (Step, error) {
 	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
 		return Step{}, err
 	}
@@ -489,16 +524,48 @@ func postResult(sentAt time.Time, posted provider.Posted, perr error) Result {
 // what the difference says about a write that landed or is unknown: 0 not
 // landed, 1 landed once, more duplicates (returned as an alert). With one
 // write in flight on the lane, nothing else of ours moves the counter.
-func (d *Deliverer) verifyByCount(ctx context.Context, in Intent, before *int64, res *Result) (alert string) {
+//
+// An unknown outcome (an answer lost, or a 5xx) that the counter does not
+// show yet decides nothing before the attempt's deadline: until then the
+// remote may still be writing it, just as "not found" in a listing decides
+// only after it (docs/outbox.md). Such a write is not finished: the step
+// waits (wait) until the deadline and the lane's skew have passed, the
+// lane sending nothing meanwhile, and the next step counts again
+// (countAgain).
+func (d *Deliverer) verifyByCount(ctx, finishCtx context.Context, l Lease, in Intent, att Attempt, before *int64, res *Result) (alert string, wait *Step) {
 	if before == nil || (res.Outcome != OutcomeLanded && res.Outcome != OutcomeUnknown) {
-		return ""
+		return "", nil
 	}
-	after, err := d.Provider.Count(ctx)
+	after, err := d.Provider.Count(finishCtx)
 	if err != nil {
-		return ""
+		return "", nil
 	}
+	if res.Outcome == OutcomeUnknown && after == *before {
+		lane, err := d.Store.Lane(finishCtx, d.Lane)
+		if err != nil {
+			res.Error += "; its counter had not moved, but the lane could not be read to wait for the write's deadline: " + err.Error()
+			return "", nil
+		}
+		due := att.Until.Add(lane.Skew.Std())
+		if ctx.Err() == nil && d.Clock.Now().Before(due) {
+			d.counting = &counting{lease: l, in: in, att: att, before: *before, res: *res, due: due}
+			d.log().Info("outbox: write's answer lost and its counter has not moved; counting again after its deadline",
+				"lane", d.Lane, "intent", in.ID, "attempt", att.ID, "due", due)
+			return "", &Step{Kind: StepWait, IntentID: in.ID, Until: &due}
+		}
+		if ctx.Err() != nil {
+			res.Error += "; its counter had not moved, and the delivery stopped before the write's deadline " +
+				due.UTC().Format(time.RFC3339) + " could pass"
+			return "", nil
+		}
+	}
+	return d.decideByCount(in, *before, after, res), nil
+}
+
+// decideByCount sets res from the counter's difference.
+func (d *Deliverer) decideByCount(in Intent, before, after int64, res *Result) (alert string) {
 	res.CountAfter = &after
-	verdict, dup := VerifyCount(*before, after)
+	verdict, dup := VerifyCount(before, after)
 	res.CountVerdict = verdict
 	switch verdict {
 	case CountLandedOnce:
@@ -506,7 +573,7 @@ func (d *Deliverer) verifyByCount(ctx context.Context, in Intent, before *int64,
 	case CountDuplicate:
 		res.Outcome = OutcomeLanded
 		alert = dup.Error()
-		d.log().Error("outbox: duplicate write", "lane", d.Lane, "intent", in.ID, "count_before", *before, "count_after", after)
+		d.log().Error("outbox: duplicate write", "lane", d.Lane, "intent", in.ID, "count_before", before, "count_after", after)
 	case CountNotLanded:
 		if res.Outcome == OutcomeUnknown {
 			res.Outcome = OutcomeNotLanded
@@ -517,6 +584,34 @@ func (d *Deliverer) verifyByCount(ctx context.Context, in Intent, before *int64,
 		}
 	}
 	return alert
+}
+
+// counting is a write sent, whose answer was lost and whose provider's
+// counter had not moved when read at once: it is counted again once its
+// deadline has passed, and only then finished in the journal.
+type counting struct {
+	lease  Lease // the lease it was sent under
+	in     Intent
+	att    Attempt
+	before int64
+	res    Result // the answer's
+	due    time.Time
+}
+
+// countAgain finishes the write waiting to be counted again, its
+// deadline passed: the counter's difference decides it now.
+func (d *Deliverer) countAgain(ctx context.Context, l Lease) (Step, error) {
+	c := d.counting
+	d.counting = nil
+	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	res, step := c.res, Step{Kind: StepSent, IntentID: c.in.ID}
+	if after, err := d.Provider.Count(finishCtx); err != nil {
+		res.Error += "; its counter had not moved, and could not be read after the write's deadline: " + err.Error()
+	} else {
+		step.Alert = d.decideByCount(c.in, c.before, after, &res)
+	}
+	return d.finish(finishCtx, l, c.in, c.att, res, step, nil)
 }
 
 // Reconcile takes the lane's lease and reconciles it now.

@@ -714,3 +714,80 @@ func TestAListingDecidesOnlyTheTargetsItReads(t *testing.T) {
 		})
 	}
 }
+
+// A provider's counter that has not moved when a write's answer was lost
+// says nothing before the attempt's deadline: the remote may still be
+// writing it. Counted at once, a 5xx whose write landed a moment later
+// was taken for "not landed" and sent again, as often as the lane's gap
+// allowed. The lane now waits for the deadline, sending nothing, and
+// counts again.
+func TestAnUnmovedCounterDecidesOnlyAfterTheAttemptsDeadline(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for _, lands := range []bool{true, false} {
+			t.Run(fmt.Sprintf("lands=%v", lands), func(t *testing.T) {
+				h := newHarness(t, b, laneOpts{skew: time.Second})
+				a, c, e := h.draft("t1", "one"), h.draft("t1", "two"), h.draft("t1", "three")
+				d := h.deliverer("w1")
+				h.step(d) // a lands
+				h.srv.HoldNext()
+				sent := h.env.Clock.Now()
+				s := h.step(d)
+				if s.Kind != outbox.StepWait || s.IntentID != c.ID || s.Until == nil || s.Until.Sub(sent) < provider.DefaultTimeout+time.Second {
+					t.Fatalf("step %+v: want a wait for c's deadline (%v) and the skew", s, provider.DefaultTimeout)
+				}
+				if got := h.intent(c.ID); got.State != outbox.StateSending {
+					t.Fatalf("c is %s while it waits to be counted", got.State)
+				}
+				// Nothing else is sent while c may still land.
+				h.env.Clock.Advance(provider.DefaultTimeout / 2)
+				if s := h.step(d); s.Kind != outbox.StepWait || h.srv.Posts() != 2 {
+					t.Fatalf("step within c's deadline %+v, %d posts", s, h.srv.Posts())
+				}
+				if lands {
+					h.srv.Land() // the remote finishes writing within the deadline
+				}
+				h.env.Clock.Set(*s.Until)
+				want := outbox.OutcomeNotLanded
+				if lands {
+					want = outbox.OutcomeLanded
+				}
+				if s := h.step(d); s.Kind != outbox.StepSent || s.IntentID != c.ID || s.Outcome != want {
+					t.Fatalf("step after c's deadline %+v: want c %s", s, want)
+				}
+				h.runOnce(d)
+				if want := map[bool]int{true: 3, false: 4}[lands]; h.srv.Posts() != want {
+					t.Fatalf("%d posts, want %d (c sent again only if it never landed)", h.srv.Posts(), want)
+				}
+				h.assertExactlyOnce([]outbox.Intent{a, c, e})
+			})
+		}
+	})
+}
+
+// A delivery stopped while a write waits to be counted again finishes its
+// attempt as unknown, for a reconciliation to decide: never as not landed.
+func TestAStoppedDeliveryLeavesAnUncountedWriteInDoubt(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{})
+		c := h.draft("t1", "one")
+		d := h.deliverer("w1")
+		h.srv.HoldNext()
+		if s := h.step(d); s.Kind != outbox.StepWait {
+			t.Fatalf("step %+v: want a wait for the deadline", s)
+		}
+		if err := d.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.srv.Land()
+		got := h.intent(c.ID)
+		if got.State == outbox.StatePending || got.State == outbox.StateLanded {
+			t.Fatalf("c is %s after a stop before its deadline: want it in doubt", got.State)
+		}
+		h.env.Clock.Advance(provider.DefaultTimeout + time.Minute)
+		h.runOnce(h.deliverer("w2"))
+		if h.srv.Posts() != 1 {
+			t.Fatalf("%d posts: c was sent again", h.srv.Posts())
+		}
+		h.assertExactlyOnce([]outbox.Intent{c})
+	})
+}
