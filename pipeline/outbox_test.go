@@ -673,3 +673,58 @@ func TestAChannelSaysWhenItsLaneCannotReadItBack(t *testing.T) {
 		}
 	}
 }
+
+// A reconciliation whose read of our own writes the provider asks to wait
+// for (429 with Retry-After) ends the lane's step deferred, and the
+// delivery loop comes back to the lane at the time the provider asked:
+// not at once, and not after its failure pause or its poll. Then it reads
+// again and decides the write in doubt.
+func TestDeliverLoopComesBackToADeferredReadWhenAsked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cfg := Defaults()
+	cfg.Home, cfg.Database, cfg.Clock = t.TempDir(), sqltest.Backends()[0].NewURL(t), clk
+	p, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	srv := providertest.New(t, clk, []byte("k"))
+	s := srv.Settings()
+	delete(s, "count_url") // only the listing can decide the write in doubt
+	delete(s, "probe_url")
+	s["secret"] = "k"
+	gap := tidemark.Duration(0)
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: s, MinGap: &gap})
+	in, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.LoseAnswers(1)                      // the write lands, its answer is lost: in doubt
+	srv.RetryAfterNextRead(2 * time.Minute) // and the reconciliation's first read is asked to wait
+	var readAt []time.Time                  // when each listing read was made, by the loop's clock
+	fakeSleep(t, func(waits []time.Duration) {
+		for len(readAt) < srv.Reads("writes") {
+			readAt = append(readAt, clk.Now())
+		}
+		if len(readAt) >= 2 || len(waits) > 200 {
+			cancel()
+			return
+		}
+		clk.Advance(waits[len(waits)-1])
+	})
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loop ended with %v", err)
+	}
+	if len(readAt) < 2 {
+		t.Fatalf("listing reads at %v: the loop never read again after the wait", readAt)
+	}
+	if until := readAt[0].Add(2 * time.Minute); readAt[1].Before(until) || readAt[1].After(until.Add(lanePoll)) {
+		t.Fatalf("read again %s after the deferred read; want when the provider asked (2m)", readAt[1].Sub(readAt[0]))
+	}
+	got, err := p.Intent(context.Background(), in.ID)
+	if err != nil || got.State != outbox.StateLanded || srv.Count() != 1 {
+		t.Fatalf("intent %s (%v), %d writes; want landed once", got.State, err, srv.Count())
+	}
+}

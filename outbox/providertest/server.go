@@ -61,6 +61,7 @@ type Server struct {
 	reorder    bool
 	loseAnswer int
 	retryAfter time.Duration
+	readWait   time.Duration // the next listing read answers 429 with it
 	honourKeys bool
 	holdNext   bool
 	held       []Write // accepted, still being processed: not in any read yet
@@ -141,6 +142,10 @@ func (s *Server) LoseAnswers(n int) { s.mu.Lock(); s.loseAnswer = n; s.mu.Unlock
 
 // RetryAfterNext makes the next POST answer 429 with Retry-After.
 func (s *Server) RetryAfterNext(d time.Duration) { s.mu.Lock(); s.retryAfter = d; s.mu.Unlock() }
+
+// RetryAfterNextRead makes the next read of the listing answer 429 with
+// Retry-After, as a rate-limited provider refuses a reconciliation's read.
+func (s *Server) RetryAfterNextRead(d time.Duration) { s.mu.Lock(); s.readWait = d; s.mu.Unlock() }
 
 // HonourIdempotencyKeys makes a repeated key return the first write
 // instead of writing again. Off by default, so tests prove tidemark sends
@@ -311,6 +316,13 @@ func (s *Server) view(w http.ResponseWriter, kind string) []Write {
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.readWait > 0 {
+		s.reads["writes"]++
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.readWait/time.Second)))
+		s.readWait = 0
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
 	ws := sortedWrites(s.view(w, "writes"))
 	start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
