@@ -348,3 +348,71 @@ func (v LaneView) Summary() string {
 	}
 	return s
 }
+
+// LaneSet is what lane set answers: the lane as it is now, and what the
+// change did to its writes in doubt.
+type LaneSet struct {
+	LaneView
+	// KeyResendLost is set when the change gave the lane another token
+	// (or account) while writes sent on their idempotency key under the
+	// token before are in doubt; nil otherwise.
+	KeyResendLost *KeyResendLost `json:"key_resend_lost"`
+}
+
+// KeyResendLost says which writes in doubt a lane set stripped of their
+// keyed resend: the server keeps idempotency keys per token or account
+// (provider.KeyScoped), so under the new one a resend on the same key
+// could be a second write.
+type KeyResendLost struct {
+	// InDoubt counts the writes in doubt sent with the token before.
+	InDoubt int `json:"in_doubt"`
+	// Intents names the first MaxKeyResendLostIDs of them, by rank.
+	Intents []string `json:"intents"`
+	// Message says what happens to them.
+	Message string `json:"message"`
+}
+
+// MaxKeyResendLostIDs bounds KeyResendLost.Intents.
+const MaxKeyResendLostIDs = 20
+
+// WriteText writes the lane and, when the change stripped writes in
+// doubt of their keyed resend, a warning saying so.
+func (s LaneSet) WriteText(w io.Writer) error {
+	if err := s.LaneView.WriteText(w); err != nil {
+		return err
+	}
+	if k := s.KeyResendLost; k != nil {
+		_, err := fmt.Fprintf(w, "\nwarning: %s\n  intents: %s\n", k.Message, strings.Join(k.Intents, " "))
+		return err
+	}
+	return nil
+}
+
+// NewKeyResendLost says what becomes of the writes in doubt ids (by rank)
+// that were sent on their key under a token the lane no longer has.
+// certain is false when the lane's new token cannot be read here (its
+// variable is not set in this process), so it may be the same one;
+// resends is true on a lane that opted in to at least once
+// (resend_in_doubt=true), which resends them anyway.
+func NewKeyResendLost(ids []string, certain, resends bool) *KeyResendLost {
+	if len(ids) == 0 {
+		return nil
+	}
+	n, its := fmt.Sprintf("%d writes in doubt were", len(ids)), "their"
+	if len(ids) == 1 {
+		n, its = "1 write in doubt was", "its"
+	}
+	msg := n + " sent on " + its + " idempotency key with the lane's token before this change"
+	if certain {
+		msg += ", and the server keeps keys per token (or account): under the new token the same key is a new write"
+	} else {
+		msg += "; the new token cannot be read here, and if it is another one the server takes the same key for a new write"
+	}
+	if resends {
+		msg += ". The lane resends writes in doubt anyway (resend_in_doubt=true), so each may be made twice"
+	} else {
+		msg += ". None is resent on its key: a reconciliation read of the lane's own writes decides each " +
+			"(on Matrix only with rooms), and what no read can decide stays unresolved until an operator retires or revives it"
+	}
+	return &KeyResendLost{InDoubt: len(ids), Intents: ids[:min(len(ids), MaxKeyResendLostIDs)], Message: msg}
+}

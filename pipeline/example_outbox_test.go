@@ -33,10 +33,11 @@ func ExamplePipeline_RemoveLane() {
 	}
 	fmt.Println(lane.Name, lane.Guarantee.Guarantee, lane.Health, lane.Settings["url"], lane.Settings["secret"])
 	list := "https://example.org/writes"
-	if lane, err = p.SetLane(ctx, "hooks", outbox.LaneChange{Settings: map[string]string{"list_url": list}}, "ada"); err != nil {
+	set, err := p.SetLane(ctx, "hooks", outbox.LaneChange{Settings: map[string]string{"list_url": list}}, "ada")
+	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(lane.Guarantee.Guarantee)
+	fmt.Println(set.Guarantee.Guarantee)
 	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hooks", Target: "room", Body: "hello"}); err != nil {
 		log.Fatal(err)
 	}

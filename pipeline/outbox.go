@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -136,18 +137,23 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 }
 
 // SetLane changes a lane's settings, gap, skew or retirement policy. The
-// audit names what changed, never a secret's value.
-func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
+// audit names what changed, never a secret's value. A change of the
+// lane's token (or account) while writes sent on their key under the one
+// before are in doubt is not refused, but said: the answer's
+// KeyResendLost counts them and says what becomes of them.
+func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneSet, error) {
 	if ch.Empty() {
-		return outbox.LaneView{}, tidemark.Invalidf("lane set", name, "nothing to change: give %s, %s, %s, %s or a retirement policy (%s, %s)",
+		return outbox.LaneSet{}, tidemark.Invalidf("lane set", name, "nothing to change: give %s, %s, %s, %s or a retirement policy (%s, %s)",
 			tidemark.Input("settings"), tidemark.Input("unset"), tidemark.Input("min_gap"), tidemark.Input("skew"), tidemark.Input("retire_checks"), tidemark.Input("retire_spacing"))
 	}
 	if err := checkChange(ch); err != nil {
-		return outbox.LaneView{}, err
+		return outbox.LaneSet{}, err
 	}
 	if err := p.admitLane(ctx, ch.Settings); err != nil {
-		return outbox.LaneView{}, err
+		return outbox.LaneSet{}, err
 	}
+	before, beforeOK := p.keyScope(ctx, name)
+	var kind string
 	err := p.db.Outbox().SetLane(ctx, name, actor, providers.Split, func(cur outbox.LaneConfig) (outbox.LaneConfig, string, error) {
 		for _, k := range ch.Unset {
 			if _, ok := cur.Settings[k]; !ok {
@@ -158,12 +164,96 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 		if err := checkLane(next); err != nil {
 			return cur, "", err
 		}
+		kind = cur.Provider
 		return next, describeChange(cur, next), nil
 	})
 	if err != nil {
-		return outbox.LaneView{}, err
+		return outbox.LaneSet{}, err
 	}
-	return p.Lane(ctx, name)
+	v, err := p.Lane(ctx, name)
+	if err != nil {
+		return outbox.LaneSet{}, err
+	}
+	lost, err := p.keyResendLost(ctx, name, before, beforeOK, touchesToken(kind, ch))
+	return outbox.LaneSet{LaneView: v, KeyResendLost: lost}, err
+}
+
+// keyScope is the scope the lane's provider, built here with its settings
+// and secrets, sends idempotency keys in (provider.KeyScoped); ok is false
+// when it cannot be built here (a secret's variable unset in this
+// process).
+func (p *Pipeline) keyScope(ctx context.Context, name string) (scope string, ok bool) {
+	d, err := p.Deliverer(ctx, name, 0)
+	if err != nil {
+		return "", false
+	}
+	if k, isScoped := d.Provider.(provider.KeyScoped); isScoped {
+		return k.KeyScope(), true
+	}
+	return "", true
+}
+
+// touchesToken reports whether a change of a lane of kind names a secret
+// or the variable holding one: what can change the lane's key scope when
+// its scope cannot be told here.
+func touchesToken(kind string, ch outbox.LaneChange) bool {
+	for _, k := range append(slices.Collect(maps.Keys(ch.Settings)), ch.Unset...) {
+		if _, secret := providers.Split(kind, map[string]string{k: "x"}); len(secret) > 0 || strings.HasSuffix(k, "_env") {
+			return true
+		}
+	}
+	return false
+}
+
+// keyResendLost says which of the lane's writes in doubt a change that
+// moved it from key scope before (beforeOK: known) stripped of their
+// keyed resend: those sent on their key in a scope the lane no longer
+// sends in. A change that kept the scope strips none; when either scope
+// cannot be told here, a change that names the token may have.
+func (p *Pipeline) keyResendLost(ctx context.Context, name, before string, beforeOK, touched bool) (*outbox.KeyResendLost, error) {
+	after, afterOK := p.keyScope(ctx, name)
+	if beforeOK && afterOK && before == after || !(beforeOK && afterOK) && !touched {
+		return nil, nil
+	}
+	var lost []outbox.Intent
+	for _, st := range []outbox.State{outbox.StateSending, outbox.StateUnresolved} {
+		f := outbox.IntentFilter{Lane: name, State: st, Limit: outbox.MaxIntents}
+		for {
+			ins, err := p.db.Outbox().ListIntents(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			for _, in := range ins {
+				sent := in.KeyScope
+				switch {
+				case sent == nil || *sent == "":
+					// Never sent in one scope a key could be trusted in:
+					// it had no keyed resend to lose.
+				case beforeOK && *sent != before, afterOK && *sent == after:
+					// Lost before this change, or still in the lane's scope.
+				default:
+					lost = append(lost, in)
+				}
+			}
+			if len(ins) < f.Bounded() {
+				break
+			}
+			f.AfterLane, f.AfterRank = name, ins[len(ins)-1].Rank
+		}
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(lost, func(a, b outbox.Intent) int { return cmp.Compare(a.Rank, b.Rank) })
+	ids := make([]string, len(lost))
+	for i, in := range lost {
+		ids[i] = in.ID
+	}
+	v, err := p.Lane(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return outbox.NewKeyResendLost(ids, afterOK, v.Guarantee != nil && v.Guarantee.OptedIn), nil
 }
 
 // describeChange says what a lane set changed: setting names only, so no

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
+	"github.com/tidemark/tidemark/outbox/providers"
 	"github.com/tidemark/tidemark/outbox/providertest"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -197,10 +199,11 @@ func TestSetLaneKeepsSecretsApartAndShowsItsGuarantee(t *testing.T) {
 			t.Fatalf("discord lane without a bot token: %+v %s %s", v.Guarantee, v.Health, v.Problem)
 		}
 		gap := tidemark.Duration(0)
-		v, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"bot_token": "tok-bot-secret"}, MinGap: &gap}, "ada")
+		set, err := p.SetLane(ctx, "alerts", outbox.LaneChange{Settings: map[string]string{"bot_token": "tok-bot-secret"}, MinGap: &gap}, "ada")
 		if err != nil {
 			t.Fatal(err)
 		}
+		v = set.LaneView
 		if v.Guarantee == nil || v.Guarantee.Guarantee != provider.ExactlyOnce || v.MinGap != 0 {
 			t.Fatalf("discord lane with a bot token: %+v, gap %s; want exactly once, gap 0", v.Guarantee, v.MinGap.Std())
 		}
@@ -727,4 +730,108 @@ func TestDeliverLoopComesBackToADeferredReadWhenAsked(t *testing.T) {
 	if err != nil || got.State != outbox.StateLanded || srv.Count() != 1 {
 		t.Fatalf("intent %s (%v), %d writes; want landed once", got.State, err, srv.Count())
 	}
+}
+
+// mustLeaveInDoubt journals an attempt at intent id on lane, sent with
+// its key in scope, and finishes it with its outcome unknown: a write in
+// doubt, as a lost answer leaves one.
+func mustLeaveInDoubt(t *testing.T, p *Pipeline, lane, id, scope string) {
+	t.Helper()
+	ctx := context.Background()
+	st := p.DB().Outbox()
+	l, err := st.Acquire(ctx, lane, "test:1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := st.Begin(ctx, l, outbox.NewAttempt{IntentID: id, Bound: provider.DefaultTimeout, KeyScope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Finish(ctx, l, att, outbox.Result{Outcome: outbox.OutcomeUnknown, SentAt: p.Clock().Now(), Error: "connection lost"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lane set that changes the lane's token while writes sent under the
+// old one are in doubt says so: the server keeps idempotency keys per
+// token, so those writes lose their keyed resend and wait for a read. It
+// is a message (and a JSON field), not a refusal; a change that keeps the
+// token says nothing.
+func TestSetLaneSaysWhenATokenChangeStripsWritesInDoubtOfTheirKey(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		settings := map[string]string{"homeserver_url": "https://matrix.example", "token": "tok-old-secret", "rooms": "!a:matrix.example"}
+		none := tidemark.Duration(0) // two writes need no wait between them
+		mustAddLane(t, p, "mx", "matrix", outbox.LaneChange{Settings: settings, MinGap: &none})
+		old, err := providers.New(outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "mx", Provider: "matrix", Settings: settings}}, p.Clock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := p.Draft(ctx, outbox.Draft{Lane: "mx", Target: "!a:matrix.example", Body: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		two, err := p.Draft(ctx, outbox.Draft{Lane: "mx", Target: "!a:matrix.example", Body: "two"})
+		if err != nil {
+			t.Fatal(err) // pending, never sent: nothing to lose
+		}
+		mustLeaveInDoubt(t, p, "mx", in.ID, old.(provider.KeyScoped).KeyScope())
+
+		gap := tidemark.Duration(time.Second)
+		v, err := p.SetLane(ctx, "mx", outbox.LaneChange{MinGap: &gap}, "ada")
+		if err != nil || v.KeyResendLost != nil {
+			t.Fatalf("a change of the gap: %+v, %v; want no word of keys", v.KeyResendLost, err)
+		}
+		v, err = p.SetLane(ctx, "mx", outbox.LaneChange{Settings: map[string]string{"token": "tok-old-secret"}}, "ada")
+		if err != nil || v.KeyResendLost != nil {
+			t.Fatalf("the same token again: %+v, %v; want no word of keys", v.KeyResendLost, err)
+		}
+		v, err = p.SetLane(ctx, "mx", outbox.LaneChange{Settings: map[string]string{"token": "tok-new-secret"}}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := v.KeyResendLost
+		if lost == nil || lost.InDoubt != 1 || !slices.Equal(lost.Intents, []string{in.ID}) ||
+			!strings.Contains(lost.Message, "1 write in doubt") || !strings.Contains(lost.Message, "read") {
+			t.Fatalf("a new token with a write in doubt under the old one: %+v; want it counted, named and explained", lost)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shape map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &shape); err != nil || shape["key_resend_lost"] == nil || shape["name"] == nil {
+			t.Fatalf("JSON %s: want the lane with key_resend_lost", raw)
+		}
+		var text strings.Builder
+		if err := v.WriteText(&text); err != nil || !strings.Contains(text.String(), "warning: 1 write in doubt") {
+			t.Fatalf("text %q, %v: want the warning", text.String(), err)
+		}
+		// Set again: that write was already sent under another token than
+		// the lane's, and this change does not move it.
+		v, err = p.SetLane(ctx, "mx", outbox.LaneChange{MinGap: &none}, "ada")
+		if err != nil || v.KeyResendLost != nil {
+			t.Fatalf("a later change that keeps the token: %+v, %v", v.KeyResendLost, err)
+		}
+		// The variable a lane reads its token from counts as its token: a
+		// write in doubt under the token it has now loses its key when the
+		// lane moves to a variable holding another.
+		cur, err := providers.NewWithSecrets(outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "mx", Provider: "matrix", Settings: settings}}, map[string]string{"token": "tok-new-secret"}, p.Clock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLeaveInDoubt(t, p, "mx", two.ID, cur.(provider.KeyScoped).KeyScope())
+		t.Setenv("TIDEMARK_TEST_MX_TOKEN", "tok-env-secret")
+		v, err = p.SetLane(ctx, "mx", outbox.LaneChange{Settings: map[string]string{"token_env": "TIDEMARK_TEST_MX_TOKEN"}, Unset: []string{"token"}}, "ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lost := v.KeyResendLost; lost == nil || lost.InDoubt != 1 || !slices.Equal(lost.Intents, []string{two.ID}) {
+			t.Fatalf("a move to token_env holding another token: %+v; want the one write in doubt under the token before", lost)
+		}
+	})
 }

@@ -23,7 +23,7 @@ type OutboxOps interface {
 	Lanes(ctx context.Context) (outbox.LaneViews, error)
 	Lane(ctx context.Context, name string) (outbox.LaneView, error)
 	AddLane(ctx context.Context, name, kind string, ch outbox.LaneChange, actor string) (outbox.LaneView, error)
-	SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error)
+	SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneSet, error)
 	RemoveLane(ctx context.Context, name string, force bool, actor string) (outbox.LaneRemoval, error)
 	Reconcile(ctx context.Context, lane, actor string) (outbox.Reconciled, error)
 	LaneActions(ctx context.Context, lane string) (outbox.LaneActions, error)
@@ -303,10 +303,15 @@ func (s *Server) formLaneOp(w http.ResponseWriter, r *http.Request) {
 	switch r.PathValue("action") {
 	case "set":
 		ch, err := laneChangeForm(r)
+		var set outbox.LaneSet
 		if err == nil {
-			_, err = s.OutboxOps.SetLane(ctx, name, ch, actor(r))
+			set, err = s.OutboxOps.SetLane(ctx, name, ch, actor(r))
 		}
-		s.redirect(w, r, back, "lane "+name+" changed", err)
+		msg := "lane " + name + " changed"
+		if k := set.KeyResendLost; k != nil {
+			msg += "; warning: " + k.Message
+		}
+		s.redirect(w, r, back, msg, err)
 	case "reconcile":
 		rec, err := s.OutboxOps.Reconcile(ctx, name, actor(r))
 		msg := fmt.Sprintf("lane %s reconciled with %d provider request(s)", name, rec.Requests)

@@ -31,6 +31,8 @@ type fakeOutbox struct {
 	template string
 	// channels, when set, is what Channels lists (in the store's order).
 	channels outbox.Channels
+	// keysLost is what SetLane says a change did to writes in doubt.
+	keysLost *outbox.KeyResendLost
 }
 
 var _ web.OutboxOps = (*fakeOutbox)(nil)
@@ -82,10 +84,10 @@ func (f *fakeOutbox) AddLane(_ context.Context, name, kind string, ch outbox.Lan
 		Gaps: &outbox.GapReport{Lane: name, OK: true}}
 	return *f.lanes[name], nil
 }
-func (f *fakeOutbox) SetLane(_ context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
+func (f *fakeOutbox) SetLane(_ context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneSet, error) {
 	l, err := f.lane(name)
 	if err != nil {
-		return outbox.LaneView{}, err
+		return outbox.LaneSet{}, err
 	}
 	gap := "-"
 	if ch.MinGap != nil {
@@ -93,7 +95,7 @@ func (f *fakeOutbox) SetLane(_ context.Context, name string, ch outbox.LaneChang
 		l.MinGap = *ch.MinGap
 	}
 	f.call("set %s gap %s unset %v by %s", name, gap, ch.Unset, actor)
-	return *l, nil
+	return outbox.LaneSet{LaneView: *l, KeyResendLost: f.keysLost}, nil
 }
 func (f *fakeOutbox) RemoveLane(_ context.Context, name string, force bool, actor string) (outbox.LaneRemoval, error) {
 	l, err := f.lane(name)
@@ -254,6 +256,15 @@ func TestOutboxAPIWrites(t *testing.T) {
 	if r.Code != 200 || !strings.Contains(r.Body, `"min_gap": "5s"`) || f.lastCall(t) != "set hook gap 5s unset [probe_url] by ops" {
 		t.Fatalf("PATCH: %d %s (%s)", r.Code, r.Body, f.lastCall(t))
 	}
+	if !strings.Contains(r.Body, `"key_resend_lost": null`) {
+		t.Fatalf("PATCH: %s; want key_resend_lost null", r.Body)
+	}
+	f.keysLost = outbox.NewKeyResendLost([]string{"i1"}, true, false)
+	r = do("PATCH", "/api/outbox/lanes/hook", token, jsonBody(`{"settings":{"token":"new"}}`))
+	f.keysLost = nil
+	if r.Code != 200 || !strings.Contains(r.Body, `"key_resend_lost": {`) || !strings.Contains(r.Body, `"in_doubt": 1`) {
+		t.Fatalf("PATCH of a token with a write in doubt: %d %s; want key_resend_lost", r.Code, r.Body)
+	}
 	r = do("DELETE", "/api/outbox/lanes/hook", token, nil)
 	if msg := mustJSONError(t, "DELETE with unresolved intents", r); r.Code != 409 || !strings.Contains(msg, "2 unresolved") || !strings.Contains(msg, "force") {
 		t.Fatalf("DELETE with unresolved intents: %d %s", r.Code, msg)
@@ -325,6 +336,14 @@ func TestOutboxConsole(t *testing.T) {
 	}
 	if body := flashed("/status/lanes/hook"); !strings.Contains(body, `<p class="notice" role="status">lane hook changed</p>`) {
 		t.Errorf("no notice after the set:\n%s", body)
+	}
+	// A token change that strips writes in doubt of their key says so.
+	f.keysLost = outbox.NewKeyResendLost([]string{"i1"}, true, false)
+	r = do("POST", "/status/lanes/hook/set", token, form(url.Values{"settings": {"token=new"}}))
+	f.keysLost = nil
+	cookie = r.Header.Get("Set-Cookie")
+	if body := flashed("/status/lanes/hook"); !strings.Contains(body, "lane hook changed; warning: 1 write in doubt was sent on its idempotency key") {
+		t.Errorf("no warning after a token change with a write in doubt:\n%s", body)
 	}
 	// A refusal comes back as the problem, on the page it came from.
 	r = do("POST", "/status/lanes/hook/remove", token, form(url.Values{}))

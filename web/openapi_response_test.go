@@ -58,6 +58,20 @@ func TestOpenAPILaneSchemaIsWhatTheLaneEndpointsSend(t *testing.T) {
 		}
 	}
 	doc.mustDescribe(t, "Lane", lanes)
+
+	// PATCH answers the lane with what the change did to its writes in
+	// doubt: key_resend_lost, null or not.
+	var sets []map[string]any
+	for _, lost := range []*outbox.KeyResendLost{nil, outbox.NewKeyResendLost([]string{"i1"}, true, false)} {
+		f.keysLost = lost
+		var set map[string]any
+		if r := do("PATCH", "/api/outbox/lanes/hook", token, withBody("application/json", `{"min_gap":"5s"}`)); r.Code != 200 || json.Unmarshal([]byte(r.Body), &set) != nil {
+			t.Fatalf("PATCH /api/outbox/lanes/hook: %d %s", r.Code, r.Body)
+		}
+		sets = append(sets, set)
+	}
+	f.keysLost = nil
+	doc.mustDescribe(t, "LaneSet", sets)
 }
 
 // openAPISchemas is the part of the OpenAPI document that says what an
