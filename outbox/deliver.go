@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -776,8 +778,9 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 		return nil, err
 	}
 	// One ordered read of our own writes, paginated, back to the oldest
-	// write it can decide.
-	ls, err := ReadOwn(ctx, d.Provider, lane.Skew.Std(), d.listSince(intents, lane.Skew.Std()))
+	// write it can decide: on from where a pass before stopped, when it
+	// was the same read.
+	ls, err := d.readOwnKept(ctx, l, intents, d.listSince(intents, lane.Skew.Std()), lane.Skew.Std())
 	if se, ok := errors.AsType[*provider.StatusError](err); ok && se.Wait > 0 {
 		// Asked to wait: reading again at once is refused the same.
 		return nil, &LaneError{d.Lane, &DeferredError{Lane: d.Lane, Until: d.Clock.Now().Add(se.Wait), Err: err}}
@@ -838,6 +841,97 @@ func (d *Deliverer) readRound(ctx context.Context, l Lease) (*round, error) {
 	r.rec = Reconciliation{Checks: map[string]Check{}, Retire: map[string]string{}, Reasons: map[string]string{}}
 	r.now = d.Clock.Now()
 	return r, nil
+}
+
+// maxKeptWrites bounds the own writes a kept read holds: a read stopped
+// with more is not kept, and the next pass reads from the head again.
+const maxKeptWrites = 50_000
+
+// readOwnKept reads the lane's own writes back to since, on from where a
+// pass before stopped when that pass made the same read, and keeps how
+// far it got when it stops before the end (the provider asked it to wait,
+// or a page failed), so a listing longer than a rate limit allows in one
+// pass is still read to its end, over passes, each page once.
+//
+// A kept read is the same read only under the same key (readKey): the
+// provider's listing scope (its server, account and targets: a cursor
+// means nothing under another), how far back it reads, and the writes in
+// doubt it is to decide, each with its latest attempt. A write in doubt
+// made since it stopped may be at the head of the listing, which the kept
+// cursor is past, so any change of those starts over from the head. What
+// the pages kept from an earlier pass showed stands: a write of ours they
+// showed was made; the listing is as old as its oldest page, so an
+// attempt whose write could still land after that page was read is not
+// taken for "not landed" by the pages read later. A provider whose cursor
+// could skip a write between passes (an offset) is not
+// provider.Resumable, and every pass reads from the head as before.
+func (d *Deliverer) readOwnKept(ctx context.Context, l Lease, intents []Intent, since time.Time, skew time.Duration) (Listing, error) {
+	key, resumable := d.readKey(intents, since)
+	if !resumable {
+		ls, _, err := readOwn(ctx, d.Provider, skew, since, Listing{Supported: true}, "")
+		return ls, err
+	}
+	kept, ok, err := d.Store.KeptRead(ctx, l)
+	if err != nil {
+		return Listing{}, err
+	}
+	from, cursor := Listing{Supported: true}, ""
+	switch {
+	case ok && kept.Key == key:
+		from, cursor = kept.Listing, kept.Cursor
+		from.Requests = 0
+	case ok:
+		// Another read's: going on from it could miss a write.
+		if err := d.Store.DropRead(ctx, l); err != nil {
+			return Listing{}, err
+		}
+		ok = false
+	}
+	ls, next, err := readOwn(ctx, d.Provider, skew, since, from, cursor)
+	if err != nil && ok && ls.Requests == 0 && !isWait(err) {
+		// The kept cursor itself was refused (the remote no longer takes
+		// it): read from the head.
+		d.log().Warn("outbox: a kept read's cursor was refused; reading from the head", "lane", d.Lane, "err", err)
+		if derr := d.Store.DropRead(ctx, l); derr != nil {
+			return Listing{}, errors.Join(err, derr)
+		}
+		ls, next, err = readOwn(ctx, d.Provider, skew, since, Listing{Supported: true}, "")
+	}
+	if err != nil && next != "" && ls.Pages > 0 && ctx.Err() == nil {
+		if len(ls.Writes) > maxKeptWrites {
+			d.log().Warn("outbox: a read stopped part-way is too long to keep; the next pass reads from the head",
+				"lane", d.Lane, "writes", len(ls.Writes), "limit", maxKeptWrites)
+		} else if kerr := d.Store.KeepRead(ctx, l, ReadProgress{Key: key, Cursor: next, Listing: ls}); kerr != nil {
+			err = errors.Join(err, kerr)
+		}
+	}
+	return ls, err
+}
+
+// isWait reports whether err is a read the provider asked to wait for.
+func isWait(err error) bool {
+	se, ok := errors.AsType[*provider.StatusError](err)
+	return ok && se.Wait > 0
+}
+
+// readKey names a read of the lane's own writes (ReadProgress.Key): the
+// provider's listing scope, how far back the read goes, and the writes in
+// doubt (sending or unresolved) with each one's attempts; ok is false
+// when the provider's listing cannot be resumed.
+func (d *Deliverer) readKey(intents []Intent, since time.Time) (key string, ok bool) {
+	rs, isResumable := d.Provider.(provider.Resumable)
+	if !isResumable || rs.ListScope() == "" {
+		return "", false
+	}
+	h := sha256.New()
+	// v1: the form ReadProgress is kept in; another form is another read.
+	fmt.Fprintf(h, "read v1\nscope %s\nsince %d\n", rs.ListScope(), since.UnixNano())
+	for _, it := range intents {
+		if it.State == StateSending || it.State == StateUnresolved {
+			fmt.Fprintf(h, "%s %d %d\n", it.ID, it.Attempts, it.attemptStart().UnixNano())
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
 }
 
 // listSince is how far back a reconciliation reads the lane's own writes:
@@ -1032,40 +1126,51 @@ func (d *Deliverer) applyRetirement(ctx context.Context, r *round, kept map[stri
 
 // Listing is the result of one ordered read of a lane's own writes.
 type Listing struct {
-	Writes []OwnWrite
+	Writes []OwnWrite `json:"writes"`
 	// ListedAt is the snapshot time of the oldest page (the zero time when
 	// a page's age could not be told).
-	ListedAt *time.Time
-	// Requests is the number of pages read.
-	Requests int
+	ListedAt *time.Time `json:"listed_at"`
+	// Requests is the number of pages read in this pass.
+	Requests int `json:"-"`
+	// Pages is the number of pages read, over every pass a kept read
+	// (ReadProgress) spans.
+	Pages int `json:"pages"`
 	// Supported is false when the provider cannot list own writes.
-	Supported bool
+	Supported bool `json:"supported"`
 	// Evidence describes the oldest page's age headers.
-	Evidence string
+	Evidence string `json:"evidence"`
 	// Horizon is the latest of the pages' horizons: a write made before it
 	// may be missing from the listing though it landed.
-	Horizon *time.Time
+	Horizon *time.Time `json:"horizon"`
 }
 
 // ReadOwn reads the provider's listing of our own writes, in its stable
 // order, page after page, back to since (the zero time: every page). The
 // listing is as old as its oldest page.
 func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration, since time.Time) (Listing, error) {
-	ls := Listing{Supported: true}
-	cursor := ""
-	for page := 0; ; page++ {
+	ls, _, err := readOwn(ctx, p, skew, since, Listing{Supported: true}, "")
+	return ls, err
+}
+
+// readOwn reads on from cursor, adding to ls what the pages it reads
+// show. It returns the cursor of the page it stopped at: "" once it read
+// the last, else the page that failed (err says why).
+func readOwn(ctx context.Context, p provider.Provider, skew time.Duration, since time.Time, ls Listing, cursor string) (Listing, string, error) {
+	for {
+		page := ls.Pages
 		if page >= maxListPages {
-			return ls, fmt.Errorf("more than %d pages of own writes", maxListPages)
+			return ls, cursor, fmt.Errorf("more than %d pages of own writes", maxListPages)
 		}
 		pg, err := p.ListOwn(ctx, provider.ListQuery{Cursor: cursor, Since: since})
 		if errors.Is(err, provider.ErrUnsupported) && page == 0 {
 			ls.Supported = false
-			return ls, nil
+			return ls, "", nil
 		}
 		if err != nil {
-			return ls, fmt.Errorf("list own writes: %w", err)
+			return ls, cursor, fmt.Errorf("list own writes: %w", err)
 		}
 		ls.Requests++
+		ls.Pages++
 		f := Fresh(pg.Meta.Date, pg.Meta.EffectiveAge(), pg.Meta.RequestTime, time.Time{}, skew)
 		snap := time.Time{} // an age that cannot be told: older than any attempt
 		if f.SnapshotAt != nil {
@@ -1088,10 +1193,10 @@ func ReadOwn(ctx context.Context, p provider.Provider, skew time.Duration, since
 				Parent: w.Parent, HasParent: w.HasParent, BodySHA256: w.BodySHA256})
 		}
 		if pg.Next == "" {
-			return ls, nil
+			return ls, "", nil
 		}
 		if pg.Next == cursor {
-			return ls, fmt.Errorf("list own writes: page %d repeats cursor %q", page, cursor)
+			return ls, cursor, fmt.Errorf("list own writes: page %d repeats cursor %q", page, cursor)
 		}
 		cursor = pg.Next
 	}

@@ -49,12 +49,12 @@ type PlanIntent struct {
 
 // OwnWrite is one of our own writes as the provider listed it.
 type OwnWrite struct {
-	RemoteID   string
-	CreatedAt  time.Time
-	Target     string
-	Parent     string
-	HasParent  bool
-	BodySHA256 string
+	RemoteID   string    `json:"remote_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	Target     string    `json:"target"`
+	Parent     string    `json:"parent"`
+	HasParent  bool      `json:"has_parent"`
+	BodySHA256 string    `json:"body_sha256"`
 }
 
 // PlanInput is everything a plan is made from.

@@ -305,6 +305,30 @@ type Store interface {
 	// RefuseRead records why the provider refused a read the lane needs
 	// (Lane.ReadRefusal), changing nothing else: the lane stays in doubt.
 	RefuseRead(ctx context.Context, l Lease, reason string) error
+	// KeepRead keeps how far a read of the lane's own writes got, for a
+	// later pass to go on from, in place of any kept before. Apply
+	// discards it, as does DropRead.
+	KeepRead(ctx context.Context, l Lease, p ReadProgress) error
+	// KeptRead returns the lane's kept read (ok false: none).
+	KeptRead(ctx context.Context, l Lease) (p ReadProgress, ok bool, err error)
+	// DropRead discards the lane's kept read, if any.
+	DropRead(ctx context.Context, l Lease) error
+}
+
+// ReadProgress is how far a reconciliation's read of the lane's own
+// writes got before it stopped (the provider asked it to wait, or a page
+// failed): the writes its pages showed and the cursor of the next page. A
+// later pass goes on from Cursor, rather than from the listing's head,
+// when its read has the same Key; see Deliverer.
+type ReadProgress struct {
+	// Key names the read: what the listing reads (provider.Resumable's
+	// ListScope), how far back (the listing's Since), and the writes in
+	// doubt it is to decide, each with its latest attempt.
+	Key string `json:"key"`
+	// Cursor is the page to read next.
+	Cursor string `json:"cursor"`
+	// Listing is what the pages read so far showed.
+	Listing Listing `json:"listing"`
 }
 
 // GateClosedError: the lane's pacing gate opens at Until.

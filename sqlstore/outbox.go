@@ -1188,6 +1188,69 @@ func (s *OutboxStore) Apply(ctx context.Context, l outbox.Lease, r outbox.Reconc
 			return err
 		}
 	}
+	// The read it was planned from is done: nothing of it is gone on from.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM outbox_read_progress WHERE lane = $1`, l.Lane); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// KeepRead implements outbox.Store: under the current token, it keeps how
+// far the lane's read of its own writes got, in place of any kept before.
+func (s *OutboxStore) KeepRead(ctx context.Context, l outbox.Lease, p outbox.ReadProgress) error {
+	listing, err := json.Marshal(p.Listing)
+	if err != nil {
+		return fmt.Errorf("keep read of lane %s: %w", l.Lane, err)
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	if err := exec1(ctx, tx, staleLease(l), `INSERT INTO outbox_read_progress (lane, read_key, cursor, listing, kept_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (lane) DO UPDATE SET read_key = excluded.read_key, cursor = excluded.cursor, listing = excluded.listing, kept_at = excluded.kept_at`,
+		l.Lane, p.Key, p.Cursor, string(listing), ms(s.db.Clock.Now())); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// KeptRead implements outbox.Store.
+func (s *OutboxStore) KeptRead(ctx context.Context, l outbox.Lease) (outbox.ReadProgress, bool, error) {
+	var (
+		p       outbox.ReadProgress
+		listing string
+	)
+	err := s.db.db.QueryRowContext(ctx, `SELECT read_key, cursor, listing FROM outbox_read_progress WHERE lane = $1`, l.Lane).Scan(&p.Key, &p.Cursor, &listing)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	if err := json.Unmarshal([]byte(listing), &p.Listing); err != nil {
+		return p, false, fmt.Errorf("kept read of lane %s: %w", l.Lane, err)
+	}
+	return p, true, nil
+}
+
+// DropRead implements outbox.Store: under the current token, it discards
+// the lane's kept read, if any.
+func (s *OutboxStore) DropRead(ctx context.Context, l outbox.Lease) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.fence(ctx, tx, l); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM outbox_read_progress WHERE lane = $1`, l.Lane); err != nil {
+		return err
+	}
 	return tx.Commit()
 }
 

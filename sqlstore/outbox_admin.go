@@ -167,6 +167,7 @@ func (s *OutboxStore) RemoveLane(ctx context.Context, name, actor string, force 
 		`DELETE FROM outbox_intents WHERE lane = $1`,
 		`DELETE FROM outbox_channels WHERE lane = $1`,
 		`DELETE FROM outbox_lane_secrets WHERE lane = $1`,
+		`DELETE FROM outbox_read_progress WHERE lane = $1`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, name); err != nil {
 			return r, fmt.Errorf("remove lane %s: %w", name, err)

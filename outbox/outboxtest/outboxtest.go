@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ReadRefusalStandsUntilAReconciliation", testReadRefusal},
 		{"ApplyKeepsWhyAnIntentStaysUnresolved", testUnresolvedReason},
 		{"ApplyKeepsTheOwnWritesNoIntentMatched", testLastReconciliation},
+		{"KeptReadIsFencedReplacedAndDroppedByApply", testKeptRead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -758,5 +759,75 @@ func testLastReconciliation(t *testing.T, h Harness) {
 	}
 	if got := mustLane(t, h, "chat").LastReconciliation; got == nil || got.UnmatchedOwnWrites != 0 || got.DuplicateOwnWrites != 0 || len(got.RemoteIDs) != 0 {
 		t.Fatalf("after a clean reconciliation: %+v", got)
+	}
+}
+
+// A read stopped part-way is kept per lane, whole, under the current
+// token only; a second replaces the first; DropRead and a recorded
+// reconciliation discard it; another lane's is its own.
+func testKeptRead(t *testing.T, h Harness) {
+	h.AddLane(t, "chat", 0)
+	h.AddLane(t, "other", 0)
+	a := mustDraft(t, h, byHand("chat", "a"))
+	old := mustAcquire(t, h, "chat", "w1")
+	mustFinish(t, h, old, mustBegin(t, h, old, a.ID), outbox.Result{Outcome: outbox.OutcomeUnknown, Error: "timeout"})
+	h.Clock.Advance(ttl + time.Second)
+	l := mustAcquire(t, h, "chat", "w2")
+	if _, ok, err := h.Store.KeptRead(ctx, l); err != nil || ok {
+		t.Fatalf("a lane that never kept a read: ok %v, %v", ok, err)
+	}
+	at := h.Clock.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	horizon := at.Add(-time.Hour)
+	p := outbox.ReadProgress{Key: "k1", Cursor: "page-3", Listing: outbox.Listing{
+		Writes: []outbox.OwnWrite{
+			{RemoteID: "r1", CreatedAt: at, Target: "room-1", Parent: "p", HasParent: true, BodySHA256: strings.Repeat("ab", 32)},
+			{RemoteID: "r2", CreatedAt: at.Add(-time.Second), Target: "room-2", HasParent: false, BodySHA256: strings.Repeat("cd", 32)},
+		},
+		ListedAt: &at, Pages: 2, Supported: true, Evidence: "listing page 0: fresh", Horizon: &horizon,
+	}}
+	mustErr(t, "keep a read under a stale token", h.Store.KeepRead(ctx, old, p), tidemark.ErrStaleClaim)
+	if _, ok, _ := h.Store.KeptRead(ctx, l); ok {
+		t.Fatal("a stale token kept a read")
+	}
+	if err := h.Store.KeepRead(ctx, l, p); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := h.Store.KeptRead(ctx, l)
+	if err != nil || !ok || got.Key != p.Key || got.Cursor != p.Cursor || len(got.Listing.Writes) != 2 ||
+		got.Listing.Writes[0] != p.Listing.Writes[0] || got.Listing.Writes[1] != p.Listing.Writes[1] ||
+		got.Listing.ListedAt == nil || !got.Listing.ListedAt.Equal(at) || got.Listing.Horizon == nil || !got.Listing.Horizon.Equal(horizon) ||
+		got.Listing.Pages != 2 || !got.Listing.Supported || got.Listing.Evidence != p.Listing.Evidence {
+		t.Fatalf("kept %+v (ok %v, %v), want %+v", got, ok, err, p)
+	}
+	ol := mustAcquire(t, h, "other", "w3")
+	if _, ok, _ := h.Store.KeptRead(ctx, ol); ok {
+		t.Fatal("another lane sees chat's kept read")
+	}
+	p2 := outbox.ReadProgress{Key: "k2", Cursor: "page-5", Listing: outbox.Listing{Pages: 4, Supported: true}}
+	if err := h.Store.KeepRead(ctx, l, p2); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, _ := h.Store.KeptRead(ctx, l); !ok || got.Key != "k2" || got.Cursor != "page-5" || len(got.Listing.Writes) != 0 || got.Listing.ListedAt != nil {
+		t.Fatalf("after a second keep: %+v; want it in place of the first", got)
+	}
+	mustErr(t, "drop a read under a stale token", h.Store.DropRead(ctx, old), tidemark.ErrStaleClaim)
+	if err := h.Store.DropRead(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := h.Store.KeptRead(ctx, l); ok {
+		t.Fatal("a dropped read is still kept")
+	}
+	if err := h.Store.DropRead(ctx, l); err != nil {
+		t.Fatalf("dropping a read none kept: %v", err)
+	}
+	if err := h.Store.KeepRead(ctx, l, p); err != nil {
+		t.Fatal(err)
+	}
+	plan := &outbox.Plan{Unresolved: []string{a.ID}, Accounting: outbox.Accounting{Total: 1, Unresolved: 1, Balanced: true}}
+	if err := h.Store.Apply(ctx, l, outbox.Reconciliation{Plan: plan}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := h.Store.KeptRead(ctx, l); ok {
+		t.Fatal("a recorded reconciliation left the read it stopped kept")
 	}
 }

@@ -162,6 +162,21 @@ type KeyScoped interface {
 	KeyScope() string
 }
 
+// Resumable is implemented by a provider whose listing of our own writes
+// can be read part of the way in one pass and on from its cursor in a
+// later one, minutes or hours after, without skipping a write or reading
+// one twice: its cursors stay valid, and each names a position that writes
+// made or removed elsewhere in the listing cannot move (a keyset: an id,
+// a time, a server's stream token, a target's index; never an offset or a
+// page number, which a write removed before it would shift past one).
+// ListScope names what the listing reads (the server, the account, the
+// targets it lists), as a digest that shows no secret: a kept cursor is
+// read on only under the same scope. "" says the listing cannot be
+// resumed.
+type Resumable interface {
+	ListScope() string
+}
+
 // ScopeDigest names a key scope by what identifies it (a server, a
 // token): a digest, so the scope can be kept and compared without keeping
 // the token.

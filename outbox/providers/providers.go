@@ -417,6 +417,15 @@ func (r *redacting) KeyScope() string {
 	return ""
 }
 
+// ListScope is what the provider's listing reads, when it can be resumed
+// (provider.Resumable), or "" (it cannot): the wrapper must not hide it.
+func (r *redacting) ListScope() string {
+	if rs, ok := r.p.(provider.Resumable); ok {
+		return rs.ListScope()
+	}
+	return ""
+}
+
 func (r *redacting) err(err error) error { return redact.Err(err, r.secrets...) }
 
 func (r *redacting) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {

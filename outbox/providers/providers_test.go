@@ -180,3 +180,67 @@ func TestTheWrapperHidesNothingTheDelivererAsks(t *testing.T) {
 		}
 	}
 }
+
+// A reconciliation's read stopped part-way is gone on from in a later
+// pass only where the provider's cursor is a keyset that writes made or
+// removed since cannot move (provider.Resumable): Mastodon's status id,
+// Discord's message id, Matrix's pagination token, ntfy's topic index,
+// IMAP's UID. GitHub's page numbers would skip a comment when one before
+// it is deleted between passes, Slack's cursor is opaque with no promise
+// of how long it lasts, and a webhook receiver's is its own: those read
+// from the head every pass. The scope names the server, the account and
+// the targets listed, and shows no secret.
+func TestAListingIsResumedOnlyWhereItsCursorIsAKeyset(t *testing.T) {
+	build := func(kind string, settings map[string]string) string {
+		t.Helper()
+		shown, secrets := providers.Split(kind, settings)
+		p, err := providers.NewWithSecrets(outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "l", Provider: kind, Settings: shown}}, secrets, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		rs, ok := p.(provider.Resumable)
+		if !ok {
+			t.Fatalf("%s: the wrapper hides whether the listing can be resumed", kind)
+		}
+		return rs.ListScope()
+	}
+	email := func(extra map[string]string) map[string]string {
+		m := map[string]string{"smtp_url": "smtp://mail.example:587", "from": "bot@example.org", "username": "bot", "password": "pw-1", "imap_url": "imaps://mail.example:993"}
+		maps.Copy(m, extra)
+		return m
+	}
+	for _, tc := range []struct {
+		kind       string
+		a, b, same map[string]string // b reads another listing than a; same reads a's
+		secret     string
+	}{
+		{"mastodon", map[string]string{"base_url": "https://social.example", "token": "tok-1"}, map[string]string{"base_url": "https://social.example", "token": "tok-2"},
+			map[string]string{"base_url": "https://social.example", "token": "tok-1", "visibility": "public"}, "tok-1"},
+		{"discord", map[string]string{"url": "https://discord.example/api/webhooks/1/hook-1", "bot_token": "bot-1"}, map[string]string{"url": "https://discord.example/api/webhooks/1/hook-1", "bot_token": "bot-2"},
+			map[string]string{"url": "https://discord.example/api/webhooks/1/hook-1", "bot_token": "bot-1", "target": "news"}, "bot-1"},
+		{"matrix", map[string]string{"homeserver_url": "https://m.example", "token": "tok-1", "rooms": "!a:m.example"}, map[string]string{"homeserver_url": "https://m.example", "token": "tok-1", "rooms": "!a:m.example,!b:m.example"},
+			map[string]string{"homeserver_url": "https://m.example", "token": "tok-1", "rooms": "!a:m.example"}, "tok-1"},
+		{"ntfy", map[string]string{"topics": "changes", "token": "tk_1"}, map[string]string{"topics": "changes,other", "token": "tk_1"},
+			map[string]string{"topics": "changes", "token": "tk_1", "title": "News"}, "tk_1"},
+		{"email", email(nil), email(map[string]string{"sent_mailbox": "Archive"}), email(map[string]string{"from": "news@example.org"}), "pw-1"},
+	} {
+		a, b, same := build(tc.kind, tc.a), build(tc.kind, tc.b), build(tc.kind, tc.same)
+		if a == "" || a == b || a != same {
+			t.Errorf("%s: listing scopes %q, %q and %q: want one, the first two apart and the first and third equal", tc.kind, a, b, same)
+		}
+		if strings.Contains(a, tc.secret) {
+			t.Errorf("%s: scope %q shows a secret", tc.kind, a)
+		}
+	}
+	for kind, settings := range map[string]map[string]string{
+		"github":  {"token": "ghp_1", "repos": "acme/widgets"},
+		"slack":   {"token": "xoxb-1", "channels": "C0AAAA1"},
+		"webhook": {"url": "https://x.example/hook", "list_url": "https://x.example/list", "secret": "s"},
+		"email":   {"smtp_url": "smtp://mail.example:587", "from": "bot@example.org", "password": "pw"}, // no sent mailbox: no listing
+		"discord": {"url": "https://discord.example/api/webhooks/1/hook-1"},                             // no bot token: no listing
+	} {
+		if s := build(kind, settings); s != "" {
+			t.Errorf("%s %v: listing scope %q; want none (read from the head every pass)", kind, settings, s)
+		}
+	}
+}

@@ -230,6 +230,16 @@ func (p *Provider) channelID(ctx context.Context) (string, error) {
 	return hook.ChannelID, nil
 }
 
+// ListScope implements provider.Resumable: the listing's cursor is a
+// message id (before), a keyset that messages posted or deleted since do
+// not move.
+func (p *Provider) ListScope() string {
+	if p.c.BotToken == "" {
+		return "" // nothing to list
+	}
+	return provider.ScopeDigest("discord", p.c.APIURL, p.c.WebhookURL, p.c.BotToken, p.c.ChannelID)
+}
+
 // ListOwn implements provider.Provider: the channel's messages, newest
 // first, paginated with before=, filtered to our webhook. It needs a bot
 // token that may read the channel.

@@ -128,6 +128,16 @@ func liveMeta(requestTime time.Time) provider.Meta {
 		CacheControl: "no-store (a live IMAP session)"}
 }
 
+// ListScope implements provider.Resumable: the listing's cursor is the
+// mailbox's UIDVALIDITY and a UID, a keyset that mails filed or expunged
+// since do not move (a renumbered mailbox refuses the cursor).
+func (p *Provider) ListScope() string {
+	if p.imap == nil {
+		return ""
+	}
+	return provider.ScopeDigest("email", p.c.IMAPURL, p.c.IMAPUsername, p.c.IMAPPassword, p.c.SentMailbox)
+}
+
 // ListOwn implements provider.Provider: with a sent mailbox configured
 // (imap_url), the mails in it whose Message-ID is one of ours
 // (tm-…@the from address's domain), in UID order, one page of

@@ -246,6 +246,13 @@ func (p *Provider) KeyScope() string {
 	return provider.ScopeDigest("mastodon", p.c.BaseURL, p.c.Token)
 }
 
+// ListScope implements provider.Resumable: the listing's cursor is a
+// status id (max_id), a keyset that statuses posted or deleted since do
+// not move.
+func (p *Provider) ListScope() string {
+	return provider.ScopeDigest("mastodon", p.c.BaseURL, p.c.Token, p.c.AccountID)
+}
+
 // ListOwn implements provider.Provider: the account's statuses, newest
 // first by id (a stable order), paginated by max_id.
 func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {

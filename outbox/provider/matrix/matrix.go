@@ -218,6 +218,17 @@ func (p *Provider) KeyScope() string {
 	return provider.ScopeDigest("matrix", p.c.HomeserverURL, p.c.Token)
 }
 
+// ListScope implements provider.Resumable: the listing's cursor is a
+// room's index among rooms and the homeserver's pagination token, a
+// position in the room's timeline that events sent or redacted since do
+// not move.
+func (p *Provider) ListScope() string {
+	if len(p.c.Rooms) == 0 {
+		return "" // nothing to list
+	}
+	return provider.ScopeDigest("matrix", p.c.HomeserverURL, p.c.Token, p.c.UserID, strings.Join(p.c.Rooms, ","))
+}
+
 // ListOwn implements provider.Provider: each configured room's messages,
 // newest first (dir=b), paginated by the server's tokens, filtered to our
 // user. The cursor is "room-index" or "room-index|from-token".

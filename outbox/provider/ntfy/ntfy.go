@@ -232,6 +232,15 @@ func (p *Provider) own(m message) provider.OwnWrite {
 // lane names, and no other.
 func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Topics, target) }
 
+// ListScope implements provider.Resumable: the listing's cursor is a
+// topic's index among topics, each read whole in one poll.
+func (p *Provider) ListScope() string {
+	if len(p.c.Topics) == 0 {
+		return "" // nothing to list
+	}
+	return provider.ScopeDigest("ntfy", p.c.BaseURL, p.c.Token, strings.Join(p.c.Topics, ","))
+}
+
 // ListOwn implements provider.Provider: each configured topic's cached
 // messages, one topic a page. Anyone who may publish to a topic writes
 // into this listing too; their messages match no intent (unless they are
