@@ -183,11 +183,11 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 // when it cannot be built here (a secret's variable unset in this
 // process).
 func (p *Pipeline) keyScope(ctx context.Context, name string) (scope string, ok bool) {
-	d, err := p.Deliverer(ctx, name, 0)
-	if err != nil {
+	_, prov, built := p.laneProvider(ctx, name)
+	if !built {
 		return "", false
 	}
-	if k, isScoped := d.Provider.(provider.KeyScoped); isScoped {
+	if k, isScoped := prov.(provider.KeyScoped); isScoped {
 		return k.KeyScope(), true
 	}
 	return "", true
