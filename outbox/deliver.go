@@ -31,6 +31,26 @@ var (
 // cancelled.
 const finishTimeout = 30 * time.Second
 
+// MaxFailureBackoff caps the wait the lane's gate keeps after an intent's
+// failed attempts (failureBackoff).
+const MaxFailureBackoff = 5 * time.Minute
+
+// failureBackoff is how long the lane's gate stays closed after the n-th
+// attempt of an intent failed (its outcome unknown, or not landed): none
+// after the first, then 2s doubling to MaxFailureBackoff, so a receiver
+// that is up but fails every write is not sent the same write at the
+// lane's gap for as long as it fails. Retry-After, when longer, wins.
+func failureBackoff(n int) time.Duration {
+	if n < 2 {
+		return 0
+	}
+	b := time.Second
+	for i := 1; i < n && b < MaxFailureBackoff; i++ {
+		b *= 2
+	}
+	return min(b, MaxFailureBackoff)
+}
+
 // Limits of a reconciliation.
 const (
 	maxListPages        = 100_000
@@ -281,7 +301,7 @@ func (e *DeferredError) Error() string {
 		return fmt.Sprintf("reconciliation deferred: %v; the provider asked to wait until %s; a later pass reconciles",
 			e.Err, e.Until.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("intent %s deferred: the provider asked to wait until %s; a later pass sends it",
+	return fmt.Sprintf("intent %s deferred: the lane waits until %s (the provider asked it to, or it backs off after failed writes); a later pass sends it",
 		e.IntentID, e.Until.UTC().Format(time.RFC3339))
 }
 
@@ -373,6 +393,10 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 // finish records an attempt's result in the journal, and says in step
 // what it came to.
 func (d *Deliverer) finish(finishCtx context.Context, l Lease, in Intent, att Attempt, res Result, step Step, perr error) (Step, error) {
+	if res.Outcome == OutcomeUnknown || res.Outcome == OutcomeNotLanded {
+		// A receiver that fails write after write is given time.
+		res.RetryAfter = max(res.RetryAfter, failureBackoff(in.Attempts+1))
+	}
 	if err := d.Store.Finish(finishCtx, l, att, res); err != nil {
 		return Step{}, err
 	}

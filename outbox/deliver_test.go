@@ -791,3 +791,50 @@ func TestAStoppedDeliveryLeavesAnUncountedWriteInDoubt(t *testing.T) {
 		h.assertExactlyOnce([]outbox.Intent{c})
 	})
 }
+
+// A receiver that is up but fails every write is not sent the same write
+// again at the lane's gap forever: each failed attempt of an intent
+// doubles the wait before the lane sends again, up to a cap.
+func TestFailedAttemptsBackOff(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		h.srv.FailWrites(12)
+		d := h.deliverer("w1")
+		var gaps []time.Duration
+		last := time.Time{}
+		for h.srv.Posts() < 13 {
+			before := h.srv.Posts()
+			s := h.step(d)
+			if h.srv.Posts() > before {
+				if !last.IsZero() {
+					gaps = append(gaps, h.env.Clock.Now().Sub(last))
+				}
+				last = h.env.Clock.Now()
+			}
+			switch {
+			case s.Until != nil && s.Until.After(h.env.Clock.Now()):
+				h.env.Clock.Set(*s.Until)
+			default:
+				h.env.Clock.Advance(time.Second)
+			}
+			if len(gaps) > 40 {
+				t.Fatal("no progress")
+			}
+		}
+		t.Logf("gaps between attempts: %v", gaps)
+		for i := 1; i < len(gaps); i++ {
+			if gaps[i] < gaps[i-1] && gaps[i] < outbox.MaxFailureBackoff {
+				t.Fatalf("gaps between attempts %v: shrank at %d", gaps, i)
+			}
+		}
+		if g := gaps[len(gaps)-1]; g < outbox.MaxFailureBackoff {
+			t.Fatalf("gaps between attempts %v: want the last at the cap %v", gaps, outbox.MaxFailureBackoff)
+		}
+		if g := gaps[len(gaps)-1]; g > outbox.MaxFailureBackoff+provider.DefaultTimeout+time.Minute {
+			t.Fatalf("gaps between attempts %v: the cap %v is not kept", gaps, outbox.MaxFailureBackoff)
+		}
+		h.runOnce(d)
+		h.assertExactlyOnce([]outbox.Intent{c})
+	})
+}

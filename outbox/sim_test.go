@@ -143,8 +143,18 @@ func simulate(t *testing.T, b sqltest.Backend, seed int64) {
 	}
 	d = h.deliverer("final")
 	h.env.Clock.Advance(time.Hour)
-	for range 4 {
-		h.runOnce(d)
+	for range 8 {
+		// A pass the lane's backoff after failed writes defers ends
+		// there; a later pass sends.
+		_, err := d.RunOnce(ctx, func(_ context.Context, dur time.Duration) error {
+			h.env.Clock.Advance(dur)
+			return nil
+		})
+		if def, ok := errors.AsType[*outbox.DeferredError](err); ok {
+			h.env.Clock.Set(def.Until)
+		} else if err != nil {
+			t.Fatal(err)
+		}
 		h.env.Clock.Advance(2 * time.Minute)
 	}
 	check(-1, "final")

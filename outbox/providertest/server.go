@@ -60,6 +60,7 @@ type Server struct {
 	badDate    bool
 	reorder    bool
 	loseAnswer int
+	failWrites int // the next POSTs answer 500 and write nothing
 	retryAfter time.Duration
 	readWait   time.Duration // the next listing read answers 429 with it
 	honourKeys bool
@@ -139,6 +140,10 @@ func (s *Server) ReorderNext() { s.mu.Lock(); s.reorder = true; s.mu.Unlock() }
 // LoseAnswers makes the next n writes land but answer 502, as a connection
 // lost after the provider committed would.
 func (s *Server) LoseAnswers(n int) { s.mu.Lock(); s.loseAnswer = n; s.mu.Unlock() }
+
+// FailWrites makes the next n POSTs answer 500 without writing anything:
+// a receiver that is up but broken.
+func (s *Server) FailWrites(n int) { s.mu.Lock(); s.failWrites = n; s.mu.Unlock() }
 
 // RetryAfterNext makes the next POST answer 429 with Retry-After.
 func (s *Server) RetryAfterNext(d time.Duration) { s.mu.Lock(); s.retryAfter = d; s.mu.Unlock() }
@@ -259,6 +264,11 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.retryAfter/time.Second)))
 		s.retryAfter = 0
 		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	if s.failWrites > 0 {
+		s.failWrites--
+		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
