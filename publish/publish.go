@@ -135,6 +135,11 @@ type Result struct {
 	Repaired *Result `json:"repaired,omitempty"`
 	// RepairErr is why the repair failed, if it did.
 	RepairErr error `json:"-"`
+	// Elsewhere is set when another publisher published this summary on
+	// the page, at a newer generation, while this attempt was under way:
+	// the page shows what this attempt set out to publish, which is no
+	// failure. Generation and ETag are then that publication's.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
 // PageKey is the object key of a page.
@@ -155,7 +160,10 @@ const finishTimeout = 30 * time.Second
 
 // Publish publishes a summary on its event's page. When the final mark
 // loses to a newer summary it repairs the page (one level) and returns an
-// error matching ErrLostRace, whatever the repair's outcome.
+// error matching ErrLostRace, whatever the repair's outcome. When another
+// publisher of the same summary overtakes it (a newer generation of the
+// page), it succeeds if that one has published the summary
+// (Result.Elsewhere), and publishes again once if it has not yet.
 func (s *Service) Publish(ctx context.Context, summaryID string) (Result, error) {
 	return s.publish(ctx, summaryID, true, nil)
 }
@@ -189,7 +197,62 @@ func (k *knownCards) add(sourceID string) {
 	k.seen[sourceID] = true
 }
 
+// publish is one publication of summaryID (attempt: steps 1 to 4, and
+// the repair if repair is set), then step 5: an attempt overtaken by a
+// newer generation of its page (another publisher wrote or marked one
+// after this attempt's pre-checks) is decided by the books.
+//
+//   - If they mark the page published with this very summary at a newer
+//     generation, the summary is published, by another publisher: that is
+//     no failure, and the result says so (Result.Elsewhere).
+//   - If the event points at another summary now, or at none, this attempt
+//     lost to it and fails as it did: the newer summary's publisher owns
+//     the page.
+//   - Otherwise the newer generation is not marked yet: its publisher is
+//     writing it, or died after its write, and nothing says it will mark
+//     it. A publication (repair set) publishes again, at a fresh
+//     generation, once; a second attempt overtaken the same way fails,
+//     naming the page (nobody has published it; a pass or sweep will). A
+//     repair does not: it would chase the publisher it lost to.
 func (s *Service) publish(ctx context.Context, summaryID string, repair bool, cards *knownCards) (Result, error) {
+	res, err := s.attempt(ctx, summaryID, repair, cards)
+	for again := false; overtaken(err) && ctx.Err() == nil; again = true {
+		ps, perr := s.Store.PageState(ctx, res.PageID)
+		switch {
+		case perr != nil:
+			return res, errors.Join(err, fmt.Errorf("page %s overtaken: %w", res.PageID, perr))
+		case ps.PublishedSummaryID == summaryID && ps.PublishedGeneration > res.Generation:
+			s.log().Info("publish: another publisher published the summary first", "summary", summaryID,
+				"page", res.PageID, "generation", ps.PublishedGeneration)
+			return Result{SummaryID: summaryID, PageID: res.PageID, Key: res.Key, Generation: ps.PublishedGeneration,
+				ETag: ps.PublishedETag, Elsewhere: true}, nil
+		case ps.SummaryID != summaryID || !ps.PointerFresh:
+			return res, err // lost to a newer summary (or a rejection)
+		case !repair:
+			return res, err
+		case again:
+			return res, fmt.Errorf("publish %s: page %s was overtaken twice by generations other publishers have not marked published "+
+				"(they are writing it, or died after their write): %w", summaryID, res.PageID, err)
+		}
+		s.log().Info("publish: a newer generation of the page is not marked published; publishing again",
+			"summary", summaryID, "page", res.PageID, "generation", res.Generation)
+		res, err = s.attempt(ctx, summaryID, repair, cards)
+	}
+	return res, err
+}
+
+// overtaken reports whether a publication failed because a newer
+// generation of its page was written or marked (not because a newer
+// summary won the mark).
+func overtaken(err error) bool {
+	return err != nil && !errors.Is(err, ErrLostRace) &&
+		(errors.Is(err, objstore.ErrNewerGeneration) || errors.Is(err, ErrNewerPublished))
+}
+
+// attempt is one publication of summaryID: the pre-checks, the write, the
+// read-back and the mark (steps 1 to 3), and the repair of a lost mark
+// (step 4) if repair is set.
+func (s *Service) attempt(ctx context.Context, summaryID string, repair bool, cards *knownCards) (Result, error) {
 	res := Result{SummaryID: summaryID}
 	// 1. Pre-checks, before anything is written.
 	plan, err := s.Store.Prepare(ctx, summaryID)
@@ -664,9 +727,14 @@ func passedNote(passed []refusedEvent) string {
 
 // PublishReport counts what PublishPending did.
 type PublishReport struct {
-	Published int      `json:"published"`
-	Failed    int      `json:"failed"`
-	Errors    []string `json:"errors,omitempty"`
+	Published int `json:"published"`
+	// PublishedElsewhere counts the pages this pass set out to publish (or
+	// republish) that another publisher published with the same summary
+	// while it ran (Result.Elsewhere): not failures, and not counted in
+	// Published, Relinked or Restyled.
+	PublishedElsewhere int      `json:"published_elsewhere"`
+	Failed             int      `json:"failed"`
+	Errors             []string `json:"errors,omitempty"`
 	// Repaired and RepairFailed count the failed publications that lost
 	// the race and repaired their page, and those whose repair failed.
 	Repaired     int `json:"repaired"`
@@ -774,7 +842,11 @@ func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCar
 func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int, step Step) error {
 	return s.publishEach(ctx, ids, func(id string) (Result, error) { return s.publish(ctx, id, true, cards) },
 		func(_ string, res Result, err error) {
-			if err == nil {
+			switch {
+			case err == nil && res.Elsewhere:
+				rep.PublishedElsewhere++
+				return
+			case err == nil:
 				*done++
 				told(ctx, step)
 				return

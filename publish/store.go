@@ -348,6 +348,9 @@ type Store interface {
 
 	// PageStates calls fn for every page, in page ID order.
 	PageStates(ctx context.Context, fn func(PageState) error) error
+	// PageState is one page's bookkeeping, as PageStates gives it;
+	// tidemark.ErrNotFound if there is no such page.
+	PageState(ctx context.Context, pageID string) (PageState, error)
 	// Withdraw clears a page's published state (and its absence) if the
 	// event still has no current summary; it reports whether it did, and
 	// when it did not, the generation the page is published in now (0:

@@ -461,6 +461,9 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	err = s.publishEach(ctx, republish, func(id string) (Result, error) { return s.Publish(ctx, id) },
 		func(id string, res Result, err error) {
 			switch {
+			case err == nil && res.Elsewhere:
+				// Another publisher published the same summary meanwhile.
+				rep.Superseded++
 			case err == nil:
 				if l := pages[res.Key]; l != nil {
 					l.published, l.present = true, true

@@ -804,33 +804,56 @@ func (s *PublishStore) CurrentSummary(ctx context.Context, eventID string) (stri
 	return id.String, err
 }
 
-// PageStates implements publish.Store.
-func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
-	rows, err := s.db.db.QueryContext(ctx, `SELECT p.id, p.event_id, p.source_id, p.summary_id,
+// pageStateQuery selects a page's bookkeeping, as scanPageState reads it.
+const pageStateQuery = `SELECT p.id, p.event_id, p.source_id, p.summary_id,
 		CASE WHEN p.evidence_hash = e.evidence_hash THEN 1 ELSE 0 END,
 		p.published_summary_id, p.published_etag, p.published_generation, p.absent
-		FROM pages p JOIN events e ON e.id = p.event_id ORDER BY p.id`)
+		FROM pages p JOIN events e ON e.id = p.event_id`
+
+func scanPageState(sc scanner) (publish.PageState, error) {
+	var (
+		ps             publish.PageState
+		ptr, published sql.NullString
+		fresh, absent  int
+	)
+	if err := sc.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedETag,
+		&ps.PublishedGeneration, &absent); err != nil {
+		return ps, err
+	}
+	ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
+	ps.Absent = absent == 1
+	return ps, nil
+}
+
+// PageStates implements publish.Store.
+func (s *PublishStore) PageStates(ctx context.Context, fn func(publish.PageState) error) error {
+	rows, err := s.db.db.QueryContext(ctx, pageStateQuery+` ORDER BY p.id`)
 	if err != nil {
 		return fmt.Errorf("page states: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			ps             publish.PageState
-			ptr, published sql.NullString
-			fresh, absent  int
-		)
-		if err := rows.Scan(&ps.PageID, &ps.EventID, &ps.SourceID, &ptr, &fresh, &published, &ps.PublishedETag,
-			&ps.PublishedGeneration, &absent); err != nil {
+		ps, err := scanPageState(rows)
+		if err != nil {
 			return err
 		}
-		ps.SummaryID, ps.PointerFresh, ps.PublishedSummaryID = ptr.String, fresh == 1 && ptr.Valid, published.String
-		ps.Absent = absent == 1
 		if err := fn(ps); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// PageState implements publish.Store.
+func (s *PublishStore) PageState(ctx context.Context, pageID string) (publish.PageState, error) {
+	ps, err := scanPageState(s.db.db.QueryRowContext(ctx, pageStateQuery+` WHERE p.id = $1`, pageID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ps, fmt.Errorf("page %s: %w", pageID, tidemark.ErrNotFound)
+	}
+	if err != nil {
+		return ps, fmt.Errorf("page %s: %w", pageID, err)
+	}
+	return ps, nil
 }
 
 // Withdraw implements publish.Store.

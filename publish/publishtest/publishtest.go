@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"NewerRetiresOlderAndMovesPointer", testNewerRetires},
 		{"RejectedNeverPublished", testRejected},
 		{"MarkPublishes", testMark},
+		{"PageStateIsOnePagesBooks", testPageState},
 		{"MarkMatchesNothingWhenSuperseded", testMarkSuperseded},
 		{"MarkMatchesNothingWhenRefrozen", testMarkRefrozen},
 		{"MarkMatchesNothingWhenRejected", testMarkRejected},
@@ -429,6 +430,34 @@ func testMark(t *testing.T, h *harness) {
 	srcs2, err := h.Store.Sources(ctx)
 	if err != nil || len(srcs2) != 1 || srcs2[0].Stamp == srcs[0].Stamp {
 		t.Fatalf("sources after republishing %+v %v: stamp did not change from %q", srcs2, err, srcs[0].Stamp)
+	}
+}
+
+// PageState is what PageStates says of one page, read as it is now: a
+// publisher overtaken by a newer generation decides by it whether another
+// published its summary.
+func testPageState(t *testing.T, h *harness) {
+	ev := h.mustEvent(t, "c1", "evidence")
+	s := h.mustAccept(t, ev, "Adds a parser.", "m1")
+	p := h.mustPrepare(t, s.ID)
+	ps, err := h.Store.PageState(ctx, p.PageID)
+	if err != nil || ps.PageID != p.PageID || ps.EventID != ev.ID || ps.SummaryID != s.ID || !ps.PointerFresh ||
+		ps.PublishedSummaryID != "" || ps.PublishedGeneration != 0 {
+		t.Fatalf("page state before the mark: %+v, %v", ps, err)
+	}
+	h.mustMark(t, p, "etag-1")
+	ps, err = h.Store.PageState(ctx, p.PageID)
+	if err != nil || ps != h.pageStates(t)[ev.ID] || ps.PublishedSummaryID != s.ID || ps.PublishedGeneration != p.Generation ||
+		ps.PublishedETag != "etag-1" {
+		t.Fatalf("page state after the mark: %+v, %v; PageStates says %+v", ps, err, h.pageStates(t)[ev.ID])
+	}
+	// A newer summary moves the pointer; the published summary stays.
+	s2 := h.mustAccept(t, ev, "Adds a faster parser.", "m2")
+	if ps, err = h.Store.PageState(ctx, p.PageID); err != nil || ps.SummaryID != s2.ID || ps.PublishedSummaryID != s.ID {
+		t.Fatalf("page state after a newer summary: %+v, %v", ps, err)
+	}
+	if _, err := h.Store.PageState(ctx, "no-such-page"); !errors.Is(err, tidemark.ErrNotFound) {
+		t.Fatalf("page state of no page: %v, want ErrNotFound", err)
 	}
 }
 

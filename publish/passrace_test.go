@@ -1,0 +1,308 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
+)
+
+// pagePuts is one publisher's view of an object store: before each of its
+// page writes (changes/…), counting from 1, it runs hooks[n] if there is
+// one, so a test can run another publisher in the middle of this one's.
+type pagePuts struct {
+	objstore.Store
+	mu    sync.Mutex
+	n     int
+	hooks map[int]func()
+}
+
+func (p *pagePuts) Put(ctx context.Context, key string, body []byte, opt objstore.PutOptions) (objstore.Info, error) {
+	if strings.HasPrefix(key, "changes/") {
+		p.mu.Lock()
+		p.n++
+		hook := p.hooks[p.n]
+		p.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return p.Store.Put(ctx, key, body, opt)
+}
+
+// failMark fails every mark, as a publisher that died between its write
+// and its mark would leave the page: a newer generation in the store that
+// nobody marks.
+type failMark struct{ publish.Store }
+
+var errMarkInjected = errors.New("injected: the publisher died before its mark")
+
+func (f failMark) Mark(context.Context, publish.Plan, publish.Written) (publishPublication, error) {
+	return publishPublication{}, errMarkInjected
+}
+
+// pageOf is the page of ev and what the books say of it.
+func (f *fixture) pageOf(t *testing.T, eventID string) publish.PageState {
+	t.Helper()
+	var out publish.PageState
+	if err := f.st.PageStates(context.Background(), func(ps publish.PageState) error {
+		if ps.EventID == eventID {
+			out = ps
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out.PageID == "" {
+		t.Fatalf("event %s has no page", eventID)
+	}
+	return out
+}
+
+// mustConverged asserts the page shows text at the generation the books
+// mark published, and that a sweep finds nothing to do.
+func (f *fixture) mustConverged(t *testing.T, eventID, summaryID, text string) {
+	t.Helper()
+	ps := f.pageOf(t, eventID)
+	if ps.PublishedSummaryID != summaryID {
+		t.Fatalf("page %s is marked with summary %q, want %s", ps.PageID, ps.PublishedSummaryID, summaryID)
+	}
+	o := f.mustPageShows(t, ps.PageID, text, "")
+	if o.Generation != ps.PublishedGeneration || o.ETag != ps.PublishedETag {
+		t.Fatalf("page %s: the store holds generation %d (%s), the books mark %d (%s)",
+			ps.PageID, o.Generation, o.ETag, ps.PublishedGeneration, ps.PublishedETag)
+	}
+	rep, err := f.svc.Sweep(context.Background())
+	if err != nil || rep.Republished != 0 || rep.Failed != 0 || rep.Superseded != 0 {
+		t.Fatalf("sweep after the race: %+v %v", rep, err)
+	}
+}
+
+// Two publishing passes over one database and one store (two RunOnce in a
+// process, `run --once` beside a daemon) both find a summary pending. The
+// other pass publishes it while this one is between its pre-checks and
+// its write, or between its write and its mark: this one then finds a
+// newer generation of its page, marked published with the very summary it
+// set out to publish. The page is published: this pass reports no
+// failure (it counts the page published elsewhere), and nothing is left
+// for a sweep.
+func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
+	for _, gap := range []string{"before-write", "before-mark"} {
+		t.Run(gap, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				for name, newStore := range stores(t) {
+					t.Run(name, func(t *testing.T) {
+						ctx := context.Background()
+						store := newStore(t)
+						f := mustFixture(t, b, store)
+						ev := f.mustEvent(t, "c1", "change", "evidence")
+						s := f.mustAccept(t, ev, "The change.", "m1")
+						objsA := &pagePuts{Store: store}
+						svcA := &publish.Service{Store: f.st, Objects: objsA}
+						svcB := &publish.Service{Store: f.st, Objects: store}
+						var repB publish.PublishReport
+						var errB error
+						ran := false
+						other := func() { ran = true; repB, errB = svcB.PublishPending(ctx, 100) }
+						switch gap {
+						case "before-write":
+							objsA.hooks = map[int]func(){1: other}
+						case "before-mark":
+							svcA.Store = &beforeFirstMark{Store: f.st, hook: other}
+						}
+						repA, errA := svcA.PublishPending(ctx, 100)
+						if !ran {
+							t.Fatal("the other pass never ran")
+						}
+						if errB != nil || repB.Published != 1 || repB.Failed != 0 {
+							t.Fatalf("the other pass: %+v, %v; want it to publish the page", repB, errB)
+						}
+						if errA != nil || repA.Failed != 0 || repA.Published != 0 || repA.PublishedElsewhere != 1 {
+							t.Fatalf("this pass: %+v, %v; want the page counted published elsewhere, no failure", repA, errA)
+						}
+						f.mustConverged(t, ev.ID, s.ID, "The change.")
+					})
+				}
+			})
+		})
+	}
+}
+
+// The other publisher wrote a newer generation of the page and has not
+// marked it yet when this one's write finds it: nobody has published the
+// page, so this publication can neither count it published nor give up on
+// it (the other may never mark). It publishes again, once, at a fresh
+// generation; the other's mark then finds the page published with its
+// summary, which is no failure of the other either.
+func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStore := range stores(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				store := newStore(t)
+				f := mustFixture(t, b, store)
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s := f.mustAccept(t, ev, "The change.", "m1")
+				arrived, proceed := make(chan struct{}), make(chan struct{})
+				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: func() { close(arrived); <-proceed }}}
+				svcA := &publish.Service{Store: f.st, Objects: objsA}
+				type outcome struct {
+					res publish.Result
+					err error
+				}
+				doneA := make(chan outcome, 1)
+				go func() {
+					res, err := svcA.Publish(ctx, s.ID)
+					doneA <- outcome{res, err}
+				}()
+				<-arrived // A passed its pre-checks: its generation is the older
+				var a outcome
+				svcB := &publish.Service{Store: &beforeFirstMark{Store: f.st, hook: func() {
+					// B's newer generation is written, not marked: A writes now.
+					close(proceed)
+					a = <-doneA
+				}}, Objects: store}
+				resB, errB := svcB.Publish(ctx, s.ID)
+				if a.err != nil {
+					t.Fatalf("the publication overtaken by an unmarked generation: %v", a.err)
+				}
+				if a.res.Elsewhere || a.res.Generation != resB.Generation || a.res.Generation <= 2 {
+					t.Fatalf("A: %+v; want it published again by itself, at a generation after B's", a.res)
+				}
+				if errB != nil || !resB.Elsewhere {
+					t.Fatalf("B: %+v, %v; want its page counted published elsewhere, no error", resB, errB)
+				}
+				mustPublished(t, f.mustSummary(t, s.ID), true)
+				f.mustConverged(t, ev.ID, s.ID, "The change.")
+			})
+		}
+	})
+}
+
+// A page nobody publishes is still reported: this publication is
+// overtaken by a newer generation that is never marked (its publisher died
+// after its write), publishes again, and is overtaken again the same way.
+// It gives up after that one more attempt and fails, naming the page; the
+// page is not marked published, and a sweep converges it.
+func TestOvertakenTwiceByUnmarkedGenerationsFails(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStore := range stores(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				store := newStore(t)
+				f := mustFixture(t, b, store)
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s := f.mustAccept(t, ev, "The change.", "m1")
+				dies := func() {
+					dead := &publish.Service{Store: failMark{f.st}, Objects: store}
+					if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
+						t.Errorf("the publisher that dies: %v", err)
+					}
+				}
+				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: dies, 2: dies, 3: dies}}
+				svcA := &publish.Service{Store: f.st, Objects: objsA}
+				rep, err := svcA.PublishPending(ctx, 100)
+				if err != nil || rep.Failed != 1 || rep.Published != 0 || rep.PublishedElsewhere != 0 {
+					t.Fatalf("pass: %+v, %v; want the page failed", rep, err)
+				}
+				if objsA.n != 2 {
+					t.Fatalf("%d page writes, want 2 (one more attempt, not a chase)", objsA.n)
+				}
+				ps := f.pageOf(t, ev.ID)
+				if msg := strings.Join(rep.Errors, "\n"); !strings.Contains(msg, ps.PageID) {
+					t.Fatalf("the error does not name page %s: %s", ps.PageID, msg)
+				}
+				if ps.PublishedSummaryID != "" {
+					t.Fatalf("the page is marked published with %s", ps.PublishedSummaryID)
+				}
+				mustPublished(t, f.mustSummary(t, s.ID), false)
+				sw, err := f.svc.Sweep(ctx)
+				if err != nil || sw.Republished != 1 || sw.Failed != 0 {
+					t.Fatalf("sweep: %+v %v", sw, err)
+				}
+				f.mustConverged(t, ev.ID, s.ID, "The change.")
+			})
+		}
+	})
+}
+
+// Losing to a newer summary is not finding the same summary published:
+// the other pass accepts a newer summary and publishes it while this pass
+// is between its pre-checks and its write, or between its write and its
+// mark. This pass's attempt failed (DESIGN §1.2, step 4): it is counted
+// failed, never published elsewhere, and the page shows the newer
+// summary.
+func TestPassLosingToANewerSummaryFails(t *testing.T) {
+	for _, gap := range []string{"before-write", "before-mark"} {
+		t.Run(gap, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				for name, newStore := range stores(t) {
+					t.Run(name, func(t *testing.T) {
+						ctx := context.Background()
+						store := newStore(t)
+						f := mustFixture(t, b, store)
+						ev := f.mustEvent(t, "c1", "change", "evidence")
+						f.mustAccept(t, ev, "Older summary.", "m1")
+						objsA := &pagePuts{Store: store}
+						svcA := &publish.Service{Store: f.st, Objects: objsA}
+						svcB := &publish.Service{Store: f.st, Objects: store}
+						var newer publish.Summary
+						other := func() {
+							newer = f.mustAccept(t, ev, "Newer summary.", "m2")
+							if rep, err := svcB.PublishPending(ctx, 100); err != nil || rep.Published != 1 {
+								t.Errorf("the other pass: %+v, %v", rep, err)
+							}
+						}
+						switch gap {
+						case "before-write":
+							objsA.hooks = map[int]func(){1: other}
+						case "before-mark":
+							svcA.Store = &beforeFirstMark{Store: f.st, hook: other}
+						}
+						rep, err := svcA.PublishPending(ctx, 100)
+						if err != nil || rep.Failed != 1 || rep.Published != 0 || rep.PublishedElsewhere != 0 {
+							t.Fatalf("pass: %+v, %v; want its attempt failed", rep, err)
+						}
+						msg := strings.Join(rep.Errors, "\n")
+						if !strings.Contains(msg, "newer") {
+							t.Fatalf("the error does not say a newer summary or generation won: %s", msg)
+						}
+						f.mustConverged(t, ev.ID, newer.ID, "Newer summary.")
+						f.mustPageShows(t, f.pageOf(t, ev.ID).PageID, "Newer summary.", "Older summary.")
+					})
+				}
+			})
+		})
+	}
+}
+
+// A sweep republishing a page is overtaken by a pass that publishes the
+// same summary on it: the sweep counts the page superseded (that
+// publisher owns it), not republished by itself, and fails nothing.
+func TestSweepOvertakenByAPassPublishingTheSameSummary(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		store := mem.New()
+		f := mustFixture(t, b, store)
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		s := f.mustAccept(t, ev, "The change.", "m1")
+		pass := &publish.Service{Store: f.st, Objects: store}
+		objs := &pagePuts{Store: store, hooks: map[int]func(){1: func() {
+			if rep, err := pass.PublishPending(ctx, 100); err != nil || rep.Published != 1 {
+				t.Errorf("the pass: %+v, %v", rep, err)
+			}
+		}}}
+		sweeper := &publish.Service{Store: f.st, Objects: objs}
+		rep, err := sweeper.Sweep(ctx)
+		if err != nil || rep.Superseded != 1 || rep.Republished != 0 || rep.Failed != 0 {
+			t.Fatalf("sweep: %+v, %v; want the page superseded", rep, err)
+		}
+		f.mustConverged(t, ev.ID, s.ID, "The change.")
+	})
+}
