@@ -203,9 +203,7 @@ func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o Once
 	} else if n := tot.SummariesFailed; n > 0 {
 		t.undone = append(t.undone, fmt.Sprintf("%d events not summarized", n))
 	}
-	if n := tot.PagesFailed; n > 0 {
-		t.undone = append(t.undone, fmt.Sprintf("%d pages not published", n))
-	}
+	t.undone = append(t.undone, pagesUndone(tot)...)
 	if tot.More {
 		t.undone = append(t.undone, fmt.Sprintf("more pages are pending after %d publishing rounds", publishRoundsLimit))
 	}
@@ -213,6 +211,31 @@ func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o Once
 		return err
 	}
 	return p.restoreMissing(ctx, svc, t, res.Publish)
+}
+
+// pagesUndone says what the publishing rounds tot left undone: the pages
+// not published, with the first failure (it names its page), and apart
+// from them the publications that lost to a newer summary, whose attempt
+// failed (DESIGN §1.2, step 4) though their page was repaired with it.
+// Pages another publisher published with the same summary (Totals'
+// PublishedElsewhere) are done.
+func pagesUndone(tot publish.Totals) []string {
+	var out []string
+	if n := tot.PagesFailed - tot.PagesRepaired; n > 0 {
+		out = append(out, fmt.Sprintf("%d %s not published (the first failure: %s)", n, plural(n, "page", "pages"), tot.FirstPageError))
+	}
+	if n := tot.PagesRepaired; n > 0 {
+		out = append(out, fmt.Sprintf("%d %s lost to a newer summary (the pages were repaired and show it)",
+			n, plural(n, "publication", "publications")))
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // restoreMissing sweeps when the books record published pages missing

@@ -30,7 +30,17 @@ type Totals struct {
 	ClaimedElsewhere int `json:"claimed_elsewhere,omitempty"`
 	SummariesFailed  int `json:"summaries_failed"`
 	Published        int `json:"published"`
-	PagesFailed      int `json:"pages_failed"`
+	// PublishedElsewhere counts the pages the rounds set out to publish
+	// that another publisher published with the same summary meanwhile:
+	// not failures, and not counted in Published.
+	PublishedElsewhere int `json:"published_elsewhere,omitempty"`
+	PagesFailed        int `json:"pages_failed"`
+	// PagesRepaired counts the failed publications (in PagesFailed) that
+	// lost to a newer summary and repaired their page with it.
+	PagesRepaired int `json:"pages_repaired,omitempty"`
+	// FirstPageError is the first page's failure, for a message that says
+	// what was left.
+	FirstPageError string `json:"-"`
 	// Restyled counts the pages republished because an earlier release
 	// rendered them, or their source was renamed since (Store.Restyle).
 	Restyled int `json:"restyled"`
@@ -63,7 +73,7 @@ func (t Totals) WriteText(w io.Writer) error {
 		elsewhere = fmt.Sprintf(" (%d being summarized by another worker)", t.ClaimedElsewhere)
 	}
 	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed%s\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed, elsewhere)
-	fmt.Fprintf(w, "pages:     %d published now%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.PagesFailed, t.Pages)
+	fmt.Fprintf(w, "pages:     %d published now%s%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.ElsewhereNote(), t.PagesFailed, t.Pages)
 	if t.Withdrawn > 0 {
 		fmt.Fprintf(w, "withdrawn: %d pages taken off the wiki (rejected summaries, removed sources)\n", t.Withdrawn)
 	}
@@ -90,6 +100,15 @@ func (t Totals) RestyledNote() string {
 	return fmt.Sprintf(" (and %d republished in this release's style)", t.Restyled)
 }
 
+// ElsewhereNote says how many pages the rounds found published by another
+// publisher with the summary they set out to publish: "" when none.
+func (t Totals) ElsewhereNote() string {
+	if t.PublishedElsewhere == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d published meanwhile by another worker)", t.PublishedElsewhere)
+}
+
 // Totals are one round's counts as rounds add them up.
 func (r Round) Totals() Totals {
 	var t Totals
@@ -106,7 +125,12 @@ func (t *Totals) Add(r Round) {
 	t.ClaimedElsewhere += s.ClaimedElsewhere
 	t.SummariesFailed += s.Failed
 	t.Published += pr.Published
+	t.PublishedElsewhere += pr.PublishedElsewhere
 	t.PagesFailed += pr.Failed
+	t.PagesRepaired += pr.Repaired
+	if t.FirstPageError == "" && len(pr.Errors) > 0 {
+		t.FirstPageError = pr.Errors[0]
+	}
 	t.Restyled += pr.Restyled
 	t.Withdrawn += pr.Withdrawn
 	t.Pages = max(t.Pages, pr.Pages)

@@ -169,7 +169,7 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 	round, err := s.PublishOps.Publish(r.Context(), "", publishRoundLimit)
 	t := round.Totals()
 	did := fmt.Sprintf("%s accepted, %s published", nounCount(t.Accepted, "summary", "summaries"), nounCount(t.Published, "page", "pages"))
-	did += t.RestyledNote()
+	did += t.RestyledNote() + t.ElsewhereNote()
 	if err != nil && errors.Is(err, tidemark.ErrUnavailable) {
 		// An outage, not a fault: what the round did is kept, and the
 		// rest waits for the next one.

@@ -96,7 +96,7 @@ already tracked), and runs it now, due or not.`,
 			}
 			if t := res.Publish; t != nil {
 				if asJSON {
-					fmt.Fprintf(a.stderr, "tidemark: %d pages published now, %d in all; wiki: %s\n", t.Published, t.Pages, t.Index)
+					fmt.Fprintf(a.stderr, "tidemark: %d pages published now%s, %d in all; wiki: %s\n", t.Published, t.ElsewhereNote(), t.Pages, t.Index)
 				} else {
 					fmt.Fprintln(a.stdout)
 					_ = t.WriteText(a.stdout)
