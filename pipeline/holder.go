@@ -16,7 +16,8 @@ import (
 // that is how a restarted worker takes up its own runs (DESIGN §1.1). Two
 // workers of one process that presented the same identity would take each
 // other's claims for their own. So each operation that claims (Run,
-// RunOnce, RunSource, DeliverOnce, DeliverLoop, the migration operations)
+// RunOnce, RunSource, Publish and the summarizing of RunOnce and Run,
+// DeliverOnce, DeliverLoop, the migration operations)
 // works under a slot of the holder of its own, for as long as it runs: the
 // first in the process gets the holder itself (so a restarted worker
 // re-enters its runs), any other working beside it, on this Pipeline or

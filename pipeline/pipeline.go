@@ -275,12 +275,16 @@ func (p *Pipeline) Publisher() (*publish.Service, error) {
 
 // BindStore returns the publish pipeline after checking that the store is
 // the one this database's wiki lives in (binding it if the wiki lives in
-// none yet). A worker whose store differs is refused, with the fix.
+// none yet). A worker whose store differs is refused, with the fix. The
+// publisher claims the events it summarizes under the holder slot of the
+// operation ctx carries (see enter), so two operations of one process do
+// not take each other's claims for their own.
 func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
 	svc, err := p.Publisher()
 	if err != nil {
 		return nil, err
 	}
+	svc.Holder = p.holderOf(ctx)
 	if _, err := svc.BindStore(ctx); err != nil {
 		return nil, err
 	}

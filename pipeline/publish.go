@@ -96,8 +96,14 @@ func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summa
 }
 
 // Publish binds the wiki's store (see BindStore) and runs a PublishRound
-// on it.
+// on it. It claims the events it summarizes under a holder slot of its
+// own, as every claiming operation does (see enter).
 func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (publish.Round, error) {
+	ctx, _, release, err := p.enter(ctx)
+	if err != nil {
+		return publish.Round{}, err
+	}
+	defer release()
 	svc, err := p.BindStore(ctx)
 	if err != nil {
 		return publish.Round{}, err

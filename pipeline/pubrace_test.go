@@ -9,6 +9,7 @@ import (
 	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/summarize"
 )
 
 // rendezvous holds the page writes (changes/…) of the first pages operations
@@ -197,5 +198,82 @@ func TestPagesUndoneNamesWhatWasLeft(t *testing.T) {
 	}
 	if got := strings.Join(pagesUndone(publish.Totals{PagesFailed: 1, FirstPageError: "x"}), "; "); !strings.Contains(got, "1 page not published") {
 		t.Errorf("one page: %q", got)
+	}
+}
+
+// heldSummarizer summarizes every event alike, and holds its first answer
+// until release is closed, telling arrived when it is asked.
+type heldSummarizer struct {
+	arrived, release chan struct{}
+	mu               sync.Mutex
+	calls            int
+}
+
+func (s *heldSummarizer) Identity() (string, string) { return "held", "v1" }
+
+func (s *heldSummarizer) Summarize(ctx context.Context, in summarize.Input) (summarize.Draft, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	s.mu.Unlock()
+	if first {
+		close(s.arrived)
+		<-s.release
+	}
+	return summarize.Draft{Text: "A change.", Model: "held", PromptVersion: "v1"}, nil
+}
+
+// Two publishing operations of one process (two RunOnce) summarize under
+// holder slots of their own, as they claim runs: while one asks the
+// summarizer about an event, the other passes it over instead of taking
+// the first one's claim for its own and asking again.
+func TestTwoPublishingOperationsClaimSummariesApart(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	src, _, err := p.TrackRepo(ctx, gittest.Repo(t, "one change"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RunSource(ctx, src.Name, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx1, h1, release1, err := p.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release1()
+	ctx2, h2, release2, err := p.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release2()
+	svc1, err := p.BindStore(ctx1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc2, err := p.BindStore(ctx2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc1.Holder != h1 || svc2.Holder != h2 {
+		t.Errorf("publishers' holders %q and %q, want their operations' %q and %q", svc1.Holder, svc2.Holder, h1, h2)
+	}
+	sum := &heldSummarizer{arrived: make(chan struct{}), release: make(chan struct{})}
+	first := make(chan error, 1)
+	go func() {
+		_, err := svc1.Summarize(ctx1, sum, 10)
+		first <- err
+	}()
+	<-sum.arrived // the first operation is asking about the event
+	rep, err := svc2.Summarize(ctx2, sum, 10)
+	close(sum.release)
+	if err := <-first; err != nil {
+		t.Fatalf("the first operation: %v", err)
+	}
+	if err != nil || rep.ClaimedElsewhere != 1 || rep.Accepted+rep.Unchanged != 0 {
+		t.Fatalf("the second operation: %+v, %v; want the event passed over", rep, err)
+	}
+	if sum.calls != 1 {
+		t.Fatalf("the summarizer was asked %d times about one event", sum.calls)
 	}
 }
