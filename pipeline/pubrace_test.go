@@ -135,6 +135,7 @@ func TestTwoRunOnceAtOncePublishEveryPage(t *testing.T) {
 		if tot.PagesFailed != 0 {
 			t.Errorf("pass %d: %d pages failed: %v", i, tot.PagesFailed, tot.Errors)
 		}
+		t.Logf("pass %d: %d published, %d published elsewhere", i, tot.Published, tot.PublishedElsewhere)
 		done += tot.Published + tot.PublishedElsewhere
 	}
 	if done < commits {

@@ -306,3 +306,49 @@ func TestSweepOvertakenByAPassPublishingTheSameSummary(t *testing.T) {
 		f.mustConverged(t, ev.ID, s.ID, "The change.")
 	})
 }
+
+// afterUnpublished runs hook once, just after the first Unpublished
+// listing: a pass has taken its list of pending pages.
+type afterUnpublished struct {
+	publish.Store
+	hook func()
+	done bool
+}
+
+func (a *afterUnpublished) Unpublished(ctx context.Context, limit int) ([]string, error) {
+	ids, err := a.Store.Unpublished(ctx, limit)
+	if !a.done {
+		a.done = true
+		a.hook()
+	}
+	return ids, err
+}
+
+// The other pass publishes a page after this pass listed it pending and
+// before this pass takes it up: the page is marked published with the
+// summary this pass was to publish, so this pass counts it published
+// elsewhere and does not write it again.
+func TestPassLeavesAPagePublishedSinceItsListing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		store := mem.New()
+		f := mustFixture(t, b, store)
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		s := f.mustAccept(t, ev, "The change.", "m1")
+		svcB := &publish.Service{Store: f.st, Objects: store}
+		objsA := &pagePuts{Store: store}
+		svcA := &publish.Service{Store: &afterUnpublished{Store: f.st, hook: func() {
+			if rep, err := svcB.PublishPending(ctx, 100); err != nil || rep.Published != 1 {
+				t.Errorf("the other pass: %+v, %v", rep, err)
+			}
+		}}, Objects: objsA}
+		rep, err := svcA.PublishPending(ctx, 100)
+		if err != nil || rep.Failed != 0 || rep.Published != 0 || rep.PublishedElsewhere != 1 {
+			t.Fatalf("pass: %+v, %v; want the page counted published elsewhere", rep, err)
+		}
+		if objsA.n != 0 {
+			t.Fatalf("the pass wrote the page %d times, want none", objsA.n)
+		}
+		f.mustConverged(t, ev.ID, s.ID, "The change.")
+	})
+}

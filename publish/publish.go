@@ -165,7 +165,7 @@ const finishTimeout = 30 * time.Second
 // page), it succeeds if that one has published the summary
 // (Result.Elsewhere), and publishes again once if it has not yet.
 func (s *Service) Publish(ctx context.Context, summaryID string) (Result, error) {
-	return s.publish(ctx, summaryID, true, nil)
+	return s.publish(ctx, summaryID, true, false, nil)
 }
 
 // knownCards remembers, for one publishing pass, the sources whose card
@@ -214,8 +214,8 @@ func (k *knownCards) add(sourceID string) {
 //     generation, once; a second attempt overtaken the same way fails,
 //     naming the page (nobody has published it; a pass or sweep will). A
 //     repair does not: it would chase the publisher it lost to.
-func (s *Service) publish(ctx context.Context, summaryID string, repair bool, cards *knownCards) (Result, error) {
-	res, err := s.attempt(ctx, summaryID, repair, cards)
+func (s *Service) publish(ctx context.Context, summaryID string, repair, pending bool, cards *knownCards) (Result, error) {
+	res, err := s.attempt(ctx, summaryID, repair, pending, cards)
 	for again := false; overtaken(err) && ctx.Err() == nil; again = true {
 		ps, perr := s.Store.PageState(ctx, res.PageID)
 		switch {
@@ -236,7 +236,7 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair bool, ca
 		}
 		s.log().Info("publish: a newer generation of the page is not marked published; publishing again",
 			"summary", summaryID, "page", res.PageID, "generation", res.Generation)
-		res, err = s.attempt(ctx, summaryID, repair, cards)
+		res, err = s.attempt(ctx, summaryID, repair, pending, cards)
 	}
 	return res, err
 }
@@ -251,8 +251,11 @@ func overtaken(err error) bool {
 
 // attempt is one publication of summaryID: the pre-checks, the write, the
 // read-back and the mark (steps 1 to 3), and the repair of a lost mark
-// (step 4) if repair is set.
-func (s *Service) attempt(ctx context.Context, summaryID string, repair bool, cards *knownCards) (Result, error) {
+// (step 4) if repair is set. A pending publication (pending set: the
+// summary was listed unpublished) whose page is marked published with
+// the summary by the pre-checks was published by another publisher since
+// it was listed: it writes nothing (Result.Elsewhere).
+func (s *Service) attempt(ctx context.Context, summaryID string, repair, pending bool, cards *knownCards) (Result, error) {
 	res := Result{SummaryID: summaryID}
 	// 1. Pre-checks, before anything is written.
 	plan, err := s.Store.Prepare(ctx, summaryID)
@@ -260,6 +263,10 @@ func (s *Service) attempt(ctx context.Context, summaryID string, repair bool, ca
 		return res, err
 	}
 	res.PageID, res.Key, res.Generation = plan.PageID, PageKey(plan.PageID), plan.Generation
+	if pending && plan.Published.SummaryID == summaryID {
+		return Result{SummaryID: summaryID, PageID: plan.PageID, Key: res.Key, Generation: plan.Published.Generation,
+			ETag: plan.Published.ETag, Elsewhere: true}, nil
+	}
 	// The store is the wiki's store (bound at the first publication;
 	// checked once per service, and again by the mark, which refuses a
 	// store the wiki was rebound from), so a refused publication writes
@@ -344,7 +351,7 @@ func (s *Service) attempt(ctx context.Context, summaryID string, repair bool, ca
 		}
 		return res, err
 	}
-	rep, rerr := s.publish(ctx, current, false, cards)
+	rep, rerr := s.publish(ctx, current, false, false, cards)
 	res.Repaired, res.RepairErr = &rep, rerr
 	if rerr != nil {
 		return res, errors.Join(err, fmt.Errorf("repair of page %s with summary %s: %w", plan.PageID, current, rerr))
@@ -840,7 +847,8 @@ func (s *Service) publishPending(ctx context.Context, limit int, cards *knownCar
 // counting each success in *done and each failure in rep (see publishEach),
 // and telling each as step or StepFailed (see WithProgress).
 func (s *Service) publishAll(ctx context.Context, ids []string, cards *knownCards, rep *PublishReport, done *int, step Step) error {
-	return s.publishEach(ctx, ids, func(id string) (Result, error) { return s.publish(ctx, id, true, cards) },
+	pending := step == StepPublished
+	return s.publishEach(ctx, ids, func(id string) (Result, error) { return s.publish(ctx, id, true, pending, cards) },
 		func(_ string, res Result, err error) {
 			switch {
 			case err == nil && res.Elsewhere:

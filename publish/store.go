@@ -164,6 +164,17 @@ type Plan struct {
 	// Older and Newer are the page's neighbours among its source's pages
 	// (by time), as the body links to them; the mark records them.
 	Older, Newer *PageLink
+	// Published is what the page was marked published with when the
+	// pre-checks ran (the zero value: never).
+	Published PublishedAs
+}
+
+// PublishedAs is a page's publication as the books record it: the summary
+// it shows, at which generation, with which ETag.
+type PublishedAs struct {
+	SummaryID  string
+	Generation int64
+	ETag       string
 }
 
 // PageLink is a link to another change page.
@@ -332,7 +343,8 @@ type Store interface {
 
 	// Prepare runs the pre-checks (not rejected, current, the event points
 	// at it, the evidence hash unchanged) and allocates the page's next
-	// generation; ErrRejected or ErrSuperseded otherwise.
+	// generation; ErrRejected or ErrSuperseded otherwise. The plan says
+	// what the page is marked published with (Plan.Published).
 	Prepare(ctx context.Context, summaryID string) (Plan, error)
 	// Mark marks the plan's summary published if it is still current, the
 	// event still points at it with the same evidence hash, and no newer

@@ -605,10 +605,12 @@ func (s *PublishStore) Prepare(ctx context.Context, summaryID string) (publish.P
 	if p.Event, err = s.lockEvent(ctx, tx, sum.EventID); err != nil {
 		return p, err
 	}
-	var pointer sql.NullString
+	var pointer, published sql.NullString
 	var pointerHash string
-	err = tx.QueryRowContext(ctx, `SELECT id, summary_id, evidence_hash FROM pages WHERE event_id = $1`+s.db.Dialect.LockRow,
-		sum.EventID).Scan(&p.PageID, &pointer, &pointerHash)
+	err = tx.QueryRowContext(ctx, `SELECT id, summary_id, evidence_hash, published_summary_id, published_generation, published_etag
+		FROM pages WHERE event_id = $1`+s.db.Dialect.LockRow,
+		sum.EventID).Scan(&p.PageID, &pointer, &pointerHash, &published, &p.Published.Generation, &p.Published.ETag)
+	p.Published.SummaryID = published.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("summary %s: event %s has no page: %w", summaryID, sum.EventID, publish.ErrSuperseded)
 	}

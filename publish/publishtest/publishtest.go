@@ -45,7 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"NewerRetiresOlderAndMovesPointer", testNewerRetires},
 		{"RejectedNeverPublished", testRejected},
 		{"MarkPublishes", testMark},
-		{"PageStateIsOnePagesBooks", testPageState},
+		{"PageStateAndPlanSayWhatIsPublished", testPageState},
 		{"MarkMatchesNothingWhenSuperseded", testMarkSuperseded},
 		{"MarkMatchesNothingWhenRefrozen", testMarkRefrozen},
 		{"MarkMatchesNothingWhenRejected", testMarkRejected},
@@ -435,7 +435,9 @@ func testMark(t *testing.T, h *harness) {
 
 // PageState is what PageStates says of one page, read as it is now: a
 // publisher overtaken by a newer generation decides by it whether another
-// published its summary.
+// published its summary. A plan says what the page was published with
+// when its pre-checks ran: a pass leaves a page another published since
+// it listed it.
 func testPageState(t *testing.T, h *harness) {
 	ev := h.mustEvent(t, "c1", "evidence")
 	s := h.mustAccept(t, ev, "Adds a parser.", "m1")
@@ -450,6 +452,13 @@ func testPageState(t *testing.T, h *harness) {
 	if err != nil || ps != h.pageStates(t)[ev.ID] || ps.PublishedSummaryID != s.ID || ps.PublishedGeneration != p.Generation ||
 		ps.PublishedETag != "etag-1" {
 		t.Fatalf("page state after the mark: %+v, %v; PageStates says %+v", ps, err, h.pageStates(t)[ev.ID])
+	}
+	// The pre-checks say what the page is published with.
+	if p2 := h.mustPrepare(t, s.ID); p2.Published != (publish.PublishedAs{SummaryID: s.ID, Generation: p.Generation, ETag: "etag-1"}) {
+		t.Fatalf("plan after the mark: published %+v, want %s at generation %d, etag-1", p2.Published, s.ID, p.Generation)
+	}
+	if p.Published != (publish.PublishedAs{}) {
+		t.Fatalf("plan before the mark: published %+v, want none", p.Published)
 	}
 	// A newer summary moves the pointer; the published summary stays.
 	s2 := h.mustAccept(t, ev, "Adds a faster parser.", "m2")
