@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/objstore/objstoretest"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -21,19 +23,56 @@ type pagePuts struct {
 	mu    sync.Mutex
 	n     int
 	hooks map[int]func()
+	// refused counts the page writes whose condition the store refused
+	// (If-None-Match or If-Match: another writer came first).
+	refused int
 }
 
 func (p *pagePuts) Put(ctx context.Context, key string, body []byte, opt objstore.PutOptions) (objstore.Info, error) {
-	if strings.HasPrefix(key, "changes/") {
-		p.mu.Lock()
-		p.n++
-		hook := p.hooks[p.n]
-		p.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
+	if !strings.HasPrefix(key, "changes/") {
+		return p.Store.Put(ctx, key, body, opt)
 	}
-	return p.Store.Put(ctx, key, body, opt)
+	p.mu.Lock()
+	p.n++
+	hook := p.hooks[p.n]
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	info, err := p.Store.Put(ctx, key, body, opt)
+	if errors.Is(err, objstore.ErrPrecondition) {
+		p.mu.Lock()
+		p.refused++
+		p.mu.Unlock()
+	}
+	return info, err
+}
+
+// storePairs are, for each object store, two clients of one store, as two
+// processes would open it: two directory stores over one directory (their
+// compare-and-swap decided under the directory's lock files), two S3
+// clients of one bucket and prefix (decided by the server's If-Match and
+// If-None-Match). The in-memory store has one client.
+func storePairs(t *testing.T) map[string]func(t *testing.T) (objstore.Store, objstore.Store) {
+	return map[string]func(t *testing.T) (objstore.Store, objstore.Store){
+		"mem": func(t *testing.T) (objstore.Store, objstore.Store) { s := mem.New(); return s, s },
+		"dir": func(t *testing.T) (objstore.Store, objstore.Store) {
+			root := t.TempDir()
+			a, err := dir.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := dir.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, b
+		},
+		"s3": func(t *testing.T) (objstore.Store, objstore.Store) {
+			a := objstoretest.S3(t, "")
+			return a, objstoretest.S3(t, a.Prefix())
+		},
+	}
 }
 
 // failMark fails every mark, as a publisher that died between its write
@@ -85,27 +124,37 @@ func (f *fixture) mustConverged(t *testing.T, eventID, summaryID, text string) {
 }
 
 // Two publishing passes over one database and one store (two RunOnce in a
-// process, `run --once` beside a daemon) both find a summary pending. The
-// other pass publishes it while this one is between its pre-checks and
-// its write, or between its write and its mark: this one then finds a
-// newer generation of its page, marked published with the very summary it
-// set out to publish. The page is published: this pass reports no
-// failure (it counts the page published elsewhere), and nothing is left
-// for a sweep.
+// process, `run --once` beside a daemon, each with a client of the store
+// of its own) both find a summary pending. The other pass publishes it
+// while this one is between its pre-checks and its write (its write is
+// then refused by the store's compare-and-swap: If-None-Match on a first
+// publication, If-Match on a republication), or between its write and
+// its mark: this one then finds a newer generation of its page, marked
+// published with the very summary it set out to publish. The page is
+// published: this pass reports no failure (it counts the page published
+// elsewhere), and nothing is left for a sweep.
 func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
-	for _, gap := range []string{"before-write", "before-mark"} {
-		t.Run(gap, func(t *testing.T) {
+	for _, tc := range []struct{ gap, page string }{
+		{"before-write", "first"}, {"before-write", "republished"}, {"before-mark", "first"}, {"before-mark", "republished"},
+	} {
+		t.Run(tc.gap+"/"+tc.page, func(t *testing.T) {
+			gap := tc.gap
 			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-				for name, newStore := range stores(t) {
+				for name, newStores := range storePairs(t) {
 					t.Run(name, func(t *testing.T) {
 						ctx := context.Background()
-						store := newStore(t)
+						store, storeB := newStores(t)
 						f := mustFixture(t, b, store)
 						ev := f.mustEvent(t, "c1", "change", "evidence")
+						if tc.page == "republished" {
+							if _, err := f.svc.Publish(ctx, f.mustAccept(t, ev, "The earlier summary.", "m0").ID); err != nil {
+								t.Fatal(err)
+							}
+						}
 						s := f.mustAccept(t, ev, "The change.", "m1")
 						objsA := &pagePuts{Store: store}
 						svcA := &publish.Service{Store: f.st, Objects: objsA}
-						svcB := &publish.Service{Store: f.st, Objects: store}
+						svcB := &publish.Service{Store: f.st, Objects: storeB}
 						var repB publish.PublishReport
 						var errB error
 						ran := false
@@ -126,6 +175,9 @@ func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
 						if errA != nil || repA.Failed != 0 || repA.Published != 0 || repA.PublishedElsewhere != 1 {
 							t.Fatalf("this pass: %+v, %v; want the page counted published elsewhere, no failure", repA, errA)
 						}
+						if gap == "before-write" && objsA.refused == 0 {
+							t.Fatal("the store never refused this pass's write")
+						}
 						f.mustConverged(t, ev.ID, s.ID, "The change.")
 					})
 				}
@@ -142,10 +194,10 @@ func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
 // summary, which is no failure of the other either.
 func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		for name, newStore := range stores(t) {
+		for name, newStores := range storePairs(t) {
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				store := newStore(t)
+				store, storeB := newStores(t)
 				f := mustFixture(t, b, store)
 				ev := f.mustEvent(t, "c1", "change", "evidence")
 				s := f.mustAccept(t, ev, "The change.", "m1")
@@ -167,7 +219,7 @@ func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 					// B's newer generation is written, not marked: A writes now.
 					close(proceed)
 					a = <-doneA
-				}}, Objects: store}
+				}}, Objects: storeB}
 				resB, errB := svcB.Publish(ctx, s.ID)
 				if a.err != nil {
 					t.Fatalf("the publication overtaken by an unmarked generation: %v", a.err)
@@ -192,15 +244,15 @@ func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 // page is not marked published, and a sweep converges it.
 func TestOvertakenTwiceByUnmarkedGenerationsFails(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		for name, newStore := range stores(t) {
+		for name, newStores := range storePairs(t) {
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				store := newStore(t)
+				store, storeB := newStores(t)
 				f := mustFixture(t, b, store)
 				ev := f.mustEvent(t, "c1", "change", "evidence")
 				s := f.mustAccept(t, ev, "The change.", "m1")
 				dies := func() {
-					dead := &publish.Service{Store: failMark{f.st}, Objects: store}
+					dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
 					if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
 						t.Errorf("the publisher that dies: %v", err)
 					}
