@@ -521,8 +521,13 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			// A summary this model and prompt made of this evidence, which
 			// another superseded, is made current again: its identity is
 			// taken, and the summarizer is not asked twice.
-			_, rerr := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
+			_, made, rerr := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
 			switch {
+			case rerr == nil && !made:
+				// Current already: another worker summarized the event
+				// since the listing. Nothing was made current again.
+				rep.Unchanged++
+				continue
 			case rerr == nil:
 				reinstated = true
 			case errors.Is(rerr, ErrRejected):
@@ -694,7 +699,7 @@ func (s *Service) holdRefused(ctx context.Context, rep *SummarizeReport, ev tide
 // event's current one (Store.Reinstate: as it is when current; made
 // current again if it was superseded since; a rejected one stays so).
 func (s *Service) lostRace(ctx context.Context, ev tidemark.Event, hash, model, prompt string) bool {
-	_, err := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
+	_, _, err := s.Store.Reinstate(ctx, ev.ID, hash, model, prompt)
 	return err == nil || errors.Is(err, ErrRejected)
 }
 

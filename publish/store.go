@@ -293,11 +293,13 @@ type Store interface {
 	// under model and promptVersion current again, when a summary of
 	// another model or prompt superseded it (a summarizer switched back):
 	// the identity is taken, so it cannot be accepted anew. It retires the
-	// one current and moves the event's pointer, in one transaction; the
-	// current summary is returned as it is. tidemark.ErrNotFound if the
-	// event has no summary of that identity, ErrRejected if it was
-	// rejected, ErrEvidenceMismatch if evidenceHash is not the event's.
-	Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (Summary, error)
+	// one current and moves the event's pointer, in one transaction
+	// (reinstated true); the current summary is returned as it is
+	// (reinstated false: another worker may have accepted it since the
+	// caller listed the event). tidemark.ErrNotFound if the event has no
+	// summary of that identity, ErrRejected if it was rejected,
+	// ErrEvidenceMismatch if evidenceHash is not the event's.
+	Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (s Summary, reinstated bool, err error)
 	Summary(ctx context.Context, id string) (Summary, error)
 	Summaries(ctx context.Context, f SummaryFilter) ([]Summary, error)
 	// Unsummarized lists events whose current summary is not one of

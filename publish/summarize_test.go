@@ -405,3 +405,43 @@ func TestSummarizeHoldsAnEventRefusedEveryRound(t *testing.T) {
 		}
 	})
 }
+
+// afterUnsummarized runs hook once, just after the first Unsummarized
+// listing: a round has taken its list of events to summarize.
+type afterUnsummarized struct {
+	publish.Store
+	hook func()
+	done bool
+}
+
+func (a *afterUnsummarized) Unsummarized(ctx context.Context, model, prompt string, limit int) ([]tidemark.Event, error) {
+	evs, err := a.Store.Unsummarized(ctx, model, prompt, limit)
+	if !a.done {
+		a.done = true
+		a.hook()
+	}
+	return evs, err
+}
+
+// Another worker summarizes an event after this round listed it and
+// before it takes it up: the round finds that summary current. It made
+// nothing current again, so it counts the event unchanged (as a lost
+// race), not reinstated, and does not ask the summarizer.
+func TestSummarizeFindingAnotherWorkersSummaryIsNoReinstatement(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		f := mustFixture(t, b, mem.New())
+		f.mustEvent(t, "k1", "change one", "evidence one")
+		other := &publish.Service{Store: f.st, Objects: f.objs, Holder: "worker-b"}
+		bsum, asum := &counting{model: "m"}, &counting{model: "m"}
+		svc := &publish.Service{Store: &afterUnsummarized{Store: f.st, hook: func() {
+			if rep, err := other.Summarize(ctx, bsum, 100); err != nil || rep.Accepted != 1 {
+				t.Errorf("worker b: %+v, %v", rep, err)
+			}
+		}}, Objects: f.objs, Holder: "worker-a"}
+		rep, err := svc.Summarize(ctx, asum, 100)
+		if err != nil || rep.Considered != 1 || rep.Reinstated != 0 || rep.Unchanged != 1 || rep.Accepted != 0 || asum.calls != 0 {
+			t.Fatalf("worker a: %+v, %v, %d calls; want the event unchanged, not reinstated, no call", rep, err, asum.calls)
+		}
+	})
+}

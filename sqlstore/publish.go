@@ -286,18 +286,18 @@ func (s *PublishStore) makeCurrent(ctx context.Context, tx *sql.Tx, sum publish.
 }
 
 // Reinstate implements publish.Store.
-func (s *PublishStore) Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (publish.Summary, error) {
+func (s *PublishStore) Reinstate(ctx context.Context, eventID, evidenceHash, model, promptVersion string) (publish.Summary, bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
-		return publish.Summary{}, err
+		return publish.Summary{}, false, err
 	}
 	defer tx.Rollback()
 	ev, err := s.lockEvent(ctx, tx, eventID)
 	if err != nil {
-		return publish.Summary{}, err
+		return publish.Summary{}, false, err
 	}
 	if ev.EvidenceHash != evidenceHash {
-		return publish.Summary{}, fmt.Errorf("reinstate a summary of event %s for evidence %.12s (current %.12s): %w",
+		return publish.Summary{}, false, fmt.Errorf("reinstate a summary of event %s for evidence %.12s (current %.12s): %w",
 			eventID, evidenceHash, ev.EvidenceHash, publish.ErrEvidenceMismatch)
 	}
 	sum, err := scanSummary(tx.QueryRowContext(ctx, `SELECT `+summaryColumns+` FROM summaries
@@ -305,18 +305,18 @@ func (s *PublishStore) Reinstate(ctx context.Context, eventID, evidenceHash, mod
 		eventID, evidenceHash, promptVersion, model))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return sum, fmt.Errorf("summary of event %s under %s/%s: %w", eventID, model, promptVersion, tidemark.ErrNotFound)
+		return sum, false, fmt.Errorf("summary of event %s under %s/%s: %w", eventID, model, promptVersion, tidemark.ErrNotFound)
 	case err != nil:
-		return sum, err
+		return sum, false, err
 	case sum.Rejected():
-		return sum, fmt.Errorf("summary %s of event %s (%s): %w", sum.ID, eventID, sum.RejectedReason, publish.ErrRejected)
+		return sum, false, fmt.Errorf("summary %s of event %s (%s): %w", sum.ID, eventID, sum.RejectedReason, publish.ErrRejected)
 	case sum.Current:
-		return sum, nil
+		return sum, false, nil
 	}
 	if sum, err = s.makeCurrent(ctx, tx, sum, ev.SourceID); err != nil {
-		return sum, err
+		return sum, false, err
 	}
-	return sum, tx.Commit()
+	return sum, true, tx.Commit()
 }
 
 // Unreject implements publish.Store.

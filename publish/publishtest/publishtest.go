@@ -1010,15 +1010,15 @@ func testReinstate(t *testing.T, h *harness) {
 	if err != nil || len(evs) != 1 || evs[0].ID != ev.ID {
 		t.Fatalf("unsummarized under m1 after switching to m2: %v, %v; want %s", evs, err, ev.ID)
 	}
-	_, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m3", "p1")
+	_, _, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m3", "p1")
 	mustErr(t, "reinstate an identity never summarized", err, tidemark.ErrNotFound)
-	_, err = h.Store.Reinstate(ctx, ev.ID, tidemark.HashEvidence([]byte("other")), "m1", "p1")
+	_, _, err = h.Store.Reinstate(ctx, ev.ID, tidemark.HashEvidence([]byte("other")), "m1", "p1")
 	mustErr(t, "reinstate for other evidence", err, publish.ErrEvidenceMismatch)
 
 	h.Clock.Advance(time.Millisecond)
 	first := h.mustSummary(t, s1.SummaryID).PublishedAt
-	back, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1")
-	if err != nil || back.ID != s1.SummaryID || !back.Current || back.RetiredAt != nil || first == nil || back.PublishedAt == nil || !back.PublishedAt.Equal(*first) {
+	back, made, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1")
+	if err != nil || !made || back.ID != s1.SummaryID || !back.Current || back.RetiredAt != nil || first == nil || back.PublishedAt == nil || !back.PublishedAt.Equal(*first) {
 		t.Fatalf("reinstate m1: %+v, %v; want %s current, not retired, first published at %v", back, err, s1.SummaryID, first)
 	}
 	h.mustPointer(t, ev.ID, s1.SummaryID)
@@ -1031,9 +1031,9 @@ func testReinstate(t *testing.T, h *harness) {
 	if evs, err := h.Store.Unsummarized(ctx, "m1", "p1", 0); err != nil || len(evs) != 0 {
 		t.Fatalf("unsummarized under m1 once reinstated: %v, %v; want none", evs, err)
 	}
-	// Reinstating the current summary again changes nothing.
-	if again, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1"); err != nil || again.ID != s1.SummaryID || !again.Current {
-		t.Fatalf("reinstate the current summary: %+v, %v", again, err)
+	// Reinstating the current summary again changes nothing, and says so.
+	if again, made, err := h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m1", "p1"); err != nil || made || again.ID != s1.SummaryID || !again.Current {
+		t.Fatalf("reinstate the current summary: %+v, reinstated %v, %v; want it returned as it is", again, made, err)
 	}
 	h.mustPublish(t, s1.SummaryID)
 
@@ -1048,7 +1048,7 @@ func testReinstate(t *testing.T, h *harness) {
 	if _, err := h.Store.Reject(ctx, s2.ID, "wrong"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m2", "p1")
+	_, _, err = h.Store.Reinstate(ctx, ev.ID, ev.EvidenceHash, "m2", "p1")
 	mustErr(t, "reinstate a rejected summary", err, publish.ErrRejected)
 	if evs, err := h.Store.Unsummarized(ctx, "m2", "p1", 0); err != nil || len(evs) != 0 {
 		t.Fatalf("unsummarized under m2 after its rejection: %v, %v; want none", evs, err)
