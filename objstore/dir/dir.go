@@ -208,6 +208,13 @@ func (s *Store) Get(ctx context.Context, key string) (objstore.Object, error) {
 	if err != nil {
 		return objstore.Object{}, err
 	}
+	// The sidecar and the body of one write, whatever another process
+	// writes meanwhile.
+	unlock, err := s.rlock(key)
+	if err != nil {
+		return objstore.Object{}, err
+	}
+	defer unlock()
 	m, err := readMeta(side)
 	if err != nil {
 		return objstore.Object{}, fmt.Errorf("get %s: %w", key, err)
@@ -250,15 +257,26 @@ func (s *Store) lockPath(slot int) string {
 
 // lock takes the exclusive lock that guards key's compare-and-swap.
 func (s *Store) lock(key string) (unlock func(), err error) {
+	return s.lockWith(key, lockFile)
+}
+
+// rlock takes key's lock shared, for a read of its sidecar and body: a
+// write renames the one and then the other, and a read between the two
+// renames would pair one write's generation with another's body.
+func (s *Store) rlock(key string) (unlock func(), err error) {
+	return s.lockWith(key, lockFileShared)
+}
+
+func (s *Store) lockWith(key string, take func(string) (func(), error)) (unlock func(), err error) {
 	name := s.lockPath(slotOf(key))
-	unlock, err = lockFile(name)
+	unlock, err = take(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The store's directory was deleted under us (an operator emptied
 		// the wiki): make the lock files' folder again, as Open does.
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			return nil, fmt.Errorf("objstore/dir: %w", err)
 		}
-		unlock, err = lockFile(name)
+		unlock, err = take(name)
 	}
 	return unlock, err
 }

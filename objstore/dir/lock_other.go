@@ -21,6 +21,10 @@ func lockFile(name string) (unlock func(), err error) {
 	return m.Unlock, nil
 }
 
+// lockFileShared is lockFile: readers of this process exclude each other
+// too, which costs little and keeps them from a write half done.
+func lockFileShared(name string) (unlock func(), err error) { return lockFile(name) }
+
 // tryLockFile takes the lock on name if no one holds it; held is false
 // when someone does.
 func tryLockFile(name string) (unlock func(), held bool, err error) {

@@ -37,6 +37,29 @@ func lockFile(name string) (unlock func(), err error) {
 	}, nil
 }
 
+// lockFileShared takes a shared flock on name: readers hold it together,
+// and never while a writer holds the exclusive one.
+func lockFileShared(name string) (unlock func(), err error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("objstore/dir: lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("objstore/dir: flock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
 // tryLockFile takes the flock on name if no one holds it; held is false
 // when someone does.
 func tryLockFile(name string) (unlock func(), held bool, err error) {
