@@ -3,6 +3,7 @@ package publish_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -403,4 +404,77 @@ func TestPassLeavesAPagePublishedSinceItsListing(t *testing.T) {
 		}
 		f.mustConverged(t, ev.ID, s.ID, "The change.")
 	})
+}
+
+// tornReads answers the first read-back of a page (a Get of changes/…) with
+// the body of another write, as an S3 server whose reads are not atomic
+// with its writes does (versitygw's posix backend, read while another
+// process writes the object): the generation of one write, the body of
+// another.
+type tornReads struct {
+	objstore.Store
+	mu   sync.Mutex
+	torn int
+}
+
+func (s *tornReads) Get(ctx context.Context, key string) (objstore.Object, error) {
+	o, err := s.Store.Get(ctx, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && strings.HasPrefix(key, "changes/") && s.torn == 0 {
+		s.torn++
+		o.Body = append([]byte("<!-- another write -->"), o.Body...)
+	}
+	return o, err
+}
+
+// busyPuts refuses the first page writes' conditions, as a store refuses
+// them while other writers keep writing the page: the compare-and-swap
+// runs out of attempts.
+type busyPuts struct {
+	objstore.Store
+	mu      sync.Mutex
+	refused int
+}
+
+func (s *busyPuts) Put(ctx context.Context, key string, body []byte, opt objstore.PutOptions) (objstore.Info, error) {
+	s.mu.Lock()
+	busy := strings.HasPrefix(key, "changes/") && s.refused < objstore.MaxCASAttempts+1
+	if busy {
+		s.refused++
+	}
+	s.mu.Unlock()
+	if busy {
+		return objstore.Info{}, fmt.Errorf("put %s: %w", key, objstore.ErrPrecondition)
+	}
+	return s.Store.Put(ctx, key, body, opt)
+}
+
+// A publication that cannot confirm its write because of what other
+// writers did to the page (a read-back torn by another write, a
+// compare-and-swap that other writers kept winning) is no corrupt write and
+// no failure yet: the books decide it as for a newer generation, and with
+// nothing published it publishes again, once.
+func TestWriteContendedByOtherWritersPublishesAgain(t *testing.T) {
+	for _, how := range []string{"torn-read-back", "compare-and-swap-exhausted"} {
+		t.Run(how, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				ctx := context.Background()
+				store := mem.New()
+				f := mustFixture(t, b, store)
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s := f.mustAccept(t, ev, "The change.", "m1")
+				var objs objstore.Store = &tornReads{Store: store}
+				if how == "compare-and-swap-exhausted" {
+					objs = &busyPuts{Store: store}
+				}
+				svc := &publish.Service{Store: f.st, Objects: objs}
+				rep, err := svc.PublishPending(ctx, 100)
+				if err != nil || rep.Failed != 0 || rep.Published != 1 {
+					t.Fatalf("pass: %+v, %v; want the page published on the second attempt", rep, err)
+				}
+				f.mustConverged(t, ev.ID, s.ID, "The change.")
+			})
+		})
+	}
 }

@@ -200,7 +200,8 @@ func (k *knownCards) add(sourceID string) {
 // publish is one publication of summaryID (attempt: steps 1 to 4, and
 // the repair if repair is set), then step 5: an attempt overtaken by a
 // newer generation of its page (another publisher wrote or marked one
-// after this attempt's pre-checks) is decided by the books.
+// after this attempt's pre-checks), or kept by other writers from
+// confirming its write (see overtaken), is decided by the books.
 //
 //   - If they mark the page published with this very summary at a newer
 //     generation, the summary is published, by another publisher: that is
@@ -241,12 +242,18 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair, pending
 	return res, err
 }
 
-// overtaken reports whether a publication failed because a newer
-// generation of its page was written or marked (not because a newer
-// summary won the mark).
+// overtaken reports whether a publication failed because other writers
+// were at its page (not because a newer summary won the mark): a newer
+// generation was written or marked; its compare-and-swap lost every
+// attempt (objstore.ErrPrecondition: others kept writing); or its
+// read-back differed (ErrReadBack: a store whose reads are not atomic
+// with another's write, as versitygw's posix backend, answers the body of
+// one write with the generation of another). A read-back that differs
+// for want of any other writer fails the attempt made again too.
 func overtaken(err error) bool {
 	return err != nil && !errors.Is(err, ErrLostRace) &&
-		(errors.Is(err, objstore.ErrNewerGeneration) || errors.Is(err, ErrNewerPublished))
+		(errors.Is(err, objstore.ErrNewerGeneration) || errors.Is(err, ErrNewerPublished) ||
+			errors.Is(err, objstore.ErrPrecondition) || errors.Is(err, ErrReadBack))
 }
 
 // attempt is one publication of summaryID: the pre-checks, the write, the
