@@ -27,6 +27,11 @@ func (l SummaryList) WriteText(w io.Writer) error {
 
 // WriteText says which page the summary was published on.
 func (r Result) WriteText(w io.Writer) error {
+	if r.Elsewhere {
+		_, err := fmt.Fprintf(w, "summary %s is published on page %s (%s, generation %d): another worker published it meanwhile\n",
+			r.SummaryID, r.PageID, r.Key, r.Generation)
+		return err
+	}
 	_, err := fmt.Fprintf(w, "published summary %s on page %s (%s, generation %d)\n", r.SummaryID, r.PageID, r.Key, r.Generation)
 	return err
 }

@@ -24,6 +24,8 @@ func TestTextForms(t *testing.T) {
 			"S1  E1     extractive  v2      rejected   " + strings.Repeat("x", 60) + "\n"},
 		{"result", publish.Result{SummaryID: "S2", PageID: "P1", Key: "changes/P1.html", Generation: 3}.WriteText,
 			"published summary S2 on page P1 (changes/P1.html, generation 3)\n"},
+		{"result published elsewhere", publish.Result{SummaryID: "S2", PageID: "P1", Key: "changes/P1.html", Generation: 4, Elsewhere: true}.WriteText,
+			"summary S2 is published on page P1 (changes/P1.html, generation 4): another worker published it meanwhile\n"},
 		{"sweep", publish.SweepReport{Pages: 5, Republished: 1, Withdrawn: 2, Orphans: 3, Awaiting: 4, Superseded: 5, Failed: 1,
 			Errors: []string{"page P1: boom"}, Listings: publish.ListingReport{Written: 2, Unchanged: 1, Collected: 1}}.WriteText,
 			"pages 5: 1 republished, 2 withdrawn, 3 orphan objects deleted, 4 awaiting a new summary, 5 overtaken, 1 failed\n" +
