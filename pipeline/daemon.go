@@ -234,7 +234,7 @@ func (p *Pipeline) publishAndSweep(ctx context.Context, svc *publish.Service) er
 	}
 	p.observeSweep(time.Since(start), rep)
 	p.log.Info("publish round", "accepted", r.Summarized.Accepted, "published", r.Published.Published,
-		"republished", rep.Republished, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
+		"published_elsewhere", r.Published.PublishedElsewhere, "republished", rep.Republished, "overtaken", rep.Superseded, "withdrawn", rep.Withdrawn, "failed", r.Published.Failed+rep.Failed)
 	return perr
 }
 
