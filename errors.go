@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // Sentinel errors shared by every pipeline. Callers match them with
@@ -71,7 +73,7 @@ func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }
 // host is never to be impersonated: two workers of one identity would
 // both re-enter its run.
 func (e *HeldError) Hint() string {
-	until := e.Until.Local().Format(time.DateTime)
+	until := fieldtext.Day(e.Until)
 	if e.Running {
 		pid := e.Holder[strings.LastIndexByte(e.Holder, ':')+1:]
 		return fmt.Sprintf("it is process %s of this host, still running: wait for it to finish (or stop it);"+

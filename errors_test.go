@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore"
@@ -97,6 +98,25 @@ func TestTextSaysTidemarkNowhere(t *testing.T) {
 	} {
 		if got := tidemark.Text(tc.err); got != tc.want {
 			t.Errorf("Text(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// A claim's hint names the lease's end in UTC and says so, whatever the
+// process's zone (TZ).
+func TestHeldHintIsUTC(t *testing.T) {
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no zone database: %v", err)
+	}
+	old := time.Local
+	time.Local = loc
+	t.Cleanup(func() { time.Local = old })
+	until := time.Date(2026, 12, 2, 2, 19, 16, 0, time.UTC)
+	for _, running := range []bool{false, true} {
+		e := &tidemark.HeldError{Source: "s", Holder: "h:1", Until: until.Local(), Running: running}
+		if h := e.Hint(); !strings.Contains(h, "expires at 2026-12-02 02:19:16 UTC") {
+			t.Errorf("hint (running %v) = %q, want the lease's end in UTC", running, h)
 		}
 	}
 }

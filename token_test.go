@@ -17,8 +17,9 @@ func TestTokensText(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := fieldtext.Day(at)
-	want := "NAME   CREATED AT           LAST USED AT         REVOKED AT\n" +
-		"alice  " + day + "  -                    " + day + "\n" +
+	pad := strings.Repeat(" ", len(day)-len("CREATED AT"))
+	want := "NAME   CREATED AT" + pad + "  LAST USED AT" + pad[2:] + "  REVOKED AT\n" +
+		"alice  " + day + "  -" + strings.Repeat(" ", len(day)-1) + "  " + day + "\n" +
 		"bob    " + day + "  " + day + "  -\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)

@@ -9,7 +9,7 @@ import (
 
 // The text forms of collections, documents and migration runs, for people
 // at a terminal (the CLI prints them; --json prints the same values as
-// JSON): tables of the fields the JSON shows, times in local time.
+// JSON): tables of the fields the JSON shows, times in UTC (fieldtext.Day).
 
 // Collections is a listing of collections.
 type Collections []Collection

@@ -12,8 +12,8 @@ import (
 )
 
 // The text forms of the ingest reports, for people at a terminal (the
-// CLI prints them; --json prints the same values as JSON). Times are
-// local; long values are cut.
+// CLI prints them; --json prints the same values as JSON). Times are in
+// UTC, saying so (fieldtext.Day); long values are cut.
 
 // SourceList is a listing of sources.
 type SourceList []tidemark.Source

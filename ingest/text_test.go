@@ -28,7 +28,7 @@ func TestWriteReport(t *testing.T) {
 			"s                    unreachable timeout (cursor stays at abc)\n"},
 		{ingest.Report{Source: "s"}, held, "s                    not run: " + held.Error() +
 			"\n  if that was this worker under another identity, run again with --holder elsewhere:1 to re-enter its run;" +
-			" otherwise it is free once the lease expires at " + until.Local().Format(time.DateTime) + "\n"},
+			" otherwise it is free once the lease expires at 2024-01-02 03:04:05 UTC\n"},
 		// A git cursor inside a merge is one commit a side: each is named,
 		// so a move of one side shows.
 		{ingest.Report{Source: "s", Outcome: tidemark.OutcomeItems, EventsNew: 3,
@@ -148,8 +148,7 @@ func TestDetailTextSaysUntilWhenAWorkerStaysAway(t *testing.T) {
 	if err := d.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	day := func(t time.Time) string { return t.Local().Format(time.DateTime) }
-	want := "  w1  at " + day(at) + ", leaves it to other workers until " + day(until) + ": cannot reach its network\n"
+	want := "  w1  at 2026-12-01 17:54:52 UTC, leaves it to other workers until 2026-12-01 18:54:52 UTC: cannot reach its network\n"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("source show lacks %q:\n%s", want, b.String())
 	}

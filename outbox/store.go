@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // State is where an intent is in its life.
@@ -369,7 +370,7 @@ func (e *LeaseHeldError) Is(target error) bool { return target == tidemark.ErrCl
 // re-enter its lease); any other holder may be this worker under another
 // identity.
 func (e *LeaseHeldError) Hint() string {
-	until := e.Until.Local().Format(time.DateTime)
+	until := fieldtext.Day(e.Until)
 	if e.Running {
 		pid := e.Holder[strings.LastIndexByte(e.Holder, ':')+1:]
 		return fmt.Sprintf("it is process %s of this host, still running and delivering lane %s: let it, or stop it;"+

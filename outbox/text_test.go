@@ -68,7 +68,7 @@ func TestIntentShowSaysWhenItsAttemptsBegan(t *testing.T) {
 	if err := d.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
-	want := "attempts 2: the first at " + first.Local().Format(time.DateTime) + ", the latest at " + latest.Local().Format(time.DateTime)
+	want := "attempts 2: the first at 2026-01-01 09:00:00 UTC, the latest at 2026-01-01 12:00:00 UTC"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("intents show:\n%s\nwant a line %q", buf.String(), want)
 	}
@@ -101,5 +101,24 @@ func TestWriteStepsSaysWhatAReconciliationLeftInDoubt(t *testing.T) {
 	}
 	if got := buf.String(); strings.Contains(got, "in doubt") {
 		t.Fatalf("line %q: a reconciliation that decided everything left nothing in doubt", got)
+	}
+}
+
+// A lane's lease hint names the lease's end in UTC and says so, whatever
+// the process's zone (TZ).
+func TestLeaseHintIsUTC(t *testing.T) {
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skipf("no zone database: %v", err)
+	}
+	old := time.Local
+	time.Local = loc
+	t.Cleanup(func() { time.Local = old })
+	until := time.Date(2026, 12, 2, 2, 19, 16, 0, time.UTC)
+	for _, running := range []bool{false, true} {
+		e := &outbox.LeaseHeldError{Lane: "l", Holder: "h:1", Until: until.Local(), Running: running}
+		if h := e.Hint(); !strings.Contains(h, "expires at 2026-12-02 02:19:16 UTC") {
+			t.Errorf("hint (running %v) = %q, want the lease's end in UTC", running, h)
+		}
 	}
 }

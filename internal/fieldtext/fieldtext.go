@@ -2,7 +2,7 @@
 // fields, so the text a command shows and the JSON the API shows name the
 // same things: a listing as a table of some of its items' fields, one
 // result as a row per field that has a value. A JSON value is shown as
-// text by Cell: a string unquoted, a time in local time, nothing as "-".
+// text by Cell: a string unquoted, a time in UTC (Day), nothing as "-".
 package fieldtext
 
 import (
@@ -24,8 +24,11 @@ func Table(w io.Writer, lines ...string) error {
 	return tw.Flush()
 }
 
-// Day is a time as the text forms show it: local, to the second.
-func Day(t time.Time) string { return t.Local().Format(time.DateTime) }
+// Day is a time as the text forms show it: in UTC, to the second, and
+// saying so, as the console and the wiki show it. Not the terminal's zone:
+// the same text is read in logs, in tickets and by workers on hosts in
+// other zones, and a time without its zone cannot be told apart there.
+func Day(t time.Time) string { return t.UTC().Format(time.DateTime) + " UTC" }
 
 // Columns writes items as a table of their named JSON fields, under a
 // header of the names in capitals; a cell is at most 60 bytes.
@@ -76,7 +79,7 @@ func Fields(v any) ([]string, map[string]json.RawMessage) {
 	return keys, vals
 }
 
-// Cell is a JSON value as text: a string unquoted, a time in local time,
+// Cell is a JSON value as text: a string unquoted, a time as Day shows it,
 // nothing as "-", an array of objects as their values joined by ":" (a
 // field is name:type), anything else as compact JSON, at most n bytes.
 func Cell(raw json.RawMessage, n int) string {

@@ -76,3 +76,34 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
+
+// withZone makes zone the process's local time for the test, as TZ
+// would: the text forms must not follow it.
+func withZone(tb testing.TB, zone string) {
+	tb.Helper()
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		tb.Skipf("no zone database: %v", err)
+	}
+	old := time.Local
+	time.Local = loc
+	tb.Cleanup(func() { time.Local = old })
+}
+
+// A time the text forms show is in UTC and says so, whatever the
+// terminal's zone and whatever zone the time came in.
+func TestDayIsUTCAndSaysSo(t *testing.T) {
+	withZone(t, "America/New_York")
+	at := time.Date(2026, 12, 2, 2, 19, 16, 0, time.UTC)
+	const want = "2026-12-02 02:19:16 UTC"
+	for _, in := range []time.Time{at, at.Local(), at.In(time.FixedZone("x", 5*3600+1800))} {
+		if got := Day(in); got != want {
+			t.Errorf("Day(%v) = %q, want %q", in, got, want)
+		}
+	}
+	for _, raw := range []string{`"2026-12-02T02:19:16Z"`, `"2026-12-01T21:19:16-05:00"`, `"2026-12-02T02:19:16.5Z"`} {
+		if got := Cell(json.RawMessage(raw), 60); got != want {
+			t.Errorf("Cell(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
