@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,50 @@ type Source struct {
 	LastError      string     `json:"last_error"`
 	LastRunAt      *time.Time `json:"last_run_at"`
 	CreatedAt      time.Time  `json:"created_at"`
+	// Hold, when set, is the hold of a worker that could not serve the
+	// source and leaves it alone until after NextDueAt. It is not stored
+	// with the source: a listing attaches it (ingest.AttachHolds) from the
+	// workers' records, and NextTry reads it.
+	Hold *SourceHold `json:"-"`
+}
+
+// SourceHold is a worker's hold on a source it could not serve (a
+// directory it cannot see, a kind it was not built with): that worker does
+// not claim the source until Until; a worker that can serve it may.
+type SourceHold struct {
+	Holder string
+	Reason string
+	Until  time.Time
+}
+
+// NextTry is when a worker will next try s, and why then ("" when it is
+// simply the schedule): NextDueAt, which a failed run set to the end of
+// its backoff (a Retry-After among it), or the end of a worker's Hold
+// that outlasts NextDueAt, since that worker will not claim it before (a
+// worker that can serve it may, from NextDueAt); false, with the reason,
+// while nothing will until an operator acts.
+func (s Source) NextTry() (time.Time, string, bool) {
+	switch at, ok := s.DueAt(); {
+	case !ok && s.State == SourcePaused:
+		return time.Time{}, "paused: nothing runs it until it is resumed", false
+	case !ok:
+		return time.Time{}, "its window is terminal: nothing runs it until an operator retries or skips it", false
+	case s.Hold != nil && s.Hold.Until.After(at):
+		why := fmt.Sprintf("worker %s could not serve it and holds off until then", s.Hold.Holder)
+		// A worker's reason names it already (ingest's "worker W: …").
+		if r := strings.TrimPrefix(s.Hold.Reason, "worker "+s.Hold.Holder+": "); r != "" {
+			why += ": " + r
+		}
+		return s.Hold.Until, why, true
+	case s.FailingSince != nil && s.LastOutcome != "" && !s.LastOutcome.Advances():
+		n := "1 failed attempt"
+		if s.WindowAttempts != 1 {
+			n = fmt.Sprintf("%d failed attempts", s.WindowAttempts)
+		}
+		return at, fmt.Sprintf("backoff after %s in this window (last: %s)", n, s.LastOutcome), true
+	default:
+		return at, "", true
+	}
 }
 
 // DueAt is when a worker may next claim s, and false when none will until
@@ -72,17 +118,25 @@ func (s Source) DueAt() (time.Time, bool) {
 
 // MarshalJSON writes s with next_due_at null when no worker will claim it
 // until an operator acts (see DueAt): a time there would tell its reader
-// that it runs then. A type that embeds Source has this method promoted,
+// that it runs then; and with next_try_at and next_try_reason (NextTry). A type that embeds Source has this method promoted,
 // so it must write its own fields beside it (as ingest.Detail does).
 func (s Source) MarshalJSON() ([]byte, error) {
 	type fields Source // Source's fields, without this method
 	v := struct {
 		fields
 		NextDueAt *time.Time `json:"next_due_at"` // hides the embedded one
+		// NextTryAt and NextTryReason are NextTry's.
+		NextTryAt     *time.Time `json:"next_try_at"`
+		NextTryReason string     `json:"next_try_reason"`
 	}{fields: fields(s)}
 	if at, ok := s.DueAt(); ok {
 		v.NextDueAt = &at
 	}
+	at, why, ok := s.NextTry()
+	if ok {
+		v.NextTryAt = &at
+	}
+	v.NextTryReason = why
 	return json.Marshal(v)
 }
 

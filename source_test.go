@@ -2,6 +2,7 @@ package tidemark_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +50,57 @@ func mustJSONObject(tb testing.TB, v any) map[string]any {
 		tb.Fatal(err)
 	}
 	return m
+}
+
+// NextTry is when a worker will next try a source and why then: its
+// schedule; a backoff after a failed run; a worker's hold that ends after
+// the due time (the hold's end, since that worker will not claim it
+// before); nothing while paused or terminal. The JSON says the same as
+// next_try_at and next_try_reason.
+func TestSourceNextTry(t *testing.T) {
+	due := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ran := due.Add(-10 * time.Minute)
+	held := due.Add(time.Hour)
+	failing := ran.Add(-time.Hour)
+	for _, c := range []struct {
+		name   string
+		src    tidemark.Source
+		wantAt any
+		why    []string // what the reason says, in part
+	}{
+		{"scheduled", tidemark.Source{State: tidemark.SourceActive, Window: tidemark.WindowOpen, NextDueAt: due,
+			LastOutcome: tidemark.OutcomeItems, LastRunAt: &ran}, "2025-03-01T12:00:00Z", nil},
+		{"backoff", tidemark.Source{State: tidemark.SourceActive, Window: tidemark.WindowOpen, NextDueAt: due, WindowAttempts: 2, RetryBudget: 5,
+			LastOutcome: tidemark.OutcomeUnreachable, LastRunAt: &ran, FailingSince: &failing}, "2025-03-01T12:00:00Z",
+			[]string{"backoff", "2 failed attempts", "unreachable"}},
+		{"held past due", tidemark.Source{State: tidemark.SourceActive, Window: tidemark.WindowOpen, NextDueAt: due,
+			LastOutcome: tidemark.OutcomeError, LastRunAt: &ran, Hold: &tidemark.SourceHold{Holder: "w1", Reason: "worker w1: no such directory", Until: held}},
+			"2025-03-01T13:00:00Z", []string{"worker w1 could not serve it and holds off until then: no such directory"}},
+		{"paused", tidemark.Source{State: tidemark.SourcePaused, Window: tidemark.WindowOpen, NextDueAt: due}, nil, []string{"paused"}},
+		{"terminal", tidemark.Source{State: tidemark.SourceActive, Window: tidemark.WindowTerminal, NextDueAt: due,
+			Hold: &tidemark.SourceHold{Holder: "w1", Until: held}}, nil, []string{"terminal", "retries or skips"}},
+	} {
+		at, why, ok := c.src.NextTry()
+		got := mustJSONObject(t, c.src)
+		if got["next_try_at"] != c.wantAt {
+			t.Errorf("%s: next_try_at %v, want %v", c.name, got["next_try_at"], c.wantAt)
+		}
+		if ok != (c.wantAt != nil) || (ok && at.UTC().Format(time.RFC3339) != c.wantAt) {
+			t.Errorf("%s: NextTry() = %v, %v, want %v", c.name, at, ok, c.wantAt)
+		}
+		if got["next_try_reason"] != why {
+			t.Errorf("%s: next_try_reason %q, NextTry's reason %q", c.name, got["next_try_reason"], why)
+		}
+		if c.why == nil && why != "" {
+			t.Errorf("%s: reason %q, want none (its schedule)", c.name, why)
+		}
+		for _, w := range c.why {
+			if !strings.Contains(why, w) {
+				t.Errorf("%s: reason %q does not say %q", c.name, why, w)
+			}
+		}
+		if got["next_due_at"] != nil && got["next_due_at"] != "2025-03-01T12:00:00Z" {
+			t.Errorf("%s: next_due_at %v moved with the hold", c.name, got["next_due_at"])
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -42,7 +43,7 @@ func TestCannotServeSpendsNoBudget(t *testing.T) {
 			}
 			fx.env.Clock.Advance(time.Minute)
 		}
-		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10)
+		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10, fx.env.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestCannotServeIsNotReclaimed(t *testing.T) {
 		if n := runs(w1); n != 1 {
 			t.Fatalf("w1 ran %d after the source changed, want 1", n)
 		}
-		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10)
+		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10, fx.env.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +241,82 @@ func TestCannotServeHoldGrowsFromTheFirstBackoff(t *testing.T) {
 		}
 		if prev != ingest.DefaultUnservedFor {
 			t.Fatalf("after 12 failures in a row the hold is %s, want %s", prev, ingest.DefaultUnservedFor)
+		}
+	})
+}
+
+// A worker's hold that outlasts the source's next due time is when that
+// worker will next try it: source show's and the listing's next try is
+// the hold's end, with the worker and its reason, and the text says so
+// beside next due; a hold that ends before the due time, or has ended,
+// changes nothing.
+func TestHoldPastDueIsTheNextTry(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			return tidemark.FetchResult{}, tidemark.CannotServe("directory /srv/d11 not found on this worker", nil)
+		})
+		w1 := &ingest.Scheduler{Service: fx.svc, Workers: 1}
+		// Two failures in a row: the second hold is twice the first
+		// backoff, so it ends after the source is due again.
+		for i := range 2 {
+			if i > 0 {
+				us, _ := fx.svc.Store.Unserved(ctx, fx.src.ID)
+				fx.env.Clock.Advance(us[0].Until.Sub(fx.env.Clock.Now()) + time.Second)
+			}
+			if reps, err := w1.RunOnce(ctx); err != nil || len(reps) != 1 || reps[0].RunID == "" {
+				t.Fatalf("run %d: %+v %v", i, reps, err)
+			}
+		}
+		now := fx.env.Clock.Now()
+		us, err := fx.svc.Store.Unserved(ctx, fx.src.ID)
+		if err != nil || len(us) != 1 {
+			t.Fatalf("unserved %+v %v", us, err)
+		}
+		hold := us[0]
+		d, err := ingest.SourceDetail(ctx, fx.svc.Store, "s", 10, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hold.Until.After(d.NextDueAt) {
+			t.Fatalf("the hold ends %v, not after next due %v: the test needs one that does", hold.Until, d.NextDueAt)
+		}
+		at, why, ok := d.NextTry()
+		if !ok || !at.Equal(hold.Until) || !strings.Contains(why, "w1") || !strings.Contains(why, "/srv/d11") {
+			t.Fatalf("source show's next try %v %v %q, want %v by w1's hold", at, ok, why, hold.Until)
+		}
+		list, err := ingest.ListSources(ctx, fx.svc.Store, now)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("list %+v %v", list, err)
+		}
+		if lat, lwhy, _ := list[0].NextTry(); !lat.Equal(at) || lwhy != why {
+			t.Fatalf("the listing's next try %v %q, source show's %v %q", lat, lwhy, at, why)
+		}
+		var text strings.Builder
+		if err := d.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"next due:      " + fieldtext.Day(hold.Until), "worker w1 could not serve it",
+			"may take it from its next due time, " + fieldtext.Day(d.NextDueAt)} {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("source show lacks %q:\n%s", want, text.String())
+			}
+		}
+		text.Reset()
+		if err := list.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if want := fieldtext.Day(hold.Until) + " (w1 holds off)"; !strings.Contains(text.String(), want) {
+			t.Errorf("source list lacks %q:\n%s", want, text.String())
+		}
+		// Once the hold has ended, the next try is the schedule again.
+		later := hold.Until.Add(time.Second)
+		list, err = ingest.ListSources(ctx, fx.svc.Store, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lat, _, _ := list[0].NextTry(); !lat.Equal(list[0].NextDueAt) {
+			t.Fatalf("after the hold the next try is %v, want next due %v", lat, list[0].NextDueAt)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // Settings are a source's settings as every worker reads them from the
@@ -240,6 +241,29 @@ func NotDue(src tidemark.Source) string {
 		return "not due: paused"
 	}
 	return "not due: an operator must retry or skip the window"
+}
+
+// NextTryWords says when a source is next tried, for people: the time as
+// the text forms show it (fieldtext.Day), or NotDue's words; why then (""
+// for its schedule), with the next due time a worker's hold leaves to the
+// other workers on a line of its own; and a word or two for a table cell beside the time
+// ("w1 holds off", "backoff"), or "". The CLI and the console both show
+// these, so they say the same as the API's next_try_at and
+// next_try_reason.
+func NextTryWords(src tidemark.Source) (when, why, brief string) {
+	at, why, ok := src.NextTry()
+	if !ok {
+		return NotDue(src), "", ""
+	}
+	when = fieldtext.Day(at)
+	switch {
+	case src.Hold != nil && at.Equal(src.Hold.Until) && !at.Equal(src.NextDueAt):
+		why += "\na worker that can serve it may take it from its next due time, " + fieldtext.Day(src.NextDueAt)
+		brief = src.Hold.Holder + " holds off"
+	case why != "":
+		brief = "backoff"
+	}
+	return when, why, brief
 }
 
 // ResolveRunFilter checks a run listing's filter before it is listed: an

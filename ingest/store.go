@@ -106,6 +106,9 @@ type Store interface {
 	// first, expired records included. A record is deleted when its worker
 	// serves the source, or the source's settings change.
 	Unserved(ctx context.Context, sourceID string) ([]Unserved, error)
+	// LiveUnserved lists every source's records that keep their worker
+	// from claiming it at now (their Until is after now), in no order.
+	LiveUnserved(ctx context.Context, now time.Time) ([]Unserved, error)
 }
 
 // Unserved says that a worker could not serve a source, and why.
@@ -273,8 +276,9 @@ func (d Detail) MarshalJSON() ([]byte, error) {
 }
 
 // SourceDetail reads a source with up to limit of its newest runs and
-// operator actions.
-func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail, error) {
+// operator actions, and the workers that could not serve it, whose hold
+// at now it attaches (AttachHolds).
+func SourceDetail(ctx context.Context, st Store, ref string, limit int, now time.Time) (Detail, error) {
 	src, err := st.Source(ctx, ref)
 	if err != nil {
 		return Detail{}, err
@@ -291,7 +295,47 @@ func SourceDetail(ctx context.Context, st Store, ref string, limit int) (Detail,
 	if err != nil {
 		return Detail{}, err
 	}
-	return Detail{Source: src, Runs: runs, Actions: actions, UnservedBy: unserved}, nil
+	one := []tidemark.Source{src}
+	AttachHolds(one, unserved, now)
+	return Detail{Source: one[0], Runs: runs, Actions: actions, UnservedBy: unserved}, nil
+}
+
+// ListSources lists every source, each with the hold at now of a worker
+// that could not serve it (AttachHolds): every listing (the CLI, the
+// status page, the API) says when a source is next tried alike.
+func ListSources(ctx context.Context, st Store, now time.Time) (SourceList, error) {
+	srcs, err := st.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live, err := st.LiveUnserved(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	AttachHolds(srcs, live, now)
+	return srcs, nil
+}
+
+// AttachHolds sets each source's Hold to the record in us that keeps its
+// worker away longest past both now and the source's NextDueAt: that
+// worker will not try the source before the record ends, so neither will
+// a one-worker install. A record that ends sooner delays nothing and is
+// not attached.
+func AttachHolds(srcs []tidemark.Source, us []Unserved, now time.Time) {
+	byID := make(map[string]int, len(srcs))
+	for i := range srcs {
+		byID[srcs[i].ID] = i
+		srcs[i].Hold = nil
+	}
+	for _, u := range us {
+		i, ok := byID[u.SourceID]
+		if !ok || !u.Until.After(now) || !u.Until.After(srcs[i].NextDueAt) {
+			continue
+		}
+		if h := srcs[i].Hold; h == nil || u.Until.After(h.Until) {
+			srcs[i].Hold = &tidemark.SourceHold{Holder: u.Holder, Reason: u.Reason, Until: u.Until}
+		}
+	}
 }
 
 // BatchSettler is implemented by stores that can settle many runs that

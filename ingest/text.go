@@ -45,9 +45,12 @@ func (l SourceList) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tHEALTH\tWINDOW\tLAST OUTCOME\tCURSOR\tNEXT DUE")
 	for _, s := range l {
-		due := fieldtext.Day(s.NextDueAt)
-		if NotDue(s) != "" {
+		due, _, brief := NextTryWords(s)
+		switch {
+		case NotDue(s) != "":
 			due = "not due"
+		case brief != "":
+			due += " (" + brief + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), WindowBrief(s),
 			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cursor(s.Cursor)), due)
@@ -89,7 +92,10 @@ func (l EventList) WriteText(w io.Writer) error {
 func (d Detail) WriteText(w io.Writer) error {
 	src := d.Source
 	kv := func(k, format string, args ...any) {
-		fmt.Fprintf(w, "%-15s"+format+"\n", append([]any{k + ":"}, args...)...)
+		if k != "" { // "": a line more of the key before
+			k += ":"
+		}
+		fmt.Fprintf(w, "%-15s"+format+"\n", append([]any{k}, args...)...)
 	}
 	kv("name", "%s", src.Name)
 	kv("kind", "%s", src.Kind)
@@ -117,10 +123,12 @@ func (d Detail) WriteText(w io.Writer) error {
 	if src.ClaimHolder != "" {
 		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, fieldtext.Day(*src.LeaseExpiresAt))
 	}
-	if why := NotDue(src); why != "" {
-		kv("next due", "%s", why)
-	} else {
-		kv("next due", "%s", fieldtext.Day(src.NextDueAt))
+	when, why, _ := NextTryWords(src)
+	kv("next due", "%s", when)
+	for l := range strings.SplitSeq(why, "\n") {
+		if l != "" {
+			kv("", "%s", l)
+		}
 	}
 	if len(d.UnservedBy) > 0 {
 		fmt.Fprintln(w, "\nworkers that could not serve it (no budget spent; other workers take it):")

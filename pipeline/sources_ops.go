@@ -97,14 +97,15 @@ func (p *Pipeline) SkipSource(ctx context.Context, ref, to, actor, note string) 
 	return p.Ingest().Skip(ctx, ref, to, actor, note)
 }
 
-// Sources lists every source.
+// Sources lists every source, with the holds that decide when each is
+// next tried (ingest.ListSources).
 func (p *Pipeline) Sources(ctx context.Context) (ingest.SourceList, error) {
-	return p.db.Ingest().Sources(ctx)
+	return ingest.ListSources(ctx, p.db.Ingest(), p.clock.Now())
 }
 
 // SourceDetail reads a source with up to limit of its runs and actions.
 func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ingest.Detail, error) {
-	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit)
+	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit, p.clock.Now())
 }
 
 // Runs lists runs, newest first, after ingest.ResolveRunFilter: a source

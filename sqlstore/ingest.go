@@ -1677,15 +1677,27 @@ func (s *IngestStore) RecordUnserved(ctx context.Context, u ingest.Unserved) err
 	return nil
 }
 
+// LiveUnserved implements ingest.Store.
+func (s *IngestStore) LiveUnserved(ctx context.Context, now time.Time) ([]ingest.Unserved, error) {
+	out, err := queryAll(ctx, s.db.db, scanUnserved,
+		`SELECT source_id, holder, reason, at, until_at FROM source_unserved WHERE until_at > $1`, ms(now))
+	if err != nil {
+		return nil, fmt.Errorf("live unserved sources: %w", err)
+	}
+	return out, nil
+}
+
+func scanUnserved(sc scanner) (ingest.Unserved, error) {
+	var u ingest.Unserved
+	var at, until int64
+	err := sc.Scan(&u.SourceID, &u.Holder, &u.Reason, &at, &until)
+	u.At, u.Until = fromMS(at), fromMS(until)
+	return u, err
+}
+
 // Unserved implements ingest.Store.
 func (s *IngestStore) Unserved(ctx context.Context, sourceID string) ([]ingest.Unserved, error) {
-	out, err := queryAll(ctx, s.db.db, func(sc scanner) (ingest.Unserved, error) {
-		var u ingest.Unserved
-		var at, until int64
-		err := sc.Scan(&u.SourceID, &u.Holder, &u.Reason, &at, &until)
-		u.At, u.Until = fromMS(at), fromMS(until)
-		return u, err
-	}, `SELECT source_id, holder, reason, at, until_at FROM source_unserved WHERE source_id = $1 ORDER BY at DESC, holder`, sourceID)
+	out, err := queryAll(ctx, s.db.db, scanUnserved, `SELECT source_id, holder, reason, at, until_at FROM source_unserved WHERE source_id = $1 ORDER BY at DESC, holder`, sourceID)
 	if err != nil {
 		return nil, fmt.Errorf("unserved source %s: %w", sourceID, err)
 	}

@@ -63,9 +63,33 @@ var funcs = template.FuncMap{
 	"window":      ingest.WindowWords,
 	"windowBrief": ingest.WindowBrief,
 	"notDue":      ingest.NotDue,
+	"nextTry":     nextTry,
 	"ops":         intentOps,
 	// sourcepath NAME ID is the link to a source's console page.
 	"sourcepath": func(name, id string) string { return sourcePath(name, id) },
+}
+
+// nextTryView is when a source is next tried, as the CLI says it
+// (ingest.NextTryWords): NotDue's words, or the time, why then (a line
+// each) and a word or two for a table cell.
+type nextTryView struct {
+	NotDue string
+	At     time.Time
+	Why    []string
+	Brief  string
+}
+
+func nextTry(src tidemark.Source) nextTryView {
+	at, _, ok := src.NextTry()
+	if !ok {
+		return nextTryView{NotDue: ingest.NotDue(src)}
+	}
+	_, why, brief := ingest.NextTryWords(src)
+	v := nextTryView{At: at, Brief: brief}
+	if why != "" {
+		v.Why = strings.Split(why, "\n")
+	}
+	return v
 }
 
 // stamp shows a time to people: in UTC, and saying so, as the wiki and the
@@ -354,7 +378,7 @@ func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	srcs, err := s.Ingest.Sources(r.Context())
+	srcs, err := ingest.ListSources(r.Context(), s.Ingest, s.now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -363,7 +387,7 @@ func (s *Server) apiSources(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
-	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
+	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50, s.now())
 	s.answer(w, r, http.StatusOK, d, err)
 }
 
@@ -427,7 +451,7 @@ type sourceRow struct {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	srcs, err := s.Ingest.Sources(r.Context())
+	srcs, err := ingest.ListSources(r.Context(), s.Ingest, s.now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -465,7 +489,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
-	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50)
+	d, err := ingest.SourceDetail(r.Context(), s.Ingest, r.PathValue("name"), 50, s.now())
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -112,7 +112,7 @@ func TestDirLimitsAndFailures(t *testing.T) {
 	if cur := h.Current(t); cur.WindowAttempts != 0 || cur.Window != tidemark.WindowOpen {
 		t.Fatalf("a missing directory spent the budget: %d attempts, window %s", cur.WindowAttempts, cur.Window)
 	}
-	d, err := ingest.SourceDetail(context.Background(), h.Store, h.Source.ID, 10)
+	d, err := ingest.SourceDetail(context.Background(), h.Store, h.Source.ID, 10, h.Env.Clock.Now())
 	if err != nil || len(d.UnservedBy) != 1 || d.UnservedBy[0].Holder != "test" || !strings.Contains(d.UnservedBy[0].Reason, "not found on this worker") {
 		t.Fatalf("unserved by: %+v %v", d.UnservedBy, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"UnservedPassedOverUntilItExpires", testUnservedPassedOver},
 		{"UnservedClearedWhenServed", testUnservedCleared},
 		{"UnservedClearedInABatch", testUnservedClearedInBatch},
+		{"LiveUnservedListsHoldsNotOver", testLiveUnserved},
 		{"SetIsAuditedAndClearsUnserved", testSet},
 	}
 	for _, tc := range tests {
@@ -1056,6 +1058,37 @@ func unservedBy(t *testing.T, h Harness, src tidemark.Source) []string {
 		holders = append(holders, u.Holder)
 	}
 	return holders
+}
+
+// LiveUnserved lists every source's records that still keep their worker
+// away at now, and none that has ended.
+func testLiveUnserved(t *testing.T, h Harness) {
+	a := mustAdd(t, h, "a", 3)
+	b := mustAdd(t, h, "b", 3)
+	mustAdd(t, h, "c", 3)
+	mustUnserved(t, h, a, "w1", time.Hour)
+	mustUnserved(t, h, a, "w2", time.Minute)
+	mustUnserved(t, h, b, "w1", 2*time.Hour)
+	h.Clock.Advance(time.Minute) // w2's record on a ends now
+	live, err := h.Store.LiveUnserved(ctx, h.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range live {
+		got = append(got, u.SourceID+"/"+u.Holder+"/"+u.Reason)
+		if u.Until.Sub(u.At) < time.Hour {
+			t.Errorf("record %+v has lost its times", u)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{a.ID + "/w1/not here", b.ID + "/w1/not here"}; !slices.Equal(got, want) {
+		t.Fatalf("live records %v, want %v", got, want)
+	}
+	h.Clock.Advance(2 * time.Hour)
+	if live, err := h.Store.LiveUnserved(ctx, h.Clock.Now()); err != nil || len(live) != 0 {
+		t.Fatalf("after every record ended: %+v, %v", live, err)
+	}
 }
 
 func claimedIDs(cs []tidemark.Claim) []string {
