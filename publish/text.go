@@ -58,3 +58,12 @@ func (rep SweepReport) WriteText(w io.Writer) error {
 	}
 	return nil
 }
+
+// UnrejectedLine says what lifting a summary's rejection did: what `publish
+// unreject` prints and the console says after its Unreject.
+func UnrejectedLine(s Summary) string {
+	if !s.Current {
+		return fmt.Sprintf("lifted the rejection of summary %s of event %s; it is of evidence the event no longer has, so it stays superseded", s.ID, s.EventID)
+	}
+	return fmt.Sprintf("lifted the rejection of summary %s of event %s: it is current again, and the next publishing round publishes its page", s.ID, s.EventID)
+}

@@ -41,3 +41,13 @@ func TestTextForms(t *testing.T) {
 		}
 	}
 }
+
+// What lifting a rejection did is said alike by the CLI and the console:
+// current again, or still superseded when the evidence has moved on.
+func TestUnrejectedLine(t *testing.T) {
+	cur := publish.UnrejectedLine(publish.Summary{ID: "s1", EventID: "e1", Current: true})
+	old := publish.UnrejectedLine(publish.Summary{ID: "s1", EventID: "e1"})
+	if !strings.Contains(cur, "summary s1 of event e1: it is current again") || !strings.Contains(old, "stays superseded") {
+		t.Fatalf("lines %q and %q", cur, old)
+	}
+}

@@ -344,6 +344,23 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 		t.Errorf("the wiki's index still lists the withdrawn page:\n%s", body)
 	}
 
+	// The rejection was a mistake: Unreject it (a reason required, as
+	// publish unreject), and Publish now brings the page back.
+	mustOpen(t, ctx, base+"/console/publish?event="+eventID)
+	mustSee(t, ctx, "the event's rejected summary", "rejected: says too little", "Unreject a rejected one with a reason")
+	shoot("summary-unreject")
+	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.unreject input[name="reason"]`), "it was right"),
+		chromedp.Click(chromedp.CSS(`form.unreject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("summary-unrejected", "it is current again, and the next publishing round publishes its page")
+	if body := mustSee(t, ctx, "the unrejected summary", "2 current, 0 rejected, 0 superseded"); strings.Contains(body, "Unreject") && strings.Contains(body, "rejected: says too little") {
+		t.Errorf("the summary still reads as rejected after its Unreject:\n%s", body)
+	}
+	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	notice("republished", "1 page published")
+	if body := mustOpen(t, ctx, wikiPage); !strings.Contains(body, "resumes an interrupted upload") {
+		t.Errorf("the wiki page %s is not back after the Unreject and a round:\n%s", wikiPage, body)
+	}
+
 	f.hookMu.Lock()
 	defer f.hookMu.Unlock()
 	if f.hookHits != 0 {

@@ -15,7 +15,8 @@ import (
 
 // PublishOps are publication's operations the console and the API offer
 // (*pipeline.Pipeline has them): the ones behind `tidemark publish`,
-// `publish sweep`, `publish summaries` and `publish reject`.
+// `publish sweep`, `publish summaries`, `publish reject` and `publish
+// unreject`.
 type PublishOps interface {
 	// Publish summarizes what is new with the summarizer called
 	// summarizer ("": the configured one) and publishes what is pending,
@@ -48,6 +49,7 @@ const publishRoundLimit = 1000
 //	POST /console/publish                          Publish now: one bounded round
 //	POST /console/publish/sweep                    Sweep now
 //	POST /console/publish/summaries/{id}/reject    reject a summary (reason required)
+//	POST /console/publish/summaries/{id}/unreject  lift a summary's rejection (reason required)
 //	POST /api/publish                              one bounded round: publish.Round
 //	POST /api/publish/sweep                        publish.SweepReport
 //	GET  /api/summaries                            Page[summary] (?event=&limit=&cursor=)
@@ -64,6 +66,7 @@ func (s *Server) publishRoutes() []route {
 		r(post, "/console/publish", "publish round", s.formPublish),
 		r(post, "/console/publish/sweep", "publish sweep", s.formSweep),
 		r(post, "/console/publish/summaries/{id}/reject", "publish summary reject", s.formReject),
+		r(post, "/console/publish/summaries/{id}/unreject", "publish summary unreject", s.formUnreject),
 		r(post, "/api/publish", "publish round", s.apiPublish),
 		r(post, "/api/publish/sweep", "publish sweep", s.apiSweep),
 		r(get, "/api/summaries", "", s.apiSummaries),
@@ -228,9 +231,21 @@ func (s *Server) formSweep(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) formReject(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	sum, err := s.PublishOps.RejectSummary(r.Context(), id, r.PostFormValue("reason"))
-	back := publishPath // the page of summaries the form was on
+	sum, err := s.PublishOps.RejectSummary(r.Context(), r.PathValue("id"), r.PostFormValue("reason"))
+	s.redirect(w, r, summariesBack(r), fmt.Sprintf("Rejected summary %s of event %s: %s. It is never published; the next publishing round withdraws its page.",
+		sum.ID, sum.EventID, sum.RejectedReason), err)
+}
+
+// formUnreject lifts a summary's rejection, as publish unreject does.
+func (s *Server) formUnreject(w http.ResponseWriter, r *http.Request) {
+	sum, err := s.PublishOps.UnrejectSummary(r.Context(), r.PathValue("id"), r.PostFormValue("reason"))
+	line := publish.UnrejectedLine(sum)
+	s.redirect(w, r, summariesBack(r), strings.ToUpper(line[:1])+line[1:]+".", err)
+}
+
+// summariesBack is the page of summaries a form posted from was on: its
+// event and cursor.
+func summariesBack(r *http.Request) string {
 	q := url.Values{}
 	for _, k := range []string{"event", "cursor"} {
 		if v := r.PostFormValue(k); v != "" {
@@ -238,10 +253,9 @@ func (s *Server) formReject(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(q) > 0 {
-		back += "?" + q.Encode()
+		return publishPath + "?" + q.Encode()
 	}
-	s.redirect(w, r, back, fmt.Sprintf("Rejected summary %s of event %s: %s. It is never published; the next publishing round withdraws its page.",
-		sum.ID, sum.EventID, sum.RejectedReason), err)
+	return publishPath
 }
 
 func (s *Server) publishPage(w http.ResponseWriter, r *http.Request) {

@@ -455,3 +455,80 @@ func TestPublishNowSummarizerOutage(t *testing.T) {
 	}
 	mustErrorClass(t, "POST /api/publish in an outage", do("POST", "/api/publish", token, nil), 503, "unavailable", tidemark.ExitUnavailable)
 }
+
+// The console lifts a rejection as publish unreject and the API do: a
+// rejected summary has an Unreject form (a reason required), the lift
+// needs a reason, is refused from another site, is audited under the
+// same name as the API's, and the summary is current again for the next
+// round, which publishes its page.
+func TestPublishConsoleUnrejects(t *testing.T) {
+	p, db, _, token := mustPublishPipeline(t, nil, "Widget 2.0 syncs in the background.")
+	do := mustServe(t, db, func(s *web.Server) { s.PublishOps, s.Publish = p, db.Publish() })
+	if r := do("POST", "/api/publish", token, nil); r.Code != 200 {
+		t.Fatalf("POST /api/publish: %d %s", r.Code, r.Body)
+	}
+	sums, err := p.Summaries(context.Background(), publish.SummaryFilter{Limit: 10})
+	if err != nil || len(sums) != 1 {
+		t.Fatalf("summaries %+v %v", sums, err)
+	}
+	id := sums[0].ID
+	unrejectPath := "/console/publish/summaries/" + id + "/unreject"
+	if r := do("GET", "/console/publish", token, nil); strings.Contains(r.Body, unrejectPath) {
+		t.Fatalf("a current summary is offered an Unreject:\n%s", r.Body)
+	}
+	if r := do("POST", "/console/publish/summaries/"+id+"/reject", token, form(url.Values{"reason": {"wrong version"}})); r.Code != 303 {
+		t.Fatalf("reject: %d %s", r.Code, r.Body)
+	}
+	var round publish.Round
+	if r := do("POST", "/api/publish", token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &round) != nil || round.Published.Withdrawn != 1 {
+		t.Fatalf("the round after the rejection withdraws nothing: %d %s", r.Code, r.Body)
+	}
+	r := do("GET", "/console/publish", token, nil)
+	for _, want := range []string{`action="` + unrejectPath + `"`, `aria-label="why unreject summary ` + id + `"`, ">Unreject</button>"} {
+		if !strings.Contains(r.Body, want) {
+			t.Errorf("the rejected summary's row lacks %s", want)
+		}
+	}
+	if strings.Contains(r.Body, "summaries/"+id+"/reject") {
+		t.Error("a rejected summary is offered Reject again")
+	}
+	if t.Failed() {
+		t.Fatal(r.Body)
+	}
+	cross := func(r *http.Request) {
+		form(url.Values{"reason": {"it was right"}})(r)
+		r.Header.Set("Origin", "https://evil.example")
+		r.Header.Set("Sec-Fetch-Site", "cross-site")
+	}
+	if r := do("POST", unrejectPath, token, cross); r.Code != 403 {
+		t.Fatalf("an unreject posted from another site: %d %s", r.Code, r.Body)
+	}
+	flashed := func(r response, path string) string {
+		t.Helper()
+		if r.Code != 303 || r.Header.Get("Location") != path {
+			t.Fatalf("a form's write: %d %s, want 303 to %s", r.Code, r.Header.Get("Location"), path)
+		}
+		cookie := strings.Split(r.Header.Get("Set-Cookie"), ";")[0]
+		return do("GET", path, token, func(req *http.Request) { req.Header.Set("Cookie", cookie) }).Body
+	}
+	if body := flashed(do("POST", unrejectPath, token, form(url.Values{"reason": {" "}})), "/console/publish"); !strings.Contains(body, "reason") || !strings.Contains(body, `class="problem"`) {
+		t.Errorf("unreject without a reason:\n%s", body)
+	}
+	if s, _ := p.Summaries(context.Background(), publish.SummaryFilter{Limit: 10}); !s[0].Rejected() {
+		t.Fatal("an unreject without a reason lifted the rejection")
+	}
+	body := flashed(do("POST", unrejectPath, token, form(url.Values{"reason": {"it was right"}, "event": {sums[0].EventID}})), "/console/publish?event="+sums[0].EventID)
+	if want := "Lifted the rejection of summary " + id + " of event " + sums[0].EventID + ": it is current again"; !strings.Contains(body, want) {
+		t.Errorf("the notice lacks %q:\n%s", want, body)
+	}
+	back, err := p.Summaries(context.Background(), publish.SummaryFilter{Limit: 10})
+	if err != nil || !back[0].Current || back[0].Rejected() || len(back[0].Lifted) != 1 || back[0].Lifted[0].Reason != "it was right" {
+		t.Fatalf("after the console's unreject: %+v %v", back, err)
+	}
+	if r := do("GET", "/api/audit?actor=ops", token, nil); !strings.Contains(r.Body, "publish summary unreject") {
+		t.Errorf("the unreject is not audited as publish summary unreject:\n%s", r.Body)
+	}
+	if r := do("POST", "/api/publish", token, nil); r.Code != 200 || json.Unmarshal([]byte(r.Body), &round) != nil || round.Published.Published != 1 {
+		t.Fatalf("the round after the unreject: %d %s", r.Code, r.Body)
+	}
+}

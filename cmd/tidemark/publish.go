@@ -82,10 +82,7 @@ func newUnrejectCmd(a *app) *cobra.Command {
 			if err != nil {
 				return nil, err // nothing was lifted: say only why
 			}
-			if !s.Current {
-				return say(s, "lifted the rejection of summary %s of event %s; it is of evidence the event no longer has, so it stays superseded", s.ID, s.EventID), nil
-			}
-			return say(s, "lifted the rejection of summary %s of event %s: it is current again, and the next publishing round (publish, run --once, the daemon's round) publishes its page", s.ID, s.EventID), nil
+			return say(s, "%s", publish.UnrejectedLine(s)), nil
 		})
 	cmd.Long = `A rejected summary is never published, and its event is not summarized again
 under the same model and prompt version. If the rejection was a mistake, lift
