@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -132,7 +133,33 @@ type NewSource struct {
 	RetryBudget int
 	// AllowPrivate lets the source's fetches reach private addresses.
 	AllowPrivate bool
+	// Key is the source's duplicate key: two sources with one key would
+	// record every change twice (the kinds decide it: kinds.Set.Key).
+	// The store holds each key for one source at a time and refuses a
+	// second with a *DuplicateError, even against a concurrent add. ""
+	// is no key, and conflicts with nothing.
+	Key string
 }
+
+// DuplicateError refuses a new source whose Key another source holds,
+// and names that source. It matches tidemark.ErrConflict.
+type DuplicateError struct {
+	Source tidemark.Source // the source that holds the key
+	// Err, when set, is the refusal in the words of the rule that keyed
+	// it (the kinds'), and is what Error says.
+	Err error
+}
+
+func (e *DuplicateError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("source %q already watches the same thing (%s %s)", e.Source.Name, e.Source.Kind, e.Source.Location)
+}
+
+func (e *DuplicateError) Unwrap() error { return e.Err }
+
+func (e *DuplicateError) Is(target error) bool { return target == tidemark.ErrConflict }
 
 // Source is the source ns describes, as its fetches will see it (active,
 // no cursor yet). Checks made before a source is stored use it, so they

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -81,14 +82,34 @@ func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark
 		return tidemark.Source{}, err
 	}
 	if dup, ok := p.kinds.Duplicate(existing, ns); ok {
-		same, fix := "the same config", fmt.Sprintf("use %q, or give this one a config that selects other items", dup.Name)
-		if !p.kinds.ConfigSelects(ns.Kind) {
-			same, fix = "any config (a "+ns.Kind+"'s config selects no other items)", fmt.Sprintf("use %q", dup.Name)
-		}
-		return tidemark.Source{}, fmt.Errorf("source %q already watches %s as a %s source with %s: another would record every change twice; %s: %w",
-			dup.Name, ns.Location, ns.Kind, same, fix, tidemark.ErrConflict)
+		return tidemark.Source{}, p.duplicateError(dup, ns)
 	}
-	return p.db.Ingest().AddSource(ctx, ns)
+	return p.storeSource(ctx, ns)
+}
+
+// storeSource stores a new source with its duplicate key (kinds.Set.Key):
+// the database holds a key for one source, so a duplicate that a
+// concurrent add stored after the check above is refused all the same,
+// as the check would have refused it. Every add (source add, an OPML
+// import, --track) stores through here.
+func (p *Pipeline) storeSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
+	ns.Key = p.kinds.Key(ns)
+	src, err := p.db.Ingest().AddSource(ctx, ns)
+	if dup := (*ingest.DuplicateError)(nil); errors.As(err, &dup) {
+		return src, p.duplicateError(dup.Source, ns)
+	}
+	return src, err
+}
+
+// duplicateError refuses ns, a duplicate of dup, naming dup and the way
+// out.
+func (p *Pipeline) duplicateError(dup tidemark.Source, ns ingest.NewSource) error {
+	same, fix := "the same config", fmt.Sprintf("use %q, or give this one a config that selects other items", dup.Name)
+	if !p.kinds.ConfigSelects(ns.Kind) {
+		same, fix = "any config (a "+ns.Kind+"'s config selects no other items)", fmt.Sprintf("use %q", dup.Name)
+	}
+	return &ingest.DuplicateError{Source: dup, Err: fmt.Errorf("source %q already watches %s as a %s source with %s: another would record every change twice; %s: %w",
+		dup.Name, ns.Location, ns.Kind, same, fix, tidemark.ErrConflict)}
 }
 
 // TrackRepo adds the git repository containing path as a source, unless a
@@ -113,7 +134,10 @@ func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Sou
 	for i, base := 2, ns.Name; names[ns.Name]; i++ {
 		ns.Name = fmt.Sprintf("%s-%d", base, i)
 	}
-	src, err = p.db.Ingest().AddSource(ctx, ns)
+	src, err = p.storeSource(ctx, ns)
+	if dup := (*ingest.DuplicateError)(nil); errors.As(err, &dup) {
+		return dup.Source, false, nil // a concurrent --track added it first
+	}
 	return src, err == nil, err
 }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -229,7 +230,14 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 			return rep, err
 		}
 		if !o.DryRun {
-			if _, err := st.AddSource(ctx, ns); err != nil {
+			_, err := p.storeSource(ctx, ns)
+			if dup := (*ingest.DuplicateError)(nil); errors.As(err, &dup) {
+				// Added meanwhile (a concurrent add or import): tracked.
+				f.Name, f.Reason = dup.Source.Name, "already tracked"
+				rep.Skipped = append(rep.Skipped, f)
+				continue
+			}
+			if err != nil {
 				return rep, fmt.Errorf("add %s: %w", f.Location, err)
 			}
 		}

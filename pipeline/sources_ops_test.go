@@ -3,17 +3,20 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
 func notesDir(t *testing.T, files ...string) string {
@@ -260,4 +263,59 @@ func TestImportOPMLChecksPrivateAddresses(t *testing.T) {
 	if err != nil || len(srcs) != 1 || !srcs[0].AllowPrivate {
 		t.Fatalf("sources: %v %+v", err, srcs)
 	}
+}
+
+// Two processes adding one location at once both pass the check made
+// before the insert; the database holds the location's key for one
+// source, so exactly one is added and every other add is refused naming
+// it, as the check would have, on SQLite and PostgreSQL. OPML imports and
+// --track add through the same key.
+func TestConcurrentAddsOfOneLocationAddOne(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		p := openBackend(t, b)
+		d := notesDir(t, "alpha")
+		const n = 8
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			wins  []string
+			errs  []error
+			start = make(chan struct{})
+		)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				// A location spelled another way is the same location.
+				loc := d
+				if i%2 == 1 {
+					loc = d + "/"
+				}
+				src, err := p.AddSource(ctx, ingestSource(fmt.Sprintf("notes-%d", i), loc))
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					wins = append(wins, src.Name)
+				} else {
+					errs = append(errs, err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if len(wins) != 1 {
+			t.Fatalf("%d of %d concurrent adds of one location were added (%v), want 1; errors: %v", len(wins), n, wins, errs)
+		}
+		for _, err := range errs {
+			if !errors.Is(err, tidemark.ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("source %q already watches", wins[0])) {
+				t.Errorf("a losing add: %v, want a conflict naming %s", err, wins[0])
+			}
+		}
+		srcs, err := p.Sources(ctx)
+		if err != nil || len(srcs) != 1 {
+			t.Fatalf("%d sources (%v), want 1", len(srcs), err)
+		}
+	})
 }

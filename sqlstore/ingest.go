@@ -106,17 +106,31 @@ func (s *IngestStore) AddSource(ctx context.Context, ns ingest.NewSource) (tidem
 	}
 	now := s.db.Clock.Now()
 	id := s.db.IDs.New()
+	key := sql.NullString{String: ns.Key, Valid: ns.Key != ""}
 	_, err := s.db.w.ExecContext(ctx, `INSERT INTO sources
-		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at, allow_private)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)`,
-		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now), boolInt(ns.AllowPrivate))
+		(id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at, allow_private, source_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)`,
+		id, ns.Name, ns.Kind, ns.Location, string(cfg), ns.Interval.Milliseconds(), ns.RetryBudget, ms(now), ms(now), boolInt(ns.AllowPrivate), key)
 	if IsUniqueViolation(err) {
-		return tidemark.Source{}, fmt.Errorf("source %q already exists: %w", ns.Name, tidemark.ErrConflict)
+		return tidemark.Source{}, s.addConflict(ctx, ns)
 	}
 	if err != nil {
 		return tidemark.Source{}, fmt.Errorf("add source %q: %w", ns.Name, err)
 	}
 	return s.Source(ctx, id)
+}
+
+// addConflict says which of a new source's unique values another source
+// holds: its name (or ID), or its key (an *ingest.DuplicateError naming
+// the source that holds it).
+func (s *IngestStore) addConflict(ctx context.Context, ns ingest.NewSource) error {
+	if ns.Key != "" {
+		r, err := scanSource(s.db.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE source_key = $1`, ns.Key))
+		if err == nil && r.Name != ns.Name {
+			return fmt.Errorf("add source %q: %w", ns.Name, &ingest.DuplicateError{Source: r.Source})
+		}
+	}
+	return fmt.Errorf("source %q already exists: %w", ns.Name, tidemark.ErrConflict)
 }
 
 // Source implements ingest.Store.

@@ -247,8 +247,14 @@ func TestSourceActionsKeptAcrossMigration17(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := mustAddSource(t, old.Ingest(), "blog")
-		// An action as an older release recorded it (no source_name yet).
+		// A source and an action as an older release recorded them (no
+		// source_name yet; the store of this release writes columns of
+		// later migrations).
+		src := struct{ ID string }{"src1"}
+		if _, err := old.SQL().ExecContext(ctx, `INSERT INTO sources (id, name, kind, location, config, interval_ms, retry_budget, next_due_at, created_at, updated_at)
+			VALUES ($1, 'blog', 'feed', 'https://example.org/blog', '{}', 60000, 3, 0, 1, 1)`, src.ID); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := old.SQL().ExecContext(ctx, `INSERT INTO source_actions (id, source_id, action, actor, cursor_before,
 			cursor_after, cursor_version_before, cursor_version_after, note, at) VALUES ('a1', $1, 'pause', 'ada', '', '', 0, 0, 'why', 5)`, src.ID); err != nil {
 			t.Fatal(err)

@@ -47,6 +47,7 @@ var releasedMigrations = map[string]string{
 	"0032_outbox_reconciled.sql":      "ea1ddbde867adcc878f4fd6526129bc7c4822160a668b8aee53ea7780883f533",
 	"0033_summary_unreject.sql":       "99f74d50d4d07c0983c860fdf005987b34fe2714a332dc5ae0df40a84cee4566",
 	"0034_outbox_read_progress.sql":   "b422a23708a5424c7bbdee4737c72990110722ffd5203ec76c8f181a0f376df6",
+	"0035_source_key.sql":             "178d84b129cadd7485c8ab50f05ab4775c3a30b9fce36e2d9220862121fe78a8",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

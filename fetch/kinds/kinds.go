@@ -7,8 +7,12 @@ package kinds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -114,18 +118,36 @@ func New(opt Options) *Set {
 // default port and an empty path spelled out), with the same config where
 // the kind's config may select other items (page, json, dir, git). Two
 // such sources would file every change twice.
+//
+// It compares Keys: the database holds each key for one source, so a
+// duplicate that a concurrent add stored after this check is refused by
+// the store (ingest.DuplicateError) by the same rule.
 func (s *Set) Duplicate(existing []tidemark.Source, ns ingest.NewSource) (tidemark.Source, bool) {
-	k, _ := s.Kind(ns.Kind)
-	loc := sameLocation(ns.Location)
+	key := s.Key(ns)
 	for _, src := range existing {
-		if src.Kind != ns.Kind || sameLocation(src.Location) != loc {
-			continue
-		}
-		if !k.configSelects || sameConfig(src.Config, ns.Config) {
+		if src.Kind == ns.Kind && s.Key(ingest.NewSource{Kind: src.Kind, Location: src.Location, Config: src.Config}) == key {
 			return src, true
 		}
 	}
 	return tidemark.Source{}, false
+}
+
+// Key is a new source's duplicate key (ingest.NewSource.Key), which the
+// store holds for one source at a time: the hex SHA-256 of its kind, its
+// location in the form Duplicate compares, and, where the kind's config
+// selects other items, its config (values trimmed, an empty one unset).
+func (s *Set) Key(ns ingest.NewSource) string {
+	k, _ := s.Kind(ns.Kind)
+	parts := []string{ns.Kind, sameLocation(ns.Location)}
+	if k.configSelects {
+		cfg := normConfig(ns.Config)
+		for _, name := range slices.Sorted(maps.Keys(cfg)) {
+			parts = append(parts, name, cfg[name])
+		}
+	}
+	b, _ := json.Marshal(parts) // strings only: an unambiguous encoding
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // ConfigSelects reports whether a different config on one location makes
@@ -154,27 +176,16 @@ func sameLocation(loc string) string {
 	return u.String()
 }
 
-// sameConfig compares configs, values trimmed; an empty value is unset.
-func sameConfig(a, b map[string]string) bool {
-	norm := func(m map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range m {
-			if v = strings.TrimSpace(v); v != "" {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	na, nb := norm(a), norm(b)
-	if len(na) != len(nb) {
-		return false
-	}
-	for k, v := range na {
-		if nb[k] != v {
-			return false
+// normConfig is a config as Key compares it: values trimmed, an empty
+// value unset.
+func normConfig(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if v = strings.TrimSpace(v); v != "" {
+			out[k] = v
 		}
 	}
-	return true
+	return out
 }
 
 // Client is the process's shared HTTP client.

@@ -305,6 +305,42 @@ func TestDuplicate(t *testing.T) {
 	}
 }
 
+// Key follows Duplicate's rule, so that the database's unique index on it
+// refuses what Duplicate refuses: one key for duplicates, another for
+// sources that are not; a key is never empty and tells nothing of a
+// location's credentials or config.
+func TestKeyIsDuplicatesRule(t *testing.T) {
+	s := kinds.New(kinds.Options{})
+	key := func(kind, loc string, cfg map[string]string) string {
+		return s.Key(ingest.NewSource{Kind: kind, Location: loc, Config: cfg})
+	}
+	feed := key("feed", "https://example.org/feed.xml", nil)
+	api := key("json", "https://example.org/api", map[string]string{"items": ".data[]"})
+	for _, tc := range []struct {
+		got, want string
+		same      bool
+	}{
+		{key("feed", "https://Example.org:443/feed.xml", map[string]string{}), feed, true},
+		{key("feed", "https://example.org/feed.xml", map[string]string{"max_items": "5"}), feed, true},
+		{key("page", "https://example.org/feed.xml", nil), feed, false},
+		{key("feed", "https://example.org/feed.xml?page=2", nil), feed, false},
+		{key("feed", "https://example.org/Feed.xml", nil), feed, false},
+		{key("json", "https://example.org/api", map[string]string{"items": " .data[] ", "id": ""}), api, true},
+		{key("json", "https://example.org/api", map[string]string{"items": ".other[]"}), api, false},
+		{key("json", "https://example.org/api", map[string]string{"items": ".data[]", "id": "tag"}), api, false},
+		{key("json", "https://example.org/api", map[string]string{"items=.data[]\x00id": ""}), api, false},
+		{key("page", "HTTP://example.org:80/", map[string]string{"selector": ""}), key("page", "http://example.org", nil), true},
+		{key("dir", "/srv/docs", nil), key("dir", "/srv/docs", map[string]string{"include": "*.md"}), false},
+	} {
+		if (tc.got == tc.want) != tc.same {
+			t.Errorf("keys %s and %s: same %v, want %v", tc.got, tc.want, !tc.same, tc.same)
+		}
+		if len(tc.got) != 64 || strings.Contains(tc.got, "example") {
+			t.Errorf("key %q: want a hex SHA-256", tc.got)
+		}
+	}
+}
+
 // A page whose announced feeds all fail is refused, with or without
 // --kind feed, naming each and why (src.md #20); one whose later feed
 // answers is added for that feed, and the others are named.

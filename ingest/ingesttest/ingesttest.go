@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		fn   func(t *testing.T, h Harness)
 	}{
 		{"AddSourceDuplicateName", testAddSourceDuplicate},
+		{"AddSourceRefusesAKeyTaken", testAddSourceKeyTaken},
+		{"ConcurrentAddsOfOneKeyOneWins", testConcurrentAddKey},
 		{"AddSourceRefusesBadInput", testAddSourceInvalid},
 		{"ClaimAdmitsOneHolder", testClaimAdmitsOne},
 		{"ReentrySameHolder", testReentry},
@@ -154,6 +156,85 @@ func testAddSourceDuplicate(t *testing.T, h Harness) {
 	mustAdd(t, h, "a", 3)
 	_, err := h.Store.AddSource(ctx, ingest.NewSource{Name: "a", Kind: "test", Location: "x", Interval: time.Minute, RetryBudget: 3})
 	wantErr(t, err, tidemark.ErrConflict, "second source named a")
+	if srcs, err := h.Store.Sources(ctx); err != nil || len(srcs) != 1 {
+		t.Fatalf("%d sources (err %v), want 1", len(srcs), err)
+	}
+}
+
+// A source's duplicate key (NewSource.Key) is one source's at a time:
+// a second source with it is refused, naming the first, and changes
+// nothing; sources without a key never conflict; a removed source's key
+// is free again.
+func testAddSourceKeyTaken(t *testing.T, h Harness) {
+	add := func(name, key string) (tidemark.Source, error) {
+		return h.Store.AddSource(ctx, ingest.NewSource{Name: name, Kind: "test", Location: "mem://x", Key: key, Interval: time.Minute, RetryBudget: 3})
+	}
+	a, err := add("a", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = add("b", "k1")
+	wantErr(t, err, tidemark.ErrConflict, "a second source of key k1")
+	var dup *ingest.DuplicateError
+	if !errors.As(err, &dup) || dup.Source.Name != "a" || dup.Source.ID != a.ID {
+		t.Fatalf("the refusal %v does not name source a", err)
+	}
+	if _, err := add("a", "k2"); !errors.Is(err, tidemark.ErrConflict) || errors.As(err, &dup) {
+		t.Fatalf("a second source named a: %v, want a conflict of names, not of keys", err)
+	}
+	for _, name := range []string{"c", "d"} {
+		if _, err := add(name, ""); err != nil {
+			t.Fatalf("a source without a key: %v", err)
+		}
+	}
+	if srcs, err := h.Store.Sources(ctx); err != nil || len(srcs) != 3 {
+		t.Fatalf("%d sources (err %v), want a, c and d", len(srcs), err)
+	}
+	if _, err := h.Store.RemoveSource(ctx, "a", "ops", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("b", "k1"); err != nil {
+		t.Fatalf("k1 after its source was removed: %v", err)
+	}
+}
+
+// Concurrent adds of sources sharing a key: exactly one is added, every
+// other is refused as a duplicate of it.
+func testConcurrentAddKey(t *testing.T, h Harness) {
+	const n = 8
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		wins  []string
+		other []error
+		start = make(chan struct{})
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			src, err := h.Store.AddSource(ctx, ingest.NewSource{Name: fmt.Sprintf("s%d", i), Kind: "test", Location: "mem://same",
+				Key: "same", Interval: time.Minute, RetryBudget: 3})
+			mu.Lock()
+			defer mu.Unlock()
+			var dup *ingest.DuplicateError
+			switch {
+			case err == nil:
+				wins = append(wins, src.Name)
+			case !errors.Is(err, tidemark.ErrConflict) || !errors.As(err, &dup):
+				other = append(other, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(other) > 0 {
+		t.Fatalf("unexpected errors: %v", other)
+	}
+	if len(wins) != 1 {
+		t.Fatalf("%d sources of one key were added (%v), want exactly 1", len(wins), wins)
+	}
 	if srcs, err := h.Store.Sources(ctx); err != nil || len(srcs) != 1 {
 		t.Fatalf("%d sources (err %v), want 1", len(srcs), err)
 	}
