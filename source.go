@@ -164,17 +164,21 @@ const (
 
 // Run is one ingest attempt over a source's window.
 type Run struct {
-	ID            string     `json:"id"`
-	SourceID      string     `json:"source_id"`
-	SourceName    string     `json:"source_name"`
-	Holder        string     `json:"holder"`
-	Attempt       int        `json:"attempt"`
-	CursorVersion int64      `json:"cursor_version"`
-	CursorBefore  string     `json:"cursor_before"`
-	CursorAfter   string     `json:"cursor_after"`
-	Status        RunStatus  `json:"status"`
-	Outcome       Outcome    `json:"outcome"`
-	Error         string     `json:"error"`
+	ID            string    `json:"id"`
+	SourceID      string    `json:"source_id"`
+	SourceName    string    `json:"source_name"`
+	Holder        string    `json:"holder"`
+	Attempt       int       `json:"attempt"`
+	CursorVersion int64     `json:"cursor_version"`
+	CursorBefore  string    `json:"cursor_before"`
+	CursorAfter   string    `json:"cursor_after"`
+	Status        RunStatus `json:"status"`
+	Outcome       Outcome   `json:"outcome"`
+	Error         string    `json:"error"`
+	// Note is what a settled run's fetch noticed but did not refuse (a git
+	// remote's HEAD that moved: the branch followed changed), "" if
+	// nothing.
+	Note          string     `json:"note"`
 	Declared      int        `json:"declared"`
 	Admitted      int        `json:"admitted"`
 	EventsNew     int        `json:"events_new"`
@@ -245,7 +249,7 @@ type FetchResult struct {
 	More bool
 	// Notes are what the fetch noticed but did not refuse (a json source's
 	// ignore path that matched nothing in any item). `source test` shows
-	// them; a run does not record them.
+	// them, and a run that settles records them as its note.
 	Notes []string
 }
 

@@ -108,7 +108,7 @@ func (s *Service) unservedFor() time.Duration {
 // can batch, on its own otherwise. Either way it returns once its own
 // settlement has committed or failed.
 func (s *Service) settle(ctx context.Context, c tidemark.Claim, st Settlement) (SettleReport, error) {
-	if bs, ok := s.Store.(BatchSettler); ok && len(st.Items) == 0 && st.Declared == 0 {
+	if bs, ok := s.Store.(BatchSettler); ok && len(st.Items) == 0 && st.Declared == 0 && len(st.Notes) == 0 {
 		return s.group.settle(ctx, bs, c, st)
 	}
 	return s.Store.Settle(ctx, c, st)
@@ -125,6 +125,9 @@ type Report struct {
 	CursorAfter   string           `json:"cursor_after"`
 	Error         string           `json:"error"`
 	Reentered     bool             `json:"reentered"`
+	// Note is what the fetch noticed but did not refuse, as the run
+	// records it (a git remote's HEAD that moved), "" if nothing.
+	Note string `json:"note"`
 	// Backlog says the run filled its window and moved the cursor with
 	// more ahead of it: the source is due again at once.
 	Backlog bool `json:"backlog"`
@@ -326,7 +329,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 		next = 0
 	}
 	settled, err := s.settle(finishCtx, c, Settlement{
-		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, NextDueAt: now.Add(next),
+		Items: res.Items, Cursor: res.Cursor, Declared: res.Declared, Notes: res.Notes, NextDueAt: now.Add(next),
 	})
 	if err != nil {
 		if errors.Is(err, tidemark.ErrStaleClaim) {
@@ -344,6 +347,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	rep.EventsNew, rep.EventsChanged = settled.EventsNew, settled.EventsChanged
 	rep.CursorAfter = res.Cursor
 	rep.Backlog = backlog
+	rep.Note = settled.Run.Note
 	s.logger().Info("run settled", "source", src.Name, "run", c.RunID, "outcome", rep.Outcome,
 		"new", rep.EventsNew, "changed", rep.EventsChanged)
 	return rep, nil

@@ -328,3 +328,26 @@ func TestShortReadRecordsDeclaredAndAdmitted(t *testing.T) {
 		}
 	})
 }
+
+// A settled run records what its fetch noted, also when it admitted
+// nothing (a run the store could settle in a batch with others).
+func TestRunRecordsTheFetchNotes(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, func(context.Context, tidemark.Source, string) (tidemark.FetchResult, error) {
+			return tidemark.FetchResult{Cursor: "c1", Notes: []string{"HEAD moved"}}, nil
+		})
+		rep, err := fx.svc.RunSource(ctx, fx.src.ID)
+		if err != nil || rep.Outcome != tidemark.OutcomeEmpty || rep.Note != "HEAD moved" {
+			t.Fatalf("report %+v, %v: want an empty run noting the move", rep, err)
+		}
+		runs, err := fx.svc.Store.Runs(ctx, ingest.RunFilter{SourceID: fx.src.ID})
+		if err != nil || len(runs) != 1 || runs[0].Note != "HEAD moved" {
+			t.Fatalf("runs %+v, %v", runs, err)
+		}
+		var text strings.Builder
+		if err := ingest.WriteReport(&text, rep, nil); err != nil || !strings.Contains(text.String(), "note: HEAD moved") {
+			t.Fatalf("report line %q, %v", text.String(), err)
+		}
+	})
+}

@@ -189,6 +189,9 @@ type Settlement struct {
 	Items    []tidemark.Item
 	Cursor   string
 	Declared int
+	// Notes are what the fetch noticed but did not refuse (a git remote's
+	// HEAD that moved), recorded on the run as its note.
+	Notes []string
 	// NextDueAt is when the source should be fetched again.
 	NextDueAt time.Time
 }

@@ -32,8 +32,12 @@ func WriteReport(w io.Writer, r Report, err error) error {
 	case r.Outcome == "" && err != nil:
 		_, err = fmt.Fprintf(w, "%-20s not run: %s%s\n", r.Source, tidemark.Text(err), tidemark.Hint(err))
 	case r.Outcome.Advances():
-		_, err = fmt.Fprintf(w, "%-20s %-11s %d new, %d changed events  cursor %s → %s\n", r.Source, r.Outcome,
-			r.EventsNew, r.EventsChanged, fieldtext.OrDash(fieldtext.Cursor(r.CursorBefore)), fieldtext.OrDash(fieldtext.Cursor(r.CursorAfter)))
+		note := ""
+		if r.Note != "" {
+			note = "  note: " + r.Note
+		}
+		_, err = fmt.Fprintf(w, "%-20s %-11s %d new, %d changed events  cursor %s → %s%s\n", r.Source, r.Outcome,
+			r.EventsNew, r.EventsChanged, fieldtext.OrDash(fieldtext.Cursor(r.CursorBefore)), fieldtext.OrDash(fieldtext.Cursor(r.CursorAfter)), note)
 	default:
 		_, err = fmt.Fprintf(w, "%-20s %-11s %s (cursor stays at %s)\n", r.Source, r.Outcome, r.Error, fieldtext.OrDash(fieldtext.Cursor(r.CursorBefore)))
 	}
@@ -71,8 +75,12 @@ func (l RunList) writeText(w io.Writer, withSource bool) error {
 		if withSource {
 			fmt.Fprintf(tw, "%s\t", r.SourceName)
 		}
+		said := r.Error
+		if said == "" && r.Note != "" {
+			said = "note: " + r.Note // a settled run's: what its fetch noticed
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", fieldtext.Day(r.StartedAt), r.ID,
-			r.Status, fieldtext.OrDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, fieldtext.Cut(r.Error, 80))
+			r.Status, fieldtext.OrDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, fieldtext.Cut(said, 80))
 	}
 	return tw.Flush()
 }

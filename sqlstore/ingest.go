@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -707,6 +708,7 @@ func (s *IngestStore) settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	}
 	defer tx.Rollback()
 	now := s.db.Clock.Now()
+	note := runNote(st.Notes)
 	// The events go first, unlocked: a stale claim's events are rolled back
 	// with it when the fenced update below matches nothing, and a
 	// concurrent writer of the same event is caught by the unique key and
@@ -730,9 +732,9 @@ func (s *IngestStore) settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 			claim_run_id = NULL, lease_expires_at = NULL, window_attempts = 0, failing_since = NULL,
 			next_due_at = $3, last_outcome = $4, last_error = '', last_run_at = $1, updated_at = $1`,
 		runSet: `status = 'settled', outcome = $4, cursor_after = $2, declared = $5, admitted = $6,
-			events_new = $7, events_changed = $8, finished_at = $1`,
+			events_new = $7, events_changed = $8, note = $9, finished_at = $1`,
 		cursorAfter: `$2`, versionAfter: c.CursorVersion + 1,
-		args:    []any{st.Cursor, ms(st.NextDueAt), string(outcome), st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged},
+		args:    []any{st.Cursor, ms(st.NextDueAt), string(outcome), st.Declared, len(st.Items), rep.EventsNew, rep.EventsChanged, note},
 		outcome: outcome, nNew: rep.EventsNew, nChanged: rep.EventsChanged, now: now, served: true,
 	})
 	if err != nil {
@@ -754,10 +756,27 @@ func (s *IngestStore) settle(ctx context.Context, c tidemark.Claim, st ingest.Se
 	rep.Run = tidemark.Run{
 		ID: c.RunID, SourceID: c.SourceID, SourceName: r.Name, Holder: c.Holder, Attempt: c.Attempt,
 		CursorVersion: c.CursorVersion, CursorBefore: r.Cursor, CursorAfter: st.Cursor,
-		Status: tidemark.RunSettled, Outcome: outcome, Declared: st.Declared, Admitted: len(st.Items),
+		Status: tidemark.RunSettled, Outcome: outcome, Note: note, Declared: st.Declared, Admitted: len(st.Items),
 		EventsNew: rep.EventsNew, EventsChanged: rep.EventsChanged, StartedAt: fromMS(ms(c.StartedAt)), FinishedAt: &finished,
 	}
 	return rep, nil
+}
+
+// maxRunNote bounds a run's note, as stored.
+const maxRunNote = 2000
+
+// runNote is the note a run records of its fetch's notes: joined by "; ",
+// at most maxRunNote bytes (cut at a character).
+func runNote(notes []string) string {
+	note := strings.Join(notes, "; ")
+	if len(note) <= maxRunNote {
+		return note
+	}
+	cut := maxRunNote
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + "…"
 }
 
 // finish is the end of a run: the fenced source update, the run's update
@@ -1454,7 +1473,7 @@ func scanAction(sc scanner) (ingest.Action, error) {
 }
 
 const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,
-	r.status, r.outcome, r.error, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at`
+	r.status, r.outcome, r.error, r.note, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at`
 
 func scanRun(sc scanner) (tidemark.Run, error) {
 	var run tidemark.Run
@@ -1462,7 +1481,7 @@ func scanRun(sc scanner) (tidemark.Run, error) {
 	var started int64
 	var finished sql.NullInt64
 	err := sc.Scan(&run.ID, &run.SourceID, &run.SourceName, &run.Holder, &run.Attempt, &run.CursorVersion,
-		&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Declared, &run.Admitted,
+		&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Note, &run.Declared, &run.Admitted,
 		&run.EventsNew, &run.EventsChanged, &started, &finished)
 	run.Status, run.Outcome = tidemark.RunStatus(status), tidemark.Outcome(outcome)
 	run.StartedAt, run.FinishedAt = fromMS(started), fromNullMS(finished)

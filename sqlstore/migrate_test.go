@@ -48,6 +48,7 @@ var releasedMigrations = map[string]string{
 	"0033_summary_unreject.sql":       "99f74d50d4d07c0983c860fdf005987b34fe2714a332dc5ae0df40a84cee4566",
 	"0034_outbox_read_progress.sql":   "b422a23708a5424c7bbdee4737c72990110722ffd5203ec76c8f181a0f376df6",
 	"0035_source_key.sql":             "178d84b129cadd7485c8ab50f05ab4775c3a30b9fce36e2d9220862121fe78a8",
+	"0036_run_note.sql":               "7e4e34d1aadc72deb071642c4aac10034ac51d8a6665f9efc97f0fc6a4363353",
 }
 
 func TestMigrationsArePinned(t *testing.T) {

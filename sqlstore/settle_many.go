@@ -63,8 +63,8 @@ FROM src`
 func (s *IngestStore) SettleMany(ctx context.Context, cs []tidemark.Claim, sts []ingest.Settlement) ([]ingest.SettleReport, []error) {
 	reps, errs := make([]ingest.SettleReport, len(cs)), make([]error, len(cs))
 	for i := range sts {
-		if len(sts[i].Items) > 0 || sts[i].Declared > 0 {
-			errs[i] = tidemark.Invalidf("batched settlement", cs[i].RunID, "takes only runs that admitted nothing")
+		if len(sts[i].Items) > 0 || sts[i].Declared > 0 || len(sts[i].Notes) > 0 {
+			errs[i] = tidemark.Invalidf("batched settlement", cs[i].RunID, "takes only runs that admitted and noted nothing")
 		}
 	}
 	names, err := s.settleMany(ctx, cs, sts, errs)

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"StaleTokenChangesNothing", testStaleToken},
 		{"OlderCursorVersionChangesNothing", testOlderCursorVersion},
 		{"SettleAdvancesCursorAtomically", testSettle},
+		{"SettleRecordsTheFetchNotes", testSettleNotes},
 		{"ReReadIsEmptyChangedIsRevision", testRevisions},
 		{"FailureLeavesCursor", testFailureLeavesCursor},
 		{"ShortReadRefused", testShortRead},
@@ -391,6 +392,28 @@ func testSettle(t *testing.T, h Harness) {
 	ev, hash, err := h.Store.Evidence(ctx, rep.EventIDs[0], 0)
 	if err != nil || string(ev) != "e1" || hash != tidemark.HashEvidence([]byte("e1")) {
 		t.Fatalf("evidence = %q %s %v", ev, hash, err)
+	}
+}
+
+// testSettleNotes: what the fetch noticed (a git remote's HEAD that
+// moved) is on the run's record, as reported, with and without items.
+func testSettleNotes(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	for i, items := range [][]tidemark.Item{{item("k1", "e1")}, nil} {
+		c := mustClaim(t, h, src, "w1")
+		notes := []string{fmt.Sprintf("HEAD moved %d", i), "and more"}
+		rep, err := h.Store.Settle(ctx, c, ingest.Settlement{Items: items, Cursor: fmt.Sprint("c", i), Notes: notes, NextDueAt: h.Clock.Now()})
+		if err != nil {
+			t.Fatalf("settle: %v", err)
+		}
+		want := notes[0] + "; and more"
+		if rep.Run.Note != want {
+			t.Fatalf("reported note %q, want %q", rep.Run.Note, want)
+		}
+		runs, err := h.Store.Runs(ctx, ingest.RunFilter{SourceID: src.ID, Limit: 1})
+		if err != nil || len(runs) != 1 || runs[0].ID != c.RunID || runs[0].Note != want {
+			t.Fatalf("stored runs %+v, %v: want run %s noting %q", runs, err, c.RunID, want)
+		}
 	}
 }
 
