@@ -181,22 +181,24 @@ func (f *Fetcher) cacheDir() (string, error) {
 }
 
 // repo returns the directory to read the source's history from: the
-// location itself, or the remote's bare mirror, brought up to date.
-func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error) {
+// location itself, or the remote's bare mirror, brought up to date. For a
+// mirror of a source that follows HEAD, the mirror's HEAD follows the
+// remote's (see followHead); note then says where it moved.
+func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (dir, note string, err error) {
 	if !IsRemote(src.Location) {
 		// A local repository another worker may see (a shared volume)
 		// is not broken because this one cannot.
 		if _, err := os.Stat(src.Location); errors.Is(err, fs.ErrNotExist) {
-			return "", tidemark.CannotServe("repository "+src.Location+" not found on this worker", err)
+			return "", "", tidemark.CannotServe("repository "+src.Location+" not found on this worker", err)
 		}
-		return src.Location, nil
+		return src.Location, "", nil
 	}
 	base, err := f.cacheDir()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	sum := sha256.Sum256([]byte(src.Location))
-	dir := filepath.Join(base, hex.EncodeToString(sum[:12])+".git")
+	dir = filepath.Join(base, hex.EncodeToString(sum[:12])+".git")
 	lock := f.mirrorLock(dir)
 	lock.Lock()
 	defer lock.Unlock()
@@ -207,28 +209,74 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (string, error)
 			return []string{"fetch", "--prune", "--quiet", "--", url, "+refs/*:refs/*"}
 		}
 		if _, err := f.runRemote(ctx, src.Location, dir, fetch); err != nil {
-			return "", reach(src.Location, err)
+			return "", "", reach(src.Location, err)
 		}
-		return dir, nil
+		if src.Config[ConfigBranch] != "" {
+			return dir, "", nil
+		}
+		note, err := f.followHead(ctx, src, dir)
+		if err != nil {
+			return "", "", err
+		}
+		return dir, note, nil
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", fmt.Errorf("git: mirror cache: %w", err)
+		return "", "", fmt.Errorf("git: mirror cache: %w", err)
 	}
 	tmp, err := os.MkdirTemp(base, "clone-")
 	if err != nil {
-		return "", fmt.Errorf("git: mirror cache: %w", err)
+		return "", "", fmt.Errorf("git: mirror cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	clone := func(url string) []string {
 		return []string{"clone", "--mirror", "--quiet", "--", url, filepath.Join(tmp, "m.git")}
 	}
 	if _, err := f.runRemote(ctx, src.Location, "", clone); err != nil {
-		return "", reach(src.Location, err)
+		return "", "", reach(src.Location, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "m.git"), dir); err != nil {
-		return "", fmt.Errorf("git: mirror cache: %w", err)
+		return "", "", fmt.Errorf("git: mirror cache: %w", err)
 	}
-	return dir, nil
+	return dir, "", nil
+}
+
+// followHead points the mirror's HEAD where the remote's HEAD points now.
+// A clone takes the remote's HEAD once and a fetch never updates it, so a
+// remote that renames its default branch (master to main, the old one
+// deleted) would leave the mirror's HEAD naming a branch that is gone, and
+// a source that follows HEAD stuck on it. It returns a note saying where
+// HEAD moved, or "" when it did not. A remote that does not say where its
+// HEAD points (a detached HEAD, an old server) leaves the mirror's as it
+// is.
+func (f *Fetcher) followHead(ctx context.Context, src tidemark.Source, dir string) (string, error) {
+	out, err := f.runRemote(ctx, src.Location, dir, func(url string) []string {
+		return []string{"ls-remote", "--symref", "--", url, "HEAD"}
+	})
+	if err != nil {
+		return "", reach(src.Location, err)
+	}
+	target := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ref: "); ok {
+			if ref, name, ok := strings.Cut(rest, "\t"); ok && name == "HEAD" {
+				target = ref
+			}
+		}
+	}
+	if !strings.HasPrefix(target, "refs/heads/") {
+		return "", nil
+	}
+	cur := "a detached HEAD"
+	if out, err := f.run(ctx, dir, "", "symbolic-ref", "--quiet", "HEAD"); err == nil {
+		cur = strings.TrimSpace(string(out))
+	}
+	if cur == target {
+		return "", nil
+	}
+	if _, err := f.run(ctx, dir, "", "symbolic-ref", "HEAD", target); err != nil {
+		return "", tidemark.Unusable(fmt.Sprintf("the remote's HEAD names %q, which cannot be followed", target), err)
+	}
+	return fmt.Sprintf("the remote's HEAD moved from %s to %s: following it", cur, target), nil
 }
 
 // reach classifies a failed clone or fetch: the remote could not be
@@ -272,7 +320,7 @@ func (e *gitError) Unwrap() error { return e.err }
 // after fetching it).
 func (f *Fetcher) Head(ctx context.Context, src tidemark.Source) (string, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
-	dir, err := f.repo(ctx, src)
+	dir, _, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err
 	}
@@ -382,10 +430,24 @@ type listed struct {
 // Fetch implements tidemark.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
-	dir, err := f.repo(ctx, src)
+	dir, note, err := f.repo(ctx, src)
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
+	res, err := f.fetch(ctx, src, dir, cursor)
+	if note != "" {
+		// Said by the run however it ends: the next one finds HEAD where
+		// this one left it, and would not say it.
+		res.Notes = append(res.Notes, note)
+		var fe *tidemark.FetchError
+		if errors.As(err, &fe) {
+			fe.Reason = note + "; " + fe.Reason
+		}
+	}
+	return res, err
+}
+
+func (f *Fetcher) fetch(ctx context.Context, src tidemark.Source, dir, cursor string) (tidemark.FetchResult, error) {
 	head, err := f.head(ctx, src, dir)
 	if err != nil {
 		return tidemark.FetchResult{}, err
@@ -514,7 +576,7 @@ func branch(src tidemark.Source) string {
 // (a commit) that from does not stand for.
 func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, to string) (string, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
-	dir, err := f.repo(ctx, src)
+	dir, _, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err
 	}
@@ -710,7 +772,7 @@ func (f *Fetcher) Check(ctx context.Context, src tidemark.Source) error {
 // cursor, or the skip would move the cursor back.
 func (f *Fetcher) ResolveCursor(ctx context.Context, src tidemark.Source, to string) (string, error) {
 	ctx = httpx.WithAllowPrivate(ctx, src.AllowPrivate) // the source's own setting, never the process's
-	dir, err := f.repo(ctx, src)
+	dir, _, err := f.repo(ctx, src)
 	if err != nil {
 		return "", err
 	}

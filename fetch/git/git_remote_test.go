@@ -165,3 +165,70 @@ func repeatedPhrase(msg string) string {
 	}
 	return ""
 }
+
+// A remote that renames its default branch (master -> main, the old one
+// deleted) is followed by a source that follows HEAD: the mirror's HEAD
+// moves with the remote's, the run says so, and only the new commit is
+// read.
+func TestRemoteHeadMoves(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git binary")
+	}
+	ctx := context.Background()
+	tmp := t.TempDir()
+	work, bare := filepath.Join(tmp, "work"), filepath.Join(tmp, "remote.git")
+	mustGit(t, tmp, "init", "-q", "-b", "master", work)
+	for i := 0; i < 3; i++ {
+		mustCommit(t, work, i)
+	}
+	mustGit(t, tmp, "clone", "-q", "--bare", work, bare)
+	f := &git.Fetcher{CacheDir: filepath.Join(tmp, "cache")}
+	s := tidemark.Source{Name: "r", Kind: "git", Location: "file://" + bare}
+	res, err := f.Fetch(ctx, s, "")
+	if err != nil || len(res.Items) != 3 || len(res.Notes) != 0 {
+		t.Fatalf("first fetch: %d items, notes %q, %v", len(res.Items), res.Notes, err)
+	}
+	cursor := res.Cursor
+
+	// Upstream renames master to main, adds a commit, deletes master.
+	mustGit(t, work, "branch", "-m", "master", "main")
+	mustCommit(t, work, 3)
+	mustGit(t, work, "push", "-q", bare, "main")
+	mustGit(t, bare, "symbolic-ref", "HEAD", "refs/heads/main")
+	mustGit(t, work, "push", "-q", bare, "--delete", "master")
+
+	res, err = f.Fetch(ctx, s, cursor)
+	if err != nil {
+		t.Fatalf("fetch after the rename: %v", err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Title != "commit 3" {
+		t.Fatalf("after the rename: %d items, want only the new commit", len(res.Items))
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "refs/heads/master") || !strings.Contains(res.Notes[0], "refs/heads/main") {
+		t.Fatalf("notes %q: want one saying HEAD moved from master to main", res.Notes)
+	}
+	head, err := f.Head(ctx, s)
+	if err != nil || head != mustGit(t, bare, "rev-parse", "main") {
+		t.Fatalf("Head after the rename: %q, %v", head, err)
+	}
+	// Said once: the next fetch finds nothing moved.
+	if res, err = f.Fetch(ctx, s, res.Cursor); err != nil || len(res.Items) != 0 || len(res.Notes) != 0 {
+		t.Fatalf("third fetch: %d items, notes %q, %v", len(res.Items), res.Notes, err)
+	}
+
+	// HEAD moves to another branch that still has the old one beside it:
+	// followed too (a source that names its branch is not touched).
+	mustGit(t, work, "checkout", "-q", "-b", "next")
+	mustCommit(t, work, 4)
+	mustGit(t, work, "push", "-q", bare, "next")
+	mustGit(t, bare, "symbolic-ref", "HEAD", "refs/heads/next")
+	named := s
+	named.Config = map[string]string{git.ConfigBranch: "main"}
+	if res, err := f.Fetch(ctx, named, res.Cursor); err != nil || len(res.Items) != 0 || len(res.Notes) != 0 {
+		t.Fatalf("branch=main after HEAD moved to next: %d items, notes %q, %v", len(res.Items), res.Notes, err)
+	}
+	res, err = f.Fetch(ctx, s, res.Cursor)
+	if err != nil || len(res.Items) != 1 || res.Items[0].Title != "commit 4" || len(res.Notes) != 1 {
+		t.Fatalf("HEAD -> next: %d items, notes %q, %v", len(res.Items), res.Notes, err)
+	}
+}
