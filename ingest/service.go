@@ -520,11 +520,11 @@ func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidema
 			return src, tidemark.Invalidf("to", "", "kind %s has no head; name the cursor to skip to", src.Kind)
 		}
 		if to, err = h.Head(ctx, src); err != nil {
-			return src, fmt.Errorf("skip %s: find head: %w", src.Name, err)
+			return src, unreadable(src, "to find its head", err)
 		}
 	} else if r, ok := f.(CursorResolver); ok {
 		if to, err = r.ResolveCursor(ctx, src, to); err != nil {
-			return src, fmt.Errorf("skip %s: %w", src.Name, err)
+			return src, unreadable(src, "to check the target", err)
 		}
 	}
 	if d, ok := f.(RangeDescriber); ok {
@@ -538,4 +538,35 @@ func (s *Service) Skip(ctx context.Context, ref, to, actor, note string) (tidema
 	// Fenced on the cursor the target was checked against: a run that
 	// moved it meanwhile makes the skip a conflict, never a move back.
 	return s.Store.Skip(ctx, src.ID, src.CursorVersion, to, actor, note)
+}
+
+// UnreadableError: an operator's action on a source (a skip) needed the
+// source read, and its kind could not read it: the fetch would fail the
+// same way (a branch gone, a remote out of reach, a repository this
+// worker cannot see). It is the source's trouble, not the caller's input
+// nor tidemark's own failure, so it matches tidemark.ErrUnavailable (exit
+// 5, HTTP 503); Err says why, as a run would record it.
+type UnreadableError struct {
+	Source string
+	Why    string // what it was read for: "to find its head"
+	Err    error
+}
+
+func (e *UnreadableError) Error() string {
+	outcome, reason, _ := tidemark.Classify(e.Err)
+	return fmt.Sprintf("skip %s: cannot read the source %s: %s: %s", e.Source, e.Why, outcome, reason)
+}
+
+func (e *UnreadableError) Unwrap() []error { return []error{e.Err, tidemark.ErrUnavailable} }
+
+// unreadable is err, from a kind reading src for an operator's action, as
+// an *UnreadableError when it says the source could not be read (a
+// classified fetch failure, or this worker cannot serve it); any other
+// error (the input refused, our own failure) as it is, named by the skip.
+func unreadable(src tidemark.Source, why string, err error) error {
+	var fe *tidemark.FetchError
+	if errors.As(err, &fe) || errors.Is(err, tidemark.ErrCannotServe) {
+		return &UnreadableError{Source: src.Name, Why: why, Err: err}
+	}
+	return fmt.Errorf("skip %s: %w", src.Name, err)
 }

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,57 @@ func TestSkipChecksTheTargetWithTheKind(t *testing.T) {
 		src, err := svc.Skip(ctx, "s", "c", "op", "")
 		if err != nil || src.Cursor != "c-full" {
 			t.Fatalf("skip to c: %+v %v", src, err)
+		}
+	})
+}
+
+// unreadableFetcher cannot read its source: its head and any skip target
+// fail as the fetch would (a branch gone, a remote down).
+type unreadableFetcher struct {
+	fetchFunc
+	err error
+}
+
+func (f unreadableFetcher) Head(context.Context, tidemark.Source) (string, error) { return "", f.err }
+func (f unreadableFetcher) ResolveCursor(context.Context, tidemark.Source, string) (string, error) {
+	return "", f.err
+}
+
+// A skip whose kind cannot read the source (its head, or the target's
+// place in it) says so as the source's trouble, never as an internal
+// error, and moves nothing.
+func TestSkipOfAnUnreadableSource(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(7)
+		db := sqltest.MustOpen(t, b, env)
+		for _, tc := range []struct {
+			name string
+			err  error
+		}{
+			{"invalid", tidemark.Unusable("branch HEAD not found", errors.New("fatal: Needed a single revision"))},
+			{"unreachable", tidemark.Unreachable("git could not fetch x", 0, errors.New("early EOF"))},
+			{"cannot serve", tidemark.CannotServe("repository x not found on this worker", nil)},
+		} {
+			svc := &ingest.Service{Store: db.Ingest(), Fetchers: ingest.Fetchers{"test": unreadableFetcher{err: tc.err}},
+				Clock: env.Clock, Rand: env.Rand, Holder: "w1"}
+			src, err := svc.Store.AddSource(ctx, ingest.NewSource{Name: "s-" + strings.ReplaceAll(tc.name, " ", "-"), Kind: "test",
+				Location: "x" + tc.name, Interval: time.Minute, RetryBudget: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, to := range []string{"", "c"} {
+				_, err := svc.Skip(ctx, src.Name, to, "op", "")
+				if code := tidemark.ExitCode(err); code != tidemark.ExitUnavailable {
+					t.Errorf("%s, --to %q: exit %d (%v), want %d", tc.name, to, code, err, tidemark.ExitUnavailable)
+				}
+				if txt := tidemark.Text(err); !strings.Contains(txt, "cannot read the source") || !strings.Contains(txt, tc.err.Error()) {
+					t.Errorf("%s, --to %q: %q: want what could not be read and why", tc.name, to, txt)
+				}
+			}
+			if after, err := svc.Store.Source(ctx, src.ID); err != nil || after.CursorVersion != 0 {
+				t.Fatalf("%s: cursor moved: %+v %v", tc.name, after, err)
+			}
 		}
 	})
 }
