@@ -311,8 +311,34 @@ type gitError struct {
 	err  error
 }
 
+// Error names the git command (not its arguments: a format full of
+// control characters, revisions given on standard input) and what git
+// said.
 func (e *gitError) Error() string {
-	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), e.msg)
+	return fmt.Sprintf("git %s: %s", e.cmd(), e.said())
+}
+
+// cmd is the git command that failed ("rev-parse").
+func (e *gitError) cmd() string {
+	if len(e.args) == 0 {
+		return ""
+	}
+	return e.args[0]
+}
+
+// said is what git said on standard error, its lines joined by "; " and
+// each said once (git repeats an object it could not read).
+func (e *gitError) said() string {
+	var lines []string
+	for _, l := range strings.Split(e.msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return strings.Join(lines, "; ")
 }
 func (e *gitError) Unwrap() error { return e.err }
 
@@ -338,6 +364,12 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 		if errors.As(err, &ge) {
 			if strings.Contains(ge.msg, "not a git repository") || strings.Contains(ge.msg, "cannot change to") {
 				return "", tidemark.Unreachable("repository not found at "+src.Location, 0, err)
+			}
+			if ref == "HEAD" {
+				if out, err := f.run(ctx, dir, "", "symbolic-ref", "--quiet", "HEAD"); err == nil {
+					return "", tidemark.Unusable(fmt.Sprintf("HEAD names %s, which is not in %s (no commit on it yet, or the branch was renamed or deleted)",
+						strings.TrimSpace(string(out)), where(src, dir)), nil)
+				}
 			}
 			return "", tidemark.Unusable("branch "+ref+" not found", err)
 		}
@@ -491,6 +523,11 @@ func (f *Fetcher) fetch(ctx context.Context, src tidemark.Source, dir, cursor st
 		hashes[i] = l.hash
 	}
 	items, err := f.commits(ctx, dir, hashes)
+	if ge := (*gitError)(nil); errors.As(err, &ge) {
+		// Commits rev-list just listed that git cannot show: an object
+		// of theirs (a tree, a blob) is missing or corrupt.
+		return tidemark.FetchResult{}, damaged(src, dir, ge)
+	}
 	if err != nil {
 		return tidemark.FetchResult{}, err
 	}
@@ -531,6 +568,31 @@ func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir string,
 	} else if err != nil && !errors.As(err, new(*gitError)) {
 		return err
 	}
+	// Before calling it a rewrite, rule out what only looks like one: a
+	// history git cannot walk to the cursor because the repository is
+	// shallow or lost an object. Skipping would then lose commits that
+	// are still fine upstream.
+	if out, err := f.run(ctx, dir, "", "rev-parse", "--is-shallow-repository"); err == nil && strings.TrimSpace(string(out)) == "true" {
+		return tidemark.Unusable(fmt.Sprintf("%s is a shallow clone whose history from %s at %.12s does not reach the cursor %s: "+
+			"deepen it (git fetch --unshallow, or --deepen) and run again, and the commits between are read; "+
+			"only if its history was rewritten, skip to a commit of the branch", where(src, dir), branch(src), head, read.short()), nil)
+	}
+	for _, c := range read {
+		if _, err := f.run(ctx, dir, "", "cat-file", "-e", "--end-of-options", c+"^{commit}"); err != nil {
+			if !errors.As(err, new(*gitError)) {
+				return err
+			}
+			return tidemark.Unusable(fmt.Sprintf("cursor commit %.12s is missing from %s: if upstream still has it, the repository is damaged: %s; "+
+				"if its history was rewritten and the commit pruned, skip to a commit of the branch", c, where(src, dir), repair(src, dir)), nil)
+		}
+	}
+	if _, err := f.run(ctx, dir, head+"\n"+read.exclusions(), "rev-list", "--count", "--stdin"); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return damaged(src, dir, ge)
+		}
+		return err
+	}
 	for _, c := range read {
 		ok, err := f.isAncestor(ctx, dir, c, head)
 		if err != nil {
@@ -542,6 +604,33 @@ func (f *Fetcher) descends(ctx context.Context, src tidemark.Source, dir string,
 		}
 	}
 	return nil
+}
+
+// where names the repository a source is read from: its location, and
+// for a remote the mirror that holds it here.
+func where(src tidemark.Source, dir string) string {
+	if IsRemote(src.Location) {
+		return fmt.Sprintf("the mirror of %s (%s)", src.Location, dir)
+	}
+	return "the repository " + src.Location
+}
+
+// repair says how to mend a repository that lost an object: a mirror is
+// tidemark's own copy, cloned again once removed; a local repository is
+// the user's.
+func repair(src tidemark.Source, dir string) string {
+	if IsRemote(src.Location) {
+		return "remove " + dir + " and the next run clones it again"
+	}
+	return "git fsck lists what is missing; restore it (from a backup, or git fetch from a remote that has it) and run again"
+}
+
+// damaged is the failure of a repository git could not read (an object
+// missing or corrupt): invalid, saying so and how to mend it, never that
+// its history was rewritten. What git said is kept, its lines joined.
+func damaged(src tidemark.Source, dir string, ge *gitError) error {
+	return tidemark.Unusable(fmt.Sprintf("%s is damaged (git %s: %s): %s; the cursor stays where it is",
+		where(src, dir), ge.cmd(), ge.said(), repair(src, dir)), nil)
 }
 
 // isAncestor reports whether commit a is an ancestor of (or is) commit b;

@@ -376,3 +376,135 @@ func TestDescribeRangeCountsCommits(t *testing.T) {
 		}
 	}
 }
+
+// looseObject moves a loose object out of dir's repository, as a damaged
+// repository loses it, and returns a function that puts it back.
+func looseObject(tb testing.TB, dir, hash string) func() {
+	tb.Helper()
+	path := filepath.Join(dir, ".git", "objects", hash[:2], hash[2:])
+	saved := filepath.Join(tb.TempDir(), "obj")
+	if err := os.Rename(path, saved); err != nil {
+		tb.Fatal(err)
+	}
+	return func() {
+		if err := os.Rename(saved, path); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// wantInvalidSaying checks that err fails the run as invalid with a
+// reason that says every one of want and none of never, and no raw git
+// command line (its format's control characters).
+func wantInvalidSaying(t *testing.T, err error, want []string, never []string) {
+	t.Helper()
+	o, reason, _ := tidemark.Classify(err)
+	if o != tidemark.OutcomeInvalid {
+		t.Fatalf("outcome %s (%v), want invalid", o, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(reason, w) {
+			t.Errorf("reason %q does not say %q", reason, w)
+		}
+	}
+	for _, n := range append(never, "\x1e", "\x1f", "--format", "--stdin") {
+		if strings.Contains(reason, n) {
+			t.Errorf("reason %q says %q", reason, n)
+		}
+	}
+}
+
+// A repository that lost an object is damaged, not rewritten: the reason
+// says so and what to do, never to skip; once the object is back, the
+// commits are read, each once.
+func TestDamagedRepositoryIsNotARewrite(t *testing.T) {
+	ctx := context.Background()
+	f := &git.Fetcher{}
+
+	t.Run("missing commit", func(t *testing.T) {
+		dir := mustRepo(t, 1)
+		res, err := f.Fetch(ctx, src(dir), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, dir, 1)
+		mustCommit(t, dir, 2)
+		restore := looseObject(t, dir, mustGit(t, dir, "rev-parse", "HEAD~1"))
+		_, err = f.Fetch(ctx, src(dir), res.Cursor)
+		wantInvalidSaying(t, err, []string{"damaged", dir}, []string{"rewritten", "skip to"})
+		restore()
+		if res, err = f.Fetch(ctx, src(dir), res.Cursor); err != nil || len(res.Items) != 2 {
+			t.Fatalf("after the object is back: %d items, %v", len(res.Items), err)
+		}
+	})
+
+	t.Run("missing blob", func(t *testing.T) {
+		dir := mustRepo(t, 1)
+		res, err := f.Fetch(ctx, src(dir), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, dir, 1)
+		restore := looseObject(t, dir, mustGit(t, dir, "rev-parse", "HEAD:f1.txt"))
+		_, err = f.Fetch(ctx, src(dir), res.Cursor)
+		wantInvalidSaying(t, err, []string{"damaged", dir}, []string{"rewritten"})
+		restore()
+		if res, err = f.Fetch(ctx, src(dir), res.Cursor); err != nil || len(res.Items) != 1 {
+			t.Fatalf("after the object is back: %d items, %v", len(res.Items), err)
+		}
+	})
+
+	t.Run("missing cursor commit", func(t *testing.T) {
+		dir := mustRepo(t, 2)
+		res, err := f.Fetch(ctx, src(dir), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, dir, 2)
+		restore := looseObject(t, dir, res.Cursor)
+		_, err = f.Fetch(ctx, src(dir), res.Cursor)
+		wantInvalidSaying(t, err, []string{"missing", fmt.Sprintf("%.12s", res.Cursor), "damaged"}, nil)
+		restore()
+		if res, err = f.Fetch(ctx, src(dir), res.Cursor); err != nil || len(res.Items) != 1 {
+			t.Fatalf("after the object is back: %d items, %v", len(res.Items), err)
+		}
+	})
+}
+
+// A shallow clone whose history no longer reaches the cursor says it is
+// shallow and to deepen it, not that the history was rewritten; once
+// deepened, the commits between are read, each once.
+func TestShallowRepositoryPastTheCursor(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	up, dir := filepath.Join(tmp, "up"), filepath.Join(tmp, "shallow")
+	mustGit(t, tmp, "init", "-q", "-b", "main", up)
+	for i := 0; i < 5; i++ {
+		mustCommit(t, up, i)
+	}
+	mustGit(t, tmp, "clone", "-q", "--depth", "2", "file://"+up, dir)
+	f := &git.Fetcher{}
+	res, err := f.Fetch(ctx, src(dir), "")
+	if err != nil || len(res.Items) != 2 {
+		t.Fatalf("first fetch: %d items, %v", len(res.Items), err)
+	}
+	for i := 5; i < 9; i++ {
+		mustCommit(t, up, i)
+	}
+	mustGit(t, dir, "fetch", "-q", "--depth", "1", "origin", "main")
+	mustGit(t, dir, "reset", "-q", "--hard", "origin/main")
+	_, err = f.Fetch(ctx, src(dir), res.Cursor)
+	wantInvalidSaying(t, err, []string{"shallow", "--unshallow", dir}, []string{"rewritten history:"})
+	mustGit(t, dir, "fetch", "-q", "--unshallow")
+	if res, err = f.Fetch(ctx, src(dir), res.Cursor); err != nil || len(res.Items) != 4 {
+		t.Fatalf("after --unshallow: %d items, %v", len(res.Items), err)
+	}
+}
+
+// A HEAD that names a branch with no commit says which branch, not git's
+// "Needed a single revision".
+func TestHeadOnNoBranch(t *testing.T) {
+	dir := mustRepo(t, 0)
+	_, err := (&git.Fetcher{}).Fetch(context.Background(), src(dir), "")
+	wantInvalidSaying(t, err, []string{"HEAD names refs/heads/main", dir}, []string{"Needed a single revision"})
+}
