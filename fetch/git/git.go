@@ -190,6 +190,8 @@ func (f *Fetcher) repo(ctx context.Context, src tidemark.Source) (dir, note stri
 		// is not broken because this one cannot.
 		if _, err := os.Stat(src.Location); errors.Is(err, fs.ErrNotExist) {
 			return "", "", tidemark.CannotServe("repository "+src.Location+" not found on this worker", err)
+		} else if errors.Is(err, fs.ErrPermission) {
+			return "", "", permissionError(src.Location, src.Location)
 		}
 		return src.Location, "", nil
 	}
@@ -279,6 +281,36 @@ func (f *Fetcher) followHead(ctx context.Context, src tidemark.Source, dir strin
 	return fmt.Sprintf("the remote's HEAD moved from %s to %s: following it", cur, target), nil
 }
 
+// unreadableDir returns the first directory of the local repository at
+// loc that git needs and this process may not read or search (the
+// repository itself, its .git, objects or refs), or "" when there is none.
+func unreadableDir(loc string) string {
+	for _, p := range []string{loc, filepath.Join(loc, ".git"), filepath.Join(loc, ".git", "objects"), filepath.Join(loc, ".git", "refs"),
+		filepath.Join(loc, "objects"), filepath.Join(loc, "refs")} {
+		d, err := os.Open(p)
+		if errors.Is(err, fs.ErrPermission) {
+			return p
+		}
+		if err != nil {
+			continue // not this layout (a bare repository has no .git)
+		}
+		_, err = d.Readdirnames(1)
+		d.Close()
+		if _, serr := os.Stat(filepath.Join(p, ".")); errors.Is(err, fs.ErrPermission) || errors.Is(serr, fs.ErrPermission) {
+			return p
+		}
+	}
+	return ""
+}
+
+// permissionError is a local repository at loc that this process may not
+// read (dir, a directory of it, denies it): our own failure, as a dir
+// source's root it may not read is, and never "not found".
+func permissionError(loc, dir string) error {
+	return fmt.Errorf("git: cannot read the repository %s: %s is not readable by this process (permission denied): "+
+		"make it readable by the user tidemark runs as: %w", loc, dir, fs.ErrPermission)
+}
+
 // reach classifies a failed clone or fetch: the remote could not be
 // reached (or refused us), which a later run may get past. What git said
 // is in err, and said there only.
@@ -363,6 +395,11 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 		var ge *gitError
 		if errors.As(err, &ge) {
 			if strings.Contains(ge.msg, "not a git repository") || strings.Contains(ge.msg, "cannot change to") {
+				if !IsRemote(src.Location) {
+					if p := unreadableDir(src.Location); p != "" {
+						return "", permissionError(src.Location, p)
+					}
+				}
 				return "", tidemark.Unreachable("repository not found at "+src.Location, 0, err)
 			}
 			if ref == "HEAD" {
@@ -799,6 +836,9 @@ func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, err
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
+			if p := unreadableDir(abs); p != "" {
+				return "", tidemark.Invalidf("location", path, "cannot be read: %s is not readable by this process (permission denied); make it readable by the user tidemark runs as", p)
+			}
 			return "", tidemark.Invalidf("location", path, "not a git repository")
 		}
 		return "", err

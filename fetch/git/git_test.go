@@ -508,3 +508,49 @@ func TestHeadOnNoBranch(t *testing.T) {
 	_, err := (&git.Fetcher{}).Fetch(context.Background(), src(dir), "")
 	wantInvalidSaying(t, err, []string{"HEAD names refs/heads/main", dir}, []string{"Needed a single revision"})
 }
+
+// A local repository this process may not read (no permission on it, or
+// on its objects) is our own failure, as a dir root it may not read is:
+// error, saying so and how to fix it; never unreachable, never "not
+// found" nor "not a git repository". Root reads everything, so this runs
+// only as another user.
+func TestUnreadableLocalRepository(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may read every file: run as another user")
+	}
+	ctx := context.Background()
+	for _, sub := range []string{"", ".git", ".git/objects"} {
+		t.Run("mode 000 on "+sub, func(t *testing.T) {
+			dir := mustRepo(t, 1)
+			f := &git.Fetcher{}
+			res, err := f.Fetch(ctx, src(dir), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCommit(t, dir, 1)
+			locked := filepath.Join(dir, sub)
+			if err := os.Chmod(locked, 0); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Chmod(locked, 0o755)
+			_, err = f.Fetch(ctx, src(dir), res.Cursor)
+			o, reason, _ := tidemark.Classify(err)
+			if o != tidemark.OutcomeError || errors.Is(err, tidemark.ErrCannotServe) {
+				t.Fatalf("outcome %s (%v), want error, our own", o, err)
+			}
+			for _, w := range []string{"permission denied", locked, "make it readable"} {
+				if !strings.Contains(reason, w) {
+					t.Errorf("reason %q does not say %q", reason, w)
+				}
+			}
+			// source add and --track say the same, not "not a git repository".
+			if _, err := f.LocalRepository(ctx, dir); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("LocalRepository: %v, want it invalid for want of permission", err)
+			}
+			os.Chmod(locked, 0o755)
+			if res, err = f.Fetch(ctx, src(dir), res.Cursor); err != nil || len(res.Items) != 1 {
+				t.Fatalf("readable again: %d items, %v", len(res.Items), err)
+			}
+		})
+	}
+}
