@@ -173,3 +173,40 @@ func TestDrainPassesOverWhatIsNeverDue(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainCountsTheRunsAlreadyGiven: a source this pass already ran
+// (run --once --track) gets only what is left of MaxPasses, and one that
+// used them all is pending, not run again.
+func TestDrainCountsTheRunsAlreadyGiven(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		fx := newFixture(t, b, backlogFetch(map[string]int{"s": 10, "t": 10, "u": 10}, 3))
+		addSources(t, fx.svc.Store, "t", "u")
+		ran := map[string]int{}
+		for _, name := range []string{"s", "t"} {
+			rep, err := fx.svc.RunSource(ctx, name)
+			if err != nil || !rep.Backlog {
+				t.Fatalf("%s: %+v %v", name, rep, err)
+			}
+			src, _ := fx.svc.Store.Source(ctx, name)
+			ran[src.ID]++
+		}
+		t2, _ := fx.svc.Store.Source(ctx, "t")
+		ran[t2.ID]++ // as if t had had two runs already
+		sc := &ingest.Scheduler{Service: fx.svc, Workers: 1}
+		res, err := sc.Drain(ctx, ingest.DrainOptions{MaxPasses: 2, Ran: ran})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perSource := map[string]int{}
+		for _, r := range res.Reports {
+			perSource[r.Source]++
+		}
+		if want := map[string]int{"s": 1, "u": 2}; fmt.Sprint(perSource) != fmt.Sprint(want) {
+			t.Fatalf("runs per source %v, want %v", perSource, want)
+		}
+		if res.Pending != 3 {
+			t.Fatalf("pending %d, want 3 (each still has a backlog after its runs)", res.Pending)
+		}
+	})
+}

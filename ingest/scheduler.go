@@ -57,6 +57,11 @@ type DrainOptions struct {
 	// (default DefaultMaxPasses). A source with a backlog is run again as
 	// soon as its run settles, until it has caught up or this many runs.
 	MaxPasses int
+	// Ran counts, by source ID, the runs this pass already gave a source
+	// before the drain (run --once --track runs what it names first): the
+	// drain gives it only what is left of MaxPasses, and one that has had
+	// them all and is still due with a backlog is Pending, not run again.
+	Ran map[string]int
 }
 
 // DefaultMaxPasses is how many runs a drain gives one source at most:
@@ -124,8 +129,12 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		var due []tidemark.Source
 		for _, src := range srcs {
 			if at, ok := src.DueAt(); ok && !at.After(now) && !seen[src.ID] {
-				due = append(due, src)
 				seen[src.ID] = true
+				if opt.Ran[src.ID] >= maxPasses {
+					res.Pending++ // due again at once after all its runs: a backlog
+					continue
+				}
+				due = append(due, src)
 			}
 		}
 		if len(due) == 0 {
@@ -147,7 +156,7 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				for pass := 1; ; pass++ {
+				for pass := 1 + opt.Ran[src.ID]; ; pass++ {
 					r, err := s.RunSource(ctx, src.ID)
 					if r.Source == "" {
 						r.Source = src.Name

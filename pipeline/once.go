@@ -85,7 +85,7 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	if err != nil {
 		return res, err
 	}
-	var tracked []string
+	var tracked []tidemark.Source
 	for _, path := range o.Track {
 		src, added, err := p.TrackRepo(ctx, path)
 		if err != nil {
@@ -95,13 +95,13 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 			o.OnTracked(src)
 		}
 		if !added {
-			tracked = append(tracked, src.Name)
+			tracked = append(tracked, src)
 		}
 	}
 	t := &tally{}
-	err = p.runTracked(ctx, o, tracked, t, &res)
+	ran, err := p.runTracked(ctx, o, tracked, t, &res)
 	if err == nil {
-		err = p.ingestOnce(ctx, o, t, &res)
+		err = p.ingestOnce(ctx, o, ran, t, &res)
 	}
 	res.Ingested = true
 	if err != nil {
@@ -138,12 +138,18 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 // due at once anyway): whoever names a repository wants what it holds
 // now; its interval paces the daemon. One that cannot be run now (held,
 // paused, terminal) is left to the drain that follows, as a due source
-// would be.
-func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string, t *tally, res *OnceResult) error {
+// would be. It returns the runs it gave each source, by ID, which count
+// against --max-passes in the drain (ingest.DrainOptions.Ran).
+func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, srcs []tidemark.Source, t *tally, res *OnceResult) (map[string]int, error) {
 	svc := p.ingestAs(p.holderOf(ctx))
 	svc.LeaseTTL = o.Lease
-	for _, name := range names {
-		_, err := p.runSource(ctx, svc, name, o.MaxPasses, func(r ingest.Report, err error) {
+	ran := map[string]int{}
+	for _, src := range srcs {
+		if ran[src.ID] > 0 {
+			continue // named twice: run once
+		}
+		_, err := p.runSource(ctx, svc, src.Name, o.MaxPasses, func(r ingest.Report, err error) {
+			ran[src.ID]++
 			t.add(ctx, r, err)
 			res.Reports = append(res.Reports, r)
 			if o.OnReport != nil {
@@ -155,13 +161,13 @@ func (p *Pipeline) runTracked(ctx context.Context, o OnceOptions, names []string
 		case err == nil, errors.As(err, &failed): // counted by t.add
 		case errors.Is(err, tidemark.ErrClaimHeld), errors.Is(err, tidemark.ErrNotClaimable):
 		default:
-			return err
+			return ran, err
 		}
 	}
-	return nil
+	return ran, nil
 }
 
-func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res *OnceResult) error {
+func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, ran map[string]int, t *tally, res *OnceResult) error {
 	svc := p.ingestAs(p.holderOf(ctx))
 	svc.LeaseTTL = o.Lease
 	sc := &ingest.Scheduler{Service: svc, Workers: o.Workers, Poll: o.Poll, Logger: p.log}
@@ -181,7 +187,7 @@ func (p *Pipeline) ingestOnce(ctx context.Context, o OnceOptions, t *tally, res 
 			o.OnProgress(fmt.Sprintf("ingest: %d runs, %d events", runs, events))
 		}
 	}
-	drained, err := sc.Drain(ctx, ingest.DrainOptions{MaxPasses: maxPasses})
+	drained, err := sc.Drain(ctx, ingest.DrainOptions{MaxPasses: maxPasses, Ran: ran})
 	res.Reports = append(res.Reports, drained.Reports...)
 	if drained.Pending > 0 {
 		t.undone = append(t.undone, fmt.Sprintf("%d sources still have a backlog after %d runs each", drained.Pending, maxPasses))

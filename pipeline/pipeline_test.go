@@ -515,3 +515,29 @@ func TestPublishTellsProgressAsItGoes(t *testing.T) {
 		t.Fatalf("progress %q, want %q", descs, want)
 	}
 }
+
+// --max-passes bounds the runs of a source --track names, counted across
+// the tracked run and the drain after it: a backlog left after them is
+// reported, never read by a second helping of runs.
+func TestRunOnceTrackedMaxPassesCountsEveryRun(t *testing.T) {
+	ctx := context.Background()
+	h := gittest.NewHistory(t)
+	head := h.Line(0, "first", 2)
+	repo := h.Write(head)
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Extend(repo, h.Line(head, "backlog", 1200)) // three windows of 500
+	res, err := p.RunOnce(ctx, OnceOptions{Track: []string{repo}, MaxPasses: 1})
+	if len(res.Reports) != 1 || res.Reports[0].EventsNew != 500 {
+		t.Fatalf("run --once --track --max-passes 1: %d runs (%+v), want one of 500 events", len(res.Reports), res.Reports)
+	}
+	if !errors.Is(err, tidemark.ErrUnavailable) || !strings.Contains(err.Error(), "1 sources still have a backlog after 1 runs each") {
+		t.Fatalf("err %v: want the backlog left reported", err)
+	}
+	res, err = p.RunOnce(ctx, OnceOptions{Track: []string{repo}, MaxPasses: 2})
+	if err != nil || len(res.Reports) != 2 || res.Reports[0].EventsNew+res.Reports[1].EventsNew != 700 {
+		t.Fatalf("run --once --track --max-passes 2: %+v %v, want two runs reading the 700 left", res.Reports, err)
+	}
+}
