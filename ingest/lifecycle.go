@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -19,11 +21,33 @@ type Settings struct {
 	AllowPrivate *bool          `json:"allow_private,omitempty"`
 	Interval     *time.Duration `json:"-"`
 	RetryBudget  *int           `json:"retry_budget,omitempty"`
+	// Config sets the config keys it names to its values ("" unsets a
+	// key: the kind's default); keys it does not name stay. Which keys a
+	// kind lets change on a source it has read is the kind's to say
+	// (kinds.Set.ChangeConfig); the cursor stays whatever changes.
+	Config map[string]string `json:"config,omitempty"`
 }
 
 // Empty says the change changes nothing.
 func (c Settings) Empty() bool {
-	return c.AllowPrivate == nil && c.Interval == nil && c.RetryBudget == nil
+	return c.AllowPrivate == nil && c.Interval == nil && c.RetryBudget == nil && len(c.Config) == 0
+}
+
+// ApplyConfig returns cfg as the change leaves it: a copy, with each key
+// the change names set, or deleted when its value is blank.
+func (c Settings) ApplyConfig(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg)+len(c.Config))
+	for k, v := range cfg {
+		out[k] = v
+	}
+	for k, v := range c.Config {
+		if strings.TrimSpace(v) == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Validate refuses settings no scheduler could run.
@@ -33,6 +57,11 @@ func (c Settings) Validate() error {
 	}
 	if c.RetryBudget != nil && (*c.RetryBudget < 1 || *c.RetryBudget > MaxRetryBudget) {
 		return tidemark.Invalidf("retry budget", fmt.Sprint(*c.RetryBudget), "must be between 1 and %d", MaxRetryBudget)
+	}
+	for k := range c.Config {
+		if strings.TrimSpace(k) == "" {
+			return tidemark.Invalidf("config", k, "a key must not be blank")
+		}
 	}
 	return nil
 }
@@ -49,6 +78,21 @@ func (c Settings) Note(src tidemark.Source) string {
 	}
 	if c.RetryBudget != nil {
 		parts = append(parts, fmt.Sprintf("retry_budget: %d -> %d", src.RetryBudget, *c.RetryBudget))
+	}
+	keys := make([]string, 0, len(c.Config))
+	for k := range c.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	after := c.ApplyConfig(src.Config)
+	value := func(cfg map[string]string, k string) string {
+		if v, ok := cfg[k]; ok && strings.TrimSpace(v) != "" {
+			return strconv.Quote(v)
+		}
+		return "(unset)"
+	}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("config %s: %s -> %s", k, value(src.Config, k), value(after, k)))
 	}
 	return strings.Join(parts, "; ")
 }

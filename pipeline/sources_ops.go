@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,11 +44,40 @@ func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.Test
 }
 
 // SetSource changes a source's settings (private addresses, interval,
-// retry budget).
+// retry budget, and the config keys its kind lets change: a git branch).
+// A config change is checked as source add checks a config (the branch
+// must exist), and refused when it would make the source another's
+// duplicate; the cursor stays, standing for what was read.
 func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
 	if ch.AllowPrivate != nil {
 		if err := kinds.CheckAllowPrivate(ctx, *ch.AllowPrivate); err != nil {
 			return tidemark.Source{}, err
+		}
+	}
+	if len(ch.Config) > 0 {
+		if err := ch.Validate(); err != nil {
+			return tidemark.Source{}, err
+		}
+		st := p.db.Ingest()
+		src, err := st.Source(ctx, ref)
+		if err != nil {
+			return src, err
+		}
+		if ch.AllowPrivate != nil {
+			src.AllowPrivate = *ch.AllowPrivate // the guard the new config is checked under
+		}
+		cfg, err := p.kinds.ChangeConfig(ctx, src, ch.Config)
+		if err != nil {
+			return tidemark.Source{}, err
+		}
+		all, err := st.Sources(ctx)
+		if err != nil {
+			return tidemark.Source{}, err
+		}
+		others := slices.DeleteFunc(all, func(s tidemark.Source) bool { return s.ID == src.ID })
+		if dup, ok := p.kinds.Duplicate(others, ingest.NewSource{Kind: src.Kind, Location: src.Location, Config: cfg}); ok {
+			return tidemark.Source{}, fmt.Errorf("source %q already watches %s as a %s source with that config: "+
+				"two would record every change twice: %w", dup.Name, src.Location, src.Kind, tidemark.ErrConflict)
 		}
 	}
 	return p.db.Ingest().Set(ctx, ref, ch, actor)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,7 +14,7 @@ import (
 // Set implements ingest.Store.
 func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
 	if ch.Empty() {
-		return tidemark.Source{}, tidemark.Invalidf("settings", "", "name one to change: allow_private, interval or retry_budget")
+		return tidemark.Source{}, tidemark.Invalidf("settings", "", "name one to change: allow_private, interval, retry_budget or config")
 	}
 	if err := ch.Validate(); err != nil {
 		return tidemark.Source{}, err
@@ -29,12 +30,19 @@ func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, a
 		if ch.RetryBudget != nil {
 			budget = *ch.RetryBudget
 		}
+		cfg := []byte("{}")
+		if c := ch.ApplyConfig(r.Config); len(c) > 0 {
+			if cfg, err = json.Marshal(c); err != nil {
+				return err
+			}
+		}
 		now := s.db.Clock.Now()
 		// A smaller budget than the attempts already spent takes effect at the
-		// window's next failure, which then finds the budget spent.
+		// window's next failure, which then finds the budget spent. A config
+		// change leaves the cursor as it is: it stands for what was read.
 		err = exec1(ctx, tx, fmt.Errorf("source %s: %w", r.Name, tidemark.ErrNotFound),
-			`UPDATE sources SET allow_private = $1, interval_ms = $2, retry_budget = $3, updated_at = $4 WHERE id = $5`,
-			boolInt(allow), interval.Milliseconds(), budget, ms(now), r.ID)
+			`UPDATE sources SET allow_private = $1, interval_ms = $2, retry_budget = $3, config = $4, updated_at = $5 WHERE id = $6`,
+			boolInt(allow), interval.Milliseconds(), budget, string(cfg), ms(now), r.ID)
 		if err != nil {
 			return err
 		}

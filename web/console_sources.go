@@ -492,6 +492,9 @@ type patchRequest struct {
 	AllowPrivate *bool              `json:"allow_private"`
 	Interval     *tidemark.Duration `json:"interval"`
 	RetryBudget  *int               `json:"retry_budget"`
+	// Config sets the config keys it names ("" unsets one); only those the
+	// source's kind lets change (a git source's branch).
+	Config map[string]string `json:"config"`
 }
 
 func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
@@ -500,13 +503,13 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ch := ingest.Settings{AllowPrivate: q.AllowPrivate, RetryBudget: q.RetryBudget}
+	ch := ingest.Settings{AllowPrivate: q.AllowPrivate, RetryBudget: q.RetryBudget, Config: q.Config}
 	if q.Interval != nil {
 		d := q.Interval.Std()
 		ch.Interval = &d
 	}
 	if ch.Empty() && q.Name == nil {
-		s.fail(w, r, tidemark.Invalidf("request body", "", "name something to change: name, allow_private, interval or retry_budget"))
+		s.fail(w, r, tidemark.Invalidf("request body", "", "name something to change: name, allow_private, interval, retry_budget or config"))
 		return
 	}
 	if err := ch.Validate(); err != nil {

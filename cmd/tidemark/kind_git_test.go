@@ -75,3 +75,42 @@ func TestSourceAddResolvesADirRootThatIsALink(t *testing.T) {
 		t.Fatalf("added %+v (%v), want location %s", src, err, resolved)
 	}
 }
+
+// A git source that follows a branch the upstream renamed is moved to the
+// new name with source set --config branch=NEW: the cursor stays, so the
+// next run reads only the commits after it, each once.
+func TestSourceSetChangesAGitBranch(t *testing.T) {
+	repo := mustRepo(t, 3)
+	home := t.TempDir()
+	tm := func(want int, args ...string) string {
+		t.Helper()
+		return mustTidemark(t, want, append([]string{"--home", home}, args...)...)
+	}
+	tm(0, "source", "add", repo, "--name", "r", "--config", "branch=main")
+	tm(0, "source", "run", "r")
+	gitIn(t, repo, "branch", "-m", "main", "trunk")
+	gitIn(t, repo, "commit", "-q", "--allow-empty", "-m", "after the rename")
+	tm(tidemark.ExitUnavailable, "source", "run", "r") // branch main not found
+
+	tm(tidemark.ExitInvalid, "source", "set", "r", "--config", "branch=nope")
+	tm(tidemark.ExitInvalid, "source", "set", "r", "--config", "brnch=trunk")
+	tm(0, "source", "set", "r", "--config", "branch=trunk")
+	out := tm(0, "source", "run", "r", "--json")
+	var reps []struct {
+		EventsNew int `json:"events_new"`
+	}
+	if err := json.Unmarshal([]byte(out), &reps); err != nil || len(reps) != 1 || reps[0].EventsNew != 1 {
+		t.Fatalf("run after set branch=trunk: %s (%v), want one run with the one new commit", out, err)
+	}
+	if show := tm(0, "source", "show", "r"); !strings.Contains(show, `config branch: "main" -> "trunk"`) {
+		t.Fatalf("source show does not list the change:\n%s", show)
+	}
+	// Another source on the same repository and branch: a duplicate, refused.
+	gitIn(t, repo, "branch", "other")
+	tm(0, "source", "add", repo, "--name", "r2", "--config", "branch=other")
+	tm(tidemark.ExitConflict, "source", "set", "r", "--config", "branch=other")
+	// A dir source's include selects what its manifest stands for: not set in place.
+	dir := t.TempDir()
+	tm(0, "source", "add", dir, "--kind", "dir", "--name", "d")
+	tm(tidemark.ExitInvalid, "source", "set", "d", "--config", "include=*.md")
+}

@@ -97,9 +97,10 @@ func newSourceSetCmd(a *app) *cobra.Command {
 		private  bool
 		interval time.Duration
 		budget   int
+		config   []string
 		cmd      *cobra.Command
 	)
-	cmd = opCmd(a, "set NAME [--allow-private[=false]] [--interval D] [--retry-budget N]",
+	cmd = opCmd(a, "set NAME [--allow-private[=false]] [--interval D] [--retry-budget N] [--config branch=B]",
 		"Change a source's settings, stored with it for every worker (audited)", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 			var ch ingest.Settings
@@ -109,8 +110,15 @@ func newSourceSetCmd(a *app) *cobra.Command {
 					set()
 				}
 			}
+			if len(config) > 0 {
+				cfg, err := tidemark.ParseKeyValues("--config", config)
+				if err != nil {
+					return nil, err
+				}
+				ch.Config = cfg
+			}
 			if ch.Empty() {
-				return nil, tidemark.Invalidf("settings", "", "name one to change: --allow-private[=false], --interval or --retry-budget")
+				return nil, tidemark.Invalidf("settings", "", "name one to change: --allow-private[=false], --interval, --retry-budget or --config")
 			}
 			src, err := p.SetSource(cmd.Context(), args[0], ch, actor())
 			return answer(said{src, fmt.Sprintf("%s: private addresses %s, every %s, retry budget %d", src.Name,
@@ -119,6 +127,7 @@ func newSourceSetCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses (=false: refuse them)")
 	cmd.Flags().DurationVar(&interval, "interval", 0, "how often to fetch")
 	cmd.Flags().IntVar(&budget, "retry-budget", 0, "attempts at one window before it goes terminal")
+	cmd.Flags().StringArrayVar(&config, "config", nil, "a kind setting to change, key=value (key= unsets it; repeatable): a git source's branch")
 	jsonFlag(cmd, "the source")
 	return cmd
 }

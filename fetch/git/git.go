@@ -408,7 +408,8 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 						strings.TrimSpace(string(out)), where(src, dir)), nil)
 				}
 			}
-			return "", tidemark.Unusable("branch "+ref+" not found", err)
+			return "", tidemark.Unusable(fmt.Sprintf("branch %s not found in %s (renamed or deleted?): to follow another, "+
+				"set the source's config branch (source set NAME --config branch=NEW)", ref, where(src, dir)), err)
 		}
 		return "", err
 	}

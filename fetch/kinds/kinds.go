@@ -55,6 +55,12 @@ type Kind struct {
 	// it is another source. Without it (a feed: its config only bounds
 	// and cleans what it reads), the location alone is the source.
 	configSelects bool
+	// settable are the config keys a source of the kind may change after
+	// it has been read (ChangeConfig): those its cursor still stands for
+	// under the new value. A git cursor is commits read, which are the
+	// same commits on any branch; a dir manifest, a page's text or a
+	// feed's validators belong to what the old config selected.
+	settable []string
 }
 
 // Options configure a Set.
@@ -94,7 +100,8 @@ func New(opt Options) *Set {
 	s := &Set{opt: opt, client: httpx.New(httpx.Options{}), probes: map[probeKey]detect.Result{}}
 	s.kinds = []Kind{
 		{Name: "git", ConfigKeys: []string{git.ConfigBranch}, detect: detectGit, prepare: prepareGit,
-			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }, configSelects: true},
+			fetcher: func(s *Set) tidemark.Fetcher { return &git.Fetcher{CacheDir: s.opt.GitCache, Guard: s.client} }, configSelects: true,
+			settable: []string{git.ConfigBranch}},
 		{Name: "feed", ConfigKeys: []string{feed.ConfigMaxBytes, feed.ConfigMaxItems, feed.ConfigIgnore, feed.ConfigIgnoreQuery}, detect: detectWeb, prepare: prepareWeb("feed"),
 			fetcher: func(s *Set) tidemark.Fetcher { return &feed.Fetcher{Client: s.client} }},
 		{Name: "page", ConfigKeys: []string{page.ConfigSelector, page.ConfigIgnore, page.ConfigMaxBytes, page.ConfigMaxNodes},
@@ -148,6 +155,40 @@ func (s *Set) Key(ns ingest.NewSource) string {
 	b, _ := json.Marshal(parts) // strings only: an unambiguous encoding
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// ChangeConfig checks a change of a stored source's config (keys set to
+// values, "" unsetting one) and returns the config it leaves. Only keys
+// the kind lets change on a source it has read are taken (git's branch:
+// its cursor is commits read, the same commits on any branch, so the next
+// run reads on from them, or fails as a rewritten history when the new
+// branch does not hold them, for an operator to skip); any other is
+// refused, naming the way out (a new source). The new config is checked
+// as source add checks one: a branch that does not exist is refused; a
+// remote that cannot be reached now is taken as given.
+func (s *Set) ChangeConfig(ctx context.Context, src tidemark.Source, change map[string]string) (map[string]string, error) {
+	k, ok := s.Kind(src.Kind)
+	if !ok {
+		return nil, tidemark.Invalidf("kind", src.Kind, "unknown kind (known: %s)", strings.Join(s.Names(), ", "))
+	}
+	if err := k.CheckConfig(change); err != nil {
+		return nil, err
+	}
+	for key := range change {
+		if !slices.Contains(k.settable, key) {
+			return nil, tidemark.Invalidf("config", key, "cannot be changed on a %s source that has been added: its cursor stands for what "+
+				"the old value selected; add a source with the new config instead", k.Name)
+		}
+	}
+	cfg := ingest.Settings{Config: change}.ApplyConfig(src.Config)
+	if err := k.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	ns := ingest.NewSource{Name: src.Name, Kind: src.Kind, Location: src.Location, Config: cfg, AllowPrivate: src.AllowPrivate}
+	if _, err := k.prepare(httpx.WithAllowPrivate(ctx, src.AllowPrivate), s, ns); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // ConfigSelects reports whether a different config on one location makes

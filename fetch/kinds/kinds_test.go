@@ -378,3 +378,38 @@ func TestResolveChecksDiscoveredFeeds(t *testing.T) {
 		t.Fatalf("warnings: %q", warned)
 	}
 }
+
+// ChangeConfig lets a git source follow another branch (one that exists),
+// and refuses keys a kind does not let change on a source it has read.
+func TestChangeConfig(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ctx := context.Background()
+	s := kinds.New(kinds.Options{GitCache: t.TempDir()})
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "master"}, {"-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "one"},
+		{"branch", "main"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	src := tidemark.Source{Name: "r", Kind: "git", Location: repo, Config: map[string]string{"branch": "master"}}
+	cfg, err := s.ChangeConfig(ctx, src, map[string]string{"branch": "main"})
+	if err != nil || cfg["branch"] != "main" {
+		t.Fatalf("branch=main: %v, %v", cfg, err)
+	}
+	if cfg, err := s.ChangeConfig(ctx, src, map[string]string{"branch": ""}); err != nil || len(cfg) != 0 {
+		t.Fatalf("branch unset (HEAD): %v, %v", cfg, err)
+	}
+	for change, want := range map[string]string{"branch=nope": "no such branch", "brnch=main": "not a git setting"} {
+		k, v, _ := strings.Cut(change, "=")
+		if _, err := s.ChangeConfig(ctx, src, map[string]string{k: v}); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it invalid: %s", change, err, want)
+		}
+	}
+	dirSrc := tidemark.Source{Name: "d", Kind: "dir", Location: t.TempDir()}
+	if _, err := s.ChangeConfig(ctx, dirSrc, map[string]string{"include": "*.md"}); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Errorf("dir include: %v, want it refused: the cursor stands for what the old value selected", err)
+	}
+}

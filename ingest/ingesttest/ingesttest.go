@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"UnservedClearedInABatch", testUnservedClearedInBatch},
 		{"LiveUnservedListsHoldsNotOver", testLiveUnserved},
 		{"SetIsAuditedAndClearsUnserved", testSet},
+		{"SetConfigKeepsTheCursor", testSetConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -1351,5 +1352,38 @@ func testSet(t *testing.T, h Harness) {
 	}
 	if _, err := h.Store.Set(ctx, "nope", ingest.Settings{AllowPrivate: &allow}, "op"); !errors.Is(err, tidemark.ErrNotFound) {
 		t.Fatalf("set an unknown source: %v", err)
+	}
+}
+
+// Set changes config keys (an empty value unsets one), audited with each
+// value before and after; the cursor and its version stay, so nothing
+// read is read again and nothing unread is passed over.
+func testSetConfig(t *testing.T, h Harness) {
+	src := mustAdd(t, h, "a", 3)
+	settle(t, h, mustClaim(t, h, src, "w1"), "c1", item("k1", "e1"))
+	before := mustSource(t, h, src.ID)
+	got, err := h.Store.Set(ctx, src.Name, ingest.Settings{Config: map[string]string{"branch": "main"}}, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := mustSource(t, h, src.ID)
+	for _, s := range []tidemark.Source{got, stored} {
+		if s.Config["branch"] != "main" || s.Cursor != before.Cursor || s.CursorVersion != before.CursorVersion {
+			t.Fatalf("after set config: %+v, want branch=main and cursor %q v%d", s, before.Cursor, before.CursorVersion)
+		}
+	}
+	if _, err := h.Store.Set(ctx, src.Name, ingest.Settings{Config: map[string]string{"branch": ""}}, "op"); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustSource(t, h, src.ID).Config; len(c) != 0 {
+		t.Fatalf("config after unsetting branch: %v, want none", c)
+	}
+	acts, err := h.Store.Actions(ctx, src.Name, 10)
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("actions %+v %v", acts, err)
+	}
+	// Newest first.
+	if acts[1].Note != `config branch: (unset) -> "main"` || acts[0].Note != `config branch: "main" -> (unset)` {
+		t.Fatalf("notes %q, %q", acts[1].Note, acts[0].Note)
 	}
 }
