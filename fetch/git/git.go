@@ -715,6 +715,23 @@ func (f *Fetcher) DescribeRange(ctx context.Context, src tidemark.Source, from, 
 	if err := fromCursor.check(); err != nil {
 		return "", err
 	}
+	// A move back, to a commit the cursor stands for (one of its commits
+	// or an ancestor of one), skips nothing. Asked of merge-base, not
+	// counted by rev-list: rev-list's walk stops by commit dates, and a
+	// history whose dates run backwards (an ancestor dated after the
+	// cursor's commits) would have it count that ancestor as unread.
+	for _, c := range fromCursor {
+		if slices.Contains(fromCursor, to) {
+			break // no move: rev-list counts 0
+		}
+		back, err := f.isAncestor(ctx, dir, to, c)
+		if err != nil {
+			return "", err
+		}
+		if back {
+			return fmt.Sprintf("0 commits (%s: a move back, to a commit already read)", rangeArg), nil
+		}
+	}
 	out, err := f.run(ctx, dir, to+"\n"+fromCursor.exclusions(), "rev-list", "--count", "--stdin")
 	if err != nil {
 		return "", err

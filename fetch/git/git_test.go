@@ -554,3 +554,47 @@ func TestUnreadableLocalRepository(t *testing.T) {
 		})
 	}
 }
+
+// A skip back, to a commit the cursor already stands for, skips nothing,
+// and says so, even where git's own count is misled by commit dates (a
+// root dated after its children, two sides read: git lists the root as
+// not yet read).
+func TestDescribeRangeOfAMoveBack(t *testing.T) {
+	ctx := context.Background()
+	dir := mustRepo(t, 0)
+	var stream strings.Builder
+	commit := func(ref, msg string, ts int, mark int, from string) {
+		fmt.Fprintf(&stream, "commit %s\n", ref)
+		if mark > 0 {
+			fmt.Fprintf(&stream, "mark :%d\n", mark)
+		}
+		fmt.Fprintf(&stream, "committer D <d@example.com> %d +0000\ndata %d\n%s\n", ts, len(msg), msg)
+		if from != "" {
+			fmt.Fprintf(&stream, "from %s\n", from)
+		}
+		stream.WriteString("\n")
+	}
+	commit("refs/heads/main", "root", 2000000000, 1, "")
+	for _, side := range []string{"a", "b"} {
+		for i := 0; i < 10; i++ {
+			from := ""
+			if i == 0 {
+				from = ":1"
+			}
+			commit("refs/heads/"+side, fmt.Sprintf("%s%d", side, i), 1600000000, 0, from)
+		}
+	}
+	cmd := exec.Command("git", "-C", dir, "fast-import", "--quiet")
+	cmd.Stdin = strings.NewReader(stream.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	a, b, root := mustGit(t, dir, "rev-parse", "a"), mustGit(t, dir, "rev-parse", "b"), mustGit(t, dir, "rev-parse", "main")
+	cursor := git.Cursor{a, b}.String()
+	for _, to := range []string{root, mustGit(t, dir, "rev-parse", "a~3"), a} {
+		got, err := (&git.Fetcher{}).DescribeRange(ctx, src(dir), cursor, to)
+		if err != nil || !strings.HasPrefix(got, "0 commits") {
+			t.Errorf("from %s back to %.12s: %q, %v; want 0 commits", cursor, to, got, err)
+		}
+	}
+}
