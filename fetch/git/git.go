@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	dirkind "github.com/tidemark/tidemark/fetch/dir"
 	"github.com/tidemark/tidemark/fetch/httpx"
 )
 
@@ -751,7 +752,12 @@ const (
 // commits reads metadata, message and numstat of the given commits.
 func (f *Fetcher) commits(ctx context.Context, dir string, hashes []string) ([]tidemark.Item, error) {
 	format := recordSep + strings.Join([]string{"%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%B"}, fieldSep) + fieldSep
-	out, err := f.run(ctx, dir, strings.Join(hashes, "\n")+"\n",
+	// core.quotePath=false: a file name that is UTF-8 comes as it is, not
+	// as octal escapes of its bytes (parseCommit escapes one that is not
+	// UTF-8); git still quotes a name with a control character, '"' or
+	// '\', which would break the line.
+	out, err := f.exec(ctx, dir, strings.Join(hashes, "\n")+"\n",
+		invocation{config: []string{"core.quotePath=false"}, env: []string{"GIT_ALLOW_PROTOCOL=file"}},
 		"log", "--no-walk=unsorted", "--stdin", "--numstat", "--no-renames", "--format="+format)
 	if err != nil {
 		return nil, err
@@ -774,6 +780,12 @@ func parseCommit(rec string) (tidemark.Item, error) {
 	fields := strings.SplitN(rec, fieldSep, 10)
 	if len(fields) != 10 {
 		return tidemark.Item{}, fmt.Errorf("commit record has %d fields, want 10", len(fields))
+	}
+	// Evidence is UTF-8 text: what git holds that is not (a message or a
+	// name written by a tool that did not check) has U+FFFD for each run
+	// of bad bytes, as the other kinds' text has.
+	for i := range fields[:9] {
+		fields[i] = strings.ToValidUTF8(fields[i], "\uFFFD")
 	}
 	hash, parents, an, ae, ad, cn, ce, cd, msg, stat := fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7], fields[8], fields[9]
 	committed, err := time.Parse(time.RFC3339, cd)
@@ -815,7 +827,9 @@ func parseCommit(rec string) (tidemark.Item, error) {
 		fmt.Sscanf(parts[0], "%d", &a)
 		fmt.Sscanf(parts[1], "%d", &d)
 		adds, dels = adds+a, dels+d
-		files = append(files, fmt.Sprintf("%s\t%s\t%s", parts[0], parts[1], parts[2]))
+		// A file name that is not UTF-8 is escaped as a dir source
+		// escapes one, so it reads the same in both.
+		files = append(files, fmt.Sprintf("%s\t%s\t%s", parts[0], parts[1], dirkind.Key(parts[2])))
 	}
 	sort.Strings(files)
 	if len(files) > 0 {

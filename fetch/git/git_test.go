@@ -9,10 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/fetch/dir"
 	"github.com/tidemark/tidemark/fetch/git"
 )
+
+// dir2Key is how a dir source keys a file name, for the git evidence's.
+func dir2Key(name string) string { return dir.Key(name) }
 
 // mustRepo creates a repository with n commits and returns its path.
 func mustRepo(tb testing.TB, n int) string {
@@ -596,5 +601,40 @@ func TestDescribeRangeOfAMoveBack(t *testing.T) {
 		if err != nil || !strings.HasPrefix(got, "0 commits") {
 			t.Errorf("from %s back to %.12s: %q, %v; want 0 commits", cursor, to, got, err)
 		}
+	}
+}
+
+// Evidence is UTF-8 text as people read it: a UTF-8 file name as it is
+// (not git's octal quoting), a name that is not UTF-8 escaped as a dir
+// source escapes one (dir.Key), and each run of bytes of a message that are not UTF-8
+// as U+FFFD.
+func TestEvidenceIsUTF8(t *testing.T) {
+	dir := mustRepo(t, 0)
+	msg := "raw \xff\xfe bytes\nend\n"
+	stream := fmt.Sprintf("commit refs/heads/main\ncommitter D <d@example.com> 1600000000 +0000\ndata %d\n%s\n", len(msg), msg) +
+		"M 644 inline caf\xe9.txt\ndata 2\nx\n\n" +
+		"M 644 inline café.txt\ndata 2\ny\n\n" +
+		"M 644 inline \"tab\\there.txt\"\ndata 2\nz\n\n"
+	cmd := exec.Command("git", "-C", dir, "fast-import", "--quiet")
+	cmd.Stdin = strings.NewReader(stream)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v\n%s", err, out)
+	}
+	res, err := (&git.Fetcher{}).Fetch(context.Background(), src(dir), "")
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("fetch: %d items, %v", len(res.Items), err)
+	}
+	it := res.Items[0]
+	ev := string(it.Evidence)
+	if !utf8.ValidString(ev) || !utf8.ValidString(it.Title) {
+		t.Fatalf("evidence or title not UTF-8: %q, %q", ev, it.Title)
+	}
+	for _, want := range []string{"raw \uFFFD bytes", "1\t0\tcafé.txt\n", "1\t0\t" + dir2Key("caf\xe9.txt") + "\n", "1\t0\t\"tab\\there.txt\"\n"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence does not hold %q:\n%s", want, ev)
+		}
+	}
+	if it.Title != "raw \uFFFD bytes" {
+		t.Errorf("title %q", it.Title)
 	}
 }
