@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -467,6 +470,43 @@ func TestRebindRecordsWhatTheNewStoreHolds(t *testing.T) {
 		}
 		if n, err := emptied.Missing(ctx); err != nil || n != 3 {
 			t.Fatalf("missing after a rebind to an empty store: %d %v, want 3", n, err)
+		}
+	})
+}
+
+// A page file edited in place by hand in a directory store (its sidecar
+// untouched) is republished by the next sweep, as an object overwritten
+// behind the books' back in any other store is.
+func TestSweepRepairsAPageEditedByHandInADirectory(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		objs, err := dir.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := mustFixture(t, b, objs)
+		ev := f.mustEvent(t, "c1", "change c1", "evidence c1")
+		s := f.mustAccept(t, ev, "Summary of c1.", "m1")
+		res, err := f.svc.Publish(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(objs.Root(), filepath.FromSlash(res.Key))
+		if err := os.WriteFile(p, []byte("HACKED BY HAND\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Later than the store wrote it, whatever the filesystem's clock.
+		at := time.Now().Add(time.Minute)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := f.svc.Sweep(ctx)
+		if err != nil || rep.Republished != 1 || rep.Failed != 0 {
+			t.Fatalf("sweep after a hand edit: %+v %v", rep, err)
+		}
+		f.mustPageShows(t, res.PageID, "Summary of c1.", "HACKED")
+		if rep, err := f.svc.Sweep(ctx); err != nil || rep.Republished != 0 {
+			t.Fatalf("second sweep: %+v %v", rep, err)
 		}
 	})
 }

@@ -20,6 +20,18 @@
 // is every temporary file where the lock excludes only one process's
 // writers (no flock). A sidecar is never taken for one (see tempName).
 //
+// A sidecar also records the body file's size and modification time as
+// written. A file whose size or time differs from its sidecar's was
+// changed behind the store's back (edited in place by hand, restored from
+// a backup, copied without its times): Head, List and a compare-and-swap
+// read and hash it and report the ETag of the bytes it holds, so a sweep
+// comparing ETags republishes it. Only such files are read; every other
+// look costs a stat beside the sidecar. (An edit that restores both the
+// size and the modification time, as touch -r can, is not seen.) A
+// sidecar written before times were kept has none: its file is hashed
+// once, and the sidecar given its time when the bytes are the ones it
+// describes.
+//
 // The sidecar is renamed into place before the body. A crash between the
 // two leaves a sidecar that claims the new version over the old body: the
 // store then over-reports the newer generation (so no older writer can slip
@@ -166,6 +178,15 @@ type meta struct {
 	Generation int64  `json:"generation"`
 	ETag       string `json:"etag"`
 	Size       int64  `json:"size"`
+	// ModTime is the body file's modification time as written, in Unix
+	// nanoseconds; 0 in a sidecar written before it was kept.
+	ModTime int64 `json:"mtime_ns,omitempty"`
+}
+
+// describes reports whether the sidecar m describes the body file fi
+// without reading it: same size and same modification time as written.
+func (m meta) describes(fi fs.FileInfo) bool {
+	return m.ModTime != 0 && fi.Size() == m.Size && fi.ModTime().UnixNano() == m.ModTime
 }
 
 func etag(body []byte) string {
@@ -233,15 +254,89 @@ func (s *Store) Get(ctx context.Context, key string) (objstore.Object, error) {
 
 // Head implements objstore.Store.
 func (s *Store) Head(ctx context.Context, key string) (objstore.Info, error) {
-	_, side, err := s.paths(key)
+	bodyPath, side, err := s.paths(key)
 	if err != nil {
 		return objstore.Info{}, err
 	}
-	m, err := readMeta(side)
+	m, err := s.current(key, bodyPath, side, nil, true)
 	if err != nil {
 		return objstore.Info{}, fmt.Errorf("head %s: %w", key, err)
 	}
 	return objstore.Info{Key: key, ETag: m.ETag, Generation: m.Generation, Size: m.Size}, nil
+}
+
+// current is the object at key as the store holds it: its sidecar, with
+// the ETag and size of the bytes the body file holds when the file is not
+// the one the sidecar describes (see the package comment). fi is the body
+// file's, when the caller has it. A body file that is missing leaves the
+// sidecar's claim (a torn write, see the package comment). mayRecord lets
+// it give an older sidecar the time of a file that holds the bytes it
+// describes, taking key's lock; a caller holding the lock passes false.
+func (s *Store) current(key, bodyPath, side string, fi fs.FileInfo, mayRecord bool) (meta, error) {
+	m, err := readMeta(side)
+	if err != nil {
+		return m, err
+	}
+	if fi == nil {
+		fi, err = os.Stat(bodyPath)
+		if absent(err) {
+			return m, nil
+		}
+		if err != nil {
+			return m, fmt.Errorf("objstore/dir: %w", err)
+		}
+	}
+	if m.describes(fi) {
+		return m, nil
+	}
+	b, err := os.ReadFile(bodyPath)
+	if absent(err) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("objstore/dir: %w", err)
+	}
+	if tag := etag(b); tag != m.ETag {
+		m.ETag, m.Size = tag, int64(len(b))
+		return m, nil
+	}
+	if mayRecord {
+		// The bytes the sidecar describes, under another time (an older
+		// sidecar, a copy, a touch): record it, so the next look need not
+		// read the file. Housekeeping: a failure changes no answer.
+		s.recordTime(key, bodyPath, side, m, fi)
+	}
+	return m, nil
+}
+
+// recordTime gives the sidecar m of key the time of body file fi, whose
+// bytes were found to be the ones m describes, if neither has changed
+// since: under key's lock, the sidecar still reads m and the file still
+// has fi's size and time.
+func (s *Store) recordTime(key, bodyPath, side string, m meta, fi fs.FileInfo) {
+	unlock, err := s.lock(key)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if now, err := readMeta(side); err != nil || now != m {
+		return
+	}
+	if now, err := os.Stat(bodyPath); err != nil || now.Size() != fi.Size() || !now.ModTime().Equal(fi.ModTime()) {
+		return
+	}
+	m.ModTime = fi.ModTime().UnixNano()
+	mb, _ := json.Marshal(m)
+	dir := filepath.Dir(side)
+	tmp, err := s.writeTemp(dir, slotOf(key), mb)
+	if err != nil {
+		return
+	}
+	if err := os.Rename(tmp, side); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	_ = s.syncDir(dir)
 }
 
 // slotOf is the lock file that guards key's compare-and-swap.
@@ -305,7 +400,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 		return objstore.Info{}, err
 	}
 	defer unlock()
-	cur, err := readMeta(side)
+	cur, err := s.current(key, bodyPath, side, nil, false)
 	exists := err == nil
 	if err != nil && !errors.Is(err, objstore.ErrNotFound) {
 		return objstore.Info{}, err
@@ -313,16 +408,22 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 	if opt.Cond.IfNoneMatch && exists || opt.Cond.IfMatch != "" && (!exists || cur.ETag != opt.Cond.IfMatch) {
 		return objstore.Info{}, fmt.Errorf("put %s: %w", key, objstore.ErrPrecondition)
 	}
-	m := meta{Generation: opt.Generation, ETag: etag(body), Size: int64(len(body))}
-	mb, _ := json.Marshal(m)
 	slot := slotOf(key)
-	tmpMeta, err := s.writeTemp(dir, slot, mb)
+	tmpBody, err := s.writeTemp(dir, slot, body)
 	if err != nil {
 		return objstore.Info{}, err
 	}
-	tmpBody, err := s.writeTemp(dir, slot, body)
+	// The body's time as written: a rename keeps it.
+	fi, err := os.Stat(tmpBody)
 	if err != nil {
-		os.Remove(tmpMeta)
+		os.Remove(tmpBody)
+		return objstore.Info{}, fmt.Errorf("objstore/dir: %w", err)
+	}
+	m := meta{Generation: opt.Generation, ETag: etag(body), Size: int64(len(body)), ModTime: fi.ModTime().UnixNano()}
+	mb, _ := json.Marshal(m)
+	tmpMeta, err := s.writeTemp(dir, slot, mb)
+	if err != nil {
+		os.Remove(tmpBody)
 		return objstore.Info{}, err
 	}
 	if err := os.Rename(tmpMeta, side); err != nil {
@@ -402,8 +503,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return s.syncDir(filepath.Dir(bodyPath))
 }
 
-// List implements objstore.Store. It reads each object's sidecar, not its
-// body.
+// List implements objstore.Store. It reads each object's sidecar and
+// stats its body file, and reads the body only of a file its sidecar does
+// not describe (see the package comment).
 func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Info) error) error {
 	// Walk the deepest directory the prefix names completely.
 	base := ""
@@ -440,7 +542,14 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objstore.Info) 
 		if !strings.HasPrefix(key, prefix) {
 			return nil
 		}
-		m, err := readMeta(filepath.Join(filepath.Dir(p), "."+name+".meta"))
+		fi, err := d.Info()
+		if absent(err) {
+			return nil // deleted since the directory was read
+		}
+		if err != nil {
+			return err
+		}
+		m, err := s.current(key, p, filepath.Join(filepath.Dir(p), "."+name+".meta"), fi, true)
 		if errors.Is(err, objstore.ErrNotFound) {
 			return nil // a body without a sidecar was never fully written
 		}

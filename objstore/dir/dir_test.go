@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
@@ -107,4 +109,116 @@ func TestGetIsNotTornByAWriteOfAnotherProcess(t *testing.T) {
 		t.Error(err)
 	}
 	t.Fatal(torn)
+}
+
+// handEdit rewrites the file of key behind the store's back, as an
+// operator's editor would, and gives it a modification time of its own
+// (a filesystem's clock may not have ticked since the store wrote it).
+func handEdit(tb testing.TB, s *dir.Store, key, body string) {
+	tb.Helper()
+	p := filepath.Join(s.Root(), filepath.FromSlash(key))
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	at := time.Now().Add(time.Minute)
+	if err := os.Chtimes(p, at, at); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// A file edited in place by hand (its sidecar untouched) is a different
+// object: Head and List report the ETag of the bytes it holds, so a sweep
+// comparing ETags sees the change, and a compare-and-swap on the ETag the
+// sidecar recorded fails, while one on the ETag reported succeeds.
+func TestAFileEditedByHandIsAnotherVersion(t *testing.T) {
+	for _, edit := range []struct{ name, body string }{
+		{"same size", "TWO"},
+		{"other size", "HACKED BY HAND"},
+	} {
+		t.Run(edit.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := dir.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const key = "changes/a.html"
+			put, err := s.Put(ctx, key, []byte("one"), objstore.PutOptions{Generation: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			handEdit(t, s, key, edit.body)
+			got, err := s.Get(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := s.Head(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head.ETag == put.ETag || head.ETag != got.ETag || head.Size != int64(len(edit.body)) {
+				t.Fatalf("head after a hand edit: %+v, want the ETag %s of the bytes held (written: %s)", head, got.ETag, put.ETag)
+			}
+			var listed []objstore.Info
+			if err := s.List(ctx, "changes/", func(in objstore.Info) error { listed = append(listed, in); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(listed) != 1 || listed[0].ETag != got.ETag {
+				t.Fatalf("list after a hand edit: %+v, want the ETag %s", listed, got.ETag)
+			}
+			_, err = s.Put(ctx, key, []byte("three"), objstore.PutOptions{Cond: objstore.Cond{IfMatch: put.ETag}, Generation: 4})
+			if !errors.Is(err, objstore.ErrPrecondition) {
+				t.Fatalf("put if-match the written ETag over a hand edit: %v, want a precondition failure", err)
+			}
+			if _, err := objstore.PutGeneration(ctx, s, key, []byte("three"), 4, "text/html"); err != nil {
+				t.Fatalf("put generation over a hand edit: %v", err)
+			}
+			if o, err := s.Get(ctx, key); err != nil || string(o.Body) != "three" {
+				t.Fatalf("get %q %v", o.Body, err)
+			}
+		})
+	}
+}
+
+// A sidecar written before sidecars kept the body's time has none: its
+// file is read once, a hand edit is seen, and an unchanged file's time is
+// recorded so that later looks need not read it.
+func TestASidecarWithoutTheBodysTime(t *testing.T) {
+	ctx := context.Background()
+	s, err := dir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := func(key string) string {
+		return filepath.Join(s.Root(), "changes", "."+filepath.Base(key)+".meta")
+	}
+	put := map[string]objstore.Info{}
+	for _, key := range []string{"changes/a.html", "changes/b.html"} {
+		in, err := s.Put(ctx, key, []byte("page "+key), objstore.PutOptions{Generation: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put[key] = in
+		// As an earlier release wrote it.
+		old := fmt.Sprintf(`{"generation":2,"etag":%q,"size":%d}`, in.ETag, in.Size)
+		if err := os.WriteFile(side(key), []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handEdit(t, s, "changes/b.html", "HACKED BY HAND")
+	listed := map[string]objstore.Info{}
+	if err := s.List(ctx, "changes/", func(in objstore.Info) error { listed[in.Key] = in; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if listed["changes/a.html"].ETag != put["changes/a.html"].ETag {
+		t.Fatalf("an unchanged file under an older sidecar: %+v, want %+v", listed["changes/a.html"], put["changes/a.html"])
+	}
+	if listed["changes/b.html"].ETag == put["changes/b.html"].ETag {
+		t.Fatalf("a hand edit under an older sidecar went unseen: %+v", listed["changes/b.html"])
+	}
+	if b, err := os.ReadFile(side("changes/a.html")); err != nil || !strings.Contains(string(b), "mtime_ns") {
+		t.Fatalf("the unchanged file's time was not recorded: %s %v", b, err)
+	}
+	if b, err := os.ReadFile(side("changes/b.html")); err != nil || strings.Contains(string(b), "mtime_ns") {
+		t.Fatalf("an edited file's time was recorded as the sidecar's version: %s %v", b, err)
+	}
 }
