@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/mem"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/summarize/summarizers"
 )
@@ -275,5 +276,49 @@ func TestTheDaemonStopsWhenANewerTidemarkMigratesItsDatabase(t *testing.T) {
 	}
 	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, sqlstore.ErrNewerSchema) {
 		t.Fatalf("delivery loop: %v, want it stopped by the newer schema", err)
+	}
+}
+
+// A store wiped under a running daemon (a bucket deleted and made again,
+// empty, without its marker) stops the publish loop at its next round, as
+// it stops every other command: it is not filled anew, unmarked.
+func TestPublishLoopStopsWhenTheStoreIsWipedUnderIt(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home = t.TempDir()
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	objs := mem.New()
+	p.objs = objs
+	if _, err := p.BindStore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waits := fakeSleep(t, func(waits []time.Duration) {
+		switch len(waits) {
+		case 1: // after a round that found the store the wiki's
+			var keys []string
+			if err := objs.List(ctx, "", func(in objstore.Info) error { keys = append(keys, in.Key); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if err := objs.Delete(ctx, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 3:
+			cancel()
+		}
+	})
+	err = p.publishLoop(ctx)
+	if !errors.Is(err, publish.ErrStoreMismatch) || len(*waits) != 1 {
+		t.Fatalf("publish loop over a wiped store: %v after %d waits, want publish.ErrStoreMismatch after 1", err, len(*waits))
+	}
+	n := 0
+	if err := objs.List(context.Background(), "", func(objstore.Info) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("the loop wrote %d objects into the wiped store (%v)", n, err)
 	}
 }

@@ -141,6 +141,8 @@ func (s *Service) CheckStore(ctx context.Context) error {
 // none yet (writing the marker first, then recording it), and verifies that
 // the store is the bound one. Publish, Sweep and RefreshListings call it
 // before their first write; callers may call it at start to refuse early.
+// A service remembers the answer until its next pass, sweep or listings
+// refresh (see checkAfresh).
 func (s *Service) BindStore(ctx context.Context) (StoreIdentity, error) {
 	s.bindMu.Lock()
 	defer s.bindMu.Unlock()
@@ -166,6 +168,19 @@ func (s *Service) BindStore(ctx context.Context) (StoreIdentity, error) {
 	}
 	s.bound = &rec
 	return rec, nil
+}
+
+// checkAfresh makes the next BindStore verify the store again (a query and
+// a read of the marker) rather than trust what an earlier one found. Each
+// publishing pass, sweep and listings refresh starts with it, so a
+// long-lived service (the daemon's, one for every round) notices a store
+// wiped, emptied or replaced under it (a bucket deleted and made again,
+// without its marker) at its next round, and writes nothing into it. A
+// pass with nothing to write does not read the marker.
+func (s *Service) checkAfresh() {
+	s.bindMu.Lock()
+	defer s.bindMu.Unlock()
+	s.bound = nil
 }
 
 // Rebind binds the database's wiki to this service's object store whatever

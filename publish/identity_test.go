@@ -189,3 +189,40 @@ func TestAWorkerThatMissedARebindChangesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A long-lived service (the daemon's, one for every round) checks the
+// store afresh at each pass, sweep and listings refresh, not once for its
+// life: a store wiped (or an emptied bucket recreated) under it, marker
+// and all, is refused, and nothing is written into it.
+func TestALongLivedServiceChecksTheStoreEachPass(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "wiki")
+		svc := mustDirService(t, nil, path, path)
+		f := mustFixture(t, b, svc.Objects)
+		svc.Store = f.st
+		ev := f.mustEvent(t, "c1", "change", "evidence")
+		f.mustAccept(t, ev, "The summary.", "m1")
+		if rep, err := svc.PublishPending(ctx, 10); err != nil || rep.Published != 1 {
+			t.Fatalf("first pass: %+v %v", rep, err)
+		}
+		if rep, err := svc.Sweep(ctx); err != nil || rep.Failed != 0 {
+			t.Fatalf("first sweep: %+v %v", rep, err)
+		}
+		if err := os.RemoveAll(path); err != nil {
+			t.Fatal(err)
+		}
+		f.mustAccept(t, f.mustEvent(t, "c2", "another change", "evidence 2"), "Another summary.", "m1")
+		_, err := svc.PublishPending(ctx, 10)
+		mustMismatch(t, "a pass into the wiped store", err)
+		_, err = svc.PublishPendingPages(ctx, 10)
+		mustMismatch(t, "a pass of pages into the wiped store", err)
+		_, err = svc.Sweep(ctx)
+		mustMismatch(t, "a sweep of the wiped store", err)
+		_, err = svc.RefreshListings(ctx)
+		mustMismatch(t, "a listings refresh of the wiped store", err)
+		if n := countObjects(t, svc.Objects); n != 0 {
+			t.Fatalf("the service wrote %d objects into the wiped store", n)
+		}
+	})
+}

@@ -275,8 +275,8 @@ func (s *Service) attempt(ctx context.Context, summaryID string, repair, pending
 			ETag: plan.Published.ETag, Elsewhere: true}, nil
 	}
 	// The store is the wiki's store (bound at the first publication;
-	// checked once per service, and again by the mark, which refuses a
-	// store the wiki was rebound from), so a refused publication writes
+	// checked once per pass, see checkAfresh, and again by the mark, which
+	// refuses a store the wiki was rebound from), so a refused publication writes
 	// nothing.
 	bound, err := s.BindStore(ctx)
 	if err != nil {
@@ -795,6 +795,7 @@ func (rep *PublishReport) countRepair(res Result) {
 // index and the source cards.
 func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport, error) {
 	var rep PublishReport
+	s.checkAfresh()
 	cards := &knownCards{}
 	// What must leave the wiki leaves first, so the neighbours and the
 	// listings below are done without it.
@@ -837,6 +838,7 @@ func (s *Service) PublishPending(ctx context.Context, limit int) (PublishReport,
 // the two read the store's listing and the pages' neighbours once.
 func (s *Service) PublishPendingPages(ctx context.Context, limit int) (PublishReport, error) {
 	var rep PublishReport
+	s.checkAfresh()
 	if err := s.publishPending(ctx, limit, &knownCards{}, &rep); err != nil {
 		return rep, err
 	}

@@ -117,6 +117,7 @@ var listingPrefixes = []string{"sources/", "archive/"}
 // recorded), and collects listing objects nothing renders any more: cards
 // of sources with no published page, archive pages past the last.
 func (s *Service) RefreshListings(ctx context.Context) (ListingReport, error) {
+	s.checkAfresh()
 	return s.refreshListings(ctx, nil)
 }
 
@@ -359,11 +360,13 @@ type SweepReport struct {
 
 // Sweep converges every page to its current published summary. It compares
 // the books (the event's pointer against the summary marked published, and
-// the recorded ETag against the stored object's) and never reads bodies: a
-// sweep with nothing to repair costs five queries, the store's listings of
-// its page and listing objects, and two HEADs.
+// the recorded ETag against the stored object's) and never reads a page's
+// body: a sweep with nothing to repair costs six queries, a read of the
+// store's marker (see checkAfresh), the store's listings of its page and
+// listing objects, and two HEADs.
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
+	s.checkAfresh()
 	bound, err := s.BindStore(ctx)
 	if err != nil {
 		return rep, err
