@@ -30,6 +30,12 @@ var (
 	// ErrNewerGeneration: the store holds a body of a newer generation; the
 	// write was refused and changed nothing.
 	ErrNewerGeneration = fmt.Errorf("objstore: a newer generation is stored: %w", tidemark.ErrConflict)
+	// ErrNoBucket: the store's bucket does not exist (deleted under a
+	// running worker, or never made). It is not ErrNotFound: a key in a
+	// bucket that is not there is not an object known to be absent. It
+	// matches tidemark.ErrUnavailable: the bucket may be made again, and
+	// what it then holds decides (a publisher checks the store's marker).
+	ErrNoBucket = fmt.Errorf("objstore: no such bucket: %w", tidemark.ErrUnavailable)
 	// ErrDenied: the store refused our credentials, or their rights over
 	// the key (a wrong secret, an unknown access key, a policy that does
 	// not allow the operation). It is configuration the user must fix, so

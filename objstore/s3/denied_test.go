@@ -80,3 +80,37 @@ func TestDeniedIsConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// A bucket that does not exist (deleted under a running worker, or never
+// made) is not a missing object: every operation that can tell says so,
+// naming the bucket and the server's code, as an outage to wait out (the
+// bucket may be made again), so a store's marker read from it is not taken
+// for a store with no marker.
+func TestAMissingBucketIsNotAMissingObject(t *testing.T) {
+	ctx := context.Background()
+	s := mustDenyingServer(t, http.StatusNotFound, "NoSuchBucket")
+	ops := map[string]func() error{
+		"get": func() error { _, err := s.Get(ctx, "_tidemark/store.json"); return err },
+		"put": func() error {
+			_, err := s.Put(ctx, "changes/a.html", []byte("x"), objstore.PutOptions{Cond: objstore.Cond{IfNoneMatch: true}, Generation: 1})
+			return err
+		},
+		"list":   func() error { return s.List(ctx, "changes/", func(objstore.Info) error { return nil }) },
+		"delete": func() error { return s.Delete(ctx, "changes/a.html") },
+	}
+	for op, call := range ops {
+		err := call()
+		if !errors.Is(err, objstore.ErrNoBucket) || errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrPrecondition) {
+			t.Errorf("%s: %v, want objstore.ErrNoBucket and not a missing object", op, err)
+			continue
+		}
+		if got := tidemark.ExitCode(err); got != tidemark.ExitUnavailable {
+			t.Errorf("%s: exit code %d, want %d", op, got, tidemark.ExitUnavailable)
+		}
+		for _, want := range []string{"no such bucket", `"wiki"`, "NoSuchBucket"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", op, err, want)
+			}
+		}
+	}
+}

@@ -132,6 +132,11 @@ func denied(err error) bool {
 	return (st == http.StatusUnauthorized || st == http.StatusForbidden) && code != "InvalidObjectState"
 }
 
+// noBucket reports whether err is the server's answer that the bucket does
+// not exist. A HEAD's answer has no body, so no code: a HEAD in a missing
+// bucket reads as a missing object.
+func noBucket(err error) bool { return codeOf(err) == "NoSuchBucket" }
+
 // DeniedError is the server's refusal of our credentials or of their
 // rights over a key. It matches objstore.ErrDenied, and so
 // tidemark.ErrRefused and tidemark.ErrInvalid: the configuration is wrong
@@ -168,6 +173,8 @@ func (s *Store) wrap(op, key string, err error) error {
 	switch st := statusOf(err); {
 	case denied(err):
 		return &DeniedError{Op: op, Bucket: s.bucket, Key: key, Status: st, Code: codeOf(err), Err: err}
+	case noBucket(err):
+		return fmt.Errorf("s3 %s %s: bucket %q (NoSuchBucket): %w", op, key, s.bucket, objstore.ErrNoBucket)
 	case st == http.StatusNotFound || codeOf(err) == "NoSuchKey" || codeOf(err) == "NotFound":
 		return fmt.Errorf("s3 %s %s: %w", op, key, objstore.ErrNotFound)
 	case st >= 500 || st == http.StatusTooManyRequests:
@@ -242,7 +249,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, opt objstore.P
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
 		st := statusOf(err)
-		if conditional && (st == http.StatusPreconditionFailed || st == http.StatusNotFound || st == http.StatusConflict) {
+		if conditional && !noBucket(err) && (st == http.StatusPreconditionFailed || st == http.StatusNotFound || st == http.StatusConflict) {
 			return objstore.Info{}, fmt.Errorf("s3 put %s (status %d): %w", key, st, objstore.ErrPrecondition)
 		}
 		return objstore.Info{}, s.wrap("put", key, err)
@@ -256,7 +263,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.full(key))})
-	if err != nil && statusOf(err) != http.StatusNotFound {
+	if err != nil && (statusOf(err) != http.StatusNotFound || noBucket(err)) {
 		return s.wrap("delete", key, err)
 	}
 	return nil
