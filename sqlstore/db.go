@@ -22,7 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
 	"modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark"
@@ -143,15 +144,18 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		d.Dialect = Postgres
-		d.db, err = sql.Open("pgx", url)
-		if err == nil {
-			n := opt.MaxOpenConns
-			if n == 0 {
-				n = 20
-			}
-			d.db.SetMaxOpenConns(n)
-			d.db.SetMaxIdleConns(n)
+		var cfg *pgx.ConnConfig
+		cfg, err = pgx.ParseConfig(url)
+		if err != nil {
+			return nil, tidemark.Invalidf("database url", redact(url), "%v", err)
 		}
+		d.db = sql.OpenDB(outageConnector{stdlib.GetConnector(*cfg)})
+		n := opt.MaxOpenConns
+		if n == 0 {
+			n = 20
+		}
+		d.db.SetMaxOpenConns(n)
+		d.db.SetMaxIdleConns(n)
 	case strings.HasPrefix(url, "sqlite:"):
 		d.Dialect = SQLite
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
@@ -200,6 +204,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	}
 	if err := d.db.PingContext(ctx); err != nil {
 		d.Close()
+		if errors.Is(err, tidemark.ErrUnavailable) { // outageConnector said so
+			return nil, fmt.Errorf("sqlstore: open %s: %w", redact(url), err)
+		}
 		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact(url), tidemark.ErrUnavailable, err)
 	}
 	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {

@@ -1,0 +1,32 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+
+	"github.com/tidemark/tidemark"
+)
+
+// outageConnector opens connections through Connector, and reports a
+// connection it cannot open as the outage it is (tidemark.ErrUnavailable:
+// exit 5, HTTP 503), not as an internal error: the server is down, cannot
+// be reached, or refuses connections for now. Every query of a pool whose
+// connections went with their server connects anew (database/sql retries a
+// connection the driver found dead on a fresh one), so a query or a
+// token's check made while the server is away says so. A query cut off in
+// flight reports the driver's own error; the next one connects.
+//
+// Only the server's databases (PostgreSQL) take it: a SQLite file that
+// cannot be opened is not an outage to wait out.
+type outageConnector struct {
+	driver.Connector
+}
+
+func (c outageConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("sqlstore: connect: %w: %w", tidemark.ErrUnavailable, err)
+	}
+	return conn, err
+}
