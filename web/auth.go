@@ -58,8 +58,15 @@ func bearer(r *http.Request) (string, bool) {
 
 // requireAuth lets a request through only with a valid bearer token or a
 // console session. The API and /metrics answer 401 with a JSON error; a
-// page sends the browser to sign in.
-func (s *Server) requireAuth(next http.Handler) http.Handler {
+// page sends the browser to sign in. A token or session that cannot be
+// checked because the database is unavailable is answered as the outage
+// it is (503, class unavailable).
+func (s *Server) requireAuth(next http.Handler) http.Handler { return s.requireAuthOr(next, nil) }
+
+// requireAuthOr is requireAuth, but a token or session that cannot be
+// checked because the database is unavailable is answered by unchecked
+// when set (/metrics: the database's state only).
+func (s *Server) requireAuthOr(next, unchecked http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Auth == nil {
 			s.unauthorized(w, r, "this server has no token store; nothing but the wiki is served")
@@ -78,6 +85,11 @@ func (s *Server) requireAuth(next http.Handler) http.Handler {
 		}
 		if errors.Is(err, tidemark.ErrUnauthenticated) {
 			s.unauthorized(w, r, "")
+			return
+		}
+		if err != nil && unchecked != nil && errors.Is(err, tidemark.ErrUnavailable) {
+			s.logger().Warn("a token could not be checked: the database is unavailable", "path", r.URL.Path, "err", err)
+			unchecked.ServeHTTP(w, r)
 			return
 		}
 		if err != nil {

@@ -277,6 +277,27 @@ func (m *PipelineMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.published, m.failed, m.repairs, m.sweep, m.republished}
 }
 
+// databaseDownMetrics is /metrics when the scrape's token cannot be
+// checked because the database is unavailable: tidemark_database_up 0 and
+// nothing else, answered 200 so a scraper records it (a scraper drops the
+// samples of an error's answer). It shows no more than the public /healthz
+// says, so answering it to a token nobody could check gives nothing away;
+// a request with no token at all is still refused.
+func (s *Server) databaseDownMetrics() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(databaseDown{newCollector(s).up})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// databaseDown says tidemark_database_up 0.
+type databaseDown struct{ up *prometheus.Desc }
+
+func (d databaseDown) Describe(ch chan<- *prometheus.Desc) { ch <- d.up }
+
+func (d databaseDown) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(d.up, prometheus.GaugeValue, 0)
+}
+
 // MetricsHandler serves the Prometheus exposition: every pipeline's
 // metrics read from the database at scrape time, the process-local
 // PipelineMetrics when set, and the Go runtime's and the process's.

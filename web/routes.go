@@ -43,6 +43,11 @@ type route struct {
 	// MaxBody bounds a write's body in bytes; 0 is maxWriteBody.
 	MaxBody int64
 	Handler http.Handler
+	// Unchecked, for a private route, answers a request whose token or
+	// session cannot be checked because the database is unavailable (nil:
+	// the outage is the answer, 503). It must show nothing a token is
+	// needed for.
+	Unchecked http.Handler
 }
 
 // The most a write's body may carry: a form or a JSON object of settings;
@@ -106,7 +111,8 @@ func (s *Server) routes() []route {
 	if s.PublicMetrics {
 		metrics = public
 	}
-	rs = append(rs, route{Method: http.MethodGet, Pattern: "/metrics", Access: metrics, Handler: s.MetricsHandler()})
+	rs = append(rs, route{Method: http.MethodGet, Pattern: "/metrics", Access: metrics, Handler: s.MetricsHandler(),
+		Unchecked: s.databaseDownMetrics()})
 	rs = append(rs, s.docRoutes()...)
 	rs = append(rs, s.outboxRoutes()...)
 	rs = append(rs, s.publishRoutes()...)
@@ -155,7 +161,7 @@ func (s *Server) mux() *router {
 		}
 		h := s.audited(route)
 		if route.Access == private {
-			h = noStore(s.requireAuth(h))
+			h = noStore(s.requireAuthOr(h, route.Unchecked))
 		}
 		pattern := route.Pattern
 		if route.Method == "" {
