@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/objstore/mem"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 	"github.com/tidemark/tidemark/web"
 )
@@ -76,4 +77,44 @@ func TestTheDatabaseDownIsAnOutageToTheAPIAndMetrics(t *testing.T) {
 	if r := do("GET", "/metrics", "", nil); r.Code != 401 {
 		t.Fatalf("/metrics without a token, the database down: %d, want 401", r.Code)
 	}
+}
+
+// /healthz says which of what the server needs does not answer, the
+// database or the object store the wiki is served from, with a 503 a load
+// balancer can act on; 200 only when both answer.
+func TestHealthzSaysWhatIsDown(t *testing.T) {
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(6))
+	objs := mem.New()
+	var s *web.Server
+	do := mustServe(t, db, func(srv *web.Server) { srv.Objects = objs; s = srv })
+	health := func(what string, wantCode int, want map[string]string) {
+		t.Helper()
+		r := do("GET", "/healthz", "", nil)
+		var got map[string]string
+		if err := json.Unmarshal([]byte(r.Body), &got); err != nil || r.Code != wantCode {
+			t.Fatalf("%s: /healthz %d %s, want %d", what, r.Code, r.Body, wantCode)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: /healthz says %s %q, want %q (%s)", what, k, got[k], v, r.Body)
+			}
+		}
+	}
+	health("both answer", 200, map[string]string{"status": "ok", "database": "ok", "store": "ok"})
+
+	objs.SetHooks(mem.Hooks{BeforeGet: func(context.Context, string) error {
+		return fmt.Errorf("s3 get _tidemark/store.json: %w: connection reset", tidemark.ErrUnavailable)
+	}})
+	health("the store down", 503, map[string]string{"status": "unavailable", "database": "ok", "store": "unavailable"})
+	objs.SetHooks(mem.Hooks{})
+
+	s.Ingest = downIngest{s.Ingest}
+	health("the database down", 503, map[string]string{"status": "unavailable", "database": "unavailable", "store": "ok"})
+}
+
+// downIngest is the ingest store of a database that does not answer.
+type downIngest struct{ ingest.Store }
+
+func (downIngest) NextDue(context.Context, string) (time.Time, bool, error) {
+	return time.Time{}, false, errDatabaseDown
 }

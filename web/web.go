@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/internal/fieldtext"
+	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/summarize/readable"
@@ -156,6 +158,9 @@ type Server struct {
 	// Wiki serves everything no other route claims: the public wiki.
 	// Nil answers 404.
 	Wiki http.Handler
+	// Objects, when set, is the object store Wiki serves from: /healthz
+	// says whether it answers.
+	Objects objstore.Store
 	// Search, when set, serves /search and /api/search (SearchHandler):
 	// public, because it reads only the published pages the wiki shows to
 	// anyone.
@@ -199,7 +204,7 @@ type PageFinder interface {
 //
 //	GET  /                       the wiki, as the object store holds it
 //	GET  /search, /api/search    search over the published pages (when Search is set)
-//	GET  /healthz                200 when the database answers
+//	GET  /healthz                200 when the database and the object store answer, else 503 naming which does not
 //	GET  /signin, POST /signin   trade a token for a console session (audited)
 //	POST /signout                (audited)
 //	GET  /api/openapi.json       the OpenAPI 3.1 document of the API
@@ -435,14 +440,61 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	}))
 }
 
+// healthTimeout bounds each of /healthz's checks: a store or a database
+// that takes longer does not answer, as far as a load balancer is
+// concerned.
+const healthTimeout = 5 * time.Second
+
+// health is /healthz's answer: "ok" or "unavailable" for the whole, and
+// for each part the server needs (the store only when Objects is set).
+type health struct {
+	Status   string `json:"status"`
+	Database string `json:"database"`
+	Store    string `json:"store,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// healthz checks, at once, that the database answers a query and that the
+// object store the wiki is served from answers a read (of the store's
+// small marker object; its absence is an answer too). Either failing is a
+// 503 naming it: a server whose wiki answers 502, or whose console and API
+// answer 503, should get no traffic. It is public: causes go to the log.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if _, _, err := s.Ingest.NextDue(r.Context(), ""); err != nil {
-		// /healthz is public: the cause goes to the log only.
-		s.logger().Error("healthz", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database does not answer"})
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	var dbErr, storeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _, dbErr = s.Ingest.NextDue(ctx, "") })
+	if s.Objects != nil {
+		wg.Go(func() {
+			if _, err := s.Objects.Get(ctx, publish.StoreMarkerKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+				storeErr = err
+			}
+		})
+	}
+	wg.Wait()
+	h := health{Status: "ok", Database: "ok"}
+	if s.Objects != nil {
+		h.Store = "ok"
+	}
+	var down []string
+	if dbErr != nil {
+		s.logger().Error("healthz: the database does not answer", "err", dbErr)
+		h.Database, down = "unavailable", append(down, "the database")
+	}
+	if storeErr != nil {
+		s.logger().Error("healthz: the object store does not answer", "err", storeErr)
+		h.Store, down = "unavailable", append(down, "the object store")
+	}
+	if len(down) > 0 {
+		h.Status, h.Error = "unavailable", strings.Join(down, " and ")+" does not answer"
+		if len(down) > 1 {
+			h.Error = strings.Join(down, " and ") + " do not answer"
+		}
+		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, h)
 }
 
 type sourceRow struct {

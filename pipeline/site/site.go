@@ -74,7 +74,7 @@ func New(ctx context.Context, p *pipeline.Pipeline, o Options) (*web.Server, err
 	return &web.Server{
 		Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: publishMetrics(p),
 		Sources: p, OutboxOps: p, PublishOps: p, Docs: p, Pages: db.Publish(),
-		Wiki: web.WikiHandler(objs, db.Publish(), log), Search: db.Publish(),
+		Wiki: web.WikiHandler(objs, db.Publish(), log), Objects: objs, Search: db.Publish(),
 		Auth: db.Auth(), Hosts: o.Hosts, PublicMetrics: o.PublicMetrics, SecureCookies: o.SecureCookies, SessionTTL: o.SessionTTL,
 		Logger: log, Clock: p.Clock(), Admission: o.Admission,
 	}, nil
