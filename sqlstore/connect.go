@@ -26,7 +26,10 @@ type outageConnector struct {
 func (c outageConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("sqlstore: connect: %w: %w", tidemark.ErrUnavailable, err)
+		// The driver's error as text, the kind last: it reads as one
+		// message ("…: connection refused: unavailable"), and nothing
+		// asks a connection's error for more than its kind.
+		return nil, fmt.Errorf("sqlstore: connect: %v: %w", err, tidemark.ErrUnavailable)
 	}
 	return conn, err
 }
