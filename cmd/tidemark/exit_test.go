@@ -114,3 +114,21 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version --json: %+v", v)
 	}
 }
+
+// A daemon whose metrics address is taken (another daemon on the host with
+// the same environment) refuses to start, naming the setting it came
+// from, not serve's --addr.
+func TestRunWithItsMetricsAddressInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	t.Setenv("TIDEMARK_METRICS_ADDR", busy.Addr().String())
+	var out, errb bytes.Buffer
+	code := run([]string{"--home", t.TempDir(), "run"}, &out, &errb)
+	if code != tidemark.ExitUnavailable || !strings.Contains(errb.String(), "TIDEMARK_METRICS_ADDR "+busy.Addr().String()+" is in use") ||
+		strings.Contains(errb.String(), "--addr") || strings.Contains(errb.String(), "tidemark serve") {
+		t.Fatalf("exit %d, want %d naming TIDEMARK_METRICS_ADDR only:\n%s", code, tidemark.ExitUnavailable, errb.String())
+	}
+}

@@ -127,7 +127,7 @@ already tracked), and runs it now, due or not.`,
 // process counts (its publishing rounds and sweeps). It has no token: bind
 // it to an address only the scraper reaches.
 func (a *app) serveMetrics(ctx context.Context, p *pipeline.Pipeline, m *web.PipelineMetrics) error {
-	ln, err := web.Listen(a.cfg.MetricsAddr)
+	ln, err := web.Listen("TIDEMARK_METRICS_ADDR", a.cfg.MetricsAddr)
 	if err != nil {
 		return err
 	}

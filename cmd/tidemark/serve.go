@@ -58,7 +58,7 @@ by the machine's operator, is not limited.`,
 			if err != nil {
 				return err
 			}
-			ln, err := web.Listen(addr)
+			ln, err := web.Listen("--addr", addr)
 			if err != nil {
 				return err
 			}

@@ -137,7 +137,7 @@ func TestMetrics(t *testing.T) {
 
 // Serve answers until its context ends, and then stops cleanly (nil).
 func TestServeStopsCleanlyWhenItsContextEnds(t *testing.T) {
-	ln, err := web.Listen("127.0.0.1:0")
+	ln, err := web.Listen("--addr", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
