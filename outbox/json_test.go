@@ -20,7 +20,7 @@ func TestOutboxJSONHasEveryDocumentedField(t *testing.T) {
 	}{
 		{"lanes --json / lane show --json", outbox.LaneView{}, []string{"name", "provider", "settings", "min_gap", "skew", "retirement",
 			"lease_token", "lease_holder", "lease_expires_at", "next_send_at", "last_send_at", "needs_reconcile", "in_flight",
-			"counts", "guarantee", "health", "problem", "last_reconciliation"}}, // and gaps, which every lane a store reports has
+			"counts", "guarantee", "health", "problem", "last_reconciliation", "failing"}}, // and gaps, which every lane a store reports has
 		{"lane set --json", outbox.LaneSet{}, []string{"name", "health", "guarantee", "key_resend_lost"}},
 		{"lane set --json: key_resend_lost", outbox.KeyResendLost{}, []string{"in_doubt", "intents", "message"}},
 		{"intents list --json / intents show --json", outbox.Intent{}, []string{"id", "lane", "rank", "target", "parent", "body", "body_sha256",

@@ -153,6 +153,11 @@ const (
 	// provider refuses its writes (wrong credentials, a request it cannot
 	// take).
 	HealthBroken = "broken"
+	// HealthFailing: the lane's delivery steps fail in a row (its
+	// receiver cannot be reached, a read before a write fails) and are
+	// retried with a growing pause; nothing goes out until one goes
+	// through.
+	HealthFailing = "failing"
 	// HealthInDoubt: an attempt is in doubt (its outcome was unknown, or
 	// its writer lost the lane with it in flight); the lane reconciles
 	// before it sends again.
@@ -171,8 +176,9 @@ type LaneView struct {
 	// provider cannot be built here (Problem says why).
 	Guarantee *provider.LaneGuarantee `json:"guarantee"`
 	Health    string                  `json:"health"`
-	// Problem says why a broken lane cannot deliver: its provider cannot
-	// be built, or it refused the lane's latest write.
+	// Problem says why a broken lane cannot deliver (its provider cannot
+	// be built, or it refused the lane's latest write), or why a failing
+	// one does not (its delivery steps' latest error).
 	Problem string `json:"problem"`
 	// Gaps is set for every lane a store reports (a count of 0 before
 	// its second send).
@@ -196,6 +202,10 @@ func (v *LaneView) Judge(buildErr error) {
 	case v.ReadRefusal != "":
 		v.Health, v.Problem = HealthBroken, "a read the lane needs to decide its writes in doubt was refused: "+v.ReadRefusal+
 			"; the lane sends nothing more until a reconciliation after it is fixed goes through"
+	case v.Failing != nil:
+		f := v.Failing
+		v.Health, v.Problem = HealthFailing, fmt.Sprintf("%d delivery step(s) failed in a row since %s (the latest at %s): %s; retried with a growing pause",
+			f.Failures, f.Since.UTC().Format(time.RFC3339), f.At.UTC().Format(time.RFC3339), f.Last)
 	case v.NeedsReconcile || v.orphaned():
 		v.Health = HealthInDoubt
 	case attention > 0:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
@@ -57,5 +58,35 @@ func TestLaneRemovalRefusesWhatWouldBeLost(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, tidemark.ErrConflict)) {
 			t.Errorf("%v force %v: %v", tc.counts, tc.force, err)
 		}
+	}
+}
+
+// A lane whose deliveries keep failing (its receiver down, a read before a
+// write refused a connection) is failing, with when it began, how many in
+// a row and the latest error as its problem: not ok while nothing goes
+// out. A broken lane stays broken (the worse), and a lane whose failures
+// ended is judged as before.
+func TestALaneWhoseDeliveriesFailIsFailing(t *testing.T) {
+	since := time.Date(2026, 12, 2, 2, 32, 0, 0, time.UTC)
+	failing := &outbox.LaneFailure{Since: since, At: since.Add(9 * time.Minute), Failures: 12,
+		Last: `count before: GET http://127.0.0.1:18820/count: connection refused`}
+	v := outbox.LaneView{Lane: outbox.Lane{Failing: failing, Counts: map[outbox.State]int{outbox.StatePending: 112}}}
+	v.Judge(nil)
+	if v.Health != outbox.HealthFailing {
+		t.Fatalf("health %q, want %q", v.Health, outbox.HealthFailing)
+	}
+	for _, want := range []string{"12", "2026-12-02T02:32:00Z", "connection refused"} {
+		if !strings.Contains(v.Problem, want) {
+			t.Errorf("problem %q does not say %q", v.Problem, want)
+		}
+	}
+	v = outbox.LaneView{Lane: outbox.Lane{Failing: failing}}
+	v.Judge(errors.New("secret missing"))
+	if v.Health != outbox.HealthBroken {
+		t.Fatalf("a broken lane that also fails: %q, want broken", v.Health)
+	}
+	v = outbox.LaneView{Lane: outbox.Lane{}}
+	if v.Judge(nil); v.Health != outbox.HealthOK || v.Problem != "" {
+		t.Fatalf("a lane without failures: %q %q, want ok", v.Health, v.Problem)
 	}
 }

@@ -153,6 +153,22 @@ type Lane struct {
 	// LastReconciliation is what the lane's latest reconciliation found of
 	// own writes that no intent explains (nil before the first).
 	LastReconciliation *LastReconciliation `json:"last_reconciliation"`
+	// Failing, when set, is the run of delivery steps that failed in a row
+	// and has not ended (nil when the latest step went through).
+	Failing *LaneFailure `json:"failing"`
+}
+
+// LaneFailure is a lane's run of delivery steps that failed in a row (a
+// receiver down, a read before a write refused a connection): the daemon
+// retries them with a growing pause, and the lane shows failing until one
+// goes through.
+type LaneFailure struct {
+	// Since is when the first of them failed; At, the latest.
+	Since    time.Time `json:"since"`
+	At       time.Time `json:"at"`
+	Failures int       `json:"failures"`
+	// Last is the latest one's error.
+	Last string `json:"last"`
 }
 
 // LastReconciliation is what a lane's latest reconciliation found of own

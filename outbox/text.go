@@ -63,14 +63,14 @@ func (ls LaneViews) WriteText(w io.Writer) error {
 	})
 }
 
-// WriteText writes one lane: the table row, then its guarantee and, when
-// broken, why.
+// WriteText writes one lane: the table row, then, when it is broken or
+// failing, why, and its guarantee.
 func (l LaneView) WriteText(w io.Writer) error {
 	if err := (LaneViews{l}).WriteText(w); err != nil {
 		return err
 	}
 	if l.Problem != "" {
-		fmt.Fprintf(w, "\nbroken: %s\n", l.Problem)
+		fmt.Fprintf(w, "\n%s: %s\n", l.Health, l.Problem)
 	}
 	if g := l.Guarantee; g != nil {
 		fmt.Fprintf(w, "\nguarantee: %s\n  %s\n", g.Guarantee, g.Why)

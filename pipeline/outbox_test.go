@@ -835,3 +835,54 @@ func TestSetLaneSaysWhenATokenChangeStripsWritesInDoubtOfTheirKey(t *testing.T) 
 		}
 	})
 }
+
+// A lane whose receiver is down fails every delivery step: the loop
+// records the run of failures on the lane, so lane show and the console
+// say failing (not ok) in any process, and the first step that goes
+// through ends it.
+func TestDeliverLoopRecordsALanesFailures(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := openBackend(t, sqltest.Backends()[0])
+	down, up := providertest.New(t, clock.System{}, []byte("k")), providertest.New(t, clock.System{}, []byte("k"))
+	settings := func(s *providertest.Server) map[string]string {
+		m := s.Settings()
+		m["secret"] = "k"
+		return m
+	}
+	gap := tidemark.Duration(0)
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: settings(down), MinGap: &gap})
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	down.Server.Close() // the receiver goes away
+	var whileDown outbox.LaneView
+	fakeSleep(t, func(waits []time.Duration) {
+		switch {
+		case len(waits) == 2:
+			v, err := p.Lane(ctx, "hook")
+			if err != nil {
+				t.Error(err)
+			}
+			whileDown = v
+			if _, err := p.SetLane(ctx, "hook", outbox.LaneChange{Settings: settings(up)}, "ada"); err != nil {
+				t.Error(err)
+			}
+		case len(waits) > 8:
+			cancel()
+		}
+	})
+	if err := p.DeliverLoop(ctx, "", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("loop ended with %v", err)
+	}
+	if f := whileDown.Failing; whileDown.Health != outbox.HealthFailing || f == nil || f.Failures < 1 || !strings.Contains(f.Last, "connection refused") {
+		t.Fatalf("the lane while its receiver was down: health %q, failing %+v; want failing, saying why", whileDown.Health, f)
+	}
+	v, err := p.Lane(context.Background(), "hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Failing != nil || v.Health != outbox.HealthOK || up.Count() != 1 {
+		t.Fatalf("after a delivery went through: health %q, failing %+v, %d writes; want ok, none, 1", v.Health, v.Failing, up.Count())
+	}
+}

@@ -194,7 +194,8 @@ func (s *OutboxStore) sealLane(ctx context.Context, name, was string, shown, sec
 
 const laneColumns = `name, provider, settings, min_gap_ms, skew_ms, retire_checks, retire_spacing_ms,
 	lease_token, lease_holder, lease_expires_at, next_send_at, last_send_at, needs_reconcile, read_refusal,
-	reconciled_at, unmatched_own_writes, duplicate_own_writes, stray_remote_ids`
+	reconciled_at, unmatched_own_writes, duplicate_own_writes, stray_remote_ids,
+	failing_since, failed_at, failures, last_failure`
 
 func scanLane(sc scanner) (outbox.Lane, error) {
 	var (
@@ -207,11 +208,18 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 		reconciled               sql.NullInt64
 		rec                      outbox.LastReconciliation
 		strays                   string
+		failingSince, failedAt   sql.NullInt64
+		failure                  outbox.LaneFailure
 	)
 	if err := sc.Scan(&l.Name, &l.Provider, &settings, &gap, &skew, &l.Retirement.Checks, &spacing,
 		&l.LeaseToken, &holder, &expires, &next, &last, &needs, &l.ReadRefusal,
-		&reconciled, &rec.UnmatchedOwnWrites, &rec.DuplicateOwnWrites, &strays); err != nil {
+		&reconciled, &rec.UnmatchedOwnWrites, &rec.DuplicateOwnWrites, &strays,
+		&failingSince, &failedAt, &failure.Failures, &failure.Last); err != nil {
 		return l, err
+	}
+	if failingSince.Valid {
+		failure.Since, failure.At = fromMS(failingSince.Int64), fromMS(failedAt.Int64)
+		l.Failing = &failure
 	}
 	if reconciled.Valid {
 		rec.At, rec.RemoteIDs = fromMS(reconciled.Int64), strings.Fields(strays)
@@ -234,6 +242,31 @@ func scanLane(sc scanner) (outbox.Lane, error) {
 	l.LastSendAt = fromNullMS(last)
 	l.NeedsReconcile = needs != 0
 	return l, nil
+}
+
+// maxLaneFailureText bounds the error a lane keeps of its latest failed
+// step.
+const maxLaneFailureText = 1000
+
+// RecordLaneFailure records a delivery step of lane that failed at at with
+// failure: the first of a run starts it, and each adds to it
+// (outbox.Lane.Failing).
+func (s *OutboxStore) RecordLaneFailure(ctx context.Context, lane string, at time.Time, failure string) error {
+	if len(failure) > maxLaneFailureText {
+		failure = failure[:maxLaneFailureText] + "…"
+	}
+	err := exec1(ctx, s.db.w, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound),
+		`UPDATE outbox_lanes SET failing_since = COALESCE(failing_since, $2), failed_at = $2, failures = failures + 1, last_failure = $3
+		WHERE name = $1`, lane, ms(at), failure)
+	return err
+}
+
+// ClearLaneFailure ends lane's run of failed delivery steps: one went
+// through. A lane not failing is left as it is.
+func (s *OutboxStore) ClearLaneFailure(ctx context.Context, lane string) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE outbox_lanes SET failing_since = NULL, failed_at = NULL, failures = 0, last_failure = ''
+		WHERE name = $1 AND failing_since IS NOT NULL`, lane)
+	return err
 }
 
 // Lane implements outbox.Store: the lane with its counts by state and the
