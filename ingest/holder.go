@@ -130,3 +130,23 @@ func Local() *Liveness {
 	}
 	return &Liveness{Host: host, Alive: processAlive}
 }
+
+// Presence is a running daemon as it announces itself under its holder
+// (its base holder, before any slot): two live processes must never share
+// one, since each would re-enter the other's claims as its own.
+type Presence struct {
+	Holder string
+	// Instance is random, one per process.
+	Instance  string
+	Host      string
+	PID       int
+	StartedAt time.Time
+	SeenAt    time.Time
+}
+
+// PresenceEvery is how often a daemon announces itself; PresenceStale,
+// after how long without an announcement a presence is no longer live.
+const (
+	PresenceEvery = 30 * time.Second
+	PresenceStale = 3 * PresenceEvery
+)

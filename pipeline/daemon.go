@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -104,6 +106,7 @@ func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
 		p.publishLoop,
 		func(ctx context.Context) error { return p.DeliverLoop(ctx, "", time.Minute) },
 		p.migrationLoop,
+		p.presenceLoop,
 	})
 }
 
@@ -271,3 +274,47 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// presenceLoop announces this daemon under its holder every
+// ingest.PresenceEvery until ctx ends, then withdraws it. Another live
+// daemon under the same holder (a copied unit file) is a mistake no claim
+// can catch (each would re-enter the other's claims as its own): it is
+// logged at WARN when first found, naming it, and again each
+// presenceRewarn while it lasts. A failure to announce is logged and
+// stops nothing: the presence is a check, not a claim.
+func (p *Pipeline) presenceLoop(ctx context.Context) error {
+	host, _ := os.Hostname()
+	me := ingest.Presence{Holder: p.Holder(), Instance: rand.Text(), Host: host, PID: os.Getpid(), StartedAt: p.clock.Now()}
+	defer func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = p.db.Withdraw(wctx, me.Holder, me.Instance)
+	}()
+	warned := map[string]time.Time{}
+	for {
+		me.SeenAt = p.clock.Now()
+		others, err := p.db.Announce(ctx, me)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			p.log.Warn("could not announce this daemon under its holder", "holder", me.Holder, "err", err)
+		}
+		for _, o := range others {
+			if last, ok := warned[o.Instance]; ok && me.SeenAt.Sub(last) < presenceRewarn {
+				continue
+			}
+			warned[o.Instance] = me.SeenAt
+			p.log.Warn("another daemon runs under this holder: two live processes must never share one (each re-enters the other's claims); give each its own --holder (TIDEMARK_HOLDER)",
+				"holder", me.Holder, "other_host", o.Host, "other_pid", o.PID,
+				"other_started", o.StartedAt.UTC().Format(time.RFC3339), "other_seen", o.SeenAt.UTC().Format(time.RFC3339))
+		}
+		if err := sleep(ctx, ingest.PresenceEvery); err != nil {
+			return err
+		}
+	}
+}
+
+// presenceRewarn is how often the warning of another daemon under this
+// holder is repeated while it lasts.
+const presenceRewarn = 10 * time.Minute

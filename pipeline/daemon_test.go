@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -320,5 +321,38 @@ func TestPublishLoopStopsWhenTheStoreIsWipedUnderIt(t *testing.T) {
 	n := 0
 	if err := objs.List(context.Background(), "", func(objstore.Info) error { n++; return nil }); err != nil || n != 0 {
 		t.Fatalf("the loop wrote %d objects into the wiped store (%v)", n, err)
+	}
+}
+
+// A daemon started under a holder another live daemon uses (a copied unit
+// file with the same --holder) says so at once, naming the other process,
+// and withdraws its own presence when it stops.
+func TestADaemonWarnsOfAnotherLiveDaemonUnderItsHolder(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home, cfg.Holder = t.TempDir(), "wA"
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var logged strings.Builder
+	p.log = slog.New(slog.NewTextHandler(&logged, nil))
+	other := ingest.Presence{Holder: "wA", Instance: "other", Host: "vm2", PID: 4242, StartedAt: time.Now().Add(-time.Hour), SeenAt: time.Now()}
+	if _, err := p.db.Announce(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fakeSleep(t, func([]time.Duration) { cancel() })
+	if err := p.presenceLoop(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("presence loop: %v", err)
+	}
+	if got := logged.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "wA") || !strings.Contains(got, "vm2") || !strings.Contains(got, "4242") {
+		t.Fatalf("no warning naming the other daemon:\n%s", got)
+	}
+	// Stopped, this daemon is not taken for a live one by the next.
+	others, err := p.db.Announce(context.Background(), ingest.Presence{Holder: "wA", Instance: "next", Host: "vm", PID: 1, StartedAt: time.Now(), SeenAt: time.Now()})
+	if err != nil || len(others) != 1 || others[0].Instance != "other" {
+		t.Fatalf("after the loop stopped, the next daemon finds %+v %v; want only the other one", others, err)
 	}
 }

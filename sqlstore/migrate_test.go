@@ -49,7 +49,7 @@ var releasedMigrations = map[string]string{
 	"0034_outbox_read_progress.sql":   "b422a23708a5424c7bbdee4737c72990110722ffd5203ec76c8f181a0f376df6",
 	"0035_source_key.sql":             "178d84b129cadd7485c8ab50f05ab4775c3a30b9fce36e2d9220862121fe78a8",
 	"0036_run_note.sql":               "7e4e34d1aadc72deb071642c4aac10034ac51d8a6665f9efc97f0fc6a4363353",
-	"0037_lane_failures.sql":          "905d1a6176671643ff96c936a4b963e7115ec9cdc7d182cb2e9c3e03af19f6c7",
+	"0037_lane_failures_presence.sql": "2160e0ed3220e6fdc7b0c3100068c3383ff467eb0e3258c4e780f7d2c0f5192f",
 }
 
 func TestMigrationsArePinned(t *testing.T) {
