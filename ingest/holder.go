@@ -150,3 +150,18 @@ const (
 	PresenceEvery = 30 * time.Second
 	PresenceStale = 3 * PresenceEvery
 )
+
+// Live reports whether o, another presence under me's holder, can be a
+// live process: not one of this host (as l tells) whose process is gone,
+// and not one with me's own pid on me's host (a predecessor of this very
+// process: a container restarted as pid 1). A presence of another host is
+// live until it goes stale.
+func (me Presence) Live(o Presence, l *Liveness) bool {
+	if o.Host == me.Host && o.PID == me.PID {
+		return false
+	}
+	if l != nil && l.Host != "" && o.Host == l.Host && l.Alive != nil && !l.Alive(o.PID) {
+		return false
+	}
+	return true
+}

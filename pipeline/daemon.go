@@ -290,6 +290,7 @@ func (p *Pipeline) presenceLoop(ctx context.Context) error {
 		defer cancel()
 		_ = p.db.Withdraw(wctx, me.Holder, me.Instance)
 	}()
+	live := ingest.Local()
 	warned := map[string]time.Time{}
 	for {
 		me.SeenAt = p.clock.Now()
@@ -301,6 +302,9 @@ func (p *Pipeline) presenceLoop(ctx context.Context) error {
 			p.log.Warn("could not announce this daemon under its holder", "holder", me.Holder, "err", err)
 		}
 		for _, o := range others {
+			if !me.Live(o, live) {
+				continue // a crashed predecessor's, not yet stale
+			}
 			if last, ok := warned[o.Instance]; ok && me.SeenAt.Sub(last) < presenceRewarn {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -354,5 +355,34 @@ func TestADaemonWarnsOfAnotherLiveDaemonUnderItsHolder(t *testing.T) {
 	others, err := p.db.Announce(context.Background(), ingest.Presence{Holder: "wA", Instance: "next", Host: "vm", PID: 1, StartedAt: time.Now(), SeenAt: time.Now()})
 	if err != nil || len(others) != 1 || others[0].Instance != "other" {
 		t.Fatalf("after the loop stopped, the next daemon finds %+v %v; want only the other one", others, err)
+	}
+}
+
+// The presence a crashed daemon left on this host (its process gone, or
+// its pid this very process's: a container restarted as pid 1) is not
+// another live daemon: a restart after kill -9 warns of nothing.
+func TestADaemonRestartedAfterACrashWarnsOfNothing(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home, cfg.Holder = t.TempDir(), "wA"
+	p, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var logged strings.Builder
+	p.log = slog.New(slog.NewTextHandler(&logged, nil))
+	host, _ := os.Hostname()
+	crashed := ingest.Presence{Holder: "wA", Instance: "before", Host: host, PID: os.Getpid(), StartedAt: time.Now().Add(-time.Hour), SeenAt: time.Now()}
+	if _, err := p.db.Announce(context.Background(), crashed); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fakeSleep(t, func([]time.Duration) { cancel() })
+	if err := p.presenceLoop(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("presence loop: %v", err)
+	}
+	if got := logged.String(); strings.Contains(got, "another daemon") {
+		t.Fatalf("a restart after a crash warned of its predecessor:\n%s", got)
 	}
 }
