@@ -428,13 +428,31 @@ type SummarizeReport struct {
 	Reinstated int `json:"reinstated"`
 	// ClaimedElsewhere counts the events another worker was asking the
 	// summarizer about (Store.ClaimSummary): passed over, not failed.
-	ClaimedElsewhere int      `json:"claimed_elsewhere"`
-	Failed           int      `json:"failed"`
-	Errors           []string `json:"errors,omitempty"`
+	ClaimedElsewhere int `json:"claimed_elsewhere"`
+	// Elsewhere are those events (the first 20): whose claim each is,
+	// and until when it holds.
+	Elsewhere []Elsewhere `json:"elsewhere,omitempty"`
+	Failed    int         `json:"failed"`
+	Errors    []string    `json:"errors,omitempty"`
 	// Held are the events this round held: the summarizer refused them
 	// HoldAfter rounds in a row or more while it summarized later events.
 	Held []Held `json:"held,omitempty"`
 }
+
+// Elsewhere is an event a round passed over because another worker was
+// asking the summarizer about it: Holder's claim on it holds until Until
+// (a claim of a worker of this host that is gone is taken over, never
+// passed over). It is summarized by Holder, or by a later round if Holder
+// gives up.
+type Elsewhere struct {
+	EventID string    `json:"event_id"`
+	Title   string    `json:"title"`
+	Holder  string    `json:"holder"`
+	Until   time.Time `json:"until"`
+}
+
+// maxElsewhere bounds the events a report names as claimed elsewhere.
+const maxElsewhere = 20
 
 // Held is an event a round passes over until Until, because the
 // summarizer refused it Failures rounds in a row (the last time with Err)
@@ -549,10 +567,20 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 		claimed := false
 		if err == nil && !reinstated {
 			// Another worker asking about this event now is not paid
-			// for twice: pass it over.
-			claimed, err = s.Store.ClaimSummary(ctx, claim, SummaryClaimTTL)
+			// for twice: pass it over, and say whose claim it is. A
+			// claim of a worker of this host that is gone was taken
+			// over.
+			var got SummaryClaimed
+			got, err = s.Store.ClaimSummary(ctx, claim, SummaryClaimTTL)
+			claimed = err == nil && got.OK
+			if got.TookOver != "" {
+				s.log().Info("summarize: took over the claim of a gone worker", "event", ev.ID, "holder", got.TookOver)
+			}
 			if err == nil && !claimed {
 				rep.ClaimedElsewhere++
+				if len(rep.Elsewhere) < maxElsewhere {
+					rep.Elsewhere = append(rep.Elsewhere, Elsewhere{EventID: ev.ID, Title: ev.Title, Holder: got.Holder, Until: got.Until})
+				}
 				continue
 			}
 		}

@@ -136,6 +136,20 @@ type SummaryClaim struct {
 	Holder        string
 }
 
+// SummaryClaimed is what Store.ClaimSummary answers.
+type SummaryClaimed struct {
+	// OK: the caller holds the claim now.
+	OK bool
+	// Holder and Until are the claim that stands: the caller's when OK,
+	// another holder's otherwise (alive, on another host, or a custom
+	// identity; a gone holder's claim is taken over, never answered).
+	Holder string
+	Until  time.Time
+	// TookOver names the gone holder whose claim the caller took over
+	// ("" when none).
+	TookOver string
+}
+
 // SourceInfo is what a page shows of its source.
 type SourceInfo struct {
 	ID       string `json:"id"`
@@ -316,11 +330,15 @@ type Store interface {
 	// before. Accepting a summary of the event under that model and prompt
 	// version forgets its failures.
 	SummaryFailed(ctx context.Context, f SummaryFailure) (int, error)
-	// ClaimSummary claims c for ttl from now (the store's clock): it
-	// returns false, changing nothing, while another holder's claim on
-	// the same event, model and prompt version has not expired. The same
-	// holder claims again and extends. A claim needs a holder.
-	ClaimSummary(ctx context.Context, c SummaryClaim, ttl time.Duration) (bool, error)
+	// ClaimSummary claims c for ttl from now (the store's clock). Another
+	// holder's claim on the same event, model and prompt version stands
+	// until it expires, unless that holder is a process of this host that
+	// is gone (see ingest.Liveness: it was killed while it asked the
+	// summarizer), whose claim is taken over at once; while one stands,
+	// ClaimSummary changes nothing and answers whose it is and until
+	// when. The same holder claims again and extends. A claim needs a
+	// holder.
+	ClaimSummary(ctx context.Context, c SummaryClaim, ttl time.Duration) (SummaryClaimed, error)
 	// ReleaseSummary drops c if its holder still holds it.
 	ReleaseSummary(ctx context.Context, c SummaryClaim) error
 	// SummarizedSince reports whether a summary of another event than f's

@@ -319,6 +319,11 @@ func TestSummarizeConcurrentPublishersAskOnce(t *testing.T) {
 		if duringErr != nil || bsum.calls != 0 || during.ClaimedElsewhere != 1 || during.Failed != 0 || len(during.Errors) != 0 {
 			t.Fatalf("worker b while a summarized: %+v, %v, %d calls; want the event claimed elsewhere, no call, no failure", during, duringErr, bsum.calls)
 		}
+		// It says whose claim it met, and until when.
+		if e := during.Elsewhere; len(e) != 1 || e[0].EventID != ev.ID || e[0].Title != ev.Title || e[0].Holder != "worker-a" ||
+			!e[0].Until.After(f.env.Clock.Now()) || e[0].Until.After(f.env.Clock.Now().Add(publish.SummaryClaimTTL)) {
+			t.Fatalf("worker b's report names %+v, want worker-a's claim on %s until within %v", e, ev.ID, publish.SummaryClaimTTL)
+		}
 
 		// A claim that expired while the model was slow: both ask, and the
 		// one that accepts second lost a race, which is no failure.

@@ -294,6 +294,19 @@ func nullMS(t *time.Time) sql.NullInt64 {
 	return sql.NullInt64{Int64: ms(*t), Valid: true}
 }
 
+// rowsAffected is how many rows a write matched, for a conditional write
+// whose caller tells what a count means (expectOne when only one will do).
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%w: rows affected: %v", tidemark.ErrUnconfirmed, err)
+	}
+	return n, nil
+}
+
 // expectOne checks that a conditional write matched exactly one row. A
 // condition that matched nothing is the caller's named error; more than one
 // is a broken invariant.

@@ -11,6 +11,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -260,6 +261,63 @@ func TestLaneLeaseTakesOverGoneHolder(t *testing.T) {
 					t.Errorf("held by %s: running %v, hint %q", holder, held.Running, hint)
 				}
 			})
+		}
+	})
+}
+
+// A claim on summarizing an event follows the claims' rule: one whose
+// holder is a process of this host that is gone (killed while it asked the
+// model) is taken over at once; a holder alive, on another host or of a
+// custom identity keeps it until it expires.
+func TestSummaryClaimTakesOverGoneHolder(t *testing.T) {
+	ctx := context.Background()
+	dead := map[int]bool{41: true}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(3)
+		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		src := mustAddSource(t, db.Ingest(), "repo")
+		rep := mustSettle(t, db.Ingest(), env, src, "a", "b", "c", "d", "e")
+		events := rep.EventIDs
+		claim := func(event, holder string) publish.SummaryClaimed {
+			t.Helper()
+			got, err := db.Publish().ClaimSummary(ctx, publish.SummaryClaim{EventID: event, Model: "m", PromptVersion: "p", Holder: holder}, 5*time.Minute)
+			if err != nil {
+				t.Fatalf("claim by %s: %v", holder, err)
+			}
+			return got
+		}
+		holders := []string{"box:41", "box:41#2", "box:43", "other:41", "worker-1"}
+		for i, holder := range holders {
+			if !claim(events[i], holder).OK {
+				t.Fatalf("first claim by %s refused", holder)
+			}
+		}
+		heldUntil := env.Clock.Now().Add(5 * time.Minute).Truncate(time.Millisecond)
+		env.Clock.Advance(time.Minute)
+		for i, holder := range holders {
+			gone := holder == "box:41" || holder == "box:41#2"
+			got := claim(events[i], "box:42")
+			switch {
+			case got.OK != gone:
+				t.Errorf("claim over %s's: %+v, want OK %v", holder, got, gone)
+			case gone && (got.TookOver != holder || got.Holder != "box:42"):
+				t.Errorf("claim over gone %s's: %+v, want it taken over", holder, got)
+			case !gone && (got.Holder != holder || !got.Until.Equal(heldUntil) || got.TookOver != ""):
+				t.Errorf("claim over live %s's: %+v, want %s's claim until %v named", holder, got, holder, heldUntil)
+			}
+		}
+		// The claim taken over is the taker's: the gone holder's release
+		// (a late one) does not drop it, and nobody else takes it.
+		if err := db.Publish().ReleaseSummary(ctx, publish.SummaryClaim{EventID: events[0], Model: "m", PromptVersion: "p", Holder: "box:41"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(events[0], "box:44"); got.OK || got.Holder != "box:42" {
+			t.Fatalf("claim over the taker's: %+v, want box:42's", got)
 		}
 	})
 }

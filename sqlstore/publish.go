@@ -479,25 +479,59 @@ func (s *PublishStore) SummaryFailed(ctx context.Context, f publish.SummaryFailu
 	return n, tx.Commit()
 }
 
-// ClaimSummary implements publish.Store.
-func (s *PublishStore) ClaimSummary(ctx context.Context, c publish.SummaryClaim, ttl time.Duration) (bool, error) {
+// ClaimSummary implements publish.Store. The claim is one conditional
+// upsert (nobody's, expired, or the caller's own); when another holder's
+// claim stands in its way, the liveness rule decides (Options.Liveness):
+// a gone holder's claim is taken over with a compare-and-swap on the claim
+// as read, so of two takers one wins, and a claim released or taken
+// meanwhile is looked at again.
+func (s *PublishStore) ClaimSummary(ctx context.Context, c publish.SummaryClaim, ttl time.Duration) (publish.SummaryClaimed, error) {
 	if strings.TrimSpace(c.Holder) == "" {
-		return false, tidemark.Invalidf("summary claim holder", "", "is required")
+		return publish.SummaryClaimed{}, tidemark.Invalidf("summary claim holder", "", "is required")
 	}
 	now := s.db.Clock.Now()
-	res, err := s.db.db.ExecContext(ctx, `INSERT INTO summary_claims (event_id, model, prompt_version, holder, claimed_until)
+	until := ms(now.Add(ttl))
+	var stands publish.SummaryClaimed
+	for range 3 {
+		n, err := rowsAffected(s.db.db.ExecContext(ctx, `INSERT INTO summary_claims (event_id, model, prompt_version, holder, claimed_until)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (event_id, model, prompt_version) DO UPDATE SET holder = excluded.holder, claimed_until = excluded.claimed_until
 		WHERE summary_claims.holder = excluded.holder OR summary_claims.claimed_until <= $6`,
-		c.EventID, c.Model, c.PromptVersion, c.Holder, ms(now.Add(ttl)), ms(now))
-	if err != nil {
-		return false, fmt.Errorf("claim summarizing event %s: %w", c.EventID, err)
+			c.EventID, c.Model, c.PromptVersion, c.Holder, until, ms(now)))
+		if err != nil {
+			return stands, fmt.Errorf("claim summarizing event %s: %w", c.EventID, err)
+		}
+		if n == 1 {
+			return publish.SummaryClaimed{OK: true, Holder: c.Holder, Until: fromMS(until)}, nil
+		}
+		var holder string
+		var heldUntil int64
+		err = s.db.db.QueryRowContext(ctx, `SELECT holder, claimed_until FROM summary_claims
+			WHERE event_id = $1 AND model = $2 AND prompt_version = $3`, c.EventID, c.Model, c.PromptVersion).Scan(&holder, &heldUntil)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // released meanwhile: claim again
+		}
+		if err != nil {
+			return stands, fmt.Errorf("claim summarizing event %s: read the claim in the way: %w", c.EventID, err)
+		}
+		stands = publish.SummaryClaimed{Holder: holder, Until: fromMS(heldUntil)}
+		if s.db.liveness.Stands(holder, stands.Until, now) {
+			return stands, nil
+		}
+		// Its holder's process is gone (or its claim just expired): take
+		// it over, if it is still the claim read.
+		n, err = rowsAffected(s.db.db.ExecContext(ctx, `UPDATE summary_claims SET holder = $1, claimed_until = $2
+			WHERE event_id = $3 AND model = $4 AND prompt_version = $5 AND holder = $6 AND claimed_until = $7`,
+			c.Holder, until, c.EventID, c.Model, c.PromptVersion, holder, heldUntil))
+		if err != nil {
+			return stands, fmt.Errorf("claim summarizing event %s: take over the claim of gone holder %s: %w", c.EventID, holder, err)
+		}
+		if n == 1 {
+			return publish.SummaryClaimed{OK: true, Holder: c.Holder, Until: fromMS(until), TookOver: holder}, nil
+		}
+		// Another worker took or released it first: look again.
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("claim summarizing event %s: %w", c.EventID, err)
-	}
-	return n == 1, nil
+	return stands, nil
 }
 
 // ReleaseSummary implements publish.Store.

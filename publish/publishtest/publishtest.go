@@ -1196,9 +1196,15 @@ func testSummaryClaims(t *testing.T, h *harness) {
 	ev := h.mustEvent(t, "c1", "evidence 1")
 	claim := func(holder, model string, want bool) {
 		t.Helper()
-		ok, err := h.Store.ClaimSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: model, PromptVersion: "p1", Holder: holder}, time.Minute)
-		if err != nil || ok != want {
-			t.Fatalf("claim by %s under %s: %v, %v; want %v", holder, model, ok, err, want)
+		got, err := h.Store.ClaimSummary(ctx, publish.SummaryClaim{EventID: ev.ID, Model: model, PromptVersion: "p1", Holder: holder}, time.Minute)
+		if err != nil || got.OK != want {
+			t.Fatalf("claim by %s under %s: %+v, %v; want %v", holder, model, got, err, want)
+		}
+		// The answer names the claim that stands: the caller's, or the
+		// one in its way, and until when.
+		if got.OK && (got.Holder != holder || !got.Until.Equal(h.Clock.Now().Add(time.Minute).Truncate(time.Millisecond))) ||
+			!got.OK && (got.Holder == holder || got.Holder == "" || !got.Until.After(h.Clock.Now())) || got.TookOver != "" {
+			t.Fatalf("claim by %s under %s: %+v", holder, model, got)
 		}
 	}
 	claim("a", "m1", true)
