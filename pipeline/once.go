@@ -206,10 +206,10 @@ func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o Once
 		// report the outage at the end of the pass.
 		t.undone = append(t.undone, fmt.Sprintf("summarizer unavailable: events wait to be summarized (%d pages published now)", tot.Published))
 		err = nil
-	} else if n := tot.SummariesFailed; n > 0 {
-		t.undone = append(t.undone, fmt.Sprintf("%d events not summarized", n))
 	}
-	t.undone = append(t.undone, pagesUndone(tot)...)
+	// Events failed, held or claimed by another worker, and pages not
+	// published: each is work this pass set out to do.
+	t.undone = append(t.undone, tot.Undone()...)
 	if tot.More {
 		t.undone = append(t.undone, fmt.Sprintf("more pages are pending after %d publishing rounds", publishRoundsLimit))
 	}
@@ -217,31 +217,6 @@ func (p *Pipeline) publishOnce(ctx context.Context, svc *publish.Service, o Once
 		return err
 	}
 	return p.restoreMissing(ctx, svc, t, res.Publish)
-}
-
-// pagesUndone says what the publishing rounds tot left undone: the pages
-// not published, with the first failure (it names its page), and apart
-// from them the publications that lost to a newer summary, whose attempt
-// failed (DESIGN §1.2, step 4) though their page was repaired with it.
-// Pages another publisher published with the same summary (Totals'
-// PublishedElsewhere) are done.
-func pagesUndone(tot publish.Totals) []string {
-	var out []string
-	if n := tot.PagesFailed - tot.PagesRepaired; n > 0 {
-		out = append(out, fmt.Sprintf("%d %s not published (the first failure: %s)", n, plural(n, "page", "pages"), tot.FirstPageError))
-	}
-	if n := tot.PagesRepaired; n > 0 {
-		out = append(out, fmt.Sprintf("%d %s lost to a newer summary (the pages were repaired and show it)",
-			n, plural(n, "publication", "publications")))
-	}
-	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // restoreMissing sweeps when the books record published pages missing
@@ -311,7 +286,7 @@ func (t *tally) err() error {
 		parts = append(parts, fmt.Sprintf("%d of %d sources failed (%s)", t.failed, t.runs, names))
 	}
 	parts = append(parts, t.undone...)
-	return &IncompleteError{strings.Join(parts, "; ")}
+	return &IncompleteError{What: strings.Join(parts, "; ")}
 }
 
 // interrupted says what an interrupted pass kept.
@@ -323,11 +298,32 @@ func (t *tally) interrupted(err error) error {
 // IncompleteError says a pass finished with work left undone; it matches
 // tidemark.ErrUnavailable (exit 5): running the same pass again, later, is
 // how the rest gets done.
-type IncompleteError struct{ What string }
+type IncompleteError struct {
+	What string
+	// Op is the pass: "" for RunOnce (`run --once`), "publish" for a
+	// publishing round (see PublishIncomplete).
+	Op string
+}
 
 func (e *IncompleteError) Error() string {
+	if e.Op == "publish" {
+		return "publish left work undone: " + e.What + ".\nWhat succeeded is kept (accepted summaries, published pages); " +
+			"run the same command again to retry the rest"
+	}
 	return "run --once left work undone: " + e.What + ".\nWhat succeeded is kept (settled runs, published pages, sent intents); " +
 		"run the same command again to retry the rest (a failed source is due again after its backoff: `tidemark source list`)"
+}
+
+// PublishIncomplete is the error of a publishing round that did all it
+// could and still left work undone (publish.Totals.Undone: events failed,
+// held or claimed by another worker, pages not published): an
+// *IncompleteError, or nil when it left nothing. `publish` exits 5 with
+// it; the API and the console show the round, which carries the same.
+func PublishIncomplete(r publish.Round) error {
+	if undone := r.Totals().Undone(); len(undone) > 0 {
+		return &IncompleteError{What: strings.Join(undone, "; "), Op: "publish"}
+	}
+	return nil
 }
 func (e *IncompleteError) Unwrap() error { return tidemark.ErrUnavailable }
 

@@ -188,16 +188,16 @@ func TestTwoRunOnceAtOncePublishEveryPage(t *testing.T) {
 func TestPagesUndoneNamesWhatWasLeft(t *testing.T) {
 	tot := publish.Totals{PagesFailed: 3, PagesRepaired: 1, PublishedElsewhere: 5,
 		FirstPageError: "publish S1: write changes/P1.html: boom"}
-	got := strings.Join(pagesUndone(tot), "; ")
+	got := strings.Join(tot.Undone(), "; ")
 	for _, want := range []string{"2 pages not published", "changes/P1.html: boom", "1 publication lost to a newer summary"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("undone %q does not say %q", got, want)
 		}
 	}
-	if got := pagesUndone(publish.Totals{PublishedElsewhere: 5, Published: 3}); len(got) != 0 {
+	if got := (publish.Totals{PublishedElsewhere: 5, Published: 3}).Undone(); len(got) != 0 {
 		t.Errorf("pages published elsewhere left %q undone", got)
 	}
-	if got := strings.Join(pagesUndone(publish.Totals{PagesFailed: 1, FirstPageError: "x"}), "; "); !strings.Contains(got, "1 page not published") {
+	if got := strings.Join((publish.Totals{PagesFailed: 1, FirstPageError: "x"}).Undone(), "; "); !strings.Contains(got, "1 page not published") {
 		t.Errorf("one page: %q", got)
 	}
 }

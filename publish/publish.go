@@ -437,7 +437,14 @@ type SummarizeReport struct {
 	// Held are the events this round held: the summarizer refused them
 	// HoldAfter rounds in a row or more while it summarized later events.
 	Held []Held `json:"held,omitempty"`
+	// Holding are the events earlier rounds held, which this round left
+	// out (Store.HeldSummaries, the first MaxHolding): not summarized
+	// until their holds end.
+	Holding []Held `json:"holding,omitempty"`
 }
+
+// MaxHolding bounds the held events a report names.
+const MaxHolding = 100
 
 // Elsewhere is an event a round passed over because another worker was
 // asking the summarizer about it: Holder's claim on it holds until Until
@@ -513,6 +520,12 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 	model, prompt := sum.Identity()
 	evs, err := s.Store.Unsummarized(ctx, model, prompt, limit)
 	if err != nil {
+		return rep, err
+	}
+	// The events Unsummarized leaves out as held are not summarized
+	// either: the report names them, so a pass never looks complete
+	// while they wait.
+	if rep.Holding, err = s.Store.HeldSummaries(ctx, model, prompt, MaxHolding); err != nil {
 		return rep, err
 	}
 	// passed are the events of this round refused HoldAfter rounds in a

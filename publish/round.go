@@ -3,6 +3,9 @@ package publish
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
 )
 
 // Round is what one bounded round of summarizing and publishing did
@@ -28,6 +31,14 @@ type Totals struct {
 	Reinstated int `json:"reinstated,omitempty"`
 	// ClaimedElsewhere counts the events another worker was summarizing.
 	ClaimedElsewhere int `json:"claimed_elsewhere,omitempty"`
+	// Elsewhere are those events (the first 20): whose claim each was,
+	// and until when it held.
+	Elsewhere []Elsewhere `json:"elsewhere,omitempty"`
+	// Held counts the events the rounds held (each also failed);
+	// Holding are the events held now, by these rounds or earlier ones
+	// (the first MaxHolding): not summarized until their holds end.
+	Held            int    `json:"held,omitempty"`
+	Holding         []Held `json:"holding,omitempty"`
 	SummariesFailed  int `json:"summaries_failed"`
 	Published        int `json:"published"`
 	// PublishedElsewhere counts the pages the rounds set out to publish
@@ -73,6 +84,13 @@ func (t Totals) WriteText(w io.Writer) error {
 		elsewhere = fmt.Sprintf(" (%d being summarized by another worker)", t.ClaimedElsewhere)
 	}
 	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed%s\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed, elsewhere)
+	for _, c := range t.claimants() {
+		fmt.Fprintf(w, "  being summarized by %s until %s: %s\n", c.holder, c.until.UTC().Format(time.RFC3339), events(c.events))
+	}
+	if len(t.Holding) > 0 {
+		fmt.Fprintf(w, "  held (the summarizer keeps refusing them): %s, the first until %s\n",
+			events(len(t.Holding)), t.Holding[0].Until.UTC().Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "pages:     %d published now%s%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.ElsewhereNote(), t.PagesFailed, t.Pages)
 	if t.Withdrawn > 0 {
 		fmt.Fprintf(w, "withdrawn: %d pages taken off the wiki (rejected summaries, removed sources)\n", t.Withdrawn)
@@ -116,6 +134,92 @@ func (r Round) Totals() Totals {
 	return t
 }
 
+// Undone says what the rounds left undone, one part each, or nothing when
+// they did all they set out to do: the events not summarized and why (the
+// summarizer failed them, they are held, another worker holds their claim:
+// whose, until when) and the pages not published. Counts are as reported,
+// so an event that failed in one round and was held is in both.
+func (t Totals) Undone() []string {
+	var parts []string
+	if n := t.SummariesFailed - t.Held; n > 0 {
+		parts = append(parts, fmt.Sprintf("%s not summarized: the summarizer failed %s", events(n), them(n)))
+	}
+	switch first := ""; len(t.Holding) {
+	case 0:
+	case 1:
+		first = t.Holding[0].Until.UTC().Format(time.RFC3339)
+		parts = append(parts, fmt.Sprintf("1 event held until %s: the summarizer keeps refusing it (it is asked again when its hold ends)", first))
+	default:
+		first = t.Holding[0].Until.UTC().Format(time.RFC3339)
+		parts = append(parts, fmt.Sprintf("%s held, the first until %s: the summarizer keeps refusing them (each is asked again when its hold ends)",
+			events(len(t.Holding)), first))
+	}
+	if t.ClaimedElsewhere > 0 {
+		var by []string
+		for _, c := range t.claimants() {
+			by = append(by, fmt.Sprintf("%s until %s", c.holder, c.until.UTC().Format(time.RFC3339)))
+		}
+		parts = append(parts, fmt.Sprintf("%s not summarized: another worker was summarizing %s (%s); it publishes %s, or a later pass does once its claims end",
+			events(t.ClaimedElsewhere), them(t.ClaimedElsewhere), strings.Join(by, ", "), them(t.ClaimedElsewhere)))
+	}
+	if n := t.PagesFailed - t.PagesRepaired; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s not published (the first failure: %s)", n, plural(n, "page", "pages"), t.FirstPageError))
+	}
+	if n := t.PagesRepaired; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s lost to a newer summary (the pages were repaired and show it)",
+			n, plural(n, "publication", "publications")))
+	}
+	return parts
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// claimant is a worker whose claims the rounds passed over: how many
+// events, and until when the last of its claims holds.
+type claimant struct {
+	holder string
+	until  time.Time
+	events int
+}
+
+// claimants groups Elsewhere by holder, in the order first met.
+func (t Totals) claimants() []claimant {
+	var out []claimant
+	for _, e := range t.Elsewhere {
+		i := slices.IndexFunc(out, func(c claimant) bool { return c.holder == e.Holder })
+		if i < 0 {
+			out = append(out, claimant{holder: e.Holder})
+			i = len(out) - 1
+		}
+		out[i].events++
+		if e.Until.After(out[i].until) {
+			out[i].until = e.Until
+		}
+	}
+	return out
+}
+
+// them is the pronoun of n things: "it" for one.
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// events is n events, in words: "1 event", "2 events".
+func events(n int) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
+}
+
 // Add counts a round in t: at most 20 errors are kept.
 func (t *Totals) Add(r Round) {
 	s, pr := r.Summarized, r.Published
@@ -123,6 +227,22 @@ func (t *Totals) Add(r Round) {
 	t.Unchanged += s.Unchanged
 	t.Reinstated += s.Reinstated
 	t.ClaimedElsewhere += s.ClaimedElsewhere
+	for _, e := range s.Elsewhere {
+		if len(t.Elsewhere) < maxElsewhere {
+			t.Elsewhere = append(t.Elsewhere, e)
+		}
+	}
+	t.Held += len(s.Held)
+	for _, h := range append(slices.Clone(s.Holding), s.Held...) {
+		i := slices.IndexFunc(t.Holding, func(o Held) bool { return o.EventID == h.EventID })
+		switch {
+		case i >= 0:
+			t.Holding[i] = h // the latest word on it
+		case len(t.Holding) < MaxHolding:
+			t.Holding = append(t.Holding, h)
+		}
+	}
+	slices.SortStableFunc(t.Holding, func(a, b Held) int { return a.Until.Compare(b.Until) })
 	t.SummariesFailed += s.Failed
 	t.Published += pr.Published
 	t.PublishedElsewhere += pr.PublishedElsewhere

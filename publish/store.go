@@ -350,6 +350,12 @@ type Store interface {
 	// Unsummarized leaves it out until then, while its evidence is still
 	// f.EvidenceHash. It returns until when.
 	HoldSummary(ctx context.Context, f SummaryFailure, d time.Duration) (time.Time, error)
+	// HeldSummaries lists the events Unsummarized leaves out because
+	// they are held (HoldSummary) for their current evidence under model
+	// and promptVersion, the soonest to be tried again first, at most
+	// limit: each with its failures in a row, the last one, and until
+	// when it is held.
+	HeldSummaries(ctx context.Context, model, promptVersion string, limit int) ([]Held, error)
 	// Evidence is an event's current frozen evidence and its hash.
 	Evidence(ctx context.Context, eventID string) ([]byte, string, error)
 	// Revision is an event's frozen evidence at an earlier revision and its

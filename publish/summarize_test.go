@@ -118,10 +118,20 @@ func TestSummarizeHoldsAnEventTheSummarizerAlwaysRefuses(t *testing.T) {
 		if !strings.Contains(strings.Join(rep.Errors, "\n"), "held until") {
 			t.Errorf("the report's errors do not say the event is held: %q", rep.Errors)
 		}
-		// Held: the next rounds leave it out.
+		heldUntil := rep.Held[0].Until
+		// Held: the next rounds leave it out, and say so: it is not
+		// summarized, which a round that looked complete would hide.
 		sum.calls = 0
-		if rep, err := f.svc.Summarize(ctx, sum, 100); err != nil || rep.Considered != 0 || sum.calls != 0 {
+		rep, err = f.svc.Summarize(ctx, sum, 100)
+		if err != nil || rep.Considered != 0 || sum.calls != 0 {
 			t.Fatalf("round while held: %+v, %v, %d calls; want nothing to do", rep, err, sum.calls)
+		}
+		if h := rep.Holding; len(h) != 1 || h[0].EventID != poison.ID || !h[0].Until.Equal(heldUntil) || h[0].Failures != publish.HoldAfter {
+			t.Fatalf("round while held: holding %+v; want event %s until %v", h, poison.ID, heldUntil)
+		}
+		undone := publish.Round{Summarized: rep}.Totals().Undone()
+		if len(undone) != 1 || !strings.Contains(undone[0], "1 event held until "+heldUntil.UTC().Format(time.RFC3339)) {
+			t.Fatalf("round while held left undone %q; want the held event named", undone)
 		}
 		// A newer event arrives; the hold ends; the event fails again and
 		// is held twice as long.

@@ -447,6 +447,31 @@ func (s *PublishStore) Unsummarized(ctx context.Context, model, promptVersion st
 	return out, nil
 }
 
+// HeldSummaries implements publish.Store: the held events Unsummarized
+// leaves out (a hold of evidence the event no longer has holds nothing).
+func (s *PublishStore) HeldSummaries(ctx context.Context, model, promptVersion string, limit int) ([]publish.Held, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out, err := queryAll(ctx, s.db.db, func(sc scanner) (publish.Held, error) {
+		var h publish.Held
+		var until int64
+		err := sc.Scan(&h.EventID, &h.Title, &h.Failures, &until, &h.Err)
+		h.Until = fromMS(until)
+		return h, err
+	}, `SELECT f.event_id, e.title, f.failures, f.held_until, f.last_error FROM summary_failures f
+		JOIN events e ON e.id = f.event_id AND e.evidence_hash = f.evidence_hash
+		WHERE f.model = $1 AND f.prompt_version = $2 AND f.held_until > $3
+		  AND NOT EXISTS (SELECT 1 FROM summaries s WHERE s.event_id = e.id
+			AND s.evidence_hash = e.evidence_hash AND s.model = $1 AND s.prompt_version = $2
+			AND (s.is_current = 1 OR s.rejected_reason <> ''))
+		ORDER BY f.held_until, f.event_id LIMIT $4`, model, promptVersion, ms(s.db.Clock.Now()), limit)
+	if err != nil {
+		return nil, fmt.Errorf("held events: %w", err)
+	}
+	return out, nil
+}
+
 // SummaryFailed implements publish.Store: failures of other evidence than
 // the recorded one start the count over.
 func (s *PublishStore) SummaryFailed(ctx context.Context, f publish.SummaryFailure) (int, error) {

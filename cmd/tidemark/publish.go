@@ -25,6 +25,11 @@ func newPublishCmd(a *app) *cobra.Command {
 			}
 			r, err := p.Publish(ctx, summarizer, limit)
 			prog.Finish()
+			if err == nil {
+				// Events failed, held or claimed by another worker, pages
+				// not published: exit 5, saying which and why.
+				err = pipeline.PublishIncomplete(r)
+			}
 			if r.Index == "" {
 				return nil, err // nothing was published
 			}

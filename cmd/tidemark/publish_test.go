@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,9 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/objstore/dir"
+	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -260,6 +265,73 @@ func TestPublishStopsWhenSummarizerUnavailable(t *testing.T) {
 	for _, want := range []string{"summaries: 0 accepted, 0 unchanged, 1 failed", "summarizing stopped at event", "0 pages published now"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// publish that passes over events another live worker is summarizing did
+// not do everything it set out to: it exits 5, and both its text and its
+// JSON say whose claim it met and until when.
+func TestPublishExitsFiveWhenAnotherWorkerHoldsAnEvent(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	ctx := context.Background()
+	home := t.TempDir()
+	if out, code := runCLI(t, "--home", home, "source", "add", mustGitRepo(t), "--name", "repo"); code != 0 {
+		t.Fatalf("source add: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "--home", home, "source", "run", "repo"); code != 0 {
+		t.Fatalf("source run: exit %d\n%s", code, out)
+	}
+	cfg := pipeline.Defaults()
+	cfg.Home = home
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := p.Events(ctx, ingest.EventFilter{Limit: 10})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+	sum, err := p.Summarizer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, prompt := sum.Identity()
+	got, err := p.DB().Publish().ClaimSummary(ctx, publish.SummaryClaim{EventID: evs[0].ID, Model: model, PromptVersion: prompt, Holder: "worker-b"}, publish.SummaryClaimTTL)
+	if err != nil || !got.OK {
+		t.Fatalf("claim: %+v, %v", got, err)
+	}
+	p.Close()
+	until := got.Until.UTC().Format(time.RFC3339)
+
+	out, code := runCLI(t, "--home", home, "publish", "--json")
+	if code != 5 {
+		t.Fatalf("publish --json: exit %d, want 5\n%s", code, out)
+	}
+	var r struct {
+		Summarized struct {
+			ClaimedElsewhere int `json:"claimed_elsewhere"`
+			Elsewhere        []struct {
+				EventID string    `json:"event_id"`
+				Holder  string    `json:"holder"`
+				Until   time.Time `json:"until"`
+			} `json:"elsewhere"`
+		} `json:"summarized"`
+	}
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if e := r.Summarized.Elsewhere; r.Summarized.ClaimedElsewhere != 1 || len(e) != 1 || e[0].EventID != evs[0].ID || e[0].Holder != "worker-b" || !e[0].Until.Equal(got.Until) {
+		t.Fatalf("summarized %+v\n%s", r.Summarized, out)
+	}
+	out, code = runCLI(t, "--home", home, "publish")
+	if code != 5 {
+		t.Fatalf("publish: exit %d, want 5\n%s", code, out)
+	}
+	for _, want := range []string{"being summarized by worker-b until " + until + ": 1 event",
+		"publish left work undone: 1 event not summarized: another worker was summarizing it (worker-b until " + until + ")"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("publish does not say %q:\n%s", want, out)
 		}
 	}
 }

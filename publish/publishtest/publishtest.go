@@ -1296,19 +1296,34 @@ func testSummaryFailures(t *testing.T, h *harness) {
 			t.Fatalf("unsummarized under %s: %v, want %v", model, got, wantIDs)
 		}
 	}
+	// HeldSummaries lists the events Unsummarized leaves out as held,
+	// with their count, last failure and until when.
+	held := func(model string, want ...publish.Held) {
+		t.Helper()
+		got, err := h.Store.HeldSummaries(ctx, model, "p1", 10)
+		if err != nil || !slices.EqualFunc(got, want, func(a, b publish.Held) bool {
+			return a.EventID == b.EventID && a.Title == b.Title && a.Failures == b.Failures && a.Until.Equal(b.Until) && a.Err == b.Err
+		}) {
+			t.Fatalf("held under %s: %+v, %v; want %+v", model, got, err, want)
+		}
+	}
 	failed(failure(ev1, "m1"), 1)
 	failed(failure(ev1, "m1"), 2)
 	failed(failure(ev1, "m2"), 1) // another model counts apart
 	failed(failure(ev2, "m1"), 1)
 	unsummarized("m1", ev1, ev2) // failing is not held
+	held("m1")
 	until, err := h.Store.HoldSummary(ctx, failure(ev1, "m1"), time.Hour)
 	if err != nil || !until.Equal(h.Clock.Now().Add(time.Hour)) {
 		t.Fatalf("hold: until %v, %v; want an hour from now", until, err)
 	}
 	unsummarized("m1", ev2)
 	unsummarized("m2", ev1, ev2) // held under m1 only
+	held("m1", publish.Held{EventID: ev1.ID, Title: ev1.Title, Failures: 2, Until: until, Err: "HTTP 500"})
+	held("m2")
 	h.Clock.Advance(time.Hour + time.Millisecond)
 	unsummarized("m1", ev1, ev2) // the hold is over
+	held("m1")
 	failed(failure(ev1, "m1"), 3)
 	if _, err := h.Store.HoldSummary(ctx, failure(ev1, "m1"), time.Hour); err != nil {
 		t.Fatal(err)
@@ -1317,10 +1332,12 @@ func testSummaryFailures(t *testing.T, h *harness) {
 	old := failure(ev1, "m1")
 	ev1 = h.mustEvent(t, "c1", "evidence 1, again")
 	unsummarized("m1", ev1, ev2)
+	held("m1")
 	if _, err := h.Store.HoldSummary(ctx, old, 2*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	unsummarized("m1", ev1, ev2) // a hold of the old evidence holds nothing
+	held("m1")
 	failed(failure(ev1, "m1"), 1)
 	failed(failure(ev1, "m1"), 2)
 	// An accepted summary forgets the event's failures under its model and
