@@ -12,7 +12,9 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
 // mustIngested adds a repository of two commits as a source and ingests
@@ -132,5 +134,44 @@ func TestRunOnceIsIncompleteWhileAnEventIsHeld(t *testing.T) {
 	}
 	if h := res.Publish.Holding; len(h) != 1 || h[0].EventID != ev.ID || !h[0].Until.Equal(until.Truncate(time.Millisecond)) || h[0].Failures != publish.HoldAfter {
 		t.Fatalf("holding %+v", h)
+	}
+}
+
+// A lane whose lease a process of this host left behind when it was
+// killed is delivered by the next pass, not passed over as another
+// writer's (which would make run --once skip it without a word); a live
+// writer's lane is passed over, and the report says whose lease it is.
+func TestDeliverOnceTakesOverALaneOfADeadWriter(t *testing.T) {
+	ctx := context.Background()
+	p := openBackend(t, sqltest.Backends()[0])
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("cannot run a process to outlive:", err)
+	}
+	for lane, holder := range map[string]string{"dead": fmt.Sprintf("%s:%d", host, dead.Process.Pid), "live": "worker-b"} {
+		mustAddLane(t, p, lane, "webhook", outbox.LaneChange{Settings: map[string]string{"url": "http://127.0.0.1:1/h", "secret": "s"}})
+		if _, err := p.DB().Outbox().Draft(ctx, outbox.Draft{Lane: lane, Target: "room", Body: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DB().Outbox().Acquire(ctx, lane, holder, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports, _ := p.DeliverOnce(ctx, "", time.Minute)
+	for _, r := range reports {
+		switch r.Lane {
+		case "dead":
+			if r.PassedOver != "" || len(r.Steps) == 0 {
+				t.Errorf("the dead writer's lane: %+v; want it taken over and stepped", r)
+			}
+		case "live":
+			if !strings.Contains(r.PassedOver, "worker-b") {
+				t.Errorf("the live writer's lane: %+v; want it passed over naming worker-b", r)
+			}
+		}
 	}
 }
