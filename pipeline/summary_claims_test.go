@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
@@ -173,5 +174,41 @@ func TestDeliverOnceTakesOverALaneOfADeadWriter(t *testing.T) {
 				t.Errorf("the live writer's lane: %+v; want it passed over naming worker-b", r)
 			}
 		}
+	}
+}
+
+// A detached field migration whose claim a killed worker of this host left
+// behind is finished by the next pass, not passed over as another
+// worker's.
+func TestRunOnceFinishesAMigrationADeadWorkerHeld(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if _, err := p.CreateCollection(ctx, "ann", "things", []string{"n:text"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ImportDocuments(ctx, "ann", "things", "seed", strings.NewReader("{\"n\":\"1\"}\n{\"n\":\"2\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.DB().Content().StartRun(ctx, "things", "n", content.Number, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name:", err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip("cannot run a process to outlive:", err)
+	}
+	if _, err := p.DB().Content().ClaimRun(ctx, run.ID, fmt.Sprintf("%s:%d", host, dead.Process.Pid), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.RunOnce(ctx, OnceOptions{})
+	if err != nil || res.Migrations != 1 {
+		t.Fatalf("run --once: %d migrations finished, %v; want the dead worker's run finished", res.Migrations, err)
+	}
+	if r, err := p.DB().Content().Run(ctx, run.ID); err != nil || r.Status != content.RunDone {
+		t.Fatalf("run %+v, %v; want it done", r, err)
 	}
 }

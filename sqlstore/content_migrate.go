@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,9 +75,12 @@ func (s *ContentStore) Runs(ctx context.Context, f content.RunFilter) ([]content
 	}
 	q := `SELECT ` + migrationRunColumns + ` FROM field_migrations WHERE ($1 = '' OR collection = $1)`
 	args := []any{f.Collection}
+	now := s.db.Clock.Now()
 	if f.Pending {
-		q += ` AND status IN ('running', 'aborting') AND (claim_token IS NULL OR lease_expires_at <= $3) ORDER BY created_at, id LIMIT $2`
-		args = append(args, f.Limit, ms(s.db.Clock.Now()))
+		// Open runs are few (one per field being changed): every one is
+		// read, and a claim whose holder is a process of this host that
+		// is gone counts as none (ClaimRun takes it over).
+		q += ` AND status IN ('running', 'aborting') ORDER BY created_at, id`
 	} else {
 		if f.BeforeID != "" {
 			q += ` AND (created_at < $3 OR (created_at = $3 AND id < $4))`
@@ -90,6 +94,12 @@ func (s *ContentStore) Runs(ctx context.Context, f content.RunFilter) ([]content
 	rows, err := queryAll(ctx, s.db.db, scanRunRow, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list migration runs: %w", err)
+	}
+	if f.Pending {
+		rows = slices.DeleteFunc(rows, func(r runRow) bool {
+			return r.token.Valid && r.Held(now) && !s.db.liveness.Gone(r.Holder)
+		})
+		rows = rows[:min(len(rows), f.Limit)]
 	}
 	out := make([]content.Run, len(rows)) // a JSON array, not null
 	for i, r := range rows {
@@ -182,9 +192,16 @@ func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time
 		return content.RunClaim{}, fmt.Errorf("migration run %s is %s; nothing to resume or abort: %w", r.ID, r.Status, tidemark.ErrConflict)
 	}
 	now := s.db.Clock.Now()
+	// A claim whose holder is a process of this host that is gone (a
+	// daemon killed while it drove the run) is taken over at once, as
+	// source claims are (ingest.Liveness): its token is fenced off.
+	var goneToken string
 	if r.token.Valid && r.Holder != holder && r.Held(now) {
-		return content.RunClaim{}, fmt.Errorf("migration run %s is held by %s until %s (pass --holder %s if that worker is gone): %w",
-			r.ID, r.Holder, r.LeaseExpiresAt.Format(time.RFC3339), r.Holder, tidemark.ErrClaimHeld)
+		if !s.db.liveness.Gone(r.Holder) {
+			return content.RunClaim{}, fmt.Errorf("migration run %s is held by %s until %s (pass --holder %s if that worker is gone): %w",
+				r.ID, r.Holder, r.LeaseExpiresAt.Format(time.RFC3339), r.Holder, tidemark.ErrClaimHeld)
+		}
+		goneToken = r.token.String
 	}
 	status := r.Status
 	switch {
@@ -199,8 +216,8 @@ func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time
 			error = CASE WHEN $1 = 'running' THEN '' ELSE error END,
 			failed_document_id = CASE WHEN $1 = 'running' THEN '' ELSE failed_document_id END,
 			failed_value = CASE WHEN $1 = 'running' THEN '' ELSE failed_value END
-		WHERE id = $6 AND status = $7 AND (claim_token IS NULL OR claim_holder = $3 OR lease_expires_at <= $5)`,
-		string(status), c.Token, holder, ms(c.LeaseExpiresAt), ms(now), r.ID, string(r.Status))
+		WHERE id = $6 AND status = $7 AND (claim_token IS NULL OR claim_holder = $3 OR lease_expires_at <= $5 OR claim_token = $8)`,
+		string(status), c.Token, holder, ms(c.LeaseExpiresAt), ms(now), r.ID, string(r.Status), goneToken)
 	if err != nil {
 		return content.RunClaim{}, err
 	}

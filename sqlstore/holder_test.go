@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
@@ -318,6 +320,61 @@ func TestSummaryClaimTakesOverGoneHolder(t *testing.T) {
 		}
 		if got := claim(events[0], "box:44"); got.OK || got.Holder != "box:42" {
 			t.Fatalf("claim over the taker's: %+v, want box:42's", got)
+		}
+	})
+}
+
+// A field migration run's claim follows the claims' rule too: one whose
+// holder is a process of this host that is gone (a daemon killed while it
+// drove the run) is taken over at once, so run --once finishes the run
+// instead of passing it over as another worker's; a holder alive, on
+// another host or of a custom identity keeps it until its lease expires.
+func TestMigrationRunClaimTakesOverGoneHolder(t *testing.T) {
+	ctx := context.Background()
+	dead := map[int]bool{41: true}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(3)
+		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		st := db.Content()
+		for i, holder := range []string{"box:41", "box:41#2", "box:43", "other:41", "worker-1"} {
+			coll := fmt.Sprint("things", i)
+			if _, err := st.CreateCollection(ctx, coll, []content.Field{{Name: "v", Type: content.Text}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Put(ctx, coll, content.Put{Set: content.Fields{"v": []byte(`"1"`)}}); err != nil {
+				t.Fatal(err)
+			}
+			run, err := st.StartRun(ctx, coll, "v", content.Number, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.ClaimRun(ctx, run.ID, holder, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			gone := holder == "box:41" || holder == "box:41#2"
+			// The pending runs (what run --once and the daemon carry on)
+			// include a gone holder's, not a live one's.
+			pending, err := st.Runs(ctx, content.RunFilter{Pending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if listed := slices.ContainsFunc(pending, func(r content.Run) bool { return r.ID == run.ID }); listed != gone {
+				t.Errorf("run held by %s listed pending: %v, want %v", holder, listed, gone)
+			}
+			c, err := st.ClaimRun(ctx, run.ID, "box:42", time.Hour)
+			switch {
+			case gone && err != nil:
+				t.Errorf("claim over gone %s's run: %v, want it taken over", holder, err)
+			case gone && c.Holder != "box:42":
+				t.Errorf("claim over gone %s's run: %+v", holder, c)
+			case !gone && (!errors.Is(err, tidemark.ErrClaimHeld) || !strings.Contains(err.Error(), holder)):
+				t.Errorf("claim over live %s's run: %v, want it held, naming %s", holder, err, holder)
+			}
 		}
 	})
 }
