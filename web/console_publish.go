@@ -192,6 +192,11 @@ func (s *Server) formPublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "Published: " + did + "."
+	if undone := t.Undone(); len(undone) > 0 {
+		// Held events, events another worker is summarizing (whose
+		// claims, until when): what this round could not do.
+		msg += " Left undone: " + strings.Join(undone, "; ") + "."
+	}
 	if round.More {
 		msg += " More is pending: the daemon's next round or another press continues."
 	} else {

@@ -254,6 +254,14 @@ func TestPublishConsole(t *testing.T) {
 	if body := flashed(do("POST", "/console/publish", token, form(url.Values{})), "/console/publish"); !strings.Contains(body, "Nothing more is pending") {
 		t.Errorf("a round that emptied the queue:\n%s", body)
 	}
+	// Events another worker is summarizing, or held, are not summarized by
+	// this round: the notice says whose claims and until when.
+	until := time.Date(2026, 12, 2, 3, 5, 0, 0, time.UTC)
+	f.round = publish.Round{Summarized: publish.SummarizeReport{Accepted: 1, ClaimedElsewhere: 1,
+		Elsewhere: []publish.Elsewhere{{EventID: "e2", Holder: "worker-b", Until: until}}}, Published: publish.PublishReport{Published: 1}, Index: "x"}
+	if body := flashed(do("POST", "/console/publish", token, form(url.Values{})), "/console/publish"); !strings.Contains(body, "Left undone: 1 event not summarized: another worker was summarizing it (worker-b until 2026-12-02T03:05:00Z)") {
+		t.Errorf("a round that passed over another worker's event:\n%s", body)
+	}
 	f.round = publish.Round{Summarized: publish.SummarizeReport{Accepted: 1, Failed: 1}, Published: publish.PublishReport{Published: 1}, Index: "x"}
 	f.roundErr = fmt.Errorf("summarizing stopped after 2 of 5 events: openai: connection refused: %w\n(1 pages published now; the events not summarized wait for the next `tidemark publish`)", tidemark.ErrUnavailable)
 	body = flashed(do("POST", "/console/publish", token, form(url.Values{})), "/console/publish")
