@@ -39,8 +39,8 @@ type Totals struct {
 	// (the first MaxHolding): not summarized until their holds end.
 	Held            int    `json:"held,omitempty"`
 	Holding         []Held `json:"holding,omitempty"`
-	SummariesFailed  int `json:"summaries_failed"`
-	Published        int `json:"published"`
+	SummariesFailed int    `json:"summaries_failed"`
+	Published       int    `json:"published"`
 	// PublishedElsewhere counts the pages the rounds set out to publish
 	// that another publisher published with the same summary meanwhile:
 	// not failures, and not counted in Published.
