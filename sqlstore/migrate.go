@@ -119,6 +119,13 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 	if err := d.CheckSchema(ctx); err != nil {
 		return err
 	}
+	// One read finds what is applied already, so a start on a migrated
+	// database costs no transaction per migration. apply reads again
+	// under the lock: another process may be migrating now.
+	applied, err := d.appliedMigrations(ctx)
+	if err != nil {
+		return err
+	}
 	for _, m := range ms {
 		if upTo > 0 && m.Version > upTo {
 			break
@@ -126,11 +133,39 @@ func (d *DB) migrate(ctx context.Context, upTo int) error {
 		if !m.AppliesTo(d.Dialect) {
 			continue
 		}
+		if sum, ok := applied[m.Version]; ok && sum == m.SHA256 {
+			continue
+		}
 		if err := d.apply(ctx, m); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appliedMigrations returns the checksum of every applied migration by
+// version.
+func (d *DB) appliedMigrations(ctx context.Context) (map[int]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT version, sha256 FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var (
+			v   int
+			sum sql.NullString
+		)
+		if err := rows.Scan(&v, &sum); err != nil {
+			return nil, fmt.Errorf("sqlstore: read schema_migrations: %w", err)
+		}
+		out[v] = sum.String
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlstore: read schema_migrations: %w", err)
+	}
+	return out, nil
 }
 
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
