@@ -49,7 +49,8 @@ type Dialect struct {
 	Bytes string
 	// MigrationLock, when set, is run first in every migrating transaction
 	// to serialize processes migrating together (SQLite's write lock,
-	// taken at BEGIN, already does).
+	// taken at BEGIN, already does). On PostgreSQL it is keyed by the
+	// schema: tidemarks in other schemas of one server do not wait.
 	MigrationLock string
 	// ColumnCount counts the columns named $2 of table $1 (0 or 1).
 	ColumnCount string
@@ -79,7 +80,7 @@ var (
 		ColumnCount: `SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2`}
 	Postgres = Dialect{Name: "postgres", LockRow: " FOR UPDATE", LockSkipLocked: " FOR UPDATE SKIP LOCKED", LockShare: " FOR SHARE", Bytes: "BYTEA",
 		ModifyingCTE: true, CopyFrom: true, MaxParams: 65535, search: postgresSearch,
-		MigrationLock: `SELECT pg_advisory_xact_lock(746564)`,
+		MigrationLock: `SELECT pg_advisory_xact_lock(746564, hashtext(current_schema()))`,
 		ColumnCount: `SELECT COUNT(*) FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`}
 )

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/sqlstore"
@@ -194,4 +196,41 @@ func TestANewerDatabaseIsRefused(t *testing.T) {
 			t.Errorf("error %q does not name the migration %s", err, want)
 		}
 	})
+}
+
+// The migration lock serializes the processes that migrate one schema,
+// not every tidemark on the server: a database in another schema opens
+// while this one is held.
+func TestMigrationLockIsPerSchema(t *testing.T) {
+	if os.Getenv(sqltest.PostgresEnv) == "" {
+		t.Skipf("%s not set: the lock is PostgreSQL's", sqltest.PostgresEnv)
+	}
+	ctx := context.Background()
+	pg := sqltest.Backends()[1]
+	url := pg.NewURL(t)
+	held := sqltest.MustOpenURL(t, url, sqltest.NewEnv(1))
+	tx, err := held.SQL().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, sqlstore.Postgres.MigrationLock); err != nil {
+		t.Fatal(err)
+	}
+
+	other, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	db, err := sqlstore.Open(other, pg.NewURL(t), sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("another schema waited for this one's migration lock: %v", err)
+	}
+	db.Close()
+
+	// The same schema still waits.
+	same, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if db, err := sqlstore.Open(same, url, sqlstore.Options{}); err == nil {
+		db.Close()
+		t.Fatal("a second process migrated the schema while its lock was held")
+	}
 }
