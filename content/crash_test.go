@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/internal/testbin"
 	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
@@ -22,16 +23,16 @@ import (
 // The crash tests kill the real tidemark binary at each failpoint of a
 // migration and resume it with another process. The binary is built once.
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
+	binOnce    sync.Once
+	binPath    string
+	binErr     error
+	binCleanup func()
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	if binCleanup != nil {
+		binCleanup()
 	}
 	os.Exit(code)
 }
@@ -39,15 +40,7 @@ func TestMain(m *testing.M) {
 func mustBinary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "tidemark-docs-test-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "tidemark")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/tidemark/tidemark/cmd/tidemark").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, binCleanup, binErr = testbin.Build("tidemark-docs-test-", "github.com/tidemark/tidemark/cmd/tidemark")
 	})
 	if binErr != nil {
 		tb.Fatal(binErr)

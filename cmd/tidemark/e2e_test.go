@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/internal/gittest"
+	"github.com/tidemark/tidemark/internal/testbin"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -22,19 +22,14 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tidemark-e2e")
+	bin, cleanup, err := testbin.Build("tidemark-e2e", ".")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "build tidemark:", err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "tidemark")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build tidemark: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
