@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,12 +84,14 @@ func TestTheDatabaseDownIsAnOutageToTheAPIAndMetrics(t *testing.T) {
 // database or the object store the wiki is served from, with a 503 a load
 // balancer can act on; 200 only when both answer.
 func TestHealthzSaysWhatIsDown(t *testing.T) {
-	db := sqltest.MustOpen(t, sqltest.Backends()[0], sqltest.NewEnv(6))
+	env := sqltest.NewEnv(6)
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
 	objs := mem.New()
 	var s *web.Server
-	do := mustServe(t, db, func(srv *web.Server) { srv.Objects = objs; s = srv })
+	do := mustServe(t, db, func(srv *web.Server) { srv.Objects = objs; s = srv; srv.Clock = env.Clock })
 	health := func(what string, wantCode int, want map[string]string) {
 		t.Helper()
+		env.Clock.Advance(3 * time.Second) // past the last check's answer
 		r := do("GET", "/healthz", "", nil)
 		var got map[string]string
 		if err := json.Unmarshal([]byte(r.Body), &got); err != nil || r.Code != wantCode {
@@ -110,6 +113,31 @@ func TestHealthzSaysWhatIsDown(t *testing.T) {
 
 	s.Ingest = downIngest{s.Ingest}
 	health("the database down", 503, map[string]string{"status": "unavailable", "database": "unavailable", "store": "ok"})
+}
+
+// /healthz is public: a load balancer, or anyone, may ask it many times a
+// second. Answers within healthCacheFor share one check of the database
+// and the store; a later one checks again.
+func TestHealthzChecksOncePerInterval(t *testing.T) {
+	env := sqltest.NewEnv(6)
+	db := sqltest.MustOpen(t, sqltest.Backends()[0], env)
+	objs := mem.New()
+	var reads atomic.Int32
+	objs.SetHooks(mem.Hooks{BeforeGet: func(context.Context, string) error { reads.Add(1); return nil }})
+	do := mustServe(t, db, func(srv *web.Server) { srv.Objects = objs; srv.Clock = env.Clock })
+	for range 5 {
+		if r := do("GET", "/healthz", "", nil); r.Code != 200 {
+			t.Fatalf("/healthz %d %s", r.Code, r.Body)
+		}
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("5 answers within a second read the store %d times, want once", n)
+	}
+	env.Clock.Advance(3 * time.Second)
+	do("GET", "/healthz", "", nil)
+	if n := reads.Load(); n != 2 {
+		t.Fatalf("an answer 3 s later read the store %d times in all, want twice", n)
+	}
 }
 
 // downIngest is the ingest store of a database that does not answer.

@@ -192,6 +192,12 @@ type Server struct {
 
 	// driven, in tests, is told of each background migration drive.
 	driven func(done <-chan struct{})
+
+	// healthMu guards the last /healthz check, which answers the requests
+	// of the next healthCacheFor.
+	healthMu   sync.Mutex
+	healthAt   time.Time
+	healthLast healthCheck
 }
 
 // PageFinder finds the wiki page an event is published on (sqlstore's
@@ -204,7 +210,7 @@ type PageFinder interface {
 //
 //	GET  /                       the wiki, as the object store holds it
 //	GET  /search, /api/search    search over the published pages (when Search is set)
-//	GET  /healthz                200 when the database and the object store answer, else 503 naming which does not
+//	GET  /healthz                200 when the database and the object store answer, else 503 naming which does not (checked at most every 2 s)
 //	GET  /signin, POST /signin   trade a token for a console session (audited)
 //	POST /signout                (audited)
 //	GET  /api/openapi.json       the OpenAPI 3.1 document of the API
@@ -454,36 +460,33 @@ type health struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// healthCacheFor is how long one /healthz check answers for. The
+// endpoint is public, so a load balancer polling each second, or anyone
+// polling faster, costs the database and the store one read each per
+// interval, not one per request.
+const healthCacheFor = 2 * time.Second
+
+// healthCheck is one check's outcome: nil when the part answered.
+type healthCheck struct{ db, store error }
+
 // healthz checks, at once, that the database answers a query and that the
 // object store the wiki is served from answers a read (of the store's
 // small marker object; its absence is an answer too). Either failing is a
 // 503 naming it: a server whose wiki answers 502, or whose console and API
 // answer 503, should get no traffic. It is public: causes go to the log.
+// One check answers the requests of the next healthCacheFor; requests
+// that arrive while it runs wait for it.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
-	var dbErr, storeErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _, dbErr = s.Ingest.NextDue(ctx, "") })
-	if s.Objects != nil {
-		wg.Go(func() {
-			if _, err := s.Objects.Get(ctx, publish.StoreMarkerKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-				storeErr = err
-			}
-		})
-	}
-	wg.Wait()
+	c := s.checkHealth(r.Context())
 	h := health{Status: "ok", Database: "ok"}
 	if s.Objects != nil {
 		h.Store = "ok"
 	}
 	var down []string
-	if dbErr != nil {
-		s.logger().Error("healthz: the database does not answer", "err", dbErr)
+	if c.db != nil {
 		h.Database, down = "unavailable", append(down, "the database")
 	}
-	if storeErr != nil {
-		s.logger().Error("healthz: the object store does not answer", "err", storeErr)
+	if c.store != nil {
 		h.Store, down = "unavailable", append(down, "the object store")
 	}
 	if len(down) > 0 {
@@ -495,6 +498,40 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// checkHealth returns the last check when it is younger than
+// healthCacheFor, else checks the database and the store again. A check
+// is bounded by healthTimeout, not by the request that started it: the
+// requests waiting on it get its answer.
+func (s *Server) checkHealth(ctx context.Context) healthCheck {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	now := s.now()
+	if !s.healthAt.IsZero() && now.Sub(s.healthAt) < healthCacheFor && !now.Before(s.healthAt) {
+		return s.healthLast
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
+	defer cancel()
+	var c healthCheck
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _, c.db = s.Ingest.NextDue(ctx, "") })
+	if s.Objects != nil {
+		wg.Go(func() {
+			if _, err := s.Objects.Get(ctx, publish.StoreMarkerKey); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+				c.store = err
+			}
+		})
+	}
+	wg.Wait()
+	if c.db != nil {
+		s.logger().Error("healthz: the database does not answer", "err", c.db)
+	}
+	if c.store != nil {
+		s.logger().Error("healthz: the object store does not answer", "err", c.store)
+	}
+	s.healthAt, s.healthLast = now, c
+	return c
 }
 
 type sourceRow struct {
