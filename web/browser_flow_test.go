@@ -170,7 +170,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 
 	// Run it now, from its page.
 	mustOpen(t, ctx, base+"/status/sources/releases")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/releases/run"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action="/status/sources/releases/run"] button`))
 	notice("source-ran", "ran releases")
 	mustSee(t, ctx, "the source after its run", "items", "Widget 2.0: sync in the background")
 	shoot("source-ran")
@@ -206,7 +206,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustOpen(t, ctx, base+"/console/publish")
 	mustSee(t, ctx, "the publishing page before publishing", "0 of 0 pages published", "no summaries yet")
 	shoot("publish-empty")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action="/console/publish"] button`))
 	notice("published", "2 summaries accepted, 2 pages published")
 	mustNotice(t, ctx, "Nothing more is pending")
 	mustSee(t, ctx, "the publishing page after publishing", "2 of 2 pages published", "0 behind", "2 current, 0 rejected, 0 superseded",
@@ -242,7 +242,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustSee(t, ctx, "the page document", "saving creates it")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`#title`), "Widget 2.0 ships background sync"),
 		chromedp.SetValue(chromedp.CSS(`#notes`), "Editors: the upload resumes where it stopped."),
-		chromedp.Click(chromedp.CSS(`form[action^="/console/docs/pages/"] button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+		submit(`form[action^="/console/docs/pages/"] button[type="submit"]`))
 	notice("doc-saved", "saved version 1")
 	mustSee(t, ctx, "the saved page document", "version 1", "put", "ops")
 	shoot("doc")
@@ -279,7 +279,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	notice("migration-running", "started notes.score text→number over 3 documents")
 	mustSee(t, ctx, "the running migration", "running", "0 of 3")
 	shoot("migration-running")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action$="/abort"] button`))
 	notice("migration-aborting-running", "aborting: migration")
 	mustSee(t, ctx, "the aborting migration", "aborting")
 	close(f.release)
@@ -303,7 +303,7 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	shoot("migration-failed")
 	// The photographs reloaded the page, so the notice of the start is
 	// gone: the one waited for is the abort's.
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/abort"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action$="/abort"] button`))
 	notice("migration-aborting", "aborting: migration")
 	mustDo(t, ctx, chromedp.WaitVisible(chromedp.CSS(`.m-aborted`)))
 	mustSee(t, ctx, "the aborted migration", "2 of 2 restored", "migration.abort")
@@ -325,12 +325,12 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustOpen(t, ctx, base+"/console/publish?event="+eventID)
 	mustSee(t, ctx, "the event's summaries", "current", "a rejected summary is never published; the next publishing round withdraws its page.")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.reject input[name="reason"]`), "says too little"),
-		chromedp.Click(chromedp.CSS(`form.reject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+		submit(`form.reject button`))
 	notice("summary-rejected", "the next publishing round withdraws its page")
 	mustSee(t, ctx, "the rejected summary", "rejected: says too little", "2 of 2 pages published", "1 to be withdrawn by the next publishing round",
 		"2 missing from the object store, listed nowhere until a sweep republishes them", "1 current, 1 rejected, 0 superseded")
 	shoot("summary-rejected")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish/sweep"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action="/console/publish/sweep"] button`))
 	notice("swept", "1 withdrawn")
 	if body := mustSee(t, ctx, "the publishing page after the sweep", "1 of 2 pages published", "0 behind"); strings.Contains(body, "missing from the object store") {
 		t.Errorf("the sweep found the pages in the store, and the publishing page still says some are missing")
@@ -350,12 +350,12 @@ func testBrowserFlow(t *testing.T, ctx context.Context, f *flow, name string) {
 	mustSee(t, ctx, "the event's rejected summary", "rejected: says too little", "Unreject a rejected one with a reason")
 	shoot("summary-unreject")
 	mustDo(t, ctx, chromedp.SetValue(chromedp.CSS(`form.unreject input[name="reason"]`), "it was right"),
-		chromedp.Click(chromedp.CSS(`form.unreject button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+		submit(`form.unreject button`))
 	notice("summary-unrejected", "it is current again, and the next publishing round publishes its page")
 	if body := mustSee(t, ctx, "the unrejected summary", "2 current, 0 rejected, 0 superseded"); strings.Contains(body, "Unreject") && strings.Contains(body, "rejected: says too little") {
 		t.Errorf("the summary still reads as rejected after its Unreject:\n%s", body)
 	}
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/console/publish"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action="/console/publish"] button`))
 	notice("republished", "1 page published")
 	if body := mustOpen(t, ctx, wikiPage); !strings.Contains(body, "resumes an interrupted upload") {
 		t.Errorf("the wiki page %s is not back after the Unreject and a round:\n%s", wikiPage, body)

@@ -138,6 +138,35 @@ func mustNotice(t *testing.T, ctx context.Context, want string) string {
 	return text
 }
 
+// submit clicks the submit button sel and waits for the page the form's
+// answer loads, with its notice: a notice still shown from the last
+// write must not pass for this one's.
+func submit(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		var none chromedp.Void
+		if _, err := chromedp.Evaluate[string](`document.documentElement.dataset.submitted = "1"`)(ctx, tg); err != nil {
+			return none, err
+		}
+		if _, err := chromedp.Click(chromedp.CSS(sel))(ctx, tg); err != nil {
+			return none, err
+		}
+		for {
+			// While the next page loads, the script may meet no document
+			// at all: that is "not yet", not an error.
+			loaded, err := chromedp.Evaluate[bool](`document.documentElement.dataset.submitted === undefined &&
+				document.readyState === "complete" && document.querySelector("p.notice") !== null`)(ctx, tg)
+			if err == nil && loaded {
+				return none, nil
+			}
+			select {
+			case <-ctx.Done():
+				return none, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
 // mustSee fails when the page does not show each of want.
 func mustSee(t *testing.T, ctx context.Context, page string, want ...string) string {
 	t.Helper()

@@ -65,7 +65,7 @@ func TestBrowserSources(t *testing.T) {
 	mustLookRight(t, ctx, dir, "sources-source")
 
 	mustOpen(t, ctx, base+"/status/sources/blog")
-	mustDo(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/status/sources/blog/run"] button`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	mustDo(t, ctx, submit(`form[action="/status/sources/blog/run"] button`))
 	if text := mustGet(t, ctx, chromedp.Text(chromedp.CSS("p.notice"))); !strings.Contains(text, "ran blog") {
 		t.Fatalf("after run now: %q", text)
 	}
