@@ -73,6 +73,11 @@ type Deliverer struct {
 	// counter had not moved yet: it is counted again after its deadline
 	// (see verifyByCount).
 	counting *counting
+	// healthy: this deliverer recorded that the lane's steps go through
+	// (Lane.Failing cleared) and none failed since. Until then the lane
+	// may carry a run of failed steps, its own or one an earlier writer
+	// left, that the next step going through ends.
+	healthy bool
 }
 
 // StepKind says what a step did.
@@ -179,8 +184,44 @@ func (d *Deliverer) Release(ctx context.Context) error {
 
 // Step does one unit of work: reconcile a lane in doubt, or send the next
 // pending intent through the gate. A write the remote refused returns its
-// step and a *RefusedError: the lane must not go on.
+// step and a *RefusedError: the lane must not go on. Whether the step
+// failed is kept on the lane (recordHealth).
 func (d *Deliverer) Step(ctx context.Context) (Step, error) {
+	s, err := d.step(ctx)
+	d.recordHealth(ctx, err)
+	return s, err
+}
+
+// recordHealth keeps on the lane whether a step failed (Lane.Failing), so
+// that lane show, the console and /metrics say a lane is failing whichever
+// way it is delivered: the daemon's loop, or passes run from cron. A step
+// its caller cut short, one another writer's lease refused, and one the
+// provider asked to wait are not the lane failing. It is the lane's
+// health, not its delivery: a failure to record it is logged, and
+// recorded again after the next step.
+func (d *Deliverer) recordHealth(ctx context.Context, err error) {
+	_, deferred := errors.AsType[*DeferredError](err)
+	switch {
+	case ctx.Err() != nil, errors.Is(err, tidemark.ErrClaimHeld), deferred:
+	case err == nil:
+		if d.healthy {
+			return
+		}
+		if cerr := d.Store.ClearLaneFailure(ctx, d.Lane); cerr != nil {
+			d.log().Warn("outbox: could not record that the lane delivers again", "lane", d.Lane, "err", cerr)
+			return
+		}
+		d.healthy = true
+	default:
+		d.healthy = false
+		if rerr := d.Store.RecordLaneFailure(ctx, d.Lane, d.Clock.Now(), tidemark.Text(err)); rerr != nil {
+			d.log().Warn("outbox: could not record the lane's failure", "lane", d.Lane, "err", rerr)
+		}
+	}
+}
+
+// step is Step's unit of work.
+func (d *Deliverer) step(ctx context.Context) (Step, error) {
 	l, err := d.ensureLease(ctx)
 	if err != nil {
 		return Step{}, err

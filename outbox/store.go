@@ -159,9 +159,9 @@ type Lane struct {
 }
 
 // LaneFailure is a lane's run of delivery steps that failed in a row (a
-// receiver down, a read before a write refused a connection): the daemon
-// retries them with a growing pause, and the lane shows failing until one
-// goes through.
+// receiver down, a read before a write refused a connection), as every
+// Deliverer's Step records it: the daemon retries them with a growing
+// pause, and the lane shows failing until one goes through.
 type LaneFailure struct {
 	// Since is when the first of them failed; At, the latest.
 	Since    time.Time `json:"since"`
@@ -330,6 +330,14 @@ type Store interface {
 	KeptRead(ctx context.Context, l Lease) (p ReadProgress, ok bool, err error)
 	// DropRead discards the lane's kept read, if any.
 	DropRead(ctx context.Context, l Lease) error
+	// RecordLaneFailure records a delivery step of the lane that failed
+	// at at with failure (Lane.Failing): the first of a run starts it,
+	// each adds to it. It takes no lease: it is the lane's health, not
+	// its delivery (tidemark.ErrNotFound for no such lane).
+	RecordLaneFailure(ctx context.Context, lane string, at time.Time, failure string) error
+	// ClearLaneFailure ends the lane's run of failed delivery steps: one
+	// went through. A lane not failing is left as it is.
+	ClearLaneFailure(ctx context.Context, lane string) error
 }
 
 // ReadProgress is how far a reconciliation's read of the lane's own

@@ -724,10 +724,6 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 		d       *outbox.Deliverer
 		next    time.Time
 		failing *backoff
-		// recorded: the lane may carry a run of failed steps (this
-		// loop's, or one left by an earlier writer) that the next step
-		// going through must end (outbox.Lane.Failing).
-		recorded bool
 	}
 	lanes := map[string]*laneState{}
 	defer func() {
@@ -770,7 +766,7 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 		for _, name := range slices.Sorted(maps.Keys(revisions)) {
 			l := lanes[name]
 			if l == nil {
-				l = &laneState{rev: revisions[name], failing: newBackoff(), recorded: true}
+				l = &laneState{rev: revisions[name], failing: newBackoff()}
 				lanes[name] = l
 			}
 			now := p.clock.Now()
@@ -789,18 +785,11 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 				}
 				l.d = d
 			}
+			// The step keeps on the lane whether it failed
+			// (outbox.Lane.Failing), as every delivery's does.
 			s, err := l.d.Step(ctx)
 			if err == nil {
 				l.failing.Reset()
-				if l.recorded {
-					// Health, not delivery: a failure to say so is logged,
-					// and said again after the next step.
-					if cerr := p.db.Outbox().ClearLaneFailure(ctx, name); cerr != nil {
-						p.log.Warn("outbox: could not record that the lane delivers again", "lane", name, "err", cerr)
-					} else {
-						l.recorded = false
-					}
-				}
 			}
 			def, deferred := errors.AsType[*outbox.DeferredError](err)
 			switch {
@@ -816,12 +805,6 @@ func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Durati
 				wait := l.failing.Fail()
 				p.log.Error("outbox: step failed; retrying", "lane", name, "err", err, "retry_in", wait)
 				l.next = now.Add(wait)
-				// Kept on the lane, so lane show and the console say it
-				// is failing, whichever process looks.
-				if rerr := p.db.Outbox().RecordLaneFailure(ctx, name, now, tidemark.Text(err)); rerr != nil {
-					p.log.Warn("outbox: could not record the lane's failure", "lane", name, "err", rerr)
-				}
-				l.recorded = true
 			case s.Kind == outbox.StepIdle:
 				l.next = now.Add(lanePoll)
 			case s.Kind == outbox.StepWait:

@@ -886,3 +886,46 @@ func TestDeliverLoopRecordsALanesFailures(t *testing.T) {
 		t.Fatalf("after a delivery went through: health %q, failing %+v, %d writes; want ok, none, 1", v.Health, v.Failing, up.Count())
 	}
 }
+
+// A pass (deliver --once, and run --once, which delivers the same way)
+// records a lane's failing steps as the daemon's loop does, so an operator
+// who delivers from cron sees the lane failing; the next pass that goes
+// through ends it.
+func TestDeliverOnceRecordsALanesFailures(t *testing.T) {
+	ctx := context.Background()
+	p := openBackend(t, sqltest.Backends()[0])
+	down, up := providertest.New(t, clock.System{}, []byte("k")), providertest.New(t, clock.System{}, []byte("k"))
+	settings := func(s *providertest.Server) map[string]string {
+		m := s.Settings()
+		m["secret"] = "k"
+		return m
+	}
+	gap := tidemark.Duration(0)
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: settings(down), MinGap: &gap})
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	down.Server.Close() // the receiver goes away
+	if _, err := p.DeliverOnce(ctx, "", time.Minute); err == nil {
+		t.Fatal("a pass whose receiver is down went through")
+	}
+	v, err := p.Lane(ctx, "hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := v.Failing; v.Health != outbox.HealthFailing || f == nil || f.Failures != 1 || !strings.Contains(f.Last, "connection refused") {
+		t.Fatalf("the lane after a pass whose receiver was down: health %q, failing %+v; want failing, saying why", v.Health, f)
+	}
+	if _, err := p.SetLane(ctx, "hook", outbox.LaneChange{Settings: settings(up)}, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DeliverOnce(ctx, "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = p.Lane(ctx, "hook"); err != nil {
+		t.Fatal(err)
+	}
+	if v.Failing != nil || v.Health != outbox.HealthOK || up.Count() != 1 {
+		t.Fatalf("after a pass that went through: health %q, failing %+v, %d writes; want ok, none, 1", v.Health, v.Failing, up.Count())
+	}
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"ApplyKeepsWhyAnIntentStaysUnresolved", testUnresolvedReason},
 		{"ApplyKeepsTheOwnWritesNoIntentMatched", testLastReconciliation},
 		{"KeptReadIsFencedReplacedAndDroppedByApply", testKeptRead},
+		{"LaneFailuresAreKeptUntilAStepGoesThrough", testLaneFailures},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -830,4 +831,36 @@ func testKeptRead(t *testing.T, h Harness) {
 	if _, ok, _ := h.Store.KeptRead(ctx, l); ok {
 		t.Fatal("a recorded reconciliation left the read it stopped kept")
 	}
+}
+
+// A lane's failing delivery steps are kept with it, so every process (lane
+// show, the console, /metrics) sees them: since when, how many in a row,
+// and the latest; a step that goes through clears them.
+func testLaneFailures(t *testing.T, h Harness) {
+	h.AddLane(t, "hooks", 0)
+	if l := mustLane(t, h, "hooks"); l.Failing != nil {
+		t.Fatalf("a new lane is failing: %+v", l.Failing)
+	}
+	first := h.Clock.Now()
+	if err := h.Store.RecordLaneFailure(ctx, "hooks", first, "count before: connection refused"); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Advance(time.Minute)
+	if err := h.Store.RecordLaneFailure(ctx, "hooks", h.Clock.Now(), "count before: connection reset"); err != nil {
+		t.Fatal(err)
+	}
+	f := mustLane(t, h, "hooks").Failing
+	if f == nil || !f.Since.Equal(first) || !f.At.Equal(h.Clock.Now()) || f.Failures != 2 || f.Last != "count before: connection reset" {
+		t.Fatalf("failing after two failures: %+v, want since %s, 2 in a row, the latest", f, first)
+	}
+	if err := h.Store.ClearLaneFailure(ctx, "hooks"); err != nil {
+		t.Fatal(err)
+	}
+	if l := mustLane(t, h, "hooks"); l.Failing != nil {
+		t.Fatalf("failing after a step went through: %+v", l.Failing)
+	}
+	if err := h.Store.ClearLaneFailure(ctx, "hooks"); err != nil {
+		t.Fatalf("clearing a lane not failing: %v", err)
+	}
+	mustErr(t, "a failure of no lane", h.Store.RecordLaneFailure(ctx, "nope", first, "x"), tidemark.ErrNotFound)
 }
