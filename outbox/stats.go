@@ -22,6 +22,11 @@ type LaneStats struct {
 	Duplicates int64 `json:"duplicates"`
 	// Gaps is the histogram of achieved gaps between sends.
 	Gaps GapHistogram `json:"gaps"`
+	// Failing is whether the lane's latest delivery step failed (Lane.Failing).
+	Failing bool `json:"failing"`
+	// FailedSteps counts the lane's delivery steps that failed, over its
+	// life: it only grows.
+	FailedSteps int64 `json:"failed_steps"`
 }
 
 // GapHistogram counts achieved gaps: Buckets[i] is how many were at most

@@ -250,13 +250,15 @@ const maxLaneFailureText = 1000
 
 // RecordLaneFailure records a delivery step of lane that failed at at with
 // failure: the first of a run starts it, and each adds to it
-// (outbox.Lane.Failing).
+// (outbox.Lane.Failing) and to the lane's failed steps over its life
+// (outbox.LaneStats.FailedSteps).
 func (s *OutboxStore) RecordLaneFailure(ctx context.Context, lane string, at time.Time, failure string) error {
 	if len(failure) > maxLaneFailureText {
 		failure = failure[:maxLaneFailureText] + "…"
 	}
 	err := exec1(ctx, s.db.w, fmt.Errorf("lane %q: %w", lane, tidemark.ErrNotFound),
-		`UPDATE outbox_lanes SET failing_since = COALESCE(failing_since, $2), failed_at = $2, failures = failures + 1, last_failure = $3
+		`UPDATE outbox_lanes SET failing_since = COALESCE(failing_since, $2), failed_at = $2, failures = failures + 1, last_failure = $3,
+		failed_steps = failed_steps + 1
 		WHERE name = $1`, lane, ms(at), failure)
 	return err
 }

@@ -53,11 +53,13 @@ var gapStatsQuery = func() string {
 }()
 
 // LaneStats counts every lane's intents by state, its sends and flagged
-// duplicates, and its achieved gaps, ordered by lane.
+// duplicates, and its achieved gaps, and says whether it is failing and
+// how many delivery steps it failed, ordered by lane.
 func (s *OutboxStore) LaneStats(ctx context.Context) ([]outbox.LaneStats, error) {
 	lanes, err := queryAll(ctx, s.db.db, func(sc scanner) (l outbox.LaneStats, err error) {
-		return l, sc.Scan(&l.Lane, &l.Provider, &l.MinGapMS)
-	}, `SELECT name, provider, min_gap_ms FROM outbox_lanes ORDER BY name`)
+		return l, sc.Scan(&l.Lane, &l.Provider, &l.MinGapMS, &l.Failing, &l.FailedSteps)
+	}, `SELECT name, provider, min_gap_ms, CASE WHEN failing_since IS NULL THEN 0 ELSE 1 END, failed_steps
+		FROM outbox_lanes ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("lane stats: %w", err)
 	}

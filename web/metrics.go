@@ -50,7 +50,7 @@ type collector struct {
 
 	pages, pagesPublished, pagesBehind, pagesWithdrawing, pagesMissing, summaries *prometheus.Desc
 
-	intents, sends, duplicates, gaps, gapsBelow, minGap *prometheus.Desc
+	intents, sends, duplicates, gaps, gapsBelow, minGap, laneFailing, failedSteps *prometheus.Desc
 
 	migrationRuns, converted, restored, batches, openRun *prometheus.Desc
 }
@@ -86,6 +86,10 @@ func newCollector(s *Server) *collector {
 		gapsBelow: d("tidemark_outbox_gaps_below_threshold_total",
 			"Achieved gaps shorter than the lane's minimum gap in force when they were made (should stay 0).", []string{"lane"}, nil),
 		minGap: d("tidemark_outbox_min_gap_seconds", "The lane's configured minimum gap between sends.", []string{"lane"}, nil),
+		laneFailing: d("tidemark_outbox_lane_failing",
+			"1 while the lane's delivery steps fail in a row (its health is failing: nothing goes out until one goes through), else 0.", []string{"lane"}, nil),
+		failedSteps: d("tidemark_outbox_failed_steps_total",
+			"Delivery steps of the lane that failed (its receiver could not be reached, a read before a write failed), by every process that delivers it.", []string{"lane"}, nil),
 
 		migrationRuns: d("tidemark_migration_runs", "Field migration runs by status; failed runs wait for an operator to resume or abort.", []string{"status"}, nil),
 		converted:     d("tidemark_migration_documents_converted_total", "Documents converted by field migrations, over every run.", nil, nil),
@@ -110,7 +114,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.runs, c.sources, c.attempts, c.lastRun, c.up,
 		c.pages, c.pagesPublished, c.pagesBehind, c.pagesWithdrawing, c.pagesMissing, c.summaries,
-		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap,
+		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap, c.laneFailing, c.failedSteps,
 		c.migrationRuns, c.converted, c.restored, c.batches, c.openRun} {
 		ch <- d
 	}
@@ -191,6 +195,12 @@ func (c *collector) collectOutbox(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(c.duplicates, prometheus.CounterValue, float64(l.Duplicates), l.Lane)
 		ch <- prometheus.MustNewConstMetric(c.gapsBelow, prometheus.CounterValue, float64(l.Gaps.BelowThreshold), l.Lane)
 		ch <- prometheus.MustNewConstMetric(c.minGap, prometheus.GaugeValue, float64(l.MinGapMS)/1000, l.Lane)
+		failing := 0.0
+		if l.Failing {
+			failing = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.laneFailing, prometheus.GaugeValue, failing, l.Lane)
+		ch <- prometheus.MustNewConstMetric(c.failedSteps, prometheus.CounterValue, float64(l.FailedSteps), l.Lane)
 		buckets := make(map[float64]uint64, len(outbox.GapBucketsMS))
 		for i, b := range outbox.GapBucketsMS {
 			if i < len(l.Gaps.Buckets) {

@@ -161,6 +161,19 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 		send(ins[1], clk.Now(), outbox.CountDuplicate)
 		clk.Advance(time.Second)
 		send(ins[2], t0.Add(1900*time.Millisecond), outbox.CountLandedOnce)
+		// Its steps failed three in a row, one went through, and one has
+		// failed since: failing now, four failed in all.
+		for i := range 5 {
+			var err error
+			if i == 3 {
+				err = ob.ClearLaneFailure(ctx, "hooks")
+			} else {
+				err = ob.RecordLaneFailure(ctx, "hooks", clk.Now(), "count before: connection refused")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		// Migrations: notes.score text→number fails on its third document
 		// after one batch of two; flags.on boolean→number converts both.
@@ -219,6 +232,10 @@ func TestMetricsFromTheDatabase(t *testing.T) {
 			`tidemark_outbox_gaps_below_threshold_total{lane="hooks"}`:    1,
 			`tidemark_outbox_min_gap_seconds{lane="hooks"}`:               1,
 			`tidemark_outbox_min_gap_seconds{lane="quiet"}`:               60,
+			`tidemark_outbox_lane_failing{lane="hooks"}`:                  1,
+			`tidemark_outbox_lane_failing{lane="quiet"}`:                  0,
+			`tidemark_outbox_failed_steps_total{lane="hooks"}`:            4,
+			`tidemark_outbox_failed_steps_total{lane="quiet"}`:            0,
 			`tidemark_outbox_gap_seconds_count{lane="hooks"}`:             2,
 			`tidemark_outbox_gap_seconds_sum{lane="hooks"}`:               1.9,
 			`tidemark_outbox_gap_seconds_bucket{lane="hooks", le="0.25"}`: 0,
