@@ -167,8 +167,9 @@ type KeyScoped interface {
 // later one, minutes or hours after, without skipping a write or reading
 // one twice: its cursors stay valid, and each names a position that writes
 // made or removed elsewhere in the listing cannot move (a keyset: an id,
-// a time, a server's stream token, a target's index; never an offset or a
-// page number, which a write removed before it would shift past one).
+// a time, a server's stream token, a target's index, a message's ts; never
+// an offset, a page number, or an opaque cursor that promises neither,
+// which a write removed before it could shift past one).
 // ListScope names what the listing reads (the server, the account, the
 // targets it lists), as a digest that shows no secret: a kept cursor is
 // read on only under the same scope. "" says the listing cannot be

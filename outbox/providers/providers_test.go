@@ -185,10 +185,10 @@ func TestTheWrapperHidesNothingTheDelivererAsks(t *testing.T) {
 // pass only where the provider's cursor is a keyset that writes made or
 // removed since cannot move (provider.Resumable): Mastodon's status id,
 // Discord's message id, Matrix's pagination token, ntfy's topic index,
-// IMAP's UID. GitHub's page numbers would skip a comment when one before
-// it is deleted between passes, Slack's cursor is opaque with no promise
-// of how long it lasts, and a webhook receiver's is its own: those read
-// from the head every pass. The scope names the server, the account and
+// IMAP's UID, the ts of the oldest Slack message read. GitHub's page
+// numbers would skip a comment when one before it is deleted between
+// passes, and a webhook receiver's cursor is its own: those read from the
+// head every pass. The scope names the server, the account and
 // the targets listed, and shows no secret.
 func TestAListingIsResumedOnlyWhereItsCursorIsAKeyset(t *testing.T) {
 	build := func(kind string, settings map[string]string) string {
@@ -223,6 +223,8 @@ func TestAListingIsResumedOnlyWhereItsCursorIsAKeyset(t *testing.T) {
 		{"ntfy", map[string]string{"topics": "changes", "token": "tk_1"}, map[string]string{"topics": "changes,other", "token": "tk_1"},
 			map[string]string{"topics": "changes", "token": "tk_1", "title": "News"}, "tk_1"},
 		{"email", email(nil), email(map[string]string{"sent_mailbox": "Archive"}), email(map[string]string{"from": "news@example.org"}), "pw-1"},
+		{"slack", map[string]string{"token": "xoxb-1", "channels": "C0AAAA1"}, map[string]string{"token": "xoxb-1", "channels": "C0AAAA1,C0AAAA2"},
+			map[string]string{"token": "xoxb-1", "channels": "C0AAAA1"}, "xoxb-1"},
 	} {
 		a, b, same := build(tc.kind, tc.a), build(tc.kind, tc.b), build(tc.kind, tc.same)
 		if a == "" || a == b || a != same {
@@ -234,7 +236,7 @@ func TestAListingIsResumedOnlyWhereItsCursorIsAKeyset(t *testing.T) {
 	}
 	for kind, settings := range map[string]map[string]string{
 		"github":  {"token": "ghp_1", "repos": "acme/widgets"},
-		"slack":   {"token": "xoxb-1", "channels": "C0AAAA1"},
+		"slack":   {"token": "xoxb-1"}, // no channels: no listing
 		"webhook": {"url": "https://x.example/hook", "list_url": "https://x.example/list", "secret": "s"},
 		"email":   {"smtp_url": "smtp://mail.example:587", "from": "bot@example.org", "password": "pw"}, // no sent mailbox: no listing
 		"discord": {"url": "https://discord.example/api/webhooks/1/hook-1"},                             // no bot token: no listing

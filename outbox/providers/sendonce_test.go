@@ -1,6 +1,7 @@
 package providers_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -383,8 +384,8 @@ func discordReceiver(r *receiver) http.Handler {
 }
 
 // slackReceiver is the part of Slack's Web API the provider uses:
-// chat.postMessage, auth.test and conversations.history (newest first, by
-// cursor). Like Slack it escapes &, < and > in the text it returns, and
+// chat.postMessage, auth.test and conversations.history (newest first, up
+// to latest=). Like Slack it escapes &, < and > in the text it returns, and
 // its answers carry Cache-Control: no-store and no Age.
 func slackReceiver(r *receiver) http.Handler {
 	mux := http.NewServeMux()
@@ -430,23 +431,32 @@ func slackReceiver(r *receiver) http.Handler {
 		}
 		bodies, at := r.snapshot()
 		limit, _ := strconv.Atoi(q.URL.Query().Get("limit"))
-		from := len(bodies) // newest first: the cursor is the next index down
-		if c := q.URL.Query().Get("cursor"); c != "" {
-			from, _ = strconv.Atoi(c)
+		// Newest first, up to latest (a ts; the message at it too when
+		// inclusive).
+		latest, inclusive := q.URL.Query().Get("latest"), q.URL.Query().Get("inclusive") == "true"
+		upTo := func(t string) bool {
+			if latest == "" {
+				return true
+			}
+			c := cmp.Compare(len(t), len(latest))
+			if c == 0 {
+				c = strings.Compare(t, latest)
+			}
+			return c < 0 || c == 0 && inclusive
 		}
 		out := []map[string]any{}
-		i := from
+		i := len(bodies)
 		for ; i >= 1 && len(out) < limit; i-- {
-			out = append(out, map[string]any{"type": "message", "bot_id": "B1", "text": esc.Replace(bodies[i-1]), "ts": ts(i, at[i-1])})
+			if t := ts(i, at[i-1]); upTo(t) {
+				out = append(out, map[string]any{"type": "message", "bot_id": "B1", "text": esc.Replace(bodies[i-1]), "ts": t})
+			}
 		}
-		// Someone else's message, between ours.
-		out = append(out, map[string]any{"type": "message", "user": "U2", "text": "hello", "ts": "1.000001"})
+		// Someone else's message, older than ours.
+		if upTo("1.000001") {
+			out = append(out, map[string]any{"type": "message", "user": "U2", "text": "hello", "ts": "1.000001"})
+		}
 		head(w)
-		ans := map[string]any{"ok": true, "messages": out, "has_more": i >= 1}
-		if i >= 1 {
-			ans["response_metadata"] = map[string]string{"next_cursor": strconv.Itoa(i)}
-		}
-		_ = json.NewEncoder(w).Encode(ans)
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "messages": out, "has_more": i >= 1})
 	})
 	return mux
 }

@@ -2,7 +2,10 @@
 // chat.postMessage. Slack takes no idempotency key, so the outbox's journal
 // and reconciliation keep a message from being posted twice. The ordered
 // read of our own writes is each configured channel's conversations.history
-// (newest first, by cursor) filtered to our bot (auth.test names it). Slack
+// (newest first) filtered to our bot (auth.test names it), paged by the
+// oldest message ts each page showed (latest=): a keyset that messages
+// posted or deleted since cannot move, so a read stopped part-way goes on
+// from there in a later pass (provider.Resumable). Slack
 // escapes &, < and > in the text it returns and wraps the links it finds
 // in its link markup, so writes are matched on a fingerprint of the text
 // with the markup read back to text, those unescaped and white space
@@ -112,6 +115,7 @@ func New(cfg Config) (*Provider, error) {
 var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.Fingerprinter = (*Provider)(nil)
+	_ provider.Resumable     = (*Provider)(nil)
 )
 
 // Fingerprint is the SHA-256 of the text's words as Slack shows them:
@@ -339,9 +343,26 @@ type message struct {
 // the lane names, and no other.
 func (p *Provider) Covers(target, _ string) bool { return slices.Contains(p.c.Channels, target) }
 
+// ListScope implements provider.Resumable: the listing's cursor is a
+// channel's index among the lane's channels and the ts of the oldest
+// message read there, a keyset that messages posted or deleted since do
+// not move (a ts is unique in its channel), where Slack's own cursor is
+// opaque, with no promise of how long it lasts.
+func (p *Provider) ListScope() string {
+	if len(p.c.Channels) == 0 {
+		return "" // nothing to list
+	}
+	return provider.ScopeDigest("slack", p.c.APIURL, p.c.Token, strings.Join(p.c.Channels, ","))
+}
+
+// tsRE is a message ts as Slack gives it: seconds, a dot, microseconds.
+var tsRE = regexp.MustCompile(`^[0-9]+\.[0-9]{6}$`)
+
 // ListOwn implements provider.Provider: each configured channel's
 // conversations.history, newest first, filtered to our bot. The cursor is
-// "channel-index" or "channel-index|slack-cursor".
+// "channel-index" or "channel-index|ts": the channel's messages older
+// than ts are read next (latest=ts), the page before having shown every
+// message from ts on.
 func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider.Page, error) {
 	cursor := lq.Cursor
 	if len(p.c.Channels) == 0 {
@@ -355,30 +376,45 @@ func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider
 	if err != nil {
 		return provider.Page{}, err
 	}
-	next := at.Token
+	latest := at.Token
+	if latest != "" && !tsRE.MatchString(latest) {
+		return provider.Page{}, fmt.Errorf("slack: bad cursor %q: not a message ts", cursor)
+	}
 	ch := p.c.Channels[at.Index]
 	q := url.Values{"channel": {ch}, "limit": {fmt.Sprint(pageSize)}}
-	if next != "" {
-		q.Set("cursor", next)
+	if latest != "" {
+		q.Set("latest", latest)
 	}
 	if !lq.Since.IsZero() {
 		// Slack's own filter: only messages from then on.
 		q.Set("oldest", fmt.Sprintf("%d.%06d", lq.Since.Unix(), lq.Since.Nanosecond()/1000))
+	}
+	if q.Has("latest") || q.Has("oldest") {
+		// inclusive is one flag for both bounds: oldest's message is
+		// wanted, and latest's, shown by the page before, is left out
+		// below.
 		q.Set("inclusive", "true")
 	}
 	var h struct {
 		Messages []message `json:"messages"`
 		HasMore  bool      `json:"has_more"`
-		Meta     struct {
-			NextCursor string `json:"next_cursor"`
-		} `json:"response_metadata"`
 	}
 	meta, err := p.read(ctx, "conversations.history", q, &h)
 	if err != nil {
 		return provider.Page{}, err
 	}
 	page := provider.Page{Meta: meta}
+	oldest := ""
 	for _, m := range h.Messages {
+		if !tsRE.MatchString(m.TS) {
+			return provider.Page{}, fmt.Errorf("slack: conversations.history of channel %s: a message's ts %q is not one", ch, m.TS)
+		}
+		if latest != "" && !tsBefore(m.TS, latest) {
+			continue // the page before showed it
+		}
+		if oldest == "" || tsBefore(m.TS, oldest) {
+			oldest = m.TS
+		}
 		ours := (me.botID != "" && m.BotID == me.botID) || (m.BotID == "" && me.userID != "" && m.User == me.userID)
 		if m.Type != "message" || !ours {
 			continue
@@ -386,8 +422,22 @@ func (p *Provider) ListOwn(ctx context.Context, lq provider.ListQuery) (provider
 		page.Writes = append(page.Writes, provider.OwnWrite{RemoteID: ch + "/" + m.TS, CreatedAt: tsTime(m.TS), Target: ch,
 			HasParent: true, BodySHA256: p.Fingerprint([]byte(m.Text))})
 	}
-	page.Next = at.Next(h.HasMore && h.Meta.NextCursor != "", h.Meta.NextCursor)
+	if h.HasMore && oldest == "" {
+		// Going on would ask for the same page again.
+		return provider.Page{}, fmt.Errorf("slack: conversations.history of channel %s says it has more, but showed no message older than %q", ch, latest)
+	}
+	page.Next = at.Next(h.HasMore, oldest)
 	return page, nil
+}
+
+// tsBefore reports whether message ts a is older than b (both as tsRE).
+func tsBefore(a, b string) bool {
+	as, au, _ := strings.Cut(a, ".")
+	bs, bu, _ := strings.Cut(b, ".")
+	if len(as) != len(bs) {
+		return len(as) < len(bs)
+	}
+	return as+au < bs+bu
 }
 
 // CanWrite implements provider.Provider: a channel id; an archived or

@@ -1,12 +1,18 @@
 package slack_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +159,205 @@ func TestAListingSinceATimeUsesSlacksOldest(t *testing.T) {
 	if len(queries) != 2 || queries[0] != "|" || queries[1] != "1764590400.250000|true" {
 		t.Fatalf("oldest|inclusive asked: %q; want none, then 1764590400.250000|true", queries)
 	}
+}
+
+// channel is a Slack channel's conversations.history as Slack serves it:
+// newest first, between oldest and latest (each bound kept when inclusive
+// is true, else left out), a few messages a page whatever limit asks (Slack
+// may return fewer), has_more, and a next_cursor that is Slack's own (here
+// an offset into the answer: Slack promises nothing of what a cursor
+// holds, nor for how long it lasts). After budget reads it answers 429
+// with Retry-After until reset.
+type channel struct {
+	mu     sync.Mutex
+	msgs   []chanMsg // oldest first; ts unique in the channel
+	size   int
+	budget int
+	asked  []url.Values
+}
+
+type chanMsg struct {
+	ts, botID, user, text string
+}
+
+func tsOf(sec, us int64) string { return fmt.Sprintf("%d.%06d", sec, us) }
+
+// tsCmp compares two message ts ("sec.micros").
+func tsCmp(a, b string) int {
+	var as, au, bs, bu int64
+	fmt.Sscanf(a, "%d.%d", &as, &au)
+	fmt.Sscanf(b, "%d.%d", &bs, &bu)
+	return cmp.Or(cmp.Compare(as, bs), cmp.Compare(au, bu))
+}
+
+func (c *channel) post(ts, botID, user, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = append(c.msgs, chanMsg{ts, botID, user, text})
+	slices.SortFunc(c.msgs, func(a, b chanMsg) int { return tsCmp(a.ts, b.ts) })
+}
+
+func (c *channel) remove(ts string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.msgs = slices.DeleteFunc(c.msgs, func(m chanMsg) bool { return m.ts == ts })
+}
+
+func (c *channel) reset(budget int) { c.mu.Lock(); c.budget = budget; c.asked = nil; c.mu.Unlock() }
+
+func (c *channel) queries() []url.Values {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.asked)
+}
+
+func (c *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.URL.Path == "/auth.test" {
+		_, _ = w.Write([]byte(`{"ok":true,"user_id":"U1","bot_id":"B1"}`))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := r.URL.Query()
+	if c.budget == 0 {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"ok":false,"error":"ratelimited"}`))
+		return
+	}
+	c.budget--
+	c.asked = append(c.asked, q)
+	incl := q.Get("inclusive") == "true" || q.Get("inclusive") == "1"
+	var in []chanMsg
+	for _, m := range slices.Backward(c.msgs) {
+		if o := q.Get("oldest"); o != "" && (tsCmp(m.ts, o) < 0 || !incl && tsCmp(m.ts, o) == 0) {
+			continue
+		}
+		if l := q.Get("latest"); l != "" && (tsCmp(m.ts, l) > 0 || !incl && tsCmp(m.ts, l) == 0) {
+			continue
+		}
+		in = append(in, m)
+	}
+	off := 0
+	if cur := q.Get("cursor"); cur != "" {
+		off, _ = strconv.Atoi(cur)
+	}
+	off = min(off, len(in))
+	end := min(off+c.size, len(in))
+	out := []map[string]any{}
+	for _, m := range in[off:end] {
+		msg := map[string]any{"type": "message", "text": m.text, "ts": m.ts}
+		if m.botID != "" {
+			msg["bot_id"] = m.botID
+		} else {
+			msg["user"] = m.user
+		}
+		out = append(out, msg)
+	}
+	ans := map[string]any{"ok": true, "messages": out, "has_more": end < len(in)}
+	if end < len(in) {
+		ans["response_metadata"] = map[string]string{"next_cursor": strconv.Itoa(end)}
+	}
+	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// A reconciliation's read of a Slack channel stopped part-way by a rate
+// limit (429) goes on, in a later pass, from where it stopped: its cursor
+// is the oldest message ts it read (latest=, a keyset no message posted
+// or deleted since can move, ts being unique in a channel), not Slack's
+// opaque cursor, so the listing can be resumed (provider.Resumable). The
+// next pass reads none of the head again, and between them the passes
+// show every write of ours exactly once, with messages posted at the head
+// and ones already read deleted meanwhile.
+func TestASlackReadStoppedByARateLimitGoesOnWhereItStopped(t *testing.T) {
+	for _, since := range []time.Time{{}, time.Unix(1764590400, 500_000_000)} {
+		t.Run(fmt.Sprint(since.Unix()), func(t *testing.T) {
+			ch := &channel{size: 3, budget: 2}
+			var ours []string // every write of ours the read must show, oldest first
+			for i := range int64(12) {
+				ts := tsOf(1764590400+i, 250_000)
+				if i%4 == 3 {
+					ch.post(ts, "", "U2", "someone else") // not ours
+					continue
+				}
+				ch.post(ts, "B1", "", fmt.Sprint("change ", i))
+				if since.IsZero() || !tsTime(ts).Before(since) {
+					ours = append(ours, "C0TIDE1/"+ts)
+				}
+			}
+			srv := httptest.NewServer(ch)
+			defer srv.Close()
+			p, err := slack.New(slack.Config{APIURL: srv.URL, Token: "xoxb-x", Channels: []string{"C0TIDE1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs, ok := any(p).(provider.Resumable); !ok || rs.ListScope() == "" {
+				t.Fatal("a Slack listing cannot be resumed (provider.Resumable)")
+			}
+
+			// pass reads on from cursor as a reconciliation does, until the
+			// listing ends or Slack asks it to wait; it returns the cursor
+			// it stopped at ("" at the end).
+			seen := map[string]int{}
+			pass := func(cursor string) string {
+				t.Helper()
+				for {
+					pg, err := p.ListOwn(context.Background(), provider.ListQuery{Cursor: cursor, Since: since})
+					if se, ok := errors.AsType[*provider.StatusError](err); ok && se.Wait > 0 {
+						return cursor
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, w := range pg.Writes {
+						seen[w.RemoteID]++
+					}
+					if pg.Next == "" {
+						return ""
+					}
+					cursor = pg.Next
+				}
+			}
+			kept := pass("")
+			if kept == "" {
+				t.Fatal("the first pass read to the end; the rate limit should have stopped it")
+			}
+			first := ch.queries()
+			// Meanwhile: a message of ours at the head, and two the first
+			// pass read deleted.
+			ch.post(tsOf(1764590500, 1), "B1", "", "newer")
+			ch.remove(tsOf(1764590411, 250_000))
+			ch.remove(tsOf(1764590410, 250_000))
+			ch.reset(100)
+			if end := pass(kept); end != "" {
+				t.Fatalf("the second pass stopped at %q", end)
+			}
+			for _, q := range ch.queries() {
+				if q.Get("latest") == "" {
+					t.Errorf("the second pass did not go on from the oldest message the first read (latest=): %v (the first asked %v)", q, first)
+				}
+				if q.Get("oldest") != "" && q.Get("inclusive") != "true" {
+					t.Errorf("a read since a time leaves out the oldest message: %v", q)
+				}
+			}
+			var want []string
+			for _, id := range ours {
+				want = append(want, id)
+				if seen[id] != 1 {
+					t.Errorf("write %s read %d times over the two passes, want once", id, seen[id])
+				}
+			}
+			if len(seen) != len(want) {
+				t.Errorf("the passes read %v; want exactly %v", seen, want)
+			}
+		})
+	}
+}
+
+// tsTime reads a ts as the provider does (to the microsecond).
+func tsTime(ts string) time.Time {
+	var s, us int64
+	fmt.Sscanf(ts, "%d.%d", &s, &us)
+	return time.Unix(s, us*1000)
 }
