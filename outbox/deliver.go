@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -44,12 +45,13 @@ func failureBackoff(n int) time.Duration {
 	if n < 2 {
 		return 0
 	}
-	b := time.Second
-	for i := 1; i < n && b < MaxFailureBackoff; i++ {
-		b *= 2
-	}
-	return min(b, MaxFailureBackoff)
+	// 1s doubled n-1 times; past capShift doublings it is over the cap
+	// already, so the shift stops there (and cannot overflow).
+	return min(time.Second<<min(n-1, capShift), MaxFailureBackoff)
 }
+
+// capShift is how many doublings of 1s reach MaxFailureBackoff.
+var capShift = bits.Len64(uint64(MaxFailureBackoff / time.Second))
 
 // Limits of a reconciliation.
 const (
