@@ -398,10 +398,8 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	if err := d.Store.CheckLease(ctx, l); err != nil {
 		return Step{}, &LaneError{d.Lane, fmt.Errorf("refused before sending %s: %w", in.ID, err)}
 	}
-	// From here on the journal is finished whatever happens to ctx (Ctrl-C,
-	// a shutdown): an answer the provider gave must be recorded, and a write
-	// that never left must not be left looking in doubt.
-	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	// From here on the journal is finished whatever happens to ctx.
+	finishCtx, cancel := finishContext(ctx)
 	defer cancel()
 	if err := ctx.Err(); err != nil {
 		res := Result{Outcome: OutcomeNotLanded, Error: "interrupted before sending: " + err.Error()}
@@ -431,6 +429,15 @@ func (d *Deliverer) send(ctx context.Context, l Lease) (Step, error) {
 	}
 	step.Alert = alert
 	return d.finish(finishCtx, l, in, att, res, step, perr)
+}
+
+// finishContext is the context an attempt's journal is finished on once
+// its write may have left: ctx's values without its cancellation (Ctrl-C,
+// a shutdown), bounded by finishTimeout, so that an answer the provider
+// gave is recorded and a write that never left is not left looking in
+// doubt.
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
 // finish records an attempt's result in the journal, and says in step
@@ -672,7 +679,7 @@ type counting struct {
 func (d *Deliverer) countAgain(ctx context.Context, l Lease) (Step, error) {
 	c := d.counting
 	d.counting = nil
-	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	finishCtx, cancel := finishContext(ctx)
 	defer cancel()
 	res, step := c.res, Step{Kind: StepSent, IntentID: c.in.ID}
 	if after, err := d.Provider.Count(finishCtx); err != nil {
