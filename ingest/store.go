@@ -26,7 +26,11 @@ type Store interface {
 	// Set changes the source's settings (the fields of set that are not
 	// nil) and records who set what, an action "set", in one transaction.
 	// It clears the workers' records that they could not serve the source:
-	// the change may let them.
+	// the change may let them. A change that changes what the source
+	// watches (its config) keys it anew with the store's KeyFunc, as an
+	// add of what the change leaves would be keyed: a key another source
+	// holds is refused with a *DuplicateError naming it, and nothing
+	// changes.
 	Set(ctx context.Context, ref string, set Settings, actor string) (tidemark.Source, error)
 
 	// Claim admits one active run for the source. A claim over an expired
@@ -140,6 +144,12 @@ type NewSource struct {
 	// is no key, and conflicts with nothing.
 	Key string
 }
+
+// KeyFunc is the rule that keys sources (NewSource.Key): what makes two
+// sources one. The kinds hold it (kinds.Set.Key); a store is given it so
+// that a change of a source's settings keys the source as an add of what
+// the change leaves would, whoever makes the change.
+type KeyFunc func(NewSource) string
 
 // DuplicateError refuses a new source whose Key another source holds,
 // and names that source. It matches tidemark.ErrConflict.

@@ -100,7 +100,9 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 	// Liveness lets this process take over at once the claims of a crashed
 	// process of this host, rather than wait out their leases.
 	p.live = ingest.Local()
-	db, err := sqlstore.Open(ctx, cfg.DatabaseURL(), sqlstore.Options{Clock: p.clock, IDs: p.cfg.IDs, Liveness: p.live})
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL(), sqlstore.Options{Clock: p.clock, IDs: p.cfg.IDs, Liveness: p.live,
+		// A change of a source's settings keys it as source add does.
+		SourceKey: p.kinds.Key})
 	if err != nil {
 		return nil, err
 	}

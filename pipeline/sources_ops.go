@@ -47,7 +47,9 @@ func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.Test
 // retry budget, and the config keys its kind lets change: a git branch).
 // A config change is checked as source add checks a config (the branch
 // must exist), and refused when it would make the source another's
-// duplicate; the cursor stays, standing for what was read.
+// duplicate; the cursor stays, standing for what was read, and the
+// source's duplicate key follows the config (an add of the old branch is
+// another source).
 func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
 	if ch.AllowPrivate != nil {
 		if err := kinds.CheckAllowPrivate(ctx, *ch.AllowPrivate); err != nil {
@@ -75,10 +77,17 @@ func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings
 			return tidemark.Source{}, err
 		}
 		others := slices.DeleteFunc(all, func(s tidemark.Source) bool { return s.ID == src.ID })
-		if dup, ok := p.kinds.Duplicate(others, ingest.NewSource{Kind: src.Kind, Location: src.Location, Config: cfg}); ok {
-			return tidemark.Source{}, fmt.Errorf("source %q already watches %s as a %s source with that config: "+
-				"two would record every change twice: %w", dup.Name, src.Location, src.Kind, tidemark.ErrConflict)
+		ns := ingest.NewSource{Kind: src.Kind, Location: src.Location, Config: cfg}
+		if dup, ok := p.kinds.Duplicate(others, ns); ok {
+			return tidemark.Source{}, p.duplicateError(dup, ns)
 		}
+		// The store keys the source anew (kinds.Set.Key, given at Open) and
+		// refuses a key another source took since the check above.
+		src, err = p.db.Ingest().Set(ctx, ref, ch, actor)
+		if dup := (*ingest.DuplicateError)(nil); errors.As(err, &dup) {
+			return src, p.duplicateError(dup.Source, ns)
+		}
+		return src, err
 	}
 	return p.db.Ingest().Set(ctx, ref, ch, actor)
 }

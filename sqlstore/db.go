@@ -107,6 +107,8 @@ type DB struct {
 	url     string
 	// liveness tells which claim holders are gone (Options.Liveness).
 	liveness *ingest.Liveness
+	// sourceKey keys sources (Options.SourceKey).
+	sourceKey ingest.KeyFunc
 	// nextTakeover is when ClaimDue may next look for claims of gone
 	// holders (Unix ms; 0: at once).
 	nextTakeover atomic.Int64
@@ -123,6 +125,12 @@ type Options struct {
 	// holder is a process of this host that is no longer running, instead
 	// of waiting for its lease to expire (see ingest.Liveness).
 	Liveness *ingest.Liveness
+	// SourceKey is the rule that keys sources (kinds.Set.Key, the one
+	// source add uses): Set keys a source anew with it when a change of its
+	// settings changes what the source watches. Without it, a change of
+	// config to a source that has a key is refused: the store cannot tell
+	// the key the change leaves.
+	SourceKey ingest.KeyFunc
 
 	// migrateUpTo stops the migrations after this version (0: all); tests
 	// use it to build a database as an older release left it.
@@ -140,7 +148,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.IDs == nil {
 		opt.IDs = ids.NewULIDs(opt.Clock, rand.Reader)
 	}
-	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url, liveness: opt.Liveness}
+	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url, liveness: opt.Liveness, sourceKey: opt.SourceKey}
 	var err error
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):

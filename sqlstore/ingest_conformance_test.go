@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/ingest/ingesttest"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
@@ -12,7 +13,11 @@ func TestIngestConformance(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ingesttest.Run(t, func(t *testing.T) ingesttest.Harness {
 			env := sqltest.NewEnv(1)
-			db := sqltest.MustOpen(t, b, env)
+			db, err := sqlstore.Open(context.Background(), b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs, SourceKey: ingesttest.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
 			count := func(t *testing.T, q, arg string) int {
 				t.Helper()
 				var n int

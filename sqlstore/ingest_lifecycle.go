@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
@@ -30,11 +31,15 @@ func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, a
 		if ch.RetryBudget != nil {
 			budget = *ch.RetryBudget
 		}
+		newConfig := ch.ApplyConfig(r.Config)
 		cfg := []byte("{}")
-		if c := ch.ApplyConfig(r.Config); len(c) > 0 {
-			if cfg, err = json.Marshal(c); err != nil {
+		if len(newConfig) > 0 {
+			if cfg, err = json.Marshal(newConfig); err != nil {
 				return err
 			}
+		}
+		if err := s.rekey(ctx, tx, r, newConfig, allow); err != nil {
+			return err
 		}
 		now := s.db.Clock.Now()
 		// A smaller budget than the attempts already spent takes effect at the
@@ -55,6 +60,60 @@ func (s *IngestStore) Set(ctx context.Context, ref string, ch ingest.Settings, a
 		}
 		return nil
 	})
+}
+
+// rekey keys the source r anew for a change that leaves it config and
+// allow (its kind and location stay), in tx, before the change is
+// written: with the store's key function, the one source add keys with.
+// The key changes when the stored key is not the one the change leaves,
+// and a source without a key (added before keys were kept) takes one
+// when the change changes what it watches. A key another source holds is
+// refused, naming that source: the caller's transaction then writes
+// nothing.
+func (s *IngestStore) rekey(ctx context.Context, tx *sql.Tx, r sourceRow, config map[string]string, allow bool) error {
+	var stored sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT source_key FROM sources WHERE id = $1`, r.ID).Scan(&stored); err != nil {
+		return fmt.Errorf("source %s: read its key: %w", r.Name, err)
+	}
+	keyOf := s.db.sourceKey
+	if keyOf == nil {
+		if stored.Valid && !maps.Equal(config, r.Config) {
+			return fmt.Errorf("source %s: a change of config changes its duplicate key, and this store was opened without the rule "+
+				"that keys sources (sqlstore.Options.SourceKey): %w", r.Name, tidemark.ErrInvalid)
+		}
+		return nil
+	}
+	ns := ingest.NewSource{Name: r.Name, Kind: r.Kind, Location: r.Location, Config: config, AllowPrivate: allow}
+	key := keyOf(ns)
+	if stored.Valid && stored.String == key {
+		return nil
+	}
+	if !stored.Valid {
+		was := ingest.NewSource{Name: r.Name, Kind: r.Kind, Location: r.Location, Config: r.Config, AllowPrivate: r.AllowPrivate}
+		if keyOf(was) == key {
+			return nil // watches what it watched: no key to take
+		}
+	}
+	holder, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE source_key = $1 AND id <> $2`, key, r.ID))
+	switch {
+	case err == nil:
+		return fmt.Errorf("set source %q: %w", r.Name, &ingest.DuplicateError{Source: holder.Source})
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("source %s: look for the holder of its new key: %w", r.Name, err)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE sources SET source_key = $1 WHERE id = $2`, key, r.ID)
+	if IsUniqueViolation(err) {
+		// A source added meanwhile took the key (PostgreSQL, where the
+		// look above does not see an add not yet committed).
+		if h, herr := scanSource(s.db.db.QueryRowContext(ctx, `SELECT `+sourceColumns+` FROM sources WHERE source_key = $1`, key)); herr == nil {
+			return fmt.Errorf("set source %q: %w", r.Name, &ingest.DuplicateError{Source: h.Source})
+		}
+		return fmt.Errorf("set source %q: another source watches what the change leaves: %w", r.Name, tidemark.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("source %s: key it anew: %w", r.Name, err)
+	}
+	return nil
 }
 
 // RenameSource implements ingest.Store.

@@ -270,3 +270,35 @@ func TestSourceActionsKeptAcrossMigration17(t *testing.T) {
 		}
 	})
 }
+
+// A store opened without the rule that keys sources cannot tell the key a
+// change of config leaves: it refuses such a change to a source that has
+// a key, changing nothing, rather than keep a key that no longer says
+// what the source watches. Other settings, and sources without a key,
+// change as before.
+func TestSetConfigWithoutAKeyFunction(t *testing.T) {
+	ctx := context.Background()
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		st := sqltest.MustOpen(t, b, sqltest.NewEnv(1)).Ingest()
+		keyed, err := st.AddSource(ctx, ingest.NewSource{Name: "keyed", Kind: "git", Location: "/r", Key: "k",
+			Config: map[string]string{"branch": "main"}, Interval: time.Minute, RetryBudget: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Set(ctx, "keyed", ingest.Settings{Config: map[string]string{"branch": "dev"}}, "op")
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "SourceKey") {
+			t.Fatalf("a change of config without a key function: %v, want it refused naming SourceKey", err)
+		}
+		if got, err := st.Source(ctx, keyed.ID); err != nil || got.Config["branch"] != "main" {
+			t.Fatalf("keyed after a refused set: %+v (%v)", got.Config, err)
+		}
+		hour := time.Hour
+		if _, err := st.Set(ctx, "keyed", ingest.Settings{Interval: &hour}, "op"); err != nil {
+			t.Fatalf("an interval without a key function: %v", err)
+		}
+		mustAddSource(t, st, "plain")
+		if _, err := st.Set(ctx, "plain", ingest.Settings{Config: map[string]string{"max_items": "5"}}, "op"); err != nil {
+			t.Fatalf("a change of config to a source without a key: %v", err)
+		}
+	})
+}

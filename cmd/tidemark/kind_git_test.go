@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -86,6 +87,14 @@ func TestSourceSetChangesAGitBranch(t *testing.T) {
 		t.Helper()
 		return mustTidemark(t, want, append([]string{"--home", home}, args...)...)
 	}
+	tmErr := func(want int, args ...string) string { // the error said
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"--home", home}, args...), &out, &errb); code != want {
+			t.Fatalf("tidemark %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errb.String())
+		}
+		return errb.String()
+	}
 	tm(0, "source", "add", repo, "--name", "r", "--config", "branch=main")
 	tm(0, "source", "run", "r")
 	gitIn(t, repo, "branch", "-m", "main", "trunk")
@@ -105,10 +114,23 @@ func TestSourceSetChangesAGitBranch(t *testing.T) {
 	if show := tm(0, "source", "show", "r"); !strings.Contains(show, `config branch: "main" -> "trunk"`) {
 		t.Fatalf("source show does not list the change:\n%s", show)
 	}
+	// The source is keyed by the branch it follows now: the old branch is
+	// free for a new source, the new one is r's.
+	gitIn(t, repo, "branch", "main", "trunk~1")
+	tm(0, "source", "add", repo, "--name", "r-main", "--config", "branch=main")
+	if out := tmErr(tidemark.ExitConflict, "source", "add", repo, "--name", "r-trunk", "--config", "branch=trunk"); !strings.Contains(out, `"r"`) {
+		t.Fatalf("an add of the branch r follows now does not name r: %s", out)
+	}
 	// Another source on the same repository and branch: a duplicate, refused.
 	gitIn(t, repo, "branch", "other")
 	tm(0, "source", "add", repo, "--name", "r2", "--config", "branch=other")
-	tm(tidemark.ExitConflict, "source", "set", "r", "--config", "branch=other")
+	if out := tmErr(tidemark.ExitConflict, "source", "set", "r", "--config", "branch=other"); !strings.Contains(out, `"r2"`) {
+		t.Fatalf("a set to the branch r2 follows does not name r2: %s", out)
+	}
+	var r tidemark.Source
+	if err := json.Unmarshal([]byte(tm(0, "source", "show", "r", "--json")), &r); err != nil || r.Config["branch"] != "trunk" {
+		t.Fatalf("r after a refused set: %+v (%v), want branch trunk", r.Config, err)
+	}
 	// A dir source's include selects what its manifest stands for: not set in place.
 	dir := t.TempDir()
 	tm(0, "source", "add", dir, "--kind", "dir", "--name", "d")

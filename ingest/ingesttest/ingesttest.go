@@ -8,8 +8,12 @@ package ingesttest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,8 +37,23 @@ type Harness struct {
 
 const ttl = time.Minute
 
+// Key is the key function (ingest.KeyFunc) the stores under test are
+// opened with: the kind, the location and the config (values trimmed, an
+// empty one unset), every key of the config counting.
+func Key(ns ingest.NewSource) string {
+	parts := []string{ns.Kind, ns.Location}
+	for _, k := range slices.Sorted(maps.Keys(ns.Config)) {
+		if v := strings.TrimSpace(ns.Config[k]); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	b, _ := json.Marshal(parts)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // Run runs the ingest store conformance suite. open returns a fresh, empty
-// store for each subtest.
+// store for each subtest, keying sources with Key.
 func Run(t *testing.T, open func(t *testing.T) Harness) {
 	tests := []struct {
 		name string
@@ -76,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T) Harness) {
 		{"LiveUnservedListsHoldsNotOver", testLiveUnserved},
 		{"SetIsAuditedAndClearsUnserved", testSet},
 		{"SetConfigKeepsTheCursor", testSetConfig},
+		{"SetConfigKeysTheSourceAnew", testSetConfigRekeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -1386,4 +1406,81 @@ func testSetConfig(t *testing.T, h Harness) {
 	if acts[1].Note != `config branch: (unset) -> "main"` || acts[0].Note != `config branch: "main" -> (unset)` {
 		t.Fatalf("notes %q, %q", acts[1].Note, acts[0].Note)
 	}
+}
+
+// A change of config keys the source anew, as an add of what the change
+// leaves would be keyed: the old key is free for a new source, the new one
+// is the source's. A change that would take another source's key is
+// refused, naming that source, and changes nothing. A source without a key
+// (added before keys were kept) takes one only when the change changes
+// what it watches.
+func testSetConfigRekeys(t *testing.T, h Harness) {
+	add := func(name, loc, branch string, keyed bool) (tidemark.Source, error) {
+		ns := ingest.NewSource{Name: name, Kind: "test", Location: loc, Interval: time.Minute, RetryBudget: 3}
+		if branch != "" {
+			ns.Config = map[string]string{"branch": branch}
+		}
+		if keyed {
+			ns.Key = Key(ns)
+		}
+		return h.Store.AddSource(ctx, ns)
+	}
+	mustDuplicateOf := func(t *testing.T, err error, of tidemark.Source, what string) {
+		t.Helper()
+		var dup *ingest.DuplicateError
+		if !errors.Is(err, tidemark.ErrConflict) || !errors.As(err, &dup) || dup.Source.ID != of.ID {
+			t.Fatalf("%s: %v, want a duplicate of %s", what, err, of.Name)
+		}
+	}
+	a, err := add("a", "mem://r", "main", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store.Set(ctx, "a", ingest.Settings{Config: map[string]string{"branch": "dev"}}, "op"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := add("b", "mem://r", "main", true)
+	if err != nil {
+		t.Fatalf("an add of the branch a left: %v, want it added", err)
+	}
+	_, err = add("c", "mem://r", "dev", true)
+	mustDuplicateOf(t, err, a, "an add of the branch a watches now")
+
+	acts, err := h.Store.Actions(ctx, "b", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Store.Set(ctx, "b", ingest.Settings{Config: map[string]string{"branch": "dev"}}, "op")
+	mustDuplicateOf(t, err, a, "b set to the branch a watches")
+	if got := mustSource(t, h, b.ID); got.Config["branch"] != "main" {
+		t.Fatalf("b after a refused set: config %v, want branch main", got.Config)
+	}
+	if after, err := h.Store.Actions(ctx, "b", 10); err != nil || len(after) != len(acts) {
+		t.Fatalf("b's actions after a refused set: %+v (%v), want none added", after, err)
+	}
+	if _, err := add("d", "mem://r", "main", true); err == nil {
+		t.Fatal("b lost its key to a refused set: a second source of its branch was added")
+	}
+
+	// A source without a key keeps none through a change of what does not
+	// key it, and takes one when its config changes what it watches.
+	legacy, err := add("legacy", "mem://l", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := add("twin", "mem://l", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Hour
+	if _, err := h.Store.Set(ctx, "legacy", ingest.Settings{Interval: &hour}, "op"); err != nil {
+		t.Fatalf("legacy's interval, beside a keyed twin: %v", err)
+	}
+	if _, err := h.Store.Set(ctx, "legacy", ingest.Settings{Config: map[string]string{"branch": "x"}}, "op"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = add("e", "mem://l", "x", true)
+	mustDuplicateOf(t, err, legacy, "an add of what legacy watches now")
+	_, err = h.Store.Set(ctx, "legacy", ingest.Settings{Config: map[string]string{"branch": ""}}, "op")
+	mustDuplicateOf(t, err, twin, "legacy set back to what twin watches")
 }
