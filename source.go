@@ -28,6 +28,22 @@ const (
 	WindowTerminal WindowState = "terminal"
 )
 
+// ClaimState is what a source's claim stands for when the source is read:
+// "" no claim; running (its lease runs and its holder is not known to be
+// gone); gone (its holder is a process of the reading host that is no
+// longer running: the next claim takes it over at once and records its
+// run lost); expired (its lease ran out: the next claim takes it over).
+// It is worked out at each read (ingest.Liveness.ClaimState), never
+// stored: a holder on another host counts as running until its lease
+// ends, since the reader cannot know.
+type ClaimState string
+
+const (
+	ClaimRunning ClaimState = "running"
+	ClaimGone    ClaimState = "gone"
+	ClaimExpired ClaimState = "expired"
+)
+
 // Source is something tidemark watches. Its cursor is an opaque value owned
 // by the source's fetcher; CursorVersion increases by one every time the
 // cursor is written, and fences every claim.
@@ -55,11 +71,13 @@ type Source struct {
 	ClaimHolder    string     `json:"claim_holder"`
 	ClaimRunID     string     `json:"claim_run_id"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
-	NextDueAt      time.Time  `json:"next_due_at"`
-	LastOutcome    Outcome    `json:"last_outcome"`
-	LastError      string     `json:"last_error"`
-	LastRunAt      *time.Time `json:"last_run_at"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// ClaimState is the claim's state as the store read it.
+	ClaimState  ClaimState `json:"claim_state"`
+	NextDueAt   time.Time  `json:"next_due_at"`
+	LastOutcome Outcome    `json:"last_outcome"`
+	LastError   string     `json:"last_error"`
+	LastRunAt   *time.Time `json:"last_run_at"`
+	CreatedAt   time.Time  `json:"created_at"`
 	// Hold, when set, is the hold of a worker that could not serve the
 	// source and leaves it alone until after NextDueAt. It is not stored
 	// with the source: a listing attaches it (ingest.AttachHolds) from the
@@ -95,6 +113,10 @@ func (s Source) NextTry() (time.Time, string, bool) {
 			why += ": " + r
 		}
 		return s.Hold.Until, why, true
+	case s.ClaimState == ClaimGone:
+		return at, fmt.Sprintf("its holder %s, a process of this host, is gone: the next claim takes it over and records its run lost", s.ClaimHolder), true
+	case s.ClaimState == ClaimExpired:
+		return at, fmt.Sprintf("the lease of its holder %s expired: the next claim takes it over and records its run lost", s.ClaimHolder), true
 	case s.FailingSince != nil && s.LastOutcome != "" && !s.LastOutcome.Advances():
 		n := "1 failed attempt"
 		if s.WindowAttempts != 1 {
@@ -104,6 +126,14 @@ func (s Source) NextTry() (time.Time, string, bool) {
 	default:
 		return at, "", true
 	}
+}
+
+// Running reports whether a run of s is under way as far as its reader
+// can tell: it is claimed, and the claim stands (ClaimState running, or
+// not worked out). A claim whose holder is gone or whose lease expired is
+// no run under way.
+func (s Source) Running() bool {
+	return s.ClaimHolder != "" && (s.ClaimState == ClaimRunning || s.ClaimState == "")
 }
 
 // DueAt is when a worker may next claim s, and false when none will until

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark"
 )
 
 // A holder's default identity is host:pid (see HolderID). When a claim's
@@ -108,6 +110,22 @@ func (l *Liveness) Gone(holder string) bool {
 // lost.
 func (l *Liveness) Stands(holder string, leaseExpiresAt, now time.Time) bool {
 	return leaseExpiresAt.After(now) && !l.Gone(holder)
+}
+
+// ClaimState is the state of src's claim at now, as a reader of this
+// host can tell it (see tidemark.ClaimState), by the rule Stands claims by:
+// a claim that does not stand is no run under way, whatever its lease
+// says. A nil *Liveness knows of no gone holder.
+func (l *Liveness) ClaimState(src tidemark.Source, now time.Time) tidemark.ClaimState {
+	switch {
+	case src.ClaimHolder == "":
+		return ""
+	case src.LeaseExpiresAt == nil || !src.LeaseExpiresAt.After(now):
+		return tidemark.ClaimExpired
+	case l.Gone(src.ClaimHolder):
+		return tidemark.ClaimGone
+	}
+	return tidemark.ClaimRunning
 }
 
 // Running reports whether holder is a process of this host (host:pid)

@@ -1,10 +1,14 @@
 package ingest_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 )
 
@@ -75,5 +79,86 @@ func TestLocalLivenessOfARealProcess(t *testing.T) {
 	holder := ingest.HolderID(l.Host, cmd.ProcessState.Pid())
 	if !l.Gone(holder) && processProbeWorks() {
 		t.Fatalf("%s exited but is not gone", holder)
+	}
+}
+
+// A claim is shown running only while it stands: its lease runs and its
+// holder is not a gone process of this host. A holder of another host, a
+// custom identity, or any holder where the host cannot be probed counts as
+// running until its lease ends.
+func TestClaimState(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later, earlier := now.Add(time.Minute), now.Add(-time.Second)
+	l := &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return pid != 41 }}
+	cases := []struct {
+		holder string
+		lease  *time.Time
+		live   *ingest.Liveness
+		want   tidemark.ClaimState
+	}{
+		{"", nil, l, ""},
+		{"box:41", &later, l, tidemark.ClaimGone},
+		{"box:41#2", &later, l, tidemark.ClaimGone},
+		{"box:42", &later, l, tidemark.ClaimRunning},
+		{"other:41", &later, l, tidemark.ClaimRunning},
+		{"w1", &later, l, tidemark.ClaimRunning},
+		{"box:41", &later, nil, tidemark.ClaimRunning},
+		{"box:42", &earlier, l, tidemark.ClaimExpired},
+		{"box:41", &now, l, tidemark.ClaimExpired},
+	}
+	for _, c := range cases {
+		src := tidemark.Source{ClaimHolder: c.holder, LeaseExpiresAt: c.lease}
+		if got := c.live.ClaimState(src, now); got != c.want {
+			t.Errorf("claim of %q (lease %v, liveness %v): %q, want %q", c.holder, c.lease, c.live != nil, got, c.want)
+		}
+	}
+}
+
+// A source whose claim no longer stands is not shown running: its health
+// is what it would be without the claim, its next try is now-ish and names
+// the holder, and source show says the next claim takes it over.
+func TestAStaleClaimIsNotShownRunning(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease := now.Add(time.Hour)
+	src := tidemark.Source{Name: "s", State: tidemark.SourceActive, Window: tidemark.WindowOpen, RetryBudget: 5,
+		ClaimHolder: "box:41", ClaimRunID: "run1", LeaseExpiresAt: &lease, NextDueAt: now.Add(-time.Minute)}
+
+	src.ClaimState = tidemark.ClaimRunning
+	if h := ingest.Health(src); h != "running" {
+		t.Fatalf("a first run under way: health %q, want running", h)
+	}
+	src.ClaimState = tidemark.ClaimGone
+	if h := ingest.Health(src); h != "new" {
+		t.Fatalf("a first run whose holder is gone: health %q, want new", h)
+	}
+	_, why, brief := ingest.NextTryWords(src)
+	if brief != "box:41 gone" || !strings.Contains(why, "box:41") || !strings.Contains(why, "takes it over") {
+		t.Fatalf("next try of a source whose holder is gone: why %q, brief %q", why, brief)
+	}
+	var list bytes.Buffer
+	if err := (ingest.SourceList{src}).WriteText(&list); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(list.String(), "running") || !strings.Contains(list.String(), "(box:41 gone)") {
+		t.Fatalf("source list:\n%s", list.String())
+	}
+	var show bytes.Buffer
+	if err := (ingest.Detail{Source: src}).WriteText(&show); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(show.String(), "process box:41 of this host is gone") {
+		t.Fatalf("source show does not say its holder is gone:\n%s", show.String())
+	}
+
+	src.ClaimState, src.LastOutcome = tidemark.ClaimExpired, tidemark.OutcomeEmpty
+	if h := ingest.Health(src); h != "empty" {
+		t.Fatalf("health %q under an expired claim, want the last outcome's", h)
+	}
+	show.Reset()
+	if err := (ingest.Detail{Source: src}).WriteText(&show); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(show.String(), "lease expired") {
+		t.Fatalf("source show does not say the lease expired:\n%s", show.String())
 	}
 }

@@ -226,16 +226,19 @@ type EventDetail struct {
 // be reached: it may have news nobody read), invalid or error (reached but
 // failed), empty (reached, nothing new) or ok (reached, new data).
 // Unreachable is never shown as empty. Running is a first run whose claim
-// is held (by a live worker, or by a dead one until another takes the
-// claim over). A run our own shutdown interrupted changes no health: the
-// source keeps its last outcome (Failure.Interrupted).
+// stands (tidemark.Source.Running): a claim whose holder is a gone process
+// of this host, or whose lease expired, is no run under way, and the
+// source shows the health it has without it (new, for a first run). A
+// holder of another host counts as running until its lease ends. A run
+// our own shutdown interrupted changes no health: the source keeps its
+// last outcome (Failure.Interrupted).
 func Health(src tidemark.Source) string {
 	switch {
 	case src.State == tidemark.SourcePaused:
 		return "paused"
 	case src.Window == tidemark.WindowTerminal:
 		return "terminal"
-	case src.LastOutcome == "" && src.ClaimHolder != "":
+	case src.LastOutcome == "" && src.Running():
 		return "running"
 	case src.LastOutcome == "":
 		return "new"
@@ -304,6 +307,10 @@ func NextTryWords(src tidemark.Source) (when, why, brief string) {
 	case src.Hold != nil && at.Equal(src.Hold.Until) && !at.Equal(src.NextDueAt):
 		why += "\na worker that can serve it may take it from its next due time, " + fieldtext.Day(src.NextDueAt)
 		brief = src.Hold.Holder + " holds off"
+	case src.ClaimState == tidemark.ClaimGone:
+		brief = src.ClaimHolder + " gone"
+	case src.ClaimState == tidemark.ClaimExpired:
+		brief = "lease expired"
 	case why != "":
 		brief = "backoff"
 	}

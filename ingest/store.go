@@ -18,7 +18,9 @@ import (
 // tidemark.ErrStaleClaim (changing nothing) otherwise.
 type Store interface {
 	AddSource(ctx context.Context, ns NewSource) (tidemark.Source, error)
-	// Source finds a source by ID or name.
+	// Source finds a source by ID or name. Source and Sources give each
+	// source its ClaimState at the time of reading, as the store's host can
+	// tell it (Liveness.ClaimState), writing nothing.
 	Source(ctx context.Context, ref string) (tidemark.Source, error)
 	Sources(ctx context.Context) ([]tidemark.Source, error)
 	// SetState pauses or resumes a source; the change is audited.

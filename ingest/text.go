@@ -62,6 +62,19 @@ func (l SourceList) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
+// ClaimWords says, after a claim's holder, run and lease, why a claim
+// that no longer stands runs nothing ("" for a claim that stands): the
+// console and source show say it alike.
+func ClaimWords(src tidemark.Source) string {
+	switch src.ClaimState {
+	case tidemark.ClaimGone:
+		return fmt.Sprintf(": not running, process %s of this host is gone; the next claim takes it over", src.ClaimHolder)
+	case tidemark.ClaimExpired:
+		return ": not running, its lease expired; the next claim takes it over"
+	}
+	return ""
+}
+
 // WriteText writes a table of the runs, with their sources.
 func (l RunList) WriteText(w io.Writer) error { return l.writeText(w, true) }
 
@@ -129,7 +142,7 @@ func (d Detail) WriteText(w io.Writer) error {
 		kv("last error", "%s", src.LastError)
 	}
 	if src.ClaimHolder != "" {
-		kv("claimed by", "%s (run %s, lease until %s)", src.ClaimHolder, src.ClaimRunID, fieldtext.Day(*src.LeaseExpiresAt))
+		kv("claimed by", "%s (run %s, lease until %s)%s", src.ClaimHolder, src.ClaimRunID, fieldtext.Day(*src.LeaseExpiresAt), ClaimWords(src))
 	}
 	when, why, _ := NextTryWords(src)
 	kv("next due", "%s", when)

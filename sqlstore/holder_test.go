@@ -378,3 +378,70 @@ func TestMigrationRunClaimTakesOverGoneHolder(t *testing.T) {
 		}
 	})
 }
+
+// A source read while a gone process of this host holds its claim shows
+// the claim gone, not running, and the read writes nothing: the claim and
+// its run stay as they were until a claim takes them over. A live holder,
+// or one of another host, shows running until its lease ends; an expired
+// lease shows expired.
+func TestReadShowsAGoneHolder(t *testing.T) {
+	ctx := context.Background()
+	dead := map[int]bool{41: true}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		env := sqltest.NewEnv(3)
+		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		st := db.Ingest()
+		want := map[string]tidemark.ClaimState{}
+		for name, holder := range map[string]string{"gone": "box:41", "slot": "box:41#3", "alive": "box:42", "remote": "other:41", "custom": "w1"} {
+			src, err := st.AddSource(ctx, ingest.NewSource{Name: name, Kind: "git", Location: "/" + name, Interval: time.Minute, RetryBudget: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Claim(ctx, src.ID, holder, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			want[name] = tidemark.ClaimRunning
+		}
+		want["gone"], want["slot"] = tidemark.ClaimGone, tidemark.ClaimGone
+		if _, err := st.AddSource(ctx, ingest.NewSource{Name: "idle", Kind: "git", Location: "/idle", Interval: time.Minute, RetryBudget: 3}); err != nil {
+			t.Fatal(err)
+		}
+		want["idle"] = ""
+		check := func(t *testing.T) {
+			t.Helper()
+			srcs, err := st.Sources(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range srcs {
+				one, err := st.Source(ctx, s.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.ClaimState != want[s.Name] || one.ClaimState != want[s.Name] {
+					t.Errorf("%s held by %q: claim %q listed, %q shown, want %q", s.Name, s.ClaimHolder, s.ClaimState, one.ClaimState, want[s.Name])
+				}
+				if want[s.Name] != "" && s.ClaimHolder == "" {
+					t.Errorf("%s: a read released its claim", s.Name)
+				}
+			}
+		}
+		check(t)
+		var active int
+		if err := db.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM ingest_runs WHERE status = 'active'`).Scan(&active); err != nil || active != 5 {
+			t.Fatalf("%d runs active after the reads (%v), want the 5 claimed: a read wrote", active, err)
+		}
+		env.Clock.Advance(2 * time.Hour)
+		for name := range want {
+			if name != "idle" {
+				want[name] = tidemark.ClaimExpired
+			}
+		}
+		check(t)
+	})
+}

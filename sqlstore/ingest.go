@@ -137,7 +137,15 @@ func (s *IngestStore) addConflict(ctx context.Context, ns ingest.NewSource) erro
 // Source implements ingest.Store.
 func (s *IngestStore) Source(ctx context.Context, ref string) (tidemark.Source, error) {
 	r, err := s.source(ctx, s.db.db, ref, false)
-	return r.Source, err
+	return s.shown(r.Source, s.db.Clock.Now()), err
+}
+
+// shown is src as its readers see it: with the state of its claim at now,
+// as this host can tell it (ingest.Liveness.ClaimState). Reading writes
+// nothing: a claim whose holder is gone stays until a claim takes it over.
+func (s *IngestStore) shown(src tidemark.Source, now time.Time) tidemark.Source {
+	src.ClaimState = s.db.liveness.ClaimState(src, now)
+	return src
 }
 
 func (s *IngestStore) source(ctx context.Context, q querier, ref string, lock bool) (sourceRow, error) {
@@ -178,9 +186,10 @@ func (s *IngestStore) operate(ctx context.Context, ref string, op func(tx *sql.T
 
 // Sources implements ingest.Store.
 func (s *IngestStore) Sources(ctx context.Context) ([]tidemark.Source, error) {
+	now := s.db.Clock.Now()
 	return queryAll(ctx, s.db.db, func(sc scanner) (tidemark.Source, error) {
 		r, err := scanSource(sc)
-		return r.Source, err
+		return s.shown(r.Source, now), err
 	}, `SELECT `+sourceColumns+` FROM sources ORDER BY name`)
 }
 
