@@ -548,6 +548,9 @@ func (f *Fetcher) fetch(ctx context.Context, src tidemark.Source, dir, cursor st
 			list = append(list, listed{hash: fields[0], parents: fields[1:]})
 		}
 	}
+	if list, err = f.unread(ctx, src, dir, read, list); err != nil {
+		return tidemark.FetchResult{}, err
+	}
 	if len(list) == 0 {
 		// Impossible once the head is not in the cursor and the cursor's
 		// commits are its ancestors; refuse rather than settle on nothing.
@@ -574,6 +577,65 @@ func (f *Fetcher) fetch(ctx context.Context, src tidemark.Source, dir, cursor st
 		return tidemark.FetchResult{}, tidemark.Unusable(fmt.Sprintf("git log returned %d of %d commits", len(items), len(hashes)), nil)
 	}
 	return tidemark.FetchResult{Items: items, Cursor: read.advance(list).String(), Declared: len(hashes), More: more}, nil
+}
+
+// unread drops from list (rev-list's HEAD ^CURSOR, parents first) the
+// commits the cursor stands for all the same. rev-list's walk stops by
+// commit dates: in a history whose dates run backwards (a rebase, a
+// skewed clock) it lists ancestors of the cursor's commits as unread, and
+// a run would read them again, its window full of old commits. Whether a
+// commit is one is asked of merge-base, which walks the graph to the end,
+// and only where it may be: a commit with a parent listed unread, or with
+// a parent that is one of the cursor's commits (none of which is an
+// ancestor of another), is unread. In a history whose dates run forward
+// that asks about the first commit of each side branch forked below the
+// cursor, or about nothing.
+func (f *Fetcher) unread(ctx context.Context, src tidemark.Source, dir string, read Cursor, list []listed) ([]listed, error) {
+	if len(read) == 0 {
+		return list, nil
+	}
+	edge := make(map[string]bool, len(read))
+	for _, c := range read {
+		edge[c] = true
+	}
+	unread := make(map[string]bool, len(list))
+	out := make([]listed, 0, len(list))
+	for _, l := range list {
+		known := false
+		for _, p := range l.parents {
+			if unread[p] || edge[p] {
+				known = true
+				break
+			}
+		}
+		if !known {
+			isRead, err := f.readBy(ctx, src, dir, l.hash, read)
+			if err != nil {
+				return nil, err
+			}
+			if isRead {
+				continue
+			}
+		}
+		unread[l.hash] = true
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// readBy reports whether commit is an ancestor of one of the cursor's
+// commits: merge-base --independent leaves out of its answer each commit
+// that another of those it is given reaches.
+func (f *Fetcher) readBy(ctx context.Context, src tidemark.Source, dir, commit string, read Cursor) (bool, error) {
+	out, err := f.run(ctx, dir, "", append([]string{"merge-base", "--independent", "--end-of-options", commit}, read...)...)
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			return false, damaged(src, dir, ge)
+		}
+		return false, err
+	}
+	return !slices.Contains(strings.Fields(string(out)), commit), nil
 }
 
 // short names a cursor's commits by their first 12 digits.

@@ -194,24 +194,36 @@ func TestACursorOfOneCommitStillReads(t *testing.T) {
 func mustDrain(tb testing.TB, dir, cursor string, window int) []string {
 	tb.Helper()
 	ctx := context.Background()
-	// What a cursor has not read, asked of git itself: the commits of main
-	// that are none of the cursor's commits nor their ancestors.
-	unread := func(cursor string) map[string]bool {
-		tb.Helper()
-		args := []string{"rev-list", "main"}
-		for _, c := range git.ParseCursor(cursor) {
-			args = append(args, "^"+c)
-		}
-		set := map[string]bool{}
-		for _, h := range strings.Fields(gittest.Git(tb, dir, args...)) {
-			set[h] = true
-		}
-		return set
-	}
+	// Every commit of main with its parents: a listing without exclusions,
+	// which git walks to the end whatever the commits' dates.
 	parents := map[string][]string{}
 	for _, line := range strings.Split(gittest.Git(tb, dir, "rev-list", "--parents", "main"), "\n") {
 		f := strings.Fields(line)
 		parents[f[0]] = f[1:]
+	}
+	// What a cursor has not read: the commits of main that are none of the
+	// cursor's commits nor their ancestors, walked here rather than asked
+	// of git's rev-list ^cursor, whose walk stops by commit dates and
+	// takes read commits for unread ones in a history whose dates run
+	// backwards.
+	unread := func(cursor string) map[string]bool {
+		read := map[string]bool{}
+		stack := git.ParseCursor(cursor)
+		for len(stack) > 0 {
+			c := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if !read[c] {
+				read[c] = true
+				stack = append(stack, parents[c]...)
+			}
+		}
+		set := map[string]bool{}
+		for c := range parents {
+			if !read[c] {
+				set[c] = true
+			}
+		}
+		return set
 	}
 
 	left := unread(cursor)

@@ -76,11 +76,17 @@ func NewHistory(tb testing.TB) *History {
 // of its own, and returns its name. Commits are dated a minute apart in
 // the order they are added.
 func (h *History) Commit(msg string, parents ...int) int {
+	return h.CommitAt(1700000000+(h.n+1)*60, msg, parents...)
+}
+
+// CommitAt is Commit with the committer date at (Unix seconds): a history
+// whose dates run backwards (a rebase, a skewed clock) is built with it.
+func (h *History) CommitAt(at int, msg string, parents ...int) int {
 	h.n++
 	// The scratch branch is reset before every commit, so a commit's
 	// parents are exactly the ones named.
 	fmt.Fprintf(&h.stream, "reset refs/heads/gittest-build\ncommit refs/heads/gittest-build\nmark :%d\n", h.n)
-	fmt.Fprintf(&h.stream, "committer Ada <ada@example.com> %d +0000\ndata %d\n%s\n", 1700000000+h.n*60, len(msg), msg)
+	fmt.Fprintf(&h.stream, "committer Ada <ada@example.com> %d +0000\ndata %d\n%s\n", at, len(msg), msg)
 	for i, p := range parents {
 		if p <= 0 || p >= h.n {
 			h.tb.Fatalf("gittest: commit %d names parent %d, not an earlier commit", h.n, p)
