@@ -68,11 +68,20 @@ type Fetcher struct {
 	// beforeOpen, when set, runs between listing a file or directory and
 	// opening it (tests swap it there).
 	beforeOpen func(rel string)
+	// now is the time a run starts (nil: the system clock); tests move it
+	// on so files just written count as old.
+	now func() time.Time
 }
 
 // Manifest is the dir kind's cursor: content hashes by relative path.
 type Manifest struct {
 	Files map[string]string `json:"files"`
+	// Stat is what each file's status said when it was hashed, for the
+	// files whose status can be trusted to change with their content
+	// (see stamp): a file whose status says the same is not read again.
+	// A manifest without it (an earlier release's, a skip's) has every
+	// file read.
+	Stat map[string]string `json:"stat,omitempty"`
 }
 
 // DecodeManifest reads a cursor; an empty cursor is an empty manifest.
@@ -121,7 +130,32 @@ func (m Manifest) check() error {
 			return fmt.Errorf("the hash %q of %q is not a SHA-256 (64 lower-case hex digits)", sum, key)
 		}
 	}
+	for key, st := range m.Stat {
+		if _, ok := m.Files[key]; !ok {
+			return fmt.Errorf("the status of %q, a file the manifest does not hold", key)
+		}
+		if !isStamp(st) {
+			return fmt.Errorf("the status %q of %q is not five numbers separated by colons", st, key)
+		}
+	}
 	return nil
+}
+
+// isStamp reports whether s has a stamp's form: five integers joined by
+// colons.
+func isStamp(s string) bool {
+	parts := strings.Split(s, ":")
+	if len(parts) != 5 {
+		return false
+	}
+	for _, p := range parts {
+		if _, err := strconv.ParseInt(p, 10, 64); err != nil {
+			if _, err := strconv.ParseUint(p, 10, 64); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkKey refuses a key that no file under a root has: one that does not
@@ -156,7 +190,9 @@ func isSHA256(s string) bool {
 
 // ResolveCursor checks a skip target: the kind's cursor, a Manifest, as a
 // JSON object (fetch.CheckCursor) whose every key is a file's and every
-// hash a SHA-256 (what a run could read back). It is stored as given.
+// hash a SHA-256 (what a run could read back). It is stored as given,
+// less the files' status (Manifest.Stat) it may hold: the next run reads
+// every file and compares it with the hashes the skip gave.
 func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string) (string, error) {
 	var m Manifest
 	if err := fetch.CheckCursor("dir", to, &m); err != nil {
@@ -164,6 +200,16 @@ func (f *Fetcher) ResolveCursor(_ context.Context, _ tidemark.Source, to string)
 	}
 	if err := m.check(); err != nil {
 		return "", tidemark.Invalidf("to", to, "not a dir cursor (%v); %s", err, cursorShape)
+	}
+	if m.Stat != nil {
+		// The hashes are what a skip says; the next run reads every file
+		// to compare with them rather than take a status for them.
+		m.Stat = nil
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
 	}
 	return to, nil
 }
@@ -188,7 +234,11 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		return tidemark.FetchResult{}, err
 	}
 	defer r.Close()
-	cur := Manifest{Files: map[string]string{}}
+	start := time.Now()
+	if f.now != nil {
+		start = f.now()
+	}
+	cur := Manifest{Files: map[string]string{}, Stat: map[string]string{}}
 	var items []tidemark.Item
 	escaped := map[string]string{} // new keys of names that are not UTF-8, to their names
 	err = walk(r, ".", func(rel string, d fs.DirEntry) error {
@@ -210,18 +260,25 @@ func (f *Fetcher) Fetch(ctx context.Context, src tidemark.Source, cursor string)
 		if len(cur.Files) >= int(maxFiles) {
 			return errTooMany
 		}
+		key := Key(rel)
+		if sum, st, ok := unchanged(r, rel, key, prev); ok {
+			cur.Files[key], cur.Stat[key] = sum, st
+			return nil // hashed by an earlier run, and not written since
+		}
 		if f.beforeOpen != nil {
 			f.beforeOpen(rel)
 		}
-		sum, size, text, mtime, err := read(r, rel)
+		sum, size, text, mtime, st, err := read(r, rel, start)
 		if errors.Is(err, errNotAFile) {
 			return nil // no longer a regular file of its own: not watched
 		}
 		if err != nil {
 			return &walkError{rel: rel, err: err}
 		}
-		key := Key(rel)
 		cur.Files[key] = sum
+		if st != "" {
+			cur.Stat[key] = st
+		}
 		old, had := prev.Files[key]
 		if !had && key != rel {
 			escaped[key] = rel // perhaps under its key of an earlier release: see adoptLegacy
@@ -527,33 +584,63 @@ var errNotAFile = errors.New("dir: not a regular file")
 // hang the run), and is read only if what was opened is a regular file
 // that is the very file the name now stands for, not the target of a link
 // swapped in after the listing.
-func read(r *os.Root, rel string) (sum string, size int64, text string, mtime time.Time, err error) {
+func read(r *os.Root, rel string, start time.Time) (sum string, size int64, text string, mtime time.Time, stat string, err error) {
 	fh, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if li, lerr := r.Lstat(rel); errors.Is(err, fs.ErrNotExist) || (lerr == nil && !li.Mode().IsRegular()) {
-			return "", 0, "", time.Time{}, errNotAFile
+			return "", 0, "", time.Time{}, "", errNotAFile
 		}
-		return "", 0, "", time.Time{}, err
+		return "", 0, "", time.Time{}, "", err
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return "", 0, "", time.Time{}, err
+		return "", 0, "", time.Time{}, "", err
 	}
 	li, err := r.Lstat(rel)
 	if !st.Mode().IsRegular() || err != nil || !li.Mode().IsRegular() || !os.SameFile(st, li) {
-		return "", 0, "", time.Time{}, errNotAFile
+		return "", 0, "", time.Time{}, "", errNotAFile
+	}
+	// The status taken before the content is read: a write while it is
+	// read moves the change time, and the next run reads the file again.
+	if s, at, ok := stamp(st); ok && at.Before(start.Add(-statSettles)) {
+		stat = s
 	}
 	h := sha256.New()
 	var head bytes.Buffer
 	n, err := io.Copy(h, io.TeeReader(fh, &limitedWriter{w: &head, n: MaxInlineBytes + 1}))
 	if err != nil {
-		return "", 0, "", time.Time{}, err
+		return "", 0, "", time.Time{}, "", err
 	}
 	if b := head.Bytes(); n <= MaxInlineBytes && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
 		text = canon.Text(string(b))
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, text, st.ModTime().UTC(), nil
+	return hex.EncodeToString(h.Sum(nil)), n, text, st.ModTime().UTC(), stat, nil
+}
+
+// statSettles is how long before a run began a file's times must be for
+// its status to stand for its content at the next run: a write within
+// one tick of a coarse clock (a second or two on some file systems), or
+// on a file server whose clock runs behind ours, could leave the times as
+// they were. A file written more recently is read again by the next run.
+const statSettles = time.Minute
+
+// unchanged returns the hash and status the previous manifest holds for
+// the file at rel (its key key) when the file's status is still the one
+// it was hashed with: then it was not written since, and is not read.
+func unchanged(r *os.Root, rel, key string, prev Manifest) (sum, stat string, ok bool) {
+	was, had := prev.Stat[key]
+	if !had {
+		return "", "", false
+	}
+	li, err := r.Lstat(rel)
+	if err != nil || !li.Mode().IsRegular() {
+		return "", "", false // read decides: gone, or no file of its own
+	}
+	if s, _, ok := stamp(li); !ok || s != was {
+		return "", "", false
+	}
+	return prev.Files[key], was, true
 }
 
 type limitedWriter struct {

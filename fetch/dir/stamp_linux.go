@@ -1,0 +1,5 @@
+package dir
+
+import "syscall"
+
+func ctim(st *syscall.Stat_t) *syscall.Timespec { return &st.Ctim }
