@@ -27,12 +27,7 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 	dead := map[int]bool{41: true}
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		env := sqltest.NewEnv(3)
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }})
 		st := db.Ingest()
 		n := 0
 		var own []string // box:42's runs, all still under way: not to re-enter
@@ -136,12 +131,7 @@ func TestClaimDueLooksForGoneHoldersOncePerInterval(t *testing.T) {
 		env := sqltest.NewEnv(3)
 		dead := map[int]bool{}
 		probes := 0
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Every: 5 * time.Second, Alive: func(pid int) bool { probes++; return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Every: 5 * time.Second, Alive: func(pid int) bool { probes++; return !dead[pid] }})
 		st := db.Ingest()
 		add := func(name string) tidemark.Source {
 			t.Helper()
@@ -202,12 +192,7 @@ func TestLaneLeaseTakesOverGoneHolder(t *testing.T) {
 	dead := map[int]bool{41: true}
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		env := sqltest.NewEnv(3)
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }})
 		st := db.Outbox()
 		n := 0
 		mustHeld := func(t *testing.T, holder string) string {
@@ -276,12 +261,7 @@ func TestSummaryClaimTakesOverGoneHolder(t *testing.T) {
 	dead := map[int]bool{41: true}
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		env := sqltest.NewEnv(3)
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }})
 		src := mustAddSource(t, db.Ingest(), "repo")
 		rep := mustSettle(t, db.Ingest(), env, src, "a", "b", "c", "d", "e")
 		events := rep.EventIDs
@@ -334,12 +314,7 @@ func TestMigrationRunClaimTakesOverGoneHolder(t *testing.T) {
 	dead := map[int]bool{41: true}
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		env := sqltest.NewEnv(3)
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }})
 		st := db.Content()
 		for i, holder := range []string{"box:41", "box:41#2", "box:43", "other:41", "worker-1"} {
 			coll := fmt.Sprint("things", i)
@@ -389,12 +364,7 @@ func TestReadShowsAGoneHolder(t *testing.T) {
 	dead := map[int]bool{41: true}
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		env := sqltest.NewEnv(3)
-		db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
-			Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return !dead[pid] }})
 		st := db.Ingest()
 		want := map[string]tidemark.ClaimState{}
 		for name, holder := range map[string]string{"gone": "box:41", "slot": "box:41#3", "alive": "box:42", "remote": "other:41", "custom": "w1"} {
@@ -444,4 +414,16 @@ func TestReadShowsAGoneHolder(t *testing.T) {
 		}
 		check(t)
 	})
+}
+
+// mustOpenLive opens a fresh database on b whose claims ask live whether
+// a holder of this host is gone.
+func mustOpenLive(t *testing.T, b sqltest.Backend, env sqltest.Env, live *ingest.Liveness) *sqlstore.DB {
+	t.Helper()
+	db, err := sqlstore.Open(context.Background(), b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs, Liveness: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
