@@ -215,6 +215,24 @@ type Run struct {
 	EventsChanged int        `json:"events_changed"`
 	StartedAt     time.Time  `json:"started_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
+	// ClaimState is, for an active run, the state of its claim when the
+	// run was read (running, gone or expired: see ClaimState); "" for a
+	// finished run.
+	ClaimState ClaimState `json:"claim_state"`
+}
+
+// StatusWords is the run's status as a person reads it: an active run
+// whose claim no longer stands says why it runs nothing.
+func (r Run) StatusWords() string {
+	switch {
+	case r.Status != RunActive:
+		return string(r.Status)
+	case r.ClaimState == ClaimGone:
+		return "active (holder gone)"
+	case r.ClaimState == ClaimExpired:
+		return "active (lease expired)"
+	}
+	return string(r.Status)
 }
 
 // Claim is a holder's right to run a source's current window. Every write

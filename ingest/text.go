@@ -93,7 +93,7 @@ func (l RunList) writeText(w io.Writer, withSource bool) error {
 			said = "note: " + r.Note // a settled run's: what its fetch noticed
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", fieldtext.Day(r.StartedAt), r.ID,
-			r.Status, fieldtext.OrDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, fieldtext.Cut(said, 80))
+			r.StatusWords(), fieldtext.OrDash(string(r.Outcome)), r.EventsNew, r.EventsChanged, r.Holder, fieldtext.Cut(said, 80))
 	}
 	return tw.Flush()
 }

@@ -400,6 +400,23 @@ func TestReadShowsAGoneHolder(t *testing.T) {
 					t.Errorf("%s: a read released its claim", s.Name)
 				}
 			}
+			// Its active run says the same, listed or read alone.
+			runs, err := st.Runs(ctx, ingest.RunFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 5 {
+				t.Fatalf("%d runs, want the 5 claimed", len(runs))
+			}
+			for _, r := range runs {
+				one, err := st.Run(ctx, r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.ClaimState != want[r.SourceName] || one.ClaimState != want[r.SourceName] {
+					t.Errorf("the run of %s held by %q: claim %q listed, %q shown, want %q", r.SourceName, r.Holder, r.ClaimState, one.ClaimState, want[r.SourceName])
+				}
+			}
 		}
 		check(t)
 		var active int

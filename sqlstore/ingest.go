@@ -1482,23 +1482,32 @@ func scanAction(sc scanner) (ingest.Action, error) {
 }
 
 const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,
-	r.status, r.outcome, r.error, r.note, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at`
+	r.status, r.outcome, r.error, r.note, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at,
+	r.lease_expires_at`
 
-func scanRun(sc scanner) (tidemark.Run, error) {
-	var run tidemark.Run
-	var status, outcome string
-	var started int64
-	var finished sql.NullInt64
-	err := sc.Scan(&run.ID, &run.SourceID, &run.SourceName, &run.Holder, &run.Attempt, &run.CursorVersion,
-		&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Note, &run.Declared, &run.Admitted,
-		&run.EventsNew, &run.EventsChanged, &started, &finished)
-	run.Status, run.Outcome = tidemark.RunStatus(status), tidemark.Outcome(outcome)
-	run.StartedAt, run.FinishedAt = fromMS(started), fromNullMS(finished)
-	return run, err
+// scanRun reads a run, and for an active one the state of its claim at
+// now, as this host can tell it (the rule sources are shown by): reading
+// writes nothing.
+func (s *IngestStore) scanRun(now time.Time) func(sc scanner) (tidemark.Run, error) {
+	return func(sc scanner) (tidemark.Run, error) {
+		var run tidemark.Run
+		var status, outcome string
+		var started int64
+		var finished, lease sql.NullInt64
+		err := sc.Scan(&run.ID, &run.SourceID, &run.SourceName, &run.Holder, &run.Attempt, &run.CursorVersion,
+			&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Note, &run.Declared, &run.Admitted,
+			&run.EventsNew, &run.EventsChanged, &started, &finished, &lease)
+		run.Status, run.Outcome = tidemark.RunStatus(status), tidemark.Outcome(outcome)
+		run.StartedAt, run.FinishedAt = fromMS(started), fromNullMS(finished)
+		if run.Status == tidemark.RunActive {
+			run.ClaimState = s.db.liveness.ClaimState(tidemark.Source{ClaimHolder: run.Holder, LeaseExpiresAt: fromNullMS(lease)}, now)
+		}
+		return run, err
+	}
 }
 
 func (s *IngestStore) run(ctx context.Context, id string) (tidemark.Run, error) {
-	run, err := scanRun(s.db.db.QueryRowContext(ctx, `SELECT `+runColumns+`
+	run, err := s.scanRun(s.db.Clock.Now())(s.db.db.QueryRowContext(ctx, `SELECT `+runColumns+`
 		FROM ingest_runs r JOIN sources s ON s.id = r.source_id WHERE r.id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return run, fmt.Errorf("run %s: %w", id, tidemark.ErrNotFound)
@@ -1531,7 +1540,7 @@ func (s *IngestStore) Runs(ctx context.Context, f ingest.RunFilter) ([]tidemark.
 	}
 	args = append(args, f.Limit)
 	q += fmt.Sprintf(` ORDER BY r.started_at DESC, r.id DESC LIMIT $%d`, len(args))
-	runs, err := queryAll(ctx, s.db.db, scanRun, q, args...)
+	runs, err := queryAll(ctx, s.db.db, s.scanRun(s.db.Clock.Now()), q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

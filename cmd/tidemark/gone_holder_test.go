@@ -54,6 +54,9 @@ func TestSourceListShowsAKilledHolderGone(t *testing.T) {
 	if !strings.Contains(show, "health: new") || !strings.Contains(show, "process "+holder+" of this host is gone") {
 		t.Fatalf("source show with a killed holder:\n%s", show)
 	}
+	if runs := mustTidemark(t, 0, "--home", home, "runs", "list"); !strings.Contains(runs, "active (holder gone)") {
+		t.Fatalf("runs list with a killed holder:\n%s", runs)
+	}
 	var srcs []tidemark.Source
 	if err := json.Unmarshal([]byte(mustTidemark(t, 0, "--home", home, "source", "list", "--json")), &srcs); err != nil || len(srcs) != 1 {
 		t.Fatalf("source list --json: %v", err)
