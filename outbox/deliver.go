@@ -107,6 +107,15 @@ type Step struct {
 	Requests int `json:"requests,omitempty"`
 	// Alert is set when a counter showed duplicates.
 	Alert string `json:"alert,omitempty"`
+	// Error is why a sent write did not land, or why its outcome is
+	// unknown (the provider's error, as journaled).
+	Error string `json:"error,omitempty"`
+}
+
+// failedWrite reports whether s sent a write that failed: it did not land,
+// or its answer never came. The step went through; the receiver failed.
+func (s Step) failedWrite() bool {
+	return s.Kind == StepSent && (s.Outcome == OutcomeNotLanded || s.Outcome == OutcomeUnknown)
 }
 
 func (d *Deliverer) log() *slog.Logger {
@@ -190,7 +199,7 @@ func (d *Deliverer) Release(ctx context.Context) error {
 // failed is kept on the lane (recordHealth).
 func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 	s, err := d.step(ctx)
-	d.recordHealth(ctx, err)
+	d.recordHealth(ctx, s, err)
 	return s, err
 }
 
@@ -200,11 +209,29 @@ func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 // its caller cut short, one another writer's lease refused, and one the
 // provider asked to wait are not the lane failing. It is the lane's
 // health, not its delivery: a failure to record it is logged, and
-// recorded again after the next step.
-func (d *Deliverer) recordHealth(ctx context.Context, err error) {
+// recorded again after the next step. A write the receiver failed (it did
+// not land, or its answer never came) is the lane failing too, though the
+// step itself went through; a run of failures ends at a write that lands
+// or when nothing is left to write or to decide, not at a wait or a
+// reconciliation.
+func (d *Deliverer) recordHealth(ctx context.Context, s Step, err error) {
 	_, deferred := errors.AsType[*DeferredError](err)
+	if err == nil && s.failedWrite() {
+		what := "did not land"
+		if s.Outcome == OutcomeUnknown {
+			what = "got no answer (its outcome is in doubt)"
+		}
+		err = fmt.Errorf("the write of intent %s %s: %s", s.IntentID, what, s.Error)
+	}
 	switch {
 	case ctx.Err() != nil, errors.Is(err, tidemark.ErrClaimHeld), deferred:
+	case err == nil && (s.Kind == StepWait || s.Kind == StepReconciled):
+		// Between writes: a wait, or a read deciding the last one. Neither
+		// says whether the receiver takes writes again; the next write, or
+		// nothing left to write, does.
+	case err == nil && s.Kind == StepIdle && !d.healthy && d.awaiting(ctx):
+		// Nothing to send now, but a write the receiver failed waits for
+		// its outcome to be decided: the run goes on.
 	case err == nil:
 		if d.healthy {
 			return
@@ -220,6 +247,14 @@ func (d *Deliverer) recordHealth(ctx context.Context, err error) {
 			d.log().Warn("outbox: could not record the lane's failure", "lane", d.Lane, "err", rerr)
 		}
 	}
+}
+
+// awaiting reports whether a write of the lane waits for its outcome to
+// be decided (sending, or unresolved until a later check). When the lane
+// cannot be read, it answers true: the run of failures stays as it is.
+func (d *Deliverer) awaiting(ctx context.Context) bool {
+	n, err := d.Store.Undecided(ctx, d.Lane)
+	return err != nil || n > 0
 }
 
 // step is Step's unit of work.
@@ -452,6 +487,9 @@ func (d *Deliverer) finish(finishCtx context.Context, l Lease, in Intent, att At
 	}
 	d.logSent(in, res)
 	step.Outcome = res.Outcome
+	if step.failedWrite() {
+		step.Error = res.Error
+	}
 	if res.Outcome == OutcomeDeferred {
 		// When it may be tried again: the gate as Finish moved it.
 		if lane, err := d.Store.Lane(finishCtx, d.Lane); err == nil && lane.NextSendAt != nil {

@@ -103,3 +103,46 @@ func mustLane(t *testing.T, h *harness) outbox.Lane {
 	}
 	return l
 }
+
+// A receiver that is up but fails each write (it answers 500: the write
+// did not land) fails the lane's steps as much as one that cannot be
+// reached: the lane shows failing, saying what the receiver answered,
+// until a write goes through.
+func TestWritesThatFailMakeTheLaneFailing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		h := newHarness(t, b, laneOpts{noCount: true})
+		c := h.draft("t1", "one")
+		h.srv.FailWrites(2)
+		d := h.deliverer("w1")
+		for h.srv.Posts() < 2 {
+			s := h.step(d)
+			if s.Until != nil && s.Until.After(h.env.Clock.Now()) {
+				h.env.Clock.Set(*s.Until)
+			} else {
+				h.env.Clock.Advance(time.Second)
+			}
+		}
+		l := mustLane(t, h)
+		if l.Failing == nil || l.Failing.Failures != 2 || !strings.Contains(l.Failing.Last, "500") {
+			t.Fatalf("after two writes the receiver failed: failing %+v, want 2 in a row saying it answered 500", l.Failing)
+		}
+		// The receiver takes writes again: once the failed write is
+		// decided and sent again, it lands and the run ends.
+		for i := 0; h.srv.Count() == 0; i++ {
+			if i > 200 {
+				t.Fatal("the write never landed")
+			}
+			s := h.step(d)
+			if s.Until != nil && s.Until.After(h.env.Clock.Now()) {
+				h.env.Clock.Set(*s.Until)
+			} else {
+				h.env.Clock.Advance(time.Second)
+			}
+		}
+		h.assertExactlyOnce([]outbox.Intent{c})
+		if l, err := h.st.Lane(ctx, h.lane); err != nil || l.Failing != nil {
+			t.Fatalf("after the write went through: failing %+v (%v), want none", l.Failing, err)
+		}
+	})
+}

@@ -338,6 +338,9 @@ type Store interface {
 	// ClearLaneFailure ends the lane's run of failed delivery steps: one
 	// went through. A lane not failing is left as it is.
 	ClearLaneFailure(ctx context.Context, lane string) error
+	// Undecided counts the lane's intents whose write waits for its
+	// outcome to be decided: sending, or unresolved until a later check.
+	Undecided(ctx context.Context, lane string) (int, error)
 }
 
 // ReadProgress is how far a reconciliation's read of the lane's own

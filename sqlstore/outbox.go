@@ -263,6 +263,13 @@ func (s *OutboxStore) RecordLaneFailure(ctx context.Context, lane string, at tim
 	return err
 }
 
+// Undecided implements outbox.Store.
+func (s *OutboxStore) Undecided(ctx context.Context, lane string) (int, error) {
+	var n int
+	err := s.db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('sending', 'unresolved')`, lane).Scan(&n)
+	return n, err
+}
+
 // ClearLaneFailure ends lane's run of failed delivery steps: one went
 // through. A lane not failing is left as it is.
 func (s *OutboxStore) ClearLaneFailure(ctx context.Context, lane string) error {
