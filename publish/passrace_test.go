@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
@@ -188,11 +189,12 @@ func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
 }
 
 // The other publisher wrote a newer generation of the page and has not
-// marked it yet when this one's write finds it: nobody has published the
-// page, so this publication can neither count it published nor give up on
-// it (the other may never mark). It publishes again, once, at a fresh
-// generation; the other's mark then finds the page published with its
-// summary, which is no failure of the other either.
+// marked it yet when this one's write finds it, nor within the bound this
+// one waits for its mark (here it marks only once this one is done):
+// nobody has published the page, so this publication can neither count it
+// published nor give up on it (the other may never mark). It publishes
+// again, once, at a fresh generation; the other's mark then finds the page
+// published with its summary, which is no failure of the other either.
 func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		for name, newStores := range storePairs(t) {
@@ -204,7 +206,7 @@ func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 				s := f.mustAccept(t, ev, "The change.", "m1")
 				arrived, proceed := make(chan struct{}), make(chan struct{})
 				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: func() { close(arrived); <-proceed }}}
-				svcA := &publish.Service{Store: f.st, Objects: objsA}
+				svcA := &publish.Service{Store: f.st, Objects: objsA, Sleep: noSleep}
 				type outcome struct {
 					res publish.Result
 					err error
@@ -240,9 +242,10 @@ func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 
 // A page nobody publishes is still reported: this publication is
 // overtaken by a newer generation that is never marked (its publisher died
-// after its write), publishes again, and is overtaken again the same way.
-// It gives up after that one more attempt and fails, naming the page; the
-// page is not marked published, and a sweep converges it.
+// after its write), waits the bound for its mark, publishes again, and is
+// overtaken again the same way. It gives up after that one more attempt
+// and fails, naming the page; the page is not marked published, and a
+// sweep converges it.
 func TestOvertakenTwiceByUnmarkedGenerationsFails(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		for name, newStores := range storePairs(t) {
@@ -259,13 +262,18 @@ func TestOvertakenTwiceByUnmarkedGenerationsFails(t *testing.T) {
 					}
 				}
 				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: dies, 2: dies, 3: dies}}
-				svcA := &publish.Service{Store: f.st, Objects: objsA}
+				var slept time.Duration
+				svcA := &publish.Service{Store: f.st, Objects: objsA,
+					Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
 				rep, err := svcA.PublishPending(ctx, 100)
 				if err != nil || rep.Failed != 1 || rep.Published != 0 || rep.PublishedElsewhere != 0 {
 					t.Fatalf("pass: %+v, %v; want the page failed", rep, err)
 				}
 				if objsA.n != 2 {
 					t.Fatalf("%d page writes, want 2 (one more attempt, not a chase)", objsA.n)
+				}
+				if slept != 2*publish.DefaultMarkWait {
+					t.Fatalf("waited %v for the dead writers' marks, want the bound twice (%v)", slept, 2*publish.DefaultMarkWait)
 				}
 				ps := f.pageOf(t, ev.ID)
 				if msg := strings.Join(rep.Errors, "\n"); !strings.Contains(msg, ps.PageID) {
@@ -477,4 +485,224 @@ func TestWriteContendedByOtherWritersPublishesAgain(t *testing.T) {
 			})
 		})
 	}
+}
+
+// noSleep is a Service's Sleep that returns at once: a wait for a mark
+// passes its bound without sleeping.
+func noSleep(context.Context, time.Duration) error { return nil }
+
+// pageGets is one publisher's view of an object store: before each of its
+// page reads (changes/…: its read-backs), counting from 1, it runs
+// hooks[n] if there is one, so a test can hold a publisher between its
+// write and its read-back.
+type pageGets struct {
+	objstore.Store
+	mu    sync.Mutex
+	n     int
+	hooks map[int]func()
+}
+
+func (p *pageGets) Get(ctx context.Context, key string) (objstore.Object, error) {
+	if strings.HasPrefix(key, "changes/") {
+		p.mu.Lock()
+		p.n++
+		hook := p.hooks[p.n]
+		p.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return p.Store.Get(ctx, key)
+}
+
+// signal is a channel closed once, by whichever of its senders comes
+// first.
+type signal struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newSignal() *signal { return &signal{c: make(chan struct{})} }
+
+func (s *signal) fire() { s.once.Do(func() { close(s.c) }) }
+
+func (s *signal) done() bool {
+	select {
+	case <-s.c:
+		return true
+	default:
+		return false
+	}
+}
+
+// pageStatePolls counts the reads of one page's state (the books a
+// publication overtaken by a newer generation polls).
+type pageStatePolls struct {
+	publish.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (p *pageStatePolls) PageState(ctx context.Context, pageID string) (publish.PageState, error) {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+	return p.Store.PageState(ctx, pageID)
+}
+
+// Two live publishers of one summary (two passes that took up the same
+// pending page) overtake each other: A writes generation 1, B writes
+// generation 2 before A's read-back, and B is between its write and its
+// mark. Were A to publish again at once (generation 3), it would overtake
+// B, which would publish again in turn (generation 4) and overtake A a
+// second time: A would fail, although B then marks the page with the very
+// summary A set out to publish. A gives B's generation a bounded time to be
+// marked instead, polling the books, and writes nothing meanwhile:
+//
+//   - B marks it: A counts the page published elsewhere, at B's generation;
+//   - a newer summary is accepted while A waits: A lost to it and fails
+//     (DESIGN §1.2), and B's mark, lost too, repairs the page with it.
+func TestOvertakenPublishersOfOneSummaryDoNotChaseEachOther(t *testing.T) {
+	for _, meanwhile := range []string{"the-writer-marks", "a-newer-summary"} {
+		t.Run(meanwhile, func(t *testing.T) {
+			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+				for name, newStores := range storePairs(t) {
+					t.Run(name, func(t *testing.T) {
+						ctx := context.Background()
+						store, storeB := newStores(t)
+						f := mustFixture(t, b, store)
+						ev := f.mustEvent(t, "c1", "change", "evidence")
+						s := f.mustAccept(t, ev, "The change.", "m1")
+						var (
+							bAtReadBack = make(chan struct{}) // B wrote its generation, after A's
+							aMoved      = newSignal()         // A, overtaken, waits or writes again
+							bWroteAgain = newSignal()         // B, overtaken in turn, wrote again
+							aWroteAgain = newSignal()
+							doneA       = make(chan struct{})
+							doneB       = make(chan struct{})
+							resB        publish.Result
+							errB        error
+							newer       publish.Summary
+						)
+						svcB := &publish.Service{Store: f.st, Objects: &pageGets{Store: storeB, hooks: map[int]func(){
+							1: func() { close(bAtReadBack); <-aMoved.c },
+							2: func() {
+								bWroteAgain.fire()
+								if aWroteAgain.done() {
+									<-doneA // A reads its second write back, and the books, before B marks
+								}
+							},
+						}}}
+						putsA := &pagePuts{Store: store}
+						objsA := &pageGets{Store: putsA, hooks: map[int]func(){
+							1: func() { // A wrote generation 1; B starts now, so its generation is the newer
+								go func() {
+									defer close(doneB)
+									resB, errB = svcB.Publish(ctx, s.ID)
+								}()
+								<-bAtReadBack
+							},
+							2: func() { // A wrote again: B overtakes it
+								aWroteAgain.fire()
+								aMoved.fire()
+								<-bWroteAgain.c
+							},
+						}}
+						var slept time.Duration
+						booksA := &pageStatePolls{Store: f.st}
+						svcA := &publish.Service{Store: booksA, Objects: objsA, Sleep: func(ctx context.Context, d time.Duration) error {
+							slept += d
+							if !aMoved.done() {
+								if meanwhile == "a-newer-summary" {
+									newer = f.mustAccept(t, ev, "Newer summary.", "m2")
+								}
+								aMoved.fire()
+								<-doneB // B reads back and marks meanwhile
+							}
+							return nil
+						}}
+						resA, errA := svcA.Publish(ctx, s.ID)
+						close(doneA)
+						<-doneB
+						if putsA.n != 1 {
+							t.Errorf("A wrote the page %d times, want once (it waits for B's mark instead of chasing B)", putsA.n)
+						}
+						if slept == 0 || slept >= publish.DefaultMarkWait {
+							t.Errorf("A waited %v for B's mark, want more than nothing and less than the bound %v", slept, publish.DefaultMarkWait)
+						}
+						switch meanwhile {
+						case "the-writer-marks":
+							if errA != nil || !resA.Elsewhere || resA.Generation != resB.Generation || resA.ETag != resB.ETag {
+								t.Fatalf("A: %+v, %v; want the page counted published elsewhere, at B's generation", resA, errA)
+							}
+							if errB != nil || resB.Elsewhere || resB.Generation != 2 {
+								t.Fatalf("B: %+v, %v; want it published by itself at generation 2", resB, errB)
+							}
+							f.mustConverged(t, ev.ID, s.ID, "The change.")
+						case "a-newer-summary":
+							if !errors.Is(errA, objstore.ErrNewerGeneration) || resA.Elsewhere {
+								t.Fatalf("A: %+v, %v; want its attempt failed, overtaken by a newer summary's page", resA, errA)
+							}
+							if !errors.Is(errB, publish.ErrLostRace) || resB.Repaired == nil || resB.RepairErr != nil {
+								t.Fatalf("B: %+v, %v; want its mark lost and the page repaired with the newer summary", resB, errB)
+							}
+							f.mustConverged(t, ev.ID, newer.ID, "Newer summary.")
+						}
+						if booksA.n < 2 {
+							t.Errorf("A read the books %d times, want them polled", booksA.n)
+						}
+					})
+				}
+			})
+		})
+	}
+}
+
+// A writer that wrote a newer generation of the page and died before its
+// mark gets the bound and no more: the publication it overtook polls the
+// books for MarkWait (in the pauses it asks Sleep for), finds the
+// generation still unmarked, presumes its writer dead, and only then
+// publishes again, at a fresh generation: the page is published, by it.
+func TestOvertakenByADeadWriterPublishesAgainAfterTheBound(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for name, newStores := range storePairs(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				store, storeB := newStores(t)
+				f := mustFixture(t, b, store)
+				ev := f.mustEvent(t, "c1", "change", "evidence")
+				s := f.mustAccept(t, ev, "The change.", "m1")
+				const bound = 3 * time.Second
+				var slept, sleptAtRewrite time.Duration
+				objsA := &pagePuts{Store: store}
+				objsA.hooks = map[int]func(){
+					1: func() { // a publisher writes generation 2 and dies before its mark
+						dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
+						if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
+							t.Errorf("the publisher that dies: %v", err)
+						}
+					},
+					2: func() { sleptAtRewrite = slept },
+				}
+				books := &pageStatePolls{Store: f.st}
+				svcA := &publish.Service{Store: books, Objects: objsA, MarkWait: bound,
+					Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
+				res, err := svcA.Publish(ctx, s.ID)
+				if err != nil || res.Elsewhere || res.Generation != 3 {
+					t.Fatalf("A: %+v, %v; want the page published again by A, at generation 3", res, err)
+				}
+				if objsA.n != 2 {
+					t.Fatalf("A wrote the page %d times, want twice", objsA.n)
+				}
+				if sleptAtRewrite != bound {
+					t.Fatalf("A published again after waiting %v for the dead writer's mark, want the bound %v", sleptAtRewrite, bound)
+				}
+				if books.n < 3 {
+					t.Fatalf("A read the books %d times while it waited, want them polled", books.n)
+				}
+				mustPublished(t, f.mustSummary(t, s.ID), true)
+				f.mustConverged(t, ev.ID, s.ID, "The change.")
+			})
+		}
+	})
 }

@@ -73,6 +73,16 @@ type Service struct {
 	// publication is: a generation from SQL, the store's compare-and-swap,
 	// the read-back and the conditional mark; they share no page.
 	Concurrency int
+	// MarkWait bounds how long a publication overtaken by a newer
+	// generation of its page that nobody has marked yet gives that
+	// generation's writer to mark it (step 5, see publish), polling the
+	// books, before it presumes the writer dead and publishes again
+	// (0 or less: DefaultMarkWait).
+	MarkWait time.Duration
+	// Sleep waits for d or until ctx ends, between those polls (nil: a
+	// timer). The wait is measured in what it asks Sleep for, so a test
+	// that injects one decides when the writer marks and never sleeps.
+	Sleep func(ctx context.Context, d time.Duration) error
 
 	holderOnce sync.Once
 	madeHolder string
@@ -92,6 +102,12 @@ type Service struct {
 // by default: object stores answer one write in tens of milliseconds, and
 // take many at once (a local directory gains little, but loses nothing).
 const DefaultConcurrency = 8
+
+// DefaultMarkWait is how long, by default, a publication overtaken by a
+// newer generation of its page that nobody has marked yet waits for it to
+// be marked: many times what a publication takes from its write to its
+// mark (a write, a read-back and a mark, tens of milliseconds each).
+const DefaultMarkWait = 5 * time.Second
 
 func (s *Service) concurrency() int {
 	if s.Concurrency <= 0 {
@@ -162,8 +178,9 @@ const finishTimeout = 30 * time.Second
 // loses to a newer summary it repairs the page (one level) and returns an
 // error matching ErrLostRace, whatever the repair's outcome. When another
 // publisher of the same summary overtakes it (a newer generation of the
-// page), it succeeds if that one has published the summary
-// (Result.Elsewhere), and publishes again once if it has not yet.
+// page), it gives that one up to MarkWait to mark its generation, and
+// succeeds if it has published the summary (Result.Elsewhere); if it has
+// not by then, it publishes again, once.
 func (s *Service) Publish(ctx context.Context, summaryID string) (Result, error) {
 	return s.publish(ctx, summaryID, true, false, nil)
 }
@@ -201,24 +218,34 @@ func (k *knownCards) add(sourceID string) {
 // the repair if repair is set), then step 5: an attempt overtaken by a
 // newer generation of its page (another publisher wrote or marked one
 // after this attempt's pre-checks), or kept by other writers from
-// confirming its write (see overtaken), is decided by the books.
+// confirming its write (see overtaken), is decided by the books. While
+// the store holds a newer generation than this attempt's that the books
+// do not mark published, its writer is between its write and its mark (or
+// died there): the books are polled for up to MarkWait (see awaitMark)
+// for that writer to mark it, and this attempt writes nothing meanwhile.
+// Publishing again at once would overtake a live writer, which would
+// publish again in turn and overtake this one: two publishers of one
+// summary would chase each other. The newest generation's writer is never
+// overtaken by one that waits, so the wait ends, by a mark or the bound.
+// Then:
 //
-//   - If they mark the page published with this very summary at a newer
-//     generation, the summary is published, by another publisher: that is
-//     no failure, and the result says so (Result.Elsewhere).
+//   - If the books mark the page published with this very summary at a
+//     newer generation, the summary is published, by another publisher:
+//     that is no failure, and the result says so (Result.Elsewhere).
 //   - If the event points at another summary now, or at none, this attempt
 //     lost to it and fails as it did: the newer summary's publisher owns
 //     the page.
-//   - Otherwise the newer generation is not marked yet: its publisher is
-//     writing it, or died after its write, and nothing says it will mark
-//     it. A publication (repair set) publishes again, at a fresh
-//     generation, once; a second attempt overtaken the same way fails,
+//   - Otherwise the newer generation is still not marked: its writer is
+//     presumed dead after its write (or there is none: the store holds
+//     nothing newer than this attempt's generation). A publication
+//     (repair set) publishes again, at a fresh generation, once; a second
+//     attempt overtaken the same way (and waited for the same way) fails,
 //     naming the page (nobody has published it; a pass or sweep will). A
 //     repair does not: it would chase the publisher it lost to.
 func (s *Service) publish(ctx context.Context, summaryID string, repair, pending bool, cards *knownCards) (Result, error) {
 	res, err := s.attempt(ctx, summaryID, repair, pending, cards)
 	for again := false; overtaken(err) && ctx.Err() == nil; again = true {
-		ps, perr := s.Store.PageState(ctx, res.PageID)
+		ps, perr := s.awaitMark(ctx, summaryID, res)
 		switch {
 		case perr != nil:
 			return res, errors.Join(err, fmt.Errorf("page %s overtaken: %w", res.PageID, perr))
@@ -232,14 +259,81 @@ func (s *Service) publish(ctx context.Context, summaryID string, repair, pending
 		case !repair:
 			return res, err
 		case again:
-			return res, fmt.Errorf("publish %s: page %s was overtaken twice by generations other publishers have not marked published "+
-				"(they are writing it, or died after their write): %w", summaryID, res.PageID, err)
+			return res, fmt.Errorf("publish %s: page %s was overtaken twice by generations other publishers did not mark published "+
+				"within %v (they died after their write, or are still writing it): %w", summaryID, res.PageID, s.markWait(), err)
 		}
 		s.log().Info("publish: a newer generation of the page is not marked published; publishing again",
 			"summary", summaryID, "page", res.PageID, "generation", res.Generation)
 		res, err = s.attempt(ctx, summaryID, repair, pending, cards)
 	}
 	return res, err
+}
+
+// markPoll is the first pause between two reads of the books while a
+// publication waits for a newer generation to be marked; each pause
+// doubles, up to maxMarkPoll.
+const (
+	markPoll    = 10 * time.Millisecond
+	maxMarkPoll = 250 * time.Millisecond
+)
+
+func (s *Service) markWait() time.Duration {
+	if s.MarkWait <= 0 {
+		return DefaultMarkWait
+	}
+	return s.MarkWait
+}
+
+func (s *Service) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// awaitMark is what the books say of the page of res, an attempt of
+// summaryID that was overtaken, once they decide it: a newer generation
+// than res's is marked published, or the event no longer points at
+// summaryID with its current evidence. Until then, while the store holds
+// a newer generation of the page than res's (its writer is between its
+// write and its mark), it reads them again after a pause, for up to
+// s.markWait() in all; when the store holds none (nobody else wrote: a
+// torn read-back, a compare-and-swap that others kept winning and then
+// left) there is nobody to wait for. It returns the last state read.
+func (s *Service) awaitMark(ctx context.Context, summaryID string, res Result) (PageState, error) {
+	decided := func(ps PageState) bool {
+		return ps.PublishedGeneration > res.Generation || ps.SummaryID != summaryID || !ps.PointerFresh
+	}
+	ps, err := s.Store.PageState(ctx, res.PageID)
+	if err != nil || decided(ps) {
+		return ps, err
+	}
+	// A store that cannot say is waited for: the bound ends the wait.
+	if info, herr := s.Objects.Head(ctx, res.Key); errors.Is(herr, objstore.ErrNotFound) ||
+		herr == nil && info.Generation <= res.Generation {
+		return ps, nil
+	}
+	bound := s.markWait()
+	pause := markPoll
+	for waited := time.Duration(0); waited < bound; {
+		pause = min(pause, bound-waited)
+		if err := s.sleep(ctx, pause); err != nil {
+			return ps, err
+		}
+		waited += pause
+		pause = min(2*pause, maxMarkPoll)
+		if ps, err = s.Store.PageState(ctx, res.PageID); err != nil || decided(ps) {
+			return ps, err
+		}
+	}
+	return ps, nil
 }
 
 // overtaken reports whether a publication failed because other writers
