@@ -2,6 +2,7 @@ package content_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -74,6 +75,15 @@ func benchMigration(b *testing.B, be sqltest.Backend) {
 	benchSeed(b, db, "batched", n)
 	benchSeed(b, db, "small", small)
 	benchSeed(b, db, "raw", n)
+	benchSeed(b, db, "abort", n)
+	// The abort collection's last document refuses the rule, so its run
+	// converts every other one and fails there, for an abort to restore.
+	for _, table := range []string{"documents", "document_versions"} {
+		if _, err := db.SQL().ExecContext(ctx, `UPDATE `+table+` SET fields = $1 WHERE collection = 'abort' AND fields LIKE $2`,
+			`{"title":"the last","v":"not a number"}`, fmt.Sprintf(`%%"v":"%d"}`, n-1)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.StartTimer()
 
 	migrate := func(coll string, to content.FieldType, batch int) (time.Duration, uint64) {
@@ -115,6 +125,23 @@ func benchMigration(b *testing.B, be sqltest.Backend) {
 		b.Fatalf("raw update did not convert: %+v %v", d, err)
 	}
 
+	// Abort: restoring what a run converted, against converting it.
+	startConv := time.Now()
+	r, err := m.Start(ctx, "abort", "v", content.Number, content.DefaultBatch)
+	if err == nil {
+		r, err = m.Drive(ctx, r.ID)
+	}
+	dc := time.Since(startConv)
+	if _, failed := errors.AsType[*content.FailedError](err); !failed || r.ID == "" {
+		b.Fatalf("the abort collection's migration: %+v %v, want it failed at its last document", r, err)
+	}
+	startAbort := time.Now()
+	ar, err := m.Abort(ctx, r.ID)
+	da := time.Since(startAbort)
+	if err != nil || ar.Status != content.RunAborted || ar.Restored != int64(n-1) {
+		b.Fatalf("abort: %+v %v, want %d restored", ar, err, n-1)
+	}
+
 	rate1 := float64(n1) / d1.Seconds()
 	rateD := float64(n) / dd.Seconds()
 	rateR := float64(n) / dr.Seconds()
@@ -122,6 +149,7 @@ func benchMigration(b *testing.B, be sqltest.Backend) {
 	b.ReportMetric(rateD, "docs/s-batched")
 	b.ReportMetric(rateD/rate1, "x/batch1")
 	b.ReportMetric(rateR/rateD, "raw-x/batched")
+	b.ReportMetric(da.Seconds()/dc.Seconds(), "abort-x/convert")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(peak)/float64(max(peakSmall, 1)), "heap-x/tenth")
 }
@@ -157,6 +185,13 @@ func benchSeed(b *testing.B, db *sqlstore.DB, coll string, n int) {
 			args = append(args, db.IDs.New(), fmt.Sprintf(`{"title":"document number %d","v":"%d"}`, i, i))
 		}
 		if _, err := db.SQL().ExecContext(ctx, `INSERT INTO documents (collection, id, version, fields, created_at, updated_at) VALUES `+sb.String(), args...); err != nil {
+			b.Fatal(err)
+		}
+		// Each document's first snapshot, as a create writes it: an abort
+		// restores from the snapshot before a conversion.
+		if _, err := db.SQL().ExecContext(ctx, `INSERT INTO document_versions (collection, document_id, version, fields, reason, at)
+			SELECT collection, id, version, fields, 'create', 0 FROM documents WHERE collection = $1 AND version = 1
+			AND id NOT IN (SELECT document_id FROM document_versions WHERE collection = $1)`, coll); err != nil {
 			b.Fatal(err)
 		}
 	}
