@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -412,4 +413,17 @@ func (c Config) Effective() Settings {
 		out = append(out, s)
 	}
 	return out
+}
+
+// ConfigOption returns the option that environment variable name
+// configures (false: none). A variable of tidemark's own configuration (its
+// database URL, its LLM key, its S3 keys, …) is never a lane's secret:
+// a lane that read one would send it to its remote.
+func ConfigOption(name string) (Option, bool) {
+	for _, o := range Options {
+		if slices.Contains(o.Env, name) {
+			return o, true
+		}
+	}
+	return Option{}, false
 }

@@ -57,7 +57,39 @@ func checkLane(c outbox.LaneConfig) error {
 	if _, err := providers.Guarantee(c.Provider, c.Settings); err != nil {
 		return err
 	}
+	if err := checkLaneEnv(c.Name, c.Settings); err != nil {
+		return err
+	}
 	return providers.CheckSettings(c.Provider, c.Settings)
+}
+
+// checkLaneEnv refuses a lane setting naming an environment variable
+// (an …_env setting) that is tidemark's own configuration (ConfigOption):
+// the lane would send the server's database URL or keys to its remote. It
+// holds by every face, and where a lane's variables are read (newProvider),
+// so a lane stored before the rule cannot send one either.
+func checkLaneEnv(lane string, settings map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		v := strings.TrimSpace(settings[k])
+		if !strings.HasSuffix(k, "_env") {
+			continue
+		}
+		if o, ok := ConfigOption(v); ok {
+			return tidemark.Invalidf("setting "+k, v, "is tidemark's own configuration (its %s setting), never a lane's secret: "+
+				"put the lane's secret in a variable of its own and name that (`tidemark outbox lane set %s --setting %s=VARIABLE`)", o.Name, lane, k)
+		}
+	}
+	return nil
+}
+
+// newProvider builds a lane's provider from its stored settings and
+// secrets, as every delivery, reconciliation and check does: the one place
+// a lane's environment variables are read.
+func (p *Pipeline) newProvider(l outbox.Lane, secrets map[string]string) (provider.Provider, error) {
+	if err := checkLaneEnv(l.Name, provider.Merge(l.Settings, secrets)); err != nil {
+		return nil, err
+	}
+	return providers.NewWithSecrets(l, secrets, p.clock)
 }
 
 // checkChange refuses a setting whose value is the shown form of a secret
@@ -346,7 +378,7 @@ func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapRep
 	if g, err := providers.Guarantee(l.Provider, provider.Merge(l.Settings, secrets)); err == nil {
 		v.Guarantee = &g
 	}
-	_, err = providers.NewWithSecrets(l, secrets, p.clock)
+	_, err = p.newProvider(l, secrets)
 	if err != nil {
 		v.Guarantee = nil
 	}
@@ -407,7 +439,7 @@ func (p *Pipeline) laneProvider(ctx context.Context, lane string) (outbox.Lane, 
 	if err != nil {
 		return l, nil, false
 	}
-	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	prov, err := p.newProvider(l, secrets)
 	if err != nil {
 		return l, nil, false
 	}
@@ -597,7 +629,7 @@ func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration
 	if err != nil {
 		return nil, err
 	}
-	prov, err := providers.NewWithSecrets(l, secrets, p.clock)
+	prov, err := p.newProvider(l, secrets)
 	if err != nil {
 		return nil, outbox.OfLane(lane, &LaneBrokenError{Lane: lane, Err: err})
 	}
