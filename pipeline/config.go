@@ -336,9 +336,9 @@ func (c *Config) Set(name, v, from string) error {
 			continue
 		}
 		if err := o.set(c, v); err != nil {
-			shown := v
-			if o.Secret {
-				shown = ""
+			shown := ""
+			if !o.Secret {
+				shown = o.shown(v)
 			}
 			return tidemark.Invalidf(from, shown, "%v", err)
 		}
@@ -349,6 +349,23 @@ func (c *Config) Set(name, v, from string) error {
 		return nil
 	}
 	return tidemark.Invalidf("option", name, "no such option")
+}
+
+// shown is a value of the option as `tidemark config` and the refusal of
+// a value show it: a URL (the database's, the store's, the wiki's, an
+// endpoint) without its password, in whatever form it takes
+// (redact.DatabaseURL, redact.URL), and the value of a secret option not
+// at all.
+func (o Option) shown(v string) string {
+	switch {
+	case o.Secret:
+		return ""
+	case o.Name == "db":
+		// A database URL's settings (sslmode, connect_timeout) are shown.
+		return redact.DatabaseURL(v)
+	default:
+		return redact.URL(v, false)
+	}
 }
 
 // Setting is one option's effective value, as `tidemark config` shows it.
@@ -398,17 +415,16 @@ func (c Config) Effective() Settings {
 		if from, ok := c.origin[o.Name]; ok {
 			s.From = from
 		}
-		if o.Secret && s.Value != "" {
-			s.Value = "••• (set)"
-		}
 		switch o.Name {
 		case "db":
-			// A database URL's password is never shown; its settings are.
-			s.Value = redact.DatabaseURL(c.DatabaseURL())
+			s.Value = c.DatabaseURL()
 		case "store":
-			if s.Value == "" {
-				s.Value = c.StoreLocation()
-			}
+			s.Value = c.StoreLocation()
+		}
+		if o.Secret && s.Value != "" {
+			s.Value = "••• (set)"
+		} else {
+			s.Value = o.shown(s.Value)
 		}
 		out = append(out, s)
 	}

@@ -173,3 +173,35 @@ func TestRanges(t *testing.T) {
 		t.Errorf("in range: %d %s", n, d)
 	}
 }
+
+// `tidemark config` shows no password of any URL it prints: the wiki's,
+// the summarizer's endpoint, the store's, and a database given as a
+// keyword/value string; nor does the refusal of a value it cannot use.
+func TestEffectiveHidesEveryURLsPassword(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"TIDEMARK_OPENAI_BASE_URL": "http://u:SEKRET-oaiurl-150@127.0.0.1:18953/v1",
+		"TIDEMARK_WIKI_URL":        "https://u:SEKRET-wikiurl-151@wiki.example/?k=SEKRET-wikiq-152",
+		"TIDEMARK_STORE":           "s3://AKIDX:SEKRET-s3url-140@tidemark-test/p",
+		"TIDEMARK_S3_ENDPOINT":     "https://u:SEKRET-s3ep-141@s3.example",
+		"TIDEMARK_DB":              "host=127.0.0.1 port=18960 user=tm password=SEKRET-dbpass-76 dbname=tm",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := c.Effective().WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "SEKRET") {
+		t.Errorf("config shows a secret:\n%s", text.String())
+	}
+	for _, want := range []string{"wiki.example", "127.0.0.1:18953/v1", "tidemark-test/p", "port=18960"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("config hides %q:\n%s", want, text.String())
+		}
+	}
+	_, err = Load(env(map[string]string{"TIDEMARK_OPENAI_BASE_URL": "ftp://u:SEKRET-oaiurl-153@127.0.0.1/v1"}))
+	if err == nil || strings.Contains(err.Error(), "SEKRET") {
+		t.Errorf("refusing a base URL: %v", err)
+	}
+}

@@ -46,7 +46,30 @@ func URL(u string, opaque bool) string {
 // database URL's other parameters (sslmode, connect_timeout) are settings
 // an operator needs to see, not secrets, unlike an arbitrary URL's query,
 // where tokens travel under any name.
-func DatabaseURL(u string) string { return showURL(u, false, SecretName) }
+//
+// A keyword/value connection string (host=db user=tm password=…), which
+// libpq and pgx take too, keeps its keywords and loses the values of those
+// that name a secret.
+func DatabaseURL(u string) string {
+	if !strings.Contains(u, "://") && keywordValue.MatchString(u) {
+		var out strings.Builder
+		last := 0
+		for _, m := range keywordValue.FindAllStringSubmatchIndex(u, -1) {
+			if key, value := u[m[4]:m[5]], m[6]; SecretName(key) {
+				out.WriteString(u[last:value])
+				out.WriteString(Marker)
+				last = m[7]
+			}
+		}
+		out.WriteString(u[last:])
+		return out.String()
+	}
+	return showURL(u, false, SecretName)
+}
+
+// keywordValue matches one keyword=value pair of a libpq connection
+// string: the value bare, or single-quoted with backslash escapes.
+var keywordValue = regexp.MustCompile(`(^|\s)\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s]*)`)
 
 // SecretName reports whether a parameter called name holds a secret, by
 // its name: a password, a secret, a token, a credential or an API key.
@@ -63,7 +86,9 @@ func SecretName(name string) bool {
 // showURL is URL with the query values hide names replaced.
 func showURL(u string, opaque bool, hide func(name string) bool) string {
 	p, err := parseShown(u)
-	if err != nil || p.Scheme == "" || p.Host == "" {
+	// A URL with no host (postgres:///db?host=/run/pg) still has a query.
+	hostless := !opaque && strings.Contains(u, "://")
+	if err != nil || p.Scheme == "" || (p.Host == "" && !hostless) {
 		if opaque && u != "" {
 			return Marker
 		}

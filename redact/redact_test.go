@@ -105,3 +105,24 @@ func TestDatabaseURL(t *testing.T) {
 		}
 	}
 }
+
+// A database URL in any form libpq and pgx take keeps its settings and
+// loses its passwords: a URL with no host (a socket), and a keyword/value
+// connection string, quoted values included.
+func TestDatabaseURLInEveryForm(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres:///tidemark?host=/run/pg&password=hunter2":                       "postgres:///tidemark?host=%2Frun%2Fpg&password=•••",
+		"host=127.0.0.1 port=5432 user=tm password=hunter2 dbname=tm":              "host=127.0.0.1 port=5432 user=tm password=••• dbname=tm",
+		"host=db user=tm password='two words' sslpassword=k3yp4ss sslmode=require": "host=db user=tm password=••• sslpassword=••• sslmode=require",
+		`user=tm password='it\'s' dbname=tm`:                                       "user=tm password=••• dbname=tm",
+		"dbname=tm":                                                                "dbname=tm",
+	} {
+		got := redact.DatabaseURL(in)
+		if got != want {
+			t.Errorf("DatabaseURL(%q) = %q, want %q", in, got, want)
+		}
+		if again := redact.DatabaseURL(got); again != got {
+			t.Errorf("DatabaseURL(%q) = %q: the shown form is not shown as it is", got, again)
+		}
+	}
+}

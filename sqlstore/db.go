@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ids"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // Dialect is everything that differs between the backends. Queries are
@@ -156,7 +157,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		var cfg *pgx.ConnConfig
 		cfg, err = pgx.ParseConfig(url)
 		if err != nil {
-			return nil, tidemark.Invalidf("database url", redact(url), "%v", err)
+			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err)
 		}
 		d.db = sql.OpenDB(outageConnector{stdlib.GetConnector(*cfg)})
 		n := opt.MaxOpenConns
@@ -169,13 +170,13 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		d.Dialect = SQLite
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		if path == "" {
-			return nil, tidemark.Invalidf("database url", url, "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
+			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
 		}
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				// The caller named a place that cannot hold a database: input
 				// to fix (exit 2), not an internal error.
-				return nil, tidemark.Invalidf("database url", url, "cannot create its directory: %v", err)
+				return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "cannot create its directory: %v", err)
 			}
 		}
 		// _txlock=immediate takes the write lock at BEGIN, so two writers
@@ -203,7 +204,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 			d.w.SetMaxIdleConns(1)
 		}
 	default:
-		return nil, tidemark.Invalidf("database url", redact(url), "want sqlite:PATH or postgres://…")
+		return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "want sqlite:PATH or postgres://…")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open: %w", err)
@@ -214,9 +215,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if err := d.db.PingContext(ctx); err != nil {
 		d.Close()
 		if errors.Is(err, tidemark.ErrUnavailable) { // outageConnector said so
-			return nil, fmt.Errorf("sqlstore: open %s: %w", redact(url), err)
+			return nil, fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err)
 		}
-		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact(url), tidemark.ErrUnavailable, err)
+		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err)
 	}
 	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {
 		d.Close()
@@ -265,21 +266,9 @@ func uriPath(p string) string {
 	return strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(p)
 }
 
-// URL returns the database URL with any password removed.
-func (d *DB) URL() string { return redact(d.url) }
-
-func redact(url string) string {
-	at := strings.LastIndexByte(url, '@')
-	scheme := strings.Index(url, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return url
-	}
-	userinfo := url[scheme+3 : at]
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return url[:scheme+3] + user + ":***" + url[at:]
-	}
-	return url
-}
+// URL returns the database URL as it may be shown: without a password in
+// any of the forms one can take (redact.DatabaseURL).
+func (d *DB) URL() string { return redact.DatabaseURL(d.url) }
 
 // ms converts a time to the stored form: Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/pipeline/site"
+	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -65,7 +66,7 @@ by the machine's operator, is not limited.`,
 			if ok, err := p.DB().Auth().HasTokens(cmd.Context()); err == nil && !ok {
 				fmt.Fprintln(a.stderr, "tidemark: no access token exists yet, so only the wiki is open; create one with `tidemark token create NAME`")
 			}
-			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", a.cfg.StoreLocation(), ln.Addr(), ln.Addr())
+			fmt.Fprintf(a.stderr, "tidemark: serving the wiki (%s) on http://%s/ and status on http://%s/status ; Ctrl-C to stop\n", redact.URL(a.cfg.StoreLocation(), false), ln.Addr(), ln.Addr())
 			if err := site.Serve(cmd.Context(), ln, srv.Handler()); err != nil {
 				return err
 			}

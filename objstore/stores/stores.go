@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/s3"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // S3 holds what an s3:// location does not say: where the server is and
@@ -32,7 +33,14 @@ func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
 	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return nil, tidemark.Invalidf(flag, loc, "want s3://BUCKET[/PREFIX]")
+			return nil, tidemark.Invalidf(flag, redact.URL(loc, false), "want s3://BUCKET[/PREFIX]")
+		}
+		if at := strings.LastIndexByte(bucket, '@'); at >= 0 {
+			// The location is shown (tidemark config, serve, the store's
+			// recorded identity); the credentials are secret settings.
+			shown := "s3://" + redact.Marker + rest[at:]
+			return nil, tidemark.Invalidf(flag, shown, "a store's location carries no credentials: "+
+				"give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 		}
 		pathStyle := s3cfg.Endpoint != ""
 		if s3cfg.PathStyle != nil {
@@ -46,7 +54,7 @@ func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
 			Region: region, AccessKey: s3cfg.AccessKey, SecretKey: s3cfg.SecretKey})
 	}
 	if strings.Contains(loc, "://") {
-		return nil, tidemark.Invalidf(flag, loc, "want a directory or s3://BUCKET[/PREFIX]")
+		return nil, tidemark.Invalidf(flag, redact.URL(loc, false), "want a directory or s3://BUCKET[/PREFIX]")
 	}
 	return dir.Open(loc)
 }
