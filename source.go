@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/redact"
 )
 
 // SourceState is an operator's switch: paused sources are never claimed.
@@ -146,7 +148,12 @@ func (s Source) DueAt() (time.Time, bool) {
 	return s.NextDueAt, true
 }
 
-// MarshalJSON writes s with next_due_at null when no worker will claim it
+// ShownLocation is the location as every face shows it: without a
+// credential a source stored before such locations were refused may carry
+// (redact.Location). The location itself is what fetches read.
+func (s Source) ShownLocation() string { return redact.Location(s.Location) }
+
+// MarshalJSON writes s with its shown location (ShownLocation), with next_due_at null when no worker will claim it
 // until an operator acts (see DueAt): a time there would tell its reader
 // that it runs then; and with next_try_at and next_try_reason (NextTry). A type that embeds Source has this method promoted,
 // so it must write its own fields beside it (as ingest.Detail does).
@@ -159,6 +166,7 @@ func (s Source) MarshalJSON() ([]byte, error) {
 		NextTryAt     *time.Time `json:"next_try_at"`
 		NextTryReason string     `json:"next_try_reason"`
 	}{fields: fields(s)}
+	v.Location = s.ShownLocation()
 	if at, ok := s.DueAt(); ok {
 		v.NextDueAt = &at
 	}

@@ -104,3 +104,17 @@ func TestSourceNextTry(t *testing.T) {
 		}
 	}
 }
+
+// A source stored with a credential in its location (before such
+// locations were refused) is shown without it: its JSON (the CLI's
+// --json, the API) carries the shown location.
+func TestSourceJSONHidesLocationCredentials(t *testing.T) {
+	src := tidemark.Source{Name: "s", Location: "https://example.org/feed?category=go&token=SEKRET-qtok-5"}
+	got := mustJSONObject(t, src)
+	if got["location"] != "https://example.org/feed?category=go&token=•••" {
+		t.Errorf("location shown as %v", got["location"])
+	}
+	if src.ShownLocation() != got["location"] {
+		t.Errorf("ShownLocation %q", src.ShownLocation())
+	}
+}

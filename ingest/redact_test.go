@@ -23,7 +23,8 @@ func TestRunErrorHidesLocationCredentials(t *testing.T) {
 		env := sqltest.NewEnv(11)
 		db := sqltest.MustOpen(t, b, env)
 		var logs bytes.Buffer
-		for _, loc := range []string{"https://bob:hunter2hunter@example.org/repo.git", "https://ghp_T0KENVALUE@example.org/x.git"} {
+		for _, loc := range []string{"https://bob:hunter2hunter@example.org/repo.git", "https://ghp_T0KENVALUE@example.org/x.git",
+			"https://example.org/feed.xml?category=go&token=qt0kenq7"} {
 			echo := func(_ context.Context, src tidemark.Source, _ string) (tidemark.FetchResult, error) {
 				return tidemark.FetchResult{}, tidemark.Unreachable("fatal: unable to access '"+src.Location+"/': auth failed for "+
 					strings.TrimPrefix(strings.SplitN(src.Location, "@", 2)[0], "https://"), 0, errors.New("git"))
@@ -45,7 +46,7 @@ func TestRunErrorHidesLocationCredentials(t *testing.T) {
 			}
 			for what, text := range map[string]string{"report": rep.Error, "error": err.Error(), "last_error": src.LastError,
 				"run error": runs[0].Error, "logs": logs.String()} {
-				for _, secret := range []string{"hunter2hunter", "ghp_T0KENVALUE"} {
+				for _, secret := range []string{"hunter2hunter", "ghp_T0KENVALUE", "qt0kenq7"} {
 					if strings.Contains(text, secret) {
 						t.Errorf("%s shows %q: %s", what, secret, text)
 					}

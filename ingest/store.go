@@ -166,7 +166,7 @@ func (e *DuplicateError) Error() string {
 	if e.Err != nil {
 		return e.Err.Error()
 	}
-	return fmt.Sprintf("source %q already watches the same thing (%s %s)", e.Source.Name, e.Source.Kind, e.Source.Location)
+	return fmt.Sprintf("source %q already watches the same thing (%s %s)", e.Source.Name, e.Source.Kind, e.Source.ShownLocation())
 }
 
 func (e *DuplicateError) Unwrap() error { return e.Err }

@@ -64,7 +64,7 @@ type CursorChecker interface {
 // tidemark.ErrInvalid, and nothing is fetched; otherwise only a cancelled
 // ctx is an error: a failed fetch is the report's outcome.
 func TestFetch(ctx context.Context, f tidemark.Fetcher, src tidemark.Source, cursor string, withEvidence bool) (TestReport, error) {
-	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.Location, Config: src.Config, Items: []TestItem{}, Cursor: cursor, Notes: []string{}}
+	rep := TestReport{Kind: src.Kind, Name: src.Name, Location: src.ShownLocation(), Config: src.Config, Items: []TestItem{}, Cursor: cursor, Notes: []string{}}
 	if rep.Config == nil {
 		rep.Config = map[string]string{}
 	}

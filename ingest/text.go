@@ -120,7 +120,7 @@ func (d Detail) WriteText(w io.Writer) error {
 	}
 	kv("name", "%s", src.Name)
 	kv("kind", "%s", src.Kind)
-	kv("location", "%s", src.Location)
+	kv("location", "%s", src.ShownLocation())
 	for k, v := range src.Config {
 		kv("config", "%s=%s", k, v)
 	}
@@ -229,7 +229,7 @@ func (r TestReport) WriteText(w io.Writer) error {
 
 // AddedLine says a source was added.
 func AddedLine(src tidemark.Source) string {
-	return fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.Location, src.Interval.Std())
+	return fmt.Sprintf("added %s source %q (%s), every %s", src.Kind, src.Name, src.ShownLocation(), src.Interval.Std())
 }
 
 // StateLine says a source is paused or active, after a pause or a resume.

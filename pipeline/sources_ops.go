@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/ingest/opml"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // The lifecycle of a source, one operation each, behind the CLI, the
@@ -238,7 +239,11 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 		}
 	}
 	for _, f := range feeds {
-		if err := detect.CheckURL(f.Location); err != nil {
+		err := detect.CheckURL(f.Location)
+		if err == nil {
+			err = kinds.CheckLocationCredentials(f.Location)
+		}
+		if err != nil {
 			f.Reason = tidemark.Text(err)
 			rep.Skipped = append(rep.Skipped, f)
 			continue
@@ -283,6 +288,12 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 		names[f.Name], tracked[f.Location] = true, f.Name
 		rep.Added = append(rep.Added, f)
 	}
+	// The report is shown (text and --json): a location in it is too.
+	for _, l := range [][]opml.Feed{rep.Added, rep.Skipped} {
+		for i := range l {
+			l[i].Location = redact.Location(l[i].Location)
+		}
+	}
 	return rep, nil
 }
 
@@ -295,7 +306,9 @@ func (p *Pipeline) ExportOPML(ctx context.Context, w io.Writer) error {
 	var feeds []opml.Feed
 	for _, s := range srcs {
 		if s.Kind == "feed" {
-			feeds = append(feeds, opml.Feed{Name: s.Name, Location: s.Location})
+			// Shown, as everywhere: a credential kept in an old location
+			// does not leave in an export.
+			feeds = append(feeds, opml.Feed{Name: s.Name, Location: s.ShownLocation()})
 		}
 	}
 	return opml.Write(w, "tidemark feeds", p.clock.Now(), feeds)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/summarize/readable"
 )
 
@@ -300,7 +301,7 @@ func (s *Service) renderCard(ctx context.Context, src SourceInfo, absent map[str
 	}
 	front, _ := paginate(entries, href(""))
 	_, archives := paginate(entries, href("../../"))
-	loc := readable.SafeLink(src.Location)
+	loc := readable.SafeLink(redact.Location(src.Location))
 	card := func(key string, v listingView, root string) listingObject {
 		v.Root = root
 		total := len(entries)

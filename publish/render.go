@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/redact"
 	"github.com/tidemark/tidemark/summarize"
 	"github.com/tidemark/tidemark/summarize/readable"
 )
@@ -325,7 +326,8 @@ func (s *Service) readableInput(ctx context.Context, ev tidemark.Event, src Sour
 	if want != "" && hash != want {
 		return readable.Input{}, "", fmt.Errorf("event %s re-frozen (evidence %.12s, wanted %.12s): %w", ev.ID, hash, want, ErrSuperseded)
 	}
-	in := readable.Input{Kind: src.Kind, Title: ev.Title, Location: src.Location, Evidence: evidence}
+	// The location a page and a summarizer see is the shown one.
+	in := readable.Input{Kind: src.Kind, Title: ev.Title, Location: redact.Location(src.Location), Evidence: evidence}
 	if ev.Revision > 1 {
 		prev, _, err := s.Store.Revision(ctx, ev.ID, ev.Revision-1)
 		switch {
@@ -369,7 +371,7 @@ func (s *Service) renderPage(ctx context.Context, p *Plan) ([]byte, error) {
 		return nil, fmt.Errorf("page %s evidence: %w", p.PageID, err)
 	}
 	doc := readable.Build(in)
-	if title == p.Source.Location && title != "" {
+	if (title == p.Source.Location || title == in.Location) && title != "" {
 		// A page with no title of its own is named by its source.
 		title = readable.Clean(p.Source.Name)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore"
+	"github.com/tidemark/tidemark/redact"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -145,7 +146,8 @@ func (s *Service) refreshListings(ctx context.Context, absent *absence) (Listing
 	var indexStamp strings.Builder
 	every := &everyPage{} // read once, by the first group that renders
 	for _, src := range sources {
-		stamp := src.Stamp + "|" + src.Name + "|" + src.Location + absentStamp(absent.bySource[src.ID])
+		// The stamp is stored (wiki_objects): it holds the location as shown.
+		stamp := src.Stamp + "|" + src.Name + "|" + redact.Location(src.Location) + absentStamp(absent.bySource[src.ID])
 		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
 		err := s.refreshGroup(ctx, r, CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
 			return s.renderCard(ctx, src.SourceInfo, absent.all, every)

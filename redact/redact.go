@@ -177,15 +177,24 @@ func URLSecrets(u string, opaque bool) []string {
 	return out
 }
 
-// Credentials returns the credentials a URL carries in its userinfo: the
+// Credentials returns the credentials a URL carries: in its userinfo, the
 // password, and for http(s) the user name too, where a token rides
-// (https://TOKEN@host/).
+// (https://TOKEN@host/); in its query, the values of the parameters named
+// like credentials (CredentialParam).
 func Credentials(u string) []string {
 	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
+	if err != nil {
 		return nil
 	}
 	var out []string
+	for name, vs := range p.Query() {
+		if CredentialParam(name) {
+			out = append(out, vs...)
+		}
+	}
+	if p.User == nil {
+		return out
+	}
 	pw, has := p.User.Password()
 	if has {
 		out = append(out, pw)
@@ -248,4 +257,62 @@ func Err(err error, secrets ...string) error {
 		return err
 	}
 	return &Error{Err: err, Text: red}
+}
+
+// CredentialParam reports whether a URL query parameter called name
+// carries a credential, by its name (case-insensitive): a token, a key, a
+// password, a secret, a signature. It is narrower than SecretName, which
+// judges a database's parameters: a feed's "author" is not "auth".
+func CredentialParam(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "key", "sig", "pwd", "auth", "access_key", "accesskey", "private_key":
+		return true
+	}
+	for _, w := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Location returns a source's location as it may be shown: a URL without
+// its userinfo password (or, for http(s), any user name, where a token
+// rides) and with the values of its credential parameters (CredentialParam)
+// replaced; its other parameters choose what a feed lists, and are shown
+// as they are. A location with nothing to hide, or that is not a URL (a
+// path, git@host:path), is returned unchanged.
+func Location(loc string) string {
+	p, err := parseShown(loc)
+	if err != nil || p.Scheme == "" || p.Host == "" {
+		return loc
+	}
+	out := loc
+	if p.User != nil {
+		if _, has := p.User.Password(); has || p.Scheme == "http" || p.Scheme == "https" {
+			out = Text(out)
+		}
+	}
+	if p.RawQuery == "" {
+		return out
+	}
+	base, query, _ := strings.Cut(out, "?")
+	query, frag, hasFrag := strings.Cut(query, "#")
+	parts := strings.Split(query, "&")
+	for i, part := range parts {
+		k, _, hasValue := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k
+		}
+		if hasValue && CredentialParam(name) {
+			parts[i] = k + "=" + Marker
+		}
+	}
+	out = base + "?" + strings.Join(parts, "&")
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
 }

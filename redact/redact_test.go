@@ -126,3 +126,41 @@ func TestDatabaseURLInEveryForm(t *testing.T) {
 		}
 	}
 }
+
+// A source location is shown with its credentials hidden (a userinfo
+// password or an http(s) user name, and the values of query parameters
+// named like credentials) and everything else as it is: a feed's other
+// parameters choose what it lists.
+func TestLocation(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://example.org/feed?token=SEKRET":                         "https://example.org/feed?token=•••",
+		"https://example.org/feed?category=go&API_Key=SEKRET&author=me": "https://example.org/feed?category=go&API_Key=•••&author=me",
+		"https://example.org/cal.ics?key=SEKRET&sig=S2&X-Amz-Signature=S3&access_token=S4&private_token=S5&password=S6&secret=S7":
+		//
+		"https://example.org/cal.ics?key=•••&sig=•••&X-Amz-Signature=•••&access_token=•••&private_token=•••&password=•••&secret=•••",
+		"https://u:SEKRET@example.org/x.git":   "https://•••@example.org/x.git",
+		"https://SEKRET@example.org/x.git":     "https://•••@example.org/x.git",
+		"https://example.org/feed?page=2&sort": "https://example.org/feed?page=2&sort",
+		"git@github.com:o/r.git":               "git@github.com:o/r.git",
+		"ssh://git@example.org/r.git":          "ssh://git@example.org/r.git",
+		"/srv/docs":                            "/srv/docs",
+	} {
+		got := redact.Location(in)
+		if got != want {
+			t.Errorf("Location(%q) = %q, want %q", in, got, want)
+		}
+		if again := redact.Location(got); again != got {
+			t.Errorf("Location(%q) = %q: the shown form is not shown as it is", got, again)
+		}
+	}
+	for _, name := range []string{"token", "Token", "access_token", "api_key", "apikey", "key", "password", "secret", "sig", "signature", "X-Amz-Credential", "auth"} {
+		if !redact.CredentialParam(name) {
+			t.Errorf("%s is not taken for a credential", name)
+		}
+	}
+	for _, name := range []string{"author", "category", "page", "monkey", "keyword", "q", "format"} {
+		if redact.CredentialParam(name) {
+			t.Errorf("%s is taken for a credential", name)
+		}
+	}
+}

@@ -74,7 +74,7 @@ already tracked), and runs it now, due or not.`,
 			}
 			res, err := p.RunOnce(ctx, pipeline.OnceOptions{MaxPasses: maxPasses, Workers: workers, Lease: lease, Poll: poll, Track: track,
 				OnTracked: func(src tidemark.Source) {
-					fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.Location, src.Name)
+					fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.ShownLocation(), src.Name)
 				},
 				OnReport: func(r ingest.Report, err error) {
 					if !asJSON {

@@ -7,13 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/outbox/provider/webhook"
 	"github.com/tidemark/tidemark/pipeline"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -149,5 +153,71 @@ func TestMistypedSettingNotRepeated(t *testing.T) {
 		if code != 2 || strings.Contains(out.String()+errb.String(), "s3cr3t-value") || !strings.Contains(errb.String(), "key=value") {
 			t.Errorf("--setting %s: exit %d\n%s%s", arg, code, out.String(), errb.String())
 		}
+	}
+}
+
+// A location carrying a credential in its query is refused by source add
+// and skipped by an OPML import, neither repeating it; a source stored
+// with one before (by an older tidemark) keeps running, and no face shows
+// its token: source list and show (text and --json), export-opml, the
+// run's output, and the wiki's source card.
+func TestSourceLocationQueryCredentialNeverShown(t *testing.T) {
+	const secret = "SEKRET-qtok-5"
+	srv := newBlog(t)
+	home := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"--home", home, "source", "add", srv.URL + "/blog/rss.xml?token=" + secret, "--allow-private"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "credential") || strings.Contains(out.String()+errb.String(), secret) {
+		t.Errorf("source add with ?token=: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	subs := filepath.Join(t.TempDir(), "subs.opml")
+	if err := os.WriteFile(subs, []byte(`<?xml version="1.0"?><opml version="1.0"><head><title>s</title></head><body>
+<outline type="rss" text="Private" xmlUrl="https://example.org/feed?api_key=`+secret+`"/>
+<outline type="rss" text="Basic" xmlUrl="https://u:`+secret+`@example.org/feed"/></body></opml>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--json"}, {}, {"--dry-run"}} {
+		got := mustTidemark(t, 0, append([]string{"--home", home, "source", "import-opml", subs}, args...)...)
+		if strings.Contains(got, secret) || !strings.Contains(got, "example.org/feed") {
+			t.Errorf("import-opml %v shows the credential, or not the feed:\n%s", args, got)
+		}
+	}
+
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(home, "tidemark.db"), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Ingest().AddSource(ctx, ingest.NewSource{Name: "old", Kind: "feed", Location: srv.URL + "/blog/rss.xml?token=" + secret,
+		Interval: time.Hour, RetryBudget: 3, AllowPrivate: true})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]string{}
+	for _, args := range [][]string{
+		{"run", "--once"}, {"source", "list"}, {"source", "list", "--json"}, {"source", "show", "old"},
+		{"source", "show", "old", "--json"}, {"source", "export-opml"},
+	} {
+		shown[strings.Join(args, " ")] = mustTidemark(t, 0, append([]string{"--home", home}, args...)...)
+	}
+	cards, _ := filepath.Glob(filepath.Join(home, "wiki", "sources", "*.html"))
+	if len(cards) == 0 {
+		t.Fatal("the run published no source card: the old source did not keep working")
+	}
+	for _, c := range cards {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown[c] = string(b)
+	}
+	for what, text := range shown {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s shows the location's token:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(shown["source show old"], "token=•••") {
+		t.Errorf("source show does not show the location without its token:\n%s", shown["source show old"])
 	}
 }

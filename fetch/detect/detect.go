@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/fetch/canon"
 	"github.com/tidemark/tidemark/fetch/feed"
 	"github.com/tidemark/tidemark/fetch/httpx"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // Result is what a probe found.
@@ -316,10 +317,10 @@ func Discover(body []byte, base string) (title string, feeds []string) {
 func CheckURL(loc string) error {
 	u, err := url.Parse(loc)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return tidemark.Invalidf("location", loc, "want an absolute http:// or https:// URL")
+		return tidemark.Invalidf("location", redact.Location(loc), "want an absolute http:// or https:// URL")
 	}
 	if u.User != nil {
-		return tidemark.Invalidf("location", loc, "credentials in the URL would be stored in plain text")
+		return tidemark.Invalidf("location", redact.Location(loc), "credentials in the URL would be stored in plain text")
 	}
 	return nil
 }

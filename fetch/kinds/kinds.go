@@ -358,15 +358,30 @@ func (k Kind) CheckConfig(cfg map[string]string) error {
 }
 
 // CheckLocationCredentials refuses a location that carries a credential: a
-// password in its userinfo (any scheme), or any userinfo in an http(s) URL,
-// where a token rides as the user name (https://TOKEN@host/...). A location
-// is shown everywhere (source list, --json, the API, the status pages, run
-// errors), so a credential in it would be shown too; git's credential
-// helpers, ~/.netrc and SSH keys hold credentials instead. An SSH user name
-// (ssh://git@host/...) is not a secret and is kept.
+// password in its userinfo (any scheme), any userinfo in an http(s) URL,
+// where a token rides as the user name (https://TOKEN@host/...), or a query
+// parameter named like a credential (?token=, ?api_key=, ?sig=: see
+// redact.CredentialParam). A location is shown everywhere (source list,
+// --json, the API, the status pages, the public wiki, run errors), so a
+// credential in it would be shown too; git's credential helpers, ~/.netrc
+// and SSH keys hold credentials instead. An SSH user name
+// (ssh://git@host/...) is not a secret and is kept. A source stored with one
+// before it was refused keeps working, its location shown by
+// redact.Location.
 func CheckLocationCredentials(loc string) error {
 	u, err := url.Parse(loc)
-	if err != nil || u.User == nil || u.Host == "" {
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	for name := range u.Query() {
+		if redact.CredentialParam(name) {
+			return tidemark.Invalidf("location", redact.Location(loc), "carries a credential in its query (%s=); "+
+				"tidemark shows locations everywhere, the public wiki included, and keeps no credential for a feed, page "+
+				"or JSON source: track an address that needs none, and give git its credentials with a credential "+
+				"helper, ~/.netrc or an SSH key", name)
+		}
+	}
+	if u.User == nil {
 		return nil
 	}
 	_, hasPassword := u.User.Password()

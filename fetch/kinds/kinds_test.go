@@ -413,3 +413,31 @@ func TestChangeConfig(t *testing.T) {
 		t.Errorf("dir include: %v, want it refused: the cursor stands for what the old value selected", err)
 	}
 }
+
+// A location is shown everywhere, the public wiki included, so one that
+// carries a credential in its query (?token=, ?api_key=, a signature) is
+// refused as one in its userinfo is, without repeating it; a query that
+// only chooses what a feed lists is not.
+func TestCheckLocationCredentialsRefusesQueryCredentials(t *testing.T) {
+	for _, loc := range []string{
+		"https://example.org/feed?token=SEKRET-qtok-5",
+		"https://example.org/feed?category=go&API_KEY=SEKRET-qtok-6",
+		"https://example.org/cal.ics?key=SEKRET-qtok-7",
+		"https://bucket.example/f.xml?X-Amz-Signature=SEKRET-qtok-8",
+		"https://example.org/f?access_token=SEKRET-qtok-9",
+		"https://example.org/f?Password=SEKRET-qtok-10",
+	} {
+		err := kinds.CheckLocationCredentials(loc)
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "credential") {
+			t.Errorf("%s: %v; want a refusal saying why", loc, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "SEKRET") {
+			t.Errorf("%s: the refusal repeats the credential: %v", loc, err)
+		}
+	}
+	for _, loc := range []string{"https://example.org/feed?category=go&author=me&page=2", "https://example.org/feed", "/srv/docs", "git@github.com:o/r.git"} {
+		if err := kinds.CheckLocationCredentials(loc); err != nil {
+			t.Errorf("%s: %v", loc, err)
+		}
+	}
+}
