@@ -11,6 +11,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"net/url"
 	"regexp"
 	"slices"
@@ -231,8 +232,45 @@ func Text(s string, secrets ...string) string {
 			}
 		}
 	}
+	s = cleanEncoded(s, ss)
 	s = userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
 	return webUser.ReplaceAllString(s, "${1}"+Marker+"@")
+}
+
+// base64Run matches a run of base64 (standard or URL-safe), its padding
+// plain or percent-encoded: where a protocol's encoded credential would be
+// echoed (SMTP AUTH PLAIN, HTTP Basic).
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{8,}(?:=|%3[Dd]){0,2}`)
+
+// cleanEncoded replaces every base64 run of s that decodes to bytes
+// holding one of secrets: a secret echoed in the form a protocol sent it
+// ("\x00user\x00secret", "user:secret", the secret alone), whatever else
+// the encoded bytes hold beside it.
+func cleanEncoded(s string, secrets []string) string {
+	var live []string
+	for _, sec := range secrets {
+		if len(sec) >= minSecretLen {
+			live = append(live, sec)
+		}
+	}
+	if len(live) == 0 {
+		return s
+	}
+	return base64Run.ReplaceAllStringFunc(s, func(run string) string {
+		raw := strings.TrimRight(strings.ReplaceAll(strings.ReplaceAll(run, "%3D", "="), "%3d", "="), "=")
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			b, err := enc.DecodeString(raw)
+			if err != nil {
+				continue
+			}
+			for _, sec := range live {
+				if strings.Contains(string(b), sec) {
+					return Marker
+				}
+			}
+		}
+		return run
+	})
 }
 
 // Error is an error whose text is redacted. It unwraps to the original, so

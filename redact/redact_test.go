@@ -1,8 +1,10 @@
 package redact_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -162,5 +164,33 @@ func TestLocation(t *testing.T) {
 		if redact.CredentialParam(name) {
 			t.Errorf("%s is taken for a credential", name)
 		}
+	}
+}
+
+// An upstream that echoes a credential in the encoded form a protocol sent
+// it (SMTP AUTH PLAIN's base64 of "\x00user\x00secret", HTTP Basic's
+// base64 of "user:secret", or the secret's own base64, padded or not,
+// URL-safe or percent-encoded) is cleaned as one that echoes it plain.
+func TestTextCleansEncodedEchoes(t *testing.T) {
+	const secret = "SEKRET-smtp-190"
+	b64 := base64.StdEncoding.EncodeToString
+	for name, echoed := range map[string]string{
+		"AUTH PLAIN":              b64([]byte("\x00bob\x00" + secret)),
+		"AUTH PLAIN with authzid": b64([]byte("bob\x00bob\x00" + secret)),
+		"Basic":                   b64([]byte("u:" + secret)),
+		"plain b64":               b64([]byte(secret)),
+		"raw url b64":             base64.RawURLEncoding.EncodeToString([]byte("u:" + secret + "?>")),
+		"percent":                 url.QueryEscape(b64([]byte("u:" + secret + "x"))),
+	} {
+		in := "535 5.7.8 auth failed for " + echoed + " (plain: |bob|x)"
+		got := redact.Text(in, secret)
+		if strings.Contains(got, echoed) || !strings.Contains(got, "535 5.7.8 auth failed for "+redact.Marker) {
+			t.Errorf("%s: %q cleaned to %q", name, in, got)
+		}
+	}
+	// Base64 that does not hide a secret is left alone.
+	other := "ETag " + b64([]byte("just some bytes here"))
+	if got := redact.Text(other, secret); got != other {
+		t.Errorf("%q cleaned to %q", other, got)
 	}
 }

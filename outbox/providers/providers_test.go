@@ -1,8 +1,13 @@
 package providers_test
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +249,31 @@ func TestAListingIsResumedOnlyWhereItsCursorIsAKeyset(t *testing.T) {
 		if s := build(kind, settings); s != "" {
 			t.Errorf("%s %v: listing scope %q; want none (read from the head every pass)", kind, settings, s)
 		}
+	}
+}
+
+// A lane's remote that echoes the Basic credentials it was sent (the
+// base64 of a URL's user:password) has them cleaned from the error, as a
+// plain echo is.
+func TestProviderErrorsHideAnEchoedBasicCredential(t *testing.T) {
+	const secret = "SEKRET-b64-180"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "ECHO auth=%s", r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	list := strings.Replace(srv.URL, "http://", "http://u:"+secret+"@", 1) + "/list"
+	shown, secret2 := providers.Split("webhook", map[string]string{"url": srv.URL + "/hook", "list_url": list, "secret": "hmac-secret"})
+	l := outbox.Lane{LaneConfig: outbox.LaneConfig{Name: "hook", Provider: "webhook", Settings: shown}}
+	p, err := providers.NewWithSecrets(l, secret2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.ListOwn(context.Background(), provider.ListQuery{})
+	if err == nil || !strings.Contains(err.Error(), "ECHO auth=Basic "+redact.Marker) {
+		t.Fatalf("list: %v; want the echo with its credential cleaned", err)
+	}
+	if b64 := base64.StdEncoding.EncodeToString([]byte("u:" + secret)); strings.Contains(err.Error(), b64) {
+		t.Errorf("the error shows the Basic credential: %v", err)
 	}
 }
