@@ -137,7 +137,7 @@ func New(opt Options) *Client {
 	}
 	c.hc = &http.Client{
 		Transport: rt,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		CheckRedirect: CredentialsStayOnOrigin(func(req *http.Request, via []*http.Request) error {
 			if len(via) > opt.MaxRedirects {
 				return &redirectError{n: len(via)}
 			}
@@ -145,7 +145,7 @@ func New(opt Options) *Client {
 				return &schemeError{scheme: req.URL.Scheme}
 			}
 			return nil
-		},
+		}),
 	}
 	return c
 }
@@ -786,4 +786,47 @@ func readLimited(r io.Reader, limit, length int64) ([]byte, error) {
 		body = append(body, c...)
 	}
 	return body, nil
+}
+
+// credentialHeaders are the request headers that carry a credential.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Cookie2"}
+
+// CredentialsStayOnOrigin wraps a client's redirect policy (next; nil: Go's
+// default of at most 10 redirects) so that a credential goes only to the
+// origin it was given for: a redirect to another origin than the first
+// request's (another scheme, host or port) is sent without the headers
+// that carry one. Go's client keeps them for the same host name on any
+// port, which is another service on a shared host or gateway. Every
+// client that sends a credential (the outbox's providers, the OpenAI
+// summarizer) and the fetchers' client use it.
+func CredentialsStayOnOrigin(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && Origin(req.URL) != Origin(via[0].URL) {
+			for _, h := range credentialHeaders {
+				req.Header.Del(h)
+			}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// Origin is a URL's origin: its scheme, host name and port (the scheme's
+// default when it names none), in lower case.
+func Origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }

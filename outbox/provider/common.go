@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/fetch/httpx"
 )
 
 // DefaultTimeout bounds every request of a provider whose config names no
@@ -18,11 +19,17 @@ const DefaultTimeout = 30 * time.Second
 // HTTPDefaults fills what an HTTP provider's config leaves unset (a client
 // with DefaultTimeout, the system clock) and returns the WriteClient its
 // writes go through, built from that client: the one place a provider's
-// New gets them, so none can send a write on its pooled client.
+// New gets them, so none can send a write on its pooled client. The
+// client the provider reads with is a copy of the one given whose
+// redirects never carry the provider's token to another origin
+// (httpx.CredentialsStayOnOrigin); the caller's client is not changed.
 func HTTPDefaults(client **http.Client, clk *clock.Clock) *WriteClient {
-	if *client == nil {
-		*client = &http.Client{Timeout: DefaultTimeout}
+	c := http.Client{Timeout: DefaultTimeout}
+	if *client != nil {
+		c = **client
 	}
+	c.CheckRedirect = httpx.CredentialsStayOnOrigin(c.CheckRedirect)
+	*client = &c
 	if *clk == nil {
 		*clk = clock.System{}
 	}

@@ -133,12 +133,15 @@ func New(cfg Config) (*Summarizer, error) {
 			next = http.DefaultTransport
 		}
 		c.Transport = decodedAnswers{next}
+		c.CheckRedirect = httpx.CredentialsStayOnOrigin(c.CheckRedirect)
 		cc.HTTPClient = &c
 	} else {
 		if cfg.Timeout <= 0 {
 			cfg.Timeout = DefaultTimeout
 		}
-		cc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: decodedAnswers{boundedAnswers{http.DefaultTransport}}}
+		cc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: decodedAnswers{boundedAnswers{http.DefaultTransport}},
+			// The API key goes only to the endpoint's own origin.
+			CheckRedirect: httpx.CredentialsStayOnOrigin(nil)}
 	}
 	return &Summarizer{cfg: cfg, client: goopenai.NewClientWithConfig(cc)}, nil
 }
