@@ -26,6 +26,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,25 +120,49 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("fill intent matches: %w", err)
 	}
 	p.db = db
+	p.checkDatabaseMode()
 	return p, nil
+}
+
+// warn says what a check could not decide but did not refuse: to
+// Config.Warn, or logged.
+func (p *Pipeline) warn(msg string) {
+	if p.cfg.Warn != nil {
+		p.cfg.Warn(msg)
+		return
+	}
+	if p.log != nil {
+		p.log.Warn(msg)
+	}
+}
+
+// checkDatabaseMode warns when a SQLite database file may be read by
+// other users than its owner: it holds the lanes' secrets in clear. A
+// database tidemark creates is its owner's only; one made otherwise (or
+// by an older tidemark) keeps the mode it has, since its owner may share
+// it on purpose, but is said.
+func (p *Pipeline) checkDatabaseMode() {
+	path, ok := strings.CutPrefix(p.cfg.DatabaseURL(), "sqlite:")
+	if !ok || runtime.GOOS == "windows" {
+		return
+	}
+	path = strings.TrimPrefix(path, "//")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	p.warn(fmt.Sprintf("the database %s may be read by other users (mode %#o), and it holds the outbox lanes' secrets in clear: "+
+		"protect it as a password file (chmod 600 %s, and its -wal and -shm files)", path, fi.Mode().Perm(), path))
 }
 
 // newKinds returns every source kind, with git mirrors under Home, the
 // rest of this worker's data.
 func (p *Pipeline) newKinds() *kinds.Set {
-	warn := p.cfg.Warn
-	if warn == nil {
-		warn = func(msg string) {
-			if p.log != nil {
-				p.log.Warn(msg)
-			}
-		}
-	}
 	cache, err := filepath.Abs(filepath.Join(p.cfg.Home, "git"))
 	if err != nil {
 		cache = filepath.Join(p.cfg.Home, "git")
 	}
-	return kinds.New(kinds.Options{GitCache: cache, Warn: warn})
+	return kinds.New(kinds.Options{GitCache: cache, Warn: p.warn})
 }
 
 // Close stops every operation in flight (Run, RunOnce, RunSource,
@@ -183,7 +209,9 @@ func (p *Pipeline) checkHome() error {
 	bad := func(err error) error {
 		return tidemark.Invalidf("--home", home, "cannot use it as the data directory (%v); choose a writable directory with --home or TIDEMARK_HOME", err)
 	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	// The home holds the database, with the lanes' secrets in clear: one
+	// made here is its owner's only. One that exists keeps its mode.
+	if err := os.MkdirAll(home, 0o700); err != nil {
 		return bad(err)
 	}
 	f, err := os.CreateTemp(home, ".write-check-*")

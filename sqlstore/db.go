@@ -173,11 +173,16 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
 		}
 		if dir := filepath.Dir(path); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			// The database holds the lanes' secrets in clear: a directory
+			// made for it is its owner's only.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				// The caller named a place that cannot hold a database: input
 				// to fix (exit 2), not an internal error.
 				return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "cannot create its directory: %v", err)
 			}
+		}
+		if err := createOwnerOnly(path); err != nil {
+			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "cannot create the database file: %v", err)
 		}
 		// _txlock=immediate takes the write lock at BEGIN, so two writers
 		// never both read and then race to upgrade; busy_timeout makes the
@@ -264,6 +269,21 @@ func (d *DB) Begin(ctx context.Context) (*sql.Tx, error) {
 // URI filename, so a file named "a#b?c" opens as itself.
 func uriPath(p string) string {
 	return strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(p)
+}
+
+// createOwnerOnly creates an empty SQLite database file at path, readable
+// and writable by its owner only, unless a file is there already (its mode
+// is its owner's choice). SQLite gives the -wal and -shm files it makes
+// the mode of the database file, so they are the owner's only too.
+func createOwnerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // URL returns the database URL as it may be shown: without a password in
