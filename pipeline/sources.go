@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // A new source's schedule unless the user sets one.
@@ -109,7 +110,7 @@ func (p *Pipeline) duplicateError(dup tidemark.Source, ns ingest.NewSource) erro
 		same, fix = "any config (a "+ns.Kind+"'s config selects no other items)", fmt.Sprintf("use %q", dup.Name)
 	}
 	return &ingest.DuplicateError{Source: dup, Err: fmt.Errorf("source %q already watches %s as a %s source with %s: another would record every change twice; %s: %w",
-		dup.Name, ns.Location, ns.Kind, same, fix, tidemark.ErrConflict)}
+		dup.Name, redact.Location(ns.Location), ns.Kind, same, fix, tidemark.ErrConflict)}
 }
 
 // TrackRepo adds the git repository containing path as a source, unless a
