@@ -68,7 +68,8 @@ func TestStoredLaneNeverReadsAConfigurationVariable(t *testing.T) {
 		if _, err := p.DB().Outbox().AddLane(ctx, sqlstore.NewLane{LaneConfig: lane}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Reconcile(ctx, "exfil", "ada"); err == nil || !strings.Contains(err.Error(), "token_env") || !strings.Contains(err.Error(), "TIDEMARK_OPENAI_API_KEY") {
+		if _, err := p.Reconcile(ctx, "exfil", "ada"); err == nil || !strings.Contains(err.Error(), "token_env") || !strings.Contains(err.Error(), "TIDEMARK_OPENAI_API_KEY") ||
+			!strings.Contains(err.Error(), "lane set exfil --setting token_env=") {
 			t.Errorf("reconcile: %v; want the lane broken, naming token_env and the variable", err)
 		} else if strings.Contains(err.Error(), secret) {
 			t.Errorf("reconcile's error shows the secret: %v", err)

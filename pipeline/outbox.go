@@ -57,7 +57,7 @@ func checkLane(c outbox.LaneConfig) error {
 	if _, err := providers.Guarantee(c.Provider, c.Settings); err != nil {
 		return err
 	}
-	if err := checkLaneEnv(c.Name, c.Settings); err != nil {
+	if err := checkLaneEnv(c.Name, c.Settings, false); err != nil {
 		return err
 	}
 	return providers.CheckSettings(c.Provider, c.Settings)
@@ -67,16 +67,21 @@ func checkLane(c outbox.LaneConfig) error {
 // (an …_env setting) that is tidemark's own configuration (ConfigOption):
 // the lane would send the server's database URL or keys to its remote. It
 // holds by every face, and where a lane's variables are read (newProvider),
-// so a lane stored before the rule cannot send one either.
-func checkLaneEnv(lane string, settings map[string]string) error {
+// so a lane stored before the rule cannot send one either; stored says
+// the lane is one, whose fix is a lane set.
+func checkLaneEnv(lane string, settings map[string]string, stored bool) error {
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		v := strings.TrimSpace(settings[k])
 		if !strings.HasSuffix(k, "_env") {
 			continue
 		}
 		if o, ok := ConfigOption(v); ok {
+			fix := ""
+			if stored {
+				fix = fmt.Sprintf(" (`tidemark outbox lane set %s --setting %s=VARIABLE`)", lane, k)
+			}
 			return tidemark.Invalidf("setting "+k, v, "is tidemark's own configuration (its %s setting), never a lane's secret: "+
-				"put the lane's secret in a variable of its own and name that (`tidemark outbox lane set %s --setting %s=VARIABLE`)", o.Name, lane, k)
+				"put the lane's secret in a variable of its own and name that%s", o.Name, fix)
 		}
 	}
 	return nil
@@ -86,7 +91,7 @@ func checkLaneEnv(lane string, settings map[string]string) error {
 // secrets, as every delivery, reconciliation and check does: the one place
 // a lane's environment variables are read.
 func (p *Pipeline) newProvider(l outbox.Lane, secrets map[string]string) (provider.Provider, error) {
-	if err := checkLaneEnv(l.Name, provider.Merge(l.Settings, secrets)); err != nil {
+	if err := checkLaneEnv(l.Name, provider.Merge(l.Settings, secrets), true); err != nil {
 		return nil, err
 	}
 	return providers.NewWithSecrets(l, secrets, p.clock)
