@@ -238,6 +238,14 @@ var Options = func() []Option {
 	ds, dg = duration(func(c *Config) *time.Duration { return &c.SweepInterval }, time.Nanosecond, "a positive duration such as 1m")
 	add(option("sweep-interval", "", []string{"TIDEMARK_SWEEP_INTERVAL"}, "1m0s", "how often the daemon publishes and sweeps the wiki", false, ds, dg))
 	s, g = str(func(c *Config) *string { return &c.WikiURL })
+	s = checked(s, func(v string) error {
+		// The address is public: written into the wiki's feeds and every
+		// outbound post's link.
+		if len(redact.Credentials(v)) > 0 {
+			return fmt.Errorf("the wiki's public address carries no credentials: it is written into the wiki's feeds and every post's link")
+		}
+		return nil
+	})
 	add(option("wiki-url", "", []string{"TIDEMARK_WIKI_URL"}, "", "the wiki's public address, for absolute links in feeds and posts", false, s, g))
 	add(option("summarizer", "", []string{"TIDEMARK_SUMMARIZER"}, summarizers.Default, "extractive or openai", false,
 		func(c *Config, v string) error {

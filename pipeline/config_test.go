@@ -180,7 +180,7 @@ func TestRanges(t *testing.T) {
 func TestEffectiveHidesEveryURLsPassword(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"TIDEMARK_OPENAI_BASE_URL": "http://u:SEKRET-oaiurl-150@127.0.0.1:18953/v1",
-		"TIDEMARK_WIKI_URL":        "https://u:SEKRET-wikiurl-151@wiki.example/?k=SEKRET-wikiq-152",
+		"TIDEMARK_WIKI_URL":        "https://wiki.example/?k=SEKRET-wikiq-152",
 		"TIDEMARK_STORE":           "s3://AKIDX:SEKRET-s3url-140@tidemark-test/p",
 		"TIDEMARK_S3_ENDPOINT":     "https://u:SEKRET-s3ep-141@s3.example",
 		"TIDEMARK_DB":              "host=127.0.0.1 port=18960 user=tm password=SEKRET-dbpass-76 dbname=tm",
@@ -203,5 +203,20 @@ func TestEffectiveHidesEveryURLsPassword(t *testing.T) {
 	_, err = Load(env(map[string]string{"TIDEMARK_OPENAI_BASE_URL": "ftp://u:SEKRET-oaiurl-153@127.0.0.1/v1"}))
 	if err == nil || strings.Contains(err.Error(), "SEKRET") {
 		t.Errorf("refusing a base URL: %v", err)
+	}
+}
+
+// The wiki's address is public (it is written into the wiki's feeds and
+// every outbound post's link), so one carrying a credential is refused,
+// without repeating it.
+func TestWikiURLCarriesNoCredential(t *testing.T) {
+	for _, v := range []string{"https://u:SEKRET-wikiurl-151@wiki.example/", "https://wiki.example/?token=SEKRET-wikiq-152"} {
+		_, err := Load(env(map[string]string{"TIDEMARK_WIKI_URL": v}))
+		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "TIDEMARK_WIKI_URL") || strings.Contains(err.Error(), "SEKRET") {
+			t.Errorf("%s: %v; want a refusal naming the variable, without the credential", v, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"TIDEMARK_WIKI_URL": "https://wiki.example/docs?lang=en"})); err != nil {
+		t.Errorf("a wiki URL without credentials: %v", err)
 	}
 }
