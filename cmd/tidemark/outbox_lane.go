@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,17 +19,73 @@ import (
 func laneFlags(cmd *cobra.Command) (change func() (outbox.LaneChange, error)) {
 	f := cmd.Flags()
 	settings := f.StringArray("setting", nil, "a provider setting key=value (repeatable)")
+	files := f.StringArray("setting-file", nil, "a provider setting key=PATH whose value is the file's one line (PATH - : standard input), "+
+		"so a secret stays out of the command line and the shell's history (repeatable)")
 	unset := f.StringArray("unset", nil, "remove a setting (repeatable; lane set)")
 	for _, lf := range outbox.LaneFields {
 		f.String(lf.Name, lf.Default, lf.Usage)
 	}
 	return func() (outbox.LaneChange, error) {
-		return outbox.ParseLaneChange(*settings, *unset, func(name string) (string, bool) {
+		ch, err := outbox.ParseLaneChange(*settings, *unset, func(name string) (string, bool) {
 			v, _ := f.GetString(name)
 			return v, f.Changed(name)
 		})
+		if err != nil {
+			return ch, err
+		}
+		for _, kv := range *files {
+			key, value, err := settingFromFile(kv)
+			if err != nil {
+				return ch, err
+			}
+			if _, twice := ch.Settings[key]; twice {
+				return ch, tidemark.Invalidf("setting-file", key, "the setting is given twice (by --setting too)")
+			}
+			if ch.Settings == nil {
+				ch.Settings = map[string]string{}
+			}
+			ch.Settings[key] = value
+		}
+		return ch, nil
 	}
 }
+
+// settingFromFile reads --setting-file's key=PATH: the value is the file's
+// one line, without its line end (PATH "-": standard input). The error
+// names the key, never the value.
+func settingFromFile(kv string) (key, value string, err error) {
+	key, path, ok := strings.Cut(kv, "=")
+	if !ok || key == "" || path == "" {
+		return "", "", tidemark.Invalidf("setting-file", kv, "want key=PATH (PATH - for standard input)")
+	}
+	var b []byte
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, maxSettingFile+1))
+	} else {
+		var fh *os.File
+		if fh, err = os.Open(path); err == nil {
+			b, err = io.ReadAll(io.LimitReader(fh, maxSettingFile+1))
+			fh.Close()
+		}
+	}
+	if err != nil {
+		return "", "", tidemark.Invalidf("setting-file", key, "cannot read the value: %v", err)
+	}
+	if len(b) > maxSettingFile {
+		return "", "", tidemark.Invalidf("setting-file", key, "%s holds more than %d bytes: a setting is one line", path, maxSettingFile)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	switch {
+	case strings.TrimSpace(v) == "":
+		return "", "", tidemark.Invalidf("setting-file", key, "%s is empty", path)
+	case strings.ContainsAny(v, "\r\n"):
+		return "", "", tidemark.Invalidf("setting-file", key, "%s holds more than one line: a setting is one line", path)
+	}
+	return key, v, nil
+}
+
+// maxSettingFile bounds what --setting-file reads.
+const maxSettingFile = 64 << 10
 
 func newOutboxLaneCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "lane", Short: "Add, change, show and remove delivery lanes (one provider account each)"}

@@ -42,7 +42,8 @@ the whole path of a webhook url) is stored apart from the settings and never
 shown again: the CLI, --json, the API and the status pages show ••• in its
 place, and upstream errors are cleaned of it before they are logged or
 stored. *_env settings name an environment variable that holds the secret
-instead; only the name is stored.`
+instead; only the name is stored. --setting-file key=PATH reads a value from
+a file's one line (PATH - : standard input), keeping it off the command line.`
 
 // GuaranteesHelp explains the capability table, for `outbox providers`.
 const GuaranteesHelp = `List provider kinds with the delivery guarantee each can give, derived from
