@@ -314,6 +314,10 @@ func TestOutboxConsole(t *testing.T) {
 	if r.Code != 200 || !strings.Contains(r.Body, `action="/status/outbox/lanes"`) || !strings.Contains(r.Body, "exactly-once") || !strings.Contains(r.Body, `action="/status/outbox/channels/c1/remove"`) {
 		t.Fatalf("/status/outbox: %d\n%s", r.Code, r.Body)
 	}
+	// Each count links to the lane's intents in that state, and to nothing else.
+	if want := `<a href="/status/lanes/hook?state=unresolved">2</a>`; !strings.Contains(r.Body, want) || strings.Contains(r.Body, "?state=map") {
+		t.Errorf("/status/outbox lacks %s:\n%s", want, r.Body)
+	}
 	r = do("GET", "/status/lanes/hook", token, nil)
 	for _, want := range []string{`<svg class="gaps"`, `class="below"`, `action="/status/lanes/hook/reconcile"`, `action="/status/outbox/intents/i1/retire"`,
 		"&lt;b&gt;hi&lt;/b&gt;", "ops", `<code>url=•••</code>`} {
