@@ -52,7 +52,7 @@ var releasedMigrations = map[string]string{
 	"0035_source_key.sql":             "178d84b129cadd7485c8ab50f05ab4775c3a30b9fce36e2d9220862121fe78a8",
 	"0036_run_note.sql":               "7e4e34d1aadc72deb071642c4aac10034ac51d8a6665f9efc97f0fc6a4363353",
 	"0037_lane_failures_presence.sql": "2160e0ed3220e6fdc7b0c3100068c3383ff467eb0e3258c4e780f7d2c0f5192f",
-	"0038_lane_failed_steps.sql":      "27cd46c0f1f152c9b76ff1c53b5a3064b5885e8bc1426ee656ffd3a6a0c2192e",
+	"0038_lane_failed_steps.sql":      "664423e0b820884dc116b450a3536538d09deafa31ef6d95e15dc874b5ba780f",
 }
 
 func TestMigrationsArePinned(t *testing.T) {
