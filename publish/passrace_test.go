@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/objstore/mem"
@@ -196,47 +197,38 @@ func TestTwoPassesPublishingOnePageDoNotFailIt(t *testing.T) {
 // again, once, at a fresh generation; the other's mark then finds the page
 // published with its summary, which is no failure of the other either.
 func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
-	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		for name, newStores := range storePairs(t) {
-			t.Run(name, func(t *testing.T) {
-				ctx := context.Background()
-				store, storeB := newStores(t)
-				f := mustFixture(t, b, store)
-				ev := f.mustEvent(t, "c1", "change", "evidence")
-				s := f.mustAccept(t, ev, "The change.", "m1")
-				arrived, proceed := make(chan struct{}), make(chan struct{})
-				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: func() { close(arrived); <-proceed }}}
-				svcA := &publish.Service{Store: f.st, Objects: objsA, Sleep: noSleep}
-				type outcome struct {
-					res publish.Result
-					err error
-				}
-				doneA := make(chan outcome, 1)
-				go func() {
-					res, err := svcA.Publish(ctx, s.ID)
-					doneA <- outcome{res, err}
-				}()
-				<-arrived // A passed its pre-checks: its generation is the older
-				var a outcome
-				svcB := &publish.Service{Store: &beforeFirstMark{Store: f.st, hook: func() {
-					// B's newer generation is written, not marked: A writes now.
-					close(proceed)
-					a = <-doneA
-				}}, Objects: storeB}
-				resB, errB := svcB.Publish(ctx, s.ID)
-				if a.err != nil {
-					t.Fatalf("the publication overtaken by an unmarked generation: %v", a.err)
-				}
-				if a.res.Elsewhere || a.res.Generation != resB.Generation || a.res.Generation <= 2 {
-					t.Fatalf("A: %+v; want it published again by itself, at a generation after B's", a.res)
-				}
-				if errB != nil || !resB.Elsewhere {
-					t.Fatalf("B: %+v, %v; want its page counted published elsewhere, no error", resB, errB)
-				}
-				mustPublished(t, f.mustSummary(t, s.ID), true)
-				f.mustConverged(t, ev.ID, s.ID, "The change.")
-			})
+	eachStorePair(t, func(t *testing.T, ctx context.Context, f *fixture, store, storeB objstore.Store, ev tidemark.Event, s publish.Summary) {
+		arrived, proceed := make(chan struct{}), make(chan struct{})
+		objsA := &pagePuts{Store: store, hooks: map[int]func(){1: func() { close(arrived); <-proceed }}}
+		svcA := &publish.Service{Store: f.st, Objects: objsA, Sleep: noSleep}
+		type outcome struct {
+			res publish.Result
+			err error
 		}
+		doneA := make(chan outcome, 1)
+		go func() {
+			res, err := svcA.Publish(ctx, s.ID)
+			doneA <- outcome{res, err}
+		}()
+		<-arrived // A passed its pre-checks: its generation is the older
+		var a outcome
+		svcB := &publish.Service{Store: &beforeFirstMark{Store: f.st, hook: func() {
+			// B's newer generation is written, not marked: A writes now.
+			close(proceed)
+			a = <-doneA
+		}}, Objects: storeB}
+		resB, errB := svcB.Publish(ctx, s.ID)
+		if a.err != nil {
+			t.Fatalf("the publication overtaken by an unmarked generation: %v", a.err)
+		}
+		if a.res.Elsewhere || a.res.Generation != resB.Generation || a.res.Generation <= 2 {
+			t.Fatalf("A: %+v; want it published again by itself, at a generation after B's", a.res)
+		}
+		if errB != nil || !resB.Elsewhere {
+			t.Fatalf("B: %+v, %v; want its page counted published elsewhere, no error", resB, errB)
+		}
+		mustPublished(t, f.mustSummary(t, s.ID), true)
+		f.mustConverged(t, ev.ID, s.ID, "The change.")
 	})
 }
 
@@ -247,49 +239,40 @@ func TestOvertakenByAnUnmarkedGenerationPublishesAgain(t *testing.T) {
 // and fails, naming the page; the page is not marked published, and a
 // sweep converges it.
 func TestOvertakenTwiceByUnmarkedGenerationsFails(t *testing.T) {
-	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-		for name, newStores := range storePairs(t) {
-			t.Run(name, func(t *testing.T) {
-				ctx := context.Background()
-				store, storeB := newStores(t)
-				f := mustFixture(t, b, store)
-				ev := f.mustEvent(t, "c1", "change", "evidence")
-				s := f.mustAccept(t, ev, "The change.", "m1")
-				dies := func() {
-					dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
-					if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
-						t.Errorf("the publisher that dies: %v", err)
-					}
-				}
-				objsA := &pagePuts{Store: store, hooks: map[int]func(){1: dies, 2: dies, 3: dies}}
-				var slept time.Duration
-				svcA := &publish.Service{Store: f.st, Objects: objsA,
-					Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
-				rep, err := svcA.PublishPending(ctx, 100)
-				if err != nil || rep.Failed != 1 || rep.Published != 0 || rep.PublishedElsewhere != 0 {
-					t.Fatalf("pass: %+v, %v; want the page failed", rep, err)
-				}
-				if objsA.n != 2 {
-					t.Fatalf("%d page writes, want 2 (one more attempt, not a chase)", objsA.n)
-				}
-				if slept != 2*publish.DefaultMarkWait {
-					t.Fatalf("waited %v for the dead writers' marks, want the bound twice (%v)", slept, 2*publish.DefaultMarkWait)
-				}
-				ps := f.pageOf(t, ev.ID)
-				if msg := strings.Join(rep.Errors, "\n"); !strings.Contains(msg, ps.PageID) {
-					t.Fatalf("the error does not name page %s: %s", ps.PageID, msg)
-				}
-				if ps.PublishedSummaryID != "" {
-					t.Fatalf("the page is marked published with %s", ps.PublishedSummaryID)
-				}
-				mustPublished(t, f.mustSummary(t, s.ID), false)
-				sw, err := f.svc.Sweep(ctx)
-				if err != nil || sw.Republished != 1 || sw.Failed != 0 {
-					t.Fatalf("sweep: %+v %v", sw, err)
-				}
-				f.mustConverged(t, ev.ID, s.ID, "The change.")
-			})
+	eachStorePair(t, func(t *testing.T, ctx context.Context, f *fixture, store, storeB objstore.Store, ev tidemark.Event, s publish.Summary) {
+		dies := func() {
+			dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
+			if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
+				t.Errorf("the publisher that dies: %v", err)
+			}
 		}
+		objsA := &pagePuts{Store: store, hooks: map[int]func(){1: dies, 2: dies, 3: dies}}
+		var slept time.Duration
+		svcA := &publish.Service{Store: f.st, Objects: objsA,
+			Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
+		rep, err := svcA.PublishPending(ctx, 100)
+		if err != nil || rep.Failed != 1 || rep.Published != 0 || rep.PublishedElsewhere != 0 {
+			t.Fatalf("pass: %+v, %v; want the page failed", rep, err)
+		}
+		if objsA.n != 2 {
+			t.Fatalf("%d page writes, want 2 (one more attempt, not a chase)", objsA.n)
+		}
+		if slept != 2*publish.DefaultMarkWait {
+			t.Fatalf("waited %v for the dead writers' marks, want the bound twice (%v)", slept, 2*publish.DefaultMarkWait)
+		}
+		ps := f.pageOf(t, ev.ID)
+		if msg := strings.Join(rep.Errors, "\n"); !strings.Contains(msg, ps.PageID) {
+			t.Fatalf("the error does not name page %s: %s", ps.PageID, msg)
+		}
+		if ps.PublishedSummaryID != "" {
+			t.Fatalf("the page is marked published with %s", ps.PublishedSummaryID)
+		}
+		mustPublished(t, f.mustSummary(t, s.ID), false)
+		sw, err := f.svc.Sweep(ctx)
+		if err != nil || sw.Republished != 1 || sw.Failed != 0 {
+			t.Fatalf("sweep: %+v %v", sw, err)
+		}
+		f.mustConverged(t, ev.ID, s.ID, "The change.")
 	})
 }
 
@@ -565,93 +548,84 @@ func (p *pageStatePolls) PageState(ctx context.Context, pageID string) (publish.
 func TestOvertakenPublishersOfOneSummaryDoNotChaseEachOther(t *testing.T) {
 	for _, meanwhile := range []string{"the-writer-marks", "a-newer-summary"} {
 		t.Run(meanwhile, func(t *testing.T) {
-			sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
-				for name, newStores := range storePairs(t) {
-					t.Run(name, func(t *testing.T) {
-						ctx := context.Background()
-						store, storeB := newStores(t)
-						f := mustFixture(t, b, store)
-						ev := f.mustEvent(t, "c1", "change", "evidence")
-						s := f.mustAccept(t, ev, "The change.", "m1")
-						var (
-							bAtReadBack = make(chan struct{}) // B wrote its generation, after A's
-							aMoved      = newSignal()         // A, overtaken, waits or writes again
-							bWroteAgain = newSignal()         // B, overtaken in turn, wrote again
-							aWroteAgain = newSignal()
-							doneA       = make(chan struct{})
-							doneB       = make(chan struct{})
-							resB        publish.Result
-							errB        error
-							newer       publish.Summary
-						)
-						svcB := &publish.Service{Store: f.st, Objects: &pageGets{Store: storeB, hooks: map[int]func(){
-							1: func() { close(bAtReadBack); <-aMoved.c },
-							2: func() {
-								bWroteAgain.fire()
-								if aWroteAgain.done() {
-									<-doneA // A reads its second write back, and the books, before B marks
-								}
-							},
-						}}}
-						putsA := &pagePuts{Store: store}
-						objsA := &pageGets{Store: putsA, hooks: map[int]func(){
-							1: func() { // A wrote generation 1; B starts now, so its generation is the newer
-								go func() {
-									defer close(doneB)
-									resB, errB = svcB.Publish(ctx, s.ID)
-								}()
-								<-bAtReadBack
-							},
-							2: func() { // A wrote again: B overtakes it
-								aWroteAgain.fire()
-								aMoved.fire()
-								<-bWroteAgain.c
-							},
-						}}
-						var slept time.Duration
-						booksA := &pageStatePolls{Store: f.st}
-						svcA := &publish.Service{Store: booksA, Objects: objsA, Sleep: func(ctx context.Context, d time.Duration) error {
-							slept += d
-							if !aMoved.done() {
-								if meanwhile == "a-newer-summary" {
-									newer = f.mustAccept(t, ev, "Newer summary.", "m2")
-								}
-								aMoved.fire()
-								<-doneB // B reads back and marks meanwhile
-							}
-							return nil
-						}}
-						resA, errA := svcA.Publish(ctx, s.ID)
-						close(doneA)
-						<-doneB
-						if putsA.n != 1 {
-							t.Errorf("A wrote the page %d times, want once (it waits for B's mark instead of chasing B)", putsA.n)
+			eachStorePair(t, func(t *testing.T, ctx context.Context, f *fixture, store, storeB objstore.Store, ev tidemark.Event, s publish.Summary) {
+				var (
+					bAtReadBack = make(chan struct{}) // B wrote its generation, after A's
+					aMoved      = newSignal()         // A, overtaken, waits or writes again
+					bWroteAgain = newSignal()         // B, overtaken in turn, wrote again
+					aWroteAgain = newSignal()
+					doneA       = make(chan struct{})
+					doneB       = make(chan struct{})
+					resB        publish.Result
+					errB        error
+					newer       publish.Summary
+				)
+				svcB := &publish.Service{Store: f.st, Objects: &pageGets{Store: storeB, hooks: map[int]func(){
+					1: func() { close(bAtReadBack); <-aMoved.c },
+					2: func() {
+						bWroteAgain.fire()
+						if aWroteAgain.done() {
+							<-doneA // A reads its second write back, and the books, before B marks
 						}
-						if slept == 0 || slept >= publish.DefaultMarkWait {
-							t.Errorf("A waited %v for B's mark, want more than nothing and less than the bound %v", slept, publish.DefaultMarkWait)
+					},
+				}}}
+				putsA := &pagePuts{Store: store}
+				objsA := &pageGets{Store: putsA, hooks: map[int]func(){
+					1: func() { // A wrote generation 1; B starts now, so its generation is the newer
+						go func() {
+							defer close(doneB)
+							resB, errB = svcB.Publish(ctx, s.ID)
+						}()
+						<-bAtReadBack
+					},
+					2: func() { // A wrote again: B overtakes it
+						aWroteAgain.fire()
+						aMoved.fire()
+						<-bWroteAgain.c
+					},
+				}}
+				var slept time.Duration
+				booksA := &pageStatePolls{Store: f.st}
+				svcA := &publish.Service{Store: booksA, Objects: objsA, Sleep: func(ctx context.Context, d time.Duration) error {
+					slept += d
+					if !aMoved.done() {
+						if meanwhile == "a-newer-summary" {
+							newer = f.mustAccept(t, ev, "Newer summary.", "m2")
 						}
-						switch meanwhile {
-						case "the-writer-marks":
-							if errA != nil || !resA.Elsewhere || resA.Generation != resB.Generation || resA.ETag != resB.ETag {
-								t.Fatalf("A: %+v, %v; want the page counted published elsewhere, at B's generation", resA, errA)
-							}
-							if errB != nil || resB.Elsewhere || resB.Generation != 2 {
-								t.Fatalf("B: %+v, %v; want it published by itself at generation 2", resB, errB)
-							}
-							f.mustConverged(t, ev.ID, s.ID, "The change.")
-						case "a-newer-summary":
-							if !errors.Is(errA, objstore.ErrNewerGeneration) || resA.Elsewhere {
-								t.Fatalf("A: %+v, %v; want its attempt failed, overtaken by a newer summary's page", resA, errA)
-							}
-							if !errors.Is(errB, publish.ErrLostRace) || resB.Repaired == nil || resB.RepairErr != nil {
-								t.Fatalf("B: %+v, %v; want its mark lost and the page repaired with the newer summary", resB, errB)
-							}
-							f.mustConverged(t, ev.ID, newer.ID, "Newer summary.")
-						}
-						if booksA.n < 2 {
-							t.Errorf("A read the books %d times, want them polled", booksA.n)
-						}
-					})
+						aMoved.fire()
+						<-doneB // B reads back and marks meanwhile
+					}
+					return nil
+				}}
+				resA, errA := svcA.Publish(ctx, s.ID)
+				close(doneA)
+				<-doneB
+				if putsA.n != 1 {
+					t.Errorf("A wrote the page %d times, want once (it waits for B's mark instead of chasing B)", putsA.n)
+				}
+				if slept == 0 || slept >= publish.DefaultMarkWait {
+					t.Errorf("A waited %v for B's mark, want more than nothing and less than the bound %v", slept, publish.DefaultMarkWait)
+				}
+				switch meanwhile {
+				case "the-writer-marks":
+					if errA != nil || !resA.Elsewhere || resA.Generation != resB.Generation || resA.ETag != resB.ETag {
+						t.Fatalf("A: %+v, %v; want the page counted published elsewhere, at B's generation", resA, errA)
+					}
+					if errB != nil || resB.Elsewhere || resB.Generation != 2 {
+						t.Fatalf("B: %+v, %v; want it published by itself at generation 2", resB, errB)
+					}
+					f.mustConverged(t, ev.ID, s.ID, "The change.")
+				case "a-newer-summary":
+					if !errors.Is(errA, objstore.ErrNewerGeneration) || resA.Elsewhere {
+						t.Fatalf("A: %+v, %v; want its attempt failed, overtaken by a newer summary's page", resA, errA)
+					}
+					if !errors.Is(errB, publish.ErrLostRace) || resB.Repaired == nil || resB.RepairErr != nil {
+						t.Fatalf("B: %+v, %v; want its mark lost and the page repaired with the newer summary", resB, errB)
+					}
+					f.mustConverged(t, ev.ID, newer.ID, "Newer summary.")
+				}
+				if booksA.n < 2 {
+					t.Errorf("A read the books %d times, want them polled", booksA.n)
 				}
 			})
 		})
@@ -664,44 +638,52 @@ func TestOvertakenPublishersOfOneSummaryDoNotChaseEachOther(t *testing.T) {
 // generation still unmarked, presumes its writer dead, and only then
 // publishes again, at a fresh generation: the page is published, by it.
 func TestOvertakenByADeadWriterPublishesAgainAfterTheBound(t *testing.T) {
+	eachStorePair(t, func(t *testing.T, ctx context.Context, f *fixture, store, storeB objstore.Store, ev tidemark.Event, s publish.Summary) {
+		const bound = 3 * time.Second
+		var slept, sleptAtRewrite time.Duration
+		objsA := &pagePuts{Store: store}
+		objsA.hooks = map[int]func(){
+			1: func() { // a publisher writes generation 2 and dies before its mark
+				dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
+				if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
+					t.Errorf("the publisher that dies: %v", err)
+				}
+			},
+			2: func() { sleptAtRewrite = slept },
+		}
+		books := &pageStatePolls{Store: f.st}
+		svcA := &publish.Service{Store: books, Objects: objsA, MarkWait: bound,
+			Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
+		res, err := svcA.Publish(ctx, s.ID)
+		if err != nil || res.Elsewhere || res.Generation != 3 {
+			t.Fatalf("A: %+v, %v; want the page published again by A, at generation 3", res, err)
+		}
+		if objsA.n != 2 {
+			t.Fatalf("A wrote the page %d times, want twice", objsA.n)
+		}
+		if sleptAtRewrite != bound {
+			t.Fatalf("A published again after waiting %v for the dead writer's mark, want the bound %v", sleptAtRewrite, bound)
+		}
+		if books.n < 3 {
+			t.Fatalf("A read the books %d times while it waited, want them polled", books.n)
+		}
+		mustPublished(t, f.mustSummary(t, s.ID), true)
+		f.mustConverged(t, ev.ID, s.ID, "The change.")
+	})
+}
+
+// eachStorePair runs fn on every backend and every pair of stores
+// (storePairs) with one event accepted with a summary: the set-up of the
+// tests where two publishers of one summary meet at its page.
+func eachStorePair(t *testing.T, fn func(t *testing.T, ctx context.Context, f *fixture, store, storeB objstore.Store, ev tidemark.Event, s publish.Summary)) {
+	t.Helper()
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		for name, newStores := range storePairs(t) {
 			t.Run(name, func(t *testing.T) {
-				ctx := context.Background()
 				store, storeB := newStores(t)
 				f := mustFixture(t, b, store)
 				ev := f.mustEvent(t, "c1", "change", "evidence")
-				s := f.mustAccept(t, ev, "The change.", "m1")
-				const bound = 3 * time.Second
-				var slept, sleptAtRewrite time.Duration
-				objsA := &pagePuts{Store: store}
-				objsA.hooks = map[int]func(){
-					1: func() { // a publisher writes generation 2 and dies before its mark
-						dead := &publish.Service{Store: failMark{f.st}, Objects: storeB}
-						if _, err := dead.Publish(ctx, s.ID); !errors.Is(err, errMarkInjected) {
-							t.Errorf("the publisher that dies: %v", err)
-						}
-					},
-					2: func() { sleptAtRewrite = slept },
-				}
-				books := &pageStatePolls{Store: f.st}
-				svcA := &publish.Service{Store: books, Objects: objsA, MarkWait: bound,
-					Sleep: func(_ context.Context, d time.Duration) error { slept += d; return nil }}
-				res, err := svcA.Publish(ctx, s.ID)
-				if err != nil || res.Elsewhere || res.Generation != 3 {
-					t.Fatalf("A: %+v, %v; want the page published again by A, at generation 3", res, err)
-				}
-				if objsA.n != 2 {
-					t.Fatalf("A wrote the page %d times, want twice", objsA.n)
-				}
-				if sleptAtRewrite != bound {
-					t.Fatalf("A published again after waiting %v for the dead writer's mark, want the bound %v", sleptAtRewrite, bound)
-				}
-				if books.n < 3 {
-					t.Fatalf("A read the books %d times while it waited, want them polled", books.n)
-				}
-				mustPublished(t, f.mustSummary(t, s.ID), true)
-				f.mustConverged(t, ev.ID, s.ID, "The change.")
+				fn(t, context.Background(), f, store, storeB, ev, f.mustAccept(t, ev, "The change.", "m1"))
 			})
 		}
 	})
