@@ -444,3 +444,131 @@ func mustOpenLive(t *testing.T, b sqltest.Backend, env sqltest.Env, live *ingest
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// A gone holder's claim is taken over by ClaimDue's look whether or not
+// anything is due: the takeover commits on its own (nothing due), beside
+// the claims of other sources (on PostgreSQL those are claimed in one
+// statement before the look), and over a lease that has expired meanwhile,
+// which the claim of a due source would not otherwise meet before the
+// source is next due. A freed source that is due is claimed by the same
+// look when there is room. A live holder's expired lease is left to the
+// claim of its source when it is next due.
+func TestClaimDueTakesOverGoneHoldersWhateverIsDue(t *testing.T) {
+	ctx := context.Background()
+	const later = 6 * time.Hour // when a source run just now is next due
+	cases := []struct {
+		name string
+		// dueToo adds a due source nobody holds; goneDue leaves the gone
+		// holder's source due; expire lets its lease run out first.
+		dueToo, goneDue, expire bool
+	}{
+		{name: "nothing due"},
+		{name: "another source due", dueToo: true},
+		{name: "lease expired", expire: true},
+		{name: "lease expired, another source due", dueToo: true, expire: true},
+		{name: "freed source due", dueToo: true, goneDue: true},
+	}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				env := sqltest.NewEnv(3)
+				db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return pid != 41 }})
+				st := db.Ingest()
+				gone := mustAddSource(t, st, "gone")
+				if !tc.goneDue {
+					mustRunUntil(t, st, env, gone, later)
+				}
+				old, err := st.Claim(ctx, gone.ID, "box:41", time.Minute) // then box:41 is killed
+				if err != nil {
+					t.Fatal(err)
+				}
+				var other tidemark.Source
+				if tc.dueToo {
+					other = mustAddSource(t, st, "other")
+				}
+				if tc.expire {
+					env.Clock.Advance(2 * time.Minute)
+				}
+				cs, err := st.ClaimDue(ctx, "box:42", time.Minute, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var claimed []string
+				for _, c := range cs {
+					claimed = append(claimed, c.SourceID)
+				}
+				var want []string
+				if tc.goneDue {
+					want = append(want, gone.ID)
+				}
+				if tc.dueToo {
+					want = append(want, other.ID)
+				}
+				slices.Sort(claimed)
+				slices.Sort(want)
+				if !slices.Equal(claimed, want) {
+					t.Fatalf("ClaimDue claimed %v, want %v", claimed, want)
+				}
+				// The takeover is committed: another connection's read sees
+				// the old run lost and the source no longer held by box:41.
+				lost, err := st.Run(ctx, old.RunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lost.Outcome != tidemark.OutcomeLost || lost.Status == tidemark.RunActive {
+					t.Fatalf("box:41's run after the look: status %s, outcome %q; want it lost", lost.Status, lost.Outcome)
+				}
+				src, err := st.Source(ctx, gone.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.goneDue != (src.ClaimHolder == "box:42") || !tc.goneDue && src.ClaimHolder != "" {
+					t.Fatalf("gone's claim after the look: held by %q (%s)", src.ClaimHolder, src.ClaimState)
+				}
+			})
+		}
+		// A live holder (of another host) whose lease expired keeps its
+		// claim on a source not due (a read shows it expired), and loses
+		// it to the claim of the source once the source is due.
+		t.Run("live holder's lease expired", func(t *testing.T) {
+			env := sqltest.NewEnv(3)
+			db := mustOpenLive(t, b, env, &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return pid != 41 }})
+			st := db.Ingest()
+			src := mustAddSource(t, st, "remote")
+			mustRunUntil(t, st, env, src, later)
+			old, err := st.Claim(ctx, src.ID, "other:41", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Clock.Advance(2 * time.Minute)
+			if cs, err := st.ClaimDue(ctx, "box:42", time.Minute, 10); err != nil || len(cs) != 0 {
+				t.Fatalf("ClaimDue before the source is due: %+v, %v", cs, err)
+			}
+			if s, err := st.Source(ctx, src.ID); err != nil || s.ClaimHolder != "other:41" || s.ClaimState != tidemark.ClaimExpired {
+				t.Fatalf("remote before it is due: held by %q (%s), %v; want other:41's expired claim kept", s.ClaimHolder, s.ClaimState, err)
+			}
+			env.Clock.Advance(later)
+			cs, err := st.ClaimDue(ctx, "box:42", time.Minute, 10)
+			if err != nil || len(cs) != 1 || cs[0].SourceID != src.ID {
+				t.Fatalf("ClaimDue once the source is due: %+v, %v; want it claimed", cs, err)
+			}
+			if r, err := st.Run(ctx, old.RunID); err != nil || r.Outcome != tidemark.OutcomeLost {
+				t.Fatalf("other:41's run: %+v, %v; want it lost", r, err)
+			}
+		})
+	})
+}
+
+// mustRunUntil runs src once (nothing new) as a worker of another host,
+// due again after d.
+func mustRunUntil(t *testing.T, st *sqlstore.IngestStore, env sqltest.Env, src tidemark.Source, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := st.Claim(ctx, src.ID, "w1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Settle(ctx, c, ingest.Settlement{Cursor: "c1", NextDueAt: env.Clock.Now().Add(d)}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -517,8 +517,9 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 		return nil, err
 	}
 	defer tx.Rollback()
-	if err := s.takeOverGone(ctx, tx, holder); err != nil {
-		return nil, err
+	taken, err := s.takeOverGone(ctx, tx, holder)
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
 	}
 	now := ms(s.db.Clock.Now())
 	args := []any{now, limit, holder}
@@ -542,10 +543,12 @@ func (s *IngestStore) claimDue(ctx context.Context, holder string, ttl time.Dura
 			return nil, err
 		}
 	}
-	if len(due) == 0 {
+	if len(due) == 0 && taken == 0 {
 		tx.Rollback() // nothing written: no commit to wait for
 		return nil, nil
 	}
+	// A takeover commits whether or not anything was due: its sources
+	// are free from now on, and the look is not made again for a while.
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("claim due: commit: %w", err)
 	}
@@ -582,38 +585,67 @@ func notInFlight(args *[]any, skip []string) string {
 	return b.String()
 }
 
-// takeOverGone releases, as lost, the live-leased claims whose holders are
-// processes of this host that are no longer running, so the claim that
-// follows in tx finds their sources free instead of waiting out the leases.
-// It looks only once per Liveness.Interval (a process's first look is at
-// once), not on every claim: the live leases are mostly this process's own
-// runs in flight, and reading them on every claim would put a read of them
-// all on the hot path. The caller's own claims (holder) are alive by
+// TakeOverGone implements ingest.Store: it makes ClaimDue's look for
+// claims of gone holders (takeOverGone) on its own, and commits what it
+// took over.
+func (s *IngestStore) TakeOverGone(ctx context.Context, holder string) (int, error) {
+	if holder == "" {
+		return 0, tidemark.Invalidf("take over", holder, "needs a holder identity")
+	}
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	n, err := s.takeOverGone(ctx, tx, holder)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("take over claims of gone holders: commit: %w", err)
+	}
+	return n, nil
+}
+
+// takeOverGone releases, as lost, the claims whose holders are processes
+// of this host that are no longer running, so the claim that follows in tx
+// finds their sources free instead of waiting out the leases, and a source
+// not due is free too instead of staying held until it is next due. A
+// lease that has expired meanwhile is taken over the same way: the claim
+// of a due source would take it over too, but one not due would stay held
+// (and its run active) until then. It returns how many it took over; the
+// caller commits them whether or not it claims anything. It looks only
+// once per Liveness.Interval (a process's first look is at once), not on
+// every claim: the leases of this host are mostly this process's own runs
+// in flight, and reading them on every claim would put a read of them all
+// on the hot path. The caller's own claims (holder) are alive by
 // definition and not read.
-func (s *IngestStore) takeOverGone(ctx context.Context, tx *sql.Tx, holder string) error {
+func (s *IngestStore) takeOverGone(ctx context.Context, tx *sql.Tx, holder string) (int, error) {
 	l := s.db.liveness
 	if l == nil || l.Host == "" {
-		return nil
+		return 0, nil
 	}
 	now := s.db.Clock.Now()
 	if !s.db.takeoverDue(now, l.Interval()) {
-		return nil
+		return 0, nil
 	}
 	held, err := queryAll(ctx, tx, scanSource, `SELECT `+sourceColumns+` FROM sources
-		WHERE claim_token IS NOT NULL AND lease_expires_at > $1 AND claim_holder LIKE $2 ESCAPE '\' AND claim_holder <> $3`+s.db.Dialect.LockSkipLocked,
-		ms(now), likePrefix(l.Host+":"), holder)
+		WHERE claim_token IS NOT NULL AND claim_holder LIKE $1 ESCAPE '\' AND claim_holder <> $2`+s.db.Dialect.LockSkipLocked,
+		likePrefix(l.Host+":"), holder)
 	if err != nil {
-		return fmt.Errorf("claim due: look for claims of gone holders: %w", err)
+		return 0, fmt.Errorf("look for claims of gone holders: %w", err)
 	}
+	n := 0
 	for _, r := range held {
 		if !l.Gone(r.ClaimHolder) {
 			continue
 		}
 		if _, err := s.loseRun(ctx, tx, r, now, true); err != nil {
-			return err
+			return 0, err
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // likePrefix is a LIKE pattern matching strings that begin with p.
