@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/sqlstore"
+	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
 func TestHolderGone(t *testing.T) {
@@ -161,4 +164,106 @@ func TestAStaleClaimIsNotShownRunning(t *testing.T) {
 	if !strings.Contains(show.String(), "lease expired") {
 		t.Fatalf("source show does not say the lease expired:\n%s", show.String())
 	}
+}
+
+// A worker started after a worker of this host was killed holding a claim
+// takes the claim over on its first look, as the daemon (Run) and as one
+// pass (RunOnce): the killed worker's run is recorded lost and the source
+// freed, whether or not anything is due at the look, beside another source
+// due then, and after the killed worker's lease has expired. The source
+// itself runs when it is next due.
+func TestSchedulerTakesOverAGoneHoldersClaimOnItsFirstLook(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name           string
+		dueToo, expire bool
+	}{
+		{name: "nothing due"},
+		{name: "another source due", dueToo: true},
+		{name: "lease expired", expire: true},
+	}
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		for _, tc := range cases {
+			for _, mode := range []string{"Run", "RunOnce"} {
+				t.Run(tc.name+"/"+mode, func(t *testing.T) {
+					env := sqltest.NewEnv(5)
+					db, err := sqlstore.Open(ctx, b.NewURL(t), sqlstore.Options{Clock: env.Clock, IDs: env.IDs,
+						Liveness: &ingest.Liveness{Host: "box", Alive: func(pid int) bool { return pid != 41 }}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { db.Close() })
+					var fetched []string
+					svc := &ingest.Service{Store: db.Ingest(), Clock: env.Clock, Rand: env.Rand, Holder: "box:42", LeaseTTL: time.Minute,
+						Fetchers: ingest.Fetchers{"test": fetchFunc(func(ctx context.Context, src tidemark.Source, cursor string) (tidemark.FetchResult, error) {
+							fetched = append(fetched, src.Name) // one worker: no race
+							return tidemark.FetchResult{Cursor: "c1"}, nil
+						})}}
+					add := func(name string) tidemark.Source {
+						t.Helper()
+						src, err := svc.Store.AddSource(ctx, ingest.NewSource{Name: name, Kind: "test", Location: name, Interval: 6 * time.Hour, RetryBudget: 3})
+						if err != nil {
+							t.Fatal(err)
+						}
+						return src
+					}
+					// gone ran once (so it is not due), then box:41 claimed it
+					// again by name and was killed mid-run.
+					gone := add("gone")
+					if _, err := svc.RunSource(ctx, gone.ID); err != nil {
+						t.Fatal(err)
+					}
+					fetched = nil
+					old, err := svc.Store.Claim(ctx, gone.ID, "box:41", time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tc.dueToo {
+						add("other")
+					}
+					if tc.expire {
+						env.Clock.Advance(2 * time.Minute)
+					}
+					spy := claimDueSpy{Store: svc.Store, calls: make(chan []tidemark.Claim, 100)}
+					svc.Store = spy
+					sc := &ingest.Scheduler{Service: svc, Workers: 1, Poll: time.Hour}
+					switch mode {
+					case "Run":
+						runCtx, stop := context.WithCancel(ctx)
+						done := make(chan error)
+						go func() { done <- sc.Run(runCtx) }()
+						<-spy.calls // the first look
+						if tc.dueToo {
+							<-spy.calls // the look after other's run: other has settled
+						}
+						stop()
+						if err := <-done; err != nil {
+							t.Fatal(err)
+						}
+					case "RunOnce":
+						if _, err := sc.RunOnce(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					lost, err := svc.Store.Run(ctx, old.RunID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if lost.Outcome != tidemark.OutcomeLost {
+						t.Fatalf("box:41's run after %s: status %s, outcome %q (%s); want it lost", mode, lost.Status, lost.Outcome, lost.ClaimState)
+					}
+					if src, err := svc.Store.Source(ctx, gone.ID); err != nil || src.ClaimHolder != "" {
+						t.Fatalf("gone after %s: held by %q, %v; want it free", mode, src.ClaimHolder, err)
+					}
+					want := ""
+					if tc.dueToo {
+						want = "other"
+					}
+					if got := strings.Join(fetched, " "); got != want {
+						t.Fatalf("%s fetched %q, want %q: gone is not due", mode, got, want)
+					}
+				})
+			}
+		}
+	})
 }

@@ -121,6 +121,13 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		seen = map[string]bool{}
 	)
 	for ctx.Err() == nil {
+		// Claims of killed workers of this host are taken over first, due
+		// or not (the daemon's ClaimDue makes the same look): a source due
+		// is then free for this drain, and one not due runs on its
+		// schedule instead of staying held until then.
+		if _, err := s.Store.TakeOverGone(ctx, s.Holder); err != nil {
+			return res, err
+		}
 		srcs, err := s.Store.Sources(ctx)
 		if err != nil {
 			return res, err

@@ -46,7 +46,22 @@ type Store interface {
 	// identity), except the runs named in inFlight: the holder's runs
 	// still under way in the caller, which must not run twice. Re-entries
 	// count against limit.
+	//
+	// Before it claims, ClaimDue looks for claims whose holders are gone
+	// processes of this host (see Liveness), as TakeOverGone does: the
+	// first call of a process at once, then at most once per
+	// Liveness.Every. What the look takes over is committed whether or
+	// not anything is due, and the sources it frees are claimed by the
+	// same call when they are due and there is room.
 	ClaimDue(ctx context.Context, holder string, leaseTTL time.Duration, limit int, inFlight ...string) ([]tidemark.Claim, error)
+	// TakeOverGone records lost the runs whose holders are processes of
+	// this host that are no longer running (Liveness), whether their
+	// leases still run or have expired, and frees their sources (due or
+	// not) without claiming them; holder's own claims are not read. It
+	// shares ClaimDue's pace: it looks at once the first time in a process
+	// and then at most once per Liveness.Every (otherwise it returns 0
+	// without reading). It returns how many it took over.
+	TakeOverGone(ctx context.Context, holder string) (int, error)
 	// Heartbeat extends the claim's lease.
 	Heartbeat(ctx context.Context, c tidemark.Claim, leaseTTL time.Duration) (tidemark.Claim, error)
 	// Settle records a successful run in one transaction: the events it
