@@ -74,13 +74,13 @@ type Liveness struct {
 	// Alive reports whether the process pid of Host is running; when it
 	// cannot tell, it must answer true.
 	Alive func(pid int) bool
-	// Every bounds how often a store looks among the live leases for
-	// claims of gone holders when it claims due sources (0:
-	// DefaultLivenessEvery): a process's first claim of due sources looks
-	// at once, so a restarted worker takes over its crashed predecessor's
-	// claims at once; later ones look again only once this has passed.
-	// A claim of one named source that meets a gone holder takes it over
-	// at once regardless.
+	// Every bounds how often a store looks among the claims of this host
+	// for claims of gone holders, when it claims due sources (ClaimDue)
+	// or a drain lists them (TakeOverGone) (0: DefaultLivenessEvery): a
+	// process's first look is at once, so a restarted worker takes over
+	// its crashed predecessor's claims at once, due or not; later looks
+	// come only once this has passed. A claim of one named source that
+	// meets a gone holder takes it over at once regardless.
 	Every time.Duration
 }
 
