@@ -145,9 +145,10 @@ func (s *Service) refreshListings(ctx context.Context, absent *absence) (Listing
 	}
 	var indexStamp strings.Builder
 	every := &everyPage{} // read once, by the first group that renders
+	base := s.baseStamp()
 	for _, src := range sources {
 		// The stamp is stored (wiki_objects): it holds the location as shown.
-		stamp := src.Stamp + "|" + src.Name + "|" + redact.Location(src.Location) + absentStamp(absent.bySource[src.ID])
+		stamp := src.Stamp + "|" + src.Name + "|" + redact.Location(src.Location) + absentStamp(absent.bySource[src.ID]) + base
 		fmt.Fprintf(&indexStamp, "%s=%s;", src.ID, stamp)
 		err := s.refreshGroup(ctx, r, CardKey(src.ID), "card", src.ID, stamp, func() ([]listingObject, error) {
 			return s.renderCard(ctx, src.SourceInfo, absent.all, every)
@@ -156,6 +157,7 @@ func (s *Service) refreshListings(ctx context.Context, absent *absence) (Listing
 			return r.rep, err
 		}
 	}
+	indexStamp.WriteString(base)
 	err = s.refreshGroup(ctx, r, IndexKey, "index", "", tidemark.HashEvidence([]byte(indexStamp.String())), func() ([]listingObject, error) {
 		return s.renderIndex(ctx, sources, absent.all, every)
 	})
@@ -199,6 +201,18 @@ func (s *Service) readListings(ctx context.Context) (*listingRefresh, error) {
 		}
 	}
 	return r, nil
+}
+
+// baseStamp is the part of every group's stamp that says which base URL
+// its feeds were rendered with (they link to the wiki by it), so that a
+// changed BaseURL rewrites them though no page changed: a URL an operator
+// moved, or one whose credential was dropped (the feeds would otherwise
+// keep publishing it). Only its hash is stored.
+// A stamp recorded before it had this part (a release that did not
+// know) differs from any, so the first refresh after an upgrade renders
+// every group once, and writes only the objects whose content differs.
+func (s *Service) baseStamp() string {
+	return "|base:" + tidemark.HashEvidence([]byte(s.BaseURL))
 }
 
 // absentStamp is the part of a group's stamp that says which of its pages
