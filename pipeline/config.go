@@ -242,7 +242,7 @@ var Options = func() []Option {
 		// The address is public: written into the wiki's feeds and every
 		// outbound post's link.
 		if len(redact.Credentials(v)) > 0 {
-			return fmt.Errorf("the wiki's public address carries no credentials: it is written into the wiki's feeds and every post's link")
+			return fmt.Errorf("%s", wikiURLCredential)
 		}
 		return nil
 	})
@@ -301,6 +301,18 @@ var Options = func() []Option {
 	add(option("serve-addr", "", []string{"TIDEMARK_SERVE_ADDR"}, "127.0.0.1:8080", "where `serve` listens", false, s, g))
 	return os
 }()
+
+// wikiURLCredential is the refusal of a wiki URL that carries a
+// credential, with what to do about it and about what an earlier release
+// published with it: the feeds are rewritten by the next publishing pass
+// once the URL changed, but an intent's body was frozen when it was
+// drafted, so the intents drafted with it are the operator's to find and
+// retire (they are never rewritten behind their back).
+const wikiURLCredential = "the wiki's public address carries no credentials: it is written into the wiki's feeds and every post's link; " +
+	"drop the credential from TIDEMARK_WIKI_URL (the next publishing pass, or `tidemark publish sweep`, rewrites the feeds without it). " +
+	"Intents drafted while it carried one hold it in their body and are sent as drafted: list them with " +
+	"`tidemark outbox intents list --state pending --json` (each one's body) and retire those that carry it with " +
+	"`tidemark outbox intents retire ID --reason TEXT`"
 
 // Defaults is the configuration with every option at its default.
 func Defaults() Config {
@@ -374,6 +386,15 @@ func (o Option) shown(v string) string {
 	default:
 		return redact.URL(v, false)
 	}
+}
+
+// From names where option name's value came from (the flag or the
+// variable that set it), or else flag: what a refusal of the value names.
+func (c Config) From(name, flag string) string {
+	if from, ok := c.origin[name]; ok {
+		return from
+	}
+	return flag
 }
 
 // Setting is one option's effective value, as `tidemark config` shows it.

@@ -274,7 +274,7 @@ func (p *Pipeline) Objects() (objstore.Store, error) {
 			return nil, err
 		}
 	}
-	objs, err := stores.Open("--store", p.cfg.StoreLocation(), p.cfg.S3)
+	objs, err := stores.Open(p.cfg.From("store", "--store"), p.cfg.StoreLocation(), p.cfg.S3)
 	if err != nil {
 		return nil, err
 	}

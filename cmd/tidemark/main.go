@@ -138,7 +138,10 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 				return &usageError{err}
 			}
 			if a.cfgErr != nil {
-				return &usageError{a.cfgErr}
+				// A variable's value (the command line was read fine): the
+				// refusal names the variable and says what it wants, and
+				// usage help would not help.
+				return a.cfgErr
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: a.cfg.LogLevel}))
 			return nil
