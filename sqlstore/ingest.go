@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/redact"
 )
 
 // Failpoints of a settlement, in the order a settlement reaches them.
@@ -90,7 +91,22 @@ func scanSource(s scanner) (sourceRow, error) {
 	r.LastRunAt = fromNullMS(lastRun)
 	r.CreatedAt = fromMS(created)
 	r.AllowPrivate = allowPrivate == 1
+	r.LastError, r.TerminalReason = shownError(r.Location, r.LastError), shownError(r.Location, r.TerminalReason)
 	return r, nil
+}
+
+// shownError is a run's error (or a source's last error, or its terminal
+// reason, which quotes it) as every read shows it: cleaned of the
+// credentials the source's location carries. The ingest pipeline cleans
+// what it stores, but a release before it stored them raw, and a row any
+// other path wrote may hold them; cleaning at the read covers every row
+// and every face (the CLI, JSON, the API, the console), as the location
+// itself is shown (redact.Location).
+func shownError(location, text string) string {
+	if text == "" {
+		return ""
+	}
+	return redact.Text(text, redact.Credentials(location)...)
 }
 
 // AddSource implements ingest.Store.
@@ -1515,7 +1531,7 @@ func scanAction(sc scanner) (ingest.Action, error) {
 
 const runColumns = `r.id, r.source_id, s.name, r.holder, r.attempt, r.cursor_version, r.cursor_before, r.cursor_after,
 	r.status, r.outcome, r.error, r.note, r.declared, r.admitted, r.events_new, r.events_changed, r.started_at, r.finished_at,
-	r.lease_expires_at`
+	r.lease_expires_at, s.location`
 
 // scanRun reads a run, and for an active one the state of its claim at
 // now, as this host can tell it (the rule sources are shown by): reading
@@ -1526,9 +1542,11 @@ func (s *IngestStore) scanRun(now time.Time) func(sc scanner) (tidemark.Run, err
 		var status, outcome string
 		var started int64
 		var finished, lease sql.NullInt64
+		var location string
 		err := sc.Scan(&run.ID, &run.SourceID, &run.SourceName, &run.Holder, &run.Attempt, &run.CursorVersion,
 			&run.CursorBefore, &run.CursorAfter, &status, &outcome, &run.Error, &run.Note, &run.Declared, &run.Admitted,
-			&run.EventsNew, &run.EventsChanged, &started, &finished, &lease)
+			&run.EventsNew, &run.EventsChanged, &started, &finished, &lease, &location)
+		run.Error = shownError(location, run.Error)
 		run.Status, run.Outcome = tidemark.RunStatus(status), tidemark.Outcome(outcome)
 		run.StartedAt, run.FinishedAt = fromMS(started), fromNullMS(finished)
 		if run.Status == tidemark.RunActive {
