@@ -65,3 +65,39 @@ func TestHomeAndDatabaseAreOwnerOnly(t *testing.T) {
 		t.Errorf("warnings %q; want one naming the database and the fix", warned)
 	}
 }
+
+// The database's -wal and -shm files hold what it holds (a lane's secret
+// set a moment ago is in the -wal until a checkpoint): while they exist,
+// one that others may read is warned of, by name, though the database
+// file itself is its owner's only.
+func TestDatabaseSidecarsOthersMayReadAreWarnedOf(t *testing.T) {
+	home := t.TempDir()
+	base := filepath.Join(home, "tidemark.db")
+	for name, mode := range map[string]os.FileMode{base: 0o600, base + "-wal": 0o644, base + "-shm": 0o600} {
+		if err := os.WriteFile(name, nil, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(name, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var warned []string
+	cfg := Defaults()
+	cfg.Home, cfg.Warn = home, func(msg string) { warned = append(warned, msg) }
+	(&Pipeline{cfg: cfg}).checkDatabaseMode()
+	if len(warned) != 1 || !strings.Contains(warned[0], "tidemark.db-wal") || strings.Contains(warned[0], "tidemark.db-shm") ||
+		!strings.Contains(warned[0], "chmod 600") {
+		t.Fatalf("warnings %q; want one naming the -wal file (only) and the fix", warned)
+	}
+	if err := os.Chmod(base+"-wal", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(base + "-shm"); err != nil {
+		t.Fatal(err)
+	}
+	warned = nil
+	(&Pipeline{cfg: cfg}).checkDatabaseMode()
+	if len(warned) != 0 {
+		t.Fatalf("warned of owner-only files (or one that does not exist): %q", warned)
+	}
+}

@@ -137,22 +137,34 @@ func (p *Pipeline) warn(msg string) {
 }
 
 // checkDatabaseMode warns when a SQLite database file may be read by
-// other users than its owner: it holds the lanes' secrets in clear. A
-// database tidemark creates is its owner's only; one made otherwise (or
-// by an older tidemark) keeps the mode it has, since its owner may share
-// it on purpose, but is said.
+// other users than its owner: it holds the lanes' secrets in clear. So do
+// its -wal and -shm files while they exist (a secret set a moment ago is
+// in the -wal until a checkpoint), which keep the mode they were made
+// with when the database's is changed: each is checked, and those others
+// may read are named. A database tidemark creates is its owner's only;
+// one made otherwise (or by an older tidemark) keeps the mode it has,
+// since its owner may share it on purpose, but is said.
 func (p *Pipeline) checkDatabaseMode() {
 	path, ok := strings.CutPrefix(p.cfg.DatabaseURL(), "sqlite:")
 	if !ok || runtime.GOOS == "windows" {
 		return
 	}
 	path = strings.TrimPrefix(path, "//")
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+	var shown, names []string
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if err != nil || fi.Mode().Perm()&0o077 == 0 {
+			continue // absent (the sidecars come and go), or its owner's only
+		}
+		shown = append(shown, fmt.Sprintf("%s (mode %#o)", name, fi.Mode().Perm()))
+		names = append(names, name)
+	}
+	if len(names) == 0 {
 		return
 	}
-	p.warn(fmt.Sprintf("the database %s may be read by other users (mode %#o), and it holds the outbox lanes' secrets in clear: "+
-		"protect it as a password file (chmod 600 %s, and its -wal and -shm files)", path, fi.Mode().Perm(), path))
+	p.warn(fmt.Sprintf("the database file %s may be read by other users, and the database holds the outbox lanes' secrets in clear: "+
+		"protect it as a password file (chmod 600 %s; the database's -wal and -shm files too, whenever they exist)",
+		strings.Join(shown, " and "), strings.Join(names, " ")))
 }
 
 // newKinds returns every source kind, with git mirrors under Home, the
