@@ -133,6 +133,14 @@ type Lane struct {
 	LeaseToken     int64      `json:"lease_token"`
 	LeaseHolder    string     `json:"lease_holder"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	// ClaimState is the state of the writer's lease when the lane was read
+	// for people (the store's Lanes and LaneDetail), by the rule a
+	// source's claim is shown by (tidemark.ClaimState): running while it
+	// stands, gone when its holder is a process of the reading host that
+	// is no longer running, expired once its lease ran out; "" while no
+	// writer holds the lane. A gone or expired writer sends nothing: the
+	// next delivery takes the lane over.
+	ClaimState tidemark.ClaimState `json:"claim_state"`
 	// NextSendAt is the earliest the next write may be sent: nil until
 	// the lane's first send (a write may go at any time).
 	NextSendAt     *time.Time    `json:"next_send_at"`

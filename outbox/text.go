@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
@@ -58,9 +59,35 @@ func (ls LaneViews) WriteText(w io.Writer) error {
 				next = fieldtext.Day(*l.NextSendAt)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", l.Name, l.Provider, g, l.Health, l.MinGap.Std(), l.LeaseToken,
-				fieldtext.OrDash(l.LeaseHolder), fieldtext.OrDash(l.InFlight), next, CountsText(l.Counts))
+				HolderText(l.Lane), fieldtext.OrDash(l.InFlight), next, CountsText(l.Counts))
 		}
 	})
+}
+
+// HolderText is a lane's writer as a table shows it: "-" with none, and
+// marked "(gone)" or "(lease expired)" when its lease no longer stands
+// (Lane.ClaimState), as a source's claim is.
+func HolderText(l Lane) string {
+	switch l.ClaimState {
+	case tidemark.ClaimGone:
+		return l.LeaseHolder + " (gone)"
+	case tidemark.ClaimExpired:
+		return l.LeaseHolder + " (lease expired)"
+	}
+	return fieldtext.OrDash(l.LeaseHolder)
+}
+
+// WriterWords says, after a lane's writer, why a lease that no longer
+// stands sends nothing ("" for one that stands, or no writer): lane show
+// and the console say it alike.
+func WriterWords(l Lane) string {
+	switch l.ClaimState {
+	case tidemark.ClaimGone:
+		return fmt.Sprintf(": not sending, process %s of this host is gone; the next delivery takes the lane over", l.LeaseHolder)
+	case tidemark.ClaimExpired:
+		return ": not sending, its lease expired; the next delivery takes the lane over"
+	}
+	return ""
 }
 
 // WriteText writes one lane: the table row, then, when it is broken or
@@ -68,6 +95,9 @@ func (ls LaneViews) WriteText(w io.Writer) error {
 func (l LaneView) WriteText(w io.Writer) error {
 	if err := (LaneViews{l}).WriteText(w); err != nil {
 		return err
+	}
+	if words := WriterWords(l.Lane); words != "" {
+		fmt.Fprintf(w, "\nwriter %s%s\n", l.LeaseHolder, words)
 	}
 	if l.Problem != "" {
 		fmt.Fprintf(w, "\n%s: %s\n", l.Health, l.Problem)

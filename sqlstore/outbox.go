@@ -311,6 +311,8 @@ func (s *OutboxStore) laneDetail(ctx context.Context, l *outbox.Lane) error {
 	if err != nil {
 		return err
 	}
+	// The lease's state, by the rule a source's claim is read by.
+	l.ClaimState = s.db.liveness.ClaimState(tidemark.Source{ClaimHolder: l.LeaseHolder, LeaseExpiresAt: l.LeaseExpiresAt}, s.db.Clock.Now())
 	l.Counts = make(map[outbox.State]int, len(counts))
 	for _, c := range counts {
 		l.Counts[outbox.State(c.state)] = c.n

@@ -59,6 +59,9 @@ var funcs = template.FuncMap{
 	"clip": func(s string) string { return shorten(readable.Clean(s), 160) },
 	// claimwords says why a claim that no longer stands runs nothing.
 	"claimwords": ingest.ClaimWords,
+	// writerwords says why a lane's writer whose lease no longer stands
+	// sends nothing.
+	"writerwords": outbox.WriterWords,
 	// listed is a title in a list: cleaned, and shortened as the wiki's
 	// lists shorten it (the event's page shows it whole).
 	"listed":      func(s string) string { return publish.ListTitle(readable.Clean(s)) },
