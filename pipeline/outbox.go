@@ -43,11 +43,16 @@ func laneDefaults(name, kind string) outbox.LaneConfig {
 }
 
 // checkLane checks a lane's configuration: its provider kind, that its
-// settings give it a guarantee, and that its provider takes them
+// settings give it a guarantee, that none of the settings given (all of a
+// new lane's, those a lane set names) names tidemark's own configuration
+// variable (checkLaneEnv), and that its provider takes them
 // (providers.CheckSettings: nothing the remote would refuse on every
 // write). Whether its provider can be built here (an environment variable
-// may hold a secret elsewhere) is its health.
-func checkLane(c outbox.LaneConfig) error {
+// may hold a secret elsewhere) is its health: a lane stored naming
+// tidemark's own variable is broken, and a change that leaves that
+// setting as it is is made (the lane stays broken, and its view says
+// why and the fix), not refused for a setting its operator did not give.
+func checkLane(c outbox.LaneConfig, given map[string]string) error {
 	if !providers.Known(c.Provider) {
 		return tidemark.Invalidf("provider", c.Provider, "want one of %s", strings.Join(providers.Kinds(), ", "))
 	}
@@ -57,7 +62,7 @@ func checkLane(c outbox.LaneConfig) error {
 	if _, err := providers.Guarantee(c.Provider, c.Settings); err != nil {
 		return err
 	}
-	if err := checkLaneEnv(c.Name, c.Settings, false); err != nil {
+	if err := checkLaneEnv(c.Name, given, false); err != nil {
 		return err
 	}
 	return providers.CheckSettings(c.Provider, c.Settings)
@@ -162,7 +167,7 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 		return outbox.LaneView{}, err
 	}
 	c := ch.Apply(laneDefaults(name, kind))
-	if err := checkLane(c); err != nil {
+	if err := checkLane(c, c.Settings); err != nil {
 		return outbox.LaneView{}, err
 	}
 	shown, secret := providers.Split(c.Provider, c.Settings)
@@ -198,7 +203,7 @@ func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChang
 			}
 		}
 		next := ch.Apply(cur)
-		if err := checkLane(next); err != nil {
+		if err := checkLane(next, ch.Settings); err != nil {
 			return cur, "", err
 		}
 		kind = cur.Provider
