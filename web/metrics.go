@@ -40,9 +40,14 @@ type MigrationStats interface {
 // scraped. A part whose reader is nil is left out; a part whose query
 // fails is left out of that scrape and tidemark_database_up says 0.
 type collector struct {
-	ingest     ingest.Store
-	publish    PublishStats
-	outbox     OutboxStats
+	ingest  ingest.Store
+	publish PublishStats
+	outbox  OutboxStats
+	// laneViews, when set (the server has OutboxOps), are the lanes with
+	// their health as this process judges it: a lane whose provider it
+	// cannot build (a secret's variable unset here, a setting refused) is
+	// broken here, which the database alone cannot say.
+	laneViews  func(context.Context) (outbox.LaneViews, error)
 	migrations MigrationStats
 	logger     *slog.Logger
 
@@ -50,7 +55,7 @@ type collector struct {
 
 	pages, pagesPublished, pagesBehind, pagesWithdrawing, pagesMissing, summaries *prometheus.Desc
 
-	intents, sends, duplicates, gaps, gapsBelow, minGap, laneFailing, failedSteps *prometheus.Desc
+	intents, sends, duplicates, gaps, gapsBelow, minGap, laneFailing, failedSteps, laneBroken, laneHealth *prometheus.Desc
 
 	migrationRuns, converted, restored, batches, openRun *prometheus.Desc
 }
@@ -90,6 +95,10 @@ func newCollector(s *Server) *collector {
 			"1 while the lane's delivery steps fail in a row (its health is failing: nothing goes out until one goes through), else 0.", []string{"lane"}, nil),
 		failedSteps: d("tidemark_outbox_failed_steps_total",
 			"Delivery steps of the lane that failed (its receiver could not be reached, a read before a write failed), by every process that delivers it.", []string{"lane"}, nil),
+		laneBroken: d("tidemark_outbox_lane_broken",
+			"1 while the lane cannot deliver as the scraped process judges it (its provider cannot be built here: a secret's variable unset, a setting refused; or the provider refuses its writes): it sends nothing until it is fixed, else 0.", []string{"lane"}, nil),
+		laneHealth: d("tidemark_outbox_lane_health",
+			"1 for the lane's current health as the scraped process judges it (broken, failing, in doubt, unresolved, ok).", []string{"lane", "health"}, nil),
 
 		migrationRuns: d("tidemark_migration_runs", "Field migration runs by status; failed runs wait for an operator to resume or abort.", []string{"status"}, nil),
 		converted:     d("tidemark_migration_documents_converted_total", "Documents converted by field migrations, over every run.", nil, nil),
@@ -103,6 +112,9 @@ func newCollector(s *Server) *collector {
 	if s.Outbox != nil {
 		c.outbox = s.Outbox
 	}
+	if s.OutboxOps != nil {
+		c.laneViews = s.OutboxOps.Lanes
+	}
 	if s.Migrations != nil {
 		c.migrations = s.Migrations
 	}
@@ -114,7 +126,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.runs, c.sources, c.attempts, c.lastRun, c.up,
 		c.pages, c.pagesPublished, c.pagesBehind, c.pagesWithdrawing, c.pagesMissing, c.summaries,
-		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap, c.laneFailing, c.failedSteps,
+		c.intents, c.sends, c.duplicates, c.gaps, c.gapsBelow, c.minGap, c.laneFailing, c.failedSteps, c.laneBroken, c.laneHealth,
 		c.migrationRuns, c.converted, c.restored, c.batches, c.openRun} {
 		ch <- d
 	}
@@ -186,6 +198,20 @@ func (c *collector) collectOutbox(ctx context.Context, ch chan<- prometheus.Metr
 	lanes, err := c.outbox.LaneStats(ctx)
 	if err != nil {
 		return err
+	}
+	if c.laneViews != nil {
+		views, err := c.laneViews(ctx)
+		if err != nil {
+			return err
+		}
+		for _, v := range views {
+			broken := 0.0
+			if v.Health == outbox.HealthBroken {
+				broken = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.laneBroken, prometheus.GaugeValue, broken, v.Name)
+			ch <- prometheus.MustNewConstMetric(c.laneHealth, prometheus.GaugeValue, 1, v.Name, v.Health)
+		}
 	}
 	for _, l := range lanes {
 		for _, st := range outbox.States {

@@ -103,7 +103,9 @@ func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, log *slog.Logger) htt
 		log = p.Logger()
 	}
 	db := p.DB()
-	s := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: log}
+	// OutboxOps judge each lane's health as this process would deliver it
+	// (a lane broken here is on /metrics); only /metrics is served.
+	s := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), OutboxOps: p, Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.MetricsHandler())
 	return mux
