@@ -162,9 +162,13 @@ func (p *Pipeline) checkDatabaseMode() {
 	if len(names) == 0 {
 		return
 	}
-	p.warn(fmt.Sprintf("the database file %s may be read by other users, and the database holds the outbox lanes' secrets in clear: "+
-		"protect it as a password file (chmod 600 %s; the database's -wal and -shm files too, whenever they exist)",
-		strings.Join(shown, " and "), strings.Join(names, " ")))
+	files := "the database file " + shown[0]
+	if len(shown) > 1 {
+		files = "the database's files " + strings.Join(shown, ", ")
+	}
+	p.warn(fmt.Sprintf("%s may be read by other users, and the database holds the outbox lanes' secrets in clear: "+
+		"protect it as a password file (chmod 600 %s; its -wal and -shm files too, whenever they exist)",
+		files, strings.Join(names, " ")))
 }
 
 // newKinds returns every source kind, with git mirrors under Home, the
