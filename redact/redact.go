@@ -11,10 +11,13 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,9 +33,11 @@ const minSecretLen = 4
 // http(s), any user name), with
 // every query value replaced, and, when opaque, without its path. A value
 // that does not parse as a URL with a scheme and host is returned as
-// Marker when opaque and otherwise as Text shows it: without the userinfo
-// a URL with a password, or an http(s) URL, carries (a password url.Parse
-// refuses, such as one with a ^, is a password all the same).
+// Marker when opaque; otherwise, when it has a scheme (scheme://…), it is
+// split as the most lenient parser would split it (see splitLoose) and
+// shown without its password and query values: a password url.Parse
+// refuses (one with a #, ?, /, space, " or ^) is a password all the same,
+// and pgx connects with it. Anything else is shown as Text shows it.
 //
 // The shown form is shown as it is: URL(URL(u)) == URL(u). Whoever hides
 // secrets again (a store seals its settings at every open) finds nothing
@@ -93,7 +98,17 @@ func showURL(u string, opaque bool, hide func(name string) bool) string {
 		if opaque && u != "" {
 			return Marker
 		}
-		return Text(u)
+		l, ok := splitLoose(u)
+		if !ok {
+			return Text(u)
+		}
+		shown := l.shown(hide)
+		if q, err := parseShown(shown); err == nil && q.Scheme != "" && (q.Host != "" || hostless) {
+			// What is left parses: show it as a URL that parsed is shown,
+			// so that the shown form is shown as it is.
+			return showURL(shown, opaque, hide)
+		}
+		return shown
 	}
 	if p.User != nil {
 		if _, has := p.User.Password(); has {
@@ -136,6 +151,135 @@ func parseShown(u string) (*url.URL, error) {
 	return p, err
 }
 
+// looseURL is a URL split as leniently as any parser may split it: the
+// userinfo runs to the last @ (url.Parse, unlike pgx and libpq, stops it
+// at the first / ? or #; pgx stops it at the first @), the user name to
+// the first colon, and the query from the first ? after it. Every
+// character a parser could take for the password is in password, so
+// showing it hidden hides the password however it was written.
+type looseURL struct {
+	scheme                string // with "://"
+	user, password        string
+	hasUser, hasPassword  bool
+	rest                  string // host, port and path
+	query                 string
+	hasQuery, hasFragment bool
+}
+
+var schemePrefix = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+
+// splitLoose splits u, which has a scheme followed by ://, as looseURL
+// says; ok is false for anything else (a path, host:path, free text).
+func splitLoose(u string) (l looseURL, ok bool) {
+	pre := schemePrefix.FindString(u)
+	if pre == "" {
+		return l, false
+	}
+	l.scheme, u = pre, u[len(pre):]
+	if at := strings.LastIndex(u, "@"); at >= 0 {
+		l.hasUser = true
+		l.user, l.password, l.hasPassword = strings.Cut(u[:at], ":")
+		u = u[at+1:]
+	}
+	u, _, l.hasFragment = strings.Cut(u, "#")
+	l.rest, l.query, l.hasQuery = strings.Cut(u, "?")
+	return l, true
+}
+
+func (l looseURL) web() bool {
+	s := strings.ToLower(l.scheme)
+	return s == "http://" || s == "https://"
+}
+
+// shown is l without its password (or, for http(s), any user name, where
+// a token rides), with the values of the query parameters hide names
+// replaced, and without its fragment.
+func (l looseURL) shown(hide func(name string) bool) string {
+	var b strings.Builder
+	b.WriteString(l.scheme)
+	switch {
+	case l.hasPassword:
+		b.WriteString(l.user + ":" + Marker + "@")
+	case l.hasUser && l.web():
+		b.WriteString(Marker + "@")
+	case l.hasUser:
+		b.WriteString(l.user + "@")
+	}
+	b.WriteString(l.rest)
+	if l.hasQuery {
+		b.WriteString("?" + hideQuery(l.query, hide))
+	}
+	return b.String()
+}
+
+// queryPairs splits a raw query into its pairs, at & and at ; (which Go's
+// url.ParseQuery refuses but many servers read as &), keeping each pair's
+// separator after it.
+func queryPairs(raw string) (pairs, seps []string) {
+	for raw != "" {
+		i := strings.IndexAny(raw, "&;")
+		if i < 0 {
+			pairs, seps = append(pairs, raw), append(seps, "")
+			break
+		}
+		pairs, seps = append(pairs, raw[:i]), append(seps, raw[i:i+1])
+		raw = raw[i+1:]
+	}
+	return pairs, seps
+}
+
+// queryValues returns the values of a raw query's parameters hide names,
+// split as queryPairs splits it, unescaped (and as written, when that
+// differs).
+func queryValues(raw string, hide func(name string) bool) []string {
+	var out []string
+	pairs, _ := queryPairs(raw)
+	for _, pair := range pairs {
+		k, v, hasValue := strings.Cut(pair, "=")
+		if !hasValue || v == "" || !hide(unescapeQuery(k)) {
+			continue
+		}
+		out = append(out, v)
+		if uv := unescapeQuery(v); uv != v {
+			out = append(out, uv)
+		}
+	}
+	return out
+}
+
+func unescapeQuery(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// hideQuery is a raw query with the values of the parameters hide names
+// replaced by Marker, its pairs and separators as they were.
+func hideQuery(raw string, hide func(name string) bool) string {
+	pairs, seps := queryPairs(raw)
+	var b strings.Builder
+	for i, pair := range pairs {
+		if k, _, hasValue := strings.Cut(pair, "="); hasValue && hide(unescapeQuery(k)) {
+			pair = k + "=" + Marker
+		}
+		b.WriteString(pair + seps[i])
+	}
+	return b.String()
+}
+
+// passwordPieces returns pw and, when it holds a character some parser
+// splits a URL at (@ / ? #), each piece between them: pgx takes
+// postgres://u:pa@ss@host for the password "pa" and the host "ss@host",
+// and echoes the host in its errors.
+func passwordPieces(pw string) []string {
+	out := []string{pw}
+	if pieces := strings.FieldsFunc(pw, func(r rune) bool { return strings.ContainsRune("@/?#", r) }); len(pieces) > 1 {
+		out = append(out, pieces...)
+	}
+	return out
+}
+
 func encodeKeepMarker(q url.Values) string {
 	keys := make([]string, 0, len(q))
 	for k := range q {
@@ -158,14 +302,22 @@ func encodeKeepMarker(q url.Values) string {
 // query values, and (when opaque) its path segments, so that free text
 // echoing one of them alone can be cleaned too.
 func URLSecrets(u string, opaque bool) []string {
+	all := func(string) bool { return true }
 	p, err := url.Parse(u)
 	if err != nil {
-		return []string{u}
+		out := []string{u}
+		if l, ok := splitLoose(u); ok {
+			if l.hasPassword {
+				out = append(out, passwordPieces(l.password)...)
+			}
+			out = append(out, queryValues(l.query, all)...)
+		}
+		return out
 	}
 	var out []string
 	if p.User != nil {
 		if pw, has := p.User.Password(); has {
-			out = append(out, pw)
+			out = append(out, passwordPieces(pw)...)
 		}
 	}
 	for _, vs := range p.Query() {
@@ -181,24 +333,33 @@ func URLSecrets(u string, opaque bool) []string {
 // Credentials returns the credentials a URL carries: in its userinfo, the
 // password, and for http(s) the user name too, where a token rides
 // (https://TOKEN@host/); in its query, the values of the parameters named
-// like credentials (CredentialParam).
+// like credentials (CredentialParam), pairs separated by ; as by &. A URL
+// url.Parse refuses is split as URL splits it to show it (splitLoose), so
+// its password is returned all the same; a password is returned with the
+// pieces another parser may split it into (passwordPieces).
 func Credentials(u string) []string {
 	p, err := url.Parse(u)
 	if err != nil {
-		return nil
-	}
-	var out []string
-	for name, vs := range p.Query() {
-		if CredentialParam(name) {
-			out = append(out, vs...)
+		l, ok := splitLoose(u)
+		if !ok {
+			return nil
 		}
+		out := queryValues(l.query, CredentialParam)
+		if l.hasPassword {
+			out = append(out, passwordPieces(l.password)...)
+		}
+		if l.hasPassword || l.hasUser && l.web() {
+			out = append(out, l.user)
+		}
+		return out
 	}
+	out := queryValues(p.RawQuery, CredentialParam)
 	if p.User == nil {
 		return out
 	}
 	pw, has := p.User.Password()
 	if has {
-		out = append(out, pw)
+		out = append(out, passwordPieces(pw)...)
 	}
 	if has || p.Scheme == "http" || p.Scheme == "https" {
 		out = append(out, p.User.Username())
@@ -222,19 +383,66 @@ func Text(s string, secrets ...string) string {
 		return s
 	}
 	ss := slices.Clone(secrets)
-	slices.SortFunc(ss, func(a, b string) int { return len(b) - len(a) })
+	var forms []string
 	for _, sec := range ss {
 		if len(sec) >= minSecretLen {
-			s = strings.ReplaceAll(s, sec, Marker)
-			// Upstreams often echo a value URL-encoded.
-			if q := url.QueryEscape(sec); q != sec {
-				s = strings.ReplaceAll(s, q, Marker)
-			}
+			forms = append(forms, echoedForms(sec)...)
 		}
+	}
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	for _, f := range slices.Compact(forms) {
+		s = replaceFold(s, f)
 	}
 	s = cleanEncoded(s, ss)
 	s = userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
 	return webUser.ReplaceAllString(s, "${1}"+Marker+"@")
+}
+
+// echoedForms are the forms an upstream (or a Go error) echoes a secret
+// in: as it is, URL-encoded (query or path), quoted as Go's %q quotes it,
+// and escaped as a JSON string (with < > & as \u escapes, and with / as
+// \/, as PHP and many Java stacks write it).
+func echoedForms(sec string) []string {
+	out := []string{sec, url.QueryEscape(sec), url.PathEscape(sec)}
+	if q := strconv.Quote(sec); len(q) >= 2 {
+		out = append(out, q[1:len(q)-1])
+	}
+	if j, err := json.Marshal(sec); err == nil && len(j) >= 2 {
+		j = j[1 : len(j)-1]
+		out = append(out, string(j), string(bytes.ReplaceAll(j, []byte("/"), []byte(`\/`))))
+	}
+	return out
+}
+
+// replaceFold replaces every occurrence of old in s, in any ASCII letter
+// case (an upstream may echo a token lower-cased), by Marker.
+func replaceFold(s, old string) string {
+	ls, lo := asciiLower(s), asciiLower(old)
+	if !strings.Contains(ls, lo) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(ls, lo)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i] + Marker)
+		s, ls = s[i+len(lo):], ls[i+len(lo):]
+	}
+}
+
+// asciiLower lowers ASCII letters only, so that byte offsets in the
+// result are offsets in s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // base64Run matches a run of base64 (standard or URL-safe), its padding
@@ -299,15 +507,21 @@ func Err(err error, secrets ...string) error {
 
 // CredentialParam reports whether a URL query parameter called name
 // carries a credential, by its name (case-insensitive): a token, a key, a
-// password, a secret, a signature. It is narrower than SecretName, which
-// judges a database's parameters: a feed's "author" is not "auth".
+// password, a secret, a signature, an authorization, a JWT, a session.
+// It is narrower than SecretName, which judges a database's parameters: a
+// feed's "author" is not "auth". Names feeds use for ordinary values are
+// not credentials even where one service uses them for a one-time value:
+// "code" (a country's, a product's; OAuth's code is spent at its first
+// use), "hash" (a digest, a commit) and "ticket" (Trac's timeline feeds
+// take ticket=on; a CAS ticket is spent at its first use).
 func CredentialParam(name string) bool {
 	n := strings.ToLower(name)
 	switch n {
 	case "key", "sig", "pwd", "auth", "access_key", "accesskey", "private_key":
 		return true
 	}
-	for _, w := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential"} {
+	for _, w := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential",
+		"authoriz", "bearer", "jwt", "session", "sessid"} {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -337,18 +551,7 @@ func Location(loc string) string {
 	}
 	base, query, _ := strings.Cut(out, "?")
 	query, frag, hasFrag := strings.Cut(query, "#")
-	parts := strings.Split(query, "&")
-	for i, part := range parts {
-		k, _, hasValue := strings.Cut(part, "=")
-		name, err := url.QueryUnescape(k)
-		if err != nil {
-			name = k
-		}
-		if hasValue && CredentialParam(name) {
-			parts[i] = k + "=" + Marker
-		}
-	}
-	out = base + "?" + strings.Join(parts, "&")
+	out = base + "?" + hideQuery(query, CredentialParam)
 	if hasFrag {
 		out += "#" + frag
 	}

@@ -28,7 +28,7 @@ func TestURL(t *testing.T) {
 		{"https://bob:hunter22@example.org/x?token=abcd", false, "https://bob:•••@example.org/x?token=•••"},
 		{"ssh://git@example.org/x.git", false, "ssh://git@example.org/x.git"},
 		// A password url.Parse refuses in userinfo is hidden all the same.
-		{"https://bob:pa^ss@example.org/x", false, "https://•••@example.org/x"},
+		{"https://bob:pa^ss@example.org/x", false, "https://bob:•••@example.org/x"},
 		{"https://bob:pa^ss@example.org/x", true, "•••"},
 		{"not a url", true, "•••"},
 		{"not a url", false, "not a url"},
