@@ -157,7 +157,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		var cfg *pgx.ConnConfig
 		cfg, err = pgx.ParseConfig(url)
 		if err != nil {
-			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err)
+			return nil, redact.Err(tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err), redact.Credentials(url)...)
 		}
 		d.db = sql.OpenDB(outageConnector{stdlib.GetConnector(*cfg)})
 		n := opt.MaxOpenConns
@@ -219,10 +219,13 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	}
 	if err := d.db.PingContext(ctx); err != nil {
 		d.Close()
+		// pgx masks the password it parsed, but not a piece of the one
+		// given that it took for something else (the tail of a password
+		// with a raw @, taken for the host, in a lookup error).
 		if errors.Is(err, tidemark.ErrUnavailable) { // outageConnector said so
-			return nil, fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err)
+			return nil, redact.Err(fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err), redact.Credentials(url)...)
 		}
-		return nil, fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err)
+		return nil, redact.Err(fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err), redact.Credentials(url)...)
 	}
 	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {
 		d.Close()

@@ -30,3 +30,23 @@ func TestDatabaseURLNeverShowsAPassword(t *testing.T) {
 		}
 	}
 }
+
+// A password with characters url.Parse refuses unencoded, or a raw @ that
+// pgx splits at (taking the password's tail for the host, and echoing it
+// in a lookup error), is hidden in the shown URL and in every error, whole
+// and in pieces.
+func TestDatabasePasswordsURLParseRefuses(t *testing.T) {
+	for _, pw := range []string{"SEKRET#H7411", "SEKRET?Q7411", "SEKRET/SL7411", "SEKRET SP7411", `SEKRET"DQ7411`, "SEKRET@AT7411"} {
+		u := "postgres://tm:" + pw + "@127.0.0.1:1/tm?connect_timeout=1"
+		if got := (&DB{url: u}).URL(); strings.Contains(got, "SEKRET") || strings.Contains(got, "7411") {
+			t.Errorf("URL() = %q", got)
+		}
+		_, err := Open(context.Background(), u, Options{})
+		if err == nil {
+			t.Fatalf("open %s: no error", u)
+		}
+		if strings.Contains(err.Error(), "SEKRET") || strings.Contains(err.Error(), "7411") {
+			t.Errorf("open %q: %v", u, err)
+		}
+	}
+}

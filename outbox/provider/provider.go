@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -439,12 +441,15 @@ func NextLink(h http.Header) string {
 
 // SecretSpec says which of a provider kind's settings are secrets. A
 // setting named like a secret (secret, token, password, api_key, …, but not
-// an *_env setting, which names a variable) is one whether declared or not.
+// an *_env setting, which names a variable) is one whether declared or not,
+// and a setting named like a URL (list_url, api_url, …) is a URL setting
+// whether declared or not.
 type SecretSpec struct {
 	// Keys whose whole value is a secret: a signing secret, a token.
 	Keys []string
 	// URLs: settings holding a URL whose userinfo password and query
-	// values are secrets.
+	// values are secrets. A value that is not a URL at all (no
+	// scheme://) is a secret whole: what it holds cannot be told apart.
 	URLs []string
 	// OpaqueURLs: settings holding a URL whose path is a secret too (a chat
 	// webhook carries its token in the path).
@@ -465,6 +470,30 @@ func secretName(key string) bool {
 	return false
 }
 
+// isURL reports whether the setting key holds a URL that is not opaque:
+// declared so, or named like one.
+func (sp SecretSpec) isURL(key string) bool {
+	return slices.Contains(sp.URLs, key) || strings.HasSuffix(strings.ToLower(key), "url")
+}
+
+// CheckURLs refuses a URL setting whose value does not parse as an
+// absolute URL (scheme://host…), such as one with a #, ?, /, space or "
+// unencoded in its password. Nothing could be sent to it, and it could
+// not be shown with its secrets told apart: it is refused, shown hidden.
+func (sp SecretSpec) CheckURLs(settings map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		v := settings[k]
+		if v == "" || strings.Contains(v, redact.Marker) || !(slices.Contains(sp.OpaqueURLs, k) || sp.isURL(k)) {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || u.Scheme == "" || u.Host == "" {
+			return tidemark.Invalidf("setting "+k, redact.Marker, "want an absolute URL such as https://host/path, "+
+				"with any #, ?, /, space or quote in its user name or password percent-encoded (%%23, %%3F, %%2F, %%20, %%22)")
+		}
+	}
+	return nil
+}
+
 // Split divides settings into what may be shown (every secret replaced by
 // redact.Marker) and the secrets, by key, as given. Merge puts them back.
 func (sp SecretSpec) Split(settings map[string]string) (shown, secret map[string]string) {
@@ -478,7 +507,9 @@ func (sp SecretSpec) Split(settings map[string]string) (shown, secret map[string
 			}
 		case slices.Contains(sp.OpaqueURLs, k):
 			s = redact.URL(v, true)
-		case slices.Contains(sp.URLs, k):
+		case sp.isURL(k) && notURL(v):
+			s = redact.Marker
+		case sp.isURL(k):
 			s = redact.URL(v, false)
 		}
 		shown[k] = s
@@ -505,12 +536,22 @@ func (sp SecretSpec) Values(settings map[string]string) []string {
 				out = append(out, v)
 				out = append(out, redact.URLSecrets(v, true)...)
 			}
-		case slices.Contains(sp.URLs, k):
+		case sp.isURL(k) && notURL(v):
+			out = append(out, v)
+		case sp.isURL(k):
 			out = append(out, redact.URLSecrets(v, false)...)
 		}
 	}
 	return out
 }
+
+// notURL reports whether v, a URL setting's value, is no URL at all: it
+// has no scheme://. Its shown form (redact.Marker) is not one either.
+func notURL(v string) bool {
+	return v != "" && v != redact.Marker && !schemePrefix.MatchString(v)
+}
+
+var schemePrefix = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
 
 // Merge returns the shown settings with the secrets put back.
 func Merge(shown, secret map[string]string) map[string]string {

@@ -249,6 +249,9 @@ func CheckSettings(kind string, settings map[string]string) error {
 	if !ok {
 		return tidemark.Invalidf("provider", kind, "unknown kind (known: %v)", Kinds())
 	}
+	if err := k.secrets.CheckURLs(settings); err != nil {
+		return err
+	}
 	s := maps.Clone(settings)
 	if s == nil {
 		s = map[string]string{}

@@ -50,6 +50,17 @@ func TestSplitSecrets(t *testing.T) {
 		{"ntfy", map[string]string{"base_url": "https://ntfy.sh", "token": "tk_abcd", "topics": "a,b"}, []string{"token"}},
 		{"webhook", map[string]string{"url": "https://x.example/", "my_password": "hunter22", "api_key": "k1234"},
 			[]string{"my_password", "api_key"}},
+		// Passwords url.Parse refuses unencoded, in every URL setting,
+		// declared or only named like one; a value that is no URL at all
+		// is hidden whole.
+		{"webhook", map[string]string{"url": "https://x.example/", "list_url": "http://u:SECRET/SL111@127.0.0.1:23471/l",
+			"probe_url": "http://u:SECRET#H111@127.0.0.1:23471/p", "count_url": "notaurl SECRETCNT1",
+			"target_url": "http://u:SECRET\"DQ111@127.0.0.1/t?key=SECRETQ111", "extra_url": "https://u:SECRET SP111@x.example/e"},
+			[]string{"list_url", "probe_url", "count_url", "target_url", "extra_url"}},
+		{"github", map[string]string{"api_url": "::SECRETGHBAD1", "token": "ghp_abcd"}, []string{"api_url", "token"}},
+		{"discord", map[string]string{"url": "https://discord.com/api/webhooks/42/HOOKTOKEN", "api_url": "https://u:SECRET?Q111@discord.example/api"},
+			[]string{"url", "api_url"}},
+		{"webhook", map[string]string{"url": "https://x.example/", "count_url": "http://u:SECRETCNT2@[::1/x?key=SECRETCNTQ2"}, []string{"count_url"}},
 	} {
 		shown, secret := providers.Split(tc.kind, tc.settings)
 		if got := sortedKeys(secret); strings.Join(got, ",") != strings.Join(sortedStrings(tc.secretKeys), ",") {
@@ -59,6 +70,9 @@ func TestSplitSecrets(t *testing.T) {
 			if shown[k] == v || !strings.Contains(shown[k], redact.Marker) {
 				t.Errorf("%s: shown %s = %q for secret %q", tc.kind, k, shown[k], v)
 			}
+		}
+		if all := strings.Join(mapsValues(shown), " "); strings.Contains(all, "111") || strings.Contains(all, "SECRETCNT") {
+			t.Errorf("%s: shown settings %q", tc.kind, all)
 		}
 		for _, v := range providers.Secrets(tc.kind).Values(tc.settings) {
 			if len(v) >= 4 && strings.Contains(strings.Join(mapsValues(shown), " "), v) {
@@ -94,6 +108,29 @@ func mapsValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// A URL setting whose value does not parse as an absolute URL is refused
+// when a lane is added or changed, and the refusal shows it hidden.
+func TestCheckSettingsRefusesAURLThatDoesNotParse(t *testing.T) {
+	for _, tc := range []struct{ kind, key, value string }{
+		{"webhook", "list_url", "http://u:SECRET/SL111@127.0.0.1:23471/l"},
+		{"webhook", "probe_url", "http://u:SECRET#H111@127.0.0.1:23471/p"},
+		{"webhook", "count_url", "notaurl SECRETCNT1"},
+		{"webhook", "url", `https://u:SECRET"APIDQ111@hooks.example.com/x`},
+		{"github", "api_url", "::SECRETGHBAD1"},
+		{"slack", "api_url", "https://u:SECRET SP111@slack.example/api"},
+	} {
+		settings := map[string]string{"url": "https://hooks.example.com/x", "secret": "s3cr3t", "token": "tok1234", "channels": "C0TIDE", tc.key: tc.value}
+		err := providers.CheckSettings(tc.kind, settings)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("%s %s=%q: %v, want a refusal", tc.kind, tc.key, tc.value, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s %s=%q refused with %q", tc.kind, tc.key, tc.value, err)
+		}
+	}
 }
 
 // A lane whose secrets are kept apart builds only with them: the shown
