@@ -799,8 +799,14 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // port, which is another service on a shared host or gateway. Every
 // client that sends a credential (the outbox's providers, the OpenAI
 // summarizer) and the fetchers' client use it.
+//
+// No redirect carries a Referer: Go's client sets one to the URL
+// redirected from, query included, where a source's or a lane's token may
+// travel, and the place a redirect points to is not the one the token was
+// given for.
 func CredentialsStayOnOrigin(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		req.Header.Del("Referer")
 		if len(via) > 0 && Origin(req.URL) != Origin(via[0].URL) {
 			for _, h := range credentialHeaders {
 				req.Header.Del(h)

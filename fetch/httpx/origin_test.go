@@ -65,3 +65,43 @@ func TestCredentialsStayOnOrigin(t *testing.T) {
 		t.Errorf("the client's own redirect policy ran %d times, want 2", policyRan)
 	}
 }
+
+// A redirect never carries the URL it came from in Referer (which Go's
+// client adds, query included, where tokens travel), to another origin or
+// within one.
+func TestRedirectsCarryNoReferer(t *testing.T) {
+	var mu sync.Mutex
+	heard := map[string]string{} // path → Referer
+	record := func(r *http.Request) {
+		mu.Lock()
+		heard[r.URL.Path] = r.Header.Get("Referer")
+		mu.Unlock()
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { record(r) }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/caught", http.StatusFound)
+		case "/within":
+			http.Redirect(w, r, "/landed", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	hc := &http.Client{CheckRedirect: httpx.CredentialsStayOnOrigin(nil)}
+	for _, path := range []string{"/away?key=SEKRET-ref-1", "/within?token=SEKRET-ref-2"} {
+		resp, err := hc.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"/caught", "/landed"} {
+		if got, ok := heard[path]; !ok || got != "" {
+			t.Errorf("%s: heard %v, Referer %q", path, ok, got)
+		}
+	}
+}
