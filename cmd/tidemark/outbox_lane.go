@@ -19,7 +19,7 @@ import (
 func laneFlags(cmd *cobra.Command) (change func() (outbox.LaneChange, error)) {
 	f := cmd.Flags()
 	settings := f.StringArray("setting", nil, "a provider setting key=value (repeatable)")
-	files := f.StringArray("setting-file", nil, "a provider setting key=PATH whose value is the file's one line (PATH - : standard input), "+
+	files := f.StringArray("setting-file", nil, "a provider setting key=PATH whose value is the file's one line, trimmed of white space (PATH - : standard input), "+
 		"so a secret stays out of the command line and the shell's history (repeatable)")
 	unset := f.StringArray("unset", nil, "remove a setting (repeatable; lane set)")
 	for _, lf := range outbox.LaneFields {
@@ -51,8 +51,10 @@ func laneFlags(cmd *cobra.Command) (change func() (outbox.LaneChange, error)) {
 }
 
 // settingFromFile reads --setting-file's key=PATH: the value is the file's
-// one line, without its line end (PATH "-": standard input). The error
-// names the key, never the value.
+// one line, without its line end and the white space around it (PATH "-":
+// standard input). A receiver trims what it is sent, and would echo the
+// secret without the spaces, where the one kept with them is not found to
+// be cleaned. The error names the key, never the value.
 func settingFromFile(kv string) (key, value string, err error) {
 	key, path, ok := strings.Cut(kv, "=")
 	if !ok || key == "" || path == "" {
@@ -74,9 +76,9 @@ func settingFromFile(kv string) (key, value string, err error) {
 	if len(b) > maxSettingFile {
 		return "", "", tidemark.Invalidf("setting-file", key, "%s holds more than %d bytes: a setting is one line", path, maxSettingFile)
 	}
-	v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	v := strings.TrimSpace(string(b))
 	switch {
-	case strings.TrimSpace(v) == "":
+	case v == "":
 		return "", "", tidemark.Invalidf("setting-file", key, "%s is empty", path)
 	case strings.ContainsAny(v, "\r\n"):
 		return "", "", tidemark.Invalidf("setting-file", key, "%s holds more than one line: a setting is one line", path)

@@ -59,3 +59,19 @@ func TestLaneSettingFromAFile(t *testing.T) {
 		t.Errorf("a refused lane add added a lane:\n%s", got)
 	}
 }
+
+// A value read by --setting-file is the file's line without the white
+// space around it, which a receiver trims: kept with it, the secret would
+// not be found in an upstream's echo of what it received.
+func TestSettingFileTrimsWhiteSpace(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	for _, body := range []string{"  SEKRET-spc-111  \n", "\tSEKRET-spc-111\r\n", "SEKRET-spc-111 "} {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		key, v, err := settingFromFile("token=" + file)
+		if err != nil || key != "token" || v != "SEKRET-spc-111" {
+			t.Errorf("file %q: %q = %q, %v; want the line trimmed", body, key, v, err)
+		}
+	}
+}

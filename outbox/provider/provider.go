@@ -522,7 +522,19 @@ func (sp SecretSpec) Split(settings map[string]string) (shown, secret map[string
 
 // Values returns every secret value in settings, and the secret pieces of
 // its URLs, for cleaning free text (an upstream's error) with redact.Text.
+// A value with white space around it is returned trimmed too: a receiver
+// trims what it is sent, and echoes it so.
 func (sp SecretSpec) Values(settings map[string]string) []string {
+	out := sp.values(settings)
+	for _, v := range out {
+		if t := strings.TrimSpace(v); t != v && t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (sp SecretSpec) values(settings map[string]string) []string {
 	var out []string
 	for k, v := range settings {
 		if v == "" {

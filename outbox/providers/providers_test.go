@@ -110,6 +110,15 @@ func mapsValues(m map[string]string) []string {
 	return out
 }
 
+// A secret given with white space around it (which a receiver trims) is
+// cleaned from an echo without it too.
+func TestValuesHoldSecretsTrimmed(t *testing.T) {
+	vals := providers.Secrets("slack").Values(map[string]string{"token": "  SEKRET-ws-111 ", "channels": "C0TIDE"})
+	if got := redact.Text("auth failed for Bearer SEKRET-ws-111", vals...); strings.Contains(got, "SEKRET") {
+		t.Errorf("Text = %q with %q", got, vals)
+	}
+}
+
 // A URL setting whose value does not parse as an absolute URL is refused
 // when a lane is added or changed, and the refusal shows it hidden.
 func TestCheckSettingsRefusesAURLThatDoesNotParse(t *testing.T) {
