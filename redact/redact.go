@@ -529,6 +529,20 @@ func CredentialParam(name string) bool {
 	return false
 }
 
+// QueryCredential returns the name of the first parameter of a raw query
+// named like a credential (CredentialParam), its pairs split at ; as at &
+// (many servers read both, where Go's url.ParseQuery drops a pair with a ;).
+func QueryCredential(rawQuery string) (name string, ok bool) {
+	pairs, _ := queryPairs(rawQuery)
+	for _, pair := range pairs {
+		k, _, _ := strings.Cut(pair, "=")
+		if n := unescapeQuery(k); CredentialParam(n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
 // Location returns a source's location as it may be shown: a URL without
 // its userinfo password (or, for http(s), any user name, where a token
 // rides) and with the values of its credential parameters (CredentialParam)
@@ -537,7 +551,14 @@ func CredentialParam(name string) bool {
 // path, git@host:path), is returned unchanged.
 func Location(loc string) string {
 	p, err := parseShown(loc)
-	if err != nil || p.Scheme == "" || p.Host == "" {
+	if err != nil {
+		// A password url.Parse refuses is a password all the same.
+		if l, ok := splitLoose(loc); ok {
+			return l.shown(CredentialParam)
+		}
+		return loc
+	}
+	if p.Scheme == "" || p.Host == "" {
 		return loc
 	}
 	out := loc

@@ -370,16 +370,23 @@ func (k Kind) CheckConfig(cfg map[string]string) error {
 // redact.Location.
 func CheckLocationCredentials(loc string) error {
 	u, err := url.Parse(loc)
-	if err != nil || u.Host == "" {
+	if err != nil {
+		// A password url.Parse refuses (with a # or a / in it) is a
+		// password all the same: redact.Credentials splits such a URL
+		// leniently.
+		if len(redact.Credentials(loc)) > 0 {
+			return errCredentialInUserinfo(loc)
+		}
 		return nil
 	}
-	for name := range u.Query() {
-		if redact.CredentialParam(name) {
-			return tidemark.Invalidf("location", redact.Location(loc), "carries a credential in its query (%s=); "+
-				"tidemark shows locations everywhere, the public wiki included, and keeps no credential for a feed, page "+
-				"or JSON source: track an address that needs none, and give git its credentials with a credential "+
-				"helper, ~/.netrc or an SSH key", name)
-		}
+	if u.Host == "" {
+		return nil
+	}
+	if name, found := redact.QueryCredential(u.RawQuery); found {
+		return tidemark.Invalidf("location", redact.Location(loc), "carries a credential in its query (%s=); "+
+			"tidemark shows locations everywhere, the public wiki included, and keeps no credential for a feed, page "+
+			"or JSON source: track an address that needs none, and give git its credentials with a credential "+
+			"helper, ~/.netrc or an SSH key", name)
 	}
 	if u.User == nil {
 		return nil
@@ -387,11 +394,15 @@ func CheckLocationCredentials(loc string) error {
 	_, hasPassword := u.User.Password()
 	web := u.Scheme == "http" || u.Scheme == "https"
 	if hasPassword || (web && u.User.Username() != "") {
-		return tidemark.Invalidf("location", redact.URL(loc, false), "carries a credential (user:password@ or token@); "+
-			"tidemark shows locations everywhere and never stores credentials in them: "+
-			"give git its credentials with a credential helper, ~/.netrc or an SSH key, and drop them from the URL")
+		return errCredentialInUserinfo(loc)
 	}
 	return nil
+}
+
+func errCredentialInUserinfo(loc string) error {
+	return tidemark.Invalidf("location", redact.URL(loc, false), "carries a credential (user:password@ or token@); "+
+		"tidemark shows locations everywhere and never stores credentials in them: "+
+		"give git its credentials with a credential helper, ~/.netrc or an SSH key, and drop them from the URL")
 }
 
 func defaultName(loc string) string {

@@ -426,6 +426,14 @@ func TestCheckLocationCredentialsRefusesQueryCredentials(t *testing.T) {
 		"https://bucket.example/f.xml?X-Amz-Signature=SEKRET-qtok-8",
 		"https://example.org/f?access_token=SEKRET-qtok-9",
 		"https://example.org/f?Password=SEKRET-qtok-10",
+		"https://example.org/f?authorization=SEKRET-qtok-11",
+		"https://example.org/f?jwt=SEKRET-qtok-12",
+		"https://example.org/f?session=SEKRET-qtok-13",
+		// Many servers read ; as &; Go's ParseQuery drops such a pair.
+		"https://example.org/f?a=1;token=SEKRET-qtok-14",
+		// A password url.Parse refuses unencoded is a password all the same.
+		"https://u:SEKRET#qtok-15@example.org/f",
+		"https://u:SEKRET/qtok-16@example.org/f",
 	} {
 		err := kinds.CheckLocationCredentials(loc)
 		if !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "credential") {
@@ -435,7 +443,9 @@ func TestCheckLocationCredentialsRefusesQueryCredentials(t *testing.T) {
 			t.Errorf("%s: the refusal repeats the credential: %v", loc, err)
 		}
 	}
-	for _, loc := range []string{"https://example.org/feed?category=go&author=me&page=2", "https://example.org/feed", "/srv/docs", "git@github.com:o/r.git"} {
+	for _, loc := range []string{"https://example.org/feed?category=go&author=me&page=2", "https://example.org/feed", "/srv/docs", "git@github.com:o/r.git",
+		// Ordinary parameters of ordinary feeds (see redact.CredentialParam).
+		"https://trac.example/timeline?ticket=on&changeset=on&format=rss", "https://example.org/f?code=US&hash=3f2a9c"} {
 		if err := kinds.CheckLocationCredentials(loc); err != nil {
 			t.Errorf("%s: %v", loc, err)
 		}
