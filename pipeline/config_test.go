@@ -220,3 +220,51 @@ func TestWikiURLCarriesNoCredential(t *testing.T) {
 		t.Errorf("a wiki URL without credentials: %v", err)
 	}
 }
+
+// A password url.Parse refuses unencoded (a #, ?, /, space or " in it),
+// which pgx connects with, is hidden all the same: in the database URL,
+// the store's, the S3 endpoint's and the summarizer's, and in the refusal
+// of a value that cannot be used.
+func TestEffectiveHidesPasswordsURLParseRefuses(t *testing.T) {
+	for _, pw := range []string{"SEKRET#H161", "SEKRET?Q161", "SEKRET/SL161", "SEKRET SP161", `SEKRET"DQ161`} {
+		c, err := Load(env(map[string]string{
+			"TIDEMARK_DB":              "postgres://secrole:" + pw + "@127.0.0.1:18961/tm?sslmode=disable",
+			"TIDEMARK_STORE":           "s3://AKIDX:" + pw + "@tidemark-test/p",
+			"TIDEMARK_S3_ENDPOINT":     "https://u:" + pw + "@s3.example",
+			"TIDEMARK_OPENAI_BASE_URL": "http://u:" + pw + "@127.0.0.1:18953/v1",
+		}))
+		if err != nil {
+			if strings.Contains(err.Error(), "SEKRET") || strings.Contains(err.Error(), "161") {
+				t.Errorf("password %q: refused with %v", pw, err)
+			}
+			continue
+		}
+		var text strings.Builder
+		if err := c.Effective().WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text.String(), "SEKRET") || strings.Contains(text.String(), "161") {
+			t.Errorf("password %q: config shows it:\n%s", pw, text.String())
+		}
+		for _, want := range []string{"127.0.0.1:18961/tm?sslmode=disable", "s3.example"} {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("password %q: config hides %q:\n%s", pw, want, text.String())
+			}
+		}
+	}
+	for _, v := range []string{`http://u:SEKRET"DQ162@127.0.0.1/v1`, "http://u:SEKRET/SL162@127.0.0.1/v1", "ftp://u:SEKRET#H162@127.0.0.1/v1"} {
+		_, err := Load(env(map[string]string{"TIDEMARK_OPENAI_BASE_URL": v}))
+		if err == nil {
+			continue // it is checked where the summarizer is built
+		}
+		if strings.Contains(err.Error(), "SEKRET") || strings.Contains(err.Error(), "162") {
+			t.Errorf("refusing %q: %v", v, err)
+		}
+	}
+	for _, v := range []string{"https://u:SEKRET#H163@wiki.example/", "https://u:SEKRET/SL163@wiki.example/"} {
+		_, err := Load(env(map[string]string{"TIDEMARK_WIKI_URL": v}))
+		if !errors.Is(err, tidemark.ErrInvalid) || strings.Contains(err.Error(), "SEKRET") || strings.Contains(err.Error(), "163") {
+			t.Errorf("wiki URL %q: %v; want a refusal without the password", v, err)
+		}
+	}
+}
