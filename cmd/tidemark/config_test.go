@@ -42,3 +42,17 @@ func TestBadSettingIsRefusedAtStart(t *testing.T) {
 		t.Fatalf("exit %d, want %d naming the variable:\n%s", code, tidemark.ExitInvalid, out)
 	}
 }
+
+// A database password url.Parse refuses unencoded, which pgx connects
+// with, is shown by neither config nor any command's --help default.
+func TestHelpHidesADatabasePasswordURLParseRefuses(t *testing.T) {
+	for _, pw := range []string{"SEKRET#H171", "SEKRET/SL171", `SEKRET"DQ171`} {
+		t.Setenv("TIDEMARK_DB", "postgres://secrole:"+pw+"@127.0.0.1:1/tm?sslmode=disable")
+		for _, args := range [][]string{{"source", "list", "--help"}, {"outbox", "lanes", "--help"}, {"config"}} {
+			out, _ := runCLI(t, args...)
+			if strings.Contains(out, "SEKRET") || strings.Contains(out, "171") {
+				t.Errorf("%v with password %q shows it:\n%s", args, pw, out)
+			}
+		}
+	}
+}
