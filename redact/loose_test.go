@@ -123,3 +123,14 @@ func TestLocationSemicolonPairs(t *testing.T) {
 		}
 	}
 }
+
+// URLSecrets returns every piece URL hides, the fragment included: a
+// provider's error that prints the URL it read is cleaned of it.
+func TestURLSecretsHoldTheFragment(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:23471/probe#SECRETFRAG111", "http://u:p#w@127.0.0.1/probe#SECRETFRAG111"} {
+		got := redact.Text("GET "+u+": 500", redact.URLSecrets(u, false)...)
+		if strings.Contains(got, "SECRETFRAG111") {
+			t.Errorf("Text with URLSecrets(%q) = %q", u, got)
+		}
+	}
+}

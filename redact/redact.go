@@ -162,7 +162,7 @@ type looseURL struct {
 	user, password        string
 	hasUser, hasPassword  bool
 	rest                  string // host, port and path
-	query                 string
+	query, fragment       string
 	hasQuery, hasFragment bool
 }
 
@@ -181,7 +181,7 @@ func splitLoose(u string) (l looseURL, ok bool) {
 		l.user, l.password, l.hasPassword = strings.Cut(u[:at], ":")
 		u = u[at+1:]
 	}
-	u, _, l.hasFragment = strings.Cut(u, "#")
+	u, l.fragment, l.hasFragment = strings.Cut(u, "#")
 	l.rest, l.query, l.hasQuery = strings.Cut(u, "?")
 	return l, true
 }
@@ -298,9 +298,10 @@ func encodeKeepMarker(q url.Values) string {
 	return strings.Join(parts, "&")
 }
 
-// URLSecrets returns the pieces of u that URL hides: its password, its
-// query values, and (when opaque) its path segments, so that free text
-// echoing one of them alone can be cleaned too.
+// URLSecrets returns the pieces of u that URL hides: its password (and
+// its pieces, see passwordPieces), its query values, its fragment, and
+// (when opaque) its path segments, so that free text echoing one of them
+// alone can be cleaned too.
 func URLSecrets(u string, opaque bool) []string {
 	all := func(string) bool { return true }
 	p, err := url.Parse(u)
@@ -311,6 +312,9 @@ func URLSecrets(u string, opaque bool) []string {
 				out = append(out, passwordPieces(l.password)...)
 			}
 			out = append(out, queryValues(l.query, all)...)
+			if l.fragment != "" {
+				out = append(out, l.fragment)
+			}
 		}
 		return out
 	}
@@ -320,8 +324,9 @@ func URLSecrets(u string, opaque bool) []string {
 			out = append(out, passwordPieces(pw)...)
 		}
 	}
-	for _, vs := range p.Query() {
-		out = append(out, vs...)
+	out = append(out, queryValues(p.RawQuery, all)...)
+	if p.Fragment != "" {
+		out = append(out, p.Fragment)
 	}
 	if opaque {
 		out = append(out, strings.TrimPrefix(p.Path, "/"))
