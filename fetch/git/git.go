@@ -98,19 +98,43 @@ var scrubbedEnv = []string{"http_proxy", "https_proxy", "all_proxy", "no_proxy",
 	"GIT_PROXY_COMMAND", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ALLOW_PROTOCOL",
 	"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}
 
+// keptEnv are the only variables of our environment git gets (a name
+// ending in _ stands for every name it starts): what git, ssh, curl and
+// a credential helper read to find the user's files, agent, config and
+// certificate authorities. Everything else stays with tidemark: its
+// database URL, its S3 and LLM keys, the variables lanes read their
+// tokens from. Proxies and GIT_SSH* are kept from git too (scrubbedEnv):
+// the address guard sets its own.
+var keptEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_",
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "DISPLAY", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
+	"GIT_ASKPASS", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
+	"GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY", "GIT_SSL_CERT", "GIT_SSL_KEY", "GIT_TRACE", "GIT_TRACE_", "GIT_CURL_VERBOSE",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE",
+	// Windows: where the system, the user's profile and temporary files are.
+	"SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA",
+	"PROGRAMDATA", "TEMP", "TMP"}
+
 func scrub(env []string) []string {
-	out := env[:0]
-next:
+	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		for _, s := range scrubbedEnv {
-			if strings.EqualFold(k, s) || (strings.HasSuffix(s, "_") && strings.HasPrefix(k, s)) {
-				continue next
-			}
+		if matchesEnv(k, keptEnv) && !matchesEnv(k, scrubbedEnv) {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
+}
+
+// matchesEnv reports whether the variable k is one of names, in any
+// case, or starts one that ends in _ (GIT_TRACE matches GIT_TRACE and
+// GIT_TRACE_PACKET).
+func matchesEnv(k string, names []string) bool {
+	for _, s := range names {
+		if strings.EqualFold(k, s) || (strings.HasSuffix(s, "_") && strings.HasPrefix(strings.ToUpper(k), s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // run runs a git command on local data: no transport is allowed but
