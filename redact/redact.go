@@ -372,6 +372,29 @@ func Credentials(u string) []string {
 	return out
 }
 
+// DatabaseSecrets returns the secrets a database URL carries, for
+// cleaning an error with Text: its password and the pieces a parser may
+// split it into (passwordPieces), and the values of the parameters named
+// like secrets (SecretName). Its user name is not one: DatabaseURL shows
+// it, and the server's errors name it.
+func DatabaseSecrets(u string) []string {
+	l, ok := splitLoose(u)
+	if !ok {
+		return nil
+	}
+	var out []string
+	if l.hasPassword {
+		out = passwordPieces(l.password)
+	}
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		if pw, has := p.User.Password(); has {
+			out = append(out, passwordPieces(pw)...)
+		}
+		return append(out, queryValues(p.RawQuery, SecretName)...)
+	}
+	return append(out, queryValues(l.query, SecretName)...)
+}
+
 var (
 	// userinfo matches a URL's userinfo with a password in free text:
 	// scheme://user:pass@

@@ -157,7 +157,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		var cfg *pgx.ConnConfig
 		cfg, err = pgx.ParseConfig(url)
 		if err != nil {
-			return nil, redact.Err(tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err), redact.Credentials(url)...)
+			return nil, redact.Err(tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err), redact.DatabaseSecrets(url)...)
 		}
 		d.db = sql.OpenDB(outageConnector{stdlib.GetConnector(*cfg)})
 		n := opt.MaxOpenConns
@@ -223,9 +223,9 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		// given that it took for something else (the tail of a password
 		// with a raw @, taken for the host, in a lookup error).
 		if errors.Is(err, tidemark.ErrUnavailable) { // outageConnector said so
-			return nil, redact.Err(fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err), redact.Credentials(url)...)
+			return nil, redact.Err(fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err), redact.DatabaseSecrets(url)...)
 		}
-		return nil, redact.Err(fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err), redact.Credentials(url)...)
+		return nil, redact.Err(fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err), redact.DatabaseSecrets(url)...)
 	}
 	if err := d.migrate(ctx, opt.migrateUpTo); err != nil {
 		d.Close()

@@ -50,3 +50,12 @@ func TestDatabasePasswordsURLParseRefuses(t *testing.T) {
 		}
 	}
 }
+
+// An error that names the database's user keeps it: a user name is not a
+// secret, and DatabaseURL shows it.
+func TestDatabaseErrorsKeepTheUserName(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://tmuser191:SEKRET?Q191@127.0.0.1:1/tm?connect_timeout=1", Options{})
+	if err == nil || !strings.Contains(err.Error(), "tmuser191") || strings.Contains(err.Error(), "SEKRET") {
+		t.Errorf("open: %v", err)
+	}
+}
