@@ -600,18 +600,23 @@ func (d *Deliverer) journal(ctx context.Context, l Lease, in Intent, before *int
 }
 
 // postResult decides what the provider's answer to a post says: landed,
-// deferred (Retry-After), unexecutable (the target refused it), refused
-// (the remote refused the lane's request), or unknown (no answer that can
-// be trusted either way).
+// not landed (it provably never left), deferred (Retry-After),
+// unexecutable (the target refused it), refused (the remote refused the
+// lane's request), or unknown (no answer that can be trusted either way).
 func postResult(sentAt time.Time, posted provider.Posted, perr error) Result {
 	res := Result{SentAt: sentAt, RemoteID: posted.RemoteID}
 	var (
-		retry *provider.RetryAfterError
-		rej   *provider.RejectedError
+		retry   *provider.RetryAfterError
+		rej     *provider.RejectedError
+		notSent *provider.NotSentError
 	)
 	switch {
 	case perr == nil:
 		res.Outcome = OutcomeLanded
+	case errors.As(perr, &notSent):
+		// Nothing of it reached the remote: it did not land, and is
+		// sent again (after the lane's backoff), on any lane.
+		res.Outcome = OutcomeNotLanded
 	case errors.As(perr, &retry):
 		res.Outcome, res.RetryAfter = OutcomeDeferred, retry.After
 	case errors.Is(perr, provider.ErrUnexecutable):

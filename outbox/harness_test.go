@@ -73,11 +73,14 @@ type harness struct {
 }
 
 type laneOpts struct {
-	minGap   time.Duration
-	skew     time.Duration
-	noCount  bool
-	retire   outbox.RetirementPolicy
-	envClock func(*clock.Fake)
+	minGap  time.Duration
+	skew    time.Duration
+	noCount bool
+	// atMostOnce: the lane has nothing that decides a write in doubt
+	// (no listing, probe or counter), as a bare webhook.
+	atMostOnce bool
+	retire     outbox.RetirementPolicy
+	envClock   func(*clock.Fake)
 }
 
 func newHarness(t *testing.T, b sqltest.Backend, o laneOpts) *harness {
@@ -93,8 +96,12 @@ func newHarness(t *testing.T, b sqltest.Backend, o laneOpts) *harness {
 	h.srv = providertest.New(t, env.Clock, []byte(secret))
 	settings := h.srv.Settings()
 	settings["secret_env"] = secretEnv
-	if o.noCount {
+	if o.noCount || o.atMostOnce {
 		delete(settings, "count_url")
+	}
+	if o.atMostOnce {
+		delete(settings, "list_url")
+		delete(settings, "probe_url")
 	}
 	if _, err := h.st.AddLane(context.Background(), sqlstore.NewLane{LaneConfig: outbox.LaneConfig{Name: h.lane, Provider: "webhook", Settings: settings, MinGap: tidemark.Duration(o.minGap), Skew: tidemark.Duration(o.skew), Retirement: o.retire}}); err != nil {
 		t.Fatal(err)

@@ -264,6 +264,18 @@ type UnknownError struct{ Err error }
 func (e *UnknownError) Error() string { return "provider: outcome unknown: " + e.Err.Error() }
 func (e *UnknownError) Unwrap() error { return e.Err }
 
+// NotSentError: the write provably never left, so it did not land: no
+// connection to the remote was ever obtained (the dial was refused or
+// timed out, the name did not resolve, the TLS handshake failed), so no
+// byte of the request was written; or the protocol makes the remote
+// discard what it got (SMTP before the final dot). It is sent again later.
+// Only what proves it says so: a connection that broke after the request
+// was (partly) written leaves the write in doubt (UnknownError).
+type NotSentError struct{ Err error }
+
+func (e *NotSentError) Error() string { return "provider: not sent: " + e.Err.Error() }
+func (e *NotSentError) Unwrap() error { return e.Err }
+
 // BodySHA256 returns the lowercase hex SHA-256 of body.
 func BodySHA256(body []byte) string { return tidemark.HashEvidence(body) }
 

@@ -50,12 +50,29 @@ var ErrNotARead = errors.New("not a read; writes go through provider.WriteClient
 //     means the transport tried again, and the outcome is reported as unknown
 //     (ErrReplayed), never as a clean answer.
 //
+// The same count tells a write that never left from one in doubt. The
+// transport reports a connection (httptrace GotConn) once it has one, TLS
+// handshake done, and before it writes a byte of the request; a dial that
+// failed (refused, timed out, a name that did not resolve, a TLS handshake
+// that failed) reports none, and the transport returns at once without
+// retrying. So a failure with no connection given, on the client's own
+// transport, is a *NotSentError: the write did not land and is sent again
+// later. Once a connection was given, any failure is an *UnknownError
+// (the request may have been read, in whole or in part). Through a
+// RoundTripper the client did not build (a test double, a wrapper) the
+// trace proves nothing, and every failure stays in doubt.
+//
 // A write is at most one TCP (and TLS) handshake more expensive than on a
 // pooled connection; lanes are paced to one write in flight with a minimum
 // gap, so the cost is small and bounded.
 //
 // Reads (listings, probes, counts) keep the lane's ordinary, pooled client.
-type WriteClient struct{ hc *http.Client }
+type WriteClient struct {
+	hc *http.Client
+	// ownTransport: hc's transport is the *http.Transport the client
+	// built, whose trace proves a write never left.
+	ownTransport bool
+}
 
 // NewWriteClient returns a write client built from base's timeout and
 // transport (nil: the defaults). When base's transport is an *http.Transport
@@ -70,13 +87,14 @@ func NewWriteClient(base *http.Client) *WriteClient {
 	if tr == nil {
 		tr = http.DefaultTransport
 	}
+	own := false
 	switch t := tr.(type) {
 	case *http.Transport:
-		rt = writeTransport(t)
+		rt, own = writeTransport(t), true
 	default:
 		rt = t
 	}
-	return &WriteClient{hc: &http.Client{
+	return &WriteClient{ownTransport: own, hc: &http.Client{
 		Transport: rt,
 		Timeout:   base.Timeout,
 		// A write is made at the URL it names or not at all: following a
@@ -98,8 +116,9 @@ func writeTransport(t *http.Transport) *http.Transport {
 type oneShot struct{ io.ReadCloser }
 
 // Post sends a write request and classifies the answer: a transport failure
-// after the request may have been sent is an *UnknownError; a non-2xx goes
-// through ClassifyPost. On success it returns the body. The request must
+// before a connection was obtained is a *NotSentError, one after the
+// request may have been sent an *UnknownError; a non-2xx goes through
+// ClassifyPost. On success it returns the body. The request must
 // carry a body (every write has one; a bodiless request with an
 // Idempotency-Key would be replayable).
 func (c *WriteClient) Post(ctx context.Context, now func() time.Time, req *http.Request) ([]byte, error) {
@@ -119,7 +138,11 @@ func (c *WriteClient) Post(ctx context.Context, now func() time.Time, req *http.
 		return nil, &UnknownError{Err: fmt.Errorf("%s %s: %w (%d connections)", req.Method, req.URL.Redacted(), ErrReplayed, n)}
 	}
 	if err != nil {
-		return nil, &UnknownError{Err: fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), err)}
+		err = fmt.Errorf("%s %s: %w", req.Method, req.URL.Redacted(), err)
+		if conns.Load() == 0 && c.ownTransport {
+			return nil, &NotSentError{Err: err}
+		}
+		return nil, &UnknownError{Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))

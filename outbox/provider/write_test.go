@@ -1,14 +1,17 @@
 package provider_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,5 +128,133 @@ func TestARefusedReadSaysHowLongToWait(t *testing.T) {
 		if !errors.As(err, &se) || se.Wait != tc.want {
 			t.Errorf("%d %v %s: %v, want a wait of %v", tc.status, tc.header, tc.body, err, tc.want)
 		}
+	}
+}
+
+// deadAddr is a loopback address nothing listens on: a listener bound to
+// it and closed, so a dial is refused.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func mustWrite(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(`{"x":1}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Idempotency-Key", "tm-1")
+	return req
+}
+
+// A write that provably never left (no connection was ever obtained: the
+// dial was refused, the name did not resolve, the TLS handshake failed
+// before a byte of the request was written) did not land: it is a
+// *NotSentError, never an outcome in doubt.
+func TestAWriteThatNeverLeftIsNotSent(t *testing.T) {
+	var hits atomic.Int32
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(tlsSrv.Close)
+	noDNS := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.DNSError{Err: "no such host", Name: "hooks.invalid", IsNotFound: true}
+	}}
+	for name, tc := range map[string]struct {
+		base *http.Client
+		url  string
+	}{
+		"dial refused":  {nil, "http://" + deadAddr(t) + "/hook"},
+		"no such host":  {&http.Client{Transport: noDNS}, "http://hooks.invalid/hook"},
+		"untrusted TLS": {&http.Client{Transport: &http.Transport{}}, tlsSrv.URL + "/hook"}, // the test server's certificate is not trusted
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := provider.NewWriteClient(tc.base).Post(context.Background(), time.Now, mustWrite(t, tc.url))
+			var notSent *provider.NotSentError
+			if !errors.As(err, &notSent) {
+				t.Fatalf("a write that never left gave %v; want it not sent", err)
+			}
+			if _, unknown := errors.AsType[*provider.UnknownError](err); unknown {
+				t.Fatalf("a write that never left is in doubt: %v", err)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the TLS server's handler ran %d times", n)
+	}
+}
+
+// A write whose connection was obtained stays in doubt when the answer
+// never comes, however little of it the receiver read: it may have
+// acted on it. And a transport the client cannot see into (not its own
+// *http.Transport) proves nothing by failing: its error stays in doubt.
+func TestAWriteThatMayHaveLeftStaysInDoubt(t *testing.T) {
+	// listen accepts connections and, for each, reads what serve says
+	// before it closes it without an answer.
+	listen := func(t *testing.T, serve func(net.Conn)) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); serve(c) }()
+			}
+		}()
+		return "http://" + ln.Addr().String() + "/hook"
+	}
+	var got atomic.Int32
+	for name, tc := range map[string]struct {
+		base *http.Client
+		url  func(t *testing.T) string
+	}{
+		"the whole request read, then the connection dropped": {nil, func(t *testing.T) string {
+			return listen(t, func(c net.Conn) {
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, req.Body)
+					got.Add(1)
+				}
+			})
+		}},
+		"the headers read, then the connection dropped": {nil, func(t *testing.T) string {
+			return listen(t, func(c net.Conn) {
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					got.Add(1)
+				}
+			})
+		}},
+		"dropped at once": {nil, func(t *testing.T) string {
+			return listen(t, func(c net.Conn) {})
+		}},
+		"an opaque transport that failed": {&http.Client{Transport: wrapped{&http.Transport{}}}, func(t *testing.T) string {
+			return "http://" + deadAddr(t) + "/hook"
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := provider.NewWriteClient(tc.base).Post(context.Background(), time.Now, mustWrite(t, tc.url(t)))
+			var unknown *provider.UnknownError
+			if !errors.As(err, &unknown) {
+				t.Fatalf("a write that may have left gave %v; want its outcome unknown", err)
+			}
+			if _, notSent := errors.AsType[*provider.NotSentError](err); notSent {
+				t.Fatalf("a write that may have left is said not sent: %v", err)
+			}
+		})
+	}
+	if got.Load() < 2 {
+		t.Fatalf("the receiver read %d requests; the test proves nothing", got.Load())
 	}
 }

@@ -18,7 +18,9 @@
 //
 // An answer that says the mail was not taken (any reply before the final
 // dot, or a 4xx/5xx after it) means it did not land: 4xx is deferred, 5xx
-// refused. Only a connection lost after the final dot leaves it in doubt.
+// refused. No connection, or one lost before the final dot, is not sent
+// (provider.NotSentError): a server takes no mail without the dot. Only a
+// connection lost after the final dot leaves it in doubt.
 //
 // Target is the recipient address; there is no parent. The subject is the
 // body's first line.
@@ -236,7 +238,7 @@ func (p *Provider) compose(to *mail.Address, w provider.Write) ([]byte, error) {
 }
 
 // notLanded: the server had not taken the mail when this went wrong.
-func notLanded(step string, err error) error {
+func (p *Provider) notLanded(step string, err error) error {
 	var se *smtp.SMTPError
 	if errors.As(err, &se) && se.Code >= 500 {
 		if step == "RCPT TO" && se.EnhancedCode[0] == 5 && se.EnhancedCode[1] == 1 {
@@ -248,8 +250,14 @@ func notLanded(step string, err error) error {
 		}
 		return &provider.RejectedError{Status: se.Code, Body: step + ": " + se.Message}
 	}
-	// A 4xx, or a connection that failed before the final dot: try later.
-	return &provider.RetryAfterError{Status: 0, After: time.Minute}
+	if se != nil {
+		// A 4xx: the server asks to be tried later.
+		return &provider.RetryAfterError{Status: 0, After: time.Minute}
+	}
+	// No connection, or one that failed before the final dot: a server
+	// takes no mail without it, so it did not land and is sent again
+	// later, as a write that never left is.
+	return &provider.NotSentError{Err: fmt.Errorf("smtp %s: %s: %w", p.addr, step, err)}
 }
 
 // Post implements provider.Provider: one SMTP transaction on a connection
@@ -274,26 +282,26 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	}
 	c, err := p.dial(ctx)
 	if err != nil {
-		return provider.Posted{}, notLanded("connect", err)
+		return provider.Posted{}, p.notLanded("connect", err)
 	}
 	defer c.Close()
 	if p.c.Username != "" {
 		if err := c.Auth(sasl.NewPlainClient("", p.c.Username, p.c.Password)); err != nil {
-			return provider.Posted{}, notLanded("auth", err)
+			return provider.Posted{}, p.notLanded("auth", err)
 		}
 	}
 	if err := c.Mail(p.from.Address, nil); err != nil {
-		return provider.Posted{}, notLanded("MAIL FROM", err)
+		return provider.Posted{}, p.notLanded("MAIL FROM", err)
 	}
 	if err := c.Rcpt(to.Address, nil); err != nil {
-		return provider.Posted{}, notLanded("RCPT TO", err)
+		return provider.Posted{}, p.notLanded("RCPT TO", err)
 	}
 	dw, err := c.Data()
 	if err != nil {
-		return provider.Posted{}, notLanded("DATA", err)
+		return provider.Posted{}, p.notLanded("DATA", err)
 	}
 	if _, err := dw.Write(msg); err != nil {
-		return provider.Posted{}, notLanded("message", err)
+		return provider.Posted{}, p.notLanded("message", err)
 	}
 	sentAt := p.c.Clock.Now()
 	// Close sends the final dot and reads the answer: from here a lost
@@ -301,7 +309,7 @@ func (p *Provider) Post(ctx context.Context, w provider.Write) (provider.Posted,
 	if err := dw.Close(); err != nil {
 		var se *smtp.SMTPError
 		if errors.As(err, &se) {
-			return provider.Posted{}, notLanded("end of data", err)
+			return provider.Posted{}, p.notLanded("end of data", err)
 		}
 		return provider.Posted{}, &provider.UnknownError{Err: fmt.Errorf("smtp %s: end of data: %w", p.addr, err)}
 	}
