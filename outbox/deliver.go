@@ -213,15 +213,13 @@ func (d *Deliverer) Step(ctx context.Context) (Step, error) {
 // not land, or its answer never came) is the lane failing too, though the
 // step itself went through; a run of failures ends at a write that lands
 // or when nothing is left to write or to decide, not at a wait or a
-// reconciliation.
+// reconciliation. A write in doubt that nothing can decide (on a lane
+// that is at most once) leaves nothing to decide: it waits for an
+// operator, and the lane shows it unresolved, not failing.
 func (d *Deliverer) recordHealth(ctx context.Context, s Step, err error) {
 	_, deferred := errors.AsType[*DeferredError](err)
 	if err == nil && s.failedWrite() {
-		what := "did not land"
-		if s.Outcome == OutcomeUnknown {
-			what = "got no answer (its outcome is in doubt)"
-		}
-		err = fmt.Errorf("the write of intent %s %s: %s", s.IntentID, what, s.Error)
+		err = errors.New(failedText(s))
 	}
 	switch {
 	case ctx.Err() != nil, errors.Is(err, tidemark.ErrClaimHeld), deferred:
@@ -250,11 +248,20 @@ func (d *Deliverer) recordHealth(ctx context.Context, s Step, err error) {
 }
 
 // awaiting reports whether a write of the lane waits for its outcome to
-// be decided (sending, or unresolved until a later check). When the lane
-// cannot be read, it answers true: the run of failures stays as it is.
+// be decided (sending, or unresolved until a later check that can decide
+// it). On a lane that is at most once nothing decides an unresolved
+// write: it waits for an operator or the retirement policy, not for the
+// lane. When the lane cannot be read, it answers true: the run of failures
+// stays as it is.
 func (d *Deliverer) awaiting(ctx context.Context) bool {
-	n, err := d.Store.Undecided(ctx, d.Lane)
-	return err != nil || n > 0
+	sending, unresolved, err := d.Store.Undecided(ctx, d.Lane)
+	if err != nil {
+		return true
+	}
+	if d.guarantee().Guarantee == provider.AtMostOnce {
+		unresolved = 0
+	}
+	return sending+unresolved > 0
 }
 
 // step is Step's unit of work.
@@ -350,6 +357,18 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 		}
 		steps = append(steps, s)
 	}
+}
+
+// failedText says what a failed write came to, for the lane's failing
+// record and a pass's error.
+func failedText(s Step) string {
+	what := "did not land"
+	if s.Outcome == OutcomeUnknown {
+		// No answer, or one that does not say (a 5xx): either way the
+		// write may or may not have landed.
+		what = "is in doubt (it may or may not have landed)"
+	}
+	return fmt.Sprintf("the write of intent %s %s: %s", s.IntentID, what, s.Error)
 }
 
 // writeBound is how long one write may take from our side: the provider's
@@ -842,6 +861,10 @@ func (d *Deliverer) logReconciled(r *round) {
 func (d *Deliverer) recordDecisions(r *round) {
 	skew := r.lane.Skew.Std()
 	undecidable := d.guarantee().Guarantee == provider.AtMostOnce
+	if undecidable && len(r.plan.Unresolved) > 0 {
+		r.plan.UnresolvedWhy = "the lane is at most once: nothing reads back whether they landed, so they are never resent; " +
+			"an operator retires or revives them (outbox intents), or the retirement policy does"
+	}
 	for _, id := range r.plan.Unresolved {
 		if undecidable {
 			// No fresh answer will ever come: say so, not that one is awaited.

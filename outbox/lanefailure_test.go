@@ -146,3 +146,69 @@ func TestWritesThatFailMakeTheLaneFailing(t *testing.T) {
 		}
 	})
 }
+
+// A lane's run of failed steps ends once a pass finds nothing it can
+// send or decide: a write in doubt on an at-most-once lane waits for an
+// operator, and the lane shows it as unresolved, not failing forever.
+// What the lane says of a failed write is what happened: a receiver that
+// answered 500 did answer, and the problem does not promise a retry.
+func TestAnUndecidableWriteDoesNotKeepTheLaneFailing(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		h := newHarness(t, b, laneOpts{atMostOnce: true})
+		in := h.draft("t1", "one")
+		h.srv.FailWrites(1)
+		d := h.deliverer("cron-1")
+		s := h.step(d)
+		if s.Kind != outbox.StepSent || s.Outcome != outbox.OutcomeUnknown {
+			t.Fatalf("a write the receiver answered 500: %+v, want sent, unknown", s)
+		}
+		l := mustLane(t, h)
+		if l.Failing == nil || strings.Contains(l.Failing.Last, "no answer") || !strings.Contains(l.Failing.Last, "in doubt") {
+			t.Fatalf("after a write answered 500: failing %+v, want it failing, saying the write is in doubt (not that no answer came)", l.Failing)
+		}
+		v := outbox.LaneView{Lane: l}
+		if v.Judge(nil); v.Health != outbox.HealthFailing || strings.Contains(v.Problem, "retried with a growing pause") {
+			t.Fatalf("health %q, problem %q: want failing, not promising a retry of a write that is never resent", v.Health, v.Problem)
+		}
+
+		// The rest of the pass: the write in doubt cannot be decided, and
+		// nothing else is pending.
+		if _, err := d.RunOnce(ctx, nil); err != nil {
+			t.Fatalf("the rest of the pass: %v", err)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if cur := h.intent(in.ID); cur.State != outbox.StateUnresolved {
+			t.Fatalf("the intent is %s, want unresolved", cur.State)
+		}
+		l = h.laneDetail()
+		v = outbox.LaneView{Lane: l}
+		if v.Judge(nil); l.Failing != nil || v.Health != outbox.HealthUnresolved {
+			t.Fatalf("after a pass that found nothing it can send or decide: failing %+v, health %q; want none, unresolved", l.Failing, v.Health)
+		}
+
+		// Later writes go through, and the lane stays out of failing.
+		h.draft("t1", "two")
+		later := h.deliverer("cron-2")
+		h.runOnce(later)
+		if l := mustLane(t, h); l.Failing != nil {
+			t.Fatalf("after a later write landed: failing %+v", l.Failing)
+		}
+
+		// A reconciliation asked for says why the write stays unresolved:
+		// the lane has no listing to be too old.
+		r, err := later.Reconcile(ctx)
+		if err != nil || r.Plan == nil {
+			t.Fatalf("reconcile: %+v, %v", r, err)
+		}
+		var text strings.Builder
+		if err := r.Plan.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "unresolved:") || strings.Contains(text.String(), "listing") || !strings.Contains(text.String(), "at most once") {
+			t.Fatalf("the report of a lane with no listing:\n%s\nwant its unresolved write explained by the lane being at most once", text.String())
+		}
+	})
+}

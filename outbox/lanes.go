@@ -154,9 +154,9 @@ const (
 	// take).
 	HealthBroken = "broken"
 	// HealthFailing: the lane's delivery steps fail in a row (its
-	// receiver cannot be reached, a read before a write fails) and are
-	// retried with a growing pause; nothing goes out until one goes
-	// through.
+	// receiver cannot be reached, a read before a write fails, a write
+	// does not land or is left in doubt), until a write lands or a step
+	// finds nothing it can send or decide.
 	HealthFailing = "failing"
 	// HealthInDoubt: an attempt is in doubt (its outcome was unknown, or
 	// its writer lost the lane with it in flight); the lane reconciles
@@ -204,7 +204,7 @@ func (v *LaneView) Judge(buildErr error) {
 			"; the lane sends nothing more until a reconciliation after it is fixed goes through"
 	case v.Failing != nil:
 		f := v.Failing
-		v.Health, v.Problem = HealthFailing, fmt.Sprintf("%d delivery step(s) failed in a row since %s (the latest at %s): %s; retried with a growing pause",
+		v.Health, v.Problem = HealthFailing, fmt.Sprintf("%d delivery step(s) failed in a row since %s (the latest at %s): %s; the next delivery tries again (a write that did not land is sent again after a pause that grows to 5 minutes; one in doubt is reconciled first)",
 			f.Failures, f.Since.UTC().Format(time.RFC3339), f.At.UTC().Format(time.RFC3339), f.Last)
 	case v.NeedsReconcile || v.orphaned():
 		v.Health = HealthInDoubt

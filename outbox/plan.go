@@ -118,8 +118,13 @@ type Plan struct {
 	UnmatchedOwnWrites []string   `json:"unmatched_own_writes"`
 	Accounting         Accounting `json:"accounting"`
 
-	// Unresolved: attempts the listing is too old to judge (live only).
+	// Unresolved: attempts in doubt that no fresh answer decided (live
+	// only): the listing is too old or cannot show them, or the lane has
+	// nothing that reads writes back (UnresolvedWhy says so).
 	Unresolved []string `json:"-"`
+	// UnresolvedWhy, when set, is why every unresolved attempt stays so
+	// (a lane that is at most once); the report says it.
+	UnresolvedWhy string `json:"-"`
 	// DuplicateOwnWrites: remote ids of own writes matching an intent
 	// another own write already matched: duplicates to go and find.
 	DuplicateOwnWrites []string `json:"-"`

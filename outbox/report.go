@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,7 +62,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		{"holes", p.Holes, "ranked below the mark, did not land"},
 		{"replay", p.Replay, "to send, in rank order"},
 		{"unexecutable", p.Unexecutable, "targets cannot accept a write; bucketed, not queued"},
-		{"unresolved", p.Unresolved, "the listing is too old to say"},
+		{"unresolved", p.Unresolved, cmp.Or(p.UnresolvedWhy, "no fresh answer says whether they landed")},
 		{"replay already landed", p.ReplayAlreadyLanded, "must be empty"},
 		{"unmatched own writes", p.UnmatchedOwnWrites, "remote ids no intent matches"},
 		{"duplicate own writes", p.DuplicateOwnWrites, "remote ids repeating a landed intent: duplicates to find"},

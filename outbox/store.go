@@ -347,8 +347,8 @@ type Store interface {
 	// went through. A lane not failing is left as it is.
 	ClearLaneFailure(ctx context.Context, lane string) error
 	// Undecided counts the lane's intents whose write waits for its
-	// outcome to be decided: sending, or unresolved until a later check.
-	Undecided(ctx context.Context, lane string) (int, error)
+	// outcome to be decided: sending, and unresolved until a later check.
+	Undecided(ctx context.Context, lane string) (sending, unresolved int, err error)
 }
 
 // ReadProgress is how far a reconciliation's read of the lane's own

@@ -264,10 +264,12 @@ func (s *OutboxStore) RecordLaneFailure(ctx context.Context, lane string, at tim
 }
 
 // Undecided implements outbox.Store.
-func (s *OutboxStore) Undecided(ctx context.Context, lane string) (int, error) {
-	var n int
-	err := s.db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox_intents WHERE lane = $1 AND state IN ('sending', 'unresolved')`, lane).Scan(&n)
-	return n, err
+func (s *OutboxStore) Undecided(ctx context.Context, lane string) (sending, unresolved int, err error) {
+	err = s.db.db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN state = 'sending' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN state = 'unresolved' THEN 1 ELSE 0 END), 0)
+		FROM outbox_intents WHERE lane = $1 AND state IN ('sending', 'unresolved')`, lane).Scan(&sending, &unresolved)
+	return sending, unresolved, err
 }
 
 // ClearLaneFailure ends lane's run of failed delivery steps: one went

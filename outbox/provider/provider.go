@@ -296,7 +296,7 @@ func MetaOf(requestTime time.Time, resp *http.Response) Meta {
 // verdict on the target (RejectedError); the rest (303 See Other, 5xx) is
 // unknown.
 func ClassifyPost(resp *http.Response, body []byte, now time.Time) error {
-	snippet := string(body)
+	snippet := strings.TrimSpace(string(body))
 	if len(snippet) > 300 {
 		snippet = snippet[:300]
 	}
