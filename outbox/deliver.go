@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark"
@@ -319,7 +321,9 @@ func OfLane(lane string, err error) error {
 // wait for (429 or 503 with Retry-After), or a gate a provider's earlier
 // answer keeps closed for longer than the minimum gap, ends the pass with a
 // *DeferredError: the intent stays pending, tried once at most in this
-// pass, and a later pass sends it.
+// pass, and a later pass sends it. A pass that otherwise ends with writes
+// it made that failed and had not landed by its end returns a
+// *WritesFailedError: it left them undone.
 func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, time.Duration) error) ([]Step, error) {
 	if sleep == nil {
 		sleep = Sleep
@@ -342,7 +346,7 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 		}
 		switch s.Kind {
 		case StepIdle:
-			return steps, nil
+			return steps, writesFailed(d.Lane, steps)
 		case StepWait:
 			if err := sleep(ctx, s.Until.Sub(d.Clock.Now())); err != nil {
 				return steps, err
@@ -352,11 +356,71 @@ func (d *Deliverer) RunOnce(ctx context.Context, sleep func(context.Context, tim
 			if len(steps) > 0 && steps[len(steps)-1].Kind == StepReconciled {
 				// Two looks in a row: the store keeps the lane in doubt;
 				// stop rather than read again and again.
-				return append(steps, s), nil
+				steps = append(steps, s)
+				return steps, writesFailed(d.Lane, steps)
 			}
 		}
 		steps = append(steps, s)
 	}
+}
+
+// WritesFailedError ends a pass that made writes that failed (they did
+// not land, or no answer said whether they did) and that had not landed
+// by its end: a write that did not land is pending, sent again by a later
+// pass; one in doubt waits for reconciliation to decide it, or, on a lane
+// that is at most once, for an operator. It matches
+// tidemark.ErrUnavailable: the pass left work undone.
+type WritesFailedError struct {
+	Lane string
+	// Intents are the intents whose writes failed, in the order they
+	// first failed.
+	Intents []string
+	// Last is what the latest failed write came to.
+	Last string
+}
+
+func (e *WritesFailedError) Error() string {
+	ids := strings.Join(e.Intents[:min(len(e.Intents), maxReportIDs)], " ")
+	if n := len(e.Intents) - maxReportIDs; n > 0 {
+		ids += fmt.Sprintf(" … and %d more", n)
+	}
+	return fmt.Sprintf("%d write(s) failed and did not land in this pass (intent %s; the latest: %s); "+
+		"one that did not land is sent again by a later pass, one in doubt is decided by reconciliation or, "+
+		"on a lane that is at most once, by an operator (outbox intents list --lane %s)",
+		len(e.Intents), ids, e.Last, e.Lane)
+}
+
+func (e *WritesFailedError) Is(target error) bool { return target == tidemark.ErrUnavailable }
+
+// writesFailed is the *WritesFailedError of a pass's steps, or nil: the
+// writes that failed in it, but for those that landed later in the same
+// pass (sent again, or found landed by a reconciliation).
+func writesFailed(lane string, steps []Step) error {
+	failed := map[string]string{} // intent: what its latest failed write came to
+	var order, latest []string    // intents as they first failed, and as they last did
+	for _, s := range steps {
+		switch {
+		case s.failedWrite():
+			if _, ok := failed[s.IntentID]; !ok {
+				order = append(order, s.IntentID)
+			}
+			failed[s.IntentID] = failedText(s)
+			latest = append(latest, s.IntentID)
+		case s.Kind == StepSent && s.Outcome == OutcomeLanded:
+			delete(failed, s.IntentID)
+		case s.Kind == StepReconciled && s.Plan != nil:
+			for _, id := range s.Plan.Landed {
+				delete(failed, id)
+			}
+		}
+	}
+	undone := func(id string) bool { _, ok := failed[id]; return ok }
+	order = slices.DeleteFunc(order, func(id string) bool { return !undone(id) })
+	if len(order) == 0 {
+		return nil
+	}
+	latest = slices.DeleteFunc(latest, func(id string) bool { return !undone(id) })
+	return &WritesFailedError{Lane: lane, Intents: order, Last: failed[latest[len(latest)-1]]}
 }
 
 // failedText says what a failed write came to, for the lane's failing

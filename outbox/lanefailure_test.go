@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -143,6 +144,51 @@ func TestWritesThatFailMakeTheLaneFailing(t *testing.T) {
 		h.assertExactlyOnce([]outbox.Intent{c})
 		if l, err := h.st.Lane(ctx, h.lane); err != nil || l.Failing != nil {
 			t.Fatalf("after the write went through: failing %+v (%v), want none", l.Failing, err)
+		}
+	})
+}
+
+// A pass that made a write that failed and that had not landed by its
+// end left work undone: RunOnce says so (*outbox.WritesFailedError, which
+// is unavailable: `deliver --once` and `run --once` exit 5), naming the
+// intents. A write that failed and was then sent again and landed in the
+// same pass leaves nothing undone.
+func TestAPassWhoseWriteFailedSaysSo(t *testing.T) {
+	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		sleep := func(h *harness) func(context.Context, time.Duration) error {
+			return func(_ context.Context, d time.Duration) error { h.env.Clock.Advance(d); return nil }
+		}
+
+		// At most once: the receiver answers 500, so the write is in doubt
+		// and nothing can decide it.
+		h := newHarness(t, b, laneOpts{atMostOnce: true})
+		in := h.draft("t1", "one")
+		h.srv.FailWrites(1)
+		d := h.deliverer("cron-1")
+		_, err := d.RunOnce(ctx, sleep(h))
+		failed, ok := errors.AsType[*outbox.WritesFailedError](err)
+		if !ok || !errors.Is(err, tidemark.ErrUnavailable) {
+			t.Fatalf("a pass whose write is left in doubt: %v, want a *WritesFailedError that is unavailable", err)
+		}
+		if len(failed.Intents) != 1 || failed.Intents[0] != in.ID || !strings.Contains(err.Error(), "500") {
+			t.Fatalf("the pass's error %q names %v; want intent %s and what the receiver answered", err, failed.Intents, in.ID)
+		}
+		if cur := h.intent(in.ID); cur.State != outbox.StateUnresolved {
+			t.Fatalf("the write in doubt on an at-most-once lane is %s, want unresolved", cur.State)
+		}
+
+		// Counted: the receiver answers 500 and the counter shows the
+		// write did not land; it is sent again in the pass, and lands.
+		h2 := newHarness(t, b, laneOpts{})
+		in2 := h2.draft("t1", "two")
+		h2.srv.FailWrites(1)
+		steps, err := h2.deliverer("cron-2").RunOnce(ctx, sleep(h2))
+		if err != nil {
+			t.Fatalf("a pass whose failed write then landed: %v, want nil (steps %+v)", err, steps)
+		}
+		if h2.srv.Posts() != 2 || h2.intent(in2.ID).State != outbox.StateLanded {
+			t.Fatalf("%d posts, intent %s; want the failed write sent again and landed", h2.srv.Posts(), h2.intent(in2.ID).State)
 		}
 	})
 }

@@ -929,3 +929,38 @@ func TestDeliverOnceRecordsALanesFailures(t *testing.T) {
 		t.Fatalf("after a pass that went through: health %q, failing %+v, %d writes; want ok, none, 1", v.Health, v.Failing, up.Count())
 	}
 }
+
+// A pass (deliver --once, run --once) whose write failed and had not
+// landed by its end left work undone: it fails as unavailable (exit 5),
+// and the lane's report says why, even though each step went through. A
+// bare webhook (at most once) whose receiver answers 500: the write is in
+// doubt and nothing can decide it; it waits, unresolved, for an operator.
+func TestDeliverOnceFailsWhenAWriteFailed(t *testing.T) {
+	ctx := context.Background()
+	p := openBackend(t, sqltest.Backends()[0])
+	srv := providertest.New(t, clock.System{}, []byte("k"))
+	gap := tidemark.Duration(0)
+	mustAddLane(t, p, "hook", "webhook", outbox.LaneChange{Settings: map[string]string{"url": srv.Settings()["url"], "secret": "k"}, MinGap: &gap})
+	if _, err := p.Draft(ctx, outbox.Draft{Lane: "hook", Target: "room", Body: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.FailWrites(1)
+	reports, err := p.DeliverOnce(ctx, "", time.Minute)
+	if _, ok := errors.AsType[*outbox.WritesFailedError](err); !ok || !errors.Is(err, tidemark.ErrUnavailable) {
+		t.Fatalf("a pass whose write the receiver failed: %v; want a failed write, unavailable", err)
+	}
+	if len(reports) != 1 || !strings.Contains(reports[0].Error, "failed") || !strings.Contains(reports[0].Error, "500") {
+		t.Fatalf("the lane's report: %+v; want it to say its write failed, and how", reports)
+	}
+	v, err := p.Lane(ctx, "hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Health != outbox.HealthUnresolved || v.Failing != nil {
+		t.Fatalf("after the pass: health %q, failing %+v; want the write shown unresolved, waiting for an operator", v.Health, v.Failing)
+	}
+	// Nothing new to send: the next pass goes through.
+	if _, err := p.DeliverOnce(ctx, "", time.Minute); err != nil {
+		t.Fatalf("a pass with nothing to send or decide: %v", err)
+	}
+}

@@ -29,8 +29,10 @@ func newOutboxDeliverCmd(a *app) *cobra.Command {
 attempt is in doubt (one ordered read of our own writes), then send pending
 intents in rank order, one at a time, through the pacing gate. With --once it
 stops when nothing is pending, or, on a lane whose provider asks to wait (429 or
-503 with Retry-After), defers the intent to a later pass and exits 5; without,
-it runs until Ctrl-C (as 'tidemark run' does), waiting the provider out.`
+503 with Retry-After), defers the intent to a later pass and exits 5; a pass in
+which a write failed (it did not land, or no answer said whether it did) and
+had not landed by its end exits 5 too. Without --once it runs until Ctrl-C (as
+'tidemark run' does), waiting the provider out.`
 	f := cmd.Flags()
 	f.StringVar(&lane, "lane", "", "only this lane")
 	f.BoolVar(&once, "once", false, "deliver what is pending, then exit")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -140,5 +141,34 @@ func TestRunOnceExits5WhenADetachedMigrationFails(t *testing.T) {
 	}
 	if n := strings.Count(out, "failed at document"); n != 1 {
 		t.Errorf("the failure is told %d times, want once:\n%s", n, out)
+	}
+}
+
+// A lane whose write failed in the pass (its receiver answered 500, so the
+// write is in doubt on a bare webhook, which nothing can decide) left work
+// undone: `outbox deliver --once` and `run --once` exit 5, as a cron job
+// must notice.
+func TestAFailedWriteExits5(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	t.Setenv("TM_CLI_SECRET", "s3cret")
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, "boom", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	home := t.TempDir()
+	mustTidemark(t, 0, "--home", home, "outbox", "lane", "add", "hook", "--provider", "webhook", "--min-gap", "0s",
+		"--setting", "secret_env=TM_CLI_SECRET", "--setting", "url="+failing.URL+"/hook")
+
+	mustTidemark(t, 0, "--home", home, "outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "one")
+	out, code := runCLI(t, "--home", home, "outbox", "deliver", "--once")
+	if code != 5 || !strings.Contains(out, "unknown 1") || !strings.Contains(out, "failed") {
+		t.Fatalf("deliver --once whose write the receiver failed: exit %d, want 5 saying the write failed\n%s", code, out)
+	}
+
+	mustTidemark(t, 0, "--home", home, "outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "two")
+	out, code = runCLI(t, "--home", home, "run", "--once")
+	if code != 5 || !strings.Contains(out, "unknown 1") {
+		t.Fatalf("run --once whose write the receiver failed: exit %d, want 5\n%s", code, out)
 	}
 }
