@@ -74,7 +74,12 @@ already tracked), and runs it now, due or not.`,
 			}
 			res, err := p.RunOnce(ctx, pipeline.OnceOptions{MaxPasses: maxPasses, Workers: workers, Lease: lease, Poll: poll, Track: track,
 				OnTracked: func(src tidemark.Source) {
-					fmt.Fprintf(a.stdout, "tracking git repository %s as source %q\n", src.ShownLocation(), src.Name)
+					// With --json, stdout is the run reports alone.
+					w := a.stdout
+					if asJSON {
+						w = a.stderr
+					}
+					fmt.Fprintf(w, "tracking git repository %s as source %q\n", src.ShownLocation(), src.Name)
 				},
 				OnReport: func(r ingest.Report, err error) {
 					if !asJSON {
@@ -102,8 +107,16 @@ already tracked), and runs it now, due or not.`,
 					_ = t.WriteText(a.stdout)
 				}
 			}
+			// Each lane's delivery in a line; with --json stdout is the run
+			// reports alone, one JSON document, so the lines go to stderr,
+			// as the publish summary does (outbox deliver --once --json
+			// gives delivery reports as JSON).
+			deliveries := a.stdout
+			if asJSON {
+				deliveries = a.stderr
+			}
 			for _, r := range res.Deliveries {
-				_ = r.WriteText(a.stdout)
+				_ = r.WriteText(deliveries)
 			}
 			if _, incomplete := err.(*pipeline.IncompleteError); !asJSON && res.Ingested && (err == nil || incomplete) {
 				_ = p.Recent(ctx, res.Reports, 10).WriteText(a.stdout)

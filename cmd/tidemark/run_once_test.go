@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -147,7 +148,8 @@ func TestRunOnceExits5WhenADetachedMigrationFails(t *testing.T) {
 // A lane whose write failed in the pass (its receiver answered 500, so the
 // write is in doubt on a bare webhook, which nothing can decide) left work
 // undone: `outbox deliver --once` and `run --once` exit 5, as a cron job
-// must notice.
+// must notice. With --json, stdout is one JSON document: the delivery
+// lines go to stderr, as the publish summary does.
 func TestAFailedWriteExits5(t *testing.T) {
 	t.Setenv("TIDEMARK_SUMMARIZER", "")
 	t.Setenv("TM_CLI_SECRET", "s3cret")
@@ -170,5 +172,33 @@ func TestAFailedWriteExits5(t *testing.T) {
 	out, code = runCLI(t, "--home", home, "run", "--once")
 	if code != 5 || !strings.Contains(out, "unknown 1") {
 		t.Fatalf("run --once whose write the receiver failed: exit %d, want 5\n%s", code, out)
+	}
+
+	mustTidemark(t, 0, "--home", home, "outbox", "intents", "draft", "--lane", "hook", "--target", "room", "--body", "three")
+	var stdout, stderr bytes.Buffer
+	code = run([]string{"--home", home, "run", "--once", "--json"}, &stdout, &stderr)
+	var reports []map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil {
+		t.Fatalf("run --once --json: stdout is not one JSON document (%v):\n%s", err, stdout.String())
+	}
+	if code != 5 || !strings.Contains(stderr.String(), "unknown 1") {
+		t.Fatalf("run --once --json: exit %d, want 5, the delivery on stderr\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// run --once --json --track prints one JSON document on stdout: the line
+// that says a repository is now tracked goes to stderr.
+func TestRunOnceTrackJSONIsOneDocument(t *testing.T) {
+	t.Setenv("TIDEMARK_SUMMARIZER", "")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--home", t.TempDir(), "run", "--once", "--json", "--track", mustGitRepo(t)}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run --once --json --track: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var reports []map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &reports); err != nil || len(reports) == 0 {
+		t.Fatalf("run --once --json --track: stdout is not the run reports (%v):\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "tracking git repository") {
+		t.Fatalf("stderr does not say the repository is tracked:\n%s", stderr.String())
 	}
 }
