@@ -91,16 +91,17 @@ func TestAWriteCancelledBeforeItLeftIsNotInDoubt(t *testing.T) {
 	})
 }
 
-// cancelInFlight is Ctrl-C arriving while the write is in flight: once
-// the request is written, before its answer is read. (Cancelled before
-// the write left, the write was not sent at all.)
+// cancelInFlight is Ctrl-C arriving while the write is in flight: on a
+// connection made for it, as its request is being written, so before any
+// answer can come. (Cancelled before a connection was made, the write was
+// not sent at all.)
 type cancelInFlight struct {
 	provider.Provider
 	cancel context.CancelFunc
 }
 
 func (c cancelInFlight) Post(ctx context.Context, w provider.Write) (provider.Posted, error) {
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { c.cancel() }})
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { c.cancel() }})
 	return c.Provider.Post(ctx, w)
 }
 
@@ -116,9 +117,9 @@ func TestAPassInterruptedInFlightReleasesItsLease(t *testing.T) {
 		defer cancel()
 		d := h.deliverer("w1")
 		d.Provider = cancelInFlight{Provider: d.Provider, cancel: cancel}
-		// The receiver is still at the write when the answer is given up
-		// on: whichever the client sees first, its own Ctrl-C or the lost
-		// answer, the write is in doubt.
+		// Should the request reach the receiver, it is still at the write
+		// when the answer is given up on: whichever the client sees first,
+		// its own Ctrl-C or the lost answer, the write is in doubt.
 		h.srv.HoldNext()
 		if _, err := d.RunOnce(ctx, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("run once: %v; want context.Canceled", err)
