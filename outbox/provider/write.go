@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -45,7 +46,11 @@ var ErrNotARead = errors.New("not a read; writes go through provider.WriteClient
 //     request on a connection that was not reused ("This was a fresh
 //     connection. There's no reason the server should've hung up on us").
 //  3. HTTP/2 is off for writes, so its own retry loop (GOAWAY,
-//     REFUSED_STREAM) is never involved.
+//     REFUSED_STREAM) is never involved: no TLSNextProto, Protocols of
+//     HTTP/1 alone, and no "h2" offered in the TLS handshake (a base
+//     transport that has spoken HTTP/2, as http.DefaultTransport has after
+//     its first HTTPS request, offers it, and a server that agreed would
+//     take the HTTP/1.1 write for a broken connection).
 //  4. A trace counts the connections the request was given; a second one
 //     means the transport tried again, and the outcome is reported as unknown
 //     (ErrReplayed), never as a clean answer.
@@ -107,8 +112,21 @@ func writeTransport(t *http.Transport) *http.Transport {
 	w := t.Clone()
 	w.DisableKeepAlives = true
 	w.ForceAttemptHTTP2 = false
-	// A non-nil, empty map turns HTTP/2 off (net/http's documented switch).
+	// A non-nil, empty map turns HTTP/2 off (net/http's documented switch),
+	// unless Protocols names it: a set of HTTP/1 alone overrides any the
+	// base transport had.
 	w.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	var p http.Protocols
+	p.SetHTTP1(true)
+	w.Protocols = &p
+	if w.TLSClientConfig != nil {
+		// A base transport that has spoken HTTP/2 offers "h2" in its TLS
+		// handshake (net/http adds it to NextProtos on first use, as it
+		// does to http.DefaultTransport's): a server would agree to it and
+		// take the write, sent as HTTP/1.1, for a broken preface. The clone
+		// has a config of its own; its NextProtos is copied, not changed.
+		w.TLSClientConfig.NextProtos = slices.DeleteFunc(slices.Clone(w.TLSClientConfig.NextProtos), func(p string) bool { return p == "h2" })
+	}
 	return w
 }
 

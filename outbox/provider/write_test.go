@@ -258,3 +258,59 @@ func TestAWriteThatMayHaveLeftStaysInDoubt(t *testing.T) {
 		t.Fatalf("the receiver read %d requests; the test proves nothing", got.Load())
 	}
 }
+
+// A write goes out over HTTP/1.1, whatever the client it is built from
+// speaks: HTTP/2 has a retry loop of its own. A transport that has spoken
+// HTTP/2 once offers "h2" in its TLS handshake from then on (net/http adds
+// it, as it does to http.DefaultTransport's on its first HTTPS request),
+// and a transport's Protocols may ask for HTTP/2 outright; neither may
+// reach a write, nor break it (a server that agreed to "h2" takes an
+// HTTP/1.1 request for a broken connection).
+func TestAWriteNeverGoesOutOverHTTP2(t *testing.T) {
+	var proto atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		proto.Store(int32(r.ProtoMajor))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	trusting := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	for name, tr := range map[string]func() *http.Transport{
+		"a transport that spoke HTTP/2": func() *http.Transport {
+			return &http.Transport{TLSClientConfig: trusting.Clone(), ForceAttemptHTTP2: true} // as http.DefaultTransport
+		},
+		"Protocols asking for HTTP/2": func() *http.Transport {
+			var p http.Protocols
+			p.SetHTTP1(true)
+			p.SetHTTP2(true)
+			return &http.Transport{TLSClientConfig: trusting.Clone(), Protocols: &p}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := &http.Client{Transport: tr()}
+			// The base client speaks HTTP/2 to this server.
+			resp, err := base.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Fatalf("the base client spoke HTTP/%d; the test proves nothing", resp.ProtoMajor)
+			}
+			proto.Store(0)
+			if _, err := provider.NewWriteClient(base).Post(context.Background(), time.Now, mustWrite(t, srv.URL+"/hook")); err != nil {
+				t.Fatalf("the write: %v", err)
+			}
+			if got := proto.Load(); got != 1 {
+				t.Fatalf("the write went out over HTTP/%d, want HTTP/1.1", got)
+			}
+			// The base client still speaks HTTP/2: its config was not changed.
+			if resp, err = base.Get(srv.URL); err != nil || resp.ProtoMajor != 2 {
+				t.Fatalf("the base client after: %v, %v", resp, err)
+			}
+			resp.Body.Close()
+		})
+	}
+}
