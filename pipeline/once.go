@@ -65,8 +65,9 @@ type OnceResult struct {
 // detached field migrations, summarizes and publishes every pending page,
 // and delivers what publication drafted. A pass that leaves anything
 // undone (a source that failed, a migration that failed, pages not
-// published) returns an
-// *IncompleteError (tidemark.ErrUnavailable): what succeeded is kept, and
+// published, a lane whose delivery failed or was deferred) returns an
+// *IncompleteError (tidemark.ErrUnavailable; a lane's own error, such as
+// a *LaneBrokenError, is found through it): what succeeded is kept, and
 // running it again, later, does the rest. A ctx that ends stops the pass:
 // the error then wraps ctx's (errors.Is(err, context.Canceled) or
 // context.DeadlineExceeded: test for it first, as it may come joined with
@@ -127,8 +128,21 @@ func (p *Pipeline) RunOnce(ctx context.Context, o OnceOptions) (OnceResult, erro
 	o.progress("deliver: sending what the pages drafted")
 	deliveries, err := p.DeliverOnce(ctx, "", time.Minute)
 	res.Deliveries = deliveries
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
 		return res, errors.Join(err, t.err())
+	}
+	if err != nil {
+		// A lane left undone (broken here, a write that failed, a
+		// deferral) is work left like any other: the pass is incomplete,
+		// and says which lanes, with their errors.
+		var lanes []string
+		for _, r := range deliveries {
+			if r.Error != "" {
+				lanes = append(lanes, r.Lane)
+			}
+		}
+		t.undone = append(t.undone, fmt.Sprintf("delivery left work undone on %d lane(s) (%s)", len(lanes), strings.Join(lanes, ", ")))
+		t.cause = err
 	}
 	return res, t.err()
 }
@@ -248,6 +262,10 @@ type tally struct {
 	cut    int
 	names  []string
 	undone []string
+	// cause is what left the undone work undone, when it is an error of
+	// its own the caller may tell apart (a lane's): the IncompleteError
+	// wraps it.
+	cause error
 }
 
 // add counts one run's report. A source another worker holds is not a
@@ -286,7 +304,7 @@ func (t *tally) err() error {
 		parts = append(parts, fmt.Sprintf("%d of %d sources failed (%s)", t.failed, t.runs, names))
 	}
 	parts = append(parts, t.undone...)
-	return &IncompleteError{What: strings.Join(parts, "; ")}
+	return &IncompleteError{What: strings.Join(parts, "; "), Err: t.cause}
 }
 
 // interrupted says what an interrupted pass kept.
@@ -303,6 +321,10 @@ type IncompleteError struct {
 	// Op is the pass: "" for RunOnce (`run --once`), "publish" for a
 	// publishing round (see PublishIncomplete).
 	Op string
+	// Err is what left the work undone, when it is an error of its own
+	// (a delivery's: errors.As finds a *LaneBrokenError through it); nil
+	// otherwise.
+	Err error
 }
 
 func (e *IncompleteError) Error() string {
@@ -310,7 +332,11 @@ func (e *IncompleteError) Error() string {
 		return "publish left work undone: " + e.What + ".\nWhat succeeded is kept (accepted summaries, published pages); " +
 			"run the same command again to retry the rest"
 	}
-	return "run --once left work undone: " + e.What + ".\nWhat succeeded is kept (settled runs, published pages, sent intents); " +
+	what := e.What
+	if e.Err != nil {
+		what += ":\n" + e.Err.Error()
+	}
+	return "run --once left work undone: " + what + ".\nWhat succeeded is kept (settled runs, published pages, sent intents); " +
 		"run the same command again to retry the rest (a failed source is due again after its backoff: `tidemark source list`)"
 }
 
@@ -325,7 +351,12 @@ func PublishIncomplete(r publish.Round) error {
 	}
 	return nil
 }
-func (e *IncompleteError) Unwrap() error { return tidemark.ErrUnavailable }
+func (e *IncompleteError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{tidemark.ErrUnavailable, e.Err}
+	}
+	return []error{tidemark.ErrUnavailable}
+}
 
 // Recent is the newest events of the sources some runs found events in,
 // so a person sees what was ingested, and the database they are in.
