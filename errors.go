@@ -62,7 +62,7 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("source %s: held by %s until %s", e.Source, e.Holder, e.Until.Format(time.RFC3339))
+	return fmt.Sprintf("source %s: held by %s until %s", e.Source, e.Holder, fieldtext.Day(e.Until))
 }
 
 func (e *HeldError) Is(target error) bool { return target == ErrClaimHeld }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // Scheduler claims due sources and runs them on a bounded pool of workers.
@@ -217,7 +218,7 @@ func (sc *Scheduler) passOverUnserved(ctx context.Context, due []tidemark.Source
 			continue
 		}
 		err = fmt.Errorf("source %s passed over: worker %s could not serve it at %s, and leaves it to other workers until %s (or its settings change): %w",
-			src.Name, s.Holder, mine.At.UTC().Format(time.RFC3339), mine.Until.UTC().Format(time.RFC3339), tidemark.ErrCannotServe)
+			src.Name, s.Holder, fieldtext.Day(mine.At), fieldtext.Day(mine.Until), tidemark.ErrCannotServe)
 		r := Report{Source: src.Name, Error: tidemark.Text(err)}
 		res.add(r, err)
 		sc.report(r, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/redact"
 )
 
@@ -227,7 +228,7 @@ type RunningError struct {
 
 func (e *RunningError) Error() string {
 	return fmt.Sprintf("source %s: a run of it started at %s is still in flight in this process; wait for it to finish",
-		e.Source, e.Since.UTC().Format(time.RFC3339))
+		e.Source, fieldtext.Day(e.Since))
 }
 
 func (e *RunningError) Is(target error) bool { return target == tidemark.ErrClaimHeld }

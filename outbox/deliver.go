@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox/provider"
 )
 
@@ -189,7 +190,7 @@ func (d *Deliverer) Release(ctx context.Context) error {
 		// the attempt's outcome is unknown, and a reconciliation decides.
 		d.counting = nil
 		c.res.Error += "; its counter had not moved, and the delivery stopped before the write's deadline " +
-			c.due.UTC().Format(time.RFC3339) + " could pass"
+			fieldtext.Day(c.due) + " could pass"
 		ferr = d.Store.Finish(ctx, l, c.att, c.res)
 	}
 	return errors.Join(ferr, d.Store.Release(ctx, l))
@@ -460,10 +461,10 @@ type DeferredError struct {
 func (e *DeferredError) Error() string {
 	if e.IntentID == "" {
 		return fmt.Sprintf("reconciliation deferred: %v; the provider asked to wait until %s; a later pass reconciles",
-			e.Err, e.Until.UTC().Format(time.RFC3339))
+			e.Err, fieldtext.Day(e.Until))
 	}
 	return fmt.Sprintf("intent %s deferred: the lane waits until %s (the provider asked it to, or it backs off after failed writes); a later pass sends it",
-		e.IntentID, e.Until.UTC().Format(time.RFC3339))
+		e.IntentID, fieldtext.Day(e.Until))
 }
 
 func (e *DeferredError) Unwrap() []error {
@@ -757,7 +758,7 @@ func (d *Deliverer) verifyByCount(ctx, finishCtx context.Context, l Lease, in In
 		}
 		if ctx.Err() != nil {
 			res.Error += "; its counter had not moved, and the delivery stopped before the write's deadline " +
-				due.UTC().Format(time.RFC3339) + " could pass"
+				fieldtext.Day(due) + " could pass"
 			return "", nil
 		}
 	}
@@ -949,7 +950,7 @@ func (d *Deliverer) recordDecisions(r *round) {
 		}
 		ev := r.listingEvidence(id)
 		if !r.uncovered[id] && !listingTooOld(r.in.ListedAt, pi) && absenceTooEarly(r.in.ListedAt, pi) {
-			ev += "; not listed, but the attempt could still land until " + pi.AttemptUntil.UTC().Format(time.RFC3339) +
+			ev += "; not listed, but the attempt could still land until " + fieldtext.Day(*pi.AttemptUntil) +
 				" (its start plus the write's bound): only a look after that says it did not"
 		}
 		r.rec.Checks[id] = Check{At: r.now, Verdict: "unresolved", Evidence: ev}
@@ -959,9 +960,9 @@ func (d *Deliverer) recordDecisions(r *round) {
 		if _, ok := r.rec.Checks[id]; ok || (it.State != StateSending && it.State != StateUnresolved) || r.in.ListedAt == nil {
 			continue
 		}
-		ev := r.evidence + "; not listed by a look assembled at " + r.in.ListedAt.UTC().Format(time.RFC3339)
+		ev := r.evidence + "; not listed by a look assembled at " + fieldtext.Day(*r.in.ListedAt)
 		if pi.AttemptUntil != nil {
-			ev += ", after the attempt could last land (" + pi.AttemptUntil.UTC().Format(time.RFC3339) + ")"
+			ev += ", after the attempt could last land (" + fieldtext.Day(*pi.AttemptUntil) + ")"
 		}
 		r.rec.Checks[id] = Check{At: r.now, Verdict: "pending", Evidence: ev + ": it never landed; sent again"}
 	}
@@ -1201,7 +1202,7 @@ func (d *Deliverer) probeUnresolved(ctx context.Context, r *round) (changed bool
 		res, f := Resolve(ProbeAnswer{RequestTime: pr.Meta.RequestTime, Date: pr.Meta.Date, Age: pr.Meta.EffectiveAge(), Found: pr.Found, RemoteID: pr.RemoteID}, start, until, skew)
 		if res == Pending && pr.Horizon != nil && start.Before(*pr.Horizon) {
 			res = Unresolved
-			f.Reason += "; but the provider keeps writes only since " + pr.Horizon.UTC().Format(time.RFC3339) + ", after the attempt started"
+			f.Reason += "; but the provider keeps writes only since " + fieldtext.Day(*pr.Horizon) + ", after the attempt started"
 		}
 		ev := fmt.Sprintf("probe: request %s, Date %q, Age %q, Cache-Control %q, found %v: %s", pr.Meta.RequestTime.UTC().Format(time.RFC3339Nano), pr.Meta.Date, pr.Meta.Age, pr.Meta.CacheControl, pr.Found, f.Reason)
 		r.rec.Checks[id] = Check{At: r.now, Verdict: string(res), Evidence: ev}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // ProbeAnswer is what a provider said about one target, with the headers
@@ -57,8 +59,8 @@ func Fresh(date, age string, requestTime, attemptStart time.Time, skew time.Dura
 	}
 	snap := at.Add(-time.Duration(ageSec) * time.Second).Add(-skew)
 	if !snap.After(attemptStart) {
-		return Freshness{SnapshotAt: &snap, Reason: "assembled at " + snap.UTC().Format(time.RFC3339) +
-			", not after the attempt started at " + attemptStart.UTC().Format(time.RFC3339)}
+		return Freshness{SnapshotAt: &snap, Reason: "assembled at " + fieldtext.Day(snap) +
+			", not after the attempt started at " + fieldtext.Day(attemptStart)}
 	}
 	return Freshness{Fresh: true, SnapshotAt: &snap, Reason: "assembled after the attempt started"}
 }
@@ -89,8 +91,8 @@ func Resolve(a ProbeAnswer, attemptStart, attemptUntil time.Time, skew time.Dura
 		return Landed, f
 	}
 	if !f.SnapshotAt.After(attemptUntil) {
-		f.Reason = "assembled at " + f.SnapshotAt.UTC().Format(time.RFC3339) + ", after the attempt started but not after " +
-			attemptUntil.UTC().Format(time.RFC3339) + ", until when it could still land: not finding it says nothing"
+		f.Reason = "assembled at " + fieldtext.Day(*f.SnapshotAt) + ", after the attempt started but not after " +
+			fieldtext.Day(attemptUntil) + ", until when it could still land: not finding it says nothing"
 		return Unresolved, f
 	}
 	return Pending, f

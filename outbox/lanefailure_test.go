@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/outbox/provider"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -59,6 +60,10 @@ func TestEveryDeliveryStepRecordsTheLanesFailures(t *testing.T) {
 		v := outbox.LaneView{Lane: mustLane(t, h)}
 		if v.Judge(nil); v.Health != outbox.HealthFailing {
 			t.Fatalf("health %q, want %q", v.Health, outbox.HealthFailing)
+		}
+		// Its times read as all text output shows them: in UTC, saying so.
+		if want := "since " + fieldtext.Day(first) + " (the latest at " + fieldtext.Day(first.Add(time.Minute)) + ")"; !strings.Contains(v.Problem, want) {
+			t.Fatalf("problem %q, want it to say %q", v.Problem, want)
 		}
 
 		// Another writer holds the lane: its step is refused, and that is

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox/provider"
 )
 
@@ -205,7 +206,7 @@ func (v *LaneView) Judge(buildErr error) {
 	case v.Failing != nil:
 		f := v.Failing
 		v.Health, v.Problem = HealthFailing, fmt.Sprintf("%d delivery step(s) failed in a row since %s (the latest at %s): %s; the next delivery tries again (a write that did not land is sent again after a pause that grows to 5 minutes; one in doubt is reconciled first)",
-			f.Failures, f.Since.UTC().Format(time.RFC3339), f.At.UTC().Format(time.RFC3339), f.Last)
+			f.Failures, fieldtext.Day(f.Since), fieldtext.Day(f.At), f.Last)
 	case v.NeedsReconcile || v.orphaned():
 		v.Health = HealthInDoubt
 	case attention > 0:

@@ -75,7 +75,7 @@ func TestALaneWhoseDeliveriesFailIsFailing(t *testing.T) {
 	if v.Health != outbox.HealthFailing {
 		t.Fatalf("health %q, want %q", v.Health, outbox.HealthFailing)
 	}
-	for _, want := range []string{"12", "2026-12-02T02:32:00Z", "connection refused"} {
+	for _, want := range []string{"12", "2026-12-02 02:32:00 UTC", "connection refused"} {
 		if !strings.Contains(v.Problem, want) {
 			t.Errorf("problem %q does not say %q", v.Problem, want)
 		}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // maxReportIDs bounds how many ids a readable report lists per bucket.
@@ -41,7 +42,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	} else {
 		at := "time unknown"
 		if p.Mark.CreatedAt != nil {
-			at = p.Mark.CreatedAt.Format(time.RFC3339Nano)
+			at = fieldtext.Day(*p.Mark.CreatedAt)
 		}
 		fmt.Fprintf(&b, "mark:         %s (remote %s, %s): the highest-ranked landed intent\n", p.Mark.Intent, p.Mark.RemoteID, at)
 	}

@@ -395,7 +395,7 @@ type LeaseHeldError struct {
 // Error does not name the lane: the lane's error that carries it does
 // (OfLane).
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("held by %s until %s", e.Holder, e.Until.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("held by %s until %s", e.Holder, fieldtext.Day(e.Until))
 }
 
 func (e *LeaseHeldError) Is(target error) bool { return target == tidemark.ErrClaimHeld }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/outbox"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
@@ -82,7 +83,7 @@ func TestRunOnceTakesOverADeadWorkersSummaryClaimsAndNamesALiveOnes(t *testing.T
 	if !errors.As(err, &inc) || tidemark.ExitCode(err) != tidemark.ExitUnavailable {
 		t.Fatalf("err %v (exit %d), want an incomplete pass", err, tidemark.ExitCode(err))
 	}
-	at := until.UTC().Format(time.RFC3339)
+	at := fieldtext.Day(until)
 	if !strings.Contains(inc.What, "1 event not summarized") || !strings.Contains(inc.What, "worker-b") || !strings.Contains(inc.What, at) {
 		t.Fatalf("incomplete: %q; want it to name worker-b's claim until %s", inc.What, at)
 	}
@@ -129,7 +130,7 @@ func TestRunOnceIsIncompleteWhileAnEventIsHeld(t *testing.T) {
 		t.Fatalf("publish %+v: want the other event published", res.Publish)
 	}
 	var inc *IncompleteError
-	at := until.UTC().Format(time.RFC3339)
+	at := fieldtext.Day(until)
 	if !errors.As(err, &inc) || !strings.Contains(inc.What, "1 event held") || !strings.Contains(inc.What, at) {
 		t.Fatalf("err %v, want an incomplete pass naming the event held until %s", err, at)
 	}

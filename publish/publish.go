@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/internal/groupcommit"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/summarize"
@@ -635,7 +636,7 @@ func (s *Service) Summarize(ctx context.Context, sum summarize.Summarizer, limit
 			h := Held{EventID: p.ev.ID, Title: p.ev.Title, Failures: p.failures, Until: until, Err: p.f.Err}
 			rep.Held = append(rep.Held, h)
 			rep.Errors = append(rep.Errors, fmt.Sprintf("event %s (%q): held until %s: the summarizer refused it %d rounds in a row while it summarized later events: %s",
-				h.EventID, h.Title, h.Until.UTC().Format(time.RFC3339), h.Failures, h.Err))
+				h.EventID, h.Title, fieldtext.Day(h.Until), h.Failures, h.Err))
 			s.log().Warn("summarize: event held", "event", h.EventID, "title", h.Title, "failures", h.Failures, "until", h.Until, "err", h.Err)
 		}
 		passed = nil
@@ -830,7 +831,7 @@ func (s *Service) holdRefused(ctx context.Context, rep *SummarizeReport, ev tide
 	rep.Held = append(rep.Held, h)
 	if len(rep.Errors) < 20 {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("event %s (%q): held until %s: the summarizer refused it %d rounds in a row while it summarized other events: %s",
-			h.EventID, h.Title, h.Until.UTC().Format(time.RFC3339), h.Failures, h.Err))
+			h.EventID, h.Title, fieldtext.Day(h.Until), h.Failures, h.Err))
 	}
 	s.log().Warn("summarize: event held", "event", h.EventID, "title", h.Title, "failures", h.Failures, "until", h.Until, "err", h.Err)
 	return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // Round is what one bounded round of summarizing and publishing did
@@ -85,11 +87,11 @@ func (t Totals) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "summaries: %d accepted%s, %d unchanged, %d failed%s\n", t.Accepted, reinstated, t.Unchanged, t.SummariesFailed, elsewhere)
 	for _, c := range t.claimants() {
-		fmt.Fprintf(w, "  being summarized by %s until %s: %s\n", c.holder, c.until.UTC().Format(time.RFC3339), events(c.events))
+		fmt.Fprintf(w, "  being summarized by %s until %s: %s\n", c.holder, fieldtext.Day(c.until), events(c.events))
 	}
 	if len(t.Holding) > 0 {
 		fmt.Fprintf(w, "  held (the summarizer keeps refusing them): %s, the first until %s\n",
-			events(len(t.Holding)), t.Holding[0].Until.UTC().Format(time.RFC3339))
+			events(len(t.Holding)), fieldtext.Day(t.Holding[0].Until))
 	}
 	fmt.Fprintf(w, "pages:     %d published now%s%s, %d failed, %d in all\n", t.Published, t.RestyledNote(), t.ElsewhereNote(), t.PagesFailed, t.Pages)
 	if t.Withdrawn > 0 {
@@ -147,17 +149,17 @@ func (t Totals) Undone() []string {
 	switch first := ""; len(t.Holding) {
 	case 0:
 	case 1:
-		first = t.Holding[0].Until.UTC().Format(time.RFC3339)
+		first = fieldtext.Day(t.Holding[0].Until)
 		parts = append(parts, fmt.Sprintf("1 event held until %s: the summarizer keeps refusing it (it is asked again when its hold ends)", first))
 	default:
-		first = t.Holding[0].Until.UTC().Format(time.RFC3339)
+		first = fieldtext.Day(t.Holding[0].Until)
 		parts = append(parts, fmt.Sprintf("%s held, the first until %s: the summarizer keeps refusing them (each is asked again when its hold ends)",
 			events(len(t.Holding)), first))
 	}
 	if t.ClaimedElsewhere > 0 {
 		var by []string
 		for _, c := range t.claimants() {
-			by = append(by, fmt.Sprintf("%s until %s", c.holder, c.until.UTC().Format(time.RFC3339)))
+			by = append(by, fmt.Sprintf("%s until %s", c.holder, fieldtext.Day(c.until)))
 		}
 		parts = append(parts, fmt.Sprintf("%s not summarized: another worker was summarizing %s (%s); it publishes %s, or a later pass does once its claims end",
 			events(t.ClaimedElsewhere), them(t.ClaimedElsewhere), strings.Join(by, ", "), them(t.ClaimedElsewhere)))

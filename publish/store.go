@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/summarize"
 )
 
@@ -83,7 +84,7 @@ type RejectedAlreadyError struct {
 }
 
 func (e *RejectedAlreadyError) Error() string {
-	return fmt.Sprintf("summary %s was rejected already at %s: %q; that rejection stands", e.Summary, e.At.UTC().Format(time.RFC3339), e.Reason)
+	return fmt.Sprintf("summary %s was rejected already at %s: %q; that rejection stands", e.Summary, fieldtext.Day(e.At), e.Reason)
 }
 
 func (e *RejectedAlreadyError) Unwrap() error { return ErrRejectedAlready }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/content"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 const migrationRunColumns = `id, collection, field, from_type, to_type, status, batch_size, cursor, undo_cursor,
@@ -199,7 +200,7 @@ func (s *ContentStore) claim(ctx context.Context, runID, holder string, ttl time
 	if r.token.Valid && r.Holder != holder && r.Held(now) {
 		if !s.db.liveness.Gone(r.Holder) {
 			return content.RunClaim{}, fmt.Errorf("migration run %s is held by %s until %s (pass --holder %s if that worker is gone): %w",
-				r.ID, r.Holder, r.LeaseExpiresAt.Format(time.RFC3339), r.Holder, tidemark.ErrClaimHeld)
+				r.ID, r.Holder, fieldtext.Day(*r.LeaseExpiresAt), r.Holder, tidemark.ErrClaimHeld)
 		}
 		goneToken = r.token.String
 	}

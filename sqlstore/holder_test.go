@@ -56,6 +56,10 @@ func TestClaimTakesOverGoneHolder(t *testing.T) {
 					if !strings.Contains(r.Error, "is gone") {
 						t.Errorf("lost run's reason %q does not say its holder is gone", r.Error)
 					}
+					// Its lease reads as text output shows times: in UTC, saying so.
+					if !strings.HasSuffix(r.Error, " UTC)") {
+						t.Errorf("lost run's reason %q does not give the lease's end in UTC", r.Error)
+					}
 				}
 			}
 			if lost != 1 || len(runs) != 2 {

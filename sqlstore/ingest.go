@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/redact"
 )
 
@@ -369,10 +370,10 @@ func (s *IngestStore) reenter(ctx context.Context, tx *sql.Tx, r sourceRow, ttl 
 // terminal unless the window is riding out an outage (ingest.ChargeLoss).
 // It returns the source as it now is.
 func (s *IngestStore) loseRun(ctx context.Context, tx *sql.Tx, r sourceRow, now time.Time, charge bool) (sourceRow, error) {
-	reason := fmt.Sprintf("holder %s never came back (lease expired %s)", r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
+	reason := fmt.Sprintf("holder %s never came back (lease expired %s)", r.ClaimHolder, fieldtext.Day(*r.LeaseExpiresAt))
 	if r.LeaseExpiresAt.After(now) {
 		reason = fmt.Sprintf("holder %s is gone: its process is no longer running on this host (lease was until %s)",
-			r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339))
+			r.ClaimHolder, fieldtext.Day(*r.LeaseExpiresAt))
 	}
 	err := exec1(ctx, tx, fmt.Errorf("lost run %s of %s is not active: %w", r.ClaimRunID, r.Name, tidemark.ErrUnconfirmed),
 		`UPDATE ingest_runs SET status = 'failed', outcome = 'lost', error = $1, finished_at = $2
@@ -1422,7 +1423,7 @@ func (s *IngestStore) releaseForOperator(ctx context.Context, tx *sql.Tx, r sour
 	}
 	if s.db.liveness.Stands(r.ClaimHolder, *r.LeaseExpiresAt, now) {
 		return r, fmt.Errorf("source %s: run %s by %s is in progress until %s: %w",
-			r.Name, r.ClaimRunID, r.ClaimHolder, r.LeaseExpiresAt.Format(time.RFC3339), tidemark.ErrClaimHeld)
+			r.Name, r.ClaimRunID, r.ClaimHolder, fieldtext.Day(*r.LeaseExpiresAt), tidemark.ErrClaimHeld)
 	}
 	return s.loseRun(ctx, tx, r, now, false)
 }

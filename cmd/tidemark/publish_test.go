@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/internal/gittest"
 	"github.com/tidemark/tidemark/objstore/dir"
 	"github.com/tidemark/tidemark/pipeline"
@@ -302,7 +303,7 @@ func TestPublishExitsFiveWhenAnotherWorkerHoldsAnEvent(t *testing.T) {
 		t.Fatalf("claim: %+v, %v", got, err)
 	}
 	p.Close()
-	until := got.Until.UTC().Format(time.RFC3339)
+	until := fieldtext.Day(got.Until)
 
 	out, code := runCLI(t, "--home", home, "publish", "--json")
 	if code != 5 {

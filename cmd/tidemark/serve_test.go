@@ -45,7 +45,7 @@ func TestTokenCommands(t *testing.T) {
 	}
 	// Revoking again is idempotent: exit 0, saying it was revoked already
 	// and when, rather than that the token does not exist.
-	if out, code := runCLI(t, "--home", home, "token", "revoke", "ci"); code != 0 || !strings.Contains(out, `token "ci" was revoked already, at 20`) {
+	if out, code := runCLI(t, "--home", home, "token", "revoke", "ci"); code != 0 || !strings.Contains(out, `token "ci" was revoked already, at 20`) || !strings.Contains(out, " UTC; nothing changed") {
 		t.Fatalf("revoke a revoked token: exit %d\n%s", code, out)
 	}
 	if out, code := runCLI(t, "--home", home, "token", "revoke", "nobody"); code != 3 || !strings.Contains(out, `token "nobody"`) {

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/pipeline"
 )
 
@@ -31,7 +31,7 @@ at /signin.`
 	revoke := opCmd(a, "revoke NAME", "Revoke a token and end the browser sessions it opened", cobra.ExactArgs(1), func(cmd *cobra.Command, p *pipeline.Pipeline, args []string) (texter, error) {
 		t, now, err := p.RevokeToken(cmd.Context(), args[0])
 		if err == nil && !now {
-			return sayShown(t, err, "token %q was revoked already, at %s; nothing changed", t.Name, t.RevokedAt.Format(time.RFC3339))
+			return sayShown(t, err, "token %q was revoked already, at %s; nothing changed", t.Name, fieldtext.Day(*t.RevokedAt))
 		}
 		return sayShown(t, err, "revoked token %q", t.Name)
 	})

@@ -40,6 +40,7 @@ import (
 
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 )
 
 // UserAgent is the honest User-Agent every request carries.
@@ -469,7 +470,7 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 		// answer to any source): asking it again for another source would
 		// be impolite, and answered the same.
 		return nil, tidemark.Unreachable(fmt.Sprintf("%s asked (Retry-After) not to be asked again before %s; not asked",
-			u.Host, c.opt.Clock.Now().Add(wait).UTC().Format(time.RFC3339)), wait, nil)
+			u.Host, fieldtext.Day(c.opt.Clock.Now().Add(wait))), wait, nil)
 	}
 	release, err := c.acquire(ctx, u.Host)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/summarize"
 )
@@ -374,7 +375,7 @@ func testRejected(t *testing.T, h *harness) {
 	_, err = h.Store.Reject(ctx, s.ID, "other")
 	mustErr(t, "reject again for another reason", err, publish.ErrRejectedAlready)
 	mustErr(t, "reject again for another reason", err, tidemark.ErrConflict)
-	for _, want := range []string{"rejected already", r.RejectedAt.UTC().Format(time.RFC3339), `"hallucinated a file"`} {
+	for _, want := range []string{"rejected already", fieldtext.Day(*r.RejectedAt), `"hallucinated a file"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("reject again for another reason: %q does not say %q", err, want)
 		}
