@@ -138,10 +138,62 @@ type Options struct {
 	migrateUpTo int
 }
 
+// wantURL is what a database URL may be, for the refusal of one that is
+// none of it.
+const wantURL = "want sqlite:PATH, postgres://… or a PostgreSQL keyword/value string (host=… dbname=…)"
+
+// isPostgres reports whether url names a PostgreSQL database: a
+// postgres:// or postgresql:// URL, or a keyword/value string
+// (host=… user=… dbname=…), which pgx reads as libpq does.
+func isPostgres(url string) bool {
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		return true
+	}
+	// A keyword/value string starts with a keyword and = (spaces around
+	// it allowed); a path or another scheme does not.
+	key, _, ok := strings.Cut(strings.TrimSpace(url), "=")
+	key = strings.TrimSpace(key)
+	return ok && key != "" && strings.IndexFunc(key, func(r rune) bool {
+		return !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) < 0
+}
+
+// parseURL is the database url is read as: PostgreSQL's connection
+// configuration, or a SQLite file's path. field names the setting in the
+// refusal of a url that is neither; its password is never shown.
+func parseURL(field, url string) (cfg *pgx.ConnConfig, sqlitePath string, err error) {
+	switch {
+	case isPostgres(url):
+		cfg, err = pgx.ParseConfig(url)
+		if err != nil {
+			return nil, "", redact.Err(tidemark.Invalidf(field, redact.DatabaseURL(url), "%v", err), redact.DatabaseSecrets(url)...)
+		}
+		return cfg, "", nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return nil, "", tidemark.Invalidf(field, redact.DatabaseURL(url), "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
+		}
+		return nil, path, nil
+	default:
+		return nil, "", tidemark.Invalidf(field, redact.DatabaseURL(url), wantURL)
+	}
+}
+
+// CheckURL refuses, as invalid input naming field, a database url Open
+// would refuse before connecting: one of no known form, a PostgreSQL one
+// pgx cannot read, a sqlite: one without a path. A command checks its
+// settings with it before anything runs.
+func CheckURL(field, url string) error {
+	_, _, err := parseURL(field, url)
+	return err
+}
+
 // Open opens the database named by url and applies pending migrations.
 //
 //	sqlite:PATH             a SQLite file (created with its directory)
 //	postgres://...          PostgreSQL (also postgresql://)
+//	host=… dbname=…         PostgreSQL, as a keyword/value string
 func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 	if opt.Clock == nil {
 		opt.Clock = clock.System{}
@@ -150,15 +202,12 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		opt.IDs = ids.NewULIDs(opt.Clock, rand.Reader)
 	}
 	d := &DB{Clock: opt.Clock, IDs: opt.IDs, url: url, liveness: opt.Liveness, sourceKey: opt.SourceKey}
-	var err error
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	cfg, path, err := parseURL("database url", url)
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
 		d.Dialect = Postgres
-		var cfg *pgx.ConnConfig
-		cfg, err = pgx.ParseConfig(url)
-		if err != nil {
-			return nil, redact.Err(tidemark.Invalidf("database url", redact.DatabaseURL(url), "%v", err), redact.DatabaseSecrets(url)...)
-		}
 		d.db = sql.OpenDB(outageConnector{stdlib.GetConnector(*cfg)})
 		n := opt.MaxOpenConns
 		if n == 0 {
@@ -166,12 +215,8 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		}
 		d.db.SetMaxOpenConns(n)
 		d.db.SetMaxIdleConns(n)
-	case strings.HasPrefix(url, "sqlite:"):
+	} else {
 		d.Dialect = SQLite
-		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
-		if path == "" {
-			return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "sqlite: needs a file path, e.g. sqlite:.tidemark/tidemark.db")
-		}
 		if dir := filepath.Dir(path); dir != "." {
 			// The database holds the lanes' secrets in clear: a directory
 			// made for it is its owner's only.
@@ -208,8 +253,6 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 			d.w.SetMaxOpenConns(1)
 			d.w.SetMaxIdleConns(1)
 		}
-	default:
-		return nil, tidemark.Invalidf("database url", redact.DatabaseURL(url), "want sqlite:PATH or postgres://…")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open: %w", err)
