@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/objstore/stores"
 	"github.com/tidemark/tidemark/publish"
 	"github.com/tidemark/tidemark/redact"
+	"github.com/tidemark/tidemark/sqlstore"
 	"github.com/tidemark/tidemark/summarize/openai"
 	"github.com/tidemark/tidemark/summarize/summarizers"
 )
@@ -30,7 +31,8 @@ type Config struct {
 	// Home holds the embedded default: the SQLite database, the wiki's
 	// directory and git mirrors.
 	Home string
-	// Database is sqlite:PATH or postgres://…; empty: sqlite:Home/tidemark.db.
+	// Database is sqlite:PATH, postgres://… or a PostgreSQL keyword/value
+	// string (host=… dbname=…); empty: sqlite:Home/tidemark.db.
 	Database string
 	// Store is a directory or s3://BUCKET[/PREFIX]; empty: Home/wiki.
 	Store string
@@ -115,8 +117,12 @@ type Option struct {
 	Usage   string
 	// Secret values are never printed.
 	Secret bool
-	set    func(c *Config, v string) error
-	get    func(c *Config) string
+	// check, when set, refuses a value the way the code that uses it
+	// would (naming from, showing the value its own way), so that every
+	// command refuses it before anything runs.
+	check func(from, v string) error
+	set   func(c *Config, v string) error
+	get   func(c *Config) string
 }
 
 // FlagUsage is the option's flag help: what it means and the variables
@@ -201,6 +207,12 @@ func option(name, flag string, env []string, def, usage string, secret bool, set
 	return Option{Name: name, Flag: flag, Env: env, Default: def, Usage: usage, Secret: secret, set: set, get: get}
 }
 
+// checkedBy is o refusing what check refuses.
+func checkedBy(check func(from, v string) error, o Option) Option {
+	o.check = check
+	return o
+}
+
 // Options is every setting, in the order `tidemark config` shows them.
 var Options = func() []Option {
 	var os []Option
@@ -208,9 +220,9 @@ var Options = func() []Option {
 	s, g := str(func(c *Config) *string { return &c.Home })
 	add(option("home", "home", []string{"TIDEMARK_HOME"}, ".tidemark", "data directory for the embedded default", false, s, g))
 	s, g = str(func(c *Config) *string { return &c.Database })
-	add(option("db", "db", []string{"TIDEMARK_DB"}, "", "database: sqlite:PATH or postgres://…; unset, sqlite:HOME/tidemark.db", false, s, g))
+	add(checkedBy(sqlstore.CheckURL, option("db", "db", []string{"TIDEMARK_DB"}, "", "database: sqlite:PATH, postgres://… or host=… dbname=…; unset, sqlite:HOME/tidemark.db", false, s, g)))
 	s, g = str(func(c *Config) *string { return &c.Store })
-	add(option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix; unset, HOME/wiki", false, s, g))
+	add(checkedBy(stores.Check, option("store", "store", []string{"TIDEMARK_STORE"}, "", "object store: a directory or s3://bucket/prefix; unset, HOME/wiki", false, s, g)))
 	s, g = str(func(c *Config) *string { return &c.Holder })
 	add(option("holder", "holder", []string{"TIDEMARK_HOLDER"}, "", "this worker's identity for claims (empty: host:pid)", false, s, g))
 	add(option("log-level", "log-level", []string{"TIDEMARK_LOG_LEVEL"}, "warn", "debug, info, warn or error", false,
@@ -354,6 +366,11 @@ func (c *Config) Set(name, v, from string) error {
 	for _, o := range Options {
 		if o.Name != name {
 			continue
+		}
+		if o.check != nil {
+			if err := o.check(from, v); err != nil {
+				return err
+			}
 		}
 		if err := o.set(c, v); err != nil {
 			shown := ""

@@ -147,7 +147,16 @@ directory for pages. Point --db at PostgreSQL to share work between processes.`,
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// A value a setting refused is said by the refusal, which names the
+		// flag and shows the value without its secrets; pflag's wrapping
+		// would quote the value as given.
+		var inv *tidemark.InvalidError
+		if errors.As(err, &inv) {
+			return &usageError{inv}
+		}
+		return &usageError{err}
+	})
 	f := root.PersistentFlags()
 	for _, o := range pipeline.Options {
 		if o.Flag != "" {

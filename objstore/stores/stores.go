@@ -27,21 +27,39 @@ type S3 struct {
 	SecretKey string
 }
 
-// Open opens the store at loc. flag names the setting loc came from, for
-// the error that refuses it.
-func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
+// Check refuses, as invalid input naming flag, a location Open would
+// refuse before it opens anything: an s3:// one without a bucket or
+// carrying credentials, or a URL of another scheme. A command checks its
+// settings with it before anything runs.
+func Check(flag, loc string) error {
 	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
-		bucket, prefix, _ := strings.Cut(rest, "/")
+		bucket, _, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return nil, tidemark.Invalidf(flag, redact.URL(loc, false), "want s3://BUCKET[/PREFIX]")
+			return tidemark.Invalidf(flag, redact.URL(loc, false), "want s3://BUCKET[/PREFIX]")
 		}
 		if at := strings.LastIndexByte(bucket, '@'); at >= 0 {
 			// The location is shown (tidemark config, serve, the store's
 			// recorded identity); the credentials are secret settings.
 			shown := "s3://" + redact.Marker + rest[at:]
-			return nil, tidemark.Invalidf(flag, shown, "a store's location carries no credentials: "+
+			return tidemark.Invalidf(flag, shown, "a store's location carries no credentials: "+
 				"give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 		}
+		return nil
+	}
+	if strings.Contains(loc, "://") {
+		return tidemark.Invalidf(flag, redact.URL(loc, false), "want a directory or s3://BUCKET[/PREFIX]")
+	}
+	return nil
+}
+
+// Open opens the store at loc. flag names the setting loc came from, for
+// the error that refuses it.
+func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
+	if err := Check(flag, loc); err != nil {
+		return nil, err
+	}
+	if rest, ok := strings.CutPrefix(loc, "s3://"); ok {
+		bucket, prefix, _ := strings.Cut(rest, "/")
 		pathStyle := s3cfg.Endpoint != ""
 		if s3cfg.PathStyle != nil {
 			pathStyle = *s3cfg.PathStyle
@@ -52,9 +70,6 @@ func Open(flag, loc string, s3cfg S3) (objstore.Store, error) {
 		}
 		return s3.New(s3.Config{Bucket: bucket, Prefix: prefix, Endpoint: s3cfg.Endpoint, PathStyle: pathStyle,
 			Region: region, AccessKey: s3cfg.AccessKey, SecretKey: s3cfg.SecretKey})
-	}
-	if strings.Contains(loc, "://") {
-		return nil, tidemark.Invalidf(flag, redact.URL(loc, false), "want a directory or s3://BUCKET[/PREFIX]")
 	}
 	return dir.Open(loc)
 }
