@@ -10,12 +10,15 @@ import (
 )
 
 // Issued is a token just created, with its secret: the only time the
-// secret is known (only its SHA-256 is stored).
+// secret is known (only its SHA-256 is stored). It has every field a
+// listed token has (tidemark.Token), never used and not revoked yet.
 type Issued struct {
-	Name      string    `json:"name"`
-	ID        string    `json:"id"`
-	CreatedAt time.Time `json:"created_at"`
-	Token     string    `json:"token"`
+	Name       string     `json:"name"`
+	ID         string     `json:"id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	Token      string     `json:"token"`
 }
 
 // WriteText writes the secret alone on its line, for a script to take.
@@ -27,7 +30,7 @@ func (t Issued) WriteText(w io.Writer) error {
 // CreateToken creates an access token named name (who or what uses it).
 func (p *Pipeline) CreateToken(ctx context.Context, name string) (Issued, error) {
 	secret, t, err := p.db.Auth().CreateToken(ctx, name)
-	return Issued{t.Name, t.ID, t.CreatedAt, secret}, err
+	return Issued{Name: t.Name, ID: t.ID, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt, Token: secret}, err
 }
 
 // Tokens lists the access tokens (never their secrets).
