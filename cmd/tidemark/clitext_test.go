@@ -2,7 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark"
 )
 
 // token create --json gives every field the README lists for a token,
@@ -20,5 +25,31 @@ func TestTokenCreateJSONHasEveryField(t *testing.T) {
 	}
 	if m["last_used_at"] != nil || m["revoked_at"] != nil {
 		t.Errorf("a new token: %v, want last_used_at and revoked_at null", m)
+	}
+}
+
+// Two --setting-file options cannot both read standard input: the second
+// is refused for that, before either is read, not as an empty value.
+func TestSettingFileReadsStandardInputOnce(t *testing.T) {
+	stdin, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.WriteString("https://hooks.example/h\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdin
+	os.Stdin = stdin
+	t.Cleanup(func() { os.Stdin = saved })
+	out, code := runCLI(t, "--home", t.TempDir(), "outbox", "lane", "add", "l1", "--provider", "webhook",
+		"--setting-file", "secret=-", "--setting-file", "url=-")
+	if code != tidemark.ExitInvalid || !strings.Contains(out, `invalid --setting-file "url": standard input was already read by --setting-file secret`) {
+		t.Fatalf("two settings from standard input: exit %d, want %d saying stdin was read by the first\n%s", code, tidemark.ExitInvalid, out)
+	}
+	if pos, _ := stdin.Seek(0, io.SeekCurrent); pos != 0 {
+		t.Fatalf("standard input was read (to %d) by a refused command", pos)
 	}
 }

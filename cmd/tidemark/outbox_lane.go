@@ -33,6 +33,17 @@ func laneFlags(cmd *cobra.Command) (change func() (outbox.LaneChange, error)) {
 		if err != nil {
 			return ch, err
 		}
+		// Standard input is read once: a second setting from it would
+		// read nothing, so it is refused before anything is read.
+		stdinBy := ""
+		for _, kv := range *files {
+			if key, path, _ := strings.Cut(kv, "="); path == "-" {
+				if stdinBy != "" {
+					return ch, tidemark.Invalidf("setting-file", key, "standard input was already read by --setting-file %s: give one of them from a file", stdinBy)
+				}
+				stdinBy = key
+			}
+		}
 		for _, kv := range *files {
 			key, value, err := settingFromFile(kv)
 			if err != nil {
