@@ -36,8 +36,8 @@ func TestTotalsSayWhatIsLeftUndone(t *testing.T) {
 	}
 	want := []string{
 		"1 event not summarized: the summarizer failed it",
-		"2 events held, the first until 2026-12-02T03:01:00Z",
-		"3 events not summarized: another worker was summarizing them (vm:572 until 2026-12-02T03:03:00Z, worker-b until 2026-12-02T03:02:00Z)",
+		"2 events held, the first until 2026-12-02 03:01:00 UTC",
+		"3 events not summarized: another worker was summarizing them (vm:572 until 2026-12-02 03:03:00 UTC, worker-b until 2026-12-02 03:02:00 UTC)",
 		"1 page not published",
 	}
 	u := tot.Undone()
@@ -54,9 +54,9 @@ func TestTotalsSayWhatIsLeftUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		"  being summarized by vm:572 until 2026-12-02T03:03:00Z: 2 events\n",
-		"  being summarized by worker-b until 2026-12-02T03:02:00Z: 1 event\n",
-		"  held (the summarizer keeps refusing them): 2 events, the first until 2026-12-02T03:01:00Z\n",
+		"  being summarized by vm:572 until 2026-12-02 03:03:00 UTC: 2 events\n",
+		"  being summarized by worker-b until 2026-12-02 03:02:00 UTC: 1 event\n",
+		"  held (the summarizer keeps refusing them): 2 events, the first until 2026-12-02 03:01:00 UTC\n",
 	} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("text %q lacks %q", text.String(), line)
