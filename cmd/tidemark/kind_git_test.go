@@ -103,7 +103,11 @@ func TestSourceSetChangesAGitBranch(t *testing.T) {
 
 	tm(tidemark.ExitInvalid, "source", "set", "r", "--config", "branch=nope")
 	tm(tidemark.ExitInvalid, "source", "set", "r", "--config", "brnch=trunk")
-	tm(0, "source", "set", "r", "--config", "branch=trunk")
+	// The confirmation says the change it made, not only the settings it
+	// did not touch.
+	if out := tm(0, "source", "set", "r", "--config", "branch=trunk"); !strings.HasPrefix(out, "r: config branch=trunk; ") {
+		t.Fatalf("source set --config branch=trunk says %q, want it to name the change", out)
+	}
 	out := tm(0, "source", "run", "r", "--json")
 	var reps []struct {
 		EventsNew int `json:"events_new"`

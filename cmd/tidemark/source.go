@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,7 +123,17 @@ func newSourceSetCmd(a *app) *cobra.Command {
 				return nil, tidemark.Invalidf("settings", "", "name one to change: --allow-private[=false], --interval, --retry-budget or --config")
 			}
 			src, err := p.SetSource(cmd.Context(), args[0], ch, actor())
-			return answer(said{src, fmt.Sprintf("%s: private addresses %s, every %s, retry budget %d", src.Name,
+			// The kind settings given are said as they now stand; the
+			// others are always said.
+			changed := ""
+			for _, k := range slices.Sorted(maps.Keys(ch.Config)) {
+				if v, ok := src.Config[k]; ok {
+					changed += "config " + k + "=" + v + "; "
+				} else {
+					changed += "config " + k + " unset; "
+				}
+			}
+			return answer(said{src, fmt.Sprintf("%s: %sprivate addresses %s, every %s, retry budget %d", src.Name, changed,
 				map[bool]string{true: "allowed", false: "refused"}[src.AllowPrivate], src.Interval.Std(), src.RetryBudget)}, err)
 		})
 	cmd.Flags().BoolVar(&private, "allow-private", false, "let the source reach private, loopback and link-local addresses (=false: refuse them)")
