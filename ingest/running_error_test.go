@@ -13,7 +13,7 @@ import (
 func TestRunningErrorSaysItsTimeInUTC(t *testing.T) {
 	since := time.Date(2026, 12, 1, 15, 8, 34, 0, time.FixedZone("EST", -5*3600))
 	msg := (&ingest.RunningError{Source: "slow", Since: since}).Error()
-	if !strings.Contains(msg, "2026-12-01T20:08:34Z") {
-		t.Errorf("RunningError = %q, want its start in UTC (2026-12-01T20:08:34Z)", msg)
+	if !strings.Contains(msg, "2026-12-01 20:08:34 UTC") {
+		t.Errorf("RunningError = %q, want its start in UTC (2026-12-01 20:08:34 UTC)", msg)
 	}
 }
