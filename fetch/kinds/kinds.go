@@ -602,7 +602,25 @@ func detectGit(_ context.Context, _ *Set, loc string) (string, bool, error) {
 	if !strings.Contains(loc, "://") && git.IsRemote(loc) {
 		return "git", true, nil // user@host:path is only ever git
 	}
+	if path, ok := fileURLPath(loc); ok {
+		// A file:// remote names a repository of this machine: it is git
+		// when a repository is there.
+		return "git", isGitDir(path), nil
+	}
 	return "git", isGitDir(loc), nil
+}
+
+// fileURLPath is the local path a file:// URL names (of this host: no
+// host, or localhost).
+func fileURLPath(loc string) (string, bool) {
+	if !strings.HasPrefix(strings.ToLower(loc), "file://") {
+		return "", false
+	}
+	u, err := url.Parse(loc)
+	if err != nil || (u.Host != "" && u.Host != "localhost") || u.Path == "" {
+		return "", false
+	}
+	return filepath.FromSlash(u.Path), true
 }
 
 // isGitDir tells a local repository: a work tree (with .git, a directory or

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/gittest"
 )
 
 func TestResolveTellsKindsApart(t *testing.T) {
@@ -449,5 +450,23 @@ func TestCheckLocationCredentialsRefusesQueryCredentials(t *testing.T) {
 		if err := kinds.CheckLocationCredentials(loc); err != nil {
 			t.Errorf("%s: %v", loc, err)
 		}
+	}
+}
+
+// A file:// URL of a local git repository is a git remote, as the docs
+// list it, told apart without --kind git; one of a plain directory is not
+// told as anything.
+func TestResolveTellsAFileURLOfARepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	s := kinds.New(kinds.Options{GitCache: t.TempDir()})
+	repo := gittest.Repo(t, "first")
+	ns, err := s.Resolve(context.Background(), ingest.NewSource{Location: "file://" + repo})
+	if err != nil || ns.Kind != "git" {
+		t.Fatalf("file://%s: kind %q, %v; want git", repo, ns.Kind, err)
+	}
+	if _, err := s.Resolve(context.Background(), ingest.NewSource{Location: "file://" + t.TempDir()}); err == nil || !strings.Contains(err.Error(), "cannot tell its kind") {
+		t.Fatalf("file:// of a plain directory: %v, want its kind not told", err)
 	}
 }
