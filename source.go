@@ -130,6 +130,35 @@ func (s Source) NextTry() (time.Time, string, bool) {
 	}
 }
 
+// Health is the source's state at a glance, in one word: paused, terminal
+// (an operator must act), new (never run), running, unreachable (could not
+// be reached: it may have news nobody read), invalid or error (reached but
+// failed), empty (reached, nothing new) or ok (reached, new data).
+// Unreachable is never shown as empty. Running is a first run whose claim
+// stands (Source.Running): a claim whose holder is a gone process
+// of this host, or whose lease expired, is no run under way, and the
+// source shows the health it has without it (new, for a first run). A
+// holder of another host counts as running until its lease ends. A run
+// our own shutdown interrupted changes no health: the source keeps its
+// last outcome (ingest.Failure.Interrupted).
+func (src Source) Health() string {
+	switch {
+	case src.State == SourcePaused:
+		return "paused"
+	case src.Window == WindowTerminal:
+		return "terminal"
+	case src.LastOutcome == "" && src.Running():
+		return "running"
+	case src.LastOutcome == "":
+		return "new"
+	case src.LastOutcome == OutcomeLost:
+		return "error"
+	case src.LastOutcome == OutcomeItems:
+		return "ok"
+	}
+	return string(src.LastOutcome)
+}
+
 // Running reports whether a run of s is under way as far as its reader
 // can tell: it is claimed, and the claim stands (ClaimState running, or
 // not worked out). A claim whose holder is gone or whose lease expired is
@@ -155,7 +184,7 @@ func (s Source) ShownLocation() string { return redact.Location(s.Location) }
 
 // MarshalJSON writes s with its shown location (ShownLocation), with next_due_at null when no worker will claim it
 // until an operator acts (see DueAt): a time there would tell its reader
-// that it runs then; and with next_try_at and next_try_reason (NextTry). A type that embeds Source has this method promoted,
+// that it runs then; with next_try_at and next_try_reason (NextTry); and with health (Health). A type that embeds Source has this method promoted,
 // so it must write its own fields beside it (as ingest.Detail does).
 func (s Source) MarshalJSON() ([]byte, error) {
 	type fields Source // Source's fields, without this method
@@ -165,7 +194,9 @@ func (s Source) MarshalJSON() ([]byte, error) {
 		// NextTryAt and NextTryReason are NextTry's.
 		NextTryAt     *time.Time `json:"next_try_at"`
 		NextTryReason string     `json:"next_try_reason"`
-	}{fields: fields(s)}
+		// Health is Health's word, as source list's HEALTH column shows it.
+		Health string `json:"health"`
+	}{fields: fields(s), Health: s.Health()}
 	v.Location = s.ShownLocation()
 	if at, ok := s.DueAt(); ok {
 		v.NextDueAt = &at

@@ -221,34 +221,9 @@ type EventDetail struct {
 	Revisions  []Revision `json:"revisions"`
 }
 
-// Health is a source's state at a glance, in one word: paused, terminal
-// (an operator must act), new (never run), running, unreachable (could not
-// be reached: it may have news nobody read), invalid or error (reached but
-// failed), empty (reached, nothing new) or ok (reached, new data).
-// Unreachable is never shown as empty. Running is a first run whose claim
-// stands (tidemark.Source.Running): a claim whose holder is a gone process
-// of this host, or whose lease expired, is no run under way, and the
-// source shows the health it has without it (new, for a first run). A
-// holder of another host counts as running until its lease ends. A run
-// our own shutdown interrupted changes no health: the source keeps its
-// last outcome (Failure.Interrupted).
-func Health(src tidemark.Source) string {
-	switch {
-	case src.State == tidemark.SourcePaused:
-		return "paused"
-	case src.Window == tidemark.WindowTerminal:
-		return "terminal"
-	case src.LastOutcome == "" && src.Running():
-		return "running"
-	case src.LastOutcome == "":
-		return "new"
-	case src.LastOutcome == tidemark.OutcomeLost:
-		return "error"
-	case src.LastOutcome == tidemark.OutcomeItems:
-		return "ok"
-	}
-	return string(src.LastOutcome)
-}
+// Health is a source's state at a glance, in one word
+// (tidemark.Source.Health, which has the rule).
+func Health(src tidemark.Source) string { return src.Health() }
 
 // WindowWords says a window's state and the attempts it has spent against
 // its budget. An outage is retried past its budget until the retry policy

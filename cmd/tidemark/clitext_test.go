@@ -53,3 +53,33 @@ func TestSettingFileReadsStandardInputOnce(t *testing.T) {
 		t.Fatalf("standard input was read (to %d) by a refused command", pos)
 	}
 }
+
+// source list --json gives each source's health, the word the text
+// table's HEALTH column shows, so a script need not work it out.
+func TestSourceListJSONGivesHealth(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/a", []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"source", "add", t.TempDir(), "--name", "fresh"}, {"source", "add", dir, "--name", "read"}} {
+		if out, code := runCLI(t, append([]string{"--home", home}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+	if out, code := runCLI(t, "--home", home, "source", "run", "read"); code != 0 {
+		t.Fatalf("source run: exit %d\n%s", code, out)
+	}
+	out, code := runCLI(t, "--home", home, "source", "list", "--json")
+	var list []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+		t.Fatalf("source list --json: exit %d\n%s", code, out)
+	}
+	got := map[any]any{}
+	for _, s := range list {
+		got[s["name"]] = s["health"]
+	}
+	if got["fresh"] != "new" || got["read"] != "ok" {
+		t.Fatalf("health by name %v, want fresh new and read ok\n%s", got, out)
+	}
+}
