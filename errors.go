@@ -37,7 +37,7 @@ var (
 	// ErrUnavailable: a backend (database, object store, provider) could
 	// not be reached.
 	ErrUnavailable = errors.New("tidemark: unavailable")
-	// ErrRefused: a backend (the object store) refused tidemark's own
+	// ErrRefused: a backend (the object store, the database) refused tidemark's own
 	// credentials or their rights. The setup is wrong, not the caller's
 	// input, and no retry changes the answer. It matches ErrInvalid (the
 	// CLI's exit 2: configuration to fix); over HTTP it is a 502, since the

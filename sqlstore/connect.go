@@ -3,7 +3,11 @@ package sqlstore
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidemark/tidemark"
 )
@@ -25,6 +29,14 @@ type outageConnector struct {
 
 func (c outageConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
+	var pe *pgconn.PgError
+	if err != nil && errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28") {
+		// invalid_authorization_specification (28000), invalid_password
+		// (28P01): the server answered, and refused our credentials. No
+		// wait changes that: configuration to fix, as an object store that
+		// refuses its keys is.
+		return nil, fmt.Errorf("sqlstore: connect: %v: check the user and password of --db (TIDEMARK_DB): %w", err, tidemark.ErrRefused)
+	}
 	if err != nil && ctx.Err() == nil {
 		// The driver's error as text, the kind last: it reads as one
 		// message ("…: connection refused: unavailable"), and nothing

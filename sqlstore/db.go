@@ -265,7 +265,7 @@ func Open(ctx context.Context, url string, opt Options) (*DB, error) {
 		// pgx masks the password it parsed, but not a piece of the one
 		// given that it took for something else (the tail of a password
 		// with a raw @, taken for the host, in a lookup error).
-		if errors.Is(err, tidemark.ErrUnavailable) { // outageConnector said so
+		if errors.Is(err, tidemark.ErrUnavailable) || errors.Is(err, tidemark.ErrRefused) { // outageConnector said so
 			return nil, redact.Err(fmt.Errorf("sqlstore: open %s: %w", redact.DatabaseURL(url), err), redact.DatabaseSecrets(url)...)
 		}
 		return nil, redact.Err(fmt.Errorf("sqlstore: connect %s: %w: %w", redact.DatabaseURL(url), tidemark.ErrUnavailable, err), redact.DatabaseSecrets(url)...)

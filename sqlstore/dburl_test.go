@@ -82,3 +82,21 @@ func TestKeywordValueDatabaseString(t *testing.T) {
 		t.Fatalf("list sources: %v", err)
 	}
 }
+
+// A PostgreSQL server that refuses tidemark's credentials (a wrong
+// password, an unknown role) is configuration to fix, as an object store
+// or an LLM endpoint refusing them is: ErrRefused (exit 2), not an outage
+// to wait out, and its message never shows the password.
+func TestOpenWithWrongPasswordIsRefused(t *testing.T) {
+	u, err := url.Parse(sqltest.NewPostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "not-the-password-1234")
+	_, err = sqlstore.Open(context.Background(), u.String(), sqlstore.Options{})
+	if !errors.Is(err, tidemark.ErrRefused) || tidemark.ExitCode(err) != tidemark.ExitInvalid || errors.Is(err, tidemark.ErrUnavailable) ||
+		strings.Contains(err.Error(), "not-the-password-1234") {
+		t.Fatalf("open with a wrong password: %v (exit %d), want refused credentials (exit %d) without the password",
+			err, tidemark.ExitCode(err), tidemark.ExitInvalid)
+	}
+}
