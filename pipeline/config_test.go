@@ -181,7 +181,7 @@ func TestEffectiveHidesEveryURLsPassword(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"TIDEMARK_OPENAI_BASE_URL": "http://u:SEKRET-oaiurl-150@127.0.0.1:18953/v1",
 		"TIDEMARK_WIKI_URL":        "https://wiki.example/?k=SEKRET-wikiq-152",
-		"TIDEMARK_STORE":           "s3://AKIDX:SEKRET-s3url-140@tidemark-test/p",
+		"TIDEMARK_STORE":           "s3://tidemark-test/p", // one with credentials is refused: TestStoreWithCredentialsIsRefused
 		"TIDEMARK_S3_ENDPOINT":     "https://u:SEKRET-s3ep-141@s3.example",
 		"TIDEMARK_DB":              "host=127.0.0.1 port=18960 user=tm password=SEKRET-dbpass-76 dbname=tm",
 	}))
