@@ -207,9 +207,15 @@ func option(name, flag string, env []string, def, usage string, secret bool, set
 	return Option{Name: name, Flag: flag, Env: env, Default: def, Usage: usage, Secret: secret, set: set, get: get}
 }
 
-// checkedBy is o refusing what check refuses.
+// checkedBy is o refusing what check refuses; an empty value, which
+// means the option's default, is not checked.
 func checkedBy(check func(from, v string) error, o Option) Option {
-	o.check = check
+	o.check = func(from, v string) error {
+		if v == "" {
+			return nil
+		}
+		return check(from, v)
+	}
 	return o
 }
 

@@ -21,7 +21,14 @@ func TestStoreWithCredentialsIsRefused(t *testing.T) {
 			t.Errorf("%s=%s: %v, want it refused naming %s without its credentials", name, v, err, name)
 		}
 	}
-	if _, err := Load(env(map[string]string{"TIDEMARK_DB": "host=db user=tm password=SEKRET dbname=tm"})); err != nil {
-		t.Errorf("a keyword/value database string: %v, want it accepted", err)
+	for name, v := range map[string]string{"TIDEMARK_DB": "host=db user=tm password=SEKRET dbname=tm", "TIDEMARK_STORE": ""} {
+		if _, err := Load(env(map[string]string{name: v})); err != nil {
+			t.Errorf("%s=%q: %v, want it accepted", name, v, err)
+		}
+	}
+	// An empty flag means the default, as an unset one does.
+	var c Config
+	if err := c.Set("db", "", "--db"); err != nil {
+		t.Errorf("--db \"\": %v, want the default", err)
 	}
 }

@@ -226,7 +226,7 @@ func TestBadInputExitCodes(t *testing.T) {
 	}{
 		{[]string{"TIDEMARK_FAILPOINTS=no.such.point=crash"}, []string{"failpoints"}, tidemark.ExitInvalid, "unknown point"},
 		{[]string{"TIDEMARK_FAILPOINTS=ingest.settle.after-events=explode"}, []string{"failpoints"}, tidemark.ExitInvalid, "unknown action"},
-		{nil, []string{"--db", "mysql://x", "source", "list"}, tidemark.ExitInvalid, "want sqlite:PATH or postgres://"},
+		{nil, []string{"--db", "mysql://x", "source", "list"}, tidemark.ExitInvalid, "want sqlite:PATH, postgres://"},
 		{nil, []string{"source", "show", "nope"}, tidemark.ExitNotFound, "not found"},
 		{nil, []string{"source", "add", "/", "--kind", "nope"}, tidemark.ExitInvalid, "unknown kind"},
 		{nil, []string{"runs", "list", "--outcome", "fine"}, tidemark.ExitInvalid, "want one of"},
