@@ -71,7 +71,7 @@ func TestPasswordsURLParseRefuses(t *testing.T) {
 // An upstream echoes what it was sent escaped for JSON (a / as \/), quoted
 // as Go's %q does, or in another letter case: each is the secret all the same.
 func TestTextCleansEscapedAndFoldedEchoes(t *testing.T) {
-	for _, sec := range []string{"SECRET/JSON111", `SECRET"DQ111`, "SECRETLOWER111", "SE<CR>ET&111", `BACK\SL111`} {
+	for _, sec := range []string{"SECRET/JSON111", `SECRET"DQ-quote-111`, "SECRETLOWER111", "SE<CR>ET&amp-111", `BACK\SLASH-111`} {
 		for _, echo := range []string{
 			strings.ReplaceAll(sec, "/", `\/`),
 			strconv.Quote(sec),

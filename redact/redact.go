@@ -419,7 +419,11 @@ func Text(s string, secrets ...string) string {
 	}
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
 	for _, f := range slices.Compact(forms) {
-		s = replaceFold(s, f)
+		if len(f) >= minFoldLen {
+			s = replaceFold(s, f)
+		} else {
+			s = strings.ReplaceAll(s, f, Marker)
+		}
 	}
 	s = cleanEncoded(s, ss)
 	s = userinfo.ReplaceAllString(s, "${1}"+Marker+"@")
@@ -441,6 +445,13 @@ func echoedForms(sec string) []string {
 	}
 	return out
 }
+
+// minFoldLen is the length from which a secret is cleaned in any letter
+// case too: a token that long is spelled by no word by chance, while a
+// short password ("post", a user's own name) folded would be masked in
+// every word that spells it in any case, making messages unreadable and
+// showing where the word stood. Shorter ones are cleaned as they are.
+const minFoldLen = 12
 
 // replaceFold replaces every occurrence of old in s, in any ASCII letter
 // case (an upstream may echo a token lower-cased), by Marker.
@@ -549,12 +560,14 @@ func CredentialParam(name string) bool {
 		return true
 	}
 	for _, w := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential",
-		"authoriz", "bearer", "jwt", "session", "sessid"} {
+		"authoriz", "bearer", "jwt", "sessid", "sessionid", "session_id", "session-id"} {
 		if strings.Contains(n, w) {
 			return true
 		}
 	}
-	return false
+	// A session's ID, not a list's kind of sessions (sessions=all) or a
+	// session's type.
+	return n == "session"
 }
 
 // QueryCredential returns the name of the first parameter of a raw query

@@ -160,7 +160,12 @@ func TestLocation(t *testing.T) {
 			t.Errorf("%s is not taken for a credential", name)
 		}
 	}
-	for _, name := range []string{"author", "category", "page", "monkey", "keyword", "q", "format"} {
+	for _, name := range []string{"session", "PHPSESSID", "jsessionid", "session_id"} {
+		if !redact.CredentialParam(name) {
+			t.Errorf("%s is not taken for a credential", name)
+		}
+	}
+	for _, name := range []string{"author", "category", "page", "monkey", "keyword", "q", "format", "sessions", "session_type"} {
 		if redact.CredentialParam(name) {
 			t.Errorf("%s is taken for a credential", name)
 		}
@@ -192,5 +197,19 @@ func TestTextCleansEncodedEchoes(t *testing.T) {
 	other := "ETag " + b64([]byte("just some bytes here"))
 	if got := redact.Text(other, secret); got != other {
 		t.Errorf("%q cleaned to %q", other, got)
+	}
+}
+
+// A secret is cleaned in another letter case only when it is long enough
+// to be a token nobody's words spell by chance: a short password (or a
+// lane secret "post") masked wherever a word spells it in any case would
+// make every message unreadable, and show where the word stood.
+func TestTextFoldsTheCaseOfLongSecretsOnly(t *testing.T) {
+	if got := redact.Text("POST https://hooks.example/x: 500, post again later", "post"); got != "POST https://hooks.example/x: 500, ••• again later" {
+		t.Errorf("a short secret: %q", got)
+	}
+	const token = "xoxb-SEKRET-Token-1234567"
+	if got := redact.Text("echo: bearer "+strings.ToLower(token), token); strings.Contains(strings.ToLower(got), "sekret") {
+		t.Errorf("a long secret echoed lower-cased: %q", got)
 	}
 }
