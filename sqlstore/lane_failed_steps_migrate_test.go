@@ -8,9 +8,11 @@ import (
 	"github.com/tidemark/tidemark/sqlstore/sqltest"
 )
 
-// Migration 0038 starts a lane's total of failed steps from the run it is
-// failing when the upgrade finds it failing: a total is never below the
-// run of failures in a row it contains.
+// Migrations 0038 and 0039 start a lane's total of failed steps from the
+// run it is failing when the upgrade finds it failing: a total is never
+// below the run of failures in a row it contains. A database that applied
+// 0038 alone (which started every total at 0) is mended by 0039 the same
+// way; a total above the run is left as it is.
 func TestFailedStepsMigrationCountsTheRunAlreadyFailing(t *testing.T) {
 	sqltest.ForEachBackend(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
@@ -34,9 +36,20 @@ func TestFailedStepsMigrationCountsTheRunAlreadyFailing(t *testing.T) {
 			}
 		}
 		old.Close()
+		// As 0038 alone left it: every total at 0, and one lane's total
+		// already counting past its run (it failed since, and recovered).
+		mid, err := sqlstore.OpenUpToForTest(ctx, url, sqlstore.Options{Clock: env.Clock, IDs: env.IDs}, 38)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mid.SQL().ExecContext(ctx, `INSERT INTO outbox_lanes (name, provider, min_gap_ms, skew_ms, retire_spacing_ms, created_at, updated_at, failing_since, failed_at, failures, last_failure, failed_steps)
+			VALUES ('counted', 'webhook', 0, 0, 0, 1, 1, 1000, 1000, 2, 'refused', 9)`); err != nil {
+			t.Fatal(err)
+		}
+		mid.Close()
 
 		db := sqltest.MustOpenURL(t, url, env)
-		for name, want := range map[string]int{"down": 4, "fine": 0} {
+		for name, want := range map[string]int{"down": 4, "fine": 0, "counted": 9} {
 			var got int
 			if err := db.SQL().QueryRowContext(ctx, `SELECT failed_steps FROM outbox_lanes WHERE name = $1`, name).Scan(&got); err != nil || got != want {
 				t.Errorf("lane %s: failed_steps %d after the migration (%v), want %d", name, got, err, want)

@@ -5,7 +5,3 @@
 -- counter (tidemark_outbox_failed_steps_total): a lane that fails and
 -- recovers again and again, never failing for long, shows in its rate.
 ALTER TABLE outbox_lanes ADD COLUMN failed_steps BIGINT NOT NULL DEFAULT 0;
-
--- A lane the upgrade finds failing has failed at least the steps of its
--- run so far: the total starts there, never below the run it contains.
-UPDATE outbox_lanes SET failed_steps = failures;
