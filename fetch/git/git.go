@@ -336,6 +336,24 @@ func permissionError(loc, dir string) error {
 		"make it readable by the user tidemark runs as: %w", loc, dir, fs.ErrPermission)
 }
 
+// ownedByAnother reports whether git refused a repository for being
+// owned by another user than the one it runs as ("detected dubious
+// ownership", git 2.35.2 and later), until it is named safe.
+func ownedByAnother(ge *gitError) bool { return strings.Contains(ge.msg, "dubious ownership") }
+
+// ownershipError says that git refuses a local repository owned by
+// another user, and how to let it: our own failure, as a repository this
+// process may not read is (permissionError), never a branch not found.
+func ownershipError(loc string, err error) error {
+	msg := fmt.Sprintf("git: git refuses the repository %s: it is owned by another user than the one tidemark runs as "+
+		"(git's \"dubious ownership\"): name it safe in that user's git configuration "+
+		"(git config --global --add safe.directory %s), or give it to that user", loc, loc)
+	if err == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
 // reach classifies a failed clone or fetch: the remote could not be
 // reached (or refused us), which a later run may get past. What git said
 // is in err, and said there only.
@@ -419,6 +437,9 @@ func (f *Fetcher) head(ctx context.Context, src tidemark.Source, dir string) (st
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) {
+			if ownedByAnother(ge) {
+				return "", ownershipError(src.Location, err)
+			}
 			if strings.Contains(ge.msg, "not a git repository") || strings.Contains(ge.msg, "cannot change to") {
 				if !IsRemote(src.Location) {
 					if p := unreadableDir(src.Location); p != "" {
@@ -956,6 +977,9 @@ func (f *Fetcher) LocalRepository(ctx context.Context, path string) (string, err
 		if errors.As(err, &ge) {
 			if p := unreadableDir(abs); p != "" {
 				return "", tidemark.Invalidf("location", path, "cannot be read: %s is not readable by this process (permission denied); make it readable by the user tidemark runs as", p)
+			}
+			if ownedByAnother(ge) {
+				return "", tidemark.Invalidf("location", path, "%v", ownershipError(path, nil))
 			}
 			return "", tidemark.Invalidf("location", path, "not a git repository")
 		}

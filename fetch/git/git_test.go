@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -636,5 +637,44 @@ func TestEvidenceIsUTF8(t *testing.T) {
 	}
 	if it.Title != "raw \uFFFD bytes" {
 		t.Errorf("title %q", it.Title)
+	}
+}
+
+// A local repository owned by another user is one git refuses to read
+// until it is named safe ("detected dubious ownership"): our own failure,
+// said as that and how to fix it, never a branch not found. Only root can
+// give a repository away, so this runs only as root.
+func TestRepositoryOfAnotherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a repository to another user needs root")
+	}
+	ctx := context.Background()
+	dir := mustRepo(t, 1)
+	t.Setenv("HOME", t.TempDir()) // no safe.directory of the machine's user
+	if err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := &git.Fetcher{}
+	_, err := f.Fetch(ctx, src(dir), "")
+	o, reason, _ := tidemark.Classify(err)
+	if o != tidemark.OutcomeError {
+		t.Fatalf("outcome %s (%v), want error, our own", o, err)
+	}
+	for _, w := range []string{"owned by another user", "safe.directory", dir} {
+		if !strings.Contains(reason, w) {
+			t.Errorf("reason %q does not say %q", reason, w)
+		}
+	}
+	if strings.Contains(reason, "branch HEAD not found") {
+		t.Errorf("reason %q blames a branch", reason)
+	}
+	// source add and --track say the same, not "not a git repository".
+	if _, err := f.LocalRepository(ctx, dir); !errors.Is(err, tidemark.ErrInvalid) || !strings.Contains(err.Error(), "safe.directory") {
+		t.Errorf("LocalRepository: %v, want it invalid, saying how to name it safe", err)
 	}
 }
