@@ -294,7 +294,11 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	}
 	if ferr != nil {
 		if ctx.Err() != nil {
-			return s.fail(finishCtx, c, src, rep, counted{}, tidemark.OutcomeError, "interrupted: worker shutting down", 0, true)
+			rep, err := s.fail(finishCtx, c, src, rep, counted{}, tidemark.OutcomeError, interruptedReason(ctx), 0, true)
+			if rf := (*RunFailedError)(nil); errors.As(err, &rf) {
+				rf.Err = ctx.Err() // the caller's: it stopped the run, the source did not fail
+			}
+			return rep, err
 		}
 		if errors.Is(ferr, tidemark.ErrCannotServe) {
 			return s.cannotServe(finishCtx, c, src, rep, ferr)
@@ -359,9 +363,25 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 type RunFailedError struct {
 	Outcome tidemark.Outcome
 	Reason  string
+	// Err is the context's error when the caller's context ended the run
+	// (cancelled, or its deadline passed): it was cut short, not failed by
+	// the source, and spent no budget.
+	Err error
 }
 
 func (e *RunFailedError) Error() string { return fmt.Sprintf("%s: %s", e.Outcome, e.Reason) }
+
+func (e *RunFailedError) Unwrap() error { return e.Err }
+
+// interruptedReason says why a run whose context ended was cut short: the
+// caller's deadline, or a stop (the worker shutting down, or its caller
+// cancelling). Either way the run spends no budget.
+func interruptedReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "interrupted: the caller's deadline passed (no budget spent)"
+	}
+	return "interrupted: stopped by its caller or the worker shutting down (no budget spent)"
+}
 
 // IsRunFailed reports whether err says a run was recorded as failed (as
 // opposed to tidemark failing to record anything).

@@ -149,6 +149,9 @@ func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Sou
 // (unreachable, invalid, or not servable here) ends the runs with a
 // *SourceFailedError: the source failed, not tidemark, so it matches
 // tidemark.ErrUnavailable, as a source that failed in run --once does.
+// A ctx that ends stops the runs: the error then wraps ctx's
+// (errors.Is(err, context.Canceled) or context.DeadlineExceeded), and a
+// run it cut short is recorded as such, spending no budget.
 func (p *Pipeline) RunSource(ctx context.Context, ref string, maxPasses int, onReport func(ingest.Report, error)) ([]ingest.Report, error) {
 	ctx, holder, release, err := p.enter(ctx)
 	if err != nil {
@@ -174,6 +177,11 @@ func (p *Pipeline) runSource(ctx context.Context, svc *ingest.Service, ref strin
 			onReport(r, err)
 		}
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// The caller stopped it: the run was cut short, spending
+				// no budget, and the source did not fail.
+				return reports, fmt.Errorf("source %s: run cut short: %w", ref, err)
+			}
 			if ingest.IsRunFailed(err) {
 				return reports, &SourceFailedError{Source: ref, Err: err}
 			}

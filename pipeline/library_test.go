@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+)
+
+// endingCtx is a context that ends when end is called, with err as its
+// error: a caller's deadline that passes when the test says so, without
+// waiting for a clock.
+type endingCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+	err  error
+}
+
+func newEndingCtx(err error) *endingCtx {
+	return &endingCtx{Context: context.Background(), done: make(chan struct{}), err: err}
+}
+
+func (c *endingCtx) end()                  { c.once.Do(func() { close(c.done) }) }
+func (c *endingCtx) Done() <-chan struct{} { return c.done }
+func (c *endingCtx) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// hangingFeed is a feed server that never answers; the channel arm
+// returns is closed when the next request arrives.
+func hangingFeed(t *testing.T) (url string, arm func() <-chan struct{}) {
+	t.Helper()
+	var mu sync.Mutex
+	var next chan struct{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if next != nil {
+			close(next)
+			next = nil
+		}
+		mu.Unlock()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/feed.xml", func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		next = make(chan struct{})
+		return next
+	}
+}
+
+// A caller whose context ends while RunSource's fetch is in flight gets
+// its context's error back, as from RunOnce: not a SourceFailedError (the
+// source did not fail), and the recorded run says what happened, not a
+// shutdown that did not happen. No budget is spent.
+func TestRunSourceCutShortByItsCallerReturnsTheContextsError(t *testing.T) {
+	for _, want := range []error{context.DeadlineExceeded, context.Canceled} {
+		t.Run(want.Error(), func(t *testing.T) {
+			p := open(t, t.TempDir(), nil)
+			url, arm := hangingFeed(t)
+			ns := p.NewSource("slow", url)
+			ns.Kind, ns.AllowPrivate = "feed", true
+			if _, err := p.AddSource(context.Background(), ns); err != nil {
+				t.Fatal(err)
+			}
+			ctx, started := newEndingCtx(want), arm()
+			go func() { <-started; ctx.end() }()
+			reports, err := p.RunSource(ctx, "slow", 1, nil)
+			if !errors.Is(err, want) {
+				t.Fatalf("RunSource cut short: %v; want it to match %v", err, want)
+			}
+			var sf *SourceFailedError
+			if errors.As(err, &sf) || errors.Is(err, tidemark.ErrUnavailable) {
+				t.Fatalf("RunSource cut short: %v is a failed source; the caller stopped it", err)
+			}
+			if len(reports) != 1 || reports[0].Outcome != tidemark.OutcomeError {
+				t.Fatalf("reports %+v: want the one run, recorded as cut short", reports)
+			}
+			if want == context.DeadlineExceeded && strings.Contains(reports[0].Error, "shutting down") {
+				t.Errorf("run error %q: the caller's deadline passed, nothing shut down", reports[0].Error)
+			}
+			srcs, err := p.Sources(context.Background())
+			if err != nil || len(srcs) != 1 || srcs[0].WindowAttempts != 0 {
+				t.Fatalf("sources %+v %v: want no budget spent", srcs, err)
+			}
+		})
+	}
+}
+
+var _ = time.Second
