@@ -38,19 +38,23 @@ func (c *endingCtx) Err() error {
 	}
 }
 
-// hangingFeed is a feed server that never answers; the channel arm
-// returns is closed when the next request arrives.
+// hangingFeed is a feed server that is down (503) until armed, and then
+// never answers; the channel arm returns is closed when the next request
+// arrives.
 func hangingFeed(t *testing.T) (url string, arm func() <-chan struct{}) {
 	t.Helper()
 	var mu sync.Mutex
 	var next chan struct{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		if next != nil {
-			close(next)
-			next = nil
-		}
+		armed := next
+		next = nil
 		mu.Unlock()
+		if armed == nil {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		close(armed)
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)

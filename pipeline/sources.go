@@ -72,7 +72,10 @@ func (p *Pipeline) NewSource(name, location string) ingest.NewSource {
 // AddSource resolves, checks and stores a new source, exactly as ns says:
 // a zero Interval or RetryBudget is refused, and a false AllowPrivate is
 // the source's own setting whatever Config.AllowPrivate says (start from
-// NewSource to have the configured defaults).
+// NewSource to have the configured defaults). A remote that cannot be
+// reached now is added as given, with a warning (Config.Warn); a ctx that
+// ends while the location is asked returns ctx's error
+// (errors.Is(err, context.DeadlineExceeded) or context.Canceled).
 func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
 	ns, err := p.ResolveSource(ctx, ns)
 	if err != nil {

@@ -478,6 +478,14 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	}
 	defer release()
 
+	// What a deadline that passes is said as: ours, or the caller's when
+	// it comes first.
+	timedOut := fmt.Sprintf("timed out after %s", c.opt.Timeout)
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < c.opt.Timeout {
+			timedOut = fmt.Sprintf("timed out after %s, at its caller's deadline", left.Round(100*time.Millisecond))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -498,7 +506,7 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.classify(ctx, err)
+		return nil, c.classify(ctx, err, timedOut)
 	}
 	defer resp.Body.Close()
 	out := &Response{
@@ -541,7 +549,7 @@ func (c *Client) Get(ctx context.Context, r Request) (*Response, error) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, c.classify(ctx, err)
+			return nil, c.classify(ctx, err, timedOut)
 		}
 		return nil, tidemark.Unusable("truncated body", err)
 	}
@@ -622,7 +630,7 @@ func (c *Client) acquire(ctx context.Context, host string) (func(), error) {
 
 // classify turns a transport error into an outcome. A context cancelled by
 // our caller (shutdown) is returned as is: it is not the source's fault.
-func (c *Client) classify(ctx context.Context, err error) error {
+func (c *Client) classify(ctx context.Context, err error, timedOut string) error {
 	var ae *AddrError
 	var re *redirectError
 	var se *schemeError
@@ -642,7 +650,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.DeadlineExceeded) {
 			return err
 		}
-		return tidemark.Unreachable(fmt.Sprintf("timed out after %s", c.opt.Timeout), 0, err)
+		return tidemark.Unreachable(timedOut, 0, err)
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &dnsErr):

@@ -566,3 +566,39 @@ func TestRetryAfterHoldsTheHost(t *testing.T) {
 		t.Fatalf("after the hold: %v, %d requests", err, hits.Load())
 	}
 }
+
+// deadlineCtx is a caller's context whose deadline passes when the test
+// says so rather than on a clock.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// A request cut short by its caller's deadline, sooner than the client's
+// own timeout, says so, with the time it had: never the client's timeout,
+// which did not pass.
+func TestGetTimedOutAtTheCallersDeadlineSaysSo(t *testing.T) {
+	started := make(chan struct{}, 1)
+	srv, c := mustServe(t, func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-r.Context().Done()
+	}, httpx.Options{Timeout: time.Hour})
+	ctx := &deadlineCtx{Context: context.Background(), deadline: time.Now().Add(time.Minute), done: make(chan struct{})}
+	go func() { <-started; close(ctx.done) }()
+	_, err := c.Get(ctx, httpx.Request{URL: srv.URL})
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "1h0m0s") || !strings.Contains(err.Error(), "caller's deadline") {
+		t.Fatalf("past the caller's deadline: %v; want it said as the caller's deadline, not the client's hour", err)
+	}
+}

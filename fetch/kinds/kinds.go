@@ -297,6 +297,11 @@ func (s *Set) Resolve(ctx context.Context, ns ingest.NewSource) (ingest.NewSourc
 		}
 	}
 	if ns.Kind == "" {
+		if err := ctx.Err(); err != nil {
+			// The caller's context ended (its deadline, a cancel) while
+			// the location was asked: not the location's fault.
+			return ns, fmt.Errorf("tell the kind of %s: %w", redact.Location(ns.Location), err)
+		}
 		if err := refusedPrivate(ns.Location, undetected); err != nil {
 			return ns, err
 		}
@@ -450,7 +455,7 @@ func detectWeb(ctx context.Context, s *Set, loc string) (string, bool, error) {
 	if err != nil {
 		var ue *detect.UnparsedError
 		var de *detect.DiscoveryError
-		if refusedPrivate(loc, err) == nil && !errors.As(err, &ue) && !errors.As(err, &de) {
+		if refusedPrivate(loc, err) == nil && !errors.As(err, &ue) && !errors.As(err, &de) && ctx.Err() == nil {
 			s.warn("could not probe %s to tell its kind: %v", loc, err)
 		}
 		return "", false, err
@@ -536,6 +541,15 @@ func prepareWeb(kind string) func(ctx context.Context, s *Set, ns ingest.NewSour
 			r, err := s.probe(ctx, ns.Location)
 			if de := (*detect.DiscoveryError)(nil); errors.As(err, &de) {
 				return ns, tidemark.Invalidf("location", ns.Location, "%v; add a feed that answers by its own URL", de)
+			}
+			if cerr := ctx.Err(); err != nil && cerr != nil {
+				return ns, fmt.Errorf("probe %s: %w", redact.Location(ns.Location), cerr)
+			}
+			if rerr := refusedPrivate(ns.Location, err); rerr != nil {
+				return ns, rerr
+			}
+			if fe := (*tidemark.FetchError)(nil); errors.As(err, &fe) && fe.Outcome == tidemark.OutcomeUnreachable {
+				s.warn("could not reach %s to check it now (%v); adding it as given", ns.Location, err)
 			}
 			if err == nil && r.Kind == "feed" && r.Discovered {
 				if len(r.Alternatives) > 0 {
