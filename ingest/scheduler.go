@@ -126,14 +126,14 @@ func (sc *Scheduler) Drain(ctx context.Context, opt DrainOptions) (DrainResult, 
 		// or not (the daemon's ClaimDue makes the same look): a source due
 		// is then free for this drain, and one not due runs on its
 		// schedule instead of staying held until then.
-		if _, err := s.Store.TakeOverGone(ctx, s.Holder); err != nil {
+		if _, err := s.Store.TakeOverGone(ctx, s.holder()); err != nil {
 			return res, err
 		}
 		srcs, err := s.Store.Sources(ctx)
 		if err != nil {
 			return res, err
 		}
-		now := s.Clock.Now()
+		now := s.clock().Now()
 		var due []tidemark.Source
 		for _, src := range srcs {
 			if at, ok := src.DueAt(); ok && !at.After(now) && !seen[src.ID] {
@@ -209,7 +209,7 @@ func (sc *Scheduler) passOverUnserved(ctx context.Context, due []tidemark.Source
 		}
 		var mine *Unserved
 		for i := range us {
-			if us[i].Holder == s.Holder && us[i].Until.After(now) {
+			if us[i].Holder == s.holder() && us[i].Until.After(now) {
 				mine = &us[i]
 			}
 		}
@@ -218,7 +218,7 @@ func (sc *Scheduler) passOverUnserved(ctx context.Context, due []tidemark.Source
 			continue
 		}
 		err = fmt.Errorf("source %s passed over: worker %s could not serve it at %s, and leaves it to other workers until %s (or its settings change): %w",
-			src.Name, s.Holder, fieldtext.Day(mine.At), fieldtext.Day(mine.Until), tidemark.ErrCannotServe)
+			src.Name, s.holder(), fieldtext.Day(mine.At), fieldtext.Day(mine.Until), tidemark.ErrCannotServe)
 		r := Report{Source: src.Name, Error: tidemark.Text(err)}
 		res.add(r, err)
 		sc.report(r, err)
@@ -268,7 +268,7 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 		free := min(cap(slots)-len(slots), cap(inflight)-len(inflight))
 		busy := free == 0 // every slot taken: the next wake-up is a slot freeing
 		if free > 0 && ctx.Err() == nil {
-			claims, err := s.Store.ClaimDue(ctx, s.Holder, s.leaseTTL(), free, running()...)
+			claims, err := s.Store.ClaimDue(ctx, s.holder(), s.leaseTTL(), free, running()...)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				sc.logger().Error("claim due sources", "err", err)
 			}
@@ -324,8 +324,8 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 		// may leave its source due at once), never longer than poll: other
 		// processes add and reschedule sources too.
 		wait := poll
-		if at, ok, err := s.Store.NextDue(ctx, s.Holder); err == nil && ok {
-			if d := at.Sub(s.Clock.Now()); d < wait {
+		if at, ok, err := s.Store.NextDue(ctx, s.holder()); err == nil && ok {
+			if d := at.Sub(s.clock().Now()); d < wait {
 				// Due already but not claimable here (another worker's
 				// row lock): look again shortly rather than spin.
 				wait = max(d, 10*time.Millisecond)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -60,6 +61,11 @@ type Fetchers map[string]tidemark.Fetcher
 
 // Service runs claims: fetch, then settle or fail, heartbeating while the
 // fetch is in flight.
+//
+// Store is required; every other field may be left zero: Fetchers nil
+// serves no kind, Clock nil is the system's, Rand nil spreads no jitter,
+// Holder "" is this process's host:pid, Logger nil logs nothing, and the
+// durations and Retry have the defaults their docs name.
 type Service struct {
 	Store    Store
 	Fetchers Fetchers
@@ -134,6 +140,26 @@ type Report struct {
 	Backlog bool `json:"backlog"`
 }
 
+// clock is Clock, or the system's when none is set.
+func (s *Service) clock() clock.Clock {
+	if s.Clock == nil {
+		return clock.System{}
+	}
+	return s.Clock
+}
+
+// holder is Holder, or this process's host:pid when none is set.
+func (s *Service) holder() string {
+	if s.Holder != "" {
+		return s.Holder
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	return HolderID(host, os.Getpid())
+}
+
 func (s *Service) logger() *slog.Logger {
 	if s.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -181,12 +207,12 @@ func (s *Service) RunSource(ctx context.Context, ref string) (Report, error) {
 		return Report{}, err
 	}
 	if s.Running != nil {
-		if since, ok := s.Running.start(src.ID, s.Clock.Now()); !ok {
+		if since, ok := s.Running.start(src.ID, s.clock().Now()); !ok {
 			return Report{Source: src.Name}, &RunningError{Source: src.Name, Since: since}
 		}
 		defer s.Running.done(src.ID)
 	}
-	c, err := s.Store.Claim(ctx, src.ID, s.Holder, s.leaseTTL())
+	c, err := s.Store.Claim(ctx, src.ID, s.holder(), s.leaseTTL())
 	if err != nil {
 		return Report{Source: src.Name}, err
 	}
@@ -321,7 +347,7 @@ func (s *Service) runClaim(ctx context.Context, c tidemark.Claim, fetched func()
 	if outcome, reason, retryAfter := FetchOutcome(res, ferr); !outcome.Advances() {
 		return s.fail(finishCtx, c, src, rep, read, outcome, reason, retryAfter, false)
 	}
-	now := s.Clock.Now()
+	now := s.clock().Now()
 	next := src.Interval.Std()
 	if nb := min(res.NotBefore, maxRetryAfter); nb > next {
 		next = nb // the upstream asked us to come back later (Cache-Control)
@@ -399,7 +425,7 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 	// credentials a location carries (sources stored before they were
 	// refused), however the upstream echoed them.
 	reason = redact.Text(reason, redact.Credentials(src.Location)...)
-	now := s.Clock.Now()
+	now := s.clock().Now()
 	r := 0.5
 	if s.Rand != nil {
 		r = s.Rand.Float64()
@@ -431,9 +457,9 @@ func (s *Service) fail(ctx context.Context, c tidemark.Claim, src tidemark.Sourc
 // any worker may take it; and the worker is recorded as unable to serve
 // it, which keeps it from claiming the source for UnservedFor.
 func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemark.Source, rep Report, why error) (Report, error) {
-	reason := redact.Text(fmt.Sprintf("worker %s: %v (budget not spent; left for other workers)", s.Holder, why),
+	reason := redact.Text(fmt.Sprintf("worker %s: %v (budget not spent; left for other workers)", s.holder(), why),
 		redact.Credentials(src.Location)...)
-	now := s.Clock.Now()
+	now := s.clock().Now()
 	r := 0.5
 	if s.Rand != nil {
 		r = s.Rand.Float64()
@@ -449,7 +475,7 @@ func (s *Service) cannotServe(ctx context.Context, c tidemark.Claim, src tidemar
 		return rep, fmt.Errorf("record that run %s cannot be served: %w", c.RunID, err)
 	}
 	hold := s.unservedHold(ctx, src.ID, first.Delay)
-	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.Holder, Reason: reason, At: now, Until: now.Add(hold)}); err != nil {
+	if err := s.Store.RecordUnserved(ctx, Unserved{SourceID: src.ID, Holder: s.holder(), Reason: reason, At: now, Until: now.Add(hold)}); err != nil {
 		// The run is recorded; only the list in source show misses it,
 		// and this worker may claim the source again when it is due.
 		s.logger().Error("record the worker that cannot serve a source", "source", src.Name, "err", err)
@@ -474,7 +500,7 @@ func (s *Service) unservedHold(ctx context.Context, sourceID string, first time.
 		s.logger().Error("read the workers that could not serve a source", "source", sourceID, "err", err)
 	}
 	for _, u := range us {
-		if u.Holder == s.Holder {
+		if u.Holder == s.holder() {
 			hold = max(hold, 2*u.Until.Sub(u.At))
 		}
 	}
