@@ -8,9 +8,38 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tidemark/tidemark/ingest"
 	"github.com/tidemark/tidemark/objstore"
 	"github.com/tidemark/tidemark/pipeline"
 )
+
+// libraryProgram is the README's library program ("Using tidemark as a
+// library"), compiled here; TestTheREADMEsLibraryProgramIsCompiled keeps
+// the two the same.
+func libraryProgram(ctx context.Context) error {
+	cfg, err := pipeline.Load(os.Getenv) // or pipeline.Defaults(), then set fields
+	if err != nil {
+		return err
+	}
+	cfg.Home = "/var/lib/tidemark"
+	p, err := pipeline.Open(ctx, cfg)
+	if err != nil {
+		return err // p is nil (its Close is harmless)
+	}
+	defer p.Close()
+	// NewSource gives the configured defaults (interval, retry budget, allow_private from
+	// TIDEMARK_ALLOW_PRIVATE); AddSource stores a NewSource exactly as given, zero fields refused
+	src, err := p.AddSource(ctx, p.NewSource("notes", "/srv/notes"))
+	if err != nil {
+		return err
+	}
+	res, err := p.RunOnce(ctx, pipeline.OnceOptions{OnReport: func(r ingest.Report, err error) { /* … */ }})
+	// res.Reports, res.Publish.Published, res.Deliveries; err is a *pipeline.IncompleteError (exit 5) when work was left undone
+	fmt.Printf("%s: %d runs, %v\n", src.Name, len(res.Reports), err)
+	return p.Run(ctx, pipeline.RunOptions{Workers: 8}) // the daemon, until ctx is cancelled
+}
+
+var _ = libraryProgram
 
 // A program that embeds tidemark: open it over a directory, add a source,
 // run once, and read the page it published.

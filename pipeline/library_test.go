@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -105,3 +106,56 @@ func TestRunSourceCutShortByItsCallerReturnsTheContextsError(t *testing.T) {
 }
 
 var _ = time.Second
+
+// Close on the nil *Pipeline a failed Open returns is harmless: a
+// deferred Close written before the error is checked does not panic.
+func TestCloseOfAFailedOpenIsNil(t *testing.T) {
+	cfg := Defaults()
+	cfg.Home, cfg.Database = t.TempDir(), "mysql://nope"
+	p, err := Open(context.Background(), cfg)
+	if err == nil || p != nil {
+		t.Fatalf("Open of an unknown database: %v, %v; want a refusal", p, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close of a nil pipeline: %v", err)
+	}
+}
+
+// The README's library program is the one example_test.go compiles
+// (libraryProgram), line for line, so the two cannot drift apart.
+func TestTheREADMEsLibraryProgramIsCompiled(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Using tidemark as a library\n")
+	if !ok {
+		t.Fatal("README has no library section")
+	}
+	_, block, ok := strings.Cut(section, "```go\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("the library section has no go block")
+	}
+	example, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(example), "func libraryProgram(ctx context.Context) error {\n")
+	body, _, ok2 = strings.Cut(body, "\n}\n")
+	if !ok || !ok2 {
+		t.Fatal("example_test.go has no libraryProgram")
+	}
+	norm := func(s string) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.Join(strings.Fields(l), " "); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if got, want := norm(block), norm(body); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("README's library program:\n%s\n\nexample_test.go's libraryProgram:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

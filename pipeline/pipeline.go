@@ -4,6 +4,9 @@
 // tidemark, use the same operations from here:
 //
 //	p, err := pipeline.Open(ctx, cfg)
+//	if err != nil {
+//		return err
+//	}
 //	defer p.Close()
 //	res, err := p.RunOnce(ctx, pipeline.OnceOptions{})
 //
@@ -188,8 +191,12 @@ func (p *Pipeline) newKinds() *kinds.Set {
 // store. An operation that has not returned after a minute is left, and
 // Close says so; to bound the wait yourself, cancel the contexts you gave
 // Run and RunOnce and wait for them to return before Close. Once closed,
-// those operations return ErrClosed; closing again is harmless.
+// those operations return ErrClosed; closing again is harmless, and so is
+// closing the nil *Pipeline a failed Open returns.
 func (p *Pipeline) Close() error {
+	if p == nil {
+		return nil
+	}
 	var stuck error
 	if !p.ops.stop(closeWait) {
 		stuck = fmt.Errorf("close: operations still running after %v were stopped; closing under them: %w", closeWait, tidemark.ErrUnavailable)
