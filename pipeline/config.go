@@ -39,7 +39,8 @@ type Config struct {
 	// Holder is this worker's identity for claims; empty: host:pid. Each
 	// operation that claims works under it, or under Holder#n while
 	// others run beside it in this process (see Pipeline.Holder).
-	Holder   string
+	Holder string
+	// LogLevel is the least level logged when Logger is nil.
 	LogLevel slog.Level
 	// AllowPrivate is the default of a new source's own setting (whether
 	// its fetches may reach private addresses), as Pipeline.NewSource,
@@ -64,8 +65,10 @@ type Config struct {
 	MetricsAddr string
 
 	// What a program sets in code, not in the environment: all optional.
-	Clock  clock.Clock
-	IDs    ids.Source
+	Clock clock.Clock
+	IDs   ids.Source
+	// Logger is where the pipeline logs. Nil: text on stderr at LogLevel,
+	// as the CLI logs.
 	Logger *slog.Logger
 	// Warn receives what a check could not decide but did not refuse (a
 	// remote that cannot be reached now is added as given). Nil: logged.

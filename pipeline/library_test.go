@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -157,5 +158,26 @@ func TestTheREADMEsLibraryProgramIsCompiled(t *testing.T) {
 	}
 	if got, want := norm(block), norm(body); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("README's library program:\n%s\n\nexample_test.go's libraryProgram:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// With no Logger, Open logs as the CLI does: text on stderr at LogLevel
+// (TIDEMARK_LOG_LEVEL through Load), so what the docs say is logged (a
+// warning with no Config.Warn) is seen.
+func TestOpenWithNoLoggerLogsAtLogLevel(t *testing.T) {
+	ctx := context.Background()
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		cfg := Defaults()
+		cfg.Home, cfg.LogLevel = t.TempDir(), level
+		p, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+			if got := p.Logger().Enabled(ctx, l); got != (l >= level) {
+				t.Errorf("log level %v: logs %v: %v, want %v", level, l, got, l >= level)
+			}
+		}
+		p.Close()
 	}
 }

@@ -88,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.observers = []PublishObserver{cfg.Observer}
 	}
 	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
+		p.log = cfg.defaultLogger()
 	}
 	if p.clock == nil {
 		p.clock = clock.System{}
@@ -125,6 +125,12 @@ func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
 	p.db = db
 	p.checkDatabaseMode()
 	return p, nil
+}
+
+// defaultLogger is the logger of a Config with none: what the CLI builds,
+// text on stderr at LogLevel.
+func (c Config) defaultLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
 }
 
 // warn says what a check could not decide but did not refuse: to
