@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidemark/tidemark"
 	"github.com/tidemark/tidemark/ingest"
 )
 
@@ -17,6 +18,19 @@ const (
 	MinLease   = ingest.MinLeaseTTL // outbox lanes the same
 	MaxLease   = 24 * time.Hour
 )
+
+// DefaultLaneLease is a lane's lease while it is delivered when none is
+// given (a ttl of 0).
+const DefaultLaneLease = time.Minute
+
+// checkLaneLease refuses a lane lease that RunOnce would refuse as a
+// claim's: under MinLease, save 0 (the default).
+func checkLaneLease(ttl time.Duration) error {
+	if ttl != 0 && ttl < MinLease {
+		return tidemark.Invalidf("ttl", ttl.String(), "must be at least %s (0 means %s)", MinLease, DefaultLaneLease)
+	}
+	return nil
+}
 
 // IntRange is an int that accepts only [Min, Max] when set from text (a
 // flag's value: it has the methods of flag.Value and pflag.Value).

@@ -368,6 +368,29 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// Check refuses a Config whose options Load would refuse, naming the
+// option and what it wants: Open checks a Config built in code this way,
+// so a bad value is refused at start, not found at first use. A value a
+// zero Config has is left to its default where it is used.
+func (c Config) Check() error {
+	var zero Config
+	for _, o := range Options {
+		v := o.get(&c)
+		if v == o.get(&zero) {
+			continue
+		}
+		probe := c
+		if err := o.set(&probe, v); err != nil {
+			shown := ""
+			if !o.Secret {
+				shown = o.shown(v)
+			}
+			return tidemark.Invalidf(o.Name, shown, "%v", err)
+		}
+	}
+	return nil
+}
+
 // Set sets the option called name from v, recording from (a flag or a
 // variable) as where it came from; a value that cannot be used is refused
 // as invalid input naming from.

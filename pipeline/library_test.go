@@ -181,3 +181,53 @@ func TestOpenWithNoLoggerLogsAtLogLevel(t *testing.T) {
 		p.Close()
 	}
 }
+
+// A Config built in code is checked by Open as Load checks the
+// environment's: a value Load would refuse is refused before anything is
+// opened, naming the option, not found at the first publish.
+func TestOpenChecksAConfigBuiltInCode(t *testing.T) {
+	ctx := context.Background()
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.Summarizer = "nonesuch" },
+		func(c *Config) { c.LogLevel = slog.Level(3) },
+		func(c *Config) { c.SweepInterval = -time.Minute },
+		func(c *Config) { c.WikiURL = "https://user:secret@wiki.example" },
+	} {
+		cfg := Defaults()
+		cfg.Home = t.TempDir()
+		bad(&cfg)
+		p, err := Open(ctx, cfg)
+		if !errors.Is(err, tidemark.ErrInvalid) {
+			p.Close()
+			t.Errorf("Open of a bad Config: %v; want it refused as invalid", err)
+		}
+	}
+	// Zero values a Config built from nothing has are not refused.
+	p, err := Open(ctx, Config{Home: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Open of a zero Config with a Home: %v", err)
+	}
+	p.Close()
+}
+
+// DeliverOnce and DeliverLoop refuse a lease RunOnce would refuse (a
+// negative one, or one under MinLease) instead of reading it as the
+// default; 0 is the default (a minute).
+func TestDeliveriesRefuseALeaseOutOfBounds(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	for _, ttl := range []time.Duration{-time.Minute, time.Millisecond} {
+		if _, err := p.DeliverOnce(ctx, "", ttl); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("DeliverOnce with ttl %v: %v; want invalid", ttl, err)
+		}
+		// Cancelled, so that a loop that took the lease would return.
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := p.DeliverLoop(stopped, "", ttl); !errors.Is(err, tidemark.ErrInvalid) {
+			t.Errorf("DeliverLoop with ttl %v: %v; want invalid", ttl, err)
+		}
+	}
+	if _, err := p.DeliverOnce(ctx, "", 0); err != nil {
+		t.Errorf("DeliverOnce with ttl 0 (the default): %v", err)
+	}
+}

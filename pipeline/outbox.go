@@ -697,8 +697,13 @@ type DeliverReport struct {
 // report says who holds it), not failed: that writer delivers it, as a
 // source another live worker holds is passed over. A lane named alone is
 // the caller's to deliver: held elsewhere, it is refused
-// (*outbox.LeaseHeldError, a conflict).
+// (*outbox.LeaseHeldError, a conflict). A ttl of 0 is the default lease
+// (DefaultLaneLease); one under MinLease is refused, as RunOnce refuses
+// such a claim lease.
 func (p *Pipeline) DeliverOnce(ctx context.Context, lane string, ttl time.Duration) (DeliverReports, error) {
+	if err := checkLaneLease(ttl); err != nil {
+		return nil, err
+	}
 	ctx, _, release, err := p.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -751,8 +756,12 @@ func (p *Pipeline) laneNames(ctx context.Context, only string) ([]string, error)
 // lane that fails is retried after a pause that grows with its consecutive
 // failures; a failure to list the lanes is logged and retried the same
 // way. It returns only when ctx ends, or when a newer tidemark has
-// migrated the database (sqlstore.ErrNewerSchema).
+// migrated the database (sqlstore.ErrNewerSchema). ttl is as DeliverOnce
+// takes it.
 func (p *Pipeline) DeliverLoop(ctx context.Context, only string, ttl time.Duration) error {
+	if err := checkLaneLease(ttl); err != nil {
+		return err
+	}
 	ctx, _, release, err := p.enter(ctx)
 	if err != nil {
 		return err

@@ -79,10 +79,13 @@ type Pipeline struct {
 	observers []PublishObserver
 }
 
-// Open opens the database (creating the embedded default under Home when
-// no database is named) and wires the pipelines. The object store is
-// opened when first used.
+// Open checks cfg (see Config.Check), opens the database (creating the
+// embedded default under Home when no database is named) and wires the
+// pipelines. The object store is opened when first used.
 func Open(ctx context.Context, cfg Config) (*Pipeline, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	p := &Pipeline{cfg: cfg, log: cfg.Logger, clock: cfg.Clock}
 	if cfg.Observer != nil {
 		p.observers = []PublishObserver{cfg.Observer}
