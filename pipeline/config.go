@@ -61,7 +61,8 @@ type Config struct {
 	S3         stores.S3
 	// ServeAddr is where `serve` listens unless told otherwise.
 	ServeAddr string
-	// MetricsAddr is where the daemon serves /metrics ("": nowhere).
+	// MetricsAddr is where Run, the daemon, serves /metrics ("": nowhere;
+	// see Pipeline.MetricsHandler).
 	MetricsAddr string
 
 	// What a program sets in code, not in the environment: all optional.
