@@ -15,11 +15,17 @@ import (
 
 // Collections lists the document collections.
 func (p *Pipeline) Collections(ctx context.Context) (content.Collections, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Collections), err
+	}
 	return p.db.Content().Collections(ctx)
 }
 
 // Collection returns a collection with its unfinished migration runs.
 func (p *Pipeline) Collection(ctx context.Context, name string) (content.CollectionDetail, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.CollectionDetail), err
+	}
 	st := p.db.Content()
 	c, err := st.Collection(ctx, name)
 	if err != nil {
@@ -41,6 +47,9 @@ func (p *Pipeline) Collection(ctx context.Context, name string) (content.Collect
 // CreateCollection creates a collection whose fields are given as
 // NAME:TYPE specs, audited with actor.
 func (p *Pipeline) CreateCollection(ctx context.Context, actor, name string, specs []string) (content.Collection, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Collection), err
+	}
 	fields := make([]content.Field, 0, len(specs))
 	for _, s := range specs {
 		f, err := content.ParseFieldSpec(s)
@@ -77,6 +86,9 @@ func (m Imported) WriteText(w io.Writer) error {
 // one object of field values a line, with an optional "id"), all or
 // nothing, audited with actor. name is what errors call r (a file name).
 func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name string, r io.Reader) (Imported, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(Imported), err
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
 	line := 0
@@ -131,12 +143,18 @@ func parseImportLine(b []byte) (content.Put, error) {
 
 // Document returns a document's current version.
 func (p *Pipeline) Document(ctx context.Context, collection, id string) (content.Document, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Document), err
+	}
 	return p.db.Content().Document(ctx, collection, id)
 }
 
 // DocumentView returns a document's current version with its values in
 // its collection's fields.
 func (p *Pipeline) DocumentView(ctx context.Context, collection, id string) (content.DocumentView, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.DocumentView), err
+	}
 	c, err := p.db.Content().Collection(ctx, collection)
 	if err != nil {
 		return content.DocumentView{}, err
@@ -150,11 +168,17 @@ func (p *Pipeline) DocumentView(ctx context.Context, collection, id string) (con
 
 // Documents lists documents in ID order after the ID after.
 func (p *Pipeline) Documents(ctx context.Context, collection, after string, limit int) (content.Documents, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Documents), err
+	}
 	return p.db.Content().Documents(ctx, collection, after, limit)
 }
 
 // DocumentVersions lists a document's version snapshots, oldest first.
 func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) (content.Versions, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Versions), err
+	}
 	vs, err := p.db.Content().Versions(ctx, collection, id)
 	if vs == nil && err == nil {
 		vs = []content.Version{}
@@ -165,6 +189,9 @@ func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) 
 // DocumentActions lists the audit of documents and migrations, newest
 // first.
 func (p *Pipeline) DocumentActions(ctx context.Context, f content.ActionFilter) ([]content.Action, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new([]content.Action), err
+	}
 	return p.db.Content().Actions(ctx, f)
 }
 
@@ -175,6 +202,9 @@ func (p *Pipeline) DocumentActions(ctx context.Context, f content.ActionFilter) 
 // page's new publication, nil when nothing was republished. An error after
 // the write says the write is kept.
 func (p *Pipeline) PutDocument(ctx context.Context, actor, collection string, put content.Put) (d content.Document, republished *publish.Result, err error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Document), *new(*publish.Result), err
+	}
 	if len(put.Set) == 0 && len(put.Unset) == 0 {
 		return d, nil, tidemark.Invalidf("fields", "", "nothing to write: set or unset at least one field (%s, %s)", tidemark.Input("set"), tidemark.Input("unset"))
 	}
@@ -237,6 +267,9 @@ func (p *Pipeline) republishPage(ctx context.Context, eventID string) (*publish.
 // its earlier versions and, for a page document, what its published page
 // shows of it.
 func (p *Pipeline) Deletion(ctx context.Context, collection, id string) (content.Deletion, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Deletion), err
+	}
 	d, err := p.db.Content().Document(ctx, collection, id)
 	if err != nil {
 		return content.Deletion{}, err
@@ -268,6 +301,9 @@ func (p *Pipeline) Deletion(ctx context.Context, collection, id string) (content
 // A deleted page document's page is republished without it; republished
 // is that publication.
 func (p *Pipeline) DeleteDocument(ctx context.Context, actor, collection, id string, force bool) (a content.Action, republished *publish.Result, err error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Action), *new(*publish.Result), err
+	}
 	del, err := p.Deletion(ctx, collection, id)
 	if err != nil {
 		return a, nil, err

@@ -144,3 +144,20 @@ func (p *Pipeline) holderOf(ctx context.Context) string {
 	}
 	return base
 }
+
+// checkOpen is ErrClosed once the Pipeline is closed, for every method
+// that reads or writes the database or the store: a closed Pipeline says
+// so, rather than the database's own "closed" (or, for Objects, opening a
+// store nobody would close). An operation Close is stopping (ctx carries
+// its slot) finishes as it would have.
+func (p *Pipeline) checkOpen(ctx context.Context) error {
+	if s, ok := ctx.Value(holderKey{}).(slot); ok && s.base == p.Holder() {
+		return nil
+	}
+	p.ops.mu.Lock()
+	defer p.ops.mu.Unlock()
+	if p.ops.closed {
+		return ErrClosed
+	}
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/ingest"
 )
 
 // endingCtx is a context that ends when end is called, with err as its
@@ -271,5 +272,37 @@ func TestRunServesMetricsOnMetricsAddr(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		t.Errorf("/metrics still served after Run returned")
+	}
+}
+
+// After Close, every method that reads or writes the database or the
+// store says ErrClosed (not the database's own "closed"), and Objects
+// opens no store that nobody would close.
+func TestAClosedPipelineSaysErrClosed(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, t.TempDir(), nil)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"Sources":     func() error { _, err := p.Sources(ctx); return err },
+		"Events":      func() error { _, err := p.Events(ctx, ingest.EventFilter{}); return err },
+		"Runs":        func() error { _, err := p.Runs(ctx, ingest.RunFilter{}); return err },
+		"AddSource":   func() error { _, err := p.AddSource(ctx, p.NewSource("notes", t.TempDir())); return err },
+		"Lanes":       func() error { _, err := p.Lanes(ctx); return err },
+		"Collections": func() error { _, err := p.Collections(ctx); return err },
+		"Tokens":      func() error { _, err := p.Tokens(ctx); return err },
+		"Objects":     func() error { _, err := p.Objects(); return err },
+		"Publish":     func() error { _, err := p.PublishAll(ctx, nil, nil); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v; want ErrClosed", name, err)
+		}
+	}
+	p.objsMu.Lock()
+	defer p.objsMu.Unlock()
+	if p.objs != nil {
+		t.Errorf("Objects after Close opened a store: %T", p.objs)
 	}
 }

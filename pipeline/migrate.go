@@ -11,11 +11,17 @@ import (
 
 // MigrationRuns lists field migration runs, newest first.
 func (p *Pipeline) MigrationRuns(ctx context.Context, f content.RunFilter) (content.Runs, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Runs), err
+	}
 	return p.db.Content().Runs(ctx, f)
 }
 
 // MigrationRun returns one field migration run.
 func (p *Pipeline) MigrationRun(ctx context.Context, id string) (content.Run, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Run), err
+	}
 	return p.db.Content().Run(ctx, id)
 }
 
@@ -25,6 +31,9 @@ func (p *Pipeline) MigrationRun(ctx context.Context, id string) (content.Run, er
 // as any other out of range), audited with actor. It does not carry the
 // run out: DriveMigration does, or the daemon.
 func (p *Pipeline) StartMigration(ctx context.Context, actor, collection, field, to string, batch int) (content.Run, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Run), err
+	}
 	if batch < 1 || batch > content.MaxBatch {
 		return content.Run{}, tidemark.Invalidf("batch", fmt.Sprint(batch), "want 1 to %d documents per transaction", content.MaxBatch)
 	}
@@ -43,6 +52,9 @@ func (p *Pipeline) StartMigration(ctx context.Context, actor, collection, field,
 // becomes running again, an interrupted abort carries on), audited with
 // actor; DriveMigration then carries it out.
 func (p *Pipeline) ResumeMigration(ctx context.Context, actor, id string) (content.Run, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Run), err
+	}
 	return p.claimMigration(ctx, actor, id, false)
 }
 
@@ -50,6 +62,9 @@ func (p *Pipeline) ResumeMigration(ctx context.Context, actor, id string) (conte
 // claimed by this worker, audited with actor; DriveMigration then restores
 // every document it converted. The field's type stays as it was.
 func (p *Pipeline) AbortMigration(ctx context.Context, actor, id string) (content.Run, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Run), err
+	}
 	return p.claimMigration(ctx, actor, id, true)
 }
 
@@ -89,6 +104,9 @@ func (p *Pipeline) audit(ctx context.Context, action, actor string, r content.Ru
 // run is returned with a *content.FailedError). progress, if set, is told
 // the run as it starts and after every batch.
 func (p *Pipeline) DriveMigration(ctx context.Context, id string, progress func(content.Run)) (content.Run, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(content.Run), err
+	}
 	m := p.Migrator()
 	r, err := m.Store.Run(ctx, id)
 	if err != nil {

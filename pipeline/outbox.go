@@ -160,6 +160,9 @@ func (p *Pipeline) admitLane(ctx context.Context, settings map[string]string) er
 // AddLane adds a lane of a provider kind, with the change made to the
 // defaults; its secrets are kept apart from its shown settings.
 func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneView), err
+	}
 	if err := checkChange(ch); err != nil {
 		return outbox.LaneView{}, err
 	}
@@ -184,6 +187,9 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 // before are in doubt is not refused, but said: the answer's
 // KeyResendLost counts them and says what becomes of them.
 func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneSet, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneSet), err
+	}
 	if ch.Empty() {
 		return outbox.LaneSet{}, tidemark.Invalidf("lane set", name, "nothing to change: give %s, %s, %s, %s or a retirement policy (%s, %s)",
 			tidemark.Input("settings"), tidemark.Input("unset"), tidemark.Input("min_gap"), tidemark.Input("skew"), tidemark.Input("retire_checks"), tidemark.Input("retire_spacing"))
@@ -333,11 +339,17 @@ func describeChange(a, b outbox.LaneConfig) string {
 // intents pending, sending or unresolved is refused (tidemark.ErrConflict,
 // saying what would be lost) unless force is set.
 func (p *Pipeline) RemoveLane(ctx context.Context, name string, force bool, actor string) (outbox.LaneRemoval, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneRemoval), err
+	}
 	return p.db.Outbox().RemoveLane(ctx, name, actor, force)
 }
 
 // Lanes returns every lane with its guarantee, health and gaps.
 func (p *Pipeline) Lanes(ctx context.Context) (outbox.LaneViews, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneViews), err
+	}
 	ls, err := p.db.Outbox().Lanes(ctx)
 	if err != nil {
 		return nil, err
@@ -357,6 +369,9 @@ func (p *Pipeline) Lanes(ctx context.Context) (outbox.LaneViews, error) {
 
 // Lane returns one lane with its guarantee, health and gaps.
 func (p *Pipeline) Lane(ctx context.Context, name string) (outbox.LaneView, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneView), err
+	}
 	l, err := p.db.Outbox().LaneDetail(ctx, name)
 	if err != nil {
 		return outbox.LaneView{}, err
@@ -399,6 +414,9 @@ func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapRep
 // RecentGaps are a lane's latest achieved gaps (at most 60), oldest first,
 // each with the threshold in force when it was made.
 func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new([]outbox.Gap), err
+	}
 	return p.db.Outbox().RecentGaps(ctx, lane, 60)
 }
 
@@ -408,6 +426,9 @@ func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, e
 // it), as a listing of its intents is. A lane added before its changes
 // were audited has no history: none is listed.
 func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneActions, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.LaneActions), err
+	}
 	st := p.db.Outbox()
 	as, err := st.LaneActions(ctx, lane, 100)
 	if err != nil || len(as) > 0 {
@@ -422,6 +443,9 @@ func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneAct
 // AddChannel has the pages of ref.Source delivered to ref.Target (and
 // ref.Parent) on ref.Lane.
 func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Channel), err
+	}
 	for _, f := range []struct{ name, v string }{{"source", ref.Source}, {"lane", ref.Lane}, {"target", ref.Target}} {
 		if strings.TrimSpace(f.v) == "" {
 			return outbox.Channel{}, tidemark.Invalidf(f.name, f.v, "required")
@@ -506,6 +530,9 @@ func (p *Pipeline) readBackNote(ctx context.Context, lane, target, parent string
 // RemoveChannel stops delivering a source's pages to a channel. The
 // intents it drafted stay on their lane.
 func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Channel), err
+	}
 	return p.db.Outbox().RemoveChannel(ctx, ref, actor)
 }
 
@@ -514,12 +541,18 @@ func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, act
 // and page); a blank one resets it to its provider's default. A template
 // that would fail on every change is refused.
 func (p *Pipeline) SetChannelTemplate(ctx context.Context, channelID, tmpl, actor string) (outbox.Channel, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Channel), err
+	}
 	return p.db.Outbox().SetChannelTemplate(ctx, channelID, tmpl, actor)
 }
 
 // TestChannel renders what a channel would send, without sending anything:
 // `outbox channel test`.
 func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (outbox.ChannelTest, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.ChannelTest), err
+	}
 	cp, err := p.db.Outbox().ChannelPreview(ctx, channelID)
 	if err != nil {
 		return outbox.ChannelTest{}, err
@@ -536,6 +569,9 @@ func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (out
 
 // Channels returns every channel.
 func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Channels), err
+	}
 	cs, err := p.db.Outbox().Channels(ctx)
 	for i := range cs {
 		cs[i].Note = p.readBackNote(ctx, cs[i].Lane, cs[i].Target, cs[i].Parent)
@@ -545,6 +581,9 @@ func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
 
 // Intents lists intents by lane and rank.
 func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.Intents, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Intents), err
+	}
 	if err := outbox.CheckIntentFilter(ctx, p.db.Outbox(), f); err != nil {
 		return nil, err
 	}
@@ -554,6 +593,9 @@ func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.I
 // Intent returns an intent with the evidence of every check and its audit
 // trail.
 func (p *Pipeline) Intent(ctx context.Context, id string) (outbox.IntentDetail, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.IntentDetail), err
+	}
 	st := p.db.Outbox()
 	in, err := st.Intent(ctx, id)
 	if err != nil {
@@ -569,11 +611,17 @@ func (p *Pipeline) Intent(ctx context.Context, id string) (outbox.IntentDetail, 
 
 // Draft drafts an intent by hand at the end of its lane.
 func (p *Pipeline) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Intent), err
+	}
 	return p.db.Outbox().Draft(ctx, d)
 }
 
 // RetireIntent retires an intent: it is never sent (reversible).
 func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Intent), err
+	}
 	if err := needReason(reason); err != nil {
 		return outbox.Intent{}, err
 	}
@@ -582,6 +630,9 @@ func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (
 
 // ReviveIntent revives a retired, unexecutable or colliding intent.
 func (p *Pipeline) ReviveIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Intent), err
+	}
 	if err := needReason(reason); err != nil {
 		return outbox.Intent{}, err
 	}
@@ -599,6 +650,9 @@ func needReason(reason string) error {
 // Reconcile reconciles a lane now, under its lease: one ordered read of
 // our own writes, planned and recorded, and audited with its actor.
 func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Reconciled, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.Reconciled), err
+	}
 	r := outbox.Reconciled{Lane: lane}
 	d, err := p.Deliverer(ctx, lane, time.Minute)
 	if err != nil {
@@ -620,6 +674,9 @@ func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Re
 
 // Gaps reports the gaps each lane's pacing gate achieved (or one lane's).
 func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(outbox.GapReports), err
+	}
 	return p.db.Outbox().Gaps(ctx, lane)
 }
 
@@ -631,6 +688,9 @@ func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
 // one: see Ingest). A
 // lane whose provider cannot be built here is a *LaneBrokenError.
 func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(*outbox.Deliverer), err
+	}
 	l, err := p.db.Outbox().Lane(ctx, lane)
 	if err != nil {
 		return nil, err

@@ -200,7 +200,8 @@ func (p *Pipeline) newKinds() *kinds.Set {
 // store. An operation that has not returned after a minute is left, and
 // Close says so; to bound the wait yourself, cancel the contexts you gave
 // Run and RunOnce and wait for them to return before Close. Once closed,
-// those operations return ErrClosed; closing again is harmless, and so is
+// those operations, and every other method that reads or writes the
+// database or the store, return ErrClosed; closing again is harmless, and so is
 // closing the nil *Pipeline a failed Open returns.
 func (p *Pipeline) Close() error {
 	if p == nil {
@@ -296,6 +297,9 @@ func (p *Pipeline) ingestAs(holder string) *ingest.Service {
 
 // Objects is the object store the wiki lives in, opened on first use.
 func (p *Pipeline) Objects() (objstore.Store, error) {
+	if err := p.checkOpen(context.Background()); err != nil {
+		return nil, err // and no store opened that nobody would close
+	}
 	p.objsMu.Lock()
 	defer p.objsMu.Unlock()
 	if p.objs != nil {
@@ -324,6 +328,9 @@ func (p *Pipeline) IndexLocation() string {
 // published, and page documents override what a change page shows. It
 // does not check that the store is the wiki's: BindStore does.
 func (p *Pipeline) Publisher() (*publish.Service, error) {
+	if err := p.checkOpen(context.Background()); err != nil {
+		return *new(*publish.Service), err
+	}
 	objs, err := p.Objects()
 	if err != nil {
 		return nil, err
@@ -342,6 +349,9 @@ func (p *Pipeline) Publisher() (*publish.Service, error) {
 // operation ctx carries (see enter), so two operations of one process do
 // not take each other's claims for their own.
 func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(*publish.Service), err
+	}
 	svc, err := p.Publisher()
 	if err != nil {
 		return nil, err
@@ -355,6 +365,9 @@ func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
 
 // Summarizer builds the summarizer called name ("": Config.Summarizer).
 func (p *Pipeline) Summarizer(name string) (summarize.Summarizer, error) {
+	if err := p.checkOpen(context.Background()); err != nil {
+		return *new(summarize.Summarizer), err
+	}
 	flag := "--summarizer"
 	if name == "" {
 		name, flag = p.cfg.Summarizer, "TIDEMARK_SUMMARIZER"

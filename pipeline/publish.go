@@ -27,6 +27,9 @@ const (
 // returns the outage (tidemark.ErrUnavailable). Index is empty when
 // nothing was published; More says the round was full.
 func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publish.Round, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Round), err
+	}
 	r, err := p.publishRound(ctx, svc, summarizer, limit, svc.PublishPending)
 	p.observePublish(r.Published)
 	return r, err
@@ -99,6 +102,9 @@ func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summa
 // on it. It claims the events it summarizes under a holder slot of its
 // own, as every claiming operation does (see enter).
 func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (publish.Round, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Round), err
+	}
 	ctx, _, release, err := p.enter(ctx)
 	if err != nil {
 		return publish.Round{}, err
@@ -118,6 +124,9 @@ func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (p
 // summary and page is done (see publish.WithProgress), not only when a
 // round of 1,000 ends.
 func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (publish.Totals, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Totals), err
+	}
 	var t publish.Totals
 	var live publishProgress // this round's steps so far
 	if progress != nil {
@@ -196,6 +205,9 @@ func (l *publishProgress) line(t publish.Totals) string {
 // the event's current, unrejected summary of its current evidence) and
 // refreshes the listings.
 func (p *Pipeline) PublishSummary(ctx context.Context, summaryID string) (publish.Result, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Result), err
+	}
 	svc, err := p.BindStore(ctx)
 	if err != nil {
 		return publish.Result{}, err
@@ -212,6 +224,9 @@ func (p *Pipeline) PublishSummary(ctx context.Context, summaryID string) (publis
 // collects orphans. Pages that failed to converge make it an error
 // (tidemark.ErrUnconfirmed) beside the report.
 func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.SweepReport), err
+	}
 	svc, err := p.BindStore(ctx)
 	if err != nil {
 		return publish.SweepReport{}, err
@@ -229,6 +244,9 @@ func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 // must exist (tidemark.ErrNotFound naming it), as a source or run a run or
 // event listing names must: the CLI and the API both list through here.
 func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publish.SummaryList, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.SummaryList), err
+	}
 	if f.EventID != "" {
 		if _, err := p.db.Ingest().Event(ctx, f.EventID); err != nil {
 			return nil, fmt.Errorf("the summaries of event %s: %w", f.EventID, err)
@@ -240,6 +258,9 @@ func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publ
 // RejectSummary rejects a summary: it is never published, and the next
 // sweep withdraws its page.
 func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Summary), err
+	}
 	return p.db.Publish().Reject(ctx, summaryID, reason)
 }
 
@@ -247,12 +268,18 @@ func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) 
 // rejection on record: a summary of its event's current evidence is
 // current again, and the next publishing round publishes its page.
 func (p *Pipeline) UnrejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.Summary), err
+	}
 	return p.db.Publish().Unreject(ctx, summaryID, reason)
 }
 
 // Rebind binds the wiki to the configured store, after moving or emptying
 // it on purpose; the next sweep republishes what the store does not show.
 func (p *Pipeline) Rebind(ctx context.Context) (publish.StoreIdentity, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(publish.StoreIdentity), err
+	}
 	svc, err := p.Publisher()
 	if err != nil {
 		return publish.StoreIdentity{}, err

@@ -29,6 +29,9 @@ func NewKinds(cfg Config) *kinds.Set {
 // ResolveSource completes a new source (see kinds.Set.Resolve) and checks
 // its schedule: what `source add` stores and `source test` fetches.
 func (p *Pipeline) ResolveSource(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.NewSource), err
+	}
 	if strings.TrimSpace(ns.Location) == "" {
 		// Never the working directory: a location is named, or nothing is
 		// added (over the API, a body whose fields were lost).
@@ -77,6 +80,9 @@ func (p *Pipeline) NewSource(name, location string) ingest.NewSource {
 // ends while the location is asked returns ctx's error
 // (errors.Is(err, context.DeadlineExceeded) or context.Canceled).
 func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	ns, err := p.ResolveSource(ctx, ns)
 	if err != nil {
 		return tidemark.Source{}, err
@@ -119,6 +125,9 @@ func (p *Pipeline) duplicateError(dup tidemark.Source, ns ingest.NewSource) erro
 // TrackRepo adds the git repository containing path as a source, unless a
 // source already tracks it (then added is false and src is that source).
 func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Source, added bool, err error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), *new(bool), err
+	}
 	ns, err := p.kinds.Resolve(ctx, ingest.NewSource{Kind: "git", Location: path,
 		Interval: DefaultInterval, RetryBudget: DefaultRetryBudget, AllowPrivate: p.cfg.AllowPrivate})
 	if err != nil {

@@ -41,6 +41,9 @@ func TestSource(ctx context.Context, ks *kinds.Set, req TestRequest) (ingest.Tes
 
 // TestSource is TestSource with the pipeline's kinds.
 func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.TestReport, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.TestReport), err
+	}
 	return TestSource(ctx, p.kinds, req)
 }
 
@@ -52,6 +55,9 @@ func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.Test
 // source's duplicate key follows the config (an add of the old branch is
 // another source).
 func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	if ch.AllowPrivate != nil {
 		if err := kinds.CheckAllowPrivate(ctx, *ch.AllowPrivate); err != nil {
 			return tidemark.Source{}, err
@@ -96,6 +102,9 @@ func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings
 // RenameSource gives a source a new name; its ID, cursor, events and pages
 // stay (the wiki shows the new name from the next listing refresh).
 func (p *Pipeline) RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	return p.db.Ingest().RenameSource(ctx, ref, name, actor)
 }
 
@@ -107,51 +116,78 @@ func (p *Pipeline) RenameSource(ctx context.Context, ref, name, actor string) (t
 // page in the books is an orphan the sweep deletes, and a card no listing
 // renders is collected.
 func (p *Pipeline) RemoveSource(ctx context.Context, ref, actor string, force bool) (ingest.Removal, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.Removal), err
+	}
 	return p.db.Ingest().RemoveSource(ctx, ref, actor, force)
 }
 
 // RemovalOf counts what removing the source would delete, deleting
 // nothing.
 func (p *Pipeline) RemovalOf(ctx context.Context, ref string) (ingest.Removal, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.Removal), err
+	}
 	return p.db.Ingest().RemovalOf(ctx, ref)
 }
 
 // PauseSource stops a source from being claimed; ResumeSource lets it be
 // claimed again.
 func (p *Pipeline) PauseSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	return p.db.Ingest().SetState(ctx, ref, tidemark.SourcePaused, actor)
 }
 
 // ResumeSource lets a paused source be claimed again.
 func (p *Pipeline) ResumeSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	return p.db.Ingest().SetState(ctx, ref, tidemark.SourceActive, actor)
 }
 
 // RetrySource reopens a source's window with a fresh budget, due now.
 func (p *Pipeline) RetrySource(ctx context.Context, ref, actor, note string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	return p.db.Ingest().Retry(ctx, ref, actor, note)
 }
 
 // SkipSource moves a source's cursor to an explicit position ("" the
 // source's head, for kinds that have one), recording what was skipped.
 func (p *Pipeline) SkipSource(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Source), err
+	}
 	return p.Ingest().Skip(ctx, ref, to, actor, note)
 }
 
 // Sources lists every source, with the holds that decide when each is
 // next tried (ingest.ListSources).
 func (p *Pipeline) Sources(ctx context.Context) (ingest.SourceList, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.SourceList), err
+	}
 	return ingest.ListSources(ctx, p.db.Ingest(), p.clock.Now())
 }
 
 // SourceDetail reads a source with up to limit of its runs and actions.
 func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ingest.Detail, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.Detail), err
+	}
 	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit, p.clock.Now())
 }
 
 // Runs lists runs, newest first, after ingest.ResolveRunFilter: a source
 // or run the filter names that does not exist is not found.
 func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.RunList), err
+	}
 	f, err := ingest.ResolveRunFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
 		return nil, err
@@ -162,6 +198,9 @@ func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList
 // Events lists events, newest first, after ingest.ResolveEventFilter: a
 // source, run or event the filter names that does not exist is not found.
 func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.EventList, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(ingest.EventList), err
+	}
 	f, err := ingest.ResolveEventFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
 		return nil, err
@@ -171,6 +210,9 @@ func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.Eve
 
 // Evidence returns an event's frozen evidence at a revision (0: current).
 func (p *Pipeline) Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new([]byte), *new(string), err
+	}
 	return p.db.Ingest().Evidence(ctx, eventID, revision)
 }
 
@@ -217,6 +259,9 @@ func (r OPMLReport) WriteText(w io.Writer) error {
 // when o.AllowPrivate says so, by default when the configuration allows
 // it (TIDEMARK_ALLOW_PRIVATE).
 func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (OPMLReport, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(OPMLReport), err
+	}
 	rep := OPMLReport{Added: []opml.Feed{}, Skipped: []opml.Feed{}, DryRun: o.DryRun}
 	feeds, err := opml.Parse(r)
 	if err != nil {
@@ -299,6 +344,9 @@ func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (O
 
 // ExportOPML writes the feed sources as an OPML 2.0 document.
 func (p *Pipeline) ExportOPML(ctx context.Context, w io.Writer) error {
+	if err := p.checkOpen(ctx); err != nil {
+		return err
+	}
 	srcs, err := p.db.Ingest().Sources(ctx)
 	if err != nil {
 		return err
@@ -319,6 +367,9 @@ func (p *Pipeline) ExportOPML(ctx context.Context, w io.Writer) error {
 // reader never sees half a file, and a crash after it returns does not
 // lose it.
 func (p *Pipeline) ExportOPMLFile(ctx context.Context, path string) error {
+	if err := p.checkOpen(ctx); err != nil {
+		return err
+	}
 	var b bytes.Buffer
 	if err := p.ExportOPML(ctx, &b); err != nil {
 		return err

@@ -29,12 +29,18 @@ func (t Issued) WriteText(w io.Writer) error {
 
 // CreateToken creates an access token named name (who or what uses it).
 func (p *Pipeline) CreateToken(ctx context.Context, name string) (Issued, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(Issued), err
+	}
 	secret, t, err := p.db.Auth().CreateToken(ctx, name)
 	return Issued{Name: t.Name, ID: t.ID, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt, Token: secret}, err
 }
 
 // Tokens lists the access tokens (never their secrets).
 func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Tokens), err
+	}
 	return p.db.Auth().Tokens(ctx)
 }
 
@@ -42,5 +48,8 @@ func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
 // opened. Revoking is idempotent: a token revoked already is returned as
 // it is, with revokedNow false.
 func (p *Pipeline) RevokeToken(ctx context.Context, name string) (t tidemark.Token, revokedNow bool, err error) {
+	if err := p.checkOpen(ctx); err != nil {
+		return *new(tidemark.Token), *new(bool), err
+	}
 	return p.db.Auth().RevokeToken(ctx, name)
 }
