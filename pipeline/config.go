@@ -61,8 +61,7 @@ type Config struct {
 	S3         stores.S3
 	// ServeAddr is where `serve` listens unless told otherwise.
 	ServeAddr string
-	// MetricsAddr is where Run, the daemon, serves /metrics ("": nowhere;
-	// see Pipeline.MetricsHandler).
+	// MetricsAddr is where the daemon serves /metrics ("": nowhere).
 	MetricsAddr string
 
 	// What a program sets in code, not in the environment: all optional.

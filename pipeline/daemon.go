@@ -75,14 +75,10 @@ type RunOptions struct {
 	OnStart func(holder string, workers int)
 	// OnReport is called after each ingest run.
 	OnReport func(ingest.Report, error)
-	// OnMetrics is called with the address /metrics is served on, when
-	// Config.MetricsAddr names one (":0" picks a free port).
-	OnMetrics func(addr string)
 }
 
 // Run is the daemon: the ingest scheduler, and the publish-and-sweep, the
-// outbox's delivery and the migration loops beside it, and /metrics on
-// Config.MetricsAddr when it names one (see MetricsHandler), until ctx ends or
+// outbox's delivery and the migration loops beside it, until ctx ends or
 // one of them fails in a way retrying cannot fix (then every other loop
 // is stopped and the error returned). A store that is not the wiki's stops
 // it before anything is claimed; a database or store that is away is
@@ -94,16 +90,6 @@ func (p *Pipeline) Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	defer release()
-	if p.cfg.MetricsAddr != "" {
-		addr, stop, err := p.serveMetrics(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		if o.OnMetrics != nil {
-			o.OnMetrics(addr.String())
-		}
-	}
 	if _, err := retryStart(ctx, p, "check the wiki's store", func() (*publish.Service, error) { return p.BindStore(ctx) }); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped before anything was claimed

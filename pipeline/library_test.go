@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -231,47 +230,6 @@ func TestDeliveriesRefuseALeaseOutOfBounds(t *testing.T) {
 	}
 	if _, err := p.DeliverOnce(ctx, "", 0); err != nil {
 		t.Errorf("DeliverOnce with ttl 0 (the default): %v", err)
-	}
-}
-
-// Run serves /metrics on Config.MetricsAddr while it runs, as the CLI's
-// daemon does (the CLI's is this one): an embedder that sets it gets it.
-func TestRunServesMetricsOnMetricsAddr(t *testing.T) {
-	cfg := Defaults()
-	cfg.Home, cfg.MetricsAddr = t.TempDir(), "127.0.0.1:0"
-	p, err := Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrs := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- p.Run(ctx, RunOptions{OnMetrics: func(addr string) { addrs <- addr }, OnStart: func(string, int) { addrs <- "" }})
-	}()
-	addr := <-addrs
-	if addr == "" {
-		cancel()
-		<-done
-		t.Fatal("Run started without serving /metrics")
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "tidemark_") {
-		t.Fatalf("GET /metrics: %d %.200s", resp.StatusCode, body)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if _, err := http.Get("http://" + addr + "/metrics"); err == nil {
-		t.Errorf("/metrics still served after Run returned")
 	}
 }
 

@@ -97,10 +97,18 @@ func publishMetrics(p *pipeline.Pipeline) *web.PipelineMetrics {
 // Metrics is the daemon's /metrics alone: the database's view, as New's
 // site gives it, and what only this process counts (m: its publishing
 // rounds and sweeps). It asks for no token: serve it on an address only
-// the scraper reaches. It is Pipeline.MetricsHandler, which Run serves on
-// Config.MetricsAddr; the pipeline's logger logs (log is not used).
-func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, _ *slog.Logger) http.Handler {
-	return p.MetricsHandler(m)
+// the scraper reaches.
+func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = p.Logger()
+	}
+	db := p.DB()
+	// OutboxOps judge each lane's health as this process would deliver it
+	// (a lane broken here is on /metrics); only /metrics is served.
+	s := &web.Server{Ingest: db.Ingest(), Outbox: db.Outbox(), OutboxOps: p, Migrations: db.Content(), Publish: db.Publish(), Pipeline: m, Logger: log}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.MetricsHandler())
+	return mux
 }
 
 // Serve serves h on ln until ctx ends, then closes the server. Ending ctx
