@@ -61,7 +61,9 @@ type Config struct {
 	S3         stores.S3
 	// ServeAddr is where `serve` listens unless told otherwise.
 	ServeAddr string
-	// MetricsAddr is where the daemon serves /metrics ("": nowhere).
+	// MetricsAddr is where the daemon serves /metrics ("": nowhere):
+	// `tidemark run` serves it with site.ServeMetrics, and so does a
+	// program embedding tidemark, beside Run (Run does not serve it).
 	MetricsAddr string
 
 	// What a program sets in code, not in the environment: all optional.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/tidemark/tidemark/internal/terminal"
 	"github.com/tidemark/tidemark/pipeline"
 	"github.com/tidemark/tidemark/pipeline/site"
-	"github.com/tidemark/tidemark/web"
 )
 
 func newRunCmd(a *app) *cobra.Command {
@@ -44,20 +42,18 @@ already tracked), and runs it now, due or not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			var metrics *web.PipelineMetrics
-			if !once && a.cfg.MetricsAddr != "" {
-				metrics = web.NewPipelineMetrics()
-				a.cfg.Observer = metrics
-			}
 			p, err := a.pipe(ctx)
 			if err != nil {
 				return err
 			}
 			if !once {
-				if metrics != nil {
-					if err := a.serveMetrics(ctx, p, metrics); err != nil {
+				if a.cfg.MetricsAddr != "" {
+					// What a program embedding tidemark calls beside Run.
+					addr, _, err := site.ServeMetrics(ctx, p)
+					if err != nil {
 						return err
 					}
+					fmt.Fprintf(a.stderr, "tidemark: metrics on http://%s/metrics\n", addr)
 				}
 				err := p.Run(ctx, pipeline.RunOptions{Workers: workers, Lease: lease, Poll: poll,
 					OnStart: func(holder string, workers int) {
@@ -133,18 +129,4 @@ already tracked), and runs it now, due or not.`,
 	durationFlag(f, &poll, "poll", 5*time.Second, 10*time.Millisecond, time.Hour, "longest pause between looks for due sources")
 	f.BoolVar(&asJSON, "json", false, "with --once: print the run reports as JSON")
 	return cmd
-}
-
-// serveMetrics serves the daemon's /metrics on TIDEMARK_METRICS_ADDR until
-// ctx ends: the database's view, as `serve` gives it, and what only this
-// process counts (its publishing rounds and sweeps). It has no token: bind
-// it to an address only the scraper reaches.
-func (a *app) serveMetrics(ctx context.Context, p *pipeline.Pipeline, m *web.PipelineMetrics) error {
-	ln, err := web.Listen("TIDEMARK_METRICS_ADDR", a.cfg.MetricsAddr)
-	if err != nil {
-		return err
-	}
-	go func() { _ = site.Serve(ctx, ln, site.Metrics(p, m, a.log)) }()
-	fmt.Fprintf(a.stderr, "tidemark: metrics on http://%s/metrics\n", ln.Addr())
-	return nil
 }

@@ -111,6 +111,25 @@ func Metrics(p *pipeline.Pipeline, m *web.PipelineMetrics, log *slog.Logger) htt
 	return mux
 }
 
+// ServeMetrics serves Metrics on p's Config.MetricsAddr until ctx ends,
+// counting p's publishing rounds and sweeps from now on (an observer added
+// to p): the daemon's /metrics, which `tidemark run` serves this way and a
+// program embedding tidemark serves by calling it beside Pipeline.Run
+// (Run itself does not). It returns the address it listens on, and wait,
+// which returns once the server has stopped (nil unless serving failed).
+// An address that cannot be listened on (one in use) is an error at once.
+func ServeMetrics(ctx context.Context, p *pipeline.Pipeline) (addr net.Addr, wait func() error, err error) {
+	ln, err := web.Listen("TIDEMARK_METRICS_ADDR", p.Config().MetricsAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := web.NewPipelineMetrics()
+	p.AddObserver(m)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, Metrics(p, m, nil)) }()
+	return ln.Addr(), func() error { return <-done }, nil
+}
+
 // Serve serves h on ln until ctx ends, then closes the server. Ending ctx
 // (a signal) is how a server is stopped: it returns nil then.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
