@@ -16,7 +16,7 @@ import (
 // Collections lists the document collections.
 func (p *Pipeline) Collections(ctx context.Context) (content.Collections, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Collections), err
+		return content.Collections{}, err
 	}
 	return p.db.Content().Collections(ctx)
 }
@@ -24,7 +24,7 @@ func (p *Pipeline) Collections(ctx context.Context) (content.Collections, error)
 // Collection returns a collection with its unfinished migration runs.
 func (p *Pipeline) Collection(ctx context.Context, name string) (content.CollectionDetail, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.CollectionDetail), err
+		return content.CollectionDetail{}, err
 	}
 	st := p.db.Content()
 	c, err := st.Collection(ctx, name)
@@ -48,7 +48,7 @@ func (p *Pipeline) Collection(ctx context.Context, name string) (content.Collect
 // NAME:TYPE specs, audited with actor.
 func (p *Pipeline) CreateCollection(ctx context.Context, actor, name string, specs []string) (content.Collection, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Collection), err
+		return content.Collection{}, err
 	}
 	fields := make([]content.Field, 0, len(specs))
 	for _, s := range specs {
@@ -87,7 +87,7 @@ func (m Imported) WriteText(w io.Writer) error {
 // nothing, audited with actor. name is what errors call r (a file name).
 func (p *Pipeline) ImportDocuments(ctx context.Context, actor, collection, name string, r io.Reader) (Imported, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(Imported), err
+		return Imported{}, err
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxImportLine)
@@ -144,7 +144,7 @@ func parseImportLine(b []byte) (content.Put, error) {
 // Document returns a document's current version.
 func (p *Pipeline) Document(ctx context.Context, collection, id string) (content.Document, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Document), err
+		return content.Document{}, err
 	}
 	return p.db.Content().Document(ctx, collection, id)
 }
@@ -153,7 +153,7 @@ func (p *Pipeline) Document(ctx context.Context, collection, id string) (content
 // its collection's fields.
 func (p *Pipeline) DocumentView(ctx context.Context, collection, id string) (content.DocumentView, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.DocumentView), err
+		return content.DocumentView{}, err
 	}
 	c, err := p.db.Content().Collection(ctx, collection)
 	if err != nil {
@@ -169,7 +169,7 @@ func (p *Pipeline) DocumentView(ctx context.Context, collection, id string) (con
 // Documents lists documents in ID order after the ID after.
 func (p *Pipeline) Documents(ctx context.Context, collection, after string, limit int) (content.Documents, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Documents), err
+		return content.Documents{}, err
 	}
 	return p.db.Content().Documents(ctx, collection, after, limit)
 }
@@ -177,7 +177,7 @@ func (p *Pipeline) Documents(ctx context.Context, collection, after string, limi
 // DocumentVersions lists a document's version snapshots, oldest first.
 func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) (content.Versions, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Versions), err
+		return content.Versions{}, err
 	}
 	vs, err := p.db.Content().Versions(ctx, collection, id)
 	if vs == nil && err == nil {
@@ -190,7 +190,7 @@ func (p *Pipeline) DocumentVersions(ctx context.Context, collection, id string) 
 // first.
 func (p *Pipeline) DocumentActions(ctx context.Context, f content.ActionFilter) ([]content.Action, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new([]content.Action), err
+		return nil, err
 	}
 	return p.db.Content().Actions(ctx, f)
 }
@@ -203,7 +203,7 @@ func (p *Pipeline) DocumentActions(ctx context.Context, f content.ActionFilter) 
 // the write says the write is kept.
 func (p *Pipeline) PutDocument(ctx context.Context, actor, collection string, put content.Put) (d content.Document, republished *publish.Result, err error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Document), *new(*publish.Result), err
+		return content.Document{}, nil, err
 	}
 	if len(put.Set) == 0 && len(put.Unset) == 0 {
 		return d, nil, tidemark.Invalidf("fields", "", "nothing to write: set or unset at least one field (%s, %s)", tidemark.Input("set"), tidemark.Input("unset"))
@@ -268,7 +268,7 @@ func (p *Pipeline) republishPage(ctx context.Context, eventID string) (*publish.
 // shows of it.
 func (p *Pipeline) Deletion(ctx context.Context, collection, id string) (content.Deletion, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Deletion), err
+		return content.Deletion{}, err
 	}
 	d, err := p.db.Content().Document(ctx, collection, id)
 	if err != nil {
@@ -302,7 +302,7 @@ func (p *Pipeline) Deletion(ctx context.Context, collection, id string) (content
 // is that publication.
 func (p *Pipeline) DeleteDocument(ctx context.Context, actor, collection, id string, force bool) (a content.Action, republished *publish.Result, err error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Action), *new(*publish.Result), err
+		return content.Action{}, nil, err
 	}
 	del, err := p.Deletion(ctx, collection, id)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // MigrationRuns lists field migration runs, newest first.
 func (p *Pipeline) MigrationRuns(ctx context.Context, f content.RunFilter) (content.Runs, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Runs), err
+		return content.Runs{}, err
 	}
 	return p.db.Content().Runs(ctx, f)
 }
@@ -20,7 +20,7 @@ func (p *Pipeline) MigrationRuns(ctx context.Context, f content.RunFilter) (cont
 // MigrationRun returns one field migration run.
 func (p *Pipeline) MigrationRun(ctx context.Context, id string) (content.Run, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Run), err
+		return content.Run{}, err
 	}
 	return p.db.Content().Run(ctx, id)
 }
@@ -32,7 +32,7 @@ func (p *Pipeline) MigrationRun(ctx context.Context, id string) (content.Run, er
 // run out: DriveMigration does, or the daemon.
 func (p *Pipeline) StartMigration(ctx context.Context, actor, collection, field, to string, batch int) (content.Run, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Run), err
+		return content.Run{}, err
 	}
 	if batch < 1 || batch > content.MaxBatch {
 		return content.Run{}, tidemark.Invalidf("batch", fmt.Sprint(batch), "want 1 to %d documents per transaction", content.MaxBatch)
@@ -53,7 +53,7 @@ func (p *Pipeline) StartMigration(ctx context.Context, actor, collection, field,
 // actor; DriveMigration then carries it out.
 func (p *Pipeline) ResumeMigration(ctx context.Context, actor, id string) (content.Run, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Run), err
+		return content.Run{}, err
 	}
 	return p.claimMigration(ctx, actor, id, false)
 }
@@ -63,7 +63,7 @@ func (p *Pipeline) ResumeMigration(ctx context.Context, actor, id string) (conte
 // every document it converted. The field's type stays as it was.
 func (p *Pipeline) AbortMigration(ctx context.Context, actor, id string) (content.Run, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Run), err
+		return content.Run{}, err
 	}
 	return p.claimMigration(ctx, actor, id, true)
 }
@@ -105,7 +105,7 @@ func (p *Pipeline) audit(ctx context.Context, action, actor string, r content.Ru
 // the run as it starts and after every batch.
 func (p *Pipeline) DriveMigration(ctx context.Context, id string, progress func(content.Run)) (content.Run, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(content.Run), err
+		return content.Run{}, err
 	}
 	m := p.Migrator()
 	r, err := m.Store.Run(ctx, id)

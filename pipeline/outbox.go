@@ -161,7 +161,7 @@ func (p *Pipeline) admitLane(ctx context.Context, settings map[string]string) er
 // defaults; its secrets are kept apart from its shown settings.
 func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.LaneChange, actor string) (outbox.LaneView, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneView), err
+		return outbox.LaneView{}, err
 	}
 	if err := checkChange(ch); err != nil {
 		return outbox.LaneView{}, err
@@ -188,7 +188,7 @@ func (p *Pipeline) AddLane(ctx context.Context, name, kind string, ch outbox.Lan
 // KeyResendLost counts them and says what becomes of them.
 func (p *Pipeline) SetLane(ctx context.Context, name string, ch outbox.LaneChange, actor string) (outbox.LaneSet, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneSet), err
+		return outbox.LaneSet{}, err
 	}
 	if ch.Empty() {
 		return outbox.LaneSet{}, tidemark.Invalidf("lane set", name, "nothing to change: give %s, %s, %s, %s or a retirement policy (%s, %s)",
@@ -340,7 +340,7 @@ func describeChange(a, b outbox.LaneConfig) string {
 // saying what would be lost) unless force is set.
 func (p *Pipeline) RemoveLane(ctx context.Context, name string, force bool, actor string) (outbox.LaneRemoval, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneRemoval), err
+		return outbox.LaneRemoval{}, err
 	}
 	return p.db.Outbox().RemoveLane(ctx, name, actor, force)
 }
@@ -348,7 +348,7 @@ func (p *Pipeline) RemoveLane(ctx context.Context, name string, force bool, acto
 // Lanes returns every lane with its guarantee, health and gaps.
 func (p *Pipeline) Lanes(ctx context.Context) (outbox.LaneViews, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneViews), err
+		return outbox.LaneViews{}, err
 	}
 	ls, err := p.db.Outbox().Lanes(ctx)
 	if err != nil {
@@ -370,7 +370,7 @@ func (p *Pipeline) Lanes(ctx context.Context) (outbox.LaneViews, error) {
 // Lane returns one lane with its guarantee, health and gaps.
 func (p *Pipeline) Lane(ctx context.Context, name string) (outbox.LaneView, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneView), err
+		return outbox.LaneView{}, err
 	}
 	l, err := p.db.Outbox().LaneDetail(ctx, name)
 	if err != nil {
@@ -415,7 +415,7 @@ func (p *Pipeline) view(ctx context.Context, l outbox.Lane, gaps []outbox.GapRep
 // each with the threshold in force when it was made.
 func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new([]outbox.Gap), err
+		return nil, err
 	}
 	return p.db.Outbox().RecentGaps(ctx, lane, 60)
 }
@@ -427,7 +427,7 @@ func (p *Pipeline) RecentGaps(ctx context.Context, lane string) ([]outbox.Gap, e
 // were audited has no history: none is listed.
 func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneActions, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.LaneActions), err
+		return outbox.LaneActions{}, err
 	}
 	st := p.db.Outbox()
 	as, err := st.LaneActions(ctx, lane, 100)
@@ -444,7 +444,7 @@ func (p *Pipeline) LaneActions(ctx context.Context, lane string) (outbox.LaneAct
 // ref.Parent) on ref.Lane.
 func (p *Pipeline) AddChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Channel), err
+		return outbox.Channel{}, err
 	}
 	for _, f := range []struct{ name, v string }{{"source", ref.Source}, {"lane", ref.Lane}, {"target", ref.Target}} {
 		if strings.TrimSpace(f.v) == "" {
@@ -531,7 +531,7 @@ func (p *Pipeline) readBackNote(ctx context.Context, lane, target, parent string
 // intents it drafted stay on their lane.
 func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, actor string) (outbox.Channel, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Channel), err
+		return outbox.Channel{}, err
 	}
 	return p.db.Outbox().RemoveChannel(ctx, ref, actor)
 }
@@ -542,7 +542,7 @@ func (p *Pipeline) RemoveChannel(ctx context.Context, ref outbox.ChannelRef, act
 // that would fail on every change is refused.
 func (p *Pipeline) SetChannelTemplate(ctx context.Context, channelID, tmpl, actor string) (outbox.Channel, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Channel), err
+		return outbox.Channel{}, err
 	}
 	return p.db.Outbox().SetChannelTemplate(ctx, channelID, tmpl, actor)
 }
@@ -551,7 +551,7 @@ func (p *Pipeline) SetChannelTemplate(ctx context.Context, channelID, tmpl, acto
 // `outbox channel test`.
 func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (outbox.ChannelTest, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.ChannelTest), err
+		return outbox.ChannelTest{}, err
 	}
 	cp, err := p.db.Outbox().ChannelPreview(ctx, channelID)
 	if err != nil {
@@ -570,7 +570,7 @@ func (p *Pipeline) TestChannel(ctx context.Context, channelID, tmpl string) (out
 // Channels returns every channel.
 func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Channels), err
+		return outbox.Channels{}, err
 	}
 	cs, err := p.db.Outbox().Channels(ctx)
 	for i := range cs {
@@ -582,7 +582,7 @@ func (p *Pipeline) Channels(ctx context.Context) (outbox.Channels, error) {
 // Intents lists intents by lane and rank.
 func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.Intents, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Intents), err
+		return outbox.Intents{}, err
 	}
 	if err := outbox.CheckIntentFilter(ctx, p.db.Outbox(), f); err != nil {
 		return nil, err
@@ -594,7 +594,7 @@ func (p *Pipeline) Intents(ctx context.Context, f outbox.IntentFilter) (outbox.I
 // trail.
 func (p *Pipeline) Intent(ctx context.Context, id string) (outbox.IntentDetail, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.IntentDetail), err
+		return outbox.IntentDetail{}, err
 	}
 	st := p.db.Outbox()
 	in, err := st.Intent(ctx, id)
@@ -612,7 +612,7 @@ func (p *Pipeline) Intent(ctx context.Context, id string) (outbox.IntentDetail, 
 // Draft drafts an intent by hand at the end of its lane.
 func (p *Pipeline) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Intent), err
+		return outbox.Intent{}, err
 	}
 	return p.db.Outbox().Draft(ctx, d)
 }
@@ -620,7 +620,7 @@ func (p *Pipeline) Draft(ctx context.Context, d outbox.Draft) (outbox.Intent, er
 // RetireIntent retires an intent: it is never sent (reversible).
 func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Intent), err
+		return outbox.Intent{}, err
 	}
 	if err := needReason(reason); err != nil {
 		return outbox.Intent{}, err
@@ -631,7 +631,7 @@ func (p *Pipeline) RetireIntent(ctx context.Context, id, actor, reason string) (
 // ReviveIntent revives a retired, unexecutable or colliding intent.
 func (p *Pipeline) ReviveIntent(ctx context.Context, id, actor, reason string) (outbox.Intent, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Intent), err
+		return outbox.Intent{}, err
 	}
 	if err := needReason(reason); err != nil {
 		return outbox.Intent{}, err
@@ -651,7 +651,7 @@ func needReason(reason string) error {
 // our own writes, planned and recorded, and audited with its actor.
 func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Reconciled, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.Reconciled), err
+		return outbox.Reconciled{}, err
 	}
 	r := outbox.Reconciled{Lane: lane}
 	d, err := p.Deliverer(ctx, lane, time.Minute)
@@ -675,7 +675,7 @@ func (p *Pipeline) Reconcile(ctx context.Context, lane, actor string) (outbox.Re
 // Gaps reports the gaps each lane's pacing gate achieved (or one lane's).
 func (p *Pipeline) Gaps(ctx context.Context, lane string) (outbox.GapReports, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(outbox.GapReports), err
+		return outbox.GapReports{}, err
 	}
 	return p.db.Outbox().Gaps(ctx, lane)
 }
@@ -689,7 +689,7 @@ func (p *Pipeline) ProviderKinds() []string { return providers.Kinds() }
 // lane whose provider cannot be built here is a *LaneBrokenError.
 func (p *Pipeline) Deliverer(ctx context.Context, lane string, ttl time.Duration) (*outbox.Deliverer, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(*outbox.Deliverer), err
+		return nil, err
 	}
 	l, err := p.db.Outbox().Lane(ctx, lane)
 	if err != nil {

@@ -329,7 +329,7 @@ func (p *Pipeline) IndexLocation() string {
 // does not check that the store is the wiki's: BindStore does.
 func (p *Pipeline) Publisher() (*publish.Service, error) {
 	if err := p.checkOpen(context.Background()); err != nil {
-		return *new(*publish.Service), err
+		return nil, err
 	}
 	objs, err := p.Objects()
 	if err != nil {
@@ -350,7 +350,7 @@ func (p *Pipeline) Publisher() (*publish.Service, error) {
 // not take each other's claims for their own.
 func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(*publish.Service), err
+		return nil, err
 	}
 	svc, err := p.Publisher()
 	if err != nil {
@@ -366,7 +366,7 @@ func (p *Pipeline) BindStore(ctx context.Context) (*publish.Service, error) {
 // Summarizer builds the summarizer called name ("": Config.Summarizer).
 func (p *Pipeline) Summarizer(name string) (summarize.Summarizer, error) {
 	if err := p.checkOpen(context.Background()); err != nil {
-		return *new(summarize.Summarizer), err
+		return nil, err
 	}
 	flag := "--summarizer"
 	if name == "" {

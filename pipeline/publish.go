@@ -28,7 +28,7 @@ const (
 // nothing was published; More says the round was full.
 func (p *Pipeline) PublishRound(ctx context.Context, svc *publish.Service, summarizer string, limit int) (publish.Round, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Round), err
+		return publish.Round{}, err
 	}
 	r, err := p.publishRound(ctx, svc, summarizer, limit, svc.PublishPending)
 	p.observePublish(r.Published)
@@ -103,7 +103,7 @@ func (p *Pipeline) publishRound(ctx context.Context, svc *publish.Service, summa
 // own, as every claiming operation does (see enter).
 func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (publish.Round, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Round), err
+		return publish.Round{}, err
 	}
 	ctx, _, release, err := p.enter(ctx)
 	if err != nil {
@@ -125,7 +125,7 @@ func (p *Pipeline) Publish(ctx context.Context, summarizer string, limit int) (p
 // round of 1,000 ends.
 func (p *Pipeline) PublishAll(ctx context.Context, svc *publish.Service, progress func(string)) (publish.Totals, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Totals), err
+		return publish.Totals{}, err
 	}
 	var t publish.Totals
 	var live publishProgress // this round's steps so far
@@ -206,7 +206,7 @@ func (l *publishProgress) line(t publish.Totals) string {
 // refreshes the listings.
 func (p *Pipeline) PublishSummary(ctx context.Context, summaryID string) (publish.Result, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Result), err
+		return publish.Result{}, err
 	}
 	svc, err := p.BindStore(ctx)
 	if err != nil {
@@ -225,7 +225,7 @@ func (p *Pipeline) PublishSummary(ctx context.Context, summaryID string) (publis
 // (tidemark.ErrUnconfirmed) beside the report.
 func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.SweepReport), err
+		return publish.SweepReport{}, err
 	}
 	svc, err := p.BindStore(ctx)
 	if err != nil {
@@ -245,7 +245,7 @@ func (p *Pipeline) Sweep(ctx context.Context) (publish.SweepReport, error) {
 // event listing names must: the CLI and the API both list through here.
 func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publish.SummaryList, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.SummaryList), err
+		return publish.SummaryList{}, err
 	}
 	if f.EventID != "" {
 		if _, err := p.db.Ingest().Event(ctx, f.EventID); err != nil {
@@ -259,7 +259,7 @@ func (p *Pipeline) Summaries(ctx context.Context, f publish.SummaryFilter) (publ
 // sweep withdraws its page.
 func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Summary), err
+		return publish.Summary{}, err
 	}
 	return p.db.Publish().Reject(ctx, summaryID, reason)
 }
@@ -269,7 +269,7 @@ func (p *Pipeline) RejectSummary(ctx context.Context, summaryID, reason string) 
 // current again, and the next publishing round publishes its page.
 func (p *Pipeline) UnrejectSummary(ctx context.Context, summaryID, reason string) (publish.Summary, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.Summary), err
+		return publish.Summary{}, err
 	}
 	return p.db.Publish().Unreject(ctx, summaryID, reason)
 }
@@ -278,7 +278,7 @@ func (p *Pipeline) UnrejectSummary(ctx context.Context, summaryID, reason string
 // it on purpose; the next sweep republishes what the store does not show.
 func (p *Pipeline) Rebind(ctx context.Context) (publish.StoreIdentity, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(publish.StoreIdentity), err
+		return publish.StoreIdentity{}, err
 	}
 	svc, err := p.Publisher()
 	if err != nil {

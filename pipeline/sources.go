@@ -30,7 +30,7 @@ func NewKinds(cfg Config) *kinds.Set {
 // its schedule: what `source add` stores and `source test` fetches.
 func (p *Pipeline) ResolveSource(ctx context.Context, ns ingest.NewSource) (ingest.NewSource, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.NewSource), err
+		return ingest.NewSource{}, err
 	}
 	if strings.TrimSpace(ns.Location) == "" {
 		// Never the working directory: a location is named, or nothing is
@@ -81,7 +81,7 @@ func (p *Pipeline) NewSource(name, location string) ingest.NewSource {
 // (errors.Is(err, context.DeadlineExceeded) or context.Canceled).
 func (p *Pipeline) AddSource(ctx context.Context, ns ingest.NewSource) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	ns, err := p.ResolveSource(ctx, ns)
 	if err != nil {
@@ -126,7 +126,7 @@ func (p *Pipeline) duplicateError(dup tidemark.Source, ns ingest.NewSource) erro
 // source already tracks it (then added is false and src is that source).
 func (p *Pipeline) TrackRepo(ctx context.Context, path string) (src tidemark.Source, added bool, err error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), *new(bool), err
+		return tidemark.Source{}, false, err
 	}
 	ns, err := p.kinds.Resolve(ctx, ingest.NewSource{Kind: "git", Location: path,
 		Interval: DefaultInterval, RetryBudget: DefaultRetryBudget, AllowPrivate: p.cfg.AllowPrivate})

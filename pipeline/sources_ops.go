@@ -42,7 +42,7 @@ func TestSource(ctx context.Context, ks *kinds.Set, req TestRequest) (ingest.Tes
 // TestSource is TestSource with the pipeline's kinds.
 func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.TestReport, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.TestReport), err
+		return ingest.TestReport{}, err
 	}
 	return TestSource(ctx, p.kinds, req)
 }
@@ -56,7 +56,7 @@ func (p *Pipeline) TestSource(ctx context.Context, req TestRequest) (ingest.Test
 // another source).
 func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings, actor string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	if ch.AllowPrivate != nil {
 		if err := kinds.CheckAllowPrivate(ctx, *ch.AllowPrivate); err != nil {
@@ -103,7 +103,7 @@ func (p *Pipeline) SetSource(ctx context.Context, ref string, ch ingest.Settings
 // stay (the wiki shows the new name from the next listing refresh).
 func (p *Pipeline) RenameSource(ctx context.Context, ref, name, actor string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	return p.db.Ingest().RenameSource(ctx, ref, name, actor)
 }
@@ -117,7 +117,7 @@ func (p *Pipeline) RenameSource(ctx context.Context, ref, name, actor string) (t
 // renders is collected.
 func (p *Pipeline) RemoveSource(ctx context.Context, ref, actor string, force bool) (ingest.Removal, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.Removal), err
+		return ingest.Removal{}, err
 	}
 	return p.db.Ingest().RemoveSource(ctx, ref, actor, force)
 }
@@ -126,7 +126,7 @@ func (p *Pipeline) RemoveSource(ctx context.Context, ref, actor string, force bo
 // nothing.
 func (p *Pipeline) RemovalOf(ctx context.Context, ref string) (ingest.Removal, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.Removal), err
+		return ingest.Removal{}, err
 	}
 	return p.db.Ingest().RemovalOf(ctx, ref)
 }
@@ -135,7 +135,7 @@ func (p *Pipeline) RemovalOf(ctx context.Context, ref string) (ingest.Removal, e
 // claimed again.
 func (p *Pipeline) PauseSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	return p.db.Ingest().SetState(ctx, ref, tidemark.SourcePaused, actor)
 }
@@ -143,7 +143,7 @@ func (p *Pipeline) PauseSource(ctx context.Context, ref, actor string) (tidemark
 // ResumeSource lets a paused source be claimed again.
 func (p *Pipeline) ResumeSource(ctx context.Context, ref, actor string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	return p.db.Ingest().SetState(ctx, ref, tidemark.SourceActive, actor)
 }
@@ -151,7 +151,7 @@ func (p *Pipeline) ResumeSource(ctx context.Context, ref, actor string) (tidemar
 // RetrySource reopens a source's window with a fresh budget, due now.
 func (p *Pipeline) RetrySource(ctx context.Context, ref, actor, note string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	return p.db.Ingest().Retry(ctx, ref, actor, note)
 }
@@ -160,7 +160,7 @@ func (p *Pipeline) RetrySource(ctx context.Context, ref, actor, note string) (ti
 // source's head, for kinds that have one), recording what was skipped.
 func (p *Pipeline) SkipSource(ctx context.Context, ref, to, actor, note string) (tidemark.Source, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Source), err
+		return tidemark.Source{}, err
 	}
 	return p.Ingest().Skip(ctx, ref, to, actor, note)
 }
@@ -169,7 +169,7 @@ func (p *Pipeline) SkipSource(ctx context.Context, ref, to, actor, note string) 
 // next tried (ingest.ListSources).
 func (p *Pipeline) Sources(ctx context.Context) (ingest.SourceList, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.SourceList), err
+		return ingest.SourceList{}, err
 	}
 	return ingest.ListSources(ctx, p.db.Ingest(), p.clock.Now())
 }
@@ -177,7 +177,7 @@ func (p *Pipeline) Sources(ctx context.Context) (ingest.SourceList, error) {
 // SourceDetail reads a source with up to limit of its runs and actions.
 func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ingest.Detail, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.Detail), err
+		return ingest.Detail{}, err
 	}
 	return ingest.SourceDetail(ctx, p.db.Ingest(), ref, limit, p.clock.Now())
 }
@@ -186,7 +186,7 @@ func (p *Pipeline) SourceDetail(ctx context.Context, ref string, limit int) (ing
 // or run the filter names that does not exist is not found.
 func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.RunList), err
+		return ingest.RunList{}, err
 	}
 	f, err := ingest.ResolveRunFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
@@ -199,7 +199,7 @@ func (p *Pipeline) Runs(ctx context.Context, f ingest.RunFilter) (ingest.RunList
 // source, run or event the filter names that does not exist is not found.
 func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.EventList, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(ingest.EventList), err
+		return ingest.EventList{}, err
 	}
 	f, err := ingest.ResolveEventFilter(ctx, p.db.Ingest(), f)
 	if err != nil {
@@ -211,7 +211,7 @@ func (p *Pipeline) Events(ctx context.Context, f ingest.EventFilter) (ingest.Eve
 // Evidence returns an event's frozen evidence at a revision (0: current).
 func (p *Pipeline) Evidence(ctx context.Context, eventID string, revision int) ([]byte, string, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new([]byte), *new(string), err
+		return nil, "", err
 	}
 	return p.db.Ingest().Evidence(ctx, eventID, revision)
 }
@@ -260,7 +260,7 @@ func (r OPMLReport) WriteText(w io.Writer) error {
 // it (TIDEMARK_ALLOW_PRIVATE).
 func (p *Pipeline) ImportOPML(ctx context.Context, r io.Reader, o OPMLImport) (OPMLReport, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(OPMLReport), err
+		return OPMLReport{}, err
 	}
 	rep := OPMLReport{Added: []opml.Feed{}, Skipped: []opml.Feed{}, DryRun: o.DryRun}
 	feeds, err := opml.Parse(r)

@@ -30,7 +30,7 @@ func (t Issued) WriteText(w io.Writer) error {
 // CreateToken creates an access token named name (who or what uses it).
 func (p *Pipeline) CreateToken(ctx context.Context, name string) (Issued, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(Issued), err
+		return Issued{}, err
 	}
 	secret, t, err := p.db.Auth().CreateToken(ctx, name)
 	return Issued{Name: t.Name, ID: t.ID, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt, Token: secret}, err
@@ -39,7 +39,7 @@ func (p *Pipeline) CreateToken(ctx context.Context, name string) (Issued, error)
 // Tokens lists the access tokens (never their secrets).
 func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Tokens), err
+		return tidemark.Tokens{}, err
 	}
 	return p.db.Auth().Tokens(ctx)
 }
@@ -49,7 +49,7 @@ func (p *Pipeline) Tokens(ctx context.Context) (tidemark.Tokens, error) {
 // it is, with revokedNow false.
 func (p *Pipeline) RevokeToken(ctx context.Context, name string) (t tidemark.Token, revokedNow bool, err error) {
 	if err := p.checkOpen(ctx); err != nil {
-		return *new(tidemark.Token), *new(bool), err
+		return tidemark.Token{}, false, err
 	}
 	return p.db.Auth().RevokeToken(ctx, name)
 }
