@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/fetch/httpx"
 	"github.com/tidemark/tidemark/fetch/internal/fetchtest"
+	"github.com/tidemark/tidemark/internal/testctx"
 )
 
 // mustServe starts a test server on 127.0.0.1 and a client allowed to dial
@@ -567,25 +568,6 @@ func TestRetryAfterHoldsTheHost(t *testing.T) {
 	}
 }
 
-// deadlineCtx is a caller's context whose deadline passes when the test
-// says so rather than on a clock.
-type deadlineCtx struct {
-	context.Context
-	deadline time.Time
-	done     chan struct{}
-}
-
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
-func (c *deadlineCtx) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
 // A request cut short by its caller's deadline, sooner than the client's
 // own timeout, says so, with the time it had: never the client's timeout,
 // which did not pass.
@@ -595,8 +577,8 @@ func TestGetTimedOutAtTheCallersDeadlineSaysSo(t *testing.T) {
 		started <- struct{}{}
 		<-r.Context().Done()
 	}, httpx.Options{Timeout: time.Hour})
-	ctx := &deadlineCtx{Context: context.Background(), deadline: time.Now().Add(time.Minute), done: make(chan struct{})}
-	go func() { <-started; close(ctx.done) }()
+	ctx := testctx.WithDeadline(context.Background(), time.Now().Add(time.Minute))
+	go func() { <-started; ctx.Pass() }()
 	_, err := c.Get(ctx, httpx.Request{URL: srv.URL})
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "1h0m0s") || !strings.Contains(err.Error(), "caller's deadline") {
 		t.Fatalf("past the caller's deadline: %v; want it said as the caller's deadline, not the client's hour", err)

@@ -12,28 +12,8 @@ import (
 
 	"github.com/tidemark/tidemark/fetch/kinds"
 	"github.com/tidemark/tidemark/ingest"
+	"github.com/tidemark/tidemark/internal/testctx"
 )
-
-// deadlineCtx is a caller's context with a deadline, which passes when
-// the test says so rather than on a clock.
-type deadlineCtx struct {
-	context.Context
-	deadline time.Time
-	done     chan struct{}
-	once     sync.Once
-}
-
-func (c *deadlineCtx) pass()                       { c.once.Do(func() { close(c.done) }) }
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
-func (c *deadlineCtx) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
 
 // A caller whose deadline passes while Resolve asks a location what it is
 // gets its context's error, not "cannot tell its kind" (the location was
@@ -48,8 +28,8 @@ func TestResolveUnderACallersDeadlineReturnsTheContextsError(t *testing.T) {
 	defer srv.Close()
 	var warned []string
 	s := kinds.New(kinds.Options{Warn: func(m string) { warned = append(warned, m) }})
-	ctx := &deadlineCtx{Context: context.Background(), deadline: time.Now().Add(2 * time.Second), done: make(chan struct{})}
-	go func() { <-started; ctx.pass() }()
+	ctx := testctx.WithDeadline(context.Background(), time.Now().Add(2*time.Second))
+	go func() { <-started; ctx.Pass() }()
 	ns, err := s.Resolve(ctx, ingest.NewSource{Location: srv.URL + "/feed.xml", AllowPrivate: true})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Resolve past the caller's deadline: %+v, %v; want context.DeadlineExceeded", ns, err)
