@@ -474,20 +474,8 @@ func (e *DeferredError) Unwrap() []error {
 	return []error{tidemark.ErrUnavailable, e.Err}
 }
 
-// Sleep waits d or until ctx ends.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Sleep waits d or until ctx ends (clock.Sleep).
+func Sleep(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, d) }
 
 // send makes one attempt at the lane's next pending intent, in phases
 // that mirror the design: pick it through the pacing gate, check that its

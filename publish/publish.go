@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/clock"
 	"github.com/tidemark/tidemark/failpoint"
 	"github.com/tidemark/tidemark/internal/fieldtext"
 	"github.com/tidemark/tidemark/internal/groupcommit"
@@ -289,14 +290,7 @@ func (s *Service) sleep(ctx context.Context, d time.Duration) error {
 	if s.Sleep != nil {
 		return s.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return clock.Sleep(ctx, d)
 }
 
 // awaitMark is what the books say of the page of res, an attempt of

@@ -127,7 +127,7 @@ func New(opt Options) *Client {
 		opt.Clock = clock.System{}
 	}
 	if opt.Sleep == nil {
-		opt.Sleep = sleep
+		opt.Sleep = clock.Sleep
 	}
 	c := &Client{opt: opt, hosts: map[string]*hostState{}}
 	rt := opt.Transport
@@ -149,17 +149,6 @@ func New(opt Options) *Client {
 		}),
 	}
 	return c
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // AllowPrivateEnv names the environment variable that gives new sources
