@@ -25,7 +25,10 @@ func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *htt
 	}
 	if v != nil {
 		if err := json.Unmarshal(body, v); err != nil {
-			return Meta{}, resp, fmt.Errorf("%s %s: decode: %w", req.Method, req.URL.Redacted(), err)
+			// The receiver's answer, not our failure: a mistyped URL, a
+			// proxy's page, a receiver that does not speak the protocol.
+			return Meta{}, resp, fmt.Errorf("%s %s: the answer (%s) is not the JSON this read expects (%v): check the URL and the receiver: %w",
+				req.Method, req.URL.Redacted(), contentType(resp), err, tidemark.ErrInvalid)
 		}
 	}
 	return meta, resp, nil
@@ -83,4 +86,12 @@ func (e *StatusError) Error() string {
 // Is makes 5xx and 429 unavailability.
 func (e *StatusError) Is(target error) bool {
 	return target == tidemark.ErrUnavailable && (e.Status >= 500 || e.Status == http.StatusTooManyRequests)
+}
+
+// contentType is an answer's media type as it said it, for a message.
+func contentType(resp *http.Response) string {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		return ct
+	}
+	return "no Content-Type"
 }

@@ -1,0 +1,37 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark"
+	"github.com/tidemark/tidemark/outbox/provider"
+)
+
+// A read answered with something that is not the JSON it asked for (an
+// HTML page a proxy or a mistyped URL gave) is the receiver's answer, not
+// tidemark's own failure: it is refused as unusable (invalid: the lane's
+// URL or its receiver to fix), saying what came back.
+func TestAReadAnsweredWithoutJSONIsUnusable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<html><body>Welcome to nginx!</body></html>"))
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/writes", nil)
+	var v struct{ Writes []string }
+	_, _, err := provider.GetJSON(context.Background(), srv.Client(), time.Now, req, &v)
+	if !errors.Is(err, tidemark.ErrInvalid) || tidemark.ExitCode(err) != tidemark.ExitInvalid {
+		t.Fatalf("a read answered with HTML: %v (exit %d), want it invalid", err, tidemark.ExitCode(err))
+	}
+	for _, w := range []string{"not the JSON", "text/html"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%v does not say %q", err, w)
+		}
+	}
+}
