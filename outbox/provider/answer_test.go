@@ -15,8 +15,8 @@ import (
 
 // A read answered with something that is not the JSON it asked for (an
 // HTML page a proxy or a mistyped URL gave) is the receiver's answer, not
-// tidemark's own failure: it is refused as unusable (invalid: the lane's
-// URL or its receiver to fix), saying what came back.
+// tidemark's own failure: the lane's read failed, as when its receiver
+// cannot be reached or refuses a write (exit 5), saying what came back.
 func TestAReadAnsweredWithoutJSONIsUnusable(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -26,8 +26,8 @@ func TestAReadAnsweredWithoutJSONIsUnusable(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/writes", nil)
 	var v struct{ Writes []string }
 	_, _, err := provider.GetJSON(context.Background(), srv.Client(), time.Now, req, &v)
-	if !errors.Is(err, tidemark.ErrInvalid) || tidemark.ExitCode(err) != tidemark.ExitInvalid {
-		t.Fatalf("a read answered with HTML: %v (exit %d), want it invalid", err, tidemark.ExitCode(err))
+	if !errors.Is(err, tidemark.ErrUnavailable) || tidemark.ExitCode(err) != tidemark.ExitUnavailable {
+		t.Fatalf("a read answered with HTML: %v (exit %d), want the lane's read failed (exit 5)", err, tidemark.ExitCode(err))
 	}
 	for _, w := range []string{"not the JSON", "text/html"} {
 		if !strings.Contains(err.Error(), w) {

@@ -25,10 +25,12 @@ func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *htt
 	}
 	if v != nil {
 		if err := json.Unmarshal(body, v); err != nil {
-			// The receiver's answer, not our failure: a mistyped URL, a
-			// proxy's page, a receiver that does not speak the protocol.
+			// The receiver's answer, not our failure (a mistyped URL, a
+			// proxy's page, a receiver that does not speak the protocol):
+			// the lane's read failed, as when a receiver cannot be reached
+			// or refuses a write, and the message says what to check.
 			return Meta{}, resp, fmt.Errorf("%s %s: the answer (%s) is not the JSON this read expects (%v): check the URL and the receiver: %w",
-				req.Method, req.URL.Redacted(), contentType(resp), err, tidemark.ErrInvalid)
+				req.Method, req.URL.Redacted(), contentType(resp), err, tidemark.ErrUnavailable)
 		}
 	}
 	return meta, resp, nil
