@@ -35,3 +35,24 @@ func TestAReadAnsweredWithoutJSONIsUnusable(t *testing.T) {
 		}
 	}
 }
+
+// A read the receiver refused (a 4xx: a mistyped URL's 404, a token it
+// does not take) fails as the lane's read, as a refused write does (exit
+// 5, as on a lane that failed), never as tidemark's own failure; a 403
+// or 404 still tells a target closed to us (Closed).
+func TestAReadTheReceiverRefusedFailsAsTheLanesRead(t *testing.T) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no", status)
+		}))
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/writes", nil)
+		_, _, err := provider.GetJSON(context.Background(), srv.Client(), time.Now, req, nil)
+		srv.Close()
+		if !errors.Is(err, tidemark.ErrUnavailable) || tidemark.ExitCode(err) != tidemark.ExitUnavailable {
+			t.Errorf("a read answered %d: %v (exit %d), want the lane's read failed (exit 5)", status, err, tidemark.ExitCode(err))
+		}
+		if _, closed := provider.Closed(err); closed != (status == http.StatusForbidden || status == http.StatusNotFound) {
+			t.Errorf("a read answered %d: Closed says %v", status, closed)
+		}
+	}
+}

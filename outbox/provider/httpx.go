@@ -15,8 +15,10 @@ import (
 const MaxResponseBytes = 8 << 20
 
 // GetJSON sends a read (GET or HEAD), checks for a 2xx, decodes the JSON
-// body into v and returns the response's age headers. Transport failures
-// are tidemark.ErrUnavailable. It refuses any other method: a write goes
+// body into v and returns the response's age headers. Transport failures,
+// a non-2xx answer (*StatusError) and an answer that is not the JSON v
+// wants are tidemark.ErrUnavailable: the lane's read failed. It refuses
+// any other method: a write goes
 // through a WriteClient, never through a pooled client that may replay it.
 func GetJSON(ctx context.Context, c *http.Client, now func() time.Time, req *http.Request, v any) (Meta, *http.Response, error) {
 	meta, resp, body, err := GetBody(ctx, c, now, req)
@@ -85,10 +87,12 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: status %d: %s", e.Method, e.URL, e.Status, e.Body)
 }
 
-// Is makes 5xx and 429 unavailability.
-func (e *StatusError) Is(target error) bool {
-	return target == tidemark.ErrUnavailable && (e.Status >= 500 || e.Status == http.StatusTooManyRequests)
-}
+// Is makes every non-2xx answer to a read unavailability: a 5xx or 429
+// is an outage, and any other is the receiver refusing the lane's read (a
+// mistyped URL, a token it does not take), which fails the lane's read as
+// a refused write fails its write, never tidemark's own failure. What the
+// status means for a target (Closed) is read from the status itself.
+func (e *StatusError) Is(target error) bool { return target == tidemark.ErrUnavailable }
 
 // contentType is an answer's media type as it said it, for a message.
 func contentType(resp *http.Response) string {
