@@ -127,11 +127,11 @@ func TestAStaleClaimIsNotShownRunning(t *testing.T) {
 		ClaimHolder: "box:41", ClaimRunID: "run1", LeaseExpiresAt: &lease, NextDueAt: now.Add(-time.Minute)}
 
 	src.ClaimState = tidemark.ClaimRunning
-	if h := ingest.Health(src); h != "running" {
+	if h := src.Health(); h != "running" {
 		t.Fatalf("a first run under way: health %q, want running", h)
 	}
 	src.ClaimState = tidemark.ClaimGone
-	if h := ingest.Health(src); h != "new" {
+	if h := src.Health(); h != "new" {
 		t.Fatalf("a first run whose holder is gone: health %q, want new", h)
 	}
 	_, why, brief := ingest.NextTryWords(src)
@@ -154,7 +154,7 @@ func TestAStaleClaimIsNotShownRunning(t *testing.T) {
 	}
 
 	src.ClaimState, src.LastOutcome = tidemark.ClaimExpired, tidemark.OutcomeEmpty
-	if h := ingest.Health(src); h != "empty" {
+	if h := src.Health(); h != "empty" {
 		t.Fatalf("health %q under an expired claim, want the last outcome's", h)
 	}
 	show.Reset()

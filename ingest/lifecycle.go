@@ -221,8 +221,10 @@ type EventDetail struct {
 	Revisions  []Revision `json:"revisions"`
 }
 
-// Health is a source's state at a glance, in one word
-// (tidemark.Source.Health, which has the rule).
+// Health is a source's state at a glance, in one word.
+//
+// Deprecated: call tidemark.Source.Health, which has the rule; Health is
+// kept for programs written against it.
 func Health(src tidemark.Source) string { return src.Health() }
 
 // WindowWords says a window's state and the attempts it has spent against

@@ -146,8 +146,8 @@ func TestShutdownDoesNotSpendBudget(t *testing.T) {
 			t.Fatalf("after shutdown: attempts %d, holder %q, version %d", s.WindowAttempts, s.ClaimHolder, s.CursorVersion)
 		}
 		// A clean stop says nothing of the source: never run, it is new.
-		if s.LastOutcome != "" || ingest.Health(s) != "new" {
-			t.Fatalf("after shutdown: last outcome %q, health %q, want none and new", s.LastOutcome, ingest.Health(s))
+		if s.LastOutcome != "" || s.Health() != "new" {
+			t.Fatalf("after shutdown: last outcome %q, health %q, want none and new", s.LastOutcome, s.Health())
 		}
 		runs, _ := fx.svc.Store.Runs(context.Background(), ingest.RunFilter{})
 		if len(runs) != 1 || runs[0].Status != tidemark.RunFailed {

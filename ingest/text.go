@@ -56,7 +56,7 @@ func (l SourceList) WriteText(w io.Writer) error {
 		case brief != "":
 			due += " (" + brief + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, Health(s), WindowBrief(s),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.State, s.Health(), WindowBrief(s),
 			fieldtext.OrDash(string(s.LastOutcome)), fieldtext.OrDash(fieldtext.Cursor(s.Cursor)), due)
 	}
 	return tw.Flush()
@@ -127,7 +127,7 @@ func (d Detail) WriteText(w io.Writer) error {
 	if src.AllowPrivate {
 		kv("private", "allowed (it may reach private, loopback and link-local addresses)")
 	}
-	kv("state", "%s (health: %s)", src.State, Health(src))
+	kv("state", "%s (health: %s)", src.State, src.Health())
 	kv("schedule", "every %s, %d attempts per window", src.Interval.Std(), src.RetryBudget)
 	kv("cursor", "%s (version %d)", fieldtext.OrDash(src.Cursor), src.CursorVersion)
 	kv("window", "%s", WindowWords(src))

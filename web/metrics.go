@@ -163,7 +163,7 @@ func (c *collector) collectIngest(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(c.runs, prometheus.CounterValue, float64(counts[o]), string(o))
 	}
 	for _, s := range srcs {
-		ch <- prometheus.MustNewConstMetric(c.sources, prometheus.GaugeValue, 1, s.Name, s.Kind, ingest.Health(s))
+		ch <- prometheus.MustNewConstMetric(c.sources, prometheus.GaugeValue, 1, s.Name, s.Kind, s.Health())
 		ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.GaugeValue, float64(s.WindowAttempts), s.Name)
 		if s.LastRunAt != nil {
 			ch <- prometheus.MustNewConstMetric(c.lastRun, prometheus.GaugeValue, float64(s.LastRunAt.Unix()), s.Name)

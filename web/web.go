@@ -558,7 +558,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	rows := make([]sourceRow, len(srcs))
 	counts := map[string]int{}
 	for i, src := range srcs {
-		rows[i] = sourceRow{src, ingest.Health(src)}
+		rows[i] = sourceRow{src, src.Health()}
 		counts[rows[i].Health]++
 	}
 	lanes, err := s.lanes(r.Context())
@@ -593,7 +593,7 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, "source.html", map[string]any{"S": d, "Health": ingest.Health(d.Source), "Events": evs,
+	s.render(w, r, "source.html", map[string]any{"S": d, "Health": d.Source.Health(), "Events": evs,
 		"Notice": s.takeNotice(w, r), "CanWrite": s.Sources != nil})
 }
 
